@@ -1,0 +1,128 @@
+//! `tokio_util::codec` glue: [`StreamDecoder`] is a `Decoder`, [`StreamEncoder`] an `Encoder`.
+//!
+//! Use them with `FramedRead` / `FramedWrite` over any `AsyncRead` / `AsyncWrite`. Unlike
+//! `LengthDelimitedCodec`, `decode_eof` never turns a truncated stream into a clean end: a stream
+//! that ends before its STREAM_END sentinel (even right after a header) yields
+//! [`DecodeError::Truncated`].
+
+use std::io;
+
+use bytes::{Bytes, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::decoder::StreamDecoder;
+use crate::encoder::StreamEncoder;
+use crate::error::{DecodeError, EncodeError};
+use crate::event::{Abort, Event};
+
+/// Errors of the codec layer: I/O, or the frame layer's decode or encode errors.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{CodecError, DecodeError};
+/// let err = CodecError::from(DecodeError::InvalidAbort);
+/// assert_eq!(err.to_string(), "abort frame reason is not valid UTF-8");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// Reading or writing the transport failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+    /// The stream is invalid, truncated or aborted.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// The encoder refused a write.
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
+}
+
+impl CodecError {
+    /// The decode error, if this is one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{CodecError, DecodeError};
+    /// assert!(CodecError::from(DecodeError::InvalidAbort).as_decode().is_some());
+    /// ```
+    #[must_use]
+    pub fn as_decode(&self) -> Option<&DecodeError> {
+        match self {
+            Self::Decode(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl Decoder for StreamDecoder {
+    type Item = Event;
+    type Error = CodecError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Event>, CodecError> {
+        Ok(StreamDecoder::decode(self, src)?)
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Event>, CodecError> {
+        Ok(StreamDecoder::decode_eof(self, src)?)
+    }
+}
+
+/// One write to a framed stream through `FramedWrite`.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::Bytes;
+/// use futures::SinkExt;
+/// use mcp_framing::{Outgoing, StreamEncoder, StreamHead};
+/// use tokio_util::codec::FramedWrite;
+///
+/// # tokio_test::block_on(async {
+/// let mut sink = FramedWrite::new(Vec::new(), StreamEncoder::new(StreamHead::for_request(None)));
+/// sink.send(Outgoing::Chunk(Bytes::from_static(b"{\"id\":1,"))).await?;
+/// sink.send(Outgoing::Chunk(Bytes::from_static(b"\"result\":{}}"))).await?;
+/// sink.send(Outgoing::FinishMessage).await?;
+/// sink.send(Outgoing::End).await?;
+/// let wire: Vec<u8> = sink.into_inner();
+/// assert_eq!(mcp_framing::StreamDecoder::new().decode_all(&wire).unwrap().messages.len(), 1);
+/// # Ok::<(), mcp_framing::CodecError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outgoing {
+    /// Bytes appended to the current message ([`StreamEncoder::push`]).
+    Chunk(Bytes),
+    /// Close the current message ([`StreamEncoder::finish_message`]).
+    FinishMessage,
+    /// A whole message ([`StreamEncoder::message`]).
+    Message(Bytes),
+    /// A KEEPALIVE frame ([`StreamEncoder::keep_alive`]).
+    KeepAlive,
+    /// The STREAM_END sentinel ([`StreamEncoder::end`]).
+    End,
+    /// An ABORT frame ([`StreamEncoder::abort`]).
+    Abort(Abort),
+}
+
+impl Encoder<Outgoing> for StreamEncoder {
+    type Error = CodecError;
+
+    fn encode(&mut self, item: Outgoing, dst: &mut BytesMut) -> Result<(), CodecError> {
+        match item {
+            Outgoing::Chunk(bytes) => self.push(&bytes, dst)?,
+            Outgoing::FinishMessage => {
+                self.finish_message(dst)?;
+            }
+            Outgoing::Message(bytes) => {
+                self.message(&bytes, dst)?;
+            }
+            Outgoing::KeepAlive => self.keep_alive(dst)?,
+            Outgoing::End => self.end(dst)?,
+            Outgoing::Abort(abort) => self.abort_with(&abort, dst)?,
+        }
+        Ok(())
+    }
+}

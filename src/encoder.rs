@@ -1,0 +1,548 @@
+//! The sans-I/O stream encoder: the server side (SPEC.md §1–§5).
+
+use bytes::{BufMut, BytesMut};
+use sha2::{Digest, Sha256};
+
+use crate::error::EncodeError;
+use crate::event::{Abort, AbortCode, MessageSummary, StreamHead};
+use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAX_ABORT_REASON_LEN};
+use crate::ids::RequestKey;
+
+/// Default payload size of the DATA frames an encoder cuts a large chunk into: 16 KiB, a quarter
+/// of the receiver's default limit (SPEC.md §6).
+pub const DEFAULT_FRAME_SIZE: usize = 16 * 1024;
+
+/// Default maximum message size, for the encoder and the decoder: 16 MiB (SPEC.md §6).
+pub const DEFAULT_MAX_MESSAGE_SIZE: u64 = 16 * 1024 * 1024;
+
+const SEQUENCE_SPACE: u64 = 1 << 32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Fresh,
+    BetweenMessages,
+    InMessage,
+    Finished,
+}
+
+/// Builds a [`StreamEncoder`] with non-default limits.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{StreamEncoder, StreamHead};
+///
+/// let enc = StreamEncoder::builder()
+///     .frame_size(4096)
+///     .max_message_size(1 << 20)
+///     .build(StreamHead::for_request(None));
+/// # let _ = enc;
+/// ```
+#[derive(Clone, Debug)]
+pub struct EncoderBuilder {
+    frame_size: usize,
+    max_message_size: u64,
+}
+
+impl EncoderBuilder {
+    /// Largest DATA payload the encoder writes; larger chunks are cut into several frames.
+    /// Default [`DEFAULT_FRAME_SIZE`] (16 KiB): small enough for any receiver configured down to
+    /// 16 KiB, large enough that CRC-32 and SHA-256 run at full speed.
+    ///
+    /// # Panics
+    ///
+    /// If `size` is 0 or above `u32::MAX`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = mcp_framing::StreamEncoder::builder().frame_size(1024);
+    /// # let _ = b;
+    /// ```
+    #[must_use]
+    pub fn frame_size(mut self, size: usize) -> Self {
+        assert!(
+            size > 0 && u32::try_from(size).is_ok(),
+            "frame size must be in 1..=u32::MAX"
+        );
+        self.frame_size = size;
+        self
+    }
+
+    /// Largest message the encoder accepts. Default [`DEFAULT_MAX_MESSAGE_SIZE`] (16 MiB), the
+    /// receivers' default: a larger message would be refused by them anyway.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = mcp_framing::StreamEncoder::builder().max_message_size(64 << 20);
+    /// # let _ = b;
+    /// ```
+    #[must_use]
+    pub fn max_message_size(mut self, max: u64) -> Self {
+        self.max_message_size = max;
+        self
+    }
+
+    /// Creates the encoder for one response stream.
+    ///
+    /// # Examples
+    ///
+    /// See [`EncoderBuilder`].
+    #[must_use]
+    pub fn build(self, head: StreamHead) -> StreamEncoder {
+        StreamEncoder {
+            head,
+            frame_size: self.frame_size,
+            max_message_size: self.max_message_size,
+            next_sequence: head.initial_sequence(),
+            frames: 0,
+            state: State::Fresh,
+            message_len: 0,
+            hasher: Sha256::new(),
+            messages: 0,
+        }
+    }
+}
+
+/// Writes one framed response stream (the server side).
+///
+/// The HEAD frame is written by [`open`](Self::open) or before the first other frame. Then push
+/// message bytes in any chunks ([`push`](Self::push), [`finish_message`](Self::finish_message)),
+/// or whole messages ([`message`](Self::message), [`json`](Self::json)), then
+/// [`end`](Self::end) the stream or [`abort`](Self::abort) it. Frames go into a `BytesMut`; the
+/// encoder does no I/O. With the `codec` feature it is also a `tokio_util::codec::Encoder`.
+///
+/// Every method either writes complete frames or returns an error and writes nothing.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let key = RequestKey::random(); // from the request's Mcp-Framing-Request-Key header
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+/// let mut wire = BytesMut::new();
+///
+/// // A notification first, then the response, streamed in tiny pieces:
+/// enc.json(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress"}), &mut wire)?;
+/// for piece in [&b"{\"jsonrpc\":\"2.0\","[..], b"\"id\":1,", b"\"result\":{}}"] {
+///     enc.push(piece, &mut wire)?;
+/// }
+/// enc.finish_message(&mut wire)?;
+/// enc.end(&mut wire)?;
+///
+/// let stream = StreamDecoder::builder().expect_request_key(key).build().decode_all(&wire).unwrap();
+/// assert_eq!(stream.messages.len(), 2);
+/// assert_eq!(stream.messages[1].bytes().as_ref(), br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct StreamEncoder {
+    head: StreamHead,
+    frame_size: usize,
+    max_message_size: u64,
+    next_sequence: u32,
+    frames: u64,
+    state: State,
+    message_len: u64,
+    hasher: Sha256,
+    messages: u64,
+}
+
+impl StreamEncoder {
+    /// An encoder with the default limits.
+    ///
+    /// # Examples
+    ///
+    /// See [`StreamEncoder`].
+    #[must_use]
+    pub fn new(head: StreamHead) -> Self {
+        Self::builder().build(head)
+    }
+
+    /// A builder for non-default limits.
+    ///
+    /// # Examples
+    ///
+    /// See [`EncoderBuilder`].
+    #[must_use]
+    pub fn builder() -> EncoderBuilder {
+        EncoderBuilder {
+            frame_size: DEFAULT_FRAME_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+        }
+    }
+
+    /// The stream's head (request key and attempt id).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let head = StreamHead::for_request(None);
+    /// assert_eq!(StreamEncoder::new(head).head(), head);
+    /// ```
+    #[must_use]
+    pub fn head(&self) -> StreamHead {
+        self.head
+    }
+
+    /// Messages finished so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// enc.message(b"{}", &mut bytes::BytesMut::new())?;
+    /// assert_eq!(enc.messages(), 1);
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    #[must_use]
+    pub fn messages(&self) -> u64 {
+        self.messages
+    }
+
+    /// Whether the stream was ended or aborted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// enc.end(&mut bytes::BytesMut::new())?;
+    /// assert!(enc.is_finished());
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.state == State::Finished
+    }
+
+    /// Whether a message is open (bytes pushed, not yet finished).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// enc.push(b"{", &mut bytes::BytesMut::new())?;
+    /// assert!(enc.in_message());
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    #[must_use]
+    pub fn in_message(&self) -> bool {
+        self.state == State::InMessage
+    }
+
+    /// Writes the HEAD frame now, if it was not written yet. Useful to commit the response
+    /// headers and the attempt id before the first byte of a message exists.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::StreamFinished`] after the end; otherwise infallible.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.open(&mut wire)?;
+    /// assert_eq!(wire.len(), 20 + 32);
+    /// enc.open(&mut wire)?; // idempotent
+    /// assert_eq!(wire.len(), 52);
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn open(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.prepare(0, 0, dst)
+    }
+
+    /// Appends `chunk` to the current message (opening one if none is open), as one DATA frame,
+    /// or several if it is longer than the frame size. An empty chunk writes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::StreamFinished`] after the end, [`EncodeError::MessageTooLarge`] if the
+    /// message would exceed the limit (abort the stream then), [`EncodeError::SequenceExhausted`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::builder().max_message_size(4).build(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.push(b"1234", &mut wire)?;
+    /// assert!(enc.push(b"5", &mut wire).is_err());
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn push(&mut self, chunk: &[u8], dst: &mut BytesMut) -> Result<(), EncodeError> {
+        if chunk.is_empty() {
+            return self.check_not_finished();
+        }
+        let frames = chunk.len().div_ceil(self.frame_size);
+        let len = self.message_len + chunk.len() as u64;
+        if len > self.max_message_size {
+            self.check_not_finished()?;
+            return Err(EncodeError::MessageTooLarge {
+                len,
+                max: self.max_message_size,
+            });
+        }
+        self.prepare(frames as u64, chunk.len() + frames * HEADER_LEN, dst)?;
+        for piece in chunk.chunks(self.frame_size) {
+            self.write_frame(FrameKind::Data, piece, dst);
+        }
+        self.hasher.update(chunk);
+        self.message_len = len;
+        self.state = State::InMessage;
+        Ok(())
+    }
+
+    /// Closes the current message with its length and SHA-256 (a MESSAGE_END frame). With no
+    /// message open it writes an empty message.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::StreamFinished`] after the end, [`EncodeError::SequenceExhausted`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.push(b"{}", &mut wire)?;
+    /// let summary = enc.finish_message(&mut wire)?;
+    /// assert_eq!((summary.index, summary.len), (0, 2));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn finish_message(&mut self, dst: &mut BytesMut) -> Result<MessageSummary, EncodeError> {
+        self.prepare(1, HEADER_LEN + 40, dst)?;
+        let sha256: [u8; 32] = std::mem::take(&mut self.hasher).finalize().into();
+        let summary = MessageSummary {
+            index: self.messages,
+            len: self.message_len,
+            sha256,
+        };
+        let mut payload = [0u8; 40];
+        payload[..8].copy_from_slice(&summary.len.to_be_bytes());
+        payload[8..].copy_from_slice(&sha256);
+        self.write_frame(FrameKind::MessageEnd, &payload, dst);
+        self.messages += 1;
+        self.message_len = 0;
+        self.state = State::BetweenMessages;
+        Ok(summary)
+    }
+
+    /// Writes a whole message: [`push`](Self::push) then [`finish_message`](Self::finish_message).
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push); also [`EncodeError::MessageOpen`] if a message is already open
+    /// (its bytes would be merged with these).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn message(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, EncodeError> {
+        if self.state == State::InMessage {
+            return Err(EncodeError::MessageOpen);
+        }
+        let frames = message.len().div_ceil(self.frame_size) + 1;
+        if message.len() as u64 > self.max_message_size {
+            self.check_not_finished()?;
+            return Err(EncodeError::MessageTooLarge {
+                len: message.len() as u64,
+                max: self.max_message_size,
+            });
+        }
+        // Check the sequence space for the whole message so that nothing is written on error.
+        self.prepare(frames as u64, message.len() + frames * HEADER_LEN + 40, dst)?;
+        self.push(message, dst)?;
+        self.finish_message(dst)
+    }
+
+    /// Serializes `value` as JSON and writes it as one message.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::Json`] if serialization fails; otherwise as [`message`](Self::message).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.json(&serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}), &mut wire)?;
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn json<T: serde::Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, EncodeError> {
+        let bytes = serde_json::to_vec(value).map_err(EncodeError::Json)?;
+        self.message(&bytes, dst)
+    }
+
+    /// Writes a KEEPALIVE frame (allowed anywhere, also inside a message).
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::StreamFinished`] after the end, [`EncodeError::SequenceExhausted`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.keep_alive(&mut wire)?;
+    /// assert_eq!(wire.len(), 52 + 20); // HEAD, then a bare header
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.prepare(1, HEADER_LEN, dst)?;
+        self.write_frame(FrameKind::KeepAlive, &[], dst);
+        Ok(())
+    }
+
+    /// Ends the stream with the STREAM_END sentinel.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::MessageOpen`] if a message is open (finish it, or abort the stream),
+    /// [`EncodeError::StreamFinished`] if already ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{EncodeError, StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.push(b"{", &mut wire)?;
+    /// assert!(matches!(enc.end(&mut wire), Err(EncodeError::MessageOpen)));
+    /// # Ok::<(), EncodeError>(())
+    /// ```
+    pub fn end(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        if self.state == State::InMessage {
+            return Err(EncodeError::MessageOpen);
+        }
+        self.prepare(1, HEADER_LEN + 8, dst)?;
+        self.write_frame(FrameKind::StreamEnd, &self.messages.to_be_bytes(), dst);
+        self.state = State::Finished;
+        Ok(())
+    }
+
+    /// Aborts the stream: an ABORT frame with a code and reason. Any open message is discarded by
+    /// the receiver. Allowed at any point before the end.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::AbortReasonTooLong`] for a reason over 1024 bytes,
+    /// [`EncodeError::StreamFinished`] if already ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{AbortCode, StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.push(b"{\"partial", &mut wire)?;
+    /// enc.abort(AbortCode::UpstreamFailed, "model backend went away", &mut wire)?;
+    /// assert!(enc.is_finished());
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn abort(
+        &mut self,
+        code: AbortCode,
+        reason: &str,
+        dst: &mut BytesMut,
+    ) -> Result<(), EncodeError> {
+        if reason.len() > MAX_ABORT_REASON_LEN {
+            return Err(EncodeError::AbortReasonTooLong { len: reason.len() });
+        }
+        self.prepare(1, HEADER_LEN + 2 + reason.len(), dst)?;
+        let mut payload = Vec::with_capacity(2 + reason.len());
+        payload.extend_from_slice(&u16::from(code).to_be_bytes());
+        payload.extend_from_slice(reason.as_bytes());
+        self.write_frame(FrameKind::Abort, &payload, dst);
+        self.state = State::Finished;
+        Ok(())
+    }
+
+    /// Aborts with an [`Abort`] value. See [`abort`](Self::abort).
+    ///
+    /// # Errors
+    ///
+    /// As [`abort`](Self::abort).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{Abort, AbortCode, StreamEncoder, StreamHead};
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// enc.abort_with(&Abort::new(AbortCode::Cancelled, ""), &mut bytes::BytesMut::new())?;
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn abort_with(&mut self, abort: &Abort, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.abort(abort.code, &abort.reason, dst)
+    }
+
+    fn check_not_finished(&self) -> Result<(), EncodeError> {
+        if self.state == State::Finished {
+            Err(EncodeError::StreamFinished)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Checks that `frames` more frames (plus HEAD if unwritten) fit the sequence space, reserves
+    /// room for them and writes HEAD if needed. Writes nothing on error.
+    fn prepare(
+        &mut self,
+        frames: u64,
+        bytes: usize,
+        dst: &mut BytesMut,
+    ) -> Result<(), EncodeError> {
+        self.check_not_finished()?;
+        let head = u64::from(self.state == State::Fresh);
+        if self.frames + head + frames > SEQUENCE_SPACE {
+            return Err(EncodeError::SequenceExhausted);
+        }
+        if head == 1 {
+            dst.reserve(bytes + HEADER_LEN + 32);
+            let mut payload = [0u8; 32];
+            let key = self.head.request_key.unwrap_or(RequestKey::NONE);
+            payload[..16].copy_from_slice(key.as_bytes());
+            payload[16..].copy_from_slice(self.head.attempt_id.as_bytes());
+            self.write_frame(FrameKind::Head, &payload, dst);
+            self.state = State::BetweenMessages;
+        } else {
+            dst.reserve(bytes);
+        }
+        Ok(())
+    }
+
+    fn write_frame(&mut self, kind: FrameKind, payload: &[u8], dst: &mut BytesMut) {
+        let header = FrameHeader::for_payload(kind.to_byte(), self.next_sequence, payload);
+        dst.put_slice(&header.to_bytes());
+        dst.put_slice(payload);
+        self.next_sequence = self.next_sequence.wrapping_add(1);
+        self.frames += 1;
+    }
+}

@@ -1,0 +1,120 @@
+//! Self-delimiting, self-verifying framing for streamed MCP payloads.
+//!
+//! An MCP response body can close at any chunk boundary with a perfectly normal HTTP ending, and a
+//! retry may land on another stateless backend. "The body closed" therefore does not mean "the
+//! response is complete". This crate frames a response so that the bytes alone decide:
+//!
+//! - payload bytes travel in length-prefixed DATA frames, each with a CRC-32;
+//! - every message ends with a MESSAGE_END frame carrying its length and SHA-256;
+//! - the stream ends with an explicit STREAM_END sentinel (or an explicit ABORT);
+//! - the HEAD frame echoes the client's request key and names the server's attempt, whose random
+//!   id also seeds the sequence numbers, so a stream spliced from two attempts is caught at the
+//!   first foreign frame.
+//!
+//! Nothing partial is ever handed out as complete, and a stream cut anywhere is a precise
+//! [`DecodeError::Truncated`], never a clean end. The normative format is `SPEC.md`.
+//!
+//! # Wire layout
+//!
+//! ```text
+//!  0       2     3      4          8          12          16          20
+//!  +-------+-----+------+----------+----------+-----------+-----------+----------------+
+//!  | 9F 4D | 01  | kind | sequence |  length  | payload   | header    | payload ...    |
+//!  | magic | ver |  u8  |  u32 BE  |  u32 BE  | CRC32 BE  | CRC32 BE  | (length bytes) |
+//!  +-------+-----+------+----------+----------+-----------+-----------+----------------+
+//!
+//!  stream = HEAD { DATA* MESSAGE_END | KEEPALIVE }* (STREAM_END | ABORT)
+//! ```
+//!
+//! A KEEPALIVE frame with sequence number 7 is these 20 bytes (empty payload, payload CRC 0):
+//!
+//! ```
+//! use mcp_framing::frame::FrameHeader;
+//! let bytes = FrameHeader::for_payload(0x06, 7, &[]).to_bytes();
+//! assert_eq!(&bytes[..16], &[0x9f, 0x4d, 0x01, 0x06, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
+//! assert_eq!(&bytes[16..], &crc32fast::hash(&bytes[..16]).to_be_bytes());
+//! ```
+//!
+//! # Server side
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use mcp_framing::{RequestKey, StreamEncoder, StreamHead};
+//!
+//! # let key = RequestKey::random();
+//! // `key` came with the request (Mcp-Framing-Request-Key header).
+//! let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+//! let mut body = BytesMut::new();
+//! enc.json(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
+//!                             "params": {"progressToken": 1, "progress": 0.5}}), &mut body)?;
+//! for token in ["{\"jsonrpc\":\"2.0\",\"id\":1,", "\"result\":{\"content\":[]}}"] {
+//!     enc.push(token.as_bytes(), &mut body)?; // as an LLM produces it
+//! }
+//! enc.finish_message(&mut body)?;
+//! enc.end(&mut body)?;
+//! # Ok::<(), mcp_framing::EncodeError>(())
+//! ```
+//!
+//! # Client side
+//!
+//! ```
+//! use futures::TryStreamExt;
+//! use mcp_framing::{Event, RequestKey, StreamDecoder};
+//! use tokio_util::codec::FramedRead;
+//! # use mcp_framing::{StreamEncoder, StreamHead};
+//! # let key = RequestKey::random();
+//! # let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+//! # let mut body = bytes::BytesMut::new();
+//! # enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut body).unwrap();
+//! # let complete = body.clone();
+//! # enc.end(&mut body).unwrap();
+//!
+//! # tokio_test::block_on(async {
+//! // `body` is any AsyncRead: a response body, a pipe, a socket.
+//! let decoder = StreamDecoder::builder().expect_request_key(key).build();
+//! let mut frames = FramedRead::new(&body[..], decoder);
+//! while let Some(event) = frames.try_next().await? {
+//!     if let Event::Message(message) = event {
+//!         let value: serde_json::Value = message.deserialize().unwrap(); // verified bytes
+//!         assert_eq!(value["id"], 1);
+//!     }
+//! }
+//! // Reaching here means the STREAM_END sentinel arrived: the response is complete.
+//!
+//! // The same response cut before its sentinel is an error, never a clean end:
+//! let decoder = StreamDecoder::builder().expect_request_key(key).build();
+//! let frames = FramedRead::new(&complete[..], decoder);
+//! let result: Result<Vec<Event>, _> = frames.try_collect().await;
+//! assert!(result.unwrap_err().to_string().starts_with("stream truncated between messages"));
+//! # Ok::<(), mcp_framing::CodecError>(())
+//! # }).unwrap();
+//! ```
+#![forbid(unsafe_code)]
+#![doc(test(attr(deny(warnings))))]
+
+#[cfg(feature = "codec")]
+mod codec;
+mod decoder;
+mod encoder;
+mod error;
+mod event;
+pub mod frame;
+mod ids;
+
+#[cfg(feature = "codec")]
+pub use codec::{CodecError, Outgoing};
+pub use decoder::{
+    DEFAULT_MAX_FRAME_PAYLOAD, DecodedStream, DecoderBuilder, MIN_MAX_FRAME_PAYLOAD, StreamDecoder,
+    decode_all_events,
+};
+pub use encoder::{DEFAULT_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, EncoderBuilder, StreamEncoder};
+pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
+pub use event::{
+    Abort, AbortCode, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk,
+    VerifiedMessage,
+};
+pub use ids::{AttemptId, ParseIdError, RequestKey};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
