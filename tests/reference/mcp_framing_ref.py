@@ -18,8 +18,10 @@ Command line:
                             [--max-message-size N] [--request-key HEX]
         prints the verdict of FILE as JSON (the manifest's "expect" shape, plus "detail").
     mcp_framing_ref.py --batch < jobs.json
-        jobs: [{"file": PATH, "decoder": {...}, "splits": [[i, j, ...], ...]}, ...]
-        prints [[verdict, ...] one per split list, ...] as JSON. One process for a whole suite.
+        jobs: [{"file": PATH | "hex": HEX, "decoder": {...}, "splits": [[i, j, ...], ...],
+                "chunks": [n, ...]}, ...]
+        prints, per job, the verdicts for each split list, then for each chunk size (input fed
+        n bytes at a time), as JSON: [[verdict, ...], ...]. One process for a whole suite.
 """
 
 import hashlib
@@ -50,6 +52,7 @@ KIND_NAMES = {
 DEFAULT_MAX_FRAME_PAYLOAD = 65536  # §6
 DEFAULT_MAX_MESSAGE_SIZE = 16777216  # §6
 MAX_ABORT_TEXT = 1024  # §3
+MIN_MAX_FRAME_PAYLOAD = 2 + MAX_ABORT_TEXT  # §6: every control frame fits
 SEQ_WINDOW = 1 << 20  # §4
 
 
@@ -82,7 +85,7 @@ class Verdict:
         self.verdict = verdict  # "clean" | "aborted" | "error"
         self.messages = messages  # list of bytes, every one verified
         self.abort = abort  # (code, reason) when aborted
-        self.error = error  # SPEC error kind name when verdict == "error"
+        self.error = error  # SPEC error kind name; "PeerAbort" when aborted (§7)
         self.truncation = truncation  # truncation point name when error == "Truncated"
         self.detail = detail or {}
 
@@ -117,6 +120,8 @@ class Decoder:
         max_message_size=DEFAULT_MAX_MESSAGE_SIZE,
         request_key=None,
     ):
+        if max_frame_payload < MIN_MAX_FRAME_PAYLOAD:
+            raise ValueError("max_frame_payload must be at least %d (§6)" % MIN_MAX_FRAME_PAYLOAD)
         self.max_frame_payload = max_frame_payload
         self.max_message_size = max_message_size
         self.request_key = request_key  # 16 bytes or None (no check)
@@ -150,7 +155,7 @@ class Decoder:
         while i < n:
             if self.terminal is not None:
                 # §3: nothing may follow a terminal frame, also later in the transport.
-                raise DecodeError("TrailingData", offset=self.offset, bytes=n - i)
+                raise DecodeError("TrailingData", offset=self.offset)
             if self.header is None:
                 take = min(HEADER_LEN - len(self.buf), n - i)
                 self.buf += data[i : i + take]
@@ -184,7 +189,7 @@ class Decoder:
         # 2. header CRC over bytes 0..16 (§2)
         stored = int.from_bytes(h[16:20], "big")
         if crc32(h[0:16]) != stored:
-            raise DecodeError("HeaderChecksum", offset=off)
+            raise DecodeError("HeaderChecksumMismatch", offset=off)
         kind = h[3]
         seq = int.from_bytes(h[4:8], "big")
         length = int.from_bytes(h[8:12], "big")
@@ -192,10 +197,13 @@ class Decoder:
         # 3. kind (§3)
         if kind == 0x00 or 0x07 <= kind <= 0x7F:
             raise DecodeError("UnknownFrameKind", offset=off, kind=kind)
-        # 4. sequence (§4): each frame is the previous one's plus one. The first frame has no
-        # predecessor; HEAD's own number is checked against its attempt id once the payload
-        # arrived (below).
-        if self.last_seq is not None:
+        # 4. sequence and place (§3, §4). The first frame must be HEAD; its own number is
+        # checked against its attempt id once the payload arrived (below). Every later frame's
+        # number is the previous one's plus one, and its kind must be allowed where it stands.
+        if not self.seen_head:
+            if kind != HEAD:
+                raise DecodeError("UnexpectedFrame", offset=off, kind=kind_name(kind), state="start")
+        else:
             expected = (self.last_seq + 1) & 0xFFFFFFFF
             if seq != expected:
                 d = (seq - expected) & 0xFFFFFFFF
@@ -206,11 +214,11 @@ class Decoder:
                 else:
                     name = "ForeignFrame"
                 raise DecodeError(name, offset=off, expected=expected, found=seq, distance=d)
-        # 5. length against the kind's rule (§3) and the limits (§6)
-        if length > self.max_frame_payload:
-            raise DecodeError(
-                "FrameTooLarge", offset=off, kind=kind, length=length, max=self.max_frame_payload
-            )
+            if kind == HEAD:
+                raise DecodeError("UnexpectedFrame", offset=off, kind="HEAD", state="after HEAD")
+            if kind == STREAM_END and self.in_message:
+                raise DecodeError("UnexpectedFrame", offset=off, kind="STREAM_END", state="in message")
+        # 5. length against the kind's rule (§3), then the limits (§6)
         ok = {
             HEAD: length == 32,
             DATA: length >= 1,
@@ -221,14 +229,11 @@ class Decoder:
         }.get(kind, True)  # ignorable: 0 ..= max frame payload
         if not ok:
             raise DecodeError("InvalidFrameLength", offset=off, kind=kind, length=length)
-        # 6. the frame must be allowed where it stands (§1 grammar, §3)
-        if not self.seen_head and kind != HEAD:
-            raise DecodeError("UnexpectedFrame", offset=off, kind=kind_name(kind), state="start")
-        if self.seen_head and kind == HEAD:
-            raise DecodeError("UnexpectedFrame", offset=off, kind="HEAD", state="after HEAD")
-        if kind == STREAM_END and self.in_message:
-            raise DecodeError("UnexpectedFrame", offset=off, kind="STREAM_END", state="in message")
-        # 7. message size (§5, §6): before receiving the payload
+        if length > self.max_frame_payload:
+            raise DecodeError(
+                "FrameTooLarge", offset=off, kind=kind, length=length, max=self.max_frame_payload
+            )
+        # 6. message size (§5, §6): before receiving the payload
         if kind == DATA and len(self.message) + length > self.max_message_size:
             raise DecodeError(
                 "MessageTooLarge",
@@ -248,14 +253,14 @@ class Decoder:
         kind = hdr["kind"]
         # §2: payload CRC before interpreting any payload byte
         if crc32(payload) != hdr["pcrc"]:
-            raise DecodeError("PayloadChecksum", offset=hdr["offset"], kind=kind_name(kind))
+            raise DecodeError("PayloadChecksumMismatch", offset=hdr["offset"], kind=kind_name(kind))
         self.frames += 1
         if kind == HEAD:
             key, attempt = payload[0:16], payload[16:32]
             # §4: HEAD's sequence number is the attempt id's first four bytes
             if hdr["seq"] != int.from_bytes(attempt[0:4], "big"):
                 raise DecodeError(
-                    "HeadSequenceMismatch", sequence=hdr["seq"], attempt_id=attempt.hex()
+                    "ForeignFrame", expected=int.from_bytes(attempt[0:4], "big"), found=hdr["seq"]
                 )
             # §3/§10: a client that sent a key rejects a HEAD with another one
             if self.request_key is not None and key != self.request_key:
@@ -307,7 +312,11 @@ class Decoder:
             if self.terminal[0] == "clean":
                 return Verdict("clean", self.messages, detail=base)
             return Verdict(
-                "aborted", self.messages, abort=(self.terminal[1], self.terminal[2]), detail=base
+                "aborted",
+                self.messages,
+                abort=(self.terminal[1], self.terminal[2]),
+                error="PeerAbort",
+                detail=base,
             )
         detail = dict(base)
         if self.header is not None:
@@ -332,10 +341,10 @@ class Decoder:
 
 
 def decode(data, splits=(), **config):
-    """Decode `data` fed in pieces cut at the offsets in `splits`; returns a Verdict."""
+    """Decode `data` fed in pieces cut at the ascending offsets `splits`; returns a Verdict."""
     dec = Decoder(**config)
     prev = 0
-    for cut in sorted(splits):
+    for cut in splits:
         dec.feed(data[prev:cut])
         prev = cut
     dec.feed(data[prev:])
@@ -357,12 +366,15 @@ def _batch():
     jobs = json.load(sys.stdin)
     out = []
     for job in jobs:
-        with open(job["file"], "rb") as f:
-            data = f.read()
+        if "hex" in job:
+            data = bytes.fromhex(job["hex"])
+        else:
+            with open(job["file"], "rb") as f:
+                data = f.read()
         config = config_from_json(job.get("decoder"))
-        out.append(
-            [decode(data, s, **config).to_json(with_detail=False) for s in job.get("splits", [[]])]
-        )
+        feeds = [sorted(s) for s in job.get("splits", [[]])]
+        feeds += [range(n, len(data), n) for n in job.get("chunks", [])]
+        out.append([decode(data, s, **config).to_json(with_detail=False) for s in feeds])
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
@@ -394,7 +406,7 @@ def main(argv):
         splits += list(range(a.chunk, len(data), a.chunk))
     v = decode(
         data,
-        splits,
+        sorted(set(splits)),
         max_frame_payload=a.max_frame_payload,
         max_message_size=a.max_message_size,
         request_key=None if a.request_key is None else bytes.fromhex(a.request_key),
