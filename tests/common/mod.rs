@@ -410,3 +410,12 @@ pub(crate) fn truncation_name(err: &DecodeError) -> Option<String> {
         _ => None,
     }
 }
+
+/// Proptest settings for this suite: `cases` cases, no failure files in the source tree.
+pub(crate) fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}

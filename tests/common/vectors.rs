@@ -33,6 +33,23 @@ pub(crate) struct Vector {
     pub(crate) expect: Expect,
 }
 
+impl Vector {
+    /// A decoder configured as the manifest says.
+    pub(crate) fn decoder(&self) -> mcp_framing::StreamDecoder {
+        let mut builder = mcp_framing::StreamDecoder::builder()
+            .max_frame_payload(self.max_frame_payload)
+            .max_message_size(self.max_message_size);
+        if let Some(key) = self.request_key {
+            builder = builder.expect_request_key(key);
+        }
+        builder.build()
+    }
+
+    pub(crate) fn is_valid(&self) -> bool {
+        self.file.starts_with("valid_")
+    }
+}
+
 /// The verdict a conforming decoder reaches.
 #[derive(Clone, Debug)]
 pub(crate) struct Expect {
