@@ -111,19 +111,6 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Split points of a vector. Every offset for vectors up to 8 KiB; for the large ones (a 64 KiB
-/// DATA frame), every offset within 64 bytes of a frame boundary and every 61st inside payloads:
-/// every offset would cost 64 K decodes of 64 KiB each.
-fn split_points(bytes: &[u8]) -> Vec<usize> {
-    if bytes.len() <= 8 * 1024 {
-        return (1..bytes.len()).collect();
-    }
-    let boundaries = common::frame_boundaries(bytes);
-    (1..bytes.len())
-        .filter(|&at| at % 61 == 0 || boundaries.iter().any(|&b| at.abs_diff(b) <= 64))
-        .collect()
-}
-
 #[test]
 fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_split() {
     let manifest = manifest();
@@ -139,7 +126,7 @@ fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_sp
             continue;
         }
         let whole = whole.split_independent();
-        for at in split_points(&bytes) {
+        for at in common::cut_points(&bytes) {
             let split = decode_pieces(decoder_for(entry), [&bytes[..at], &bytes[at..]]);
             if split.split_independent() != whole {
                 failures.push(format!("{file}: split at {at} changes the events"));

@@ -419,3 +419,17 @@ pub(crate) fn proptest_config(cases: u32) -> proptest::test_runner::Config {
         ..proptest::test_runner::Config::default()
     }
 }
+
+/// Offsets at which to cut or split a vector: every offset up to 8 KiB; for the large vectors
+/// (16 KiB and 64 KiB DATA frames), every offset within 64 bytes of a frame boundary and every
+/// 61st offset inside payloads. Every offset would cost tens of thousands of decodes hashing up
+/// to 64 KiB each (minutes in a debug build), and inside one payload the decoder only waits.
+pub(crate) fn cut_points(bytes: &[u8]) -> Vec<usize> {
+    if bytes.len() <= 8 * 1024 {
+        return (1..bytes.len()).collect();
+    }
+    let boundaries = frame_boundaries(bytes);
+    (1..bytes.len())
+        .filter(|&at| at % 61 == 0 || boundaries.iter().any(|&b| at.abs_diff(b) <= 64))
+        .collect()
+}
