@@ -51,7 +51,7 @@ fn every_three_way_split_of_the_worked_example_gives_the_same_events() {
 fn framed_read_over_a_reader_that_returns_pending_between_every_byte_matches_one_read() {
     for vector in small_vectors() {
         let whole = one_shot(&vector);
-        let script = vec![ReadStep::Pending, ReadStep::Bytes(1)].repeat(vector.bytes.len() + 1);
+        let script = [ReadStep::Pending, ReadStep::Bytes(1)].repeat(vector.bytes.len() + 1);
         let outcome = decode_framed(
             vector.decoder(),
             ScriptedReader::new(vector.bytes.clone(), script),
