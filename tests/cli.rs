@@ -245,7 +245,7 @@ fn inspect_lists_the_frames_and_marks_the_frame_where_the_decoder_stopped() {
         let stops: Vec<&str> = frames
             .iter()
             .filter_map(|f| f["decoder"].as_str())
-            .filter(|d| *d != "ok" && *d != "not reached")
+            .filter(|d| !["ok", "cut", "not reached"].contains(d))
             .chain(got["decoder_stopped_in_tail"].as_str())
             .collect();
         match (

@@ -39,8 +39,32 @@ struct Row {
     /// Payload bytes present.
     present: usize,
     info: String,
-    /// What the decoder said about this frame: `None` not reached, `Some(None)` accepted.
-    decoder: Option<Option<String>>,
+    /// What the decoder said about this frame.
+    decoder: RowStatus,
+}
+
+/// The decoder's view of one listed frame.
+#[derive(Debug)]
+enum RowStatus {
+    /// The decoder stopped before this frame.
+    NotReached,
+    /// Accepted.
+    Ok,
+    /// Header accepted, the input ended inside the payload.
+    Cut,
+    /// The decoder's first error came from this frame.
+    Error(String),
+}
+
+impl RowStatus {
+    fn label(&self) -> &str {
+        match self {
+            Self::NotReached => "not reached",
+            Self::Ok => "ok",
+            Self::Cut => "cut",
+            Self::Error(err) => err,
+        }
+    }
 }
 
 impl Row {
@@ -192,7 +216,12 @@ fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
         } else if complete {
             "payload checksum mismatch".to_owned()
         } else {
-            format!("input ends inside the payload ({present} of {length} bytes)")
+            let what = format!("input ends inside the payload ({present} of {length} bytes)");
+            if rest[3] == FrameKind::Data.to_byte() {
+                format!("message {}: {what}", state.message)
+            } else {
+                what
+            }
         };
         if let Some(prev) = state.previous_sequence {
             let expected = prev.wrapping_add(1);
@@ -214,7 +243,7 @@ fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
             payload_crc_ok,
             present,
             info,
-            decoder: None,
+            decoder: RowStatus::NotReached,
         });
         at += HEADER_LEN + present;
     }
@@ -243,7 +272,11 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
             .feed(&data[row.offset..row.end()], &mut no_output)
             .expect("no output to fail");
         fed = row.end();
-        row.decoder = Some(session.error().map(describe_error));
+        row.decoder = match session.error() {
+            Some(err) => RowStatus::Error(describe_error(err)),
+            None if row.payload_crc_ok.is_none() => RowStatus::Cut,
+            None => RowStatus::Ok,
+        };
     }
     if session.error().is_none() && fed < data.len() {
         session
@@ -293,11 +326,7 @@ fn row_json(row: &Row) -> Value {
         "payload_crc_ok": row.payload_crc_ok,
         "payload_present": row.present,
         "info": row.info,
-        "decoder": match &row.decoder {
-            None => json!("not reached"),
-            Some(None) => json!("ok"),
-            Some(Some(err)) => json!(err),
-        },
+        "decoder": row.decoder.label(),
     })
 }
 
@@ -309,9 +338,9 @@ fn print_table(rows: &[Row], tail: Option<&Tail>, stopped_in_tail: Option<&str>)
     for row in rows {
         let ok = |b: bool| if b { "ok" } else { "BAD" };
         let (decoder, error) = match &row.decoder {
-            None => ("-", None),
-            Some(None) => ("ok", None),
-            Some(Some(err)) => ("ERROR", Some(err)),
+            RowStatus::Error(err) => ("ERROR", Some(err)),
+            RowStatus::NotReached => ("-", None),
+            other => (other.label(), None),
         };
         let kind = if row.version == VERSION {
             kind_label(row.kind)
