@@ -4,9 +4,13 @@
 Written from SPEC.md alone (standard library only: zlib.crc32, hashlib.sha256), as a second
 implementation that the Rust crate is checked against. Section numbers (§) cite SPEC.md.
 
+Both transport mappings: the binary one (the frames are the body) and SSE (§15: `mcp-frame`
+events carrying base64 of whole frames, `SseDecoder`).
+
 Library use:
 
     dec = Decoder(max_frame_payload=65536, max_message_size=16777216, request_key=None)
+    # or SseDecoder(max_event_data=262144, **the same options) for a text/event-stream body
     for chunk in chunks:
         dec.feed(chunk)          # never raises: an error is recorded and sticks
     verdict = dec.finish()       # end of input (§7)
@@ -14,16 +18,18 @@ Library use:
 
 Command line:
 
-    mcp_framing_ref.py FILE [--split 5,17] [--chunk N] [--max-frame-payload N]
+    mcp_framing_ref.py FILE [--mapping binary|sse] [--split 5,17] [--chunk N] [--max-frame-payload N]
                             [--max-message-size N] [--request-key HEX]
         prints the verdict of FILE as JSON (the manifest's "expect" shape, plus "detail").
     mcp_framing_ref.py --batch < jobs.json
-        jobs: [{"file": PATH | "hex": HEX, "decoder": {...}, "splits": [[i, j, ...], ...],
-                "chunks": [n, ...]}, ...]
+        jobs: [{"file": PATH | "hex": HEX, "mapping": "binary" | "sse", "decoder": {...},
+                "splits": [[i, j, ...], ...], "chunks": [n, ...]}, ...]
         prints, per job, the verdicts for each split list, then for each chunk size (input fed
         n bytes at a time), as JSON: [[verdict, ...], ...]. One process for a whole suite.
 """
 
+import base64
+import binascii
 import hashlib
 import json
 import sys
@@ -340,9 +346,103 @@ class Decoder:
         return Verdict("error", self.messages, error="Truncated", truncation=point, detail=detail)
 
 
-def decode(data, splits=(), **config):
+# -- SSE mapping (§15) ---------------------------------------------------------------------------
+
+FRAME_EVENT = b"mcp-frame"
+DEFAULT_MAX_EVENT_DATA = 256 * 1024  # §15: base64 characters buffered for one event
+BOM = b"\xef\xbb\xbf"
+
+
+class SseDecoder:
+    """The SSE mapping: `mcp-frame` events whose data is base64 of whole frames, fed in event order
+    to a binary Decoder. Same interface as Decoder: feed() in any split, then finish()."""
+
+    def __init__(self, max_event_data=DEFAULT_MAX_EVENT_DATA, **config):
+        self.inner = Decoder(**config)
+        self.max_event_data = max_event_data
+        self.line = bytearray()  # the line being read
+        self.skip_lf = False  # the previous line ended with CR: a following LF belongs to it
+        self.first_line = True  # a leading U+FEFF is skipped
+        self.event_type = b""
+        self.data = bytearray()  # base64 of the open event, data lines concatenated
+        self.has_data = False  # a data field was seen (WHATWG: dispatch needs one)
+        self.events = 0
+
+    def feed(self, chunk):
+        for b in bytes(chunk):
+            if self.inner.error is not None:
+                return
+            if self.skip_lf:
+                self.skip_lf = False
+                if b == 0x0A:
+                    continue
+            if b == 0x0A or b == 0x0D:
+                self.skip_lf = b == 0x0D
+                line = bytes(self.line)
+                self.line = bytearray()
+                self._line(line)
+            else:
+                self.line.append(b)
+
+    def _fail(self, name, **detail):
+        self.inner.error = DecodeError(name, **detail)
+
+    def _line(self, line):
+        if self.first_line:
+            self.first_line = False
+            if line.startswith(BOM):
+                line = line[len(BOM) :]
+        if not line:
+            self._dispatch()
+            return
+        if line.startswith(b":"):
+            return  # a comment (keep-alive)
+        field, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        if field == b"event":
+            self.event_type = value
+        elif field == b"data":
+            self.has_data = True
+            self.data += value  # the LF SSE puts between data lines is not base64: dropped
+            if len(self.data) > self.max_event_data:
+                self._fail("EventTooLarge", max=self.max_event_data)
+        # id, retry and unknown fields are ignored
+
+    def _dispatch(self):
+        event_type = self.event_type or b"message"
+        has_data, data = self.has_data, bytes(self.data)
+        self.event_type, self.data, self.has_data = b"", bytearray(), False
+        if not has_data:
+            return  # an event without data (e.g. an id-only priming event) is skipped
+        self.events += 1
+        if event_type != FRAME_EVENT:
+            self._fail("UnexpectedEvent", event=event_type.decode("utf-8", "replace"))
+            return
+        try:
+            frames = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            self._fail("InvalidBase64", event=self.events)
+            return
+        if base64.b64encode(frames) != data:
+            # padded, canonical base64 only (no missing padding, no stray trailing bits)
+            self._fail("InvalidBase64", event=self.events)
+            return
+        self.inner.feed(frames)
+
+    def finish(self):
+        # An event still open when the body ends is discarded (§15): the stream lacks its end.
+        return self.inner.finish()
+
+
+def decode(data, splits=(), mapping="binary", max_event_data=DEFAULT_MAX_EVENT_DATA, **config):
     """Decode `data` fed in pieces cut at the ascending offsets `splits`; returns a Verdict."""
-    dec = Decoder(**config)
+    if mapping == "sse":
+        dec = SseDecoder(max_event_data=max_event_data, **config)
+    elif mapping == "binary":
+        dec = Decoder(**config)
+    else:
+        raise ValueError("unknown mapping %r" % mapping)
     prev = 0
     for cut in splits:
         dec.feed(data[prev:cut])
@@ -355,11 +455,14 @@ def config_from_json(cfg):
     """Decoder keyword arguments from a manifest "decoder" object (all fields optional)."""
     cfg = cfg or {}
     key = cfg.get("request_key")
-    return {
+    out = {
         "max_frame_payload": cfg.get("max_frame_payload", DEFAULT_MAX_FRAME_PAYLOAD),
         "max_message_size": cfg.get("max_message_size", DEFAULT_MAX_MESSAGE_SIZE),
         "request_key": None if key is None else bytes.fromhex(key),
     }
+    if "max_event_data" in cfg:
+        out["max_event_data"] = cfg["max_event_data"]
+    return out
 
 
 def _batch():
@@ -372,6 +475,7 @@ def _batch():
             with open(job["file"], "rb") as f:
                 data = f.read()
         config = config_from_json(job.get("decoder"))
+        config["mapping"] = job.get("mapping", "binary")
         feeds = [sorted(s) for s in job.get("splits", [[]])]
         feeds += [range(n, len(data), n) for n in job.get("chunks", [])]
         out.append([decode(data, s, **config).to_json(with_detail=False) for s in feeds])
@@ -383,7 +487,8 @@ def main(argv):
     import argparse
 
     p = argparse.ArgumentParser(description="mcp-framing v1 reference decoder")
-    p.add_argument("file", nargs="?", help="framed stream (binary mapping); '-' for stdin")
+    p.add_argument("file", nargs="?", help="framed stream; '-' for stdin")
+    p.add_argument("--mapping", choices=["binary", "sse"], default="binary")
     p.add_argument("--batch", action="store_true", help="read a JSON job list on stdin")
     p.add_argument("--split", default="", help="comma-separated offsets to cut the input at")
     p.add_argument("--chunk", type=int, default=0, help="feed the input N bytes at a time")
@@ -407,6 +512,7 @@ def main(argv):
     v = decode(
         data,
         sorted(set(splits)),
+        mapping=a.mapping,
         max_frame_payload=a.max_frame_payload,
         max_message_size=a.max_message_size,
         request_key=None if a.request_key is None else bytes.fromhex(a.request_key),
