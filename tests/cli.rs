@@ -562,3 +562,44 @@ fn help_documents_the_exit_statuses() {
         assert!(text.contains(needle), "{needle}: {text}");
     }
 }
+
+#[test]
+fn decode_writes_each_message_as_soon_as_it_is_verified() {
+    use std::io::BufRead;
+    let stream = std::fs::read(vectors_dir().join("valid_multiple_messages.bin")).unwrap();
+    let decoded = run(&["decode"], &stream);
+    let first_line = String::from_utf8(decoded.stdout)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut child = Command::new(BIN)
+        .arg("decode")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .unwrap();
+        tx.send(line).unwrap();
+    });
+    // Everything but the last byte: the first message is complete, the stream is not.
+    stdin.write_all(&stream[..stream.len() - 1]).unwrap();
+    stdin.flush().unwrap();
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the first message is written before the input ends");
+    assert_eq!(line.trim_end(), first_line);
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    assert_eq!(status.code(), Some(3), "the cut stream is abandoned");
+}
