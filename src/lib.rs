@@ -99,7 +99,13 @@ mod encoder;
 mod error;
 mod event;
 pub mod frame;
+#[cfg(feature = "http")]
+pub mod http;
 mod ids;
+#[cfg(feature = "rmcp")]
+pub mod rmcp_http;
+#[cfg(feature = "sse")]
+pub mod sse;
 
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};

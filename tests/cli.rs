@@ -585,11 +585,12 @@ fn decode_writes_each_message_as_soon_as_it_is_verified() {
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
+        let mut stdout = std::io::BufReader::new(stdout);
         let mut line = String::new();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .unwrap();
+        stdout.read_line(&mut line).unwrap();
         tx.send(line).unwrap();
+        // Keep reading, so that the decoder never writes into a closed pipe.
+        std::io::copy(&mut stdout, &mut std::io::sink()).unwrap();
     });
     // Everything but the last byte: the first message is complete, the stream is not.
     stdin.write_all(&stream[..stream.len() - 1]).unwrap();

@@ -1,0 +1,202 @@
+//! An rmcp client (with `FramingHttpClient`) calling a tool on an rmcp server (behind
+//! `FramingLayer`) over loopback HTTP: clean, and cut by a proxy at every few KiB.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer, OUTCOME_DATA_KEY};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServiceError, ServiceExt, tool, tool_router};
+use tower_layer::Layer;
+
+#[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct ReportArgs {
+    /// The title.
+    title: String,
+    /// The document to render, large.
+    body: String,
+}
+
+#[derive(Clone)]
+struct Reports;
+
+#[tool_router(server_handler)]
+impl Reports {
+    #[tool(description = "Render a report: returns the document with numbered lines")]
+    async fn render_report(&self, Parameters(args): Parameters<ReportArgs>) -> String {
+        let lines: Vec<String> = args
+            .body
+            .lines()
+            .enumerate()
+            .map(|(i, line)| format!("{:05} {line}", i + 1))
+            .collect();
+        format!("# {}\n{}", args.title, lines.join("\n"))
+    }
+}
+
+/// The test proxy: cuts response bodies after `limit` bytes (`usize::MAX`: never) and counts
+/// the bytes it forwarded in `seen`.
+struct Cut {
+    limit: AtomicUsize,
+    seen: Arc<AtomicUsize>,
+}
+
+async fn cutting_proxy(
+    State(cut): State<Arc<Cut>>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let response = next.run(request).await;
+    let limit = cut.limit.load(Ordering::SeqCst);
+    let seen = cut.seen.clone();
+    let (parts, body) = response.into_parts();
+    // Forward the body until `limit` bytes, then end it normally (a proxy idle timeout).
+    let mut sent = 0usize;
+    let stream = body.into_data_stream().map(move |piece| {
+        let piece = piece.expect("loopback body");
+        let take = piece.len().min(limit.saturating_sub(sent));
+        sent += take;
+        seen.fetch_add(take, Ordering::SeqCst);
+        Ok::<_, std::io::Error>(piece.slice(..take))
+    });
+    let stream =
+        stream.take_while(|piece| std::future::ready(piece.as_ref().is_ok_and(|p| !p.is_empty())));
+    (parts, Body::from_stream(stream)).into_response()
+}
+
+async fn server(cut: Arc<Cut>) -> SocketAddr {
+    let mut config = StreamableHttpServerConfig::default();
+    config.legacy_session_mode = false;
+    config.sse_keep_alive = None;
+    let service = StreamableHttpService::new(
+        || Ok(Reports),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let app = Router::new()
+        .nest_service("/mcp", FramingLayer::new().frame_size(1024).layer(service))
+        .layer(axum::middleware::from_fn_with_state(cut, cutting_proxy));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+fn document() -> String {
+    (0..400)
+        .map(|i| format!("line {i} of a long report body, {}\n", "x".repeat(40)))
+        .collect()
+}
+
+/// Calls the tool once over a fresh client; the proxy cuts the tool call's response (only) at
+/// `limit`. Returns the result and the bytes the proxy forwarded for the tool call.
+async fn call(
+    addr: SocketAddr,
+    client: FramingHttpClient,
+    cut: &Cut,
+    limit: usize,
+) -> (Result<rmcp::model::CallToolResult, ServiceError>, usize) {
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+    );
+    let peer = ().serve(transport).await.expect("the handshake is not cut");
+    cut.seen.store(0, Ordering::SeqCst);
+    cut.limit.store(limit, Ordering::SeqCst);
+    let arguments = serde_json::json!({"title": "Q3", "body": document()});
+    let result = peer
+        .call_tool(
+            CallToolRequestParams::new("render_report")
+                .with_arguments(arguments.as_object().unwrap().clone()),
+        )
+        .await;
+    cut.limit.store(usize::MAX, Ordering::SeqCst);
+    let seen = cut.seen.load(Ordering::SeqCst);
+    let _ = peer.cancel().await;
+    (result, seen)
+}
+
+fn new_cut() -> Arc<Cut> {
+    Arc::new(Cut {
+        limit: AtomicUsize::new(usize::MAX),
+        seen: Arc::default(),
+    })
+}
+
+#[tokio::test]
+async fn rmcp_client_gets_a_verified_result_through_the_layer() {
+    let cut = new_cut();
+    let addr = server(cut.clone()).await;
+    for binary in [false, true] {
+        let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        let stats = client.stats();
+        let result = call(addr, client, &cut, usize::MAX)
+            .await
+            .0
+            .expect("clean call");
+        let text = result.content[0].as_text().expect("text").text.clone();
+        assert!(text.starts_with("# Q3\n00001 line 0 of a long report body"));
+        assert!(text.len() > 20_000, "the result spans many frames");
+        assert!(
+            stats.complete() >= 2,
+            "handshake and call were framed and complete: {stats:?}"
+        );
+        assert_eq!(stats.abandoned(), 0);
+    }
+}
+
+#[tokio::test]
+async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() {
+    let cut = new_cut();
+    let addr = server(cut.clone()).await;
+    for binary in [false, true] {
+        let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        let (clean, total) = call(addr, client(), &cut, usize::MAX).await;
+        clean.expect("clean call");
+        // The STREAM_END sentinel is the last 28 bytes (binary) or its 65-byte event (SSE):
+        // cutting just before it leaves the final result verified but the stream unfinished.
+        let sentinel = if binary { 28 } else { 65 };
+        for limit in [
+            0,
+            100,
+            1500,
+            9000,
+            total / 2,
+            total - sentinel - 1,
+            total - sentinel,
+            total - 1,
+        ] {
+            let client = client();
+            let stats = client.stats();
+            let (result, _) = call(addr, client, &cut, limit).await;
+            let Err(ServiceError::McpError(error)) = result else {
+                panic!("cut at {limit}: expected our classification, got {result:?}");
+            };
+            let outcome = &error.data.as_ref().expect("data")[OUTCOME_DATA_KEY];
+            assert_eq!(
+                outcome["classification"], "abandoned",
+                "cut at {limit}: {error:?}"
+            );
+            assert_eq!(outcome["kind"], "Truncated");
+            if limit == total - sentinel {
+                // The result itself was verified; only the sentinel is missing: still abandoned.
+                let detail = outcome["detail"].as_str().unwrap();
+                assert!(detail.contains("between messages"), "{detail}");
+            }
+            assert!(error.message.starts_with("mcp-framing: response abandoned"));
+            assert_eq!(stats.abandoned(), 1, "cut at {limit}");
+        }
+    }
+}
