@@ -60,17 +60,23 @@ fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
 /// Decoder settings of one case, in the manifest's `decoder` shape.
 #[derive(Clone, Debug, Default)]
 struct Config {
+    /// The SSE mapping (SPEC.md §15) instead of the binary one.
+    sse: bool,
     max_frame_payload: Option<u32>,
     max_message_size: Option<u64>,
     request_key: Option<RequestKey>,
 }
 
 impl Config {
-    fn from_manifest(value: Option<&Value>) -> Self {
+    fn from_manifest(value: Option<&Value>, sse: bool) -> Self {
         let Some(value) = value.filter(|v| !v.is_null()) else {
-            return Self::default();
+            return Self {
+                sse,
+                ..Self::default()
+            };
         };
         Self {
+            sse,
             max_frame_payload: value["max_frame_payload"]
                 .as_u64()
                 .map(|n| u32::try_from(n).expect("max_frame_payload fits u32")),
@@ -136,6 +142,7 @@ fn hex(bytes: &[u8]) -> String {
 /// The crate decoder's verdict, in the manifest's `expect` shape, feeding `data` cut at `cuts`.
 fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
     let mut decoder = config.decoder();
+    let mut input = Input::new(config.sse);
     let mut buf = BytesMut::new();
     let mut messages = Vec::new();
     // Runs `step` until it needs more input or fails (then returns the error).
@@ -152,19 +159,24 @@ fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
         }
     };
     let mut failure = None;
+    // An error of the transport mapping; the frames decoded before it are decoded first.
+    let mut mapping_error = None;
     let mut start = 0;
     for &end in cuts.iter().chain(std::iter::once(&data.len())) {
-        buf.extend_from_slice(&data[start..end]);
+        mapping_error = input.push(&data[start..end], &mut buf);
         start = end;
         failure = drain(&mut |b| decoder.decode(b), &mut buf);
-        if failure.is_some() {
+        if failure.is_some() || mapping_error.is_some() {
             break;
         }
     }
-    if failure.is_none() {
+    if failure.is_none() && mapping_error.is_none() {
         failure = drain(&mut |b| decoder.decode_eof(b), &mut buf);
     }
     let (verdict, abort, error, truncation) = match &failure {
+        None if mapping_error.is_some() => {
+            ("error", Value::Null, json!(mapping_error), Value::Null)
+        }
         None => ("clean", Value::Null, Value::Null, Value::Null),
         Some(DecodeError::PeerAbort(abort)) => (
             "aborted",
@@ -187,6 +199,48 @@ fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
         "error": error,
         "truncation": truncation,
     })
+}
+
+/// How the bytes of a case become frame bytes (SPEC.md §15, §16).
+enum Input {
+    Binary,
+    #[cfg(feature = "sse")]
+    Sse(mcp_framing::sse::SseFrameDecoder),
+}
+
+impl Input {
+    fn new(sse: bool) -> Self {
+        if !sse {
+            return Self::Binary;
+        }
+        #[cfg(feature = "sse")]
+        return Self::Sse(mcp_framing::sse::SseFrameDecoder::new());
+        #[cfg(not(feature = "sse"))]
+        panic!("an SSE case needs the `sse` feature (cargo test --all-features)");
+    }
+
+    /// Appends the frame bytes `piece` carries to `buf`; the mapping's error kind if it fails.
+    fn push(&mut self, piece: &[u8], buf: &mut BytesMut) -> Option<String> {
+        match self {
+            Self::Binary => {
+                buf.extend_from_slice(piece);
+                None
+            }
+            #[cfg(feature = "sse")]
+            Self::Sse(sse) => {
+                use mcp_framing::sse::SseError;
+                sse.feed(piece, buf).err().map(|err| {
+                    match err {
+                        SseError::UnexpectedEvent { .. } => "UnexpectedEvent",
+                        SseError::InvalidBase64 { .. } => "InvalidBase64",
+                        SseError::EventTooLarge { .. } => "EventTooLarge",
+                        other => panic!("SSE error {other:?} unknown to this test"),
+                    }
+                    .to_owned()
+                })
+            }
+        }
+    }
 }
 
 /// One stream to decode, with the ways to split it.
@@ -225,7 +279,14 @@ impl Case {
 fn compare(cases: &[Case]) -> (usize, Vec<String>) {
     let jobs: Vec<Value> = cases
         .iter()
-        .map(|c| json!({"hex": hex(&c.data), "decoder": c.config.to_json(), "splits": c.splits}))
+        .map(|c| {
+            json!({
+                "hex": hex(&c.data),
+                "mapping": if c.config.sse { "sse" } else { "binary" },
+                "decoder": c.config.to_json(),
+                "splits": c.splits,
+            })
+        })
         .collect();
     let out = python(
         &[reference_script().as_path(), Path::new("--batch")],
@@ -342,13 +403,13 @@ fn reference_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
     let mut cases = Vec::new();
     for vector in vectors {
         let file = vector["file"].as_str().expect("file name");
-        let mapping = vector["mapping"].as_str().unwrap_or("binary");
-        assert_eq!(
-            mapping, "binary",
-            "{file}: the reference decoder implements the binary mapping only"
-        );
+        let sse = match vector["mapping"].as_str().unwrap_or("binary") {
+            "binary" => false,
+            "sse" => true,
+            other => panic!("{file}: unknown mapping {other}"),
+        };
         let data = std::fs::read(vectors_dir().join(file)).expect("vector file");
-        let config = Config::from_manifest(vector.get("decoder"));
+        let config = Config::from_manifest(vector.get("decoder"), sse);
         let mut case = Case::new(file, data, config);
         if case.data.len() <= ALL_SPLITS_MAX {
             case = case.with_every_split();
@@ -705,4 +766,246 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
     }
     assert!(cases.len() > 2000, "{} cases", cases.len());
     assert_agree("generated streams", &cases);
+}
+
+/// SSE bodies (SPEC.md §15) made by the crate's SSE encoder, reformatted and mutated.
+#[cfg(feature = "sse")]
+#[test]
+fn reference_decoder_agrees_with_the_crate_on_sse_bodies() {
+    use mcp_framing::sse::SseFrameEncoder;
+
+    let sse = Config {
+        sse: true,
+        ..Config::default()
+    };
+    let sse_keyed = Config {
+        request_key: Some(RequestKey::from_bytes(KEY)),
+        ..sse.clone()
+    };
+    let mut rng = Rng(0x55E);
+    let event = |bytes: &[u8]| SseFrameEncoder::new().to_events(bytes).to_vec();
+    let mut cases = Vec::new();
+    for (name, stream) in encoded_streams() {
+        let body = event(&stream);
+        let frames = frames_of(&stream);
+        cases.push(Case::new(format!("sse {name}"), body.clone(), sse.clone()).with_every_split());
+        cases.push(Case::new(
+            format!("sse {name}, key"),
+            body.clone(),
+            sse_keyed.clone(),
+        ));
+        let replace = |from: &[u8], to: &[u8]| replace_all(&body, from, to);
+        cases.push(
+            Case::new(
+                format!("sse {name}, CRLF"),
+                replace(b"\n", b"\r\n"),
+                sse.clone(),
+            )
+            .with_every_split(),
+        );
+        cases.push(
+            Case::new(
+                format!("sse {name}, CR"),
+                replace(b"\n", b"\r"),
+                sse.clone(),
+            )
+            .with_every_split(),
+        );
+        let mut primed = b"\xef\xbb\xbf: stream opened\nid: 0\nretry: 1000\n\n".to_vec();
+        primed.extend_from_slice(&replace(
+            b"\n\nevent",
+            b"\n\n: keep-alive\nfoo: bar\n\nevent",
+        ));
+        cases.push(
+            Case::new(
+                format!("sse {name}, BOM, priming event, comments"),
+                primed,
+                sse.clone(),
+            )
+            .with_every_split(),
+        );
+        // Each event's base64 split over two data lines; then two frames per event.
+        let mut split_lines = Vec::new();
+        let mut paired = Vec::new();
+        for (i, frame) in frames.iter().enumerate() {
+            let one = event(frame);
+            let text = std::str::from_utf8(&one).unwrap();
+            let data = text
+                .strip_prefix("event: mcp-frame\ndata: ")
+                .unwrap()
+                .trim_end();
+            let cut = (rng.below(data.len()) / 4) * 4 + rng.below(3);
+            let cut = cut.min(data.len());
+            split_lines.extend_from_slice(
+                format!(
+                    "event: mcp-frame\ndata: {}\ndata:{}\n\n",
+                    &data[..cut],
+                    &data[cut..]
+                )
+                .as_bytes(),
+            );
+            if i % 2 == 0 {
+                let pair: Vec<u8> = frames[i..(i + 2).min(frames.len())].concat();
+                let mut one = BytesMut::new();
+                SseFrameEncoder::new().encode_event(&pair, &mut one);
+                paired.extend_from_slice(&one);
+            }
+        }
+        cases.push(
+            Case::new(format!("sse {name}, data lines"), split_lines, sse.clone())
+                .with_every_split(),
+        );
+        cases.push(
+            Case::new(
+                format!("sse {name}, two frames per event"),
+                paired,
+                sse.clone(),
+            )
+            .with_every_split(),
+        );
+        for cut in 0..body.len() {
+            cases.push(Case::new(
+                format!("sse {name}, cut at {cut}"),
+                body[..cut].to_vec(),
+                sse.clone(),
+            ));
+        }
+        for _ in 0..body.len() / 4 {
+            let mut mutated = body.clone();
+            let at = rng.below(mutated.len());
+            const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            mutated[at] = match rng.below(4) {
+                0 => b'!',
+                1 => b'=',
+                2 => b'\n',
+                _ => B64[rng.below(64)],
+            };
+            cases.push(Case::new(
+                format!("sse {name}, byte {at} replaced"),
+                mutated,
+                sse.clone(),
+            ));
+        }
+        let mut dropped = body.clone();
+        dropped.remove(rng.below(body.len()));
+        cases.push(Case::new(
+            format!("sse {name}, a byte dropped"),
+            dropped,
+            sse.clone(),
+        ));
+        for extra in [
+            &b"event: mcp-frame\ndata: AA==\n\n"[..],
+            b": after the end\n\n",
+            b"event: message\ndata: {}\n\n",
+            b"event: mcp-frame\ndata: AA==",
+        ] {
+            let mut more = body.clone();
+            more.extend_from_slice(extra);
+            cases.push(Case::new(
+                format!("sse {name} + {:?}", String::from_utf8_lossy(extra)),
+                more,
+                sse.clone(),
+            ));
+        }
+    }
+    // Bodies that are not (only) framed, and edge cases of the event format.
+    let (_, one) = &encoded_streams()[1];
+    let body = event(one);
+    let prefixed = |head: &[u8]| [head, &body[..]].concat();
+    for (what, data) in [
+        (
+            "unnamed message event",
+            prefixed(b"data: {\"jsonrpc\":\"2.0\"}\n\n"),
+        ),
+        (
+            "named message event",
+            prefixed(b"event: message\ndata: {}\n\n"),
+        ),
+        (
+            "mcp-frame event without data",
+            prefixed(b"event: mcp-frame\n\n"),
+        ),
+        (
+            "mcp-frame event with empty data",
+            prefixed(b"event: mcp-frame\ndata:\n\n"),
+        ),
+        (
+            "event name without a space",
+            replace_all(&body, b"event: ", b"event:"),
+        ),
+        (
+            "event name with a trailing space",
+            replace_all(&body, b"event: mcp-frame", b"event: mcp-frame "),
+        ),
+        (
+            "data without a space",
+            replace_all(&body, b"data: ", b"data:"),
+        ),
+        (
+            "unpadded base64",
+            b"event: mcp-frame\ndata: QQ\n\n".to_vec(),
+        ),
+        (
+            "non-canonical base64 bits",
+            b"event: mcp-frame\ndata: QR==\n\n".to_vec(),
+        ),
+        (
+            "base64 with a space",
+            b"event: mcp-frame\ndata: QUJD REVG\n\n".to_vec(),
+        ),
+        ("empty body", Vec::new()),
+        ("only comments", b": a\n: b\n\n".to_vec()),
+        (
+            "event too large",
+            [
+                &b"event: mcp-frame\ndata: "[..],
+                &vec![b'A'; 256 * 1024 + 4],
+                b"\n\n",
+            ]
+            .concat(),
+        ),
+        ("unnamed event with empty data", prefixed(b"data:\n\n")),
+        ("named event without data", prefixed(b"event: ping\n\n")),
+        (
+            "giant comment",
+            prefixed(&[&b":"[..], &vec![b'x'; 300 * 1024], b"\n\n"].concat()),
+        ),
+        (
+            "two data lines at the limit",
+            [
+                &b"event: mcp-frame\ndata: "[..],
+                &vec![b'A'; 128 * 1024],
+                b"\ndata: ",
+                &vec![b'A'; 128 * 1024],
+                b"\n\n",
+            ]
+            .concat(),
+        ),
+        (
+            "event at the limit",
+            [
+                &b"event: mcp-frame\ndata: "[..],
+                &vec![b'A'; 256 * 1024],
+                b"\n\n",
+            ]
+            .concat(),
+        ),
+    ] {
+        cases.push(Case::new(format!("sse edge: {what}"), data, sse.clone()));
+    }
+    assert!(cases.len() > 1000, "{} cases", cases.len());
+    assert_agree("SSE bodies", &cases);
+}
+
+#[cfg(feature = "sse")]
+fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while let Some(at) = rest.windows(from.len()).position(|w| w == from) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(to);
+        rest = &rest[at + from.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
 }

@@ -363,9 +363,8 @@ class SseDecoder:
         self.line = bytearray()  # the line being read
         self.skip_lf = False  # the previous line ended with CR: a following LF belongs to it
         self.first_line = True  # a leading U+FEFF is skipped
-        self.event_type = b""
-        self.data = bytearray()  # base64 of the open event, data lines concatenated
-        self.has_data = False  # a data field was seen (WHATWG: dispatch needs one)
+        self.event_name = None  # the `event` field, if any
+        self.data = None  # the data lines joined with LF, as SSE joins them; None: no data line
         self.events = 0
 
     def feed(self, chunk):
@@ -383,6 +382,10 @@ class SseDecoder:
                 self._line(line)
             else:
                 self.line.append(b)
+                # §15: a line is buffered whole before it is parsed, so every line (a comment
+                # too) is bounded: the data limit plus room for a field name.
+                if len(self.line) > self.max_event_data + 16:
+                    self._fail("EventTooLarge", max=self.max_event_data)
 
     def _fail(self, name, **detail):
         self.inner.error = DecodeError(name, **detail)
@@ -401,30 +404,33 @@ class SseDecoder:
         if colon and value.startswith(b" "):
             value = value[1:]
         if field == b"event":
-            self.event_type = value
+            self.event_name = value
         elif field == b"data":
-            self.has_data = True
-            self.data += value  # the LF SSE puts between data lines is not base64: dropped
-            if len(self.data) > self.max_event_data:
+            self.data = value if self.data is None else self.data + b"\n" + value
+            # §15: the data as SSE joins it (LF between lines), counted as UTF-8 text
+            size = len(self.data.decode("utf-8", "replace").encode("utf-8"))
+            if size > self.max_event_data:
                 self._fail("EventTooLarge", max=self.max_event_data)
         # id, retry and unknown fields are ignored
 
     def _dispatch(self):
-        event_type = self.event_type or b"message"
-        has_data, data = self.has_data, bytes(self.data)
-        self.event_type, self.data, self.has_data = b"", bytearray(), False
-        if not has_data:
-            return  # an event without data (e.g. an id-only priming event) is skipped
+        name, data = self.event_name, self.data or b""
+        self.event_name, self.data = None, None
+        if name is None and not data:
+            return  # no name and no data (an id-only priming event, an empty `data:`): skipped
         self.events += 1
-        if event_type != FRAME_EVENT:
-            self._fail("UnexpectedEvent", event=event_type.decode("utf-8", "replace"))
+        if name != FRAME_EVENT:
+            # any other named event, with or without data, and any unnamed event with data
+            label = "message" if name is None else name.decode("utf-8", "replace")
+            self._fail("UnexpectedEvent", event=label)
             return
+        text = data.replace(b"\n", b"")  # the LF between data lines is not base64: dropped
         try:
-            frames = base64.b64decode(data, validate=True)
+            frames = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
             self._fail("InvalidBase64", event=self.events)
             return
-        if base64.b64encode(frames) != data:
+        if base64.b64encode(frames) != text:
             # padded, canonical base64 only (no missing padding, no stray trailing bits)
             self._fail("InvalidBase64", event=self.events)
             return
