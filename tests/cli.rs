@@ -61,6 +61,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 struct Vector {
+    sse: bool,
     file: String,
     path: PathBuf,
     data: Vec<u8>,
@@ -77,11 +78,11 @@ fn vectors() -> Vec<Vector> {
     let list = manifest["vectors"].as_array().expect("vectors list");
     assert!(!list.is_empty());
     list.iter()
-        .filter(|v| v["mapping"].as_str().unwrap_or("binary") == "binary")
         .map(|v| {
             let file = v["file"].as_str().expect("file").to_owned();
             let path = dir.join(&file);
-            let mut decoder_args = Vec::new();
+            let mapping = v["mapping"].as_str().unwrap_or("binary").to_owned();
+            let mut decoder_args = vec!["--mapping".to_owned(), mapping.clone()];
             let d = &v["decoder"];
             if let Some(n) = d["max_frame_payload"].as_u64() {
                 decoder_args.extend(["--max-frame-payload".to_owned(), n.to_string()]);
@@ -93,6 +94,7 @@ fn vectors() -> Vec<Vector> {
                 decoder_args.extend(["--expect-request-key".to_owned(), k.to_owned()]);
             }
             Vector {
+                sse: mapping == "sse",
                 data: std::fs::read(&path).expect("vector file"),
                 file,
                 path,
@@ -123,9 +125,12 @@ fn expected_exit(v: &Vector) -> i32 {
     match (e["verdict"].as_str(), e["error"].as_str()) {
         (Some("clean"), _) => 0,
         (Some("aborted"), _) => 5,
+        (_, Some("UnexpectedEvent")) => 6,
+        (_, Some("Truncated")) if v.sse => 3,
         (_, Some("Truncated")) if !v.data.is_empty() && !framed_start => 6,
         (_, Some("Truncated")) => 3,
         (_, Some("RequestKeyMismatch")) => 6,
+        (_, Some("BadMagic")) if v.sse => 4,
         (_, Some("BadMagic")) if !framed_start => 6,
         (_, Some("UnsupportedVersion")) if framed_start && v.data[2] != 1 => 6,
         _ => 4,
@@ -603,4 +608,128 @@ fn decode_writes_each_message_as_soon_as_it_is_verified() {
     let status = child.wait().unwrap();
     reader.join().unwrap();
     assert_eq!(status.code(), Some(3), "the cut stream is abandoned");
+}
+
+/// Every vector carried in SSE events (SPEC.md §15) reaches the same verdict as the binary one.
+#[test]
+fn verify_reaches_the_same_verdict_on_every_vector_carried_in_sse_events() {
+    use mcp_framing::sse::SseFrameEncoder;
+    let dir = std::env::temp_dir().join(format!("mcp-frame-sse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut checked = 0;
+    for mut v in vectors().into_iter().filter(|v| !v.sse) {
+        v.data = SseFrameEncoder::new().to_events(&v.data).to_vec();
+        v.path = dir.join(format!("{}.sse", v.file));
+        v.sse = true;
+        std::fs::write(&v.path, &v.data).unwrap();
+        v.decoder_args[1] = "sse".to_owned();
+        let out = run(&with_decoder_args(&v, &["verify", "--json"]), b"");
+        assert_no_panic(&out, &v.file);
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for field in ["verdict", "error", "truncation", "abort"] {
+            assert_eq!(got[field], v.expect[field], "{} in SSE: {field}", v.file);
+        }
+        assert_eq!(
+            len_and_digest(&got["messages"]),
+            len_and_digest(&v.expect["messages"]),
+            "{}",
+            v.file
+        );
+        // The BadMagic of a binary vector is inside an mcp-frame event here: corrupt, not
+        // "not framed at all".
+        let want = match v.expect["error"].as_str() {
+            Some("BadMagic" | "UnsupportedVersion")
+                if got["detail"].as_str().unwrap().contains("offset 0") =>
+            {
+                6
+            }
+            _ => expected_exit(&v),
+        };
+        assert_eq!(code(&out), want, "{}: {got}", v.file);
+        checked += 1;
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(checked > 0);
+}
+
+#[test]
+fn encode_and_decode_the_sse_mapping() {
+    use mcp_framing::sse::SseFrameEncoder;
+    let out = run(
+        &[
+            "encode",
+            "--mapping",
+            "sse",
+            "--request-key",
+            KEY,
+            "--attempt-id",
+            ATTEMPT,
+        ],
+        br#"{"ok":true}"#,
+    );
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        out.stdout,
+        SseFrameEncoder::new()
+            .to_events(&single_message_vector())
+            .to_vec()
+    );
+    let body = out.stdout;
+    let dec = run(&["decode", "--mapping", "sse"], &body);
+    assert_eq!(
+        (code(&dec), dec.stdout.as_slice()),
+        (0, &b"{\"ok\":true}\n"[..])
+    );
+    // Read as a binary stream, an SSE body is not framed: exit 6 with a hint.
+    let wrong = run(&["verify"], &body);
+    assert_eq!(code(&wrong), 6);
+    assert!(String::from_utf8_lossy(&wrong.stdout).contains("try --mapping sse"));
+    // Every cut is abandoned; an unframed event is a contract violation.
+    for cut in (0..body.len()).step_by(7) {
+        assert_eq!(
+            code(&run(&["verify", "--mapping", "sse"], &body[..cut])),
+            3,
+            "cut {cut}"
+        );
+    }
+    let plain = [&b"event: message\ndata: {}\n\n"[..], &body].concat();
+    let out = run(&["verify", "--mapping", "sse", "--json"], &plain);
+    assert_eq!(code(&out), 6);
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["error"], "UnexpectedEvent");
+    // inspect lists the frames of the events and says where the SSE layer broke.
+    for (extra, error) in [
+        (&b"event: mcp-frame\ndata: !!!!\n\n"[..], "InvalidBase64"),
+        (b"event: mcp-frame\ndata: AA==\n\n", "TrailingData"),
+    ] {
+        let out = run(
+            &["inspect", "--mapping", "sse", "--json"],
+            &[&body, extra].concat(),
+        );
+        assert_eq!(code(&out), 4);
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(got["frames"].as_array().unwrap().len(), 4);
+        assert_eq!(got["verdict"]["error"], error);
+    }
+    let mut broken = body[..body.len() / 2].to_vec();
+    broken.extend_from_slice(b"\n\nevent: mcp-frame\ndata: !!!!\n\n");
+    let out = run(&["inspect", "--mapping", "sse"], &broken);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("InvalidBase64"), "{text}");
+}
+
+/// An SSE error after a corrupt frame, in one read or two: the frame's error comes first.
+#[test]
+fn sse_errors_come_in_body_order_whatever_the_reads() {
+    use mcp_framing::sse::SseFrameEncoder;
+    let mut stream = single_message_vector();
+    stream[52 + 20] ^= 1; // the DATA payload
+    let mut body = SseFrameEncoder::new().to_events(&stream).to_vec();
+    body.push(b':');
+    body.extend(std::iter::repeat_n(b'x', 300 * 1024)); // a line over the event bound
+    body.extend_from_slice(b"\n\n");
+    let out = run(&["verify", "--mapping", "sse", "--json"], &body);
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["error"], "PayloadChecksumMismatch");
+    assert_eq!(code(&out), 4);
 }

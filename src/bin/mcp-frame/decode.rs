@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use crate::CliError;
 use crate::input::{DecoderArgs, InputPath, open_output};
-use crate::verdict::{Outcome, ReadOrWrite, decode_reader};
+use crate::verdict::{Mapping, Outcome, ReadOrWrite, Session, decode_reader};
 
 /// Options of `decode`.
 #[derive(Debug, Args)]
@@ -24,6 +24,9 @@ pub(crate) struct DecodeArgs {
     /// Print the verdict on stderr as JSON instead of one line.
     #[arg(long)]
     json: bool,
+    /// How the stream is carried.
+    #[arg(long, value_enum, default_value_t = Mapping::Binary)]
+    mapping: Mapping,
     #[command(flatten)]
     decoder: DecoderArgs,
 }
@@ -40,6 +43,9 @@ pub(crate) struct VerifyArgs {
     /// Print nothing; the exit status is the verdict.
     #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
+    /// How the stream is carried.
+    #[arg(long, value_enum, default_value_t = Mapping::Binary)]
+    mapping: Mapping,
     #[command(flatten)]
     decoder: DecoderArgs,
 }
@@ -68,11 +74,13 @@ impl Separator {
 fn decode_input(
     input: &InputPath,
     decoder: &DecoderArgs,
+    mapping: Mapping,
     on_message: crate::verdict::OnMessage<'_>,
     output: &str,
 ) -> Result<Outcome, CliError> {
     let reader = input.open()?;
-    decode_reader(reader, decoder.decoder(), on_message).map_err(|e| match e {
+    let session = Session::new(decoder.decoder(), mapping);
+    decode_reader(reader, session, on_message).map_err(|e| match e {
         ReadOrWrite::Read(e) => CliError::io(format!("cannot read {}", input.name()), e),
         ReadOrWrite::Write(e) => CliError::io(format!("cannot write to {output}"), e),
     })
@@ -96,7 +104,13 @@ pub(crate) fn run_decode(args: &DecodeArgs) -> Result<u8, CliError> {
         out.write_all(sep)?;
         out.flush()
     };
-    let outcome = decode_input(&input, &args.decoder, &mut write, &output_name)?;
+    let outcome = decode_input(
+        &input,
+        &args.decoder,
+        args.mapping,
+        &mut write,
+        &output_name,
+    )?;
     out.flush()
         .map_err(|e| CliError::io(format!("cannot write to {output_name}"), e))?;
     if args.json {
@@ -114,7 +128,13 @@ pub(crate) fn run_decode(args: &DecodeArgs) -> Result<u8, CliError> {
 /// Reading the input failed.
 pub(crate) fn run_verify(args: &VerifyArgs) -> Result<u8, CliError> {
     let input = InputPath::from(args.input.as_path());
-    let outcome = decode_input(&input, &args.decoder, &mut |_| Ok(()), "nowhere")?;
+    let outcome = decode_input(
+        &input,
+        &args.decoder,
+        args.mapping,
+        &mut |_| Ok(()),
+        "nowhere",
+    )?;
     if args.json {
         println!("{}", outcome.to_json());
     } else if !args.quiet {

@@ -5,7 +5,7 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use bytes::BytesMut;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use mcp_framing::{
     AbortCode, AttemptId, DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE,
     EncodeError, RequestKey, StreamEncoder, StreamHead,
@@ -14,6 +14,8 @@ use serde::de::IgnoredAny;
 
 use crate::CliError;
 use crate::input::{InputPath, open_output};
+use crate::verdict::Mapping;
+use mcp_framing::sse::SseFrameEncoder;
 
 /// Options of `encode`.
 #[derive(Debug, Args)]
@@ -53,13 +55,6 @@ pub(crate) struct EncodeArgs {
     /// The transport mapping of the output.
     #[arg(long, value_enum, default_value_t = Mapping::Binary)]
     mapping: Mapping,
-}
-
-/// How the stream is carried (SPEC.md §10).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Mapping {
-    /// The frames as raw bytes (an `application/octet-stream`-style body or a pipe).
-    Binary,
 }
 
 fn parse_frame_size(s: &str) -> Result<usize, String> {
@@ -104,10 +99,11 @@ pub(crate) fn run(args: &EncodeArgs) -> Result<u8, CliError> {
         .output
         .as_ref()
         .map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
-    let out = open_output(args.output.as_deref(), true)?;
+    let out = open_output(args.output.as_deref(), args.mapping == Mapping::Binary)?;
     let mut sink = Sink {
         encoder,
         out,
+        sse: (args.mapping == Mapping::Sse).then(|| (SseFrameEncoder::new(), BytesMut::new())),
         buf: BytesMut::new(),
         output_name,
         piece: args.chunk.map_or(args.frame_size, NonZeroUsize::get),
@@ -134,6 +130,9 @@ fn encode_bug(err: EncodeError) -> CliError {
 struct Sink {
     encoder: StreamEncoder,
     out: Box<dyn Write>,
+    /// For the SSE mapping: the event encoder and its output buffer.
+    sse: Option<(SseFrameEncoder, BytesMut)>,
+    /// Whole frames not yet written.
     buf: BytesMut,
     output_name: String,
     piece: usize,
@@ -141,8 +140,16 @@ struct Sink {
 
 impl Sink {
     fn flush(&mut self) -> Result<(), CliError> {
+        let bytes = match &mut self.sse {
+            Some((encoder, events)) => {
+                events.clear();
+                encoder.encode(&self.buf, events); // one event per frame (SPEC.md §15)
+                &events[..]
+            }
+            None => &self.buf[..],
+        };
         self.out
-            .write_all(&self.buf)
+            .write_all(bytes)
             .and_then(|()| self.out.flush())
             .map_err(|e| CliError::io(format!("cannot write to {}", self.output_name), e))?;
         self.buf.clear();

@@ -3,14 +3,16 @@
 
 use std::path::PathBuf;
 
+use bytes::BytesMut;
 use clap::Args;
 use mcp_framing::frame::{FrameKind, HEADER_LEN, MAGIC, VERSION};
+use mcp_framing::sse::{SseError, SseFrameDecoder};
 use mcp_framing::{AbortCode, DecodeError};
 use serde_json::{Value, json};
 
 use crate::CliError;
 use crate::input::{DecoderArgs, InputPath, hex};
-use crate::verdict::Session;
+use crate::verdict::{Failure, Mapping, Session, lines};
 
 /// Options of `inspect`.
 #[derive(Debug, Args)]
@@ -21,6 +23,9 @@ pub(crate) struct InspectArgs {
     /// Print the frames and the verdict as one JSON object.
     #[arg(long)]
     json: bool,
+    /// How the stream is carried (with `sse`, the frames of the `mcp-frame` events are listed).
+    #[arg(long, value_enum, default_value_t = Mapping::Binary)]
+    mapping: Mapping,
     #[command(flatten)]
     decoder: DecoderArgs,
 }
@@ -250,6 +255,40 @@ fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
     (rows, None)
 }
 
+/// The frame bytes an SSE body carries, up to its first SSE error (SPEC.md §15).
+struct SseFrames {
+    frames: Vec<u8>,
+    /// Offset in `frames` where each `mcp-frame` event's bytes start.
+    events: Vec<usize>,
+    error: Option<SseError>,
+}
+
+fn sse_frames(body: &[u8]) -> SseFrames {
+    let mut decoder = SseFrameDecoder::new();
+    let mut frames = BytesMut::new();
+    let mut events = Vec::new();
+    let mut error = None;
+    // Line by line, so that the events before a failing line are kept (body order).
+    for line in lines(body) {
+        let before = decoder.frame_events();
+        let start = frames.len();
+        let result = decoder.feed(line, &mut frames);
+        if decoder.frame_events() > before {
+            events.push(start);
+        }
+        if let Err(err) = result {
+            error = Some(err);
+            break;
+        }
+    }
+    decoder.finish();
+    SseFrames {
+        frames: frames.to_vec(),
+        events,
+        error,
+    }
+}
+
 /// `inspect`.
 ///
 /// # Errors
@@ -257,40 +296,68 @@ fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
 /// Reading the input failed.
 pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let input = InputPath::from(args.input.as_path());
-    let data = input.read_all()?;
-    let (mut rows, tail) = walk(&data);
+    let body = input.read_all()?;
+    let sse = (args.mapping == Mapping::Sse).then(|| sse_frames(&body));
+    let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
+    let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
-    let mut session = Session::new(args.decoder.decoder());
+    let mut session = Session::new(args.decoder.decoder(), Mapping::Binary);
     let mut no_output = |_: &mcp_framing::VerifiedMessage| Ok(());
     let mut fed = 0;
     let mut stopped_in_tail = None;
     for row in &mut rows {
-        if session.error().is_some() {
+        if session.failure().is_some() {
             break;
         }
-        session
-            .feed(&data[row.offset..row.end()], &mut no_output)
-            .expect("no output to fail");
+        feed(&mut session, &data[row.offset..row.end()]);
         fed = row.end();
-        row.decoder = match session.error() {
-            Some(err) => RowStatus::Error(describe_error(err)),
+        row.decoder = match session.failure() {
+            Some(failure) => RowStatus::Error(describe_failure(failure)),
             None if row.payload_crc_ok.is_none() => RowStatus::Cut,
             None => RowStatus::Ok,
         };
     }
-    if session.error().is_none() && fed < data.len() {
-        session
-            .feed(&data[fed..], &mut no_output)
-            .expect("no output to fail");
-        stopped_in_tail = session.error().map(describe_error);
+    if session.failure().is_none() && fed < data.len() {
+        feed(&mut session, &data[fed..]);
+        stopped_in_tail = session.failure().map(describe_failure);
     }
-    let outcome = session.finish(&mut no_output).expect("no output to fail");
-    let eof_error = match (&outcome.error, &stopped_in_tail) {
-        (Some(err @ (DecodeError::Truncated { .. } | DecodeError::PeerAbort(_))), None) => {
-            Some(describe_error(err))
-        }
+    let sse_error = sse.as_ref().and_then(|s| s.error.clone());
+    if let Some(err) = &sse_error {
+        session.fail(Failure::Sse(err.clone()));
+    }
+    let mut outcome = session
+        .finish(&mut no_output)
+        .map_err(|e| CliError::io("cannot decode", e))?;
+    if sse.is_some() {
+        outcome.mapping = Mapping::Sse;
+        outcome.input_bytes = body.len() as u64;
+    }
+    let eof_error = match (&outcome.failure, &stopped_in_tail) {
+        (
+            Some(
+                failure
+                @ Failure::Decode(DecodeError::Truncated { .. } | DecodeError::PeerAbort(_)),
+            ),
+            None,
+        ) => Some(describe_failure(failure)),
         _ => None,
     };
+    let sse_note = sse.as_ref().map(|s| {
+        let events = s.events.len();
+        match &s.error {
+            Some(err) => format!(
+                "SSE body of {} bytes: {events} mcp-frame events decoded, then {} ({err}); \
+                 offsets are in the decoded frame bytes",
+                body.len(),
+                Failure::Sse(err.clone()).kind()
+            ),
+            None => format!(
+                "SSE body of {} bytes: {events} mcp-frame events; offsets are in the decoded \
+                 frame bytes",
+                body.len()
+            ),
+        }
+    });
     if args.json {
         let frames: Vec<Value> = rows.iter().map(row_json).collect();
         println!(
@@ -300,18 +367,33 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
                 "tail": tail.as_ref().map(|t| json!({"offset": t.offset, "note": t.what})),
                 "decoder_stopped_in_tail": stopped_in_tail,
                 "end_of_input": eof_error,
+                "sse": sse.as_ref().map(|s| json!({
+                    "events": s.events.len(),
+                    "event_offsets": s.events,
+                    "error": s.error.as_ref().map(|e| Failure::Sse(e.clone()).kind()),
+                    "note": sse_note,
+                })),
                 "verdict": outcome.to_json(),
             })
         );
     } else {
+        if let Some(note) = &sse_note {
+            println!("{note}");
+        }
         print_table(&rows, tail.as_ref(), stopped_in_tail.as_deref());
         println!("verdict: {}", outcome.line());
     }
     Ok(outcome.status().exit_code())
 }
 
-fn describe_error(err: &DecodeError) -> String {
-    format!("{}: {err}", err.kind())
+/// Feeds `bytes` (already frame bytes) to a session that writes nothing out.
+fn feed(session: &mut Session, bytes: &[u8]) {
+    // Writing a message is the only way `feed` fails, and this session writes none.
+    let _ = session.feed(bytes, &mut |_| Ok(()));
+}
+
+fn describe_failure(failure: &Failure) -> String {
+    format!("{}: {failure}", failure.kind())
 }
 
 fn row_json(row: &Row) -> Value {

@@ -8,9 +8,12 @@
 //! mcp-frame verify  [INPUT] [--json]                         the verdict as an exit status
 //! ```
 //!
+//! Every command takes `--mapping binary|sse` (SPEC.md §15, §16).
+//!
 //! Exit statuses (every subcommand that reads a stream):
 //! 0 clean, 2 usage or I/O error, 3 abandoned (truncated), 4 corrupt, 5 aborted by the peer,
-//! 6 contract violation (not a framed stream, unsupported version, request key mismatch).
+//! 6 contract violation (not a framed stream, unsupported version, request key mismatch,
+//! SSE events that are not frames).
 
 mod decode;
 mod encode;
@@ -30,7 +33,7 @@ use clap::{Parser, Subcommand};
     version,
     after_help = "Exit statuses: 0 clean, 2 usage or I/O error, 3 abandoned (truncated), \
                   4 corrupt, 5 aborted by the peer, 6 contract violation (not a framed stream, \
-                  unsupported version, request key mismatch)."
+                  unsupported version, request key mismatch, SSE events that are not frames)."
 )]
 struct Cli {
     #[command(subcommand)]
