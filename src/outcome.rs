@@ -282,7 +282,7 @@ pub fn classify(obs: &Observations) -> Result<Completion, StreamCompletionAmbigu
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{Outcome, StreamDecoder, StreamEncoder, StreamHead, Verdict};
+/// use mcp_framing::{Outcome, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 /// let mut wire = bytes::BytesMut::new();
