@@ -54,8 +54,7 @@ fn capture(f: impl FnOnce()) -> Vec<Captured> {
     let events = layer.0.clone();
     let subscriber = tracing_subscriber::registry().with(layer);
     tracing::subscriber::with_default(subscriber, f);
-    let events = events.lock().unwrap().clone();
-    events
+    events.lock().unwrap().clone()
 }
 
 fn truncated_outcome(key: RequestKey) -> (Outcome, mcp_framing::StreamHead) {
