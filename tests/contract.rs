@@ -429,3 +429,56 @@ fn accept_ambiguity_policy_accepts_any_later_resolution() {
         .unwrap();
     policy.recheck(&discovery("discover_framed.json")).unwrap();
 }
+
+/// The ```json blocks of SPEC.md §11.
+fn spec_json_blocks() -> Vec<serde_json::Value> {
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/SPEC.md")).unwrap();
+    let start = spec.find("## §11 ").unwrap();
+    let end = spec.find("## §12 ").unwrap();
+    spec[start..end]
+        .split("```json\n")
+        .skip(1)
+        .map(|block| serde_json::from_str(block.split("```").next().unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn spec_examples_parse_to_the_default_contract() {
+    let blocks = spec_json_blocks();
+    assert_eq!(
+        blocks.len(),
+        3,
+        "schema, initialize example, server/discover example"
+    );
+    let init = ServerDiscovery::from_initialize(&blocks[1]).unwrap();
+    let disc = ServerDiscovery::from_discover(&blocks[2]).unwrap();
+    assert_eq!(init.contract, Some(FramingContract::v1()));
+    assert_eq!(disc.contract, Some(FramingContract::v1()));
+}
+
+#[test]
+fn spec_schema_requires_exactly_the_fields_the_parser_requires() {
+    let schema = &spec_json_blocks()[0];
+    let full = serde_json::to_value(FramingContract::v1()).unwrap();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let properties = schema["properties"].as_object().unwrap();
+    assert_eq!(
+        properties.keys().collect::<std::collections::BTreeSet<_>>(),
+        full.as_object().unwrap().keys().collect()
+    );
+    for field in properties.keys() {
+        let mut partial = full.clone();
+        partial.as_object_mut().unwrap().remove(field);
+        let parsed = serde_json::from_value::<FramingContract>(partial);
+        assert_eq!(
+            parsed.is_err(),
+            required.contains(&field.as_str()),
+            "{field}"
+        );
+    }
+}
