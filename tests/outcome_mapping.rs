@@ -3,6 +3,7 @@
 mod outcome_support;
 
 use bytes::BytesMut;
+#[cfg(feature = "codec")]
 use futures::TryStreamExt;
 use mcp_framing::frame::FrameKind;
 use mcp_framing::{
@@ -10,6 +11,7 @@ use mcp_framing::{
     StreamEncoder, StreamHead, Truncation, Verdict,
 };
 use outcome_support::{complete_stream, final_result, framed_policy};
+#[cfg(feature = "codec")]
 use tokio_util::codec::FramedRead;
 
 fn outcome_of(decoder: &mut StreamDecoder, input: &[u8]) -> Outcome {
@@ -332,6 +334,7 @@ fn reader_that_stops_before_the_end_is_abandoned_not_clean() {
     assert_eq!(outcome.verdict, Verdict::Abandoned { at: None });
 }
 
+#[cfg(feature = "codec")]
 #[test]
 fn truncated_body_read_through_framed_read_is_abandoned_with_its_truncation_point() {
     let (_, wire) = complete_stream(None);
@@ -354,6 +357,7 @@ fn truncated_body_read_through_framed_read_is_abandoned_with_its_truncation_poin
     );
 }
 
+#[cfg(feature = "codec")]
 #[test]
 fn transport_error_mid_stream_is_abandoned_with_what_was_received() {
     let (_, wire) = complete_stream(None);
