@@ -452,22 +452,27 @@ impl Outcome {
     /// ```
     #[must_use]
     pub fn from_eof(last: &Result<Option<Event>, DecodeError>) -> Self {
-        let framed = |sentinel_seen, integrity_ok| {
+        // The framed cases go through the decision table: the payload is self-delimiting, the
+        // sentinel was seen or not, and without it the stream-level integrity check (STREAM_END's
+        // message count) did not pass.
+        let framed = |sentinel_seen: bool, at: Option<Truncation>| {
             let obs = Observations {
                 sentinel_seen,
                 self_delimiting: true,
-                integrity_ok,
+                integrity_ok: sentinel_seen,
                 sticky_discovery: false,
             };
-            // A framed stream is self-delimiting: the table always decides (never Regime C).
-            let completion = classify(&obs).unwrap_or(Completion::Abandoned(Regime::B));
-            completion.regime()
+            match classify(&obs) {
+                Ok(Completion::Clean(regime)) => (Verdict::Clean, regime),
+                Ok(Completion::Abandoned(regime)) => (Verdict::Abandoned { at }, regime),
+                // Unreachable for a self-delimiting payload; fail closed anyway.
+                Err(err) => (Verdict::Ambiguous(err), Regime::C),
+            }
         };
-        let (verdict, regime, received) = match last {
-            Ok(None) => (Verdict::Clean, framed(true, true), Progress::default()),
+        let ((verdict, regime), received) = match last {
+            Ok(None) => (framed(true, None), Progress::default()),
             Ok(Some(Event::End(summary))) => (
-                Verdict::Clean,
-                framed(true, true),
+                framed(true, None),
                 Progress {
                     frames: summary.frames,
                     bytes: summary.bytes,
@@ -476,21 +481,12 @@ impl Outcome {
                 },
             ),
             Ok(Some(Event::Aborted(abort))) | Err(DecodeError::PeerAbort(abort)) => (
-                Verdict::Aborted(abort.clone()),
-                Regime::A,
+                (Verdict::Aborted(abort.clone()), Regime::A),
                 Progress::default(),
             ),
-            Ok(Some(_)) => (
-                Verdict::Abandoned { at: None },
-                framed(false, false),
-                Progress::default(),
-            ),
-            Err(DecodeError::Truncated { at, progress }) => (
-                Verdict::Abandoned { at: Some(*at) },
-                framed(false, false),
-                *progress,
-            ),
-            Err(err) => (error_verdict(err), Regime::B, Progress::default()),
+            Ok(Some(_)) => (framed(false, None), Progress::default()),
+            Err(DecodeError::Truncated { at, progress }) => (framed(false, Some(*at)), *progress),
+            Err(err) => ((error_verdict(err), Regime::B), Progress::default()),
         };
         Self {
             verdict,
