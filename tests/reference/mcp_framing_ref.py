@@ -166,6 +166,12 @@ class Decoder:
                 take = min(HEADER_LEN - len(self.buf), n - i)
                 self.buf += data[i : i + take]
                 i += take
+                # §2: magic and version are checked as soon as their bytes arrive, so a short
+                # unframed body is BadMagic, not a truncation.
+                if len(self.buf) >= 2 and self.buf[0:2] != MAGIC:
+                    raise DecodeError("BadMagic", offset=self.offset, found=self.buf[0:2].hex())
+                if len(self.buf) >= 3 and self.buf[2] != VERSION:
+                    raise DecodeError("UnsupportedVersion", offset=self.offset, version=self.buf[2])
                 if len(self.buf) == HEADER_LEN:
                     self.header = self._check_header(bytes(self.buf))
                     self.offset += HEADER_LEN
