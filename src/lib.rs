@@ -103,13 +103,13 @@ pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
+mod outcome;
+mod request;
+mod retry;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_http;
 #[cfg(feature = "sse")]
 pub mod sse;
-mod outcome;
-mod request;
-mod retry;
 mod telemetry;
 
 #[cfg(feature = "codec")]

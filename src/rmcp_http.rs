@@ -41,8 +41,8 @@ use crate::decoder::StreamDecoder;
 use crate::encoder::{DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder};
 use crate::event::StreamHead;
 use crate::http::{
-    Delivery, FramedBody, Mapping, OptIn, ReceiveError, VerifiedResponse, insert_meta_request_key,
-    opt_in_headers, response_headers,
+    Delivery, FramedBody, Mapping, OptIn, ReceiveError, VerifiedResponse, opt_in_headers,
+    response_headers,
 };
 use crate::ids::RequestKey;
 use crate::sse::{SseEvent, SseParser};
@@ -380,6 +380,9 @@ pub enum FramingClientError {
     /// The request could not be serialized.
     #[error("serialize request: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// The request key could not be written into `params._meta`.
+    #[error("request key: {0}")]
+    RequestKey(#[from] crate::request::RequestKeyError),
     /// A request's response was not framed although the client opted in (fail closed).
     #[error(
         "response is not framed (content-type {content_type:?}) although framing was requested"
@@ -461,27 +464,34 @@ fn outcome_error<E: std::error::Error>(
     key: RequestKey,
     err: &ReceiveError<E>,
 ) -> String {
-    let abandoned = err.is_abandoned();
-    let mut outcome = json!({
-        "classification": if abandoned { "abandoned" } else { "failed" },
+    let outcome = err.outcome();
+    let classification = outcome
+        .as_ref()
+        .map_or("contract_violation", |o| o.verdict.name());
+    // Issue 3's retry decision for this request, which carried a key.
+    let retry = outcome.as_ref().map(|o| {
+        crate::retry::RetryPolicy::default().decide(o, &crate::retry::RequestTraits::keyed(key))
+    });
+    let mut data = json!({
+        "classification": classification,
         "kind": err.kind(),
         "detail": err.to_string(),
         "requestKey": key.to_string(),
-        "retryableWithKey": abandoned,
+        "retryDecision": retry.as_ref().map_or("do_not_retry", |r| r.name()),
     });
-    if let Some(progress) = err.progress() {
-        outcome["framesReceived"] = progress.frames.into();
-        outcome["bytesReceived"] = progress.bytes.into();
-        outcome["messagesVerified"] = progress.messages.into();
-        outcome["openMessageBytes"] = progress.open_message_bytes.into();
+    if let Some(outcome) = &outcome {
+        data["regime"] = format!("{:?}", outcome.regime).into();
+        data["framesReceived"] = outcome.received.frames.into();
+        data["bytesReceived"] = outcome.received.bytes.into();
+        data["messagesVerified"] = outcome.received.messages.into();
+        data["openMessageBytes"] = outcome.received.open_message_bytes.into();
     }
-    let message = if abandoned {
-        format!("mcp-framing: response abandoned: {err}")
-    } else {
-        format!("mcp-framing: response failed: {err}")
+    let message = match &outcome {
+        Some(outcome) => format!("mcp-framing: response {}", outcome.verdict),
+        None => format!("mcp-framing: response failed: {err}"),
     };
     json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: outcome}}})
+        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: data}}})
     .to_string()
 }
 
@@ -506,7 +516,8 @@ impl StreamableHttpClient for FramingHttpClient {
             _ => None,
         };
         if request_id.is_some() {
-            insert_meta_request_key(&mut value, key);
+            crate::request::set_request_key(&mut value, key)
+                .map_err(|e| StreamableHttpError::Client(e.into()))?;
         }
         let mut headers = HeaderMap::new();
         for (name, value) in custom_headers {

@@ -196,6 +196,7 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
                 assert!(detail.contains("between messages"), "{detail}");
             }
             assert!(error.message.starts_with("mcp-framing: response abandoned"));
+            assert_eq!(outcome["retryDecision"], "retry", "keyed, so retryable");
             assert_eq!(stats.abandoned(), 1, "cut at {limit}");
         }
     }
