@@ -10,41 +10,15 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer, OUTCOME_DATA_KEY};
-use rmcp::handler::server::wrapper::Parameters;
+use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ServiceError, ServiceExt, tool, tool_router};
-use tower_layer::Layer;
+use rmcp::{ServiceError, ServiceExt};
 
-#[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct ReportArgs {
-    /// The title.
-    title: String,
-    /// The document to render, large.
-    body: String,
-}
-
-#[derive(Clone)]
-struct Reports;
-
-#[tool_router(server_handler)]
-impl Reports {
-    #[tool(description = "Render a report: returns the document with numbered lines")]
-    async fn render_report(&self, Parameters(args): Parameters<ReportArgs>) -> String {
-        let lines: Vec<String> = args
-            .body
-            .lines()
-            .enumerate()
-            .map(|(i, line)| format!("{:05} {line}", i + 1))
-            .collect();
-        format!("# {}\n{}", args.title, lines.join("\n"))
-    }
-}
+#[path = "rmcp_support/mod.rs"]
+mod rmcp_support;
+use rmcp_support::{document, framed_service};
 
 /// The test proxy: cuts response bodies after `limit` bytes (`usize::MAX`: never) and counts
 /// the bytes it forwarded in `seen`.
@@ -77,27 +51,13 @@ async fn cutting_proxy(
 }
 
 async fn server(cut: Arc<Cut>) -> SocketAddr {
-    let mut config = StreamableHttpServerConfig::default();
-    config.legacy_session_mode = false;
-    config.sse_keep_alive = None;
-    let service = StreamableHttpService::new(
-        || Ok(Reports),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
     let app = Router::new()
-        .nest_service("/mcp", FramingLayer::new().frame_size(1024).layer(service))
+        .nest_service("/mcp", framed_service(1024))
         .layer(axum::middleware::from_fn_with_state(cut, cutting_proxy));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
-}
-
-fn document() -> String {
-    (0..400)
-        .map(|i| format!("line {i} of a long report body, {}\n", "x".repeat(40)))
-        .collect()
 }
 
 /// Calls the tool once over a fresh client; the proxy cuts the tool call's response (only) at
