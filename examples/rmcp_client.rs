@@ -7,7 +7,6 @@
 
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
@@ -29,12 +28,8 @@ async fn main() {
     );
     let peer = ().serve(transport).await.expect("connect and initialize");
     let document = rmcp_support::document();
-    let arguments = serde_json::json!({"title": "Quarterly report", "body": document});
     let result = peer
-        .call_tool(
-            CallToolRequestParams::new("render_report")
-                .with_arguments(arguments.as_object().expect("object").clone()),
-        )
+        .call_tool(rmcp_support::render_report_call("Quarterly report"))
         .await;
     match result {
         Ok(result) => {

@@ -357,6 +357,7 @@ async fn framed_run(
         let key = RequestKey::random();
         let mut request = tool_call(call as u64 + 1, &task);
         mcp_framing::set_request_key(&mut request, key).expect("params is an object");
+        mcp_framing::http::declare_framing_capability(&mut request);
         let mut cut_at = None;
         for attempt in 1.. {
             let (url, name) = resolver.resolve();

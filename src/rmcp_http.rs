@@ -518,6 +518,7 @@ impl StreamableHttpClient for FramingHttpClient {
         if request_id.is_some() {
             crate::request::set_request_key(&mut value, key)
                 .map_err(|e| StreamableHttpError::Client(e.into()))?;
+            crate::http::declare_framing_capability(&mut value);
         }
         let mut headers = HeaderMap::new();
         for (name, value) in custom_headers {

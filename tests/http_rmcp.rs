@@ -11,14 +11,13 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
-use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ServiceError, ServiceExt};
 
 #[path = "rmcp_support/mod.rs"]
 mod rmcp_support;
-use rmcp_support::{document, framed_service};
+use rmcp_support::{framed_service, render_report_call};
 
 /// The test proxy: cuts response bodies after `limit` bytes (`usize::MAX`: never) and counts
 /// the bytes it forwarded in `seen`.
@@ -75,13 +74,7 @@ async fn call(
     let peer = ().serve(transport).await.expect("the handshake is not cut");
     cut.seen.store(0, Ordering::SeqCst);
     cut.limit.store(limit, Ordering::SeqCst);
-    let arguments = serde_json::json!({"title": "Q3", "body": document()});
-    let result = peer
-        .call_tool(
-            CallToolRequestParams::new("render_report")
-                .with_arguments(arguments.as_object().unwrap().clone()),
-        )
-        .await;
+    let result = peer.call_tool(render_report_call("Q3")).await;
     cut.limit.store(usize::MAX, Ordering::SeqCst);
     let seen = cut.seen.load(Ordering::SeqCst);
     let _ = peer.cancel().await;
@@ -114,6 +107,8 @@ async fn rmcp_client_gets_a_verified_result_through_the_layer() {
             "handshake and call were framed and complete: {stats:?}"
         );
         assert_eq!(stats.abandoned(), 0);
+        // The tool's log notification came before its result, verified on the same stream.
+        assert_eq!(stats.verified_messages(), stats.complete() + 1, "{stats:?}");
     }
 }
 

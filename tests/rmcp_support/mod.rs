@@ -7,9 +7,14 @@ use std::sync::Arc;
 
 use mcp_framing::rmcp_http::{FramingLayer, FramingService};
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken,
+    RequestMetaObject,
+};
+use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{tool, tool_router};
+use rmcp::{RoleServer, tool, tool_router};
 use tower_layer::Layer;
 
 #[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
@@ -27,7 +32,18 @@ pub(crate) struct Reports;
 #[tool_router(server_handler)]
 impl Reports {
     #[tool(description = "Render a report: returns the document with numbered lines")]
-    async fn render_report(&self, Parameters(args): Parameters<ReportArgs>) -> String {
+    async fn render_report(
+        &self,
+        Parameters(args): Parameters<ReportArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> String {
+        // A notification before the final result, on the same response stream.
+        if let Some(token) = context.meta.get_progress_token() {
+            let _ = context
+                .peer
+                .notify_progress(ProgressNotificationParam::new(token, 0.5))
+                .await;
+        }
         let lines: Vec<String> = args
             .body
             .lines()
@@ -58,4 +74,16 @@ pub(crate) fn framed_service(
         config,
     );
     FramingLayer::new().frame_size(frame_size).layer(service)
+}
+
+/// The `render_report` call for `document()`, with a progress token so the tool reports
+/// progress before its result.
+pub(crate) fn render_report_call(title: &str) -> CallToolRequestParams {
+    let arguments = serde_json::json!({"title": title, "body": document()});
+    let mut params = CallToolRequestParams::new("render_report")
+        .with_arguments(arguments.as_object().expect("an object").clone());
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        NumberOrString::Number(1),
+    )));
+    params
 }
