@@ -1,7 +1,8 @@
 //! The HTTP binding (SPEC.md §10, §15, §16): per-request opt-in, and body adapters.
 //!
 //! - [`OptIn`] reads a request's `Mcp-Framing` / `Mcp-Framing-Request-Key` headers (server
-//!   side); [`opt_in_headers`] and [`insert_meta_request_key`] write them (client side).
+//!   side); [`opt_in_headers`] writes them, [`set_request_key`](crate::set_request_key) and
+//!   [`declare_framing_capability`] write the `_meta` entries (client side).
 //! - [`FramedBody`] turns a stream of [`Outgoing`] items into a response body (axum's
 //!   `Body::from_stream`, hyper via `http_body_util::StreamBody`): HEAD first, ABORT if the
 //!   source fails, the STREAM_END sentinel when it ends.
