@@ -156,3 +156,32 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
         }
     }
 }
+
+#[tokio::test]
+async fn rmcp_client_fails_closed_against_a_server_that_ignores_the_opt_in() {
+    // The same rmcp server without the layer: it answers unframed JSON / SSE.
+    let app = Router::new().nest_service("/mcp", rmcp_support::unframed_service());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = FramingHttpClient::new(reqwest::Client::new());
+    let stats = client.stats();
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+    );
+    // The handshake's response is not framed: nothing in it is handed to rmcp.
+    let err = ().serve(transport).await.unwrap_err();
+    // rmcp answers this POST as plain SSE `message` events: a contract violation, not retried.
+    let err = format!("{err:?}");
+    assert!(
+        err.contains("contract_violation") || err.contains("NotFramed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("do_not_retry") || err.contains("NotFramed"),
+        "{err}"
+    );
+    assert_eq!(stats.verified_messages(), 0);
+    assert_eq!(stats.failed(), 1);
+}

@@ -61,19 +61,25 @@ pub(crate) fn document() -> String {
         .collect()
 }
 
-/// rmcp's stateless Streamable HTTP service for [`Reports`], behind the framing layer.
-pub(crate) fn framed_service(
-    frame_size: usize,
-) -> FramingService<StreamableHttpService<Reports, LocalSessionManager>> {
+/// rmcp's stateless Streamable HTTP service for [`Reports`], without framing.
+pub(crate) fn unframed_service() -> StreamableHttpService<Reports, LocalSessionManager> {
     let mut config = StreamableHttpServerConfig::default();
     config.legacy_session_mode = false;
     config.sse_keep_alive = None;
-    let service = StreamableHttpService::new(
+    StreamableHttpService::new(
         || Ok(Reports),
         Arc::new(LocalSessionManager::default()),
         config,
-    );
-    FramingLayer::new().frame_size(frame_size).layer(service)
+    )
+}
+
+/// The same service behind the framing layer.
+pub(crate) fn framed_service(
+    frame_size: usize,
+) -> FramingService<StreamableHttpService<Reports, LocalSessionManager>> {
+    FramingLayer::new()
+        .frame_size(frame_size)
+        .layer(unframed_service())
 }
 
 /// The `render_report` call for `document()`, with a progress token so the tool reports
