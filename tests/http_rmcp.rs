@@ -185,3 +185,40 @@ async fn rmcp_client_fails_closed_against_a_server_that_ignores_the_opt_in() {
     assert_eq!(stats.verified_messages(), 0);
     assert_eq!(stats.failed(), 1);
 }
+
+#[tokio::test]
+async fn the_layer_answers_a_request_that_did_not_opt_in_exactly_as_before() {
+    let addr = server(new_cut()).await;
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "plain", "version": "1"}}});
+    let post = |framed: bool| {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.to_string());
+        if framed {
+            request = request.headers(mcp_framing::http::opt_in_headers(
+                mcp_framing::RequestKey::random(),
+                true,
+            ));
+        }
+        request.send()
+    };
+    let plain = post(false).await.unwrap();
+    assert!(plain.headers().get("mcp-framing").is_none());
+    let body = plain.text().await.unwrap();
+    assert!(body.contains(r#""jsonrpc":"2.0""#), "{body}");
+    let framed = post(true).await.unwrap();
+    assert_eq!(
+        framed.headers()["content-type"],
+        "application/vnd.mcp-framing"
+    );
+    assert_eq!(framed.headers()["mcp-framing"], "1");
+    let bytes = framed.bytes().await.unwrap();
+    let stream = mcp_framing::StreamDecoder::new()
+        .decode_all(&bytes)
+        .unwrap();
+    assert_eq!(stream.messages.len(), 1, "the initialize result, verified");
+}
