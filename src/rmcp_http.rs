@@ -5,7 +5,8 @@
 //!   answering MCP POSTs). For a request that opted in (SPEC.md §16) it re-frames the response:
 //!   every JSON-RPC message of an SSE response (notifications, then the final result) or the
 //!   single message of a JSON response becomes one framed message; the STREAM_END sentinel
-//!   follows the final response, an ABORT is sent if the inner body fails or ends before it.
+//!   follows the final response, an ABORT is sent if the inner body fails or ends before it,
+//!   and rmcp's `:` keep-alive comments become KEEPALIVE frames.
 //!   Requests that did not opt in pass through unchanged.
 //! - [`FramingHttpClient`] implements rmcp's `StreamableHttpClient` over reqwest: it opts in
 //!   every POST with a fresh request key (header and `params._meta`), verifies the framed
@@ -204,6 +205,7 @@ where
         queue: VecDeque::new(),
         final_seen: false,
         done: false,
+        comments: 0,
     };
     let mapping = opt_in.mapping();
     let encoder = StreamEncoder::builder()
@@ -226,6 +228,7 @@ struct InnerMessages<B> {
     queue: VecDeque<Outgoing>,
     final_seen: bool,
     done: bool,
+    comments: u64,
 }
 
 fn is_final_response(data: &str) -> bool {
@@ -268,6 +271,12 @@ where
                             if let Err(err) = parser.feed(&data, &mut events) {
                                 this.done = true;
                                 return Poll::Ready(Some(Err(err.to_string())));
+                            }
+                            // rmcp's `:` keep-alive comments become KEEPALIVE frames, so that
+                            // intermediaries keep seeing traffic during a long tool call.
+                            if parser.comments() > this.comments {
+                                this.comments = parser.comments();
+                                this.queue.push_back(Outgoing::KeepAlive);
                             }
                             for event in events {
                                 let is_message =
