@@ -7,7 +7,7 @@ use std::future::Ready;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use futures_util::{StreamExt, stream};
+use futures_util::stream;
 use http::{Request, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
