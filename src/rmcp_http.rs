@@ -46,7 +46,9 @@ use crate::http::{
     response_headers,
 };
 use crate::ids::RequestKey;
+use crate::outcome::Outcome;
 use crate::sse::{SseEvent, SseParser};
+use crate::telemetry::{AttemptContext, FramingMetrics};
 
 /// Key under the JSON-RPC error's `data` where [`FramingHttpClient`] puts the classification of a
 /// response that did not complete.
@@ -424,6 +426,7 @@ pub struct FramingHttpClient {
     http: reqwest::Client,
     binary: bool,
     stats: Arc<ClientStats>,
+    metrics: Option<Arc<FramingMetrics>>,
 }
 
 impl FramingHttpClient {
@@ -438,7 +441,28 @@ impl FramingHttpClient {
             http,
             binary: false,
             stats: Arc::default(),
+            metrics: None,
         }
+    }
+
+    /// Records every response's [`Outcome`] in `metrics` (issue 3's counters and `tracing`
+    /// events), with the request key and the endpoint.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_framing::FramingMetrics;
+    /// use mcp_framing::rmcp_http::FramingHttpClient;
+    /// let metrics = Arc::new(FramingMetrics::new());
+    /// let client = FramingHttpClient::new(reqwest::Client::new()).metrics(metrics.clone());
+    /// assert_eq!(metrics.snapshot().abandoned, 0);
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn metrics(mut self, metrics: Arc<FramingMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE.
@@ -505,6 +529,81 @@ fn outcome_error<E: std::error::Error>(
 }
 
 type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
+
+fn message_event(data: String) -> sse_stream::Sse {
+    sse_stream::Sse {
+        event: Some("message".to_owned()),
+        data: Some(data),
+        id: None,
+        retry: None,
+    }
+}
+
+/// One response being verified for rmcp.
+struct Pending<S> {
+    verified: VerifiedResponse<S>,
+    /// The final response, held back until the sentinel: rmcp stops reading a POST stream once
+    /// it has the response, so the stream's completion is decided here, before.
+    held: Option<String>,
+    id: Value,
+    key: RequestKey,
+    stats: Arc<ClientStats>,
+    metrics: Option<Arc<FramingMetrics>>,
+    endpoint: Arc<str>,
+}
+
+impl<S> Pending<S>
+where
+    S: Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
+{
+    fn record(&self, outcome: Option<&Outcome>) {
+        if let (Some(metrics), Some(outcome)) = (&self.metrics, outcome) {
+            let ctx = AttemptContext::default()
+                .request_key(self.key)
+                .endpoint(&self.endpoint);
+            metrics.record(outcome, &ctx);
+        }
+    }
+
+    /// The next message for rmcp, and whether more may follow.
+    async fn next_event(&mut self) -> Option<(String, bool)> {
+        loop {
+            match self.verified.next().await? {
+                Ok(Delivery::Message(message)) => {
+                    self.stats.verified_messages.fetch_add(1, Ordering::Relaxed);
+                    let text = String::from_utf8_lossy(message.bytes()).into_owned();
+                    if !is_final_response(&text) {
+                        return Some((text, true));
+                    }
+                    self.held = Some(text);
+                }
+                Ok(_) => {
+                    // Delivery::Complete: the sentinel arrived.
+                    self.stats.complete.fetch_add(1, Ordering::Relaxed);
+                    self.record(self.verified.outcome());
+                    return self.held.take().map(|text| (text, false));
+                }
+                Err(err) => {
+                    let counter = if err.is_abandoned() {
+                        &self.stats.abandoned
+                    } else {
+                        &self.stats.failed
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    self.record(
+                        self.verified
+                            .outcome()
+                            .cloned()
+                            .or_else(|| err.outcome())
+                            .as_ref(),
+                    );
+                    self.held = None;
+                    return Some((outcome_error(&self.id, self.key, &err), false));
+                }
+            }
+        }
+    }
+}
 
 impl StreamableHttpClient for FramingHttpClient {
     type Error = FramingClientError;
@@ -584,49 +683,21 @@ impl StreamableHttpClient for FramingHttpClient {
         };
         let decoder = StreamDecoder::builder().expect_request_key(key).build();
         let verified = VerifiedResponse::new(response.bytes_stream(), mapping, decoder);
-        let stats = self.stats.clone();
-        // The final response is held back until the sentinel: rmcp stops reading a POST stream
-        // once it has the response, so the stream's completion is decided here, before.
-        let mut held: Option<String> = None;
-        let events = verified
-            .filter_map(move |item| {
-                let event = match item {
-                    Ok(Delivery::Message(message)) => {
-                        stats.verified_messages.fetch_add(1, Ordering::Relaxed);
-                        let text = String::from_utf8_lossy(message.bytes()).into_owned();
-                        if is_final_response(&text) {
-                            held = Some(text);
-                            None
-                        } else {
-                            Some(text)
-                        }
-                    }
-                    Ok(_) => {
-                        // Delivery::Complete: the sentinel arrived.
-                        stats.complete.fetch_add(1, Ordering::Relaxed);
-                        held.take()
-                    }
-                    Err(err) => {
-                        let counter = if err.is_abandoned() {
-                            &stats.abandoned
-                        } else {
-                            &stats.failed
-                        };
-                        counter.fetch_add(1, Ordering::Relaxed);
-                        held = None;
-                        Some(outcome_error(&id, key, &err))
-                    }
-                };
-                std::future::ready(event.map(|data| {
-                    Ok(sse_stream::Sse {
-                        event: Some("message".to_owned()),
-                        data: Some(data),
-                        id: None,
-                        retry: None,
-                    })
-                }))
-            })
-            .boxed();
+        let state = Pending {
+            verified,
+            held: None,
+            id,
+            key,
+            stats: self.stats.clone(),
+            metrics: self.metrics.clone(),
+            endpoint: uri,
+        };
+        let events = futures_util::stream::unfold(Some(state), |state| async move {
+            let mut state = state?;
+            let (data, next) = state.next_event().await?;
+            Some((Ok(message_event(data)), next.then_some(state)))
+        })
+        .boxed();
         let events: futures_util::stream::BoxStream<'static, SseItem> = events;
         Ok(StreamableHttpPostResponse::Sse(events, session))
     }

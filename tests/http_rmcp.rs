@@ -133,7 +133,8 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
             total - sentinel,
             total - 1,
         ] {
-            let client = client();
+            let metrics = Arc::new(mcp_framing::FramingMetrics::new());
+            let client = client().metrics(metrics.clone());
             let stats = client.stats();
             let (result, _) = call(addr, client, &cut, limit).await;
             let Err(ServiceError::McpError(error)) = result else {
@@ -153,6 +154,13 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
             assert!(error.message.starts_with("mcp-framing: response abandoned"));
             assert_eq!(outcome["retryDecision"], "retry", "keyed, so retryable");
             assert_eq!(stats.abandoned(), 1, "cut at {limit}");
+            // Issue 3's counters: the handshake was clean, the cut call abandoned.
+            let snapshot = metrics.snapshot();
+            assert_eq!(
+                (snapshot.clean, snapshot.abandoned),
+                (1, 1),
+                "cut at {limit}"
+            );
         }
     }
 }
