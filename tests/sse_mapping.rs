@@ -100,9 +100,9 @@ fn refuses_unframed_message_events_in_a_framed_response() {
 }
 
 #[test]
-fn skips_id_only_priming_events() {
+fn skips_events_without_data() {
     let wire = binary(&[b"{}".to_vec()], 64);
-    let mut body = b"id: 0\nretry: 3000\n\n".to_vec();
+    let mut body = b"id: 0\nretry: 3000\n\nevent: ping\n\n".to_vec();
     body.extend_from_slice(&SseFrameEncoder::new().to_events(&wire));
     assert_eq!(&decode_sse(&body, &[9]).unwrap()[..], &wire[..]);
 }
