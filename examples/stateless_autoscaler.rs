@@ -27,14 +27,17 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::{StreamExt, stream};
+use mcp_framing::AttemptContext;
 use mcp_framing::http::{
-    Delivery, FramedBody, OptIn, ReceiveError, VerifiedResponse, opt_in_headers, response_headers,
+    Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers, response_headers,
 };
-use mcp_framing::{EncodeError, Outgoing, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+use mcp_framing::{
+    ClientPolicy, ContractError, DiscoverySource, EXTENSION_KEY, EncodeError, FramingContract,
+    FramingMetrics, Outgoing, RequestKey, RequestTraits, RetryPolicy, ServerDiscovery,
+    StreamEncoder, StreamHead, Verdict,
+};
 use serde_json::{Value, json};
 
-/// The discovery extension key of the framing contract (SPEC.md §11).
-const CONTRACT_KEY: &str = "io.github.mcp-framing/framing";
 /// The proxy forwards bodies in pieces of this size (its chunk boundaries).
 const PROXY_CHUNK: usize = 1024;
 const CALLS: usize = 3;
@@ -46,18 +49,6 @@ struct Backend {
     name: &'static str,
     advertise_contract: Arc<AtomicBool>,
     executions: AtomicUsize,
-}
-
-fn contract() -> Value {
-    json!({
-        "versions": [1],
-        "sentinelRequired": true,
-        "frameChecksum": "crc32",
-        "messageDigest": "sha256",
-        "maxFramePayload": 65536,
-        "maxMessageSize": 16_777_216,
-        "transports": ["sse", "binary"],
-    })
 }
 
 /// The tool's result: the next tool call an agent should make, with large JSON arguments.
@@ -88,15 +79,17 @@ async fn backend(State(backend): State<Arc<Backend>>, headers: HeaderMap, body: 
     let id = request["id"].clone();
     let response = match request["method"].as_str() {
         Some("server/discover") => {
-            let mut extensions = serde_json::Map::new();
-            if backend.advertise_contract.load(Ordering::SeqCst) {
-                extensions.insert(CONTRACT_KEY.to_owned(), contract());
-            }
-            json!({"jsonrpc": "2.0", "id": id, "result": {
+            let mut result = json!({
                 "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {}, "extensions": extensions},
+                "capabilities": {"tools": {}, "extensions": {}},
                 "serverInfo": {"name": backend.name, "version": "1.0.0"},
-            }})
+            });
+            if backend.advertise_contract.load(Ordering::SeqCst) {
+                FramingContract::v1()
+                    .declare_in(&mut result, DiscoverySource::Discover)
+                    .expect("a discovery result");
+            }
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
         }
         Some("tools/call") => {
             backend.executions.fetch_add(1, Ordering::SeqCst);
@@ -266,7 +259,7 @@ async fn unframed_run(
     for call in 0..CALLS {
         let task = format!("task-{call}");
         let mut cut_at = None;
-        for attempt in 0.. {
+        for attempt in 1.. {
             let (url, name) = resolver.resolve();
             let body = http
                 .post(url)
@@ -290,7 +283,7 @@ async fn unframed_run(
                     counters.ok += 1;
                     break;
                 }
-                Err(err) if attempt == 0 => {
+                Err(err) if attempt == 1 => {
                     let tail = String::from_utf8_lossy(&body[body.len().saturating_sub(24)..])
                         .replace('\n', "\\n");
                     log.push(format!(
@@ -314,16 +307,14 @@ async fn unframed_run(
 // ---------------------------------------------------------------------------------------------
 // Run 2: the framed client. Discovery first: no contract, no start.
 
-#[derive(Debug)]
-enum SetupError {
-    /// Regime C: no sentinel promised, so a clean end and an abandoned one look the same.
-    NoContract,
-}
-
-/// Every endpoint the resolver can hand out must declare the contract: a request may land on
-/// any of them.
-async fn discover(http: &reqwest::Client, resolver: &Resolver) -> Result<Value, SetupError> {
-    let mut contract = Value::Null;
+/// Discovery with the client policy of issue 3: every endpoint the resolver can hand out must
+/// declare the framing contract (a request may land on any of them), and must keep declaring what
+/// the first one did (a downgrade between two endpoints is an error, not a silent fallback).
+async fn discover(
+    http: &reqwest::Client,
+    resolver: &Resolver,
+) -> Result<ClientPolicy, ContractError> {
+    let mut policy: Option<ClientPolicy> = None;
     for (url, _) in &resolver.endpoints {
         let response: Value = http
             .post(url)
@@ -334,35 +325,41 @@ async fn discover(http: &reqwest::Client, resolver: &Resolver) -> Result<Value, 
             .json()
             .await
             .expect("discovery is not cut");
-        contract = response["result"]["capabilities"]["extensions"][CONTRACT_KEY].clone();
-        if contract["sentinelRequired"] != true || contract["versions"][0] != 1 {
-            return Err(SetupError::NoContract);
+        let discovery = ServerDiscovery::from_discover(&response["result"])?;
+        match &policy {
+            None => policy = Some(ClientPolicy::new(&discovery)?),
+            Some(policy) => policy.recheck(&discovery)?,
         }
     }
-    Ok(contract)
+    Ok(policy.expect("at least one endpoint"))
 }
 
 async fn framed_run(
     http: &reqwest::Client,
     resolver: &Resolver,
+    metrics: &FramingMetrics,
     log: &mut Vec<String>,
 ) -> Counters {
     let mut counters = Counters::default();
-    let contract = discover(http, resolver)
+    let policy = discover(http, resolver)
         .await
         .expect("the contract is declared");
+    let negotiated = policy.negotiated().expect("framing negotiated");
     log.push(format!(
-        "discovery: contract {CONTRACT_KEY} = versions {}, sentinelRequired {}",
-        contract["versions"], contract["sentinelRequired"]
+        "discovery: {EXTENSION_KEY} on every endpoint; negotiated version {}, regime {:?}",
+        negotiated.version,
+        policy.regime()
     ));
+    let retry_policy = RetryPolicy::default();
     for call in 0..CALLS {
         let task = format!("task-{call}");
         // One key per logical request, reused by every retry of it (SPEC.md §10).
         let key = RequestKey::random();
         let mut request = tool_call(call as u64 + 1, &task);
-        mcp_framing::http::insert_meta_request_key(&mut request, key);
+        mcp_framing::set_request_key(&mut request, key).expect("params is an object");
+        mcp_framing::http::declare_framing_capability(&mut request);
         let mut cut_at = None;
-        for attempt in 0.. {
+        for attempt in 1.. {
             let (url, name) = resolver.resolve();
             let response = http
                 .post(url)
@@ -376,7 +373,7 @@ async fn framed_run(
                 .get("content-type")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            let decoder = StreamDecoder::builder().expect_request_key(key).build();
+            let decoder = policy.decoder(key).expect("framing negotiated");
             let mut verified = match VerifiedResponse::from_content_type(
                 response.bytes_stream(),
                 content_type.as_deref(),
@@ -390,68 +387,74 @@ async fn framed_run(
                 }
             };
             let mut result = None;
-            let mut outcome: Result<(), ReceiveError<reqwest::Error>> = Ok(());
             while let Some(item) = verified.next().await {
-                match item {
-                    Ok(Delivery::Message(message)) => result = Some(message),
-                    Ok(_) => {} // Delivery::Complete: the sentinel arrived
-                    Err(err) => outcome = Err(err),
+                if let Ok(Delivery::Message(message)) = item {
+                    result = Some(message);
                 }
             }
-            match outcome {
-                Ok(()) => {
-                    let message = result.expect("a complete response has its result");
-                    let summary = message.summary();
-                    log.push(format!(
-                        "call {call} attempt {attempt} via {name}: complete, result verified \
-                         ({} bytes, sha256 {:02x}{:02x}{:02x}{:02x}...)",
-                        summary.len,
-                        summary.sha256[0],
-                        summary.sha256[1],
-                        summary.sha256[2],
-                        summary.sha256[3]
-                    ));
-                    if let Some(cut) = cut_at {
-                        log.push(cut_position(cut, message.bytes()));
-                    }
-                    counters.ok += 1;
-                    counters.verified += 1;
-                    break;
+            let outcome = verified
+                .outcome()
+                .expect("a framed stream ends with an outcome")
+                .clone();
+            metrics.record(
+                &outcome,
+                &AttemptContext::default()
+                    .request_key(key)
+                    .endpoint(name)
+                    .attempt(attempt),
+            );
+            if outcome.is_clean() {
+                let message = result.expect("a complete response has its result");
+                let summary = message.summary();
+                log.push(format!(
+                    "call {call} attempt {attempt} via {name}: {}, result verified \
+                     ({} bytes, sha256 {:02x}{:02x}{:02x}{:02x}...)",
+                    outcome.verdict,
+                    summary.len,
+                    summary.sha256[0],
+                    summary.sha256[1],
+                    summary.sha256[2],
+                    summary.sha256[3]
+                ));
+                if let Some(cut) = cut_at {
+                    log.push(cut_position(cut, message.bytes()));
                 }
-                Err(err) if err.is_abandoned() => {
-                    counters.truncations += 1;
-                    let progress = err.progress().expect("abandoned responses carry progress");
-                    log.push(format!(
-                        "call {call} attempt {attempt} via {name}: ABANDONED ({}) after {} frames, \
-                         {} bytes; {} message(s) verified, {} bytes of the result open",
-                        err.kind(),
-                        progress.frames,
-                        progress.bytes,
-                        progress.messages,
-                        progress.open_message_bytes
-                    ));
-                    log.push(format!("    {err}"));
-                    cut_at = Some(progress.open_message_bytes as usize);
-                    // Retry policy: `plan_next_step` is not declared idempotent, so a retry is
-                    // allowed only because the request carries a key the server can dedupe on.
-                    let idempotent = false;
-                    let keyed = true;
-                    if attempt == 0 && (idempotent || keyed) {
-                        counters.retries += 1;
-                        counters.keyed_retries += 1;
-                        log.push(format!(
-                            "    retry allowed: not idempotent, but keyed (request key {key})"
-                        ));
-                    } else {
-                        counters.failed += 1;
-                        break;
-                    }
-                }
-                Err(err) => {
-                    log.push(format!("call {call}: {err}; not retried"));
-                    counters.failed += 1;
-                    break;
-                }
+                counters.ok += 1;
+                counters.verified += 1;
+                break;
+            }
+            let received = outcome.received;
+            log.push(format!(
+                "call {call} attempt {attempt} via {name}: {}; {} frames, {} bytes received, \
+                 {} message(s) verified, {} bytes of the result open",
+                outcome.verdict,
+                received.frames,
+                received.bytes,
+                received.messages,
+                received.open_message_bytes
+            ));
+            if matches!(outcome.verdict, Verdict::Abandoned { .. }) {
+                counters.truncations += 1;
+                cut_at = Some(received.open_message_bytes as usize);
+            }
+            // `plan_next_step` is not declared idempotent: a retry is allowed only because the
+            // request carries a key the server can deduplicate on.
+            let decision = retry_policy.decide(&outcome, &RequestTraits::keyed(key));
+            let unkeyed = retry_policy.decide(&outcome, &RequestTraits::default());
+            metrics.record_decision(&decision);
+            log.push(format!(
+                "    retry decision: {} ({}); without the request key it would be: {} ({})",
+                decision.name(),
+                decision.reason(),
+                unkeyed.name(),
+                unkeyed.reason()
+            ));
+            if decision.is_retry() && attempt < 3 {
+                counters.retries += 1;
+                counters.keyed_retries += 1;
+            } else {
+                counters.failed += 1;
+                break;
             }
         }
     }
@@ -515,7 +518,8 @@ async fn run() {
 
     resolver.next.store(0, Ordering::SeqCst);
     let mut framed_log = Vec::new();
-    let framed = framed_run(&http, &resolver, &mut framed_log).await;
+    let metrics = FramingMetrics::new();
+    let framed = framed_run(&http, &resolver, &metrics, &mut framed_log).await;
     let framed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
     println!("\n== run 2: framed (SSE mapping, event: mcp-frame)");
     framed_log.iter().for_each(|l| println!("  {l}"));
@@ -523,16 +527,24 @@ async fn run() {
     println!("\n== run 3: discovery without the framing contract");
     advertise.store(false, Ordering::SeqCst);
     let refused = match discover(&http, &resolver).await {
-        Err(SetupError::NoContract) => {
-            println!(
-                "  framed client refuses to start: configuration error: discovery declares no \
-                 {CONTRACT_KEY} contract, so a response that ends cleanly and one that was \
-                 abandoned are indistinguishable (Regime C); no request was sent"
-            );
+        Err(err @ ContractError::NoContract { .. }) => {
+            println!("  framed client refuses to start, no request sent:\n    {err}");
+            true
+        }
+        Err(err) => {
+            println!("  framed client refuses to start: {err}");
             true
         }
         Ok(_) => false,
     };
+    println!("\n== framed client's counters (FramingMetrics)");
+    let snapshot = metrics.snapshot();
+    let nonzero: Vec<String> = snapshot
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    println!("  {}", nonzero.join(" "));
 
     let executions: Vec<usize> = backends
         .iter()
@@ -603,4 +615,8 @@ async fn run() {
     );
     assert_eq!(framed_cuts, CALLS);
     assert!(refused, "Regime C must be refused");
+    assert_eq!(
+        (snapshot.abandoned, snapshot.clean, snapshot.retried),
+        (3, 3, 3)
+    );
 }

@@ -1,7 +1,8 @@
 //! The HTTP binding (SPEC.md §10, §15, §16): per-request opt-in, and body adapters.
 //!
 //! - [`OptIn`] reads a request's `Mcp-Framing` / `Mcp-Framing-Request-Key` headers (server
-//!   side); [`opt_in_headers`] and [`insert_meta_request_key`] write them (client side).
+//!   side); [`opt_in_headers`] writes them, [`set_request_key`](crate::set_request_key) and
+//!   [`declare_framing_capability`] write the `_meta` entries (client side).
 //! - [`FramedBody`] turns a stream of [`Outgoing`] items into a response body (axum's
 //!   `Body::from_stream`, hyper via `http_body_util::StreamBody`): HEAD first, ABORT if the
 //!   source fails, the STREAM_END sentinel when it ends.
@@ -29,6 +30,7 @@ use crate::error::{DecodeError, EncodeError, Progress};
 use crate::event::{Abort, AbortCode, Event, StreamSummary, VerifiedMessage};
 use crate::frame::MAX_ABORT_REASON_LEN;
 use crate::ids::RequestKey;
+use crate::outcome::Outcome;
 use crate::sse::{SseError, SseFrameDecoder, SseFrameEncoder};
 
 /// Request header by which a client opts in: the framing versions it accepts, comma separated
@@ -40,8 +42,6 @@ pub const REQUEST_KEY_HEADER: HeaderName = HeaderName::from_static("mcp-framing-
 pub const MEDIA_TYPE: &str = "application/vnd.mcp-framing";
 /// Media type of the SSE mapping (SPEC.md §15).
 pub const EVENT_STREAM: &str = "text/event-stream";
-/// `params._meta` key carrying the request key in the JSON-RPC request (SPEC.md §10).
-pub const META_REQUEST_KEY: &str = "io.github.mcp-framing/requestKey";
 /// The framing version this crate speaks, as it appears in [`OPT_IN_HEADER`].
 pub const VERSION_TOKEN: &str = "1";
 
@@ -114,8 +114,10 @@ pub enum OptInError {
     /// The request key header is not 32 hex digits.
     #[error("the Mcp-Framing-Request-Key header is not 32 hex digits")]
     InvalidRequestKey,
-    /// The request key in `params._meta` differs from the header's.
-    #[error("the request key in params._meta differs from the Mcp-Framing-Request-Key header")]
+    /// The request key in `params._meta` is malformed or differs from the header's.
+    #[error(
+        "the request key in params._meta is malformed or differs from the Mcp-Framing-Request-Key header"
+    )]
     MetaMismatch,
 }
 
@@ -196,18 +198,19 @@ impl OptIn {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::RequestKey;
-    /// use mcp_framing::http::{OptIn, insert_meta_request_key};
+    /// use mcp_framing::{RequestKey, set_request_key};
+    /// use mcp_framing::http::OptIn;
     /// let key = RequestKey::random();
     /// let opt_in = OptIn { request_key: Some(key), accepts_binary: false };
     /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
-    /// insert_meta_request_key(&mut request, key);
+    /// set_request_key(&mut request, key).unwrap();
     /// assert!(opt_in.check_meta(&request).is_ok());
-    /// insert_meta_request_key(&mut request, RequestKey::random());
+    /// set_request_key(&mut request, RequestKey::random()).unwrap();
     /// assert!(opt_in.check_meta(&request).is_err());
     /// ```
     pub fn check_meta(&self, request: &serde_json::Value) -> Result<(), OptInError> {
-        match (meta_request_key(request), self.request_key) {
+        let meta = crate::request::request_key(request).map_err(|_| OptInError::MetaMismatch)?;
+        match (meta, self.request_key) {
             (Some(meta), Some(header)) if meta != header => Err(OptInError::MetaMismatch),
             (Some(_), None) => Err(OptInError::MetaMismatch),
             _ => Ok(()),
@@ -284,50 +287,74 @@ pub fn response_headers(mapping: Mapping) -> HeaderMap {
     headers
 }
 
-/// Sets `params._meta["io.github.mcp-framing/requestKey"]` of a JSON-RPC request (SPEC.md §10),
-/// creating `params` and `_meta` if needed. A value that is not an object is left unchanged.
+/// `_meta` key under which a 2026-07-28 request carries its client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of a 2026-07-28 request's protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Declares the framing capability in a 2026-07-28 request (SPEC.md §16):
+/// `params._meta["io.modelcontextprotocol/clientCapabilities"].extensions["io.github.mcp-framing/framing"]
+/// = {"versions": [1]}`. Only requests that carry `_meta["io.modelcontextprotocol/protocolVersion"]`
+/// (stateless requests carry their capabilities with them) are changed; returns whether it did.
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::RequestKey;
-/// use mcp_framing::http::{insert_meta_request_key, meta_request_key};
-/// let key = RequestKey::random();
-/// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-/// insert_meta_request_key(&mut request, key);
-/// assert_eq!(meta_request_key(&request), Some(key));
+/// use mcp_framing::http::{declare_framing_capability, declares_framing_capability};
+/// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+///     "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+/// assert!(declare_framing_capability(&mut request));
+/// assert!(declares_framing_capability(&request));
+/// let mut legacy = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+/// assert!(!declare_framing_capability(&mut legacy));
 /// ```
-pub fn insert_meta_request_key(request: &mut serde_json::Value, key: RequestKey) {
-    let Some(object) = request.as_object_mut() else {
-        return;
+pub fn declare_framing_capability(request: &mut serde_json::Value) -> bool {
+    let Some(meta) = request
+        .get_mut("params")
+        .and_then(|p| p.get_mut("_meta"))
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return false;
     };
-    let params = object
-        .entry("params")
-        .or_insert_with(|| serde_json::json!({}));
-    if let Some(params) = params.as_object_mut() {
-        let meta = params
-            .entry("_meta")
-            .or_insert_with(|| serde_json::json!({}));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(META_REQUEST_KEY.to_owned(), key.to_string().into());
-        }
+    if !meta.contains_key(META_PROTOCOL_VERSION) {
+        return false;
     }
+    let capabilities = meta
+        .entry(META_CLIENT_CAPABILITIES)
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(extensions) = capabilities
+        .as_object_mut()
+        .map(|c| {
+            c.entry("extensions")
+                .or_insert_with(|| serde_json::json!({}))
+        })
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return false;
+    };
+    extensions.insert(
+        crate::contract::EXTENSION_KEY.to_owned(),
+        serde_json::json!({"versions": [1]}),
+    );
+    true
 }
 
-/// Reads `params._meta["io.github.mcp-framing/requestKey"]` of a JSON-RPC request.
+/// Whether a request declares the framing capability in its `_meta` (SPEC.md §16).
 ///
 /// # Examples
 ///
-/// See [`insert_meta_request_key`].
+/// See [`declare_framing_capability`].
 #[must_use]
-pub fn meta_request_key(request: &serde_json::Value) -> Option<RequestKey> {
+pub fn declares_framing_capability(request: &serde_json::Value) -> bool {
     request
-        .get("params")?
-        .get("_meta")?
-        .get(META_REQUEST_KEY)?
-        .as_str()?
-        .parse()
-        .ok()
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(crate::contract::EXTENSION_KEY))
+        .and_then(|f| f.get("versions"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|versions| versions.iter().any(|v| v == 1))
 }
 
 /// A framed response body built from a stream of [`Outgoing`] items (server side).
@@ -545,6 +572,35 @@ impl<E> ReceiveError<E> {
         )
     }
 
+    /// The classification of this error as issue 3's [`Outcome`] (verdict, regime, what was
+    /// received), for telemetry and retry decisions. `None` for [`ReceiveError::NotFramed`] and
+    /// [`ReceiveError::Sse`]: the body was not a framed stream, so the error itself is the verdict.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DecodeError, Progress, Truncation, Verdict};
+    /// use mcp_framing::http::ReceiveError;
+    /// let err = ReceiveError::<std::io::Error>::Decode(DecodeError::Truncated {
+    ///     at: Truncation::BetweenMessages { messages: 1 },
+    ///     progress: Progress::default(),
+    /// });
+    /// assert!(matches!(err.outcome().unwrap().verdict, Verdict::Abandoned { .. }));
+    /// ```
+    #[must_use]
+    pub fn outcome(&self) -> Option<Outcome> {
+        match self {
+            Self::Decode(err) => Some(Outcome::from_eof(&Err(err.clone()))),
+            Self::Body { progress, .. } => {
+                // The transport failed before the sentinel: abandoned, as the table decides.
+                let mut outcome = Outcome::from_eof(&Ok(Some(Event::KeepAlive)));
+                outcome.received = *progress;
+                Some(outcome)
+            }
+            Self::NotFramed { .. } | Self::Sse(_) => None,
+        }
+    }
+
     /// What had been received when the response stopped, if known.
     ///
     /// # Examples
@@ -603,6 +659,7 @@ pub struct VerifiedResponse<S> {
     summary: Option<StreamSummary>,
     body_ended: bool,
     done: bool,
+    outcome: Option<Outcome>,
 }
 
 impl<S> fmt::Debug for VerifiedResponse<S> {
@@ -632,7 +689,32 @@ impl<S> VerifiedResponse<S> {
             summary: None,
             body_ended: false,
             done: false,
+            outcome: None,
         }
+    }
+
+    /// The classification of the response (issue 3's [`Outcome`]: clean, abandoned with what was
+    /// received, aborted, corrupt, spliced, cross-wired, contract violation), once the stream
+    /// yielded its last item. `None` before, and after an [`ReceiveError::Sse`] (the body was not
+    /// a framed stream at the SSE level: that error is the verdict).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use mcp_framing::{StreamDecoder, Verdict, http::{Mapping, VerifiedResponse}};
+    /// # tokio_test::block_on(async {
+    /// let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"\x9f\x4d\x01"))]);
+    /// let mut response = VerifiedResponse::new(body, Mapping::Binary, StreamDecoder::new());
+    /// while response.next().await.is_some() {}
+    /// let outcome = response.outcome().unwrap();
+    /// assert!(matches!(outcome.verdict, Verdict::Abandoned { .. }));
+    /// assert_eq!(outcome.received.bytes, 3);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.outcome.as_ref()
     }
 
     /// What has been received so far.
@@ -749,8 +831,18 @@ where
                 return Poll::Ready(None);
             }
             if let Some(item) = this.next_event() {
-                if !matches!(item, Ok(Delivery::Message(_))) {
-                    this.done = true;
+                match &item {
+                    Ok(Delivery::Message(_)) => {}
+                    Ok(Delivery::Complete(_)) => {
+                        this.done = true;
+                        this.outcome = Some(Outcome::from_decoder(&this.decoder, &Ok(None)));
+                    }
+                    Err(ReceiveError::Decode(err)) => {
+                        this.done = true;
+                        this.outcome =
+                            Some(Outcome::from_decoder(&this.decoder, &Err(err.clone())));
+                    }
+                    Err(_) => this.done = true,
                 }
                 return Poll::Ready(Some(item));
             }
@@ -773,6 +865,7 @@ where
                 },
                 Poll::Ready(Some(Err(source))) => {
                     this.done = true;
+                    this.outcome = Some(Outcome::transport_failed(&this.decoder));
                     let mut progress = this.decoder.progress();
                     progress.bytes += this.buf.len() as u64;
                     return Poll::Ready(Some(Err(ReceiveError::Body { source, progress })));

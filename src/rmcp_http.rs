@@ -5,7 +5,8 @@
 //!   answering MCP POSTs). For a request that opted in (SPEC.md §16) it re-frames the response:
 //!   every JSON-RPC message of an SSE response (notifications, then the final result) or the
 //!   single message of a JSON response becomes one framed message; the STREAM_END sentinel
-//!   follows the final response, an ABORT is sent if the inner body fails or ends before it.
+//!   follows the final response, an ABORT is sent if the inner body fails or ends before it,
+//!   and rmcp's `:` keep-alive comments become KEEPALIVE frames.
 //!   Requests that did not opt in pass through unchanged.
 //! - [`FramingHttpClient`] implements rmcp's `StreamableHttpClient` over reqwest: it opts in
 //!   every POST with a fresh request key (header and `params._meta`), verifies the framed
@@ -41,11 +42,13 @@ use crate::decoder::StreamDecoder;
 use crate::encoder::{DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder};
 use crate::event::StreamHead;
 use crate::http::{
-    Delivery, FramedBody, Mapping, OptIn, ReceiveError, VerifiedResponse, insert_meta_request_key,
-    opt_in_headers, response_headers,
+    Delivery, FramedBody, Mapping, OptIn, ReceiveError, VerifiedResponse, opt_in_headers,
+    response_headers,
 };
 use crate::ids::RequestKey;
+use crate::outcome::Outcome;
 use crate::sse::{SseEvent, SseParser};
+use crate::telemetry::{AttemptContext, FramingMetrics};
 
 /// Key under the JSON-RPC error's `data` where [`FramingHttpClient`] puts the classification of a
 /// response that did not complete.
@@ -204,6 +207,7 @@ where
         queue: VecDeque::new(),
         final_seen: false,
         done: false,
+        comments: 0,
     };
     let mapping = opt_in.mapping();
     let encoder = StreamEncoder::builder()
@@ -226,6 +230,7 @@ struct InnerMessages<B> {
     queue: VecDeque<Outgoing>,
     final_seen: bool,
     done: bool,
+    comments: u64,
 }
 
 fn is_final_response(data: &str) -> bool {
@@ -268,6 +273,12 @@ where
                             if let Err(err) = parser.feed(&data, &mut events) {
                                 this.done = true;
                                 return Poll::Ready(Some(Err(err.to_string())));
+                            }
+                            // rmcp's `:` keep-alive comments become KEEPALIVE frames, so that
+                            // intermediaries keep seeing traffic during a long tool call.
+                            if parser.comments() > this.comments {
+                                this.comments = parser.comments();
+                                this.queue.push_back(Outgoing::KeepAlive);
                             }
                             for event in events {
                                 let is_message =
@@ -380,6 +391,9 @@ pub enum FramingClientError {
     /// The request could not be serialized.
     #[error("serialize request: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// The request key could not be written into `params._meta`.
+    #[error("request key: {0}")]
+    RequestKey(#[from] crate::request::RequestKeyError),
     /// A request's response was not framed although the client opted in (fail closed).
     #[error(
         "response is not framed (content-type {content_type:?}) although framing was requested"
@@ -412,6 +426,7 @@ pub struct FramingHttpClient {
     http: reqwest::Client,
     binary: bool,
     stats: Arc<ClientStats>,
+    metrics: Option<Arc<FramingMetrics>>,
 }
 
 impl FramingHttpClient {
@@ -426,7 +441,28 @@ impl FramingHttpClient {
             http,
             binary: false,
             stats: Arc::default(),
+            metrics: None,
         }
+    }
+
+    /// Records every response's [`Outcome`] in `metrics` (issue 3's counters and `tracing`
+    /// events), with the request key and the endpoint.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_framing::FramingMetrics;
+    /// use mcp_framing::rmcp_http::FramingHttpClient;
+    /// let metrics = Arc::new(FramingMetrics::new());
+    /// let client = FramingHttpClient::new(reqwest::Client::new()).metrics(metrics.clone());
+    /// assert_eq!(metrics.snapshot().abandoned, 0);
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn metrics(mut self, metrics: Arc<FramingMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE.
@@ -461,31 +497,113 @@ fn outcome_error<E: std::error::Error>(
     key: RequestKey,
     err: &ReceiveError<E>,
 ) -> String {
-    let abandoned = err.is_abandoned();
-    let mut outcome = json!({
-        "classification": if abandoned { "abandoned" } else { "failed" },
+    let outcome = err.outcome();
+    let classification = outcome
+        .as_ref()
+        .map_or("contract_violation", |o| o.verdict.name());
+    // Issue 3's retry decision for this request, which carried a key.
+    let retry = outcome.as_ref().map(|o| {
+        crate::retry::RetryPolicy::default().decide(o, &crate::retry::RequestTraits::keyed(key))
+    });
+    let mut data = json!({
+        "classification": classification,
         "kind": err.kind(),
         "detail": err.to_string(),
         "requestKey": key.to_string(),
-        "retryableWithKey": abandoned,
+        "retryDecision": retry.as_ref().map_or("do_not_retry", |r| r.name()),
     });
-    if let Some(progress) = err.progress() {
-        outcome["framesReceived"] = progress.frames.into();
-        outcome["bytesReceived"] = progress.bytes.into();
-        outcome["messagesVerified"] = progress.messages.into();
-        outcome["openMessageBytes"] = progress.open_message_bytes.into();
+    if let Some(outcome) = &outcome {
+        data["regime"] = format!("{:?}", outcome.regime).into();
+        data["framesReceived"] = outcome.received.frames.into();
+        data["bytesReceived"] = outcome.received.bytes.into();
+        data["messagesVerified"] = outcome.received.messages.into();
+        data["openMessageBytes"] = outcome.received.open_message_bytes.into();
     }
-    let message = if abandoned {
-        format!("mcp-framing: response abandoned: {err}")
-    } else {
-        format!("mcp-framing: response failed: {err}")
+    let message = match &outcome {
+        Some(outcome) => format!("mcp-framing: response {}", outcome.verdict),
+        None => format!("mcp-framing: response failed: {err}"),
     };
     json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: outcome}}})
+        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: data}}})
     .to_string()
 }
 
 type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
+
+fn message_event(data: String) -> sse_stream::Sse {
+    sse_stream::Sse {
+        event: Some("message".to_owned()),
+        data: Some(data),
+        id: None,
+        retry: None,
+    }
+}
+
+/// One response being verified for rmcp.
+struct Pending<S> {
+    verified: VerifiedResponse<S>,
+    /// The final response, held back until the sentinel: rmcp stops reading a POST stream once
+    /// it has the response, so the stream's completion is decided here, before.
+    held: Option<String>,
+    id: Value,
+    key: RequestKey,
+    stats: Arc<ClientStats>,
+    metrics: Option<Arc<FramingMetrics>>,
+    endpoint: Arc<str>,
+}
+
+impl<S> Pending<S>
+where
+    S: Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
+{
+    fn record(&self, outcome: Option<&Outcome>) {
+        if let (Some(metrics), Some(outcome)) = (&self.metrics, outcome) {
+            let ctx = AttemptContext::default()
+                .request_key(self.key)
+                .endpoint(&self.endpoint);
+            metrics.record(outcome, &ctx);
+        }
+    }
+
+    /// The next message for rmcp, and whether more may follow.
+    async fn next_event(&mut self) -> Option<(String, bool)> {
+        loop {
+            match self.verified.next().await? {
+                Ok(Delivery::Message(message)) => {
+                    self.stats.verified_messages.fetch_add(1, Ordering::Relaxed);
+                    let text = String::from_utf8_lossy(message.bytes()).into_owned();
+                    if !is_final_response(&text) {
+                        return Some((text, true));
+                    }
+                    self.held = Some(text);
+                }
+                Ok(_) => {
+                    // Delivery::Complete: the sentinel arrived.
+                    self.stats.complete.fetch_add(1, Ordering::Relaxed);
+                    self.record(self.verified.outcome());
+                    return self.held.take().map(|text| (text, false));
+                }
+                Err(err) => {
+                    let counter = if err.is_abandoned() {
+                        &self.stats.abandoned
+                    } else {
+                        &self.stats.failed
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    self.record(
+                        self.verified
+                            .outcome()
+                            .cloned()
+                            .or_else(|| err.outcome())
+                            .as_ref(),
+                    );
+                    self.held = None;
+                    return Some((outcome_error(&self.id, self.key, &err), false));
+                }
+            }
+        }
+    }
+}
 
 impl StreamableHttpClient for FramingHttpClient {
     type Error = FramingClientError;
@@ -506,7 +624,9 @@ impl StreamableHttpClient for FramingHttpClient {
             _ => None,
         };
         if request_id.is_some() {
-            insert_meta_request_key(&mut value, key);
+            crate::request::set_request_key(&mut value, key)
+                .map_err(|e| StreamableHttpError::Client(e.into()))?;
+            crate::http::declare_framing_capability(&mut value);
         }
         let mut headers = HeaderMap::new();
         for (name, value) in custom_headers {
@@ -563,49 +683,21 @@ impl StreamableHttpClient for FramingHttpClient {
         };
         let decoder = StreamDecoder::builder().expect_request_key(key).build();
         let verified = VerifiedResponse::new(response.bytes_stream(), mapping, decoder);
-        let stats = self.stats.clone();
-        // The final response is held back until the sentinel: rmcp stops reading a POST stream
-        // once it has the response, so the stream's completion is decided here, before.
-        let mut held: Option<String> = None;
-        let events = verified
-            .filter_map(move |item| {
-                let event = match item {
-                    Ok(Delivery::Message(message)) => {
-                        stats.verified_messages.fetch_add(1, Ordering::Relaxed);
-                        let text = String::from_utf8_lossy(message.bytes()).into_owned();
-                        if is_final_response(&text) {
-                            held = Some(text);
-                            None
-                        } else {
-                            Some(text)
-                        }
-                    }
-                    Ok(_) => {
-                        // Delivery::Complete: the sentinel arrived.
-                        stats.complete.fetch_add(1, Ordering::Relaxed);
-                        held.take()
-                    }
-                    Err(err) => {
-                        let counter = if err.is_abandoned() {
-                            &stats.abandoned
-                        } else {
-                            &stats.failed
-                        };
-                        counter.fetch_add(1, Ordering::Relaxed);
-                        held = None;
-                        Some(outcome_error(&id, key, &err))
-                    }
-                };
-                std::future::ready(event.map(|data| {
-                    Ok(sse_stream::Sse {
-                        event: Some("message".to_owned()),
-                        data: Some(data),
-                        id: None,
-                        retry: None,
-                    })
-                }))
-            })
-            .boxed();
+        let state = Pending {
+            verified,
+            held: None,
+            id,
+            key,
+            stats: self.stats.clone(),
+            metrics: self.metrics.clone(),
+            endpoint: uri,
+        };
+        let events = futures_util::stream::unfold(Some(state), |state| async move {
+            let mut state = state?;
+            let (data, next) = state.next_event().await?;
+            Some((Ok(message_event(data)), next.then_some(state)))
+        })
+        .boxed();
         let events: futures_util::stream::BoxStream<'static, SseItem> = events;
         Ok(StreamableHttpPostResponse::Sse(events, session))
     }

@@ -415,7 +415,7 @@ impl SseFrameDecoder {
     /// Parses `input` and appends the frame bytes of every completed `mcp-frame` event to
     /// `frames`.
     ///
-    /// Events that carry neither data nor a name (an `id`-only priming event) are skipped.
+    /// Events without data (an `id`-only priming event, a named event without data) are skipped.
     ///
     /// # Errors
     ///
@@ -440,6 +440,11 @@ impl SseFrameDecoder {
     fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), SseError> {
         self.parser.feed(input, &mut self.events)?;
         for event in self.events.drain(..) {
+            if event.data.is_empty() {
+                // Nothing carried (an `id`-only priming event, a named event without data): SSE
+                // itself would not dispatch it.
+                continue;
+            }
             match event.event.as_deref() {
                 Some(FRAME_EVENT) => {
                     // SSE joins data lines with `\n`, which is not base64: a sender that split
@@ -453,7 +458,6 @@ impl SseFrameDecoder {
                     frames.extend_from_slice(&decoded);
                     self.frame_events += 1;
                 }
-                None if event.data.is_empty() => {}
                 name => {
                     return Err(SseError::UnexpectedEvent {
                         name: name.unwrap_or("message").to_owned(),

@@ -292,3 +292,68 @@ async fn frames_nothing_for_a_request_that_did_not_opt_in() {
     );
     assert_eq!(Mapping::from_content_type(Some("application/json")), None);
 }
+
+/// A backend's `server/discover` endpoint; `framed` says whether it declares the contract.
+async fn discovery_backend(framed: bool) -> SocketAddr {
+    let handler = move || async move {
+        let mut result = serde_json::json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}, "extensions": {}},
+        });
+        if framed {
+            mcp_framing::FramingContract::v1()
+                .declare_in(&mut result, mcp_framing::DiscoverySource::Discover)
+                .unwrap();
+        }
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": result}).to_string();
+        ([("content-type", "application/json")], body)
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = Router::new().route("/mcp", post(handler));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+async fn discover(addr: SocketAddr) -> mcp_framing::ServerDiscovery {
+    let response: serde_json::Value = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"server/discover"}"#)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    mcp_framing::ServerDiscovery::from_discover(&response["result"]).unwrap()
+}
+
+#[tokio::test]
+async fn detects_a_discovery_downgrade_between_two_requests() {
+    // The resolver re-resolves per request: the first lands on an upgraded backend, the
+    // second on one that was rolled back without framing.
+    let endpoints = [
+        discovery_backend(true).await,
+        discovery_backend(false).await,
+    ];
+    let policy = mcp_framing::ClientPolicy::new(&discover(endpoints[0]).await).unwrap();
+    assert_eq!(policy.regime(), mcp_framing::Regime::A);
+    policy.recheck(&discover(endpoints[0]).await).unwrap();
+    let err = policy.recheck(&discover(endpoints[1]).await).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            mcp_framing::ContractError::Downgrade {
+                change: mcp_framing::ContractChange::ContractDropped,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // And a client that starts on the rolled-back backend refuses to start (Regime C).
+    let err = mcp_framing::ClientPolicy::new(&discover(endpoints[1]).await).unwrap_err();
+    assert!(
+        matches!(err, mcp_framing::ContractError::NoContract { .. }),
+        "{err}"
+    );
+}

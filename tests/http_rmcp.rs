@@ -10,41 +10,14 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer, OUTCOME_DATA_KEY};
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::CallToolRequestParams;
+use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ServiceError, ServiceExt, tool, tool_router};
-use tower_layer::Layer;
+use rmcp::{ServiceError, ServiceExt};
 
-#[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct ReportArgs {
-    /// The title.
-    title: String,
-    /// The document to render, large.
-    body: String,
-}
-
-#[derive(Clone)]
-struct Reports;
-
-#[tool_router(server_handler)]
-impl Reports {
-    #[tool(description = "Render a report: returns the document with numbered lines")]
-    async fn render_report(&self, Parameters(args): Parameters<ReportArgs>) -> String {
-        let lines: Vec<String> = args
-            .body
-            .lines()
-            .enumerate()
-            .map(|(i, line)| format!("{:05} {line}", i + 1))
-            .collect();
-        format!("# {}\n{}", args.title, lines.join("\n"))
-    }
-}
+#[path = "rmcp_support/mod.rs"]
+mod rmcp_support;
+use rmcp_support::{framed_service, render_report_call};
 
 /// The test proxy: cuts response bodies after `limit` bytes (`usize::MAX`: never) and counts
 /// the bytes it forwarded in `seen`.
@@ -77,27 +50,13 @@ async fn cutting_proxy(
 }
 
 async fn server(cut: Arc<Cut>) -> SocketAddr {
-    let mut config = StreamableHttpServerConfig::default();
-    config.legacy_session_mode = false;
-    config.sse_keep_alive = None;
-    let service = StreamableHttpService::new(
-        || Ok(Reports),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
     let app = Router::new()
-        .nest_service("/mcp", FramingLayer::new().frame_size(1024).layer(service))
+        .nest_service("/mcp", framed_service(1024))
         .layer(axum::middleware::from_fn_with_state(cut, cutting_proxy));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
-}
-
-fn document() -> String {
-    (0..400)
-        .map(|i| format!("line {i} of a long report body, {}\n", "x".repeat(40)))
-        .collect()
 }
 
 /// Calls the tool once over a fresh client; the proxy cuts the tool call's response (only) at
@@ -115,13 +74,7 @@ async fn call(
     let peer = ().serve(transport).await.expect("the handshake is not cut");
     cut.seen.store(0, Ordering::SeqCst);
     cut.limit.store(limit, Ordering::SeqCst);
-    let arguments = serde_json::json!({"title": "Q3", "body": document()});
-    let result = peer
-        .call_tool(
-            CallToolRequestParams::new("render_report")
-                .with_arguments(arguments.as_object().unwrap().clone()),
-        )
-        .await;
+    let result = peer.call_tool(render_report_call("Q3")).await;
     cut.limit.store(usize::MAX, Ordering::SeqCst);
     let seen = cut.seen.load(Ordering::SeqCst);
     let _ = peer.cancel().await;
@@ -154,6 +107,8 @@ async fn rmcp_client_gets_a_verified_result_through_the_layer() {
             "handshake and call were framed and complete: {stats:?}"
         );
         assert_eq!(stats.abandoned(), 0);
+        // The tool's log notification came before its result, verified on the same stream.
+        assert_eq!(stats.verified_messages(), stats.complete() + 1, "{stats:?}");
     }
 }
 
@@ -178,7 +133,8 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
             total - sentinel,
             total - 1,
         ] {
-            let client = client();
+            let metrics = Arc::new(mcp_framing::FramingMetrics::new());
+            let client = client().metrics(metrics.clone());
             let stats = client.stats();
             let (result, _) = call(addr, client, &cut, limit).await;
             let Err(ServiceError::McpError(error)) = result else {
@@ -196,7 +152,81 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
                 assert!(detail.contains("between messages"), "{detail}");
             }
             assert!(error.message.starts_with("mcp-framing: response abandoned"));
+            assert_eq!(outcome["retryDecision"], "retry", "keyed, so retryable");
             assert_eq!(stats.abandoned(), 1, "cut at {limit}");
+            // Issue 3's counters: the handshake was clean, the cut call abandoned.
+            let snapshot = metrics.snapshot();
+            assert_eq!(
+                (snapshot.clean, snapshot.abandoned),
+                (1, 1),
+                "cut at {limit}"
+            );
         }
     }
+}
+
+#[tokio::test]
+async fn rmcp_client_fails_closed_against_a_server_that_ignores_the_opt_in() {
+    // The same rmcp server without the layer: it answers unframed JSON / SSE.
+    let app = Router::new().nest_service("/mcp", rmcp_support::unframed_service());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = FramingHttpClient::new(reqwest::Client::new());
+    let stats = client.stats();
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+    );
+    // The handshake's response is not framed: nothing in it is handed to rmcp.
+    let err = ().serve(transport).await.unwrap_err();
+    // rmcp answers this POST as plain SSE `message` events: a contract violation, not retried.
+    let err = format!("{err:?}");
+    assert!(
+        err.contains("contract_violation") || err.contains("NotFramed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("do_not_retry") || err.contains("NotFramed"),
+        "{err}"
+    );
+    assert_eq!(stats.verified_messages(), 0);
+    assert_eq!(stats.failed(), 1);
+}
+
+#[tokio::test]
+async fn the_layer_answers_a_request_that_did_not_opt_in_exactly_as_before() {
+    let addr = server(new_cut()).await;
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "plain", "version": "1"}}});
+    let post = |framed: bool| {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.to_string());
+        if framed {
+            request = request.headers(mcp_framing::http::opt_in_headers(
+                mcp_framing::RequestKey::random(),
+                true,
+            ));
+        }
+        request.send()
+    };
+    let plain = post(false).await.unwrap();
+    assert!(plain.headers().get("mcp-framing").is_none());
+    let body = plain.text().await.unwrap();
+    assert!(body.contains(r#""jsonrpc":"2.0""#), "{body}");
+    let framed = post(true).await.unwrap();
+    assert_eq!(
+        framed.headers()["content-type"],
+        "application/vnd.mcp-framing"
+    );
+    assert_eq!(framed.headers()["mcp-framing"], "1");
+    let bytes = framed.bytes().await.unwrap();
+    let stream = mcp_framing::StreamDecoder::new()
+        .decode_all(&bytes)
+        .unwrap();
+    assert_eq!(stream.messages.len(), 1, "the initialize result, verified");
 }

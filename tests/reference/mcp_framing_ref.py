@@ -422,11 +422,13 @@ class SseDecoder:
     def _dispatch(self):
         name, data = self.event_name, self.data or b""
         self.event_name, self.data = None, None
-        if name is None and not data:
-            return  # no name and no data (an id-only priming event, an empty `data:`): skipped
+        if not data:
+            # §15: empty data carries nothing (an id-only priming event, a named event without
+            # a data line, one empty `data:` line): skipped, whatever the name
+            return
         self.events += 1
         if name != FRAME_EVENT:
-            # any other named event, with or without data, and any unnamed event with data
+            # any other event that carries data, named or not
             label = "message" if name is None else name.decode("utf-8", "replace")
             self._fail("UnexpectedEvent", event=label)
             return
