@@ -536,12 +536,28 @@ fn random_garbage_and_mutated_streams_never_make_it_panic() {
         }
         inputs.push(data);
     }
+    // SSE bodies with replaced bytes (line ends, colons, base64 characters, anything).
+    let body = mcp_framing::sse::SseFrameEncoder::new()
+        .to_events(&base)
+        .to_vec();
+    for _ in 0..20 {
+        let mut data = body.clone();
+        for _ in 0..=(splitmix(&mut seed) % 3) {
+            let at = (splitmix(&mut seed) as usize) % data.len();
+            data[at] = *b"\n\r:=A!\xff"
+                .get((splitmix(&mut seed) % 8) as usize)
+                .unwrap_or(&0);
+        }
+        inputs.push(data);
+    }
     for (i, data) in inputs.iter().enumerate() {
         for cmd in [
             &["verify"][..],
             &["inspect"],
             &["inspect", "--json"],
             &["decode"],
+            &["verify", "--mapping", "sse"],
+            &["inspect", "--mapping", "sse", "--json"],
         ] {
             let out = run(cmd, data);
             assert_no_panic(&out, &format!("input {i} ({}) with {cmd:?}", hex(data)));

@@ -34,7 +34,7 @@ pub(crate) struct EncodeArgs {
     /// Each non-empty line is one message (without its line ending).
     #[arg(long)]
     lines: bool,
-    /// Largest DATA payload written, in bytes (default 16384).
+    /// Largest DATA payload written, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_FRAME_SIZE,
           value_parser = parse_frame_size)]
     frame_size: usize,
