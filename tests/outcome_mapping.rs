@@ -382,3 +382,24 @@ fn transport_error_mid_stream_is_abandoned_with_what_was_received() {
     assert_eq!(outcome.verdict, Verdict::Abandoned { at: None });
     assert_eq!((outcome.received.frames, outcome.received.messages), (4, 1));
 }
+
+#[test]
+fn short_unframed_body_is_a_contract_violation_not_a_truncation() {
+    use mcp_framing::{DecodeError, StreamDecoder};
+    for body in [&br#"{"jsonrpc":"2.0"}"#[..], b"Bad Gateway", b"\x9fM\x07"] {
+        let err = StreamDecoder::new().decode_all(body).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DecodeError::BadMagic { offset: 0, .. }
+                    | DecodeError::UnsupportedVersion { offset: 0, .. }
+            ),
+            "{body:?}: {err:?}"
+        );
+    }
+    // A real framed prefix shorter than a header is still a truncation.
+    let err = StreamDecoder::new()
+        .decode_all(b"\x9fM\x01\x01")
+        .unwrap_err();
+    assert!(matches!(err, DecodeError::Truncated { .. }), "{err:?}");
+}
