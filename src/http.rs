@@ -30,7 +30,7 @@ use crate::error::{DecodeError, EncodeError, Progress};
 use crate::event::{Abort, AbortCode, Event, StreamSummary, VerifiedMessage};
 use crate::frame::MAX_ABORT_REASON_LEN;
 use crate::ids::RequestKey;
-use crate::outcome::Outcome;
+use crate::outcome::{MappingViolation, Outcome};
 use crate::sse::{SseError, SseFrameDecoder, SseFrameEncoder};
 
 /// Request header by which a client opts in: the framing versions it accepts, comma separated
@@ -573,19 +573,26 @@ impl<E> ReceiveError<E> {
     }
 
     /// The classification of this error as issue 3's [`Outcome`] (verdict, regime, what was
-    /// received), for telemetry and retry decisions. `None` for [`ReceiveError::NotFramed`] and
-    /// [`ReceiveError::Sse`]: the body was not a framed stream, so the error itself is the verdict.
+    /// received), for telemetry and retry decisions. [`ReceiveError::NotFramed`] and
+    /// [`ReceiveError::Sse`] are [`Verdict::MappingViolation`](crate::Verdict::MappingViolation)
+    /// (a contract violation, not retried). Always `Some`; [`VerifiedResponse::outcome`] has the
+    /// same verdict with what was received before the error.
     ///
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DecodeError, Progress, Truncation, Verdict};
+    /// use mcp_framing::{DecodeError, MappingViolation, Progress, Truncation, Verdict};
     /// use mcp_framing::http::ReceiveError;
     /// let err = ReceiveError::<std::io::Error>::Decode(DecodeError::Truncated {
     ///     at: Truncation::BetweenMessages { messages: 1 },
     ///     progress: Progress::default(),
     /// });
     /// assert!(matches!(err.outcome().unwrap().verdict, Verdict::Abandoned { .. }));
+    ///
+    /// let err = ReceiveError::<std::io::Error>::NotFramed { content_type: Some("application/json".into()) };
+    /// let outcome = err.outcome().unwrap();
+    /// assert!(matches!(outcome.verdict, Verdict::MappingViolation(MappingViolation::NotFramed { .. })));
+    /// assert_eq!(outcome.verdict.name(), "contract_violation");
     /// ```
     #[must_use]
     pub fn outcome(&self) -> Option<Outcome> {
@@ -597,7 +604,14 @@ impl<E> ReceiveError<E> {
                 outcome.received = *progress;
                 Some(outcome)
             }
-            Self::NotFramed { .. } | Self::Sse(_) => None,
+            Self::NotFramed { content_type } => {
+                Some(Outcome::mapping_violation(MappingViolation::NotFramed {
+                    content_type: content_type.clone(),
+                }))
+            }
+            Self::Sse(err) => Some(Outcome::mapping_violation(MappingViolation::Sse(
+                err.clone(),
+            ))),
         }
     }
 
@@ -656,6 +670,8 @@ pub struct VerifiedResponse<S> {
     sse: SseFrameDecoder,
     decoder: StreamDecoder,
     buf: BytesMut,
+    /// An SSE error waiting until the frames buffered before it are decoded (body order).
+    sse_error: Option<SseError>,
     summary: Option<StreamSummary>,
     body_ended: bool,
     done: bool,
@@ -686,6 +702,7 @@ impl<S> VerifiedResponse<S> {
             sse: SseFrameDecoder::new(),
             decoder,
             buf: BytesMut::new(),
+            sse_error: None,
             summary: None,
             body_ended: false,
             done: false,
@@ -695,8 +712,9 @@ impl<S> VerifiedResponse<S> {
 
     /// The classification of the response (issue 3's [`Outcome`]: clean, abandoned with what was
     /// received, aborted, corrupt, spliced, cross-wired, contract violation), once the stream
-    /// yielded its last item. `None` before, and after an [`ReceiveError::Sse`] (the body was not
-    /// a framed stream at the SSE level: that error is the verdict).
+    /// yielded its last item; `None` before. A [`ReceiveError::Sse`] is a
+    /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation), with the frames and
+    /// messages received before it.
     ///
     /// # Examples
     ///
@@ -846,6 +864,17 @@ where
                 }
                 return Poll::Ready(Some(item));
             }
+            if let Some(err) = this.sse_error.take() {
+                // The frames buffered before the failing SSE line are decoded and verified: the
+                // SSE error is next in body order (SPEC.md §15).
+                this.done = true;
+                let mut outcome = Outcome::mapping_violation(MappingViolation::Sse(err.clone()));
+                outcome.received = this.decoder.progress();
+                outcome.received.bytes += this.buf.len() as u64;
+                outcome.head = this.decoder.head();
+                this.outcome = Some(outcome);
+                return Poll::Ready(Some(Err(ReceiveError::Sse(err))));
+            }
             if this.body_ended {
                 // decode_eof answered Ok(None) without a summary: only after an earlier
                 // terminal item, which set `done`.
@@ -857,9 +886,10 @@ where
                 Poll::Ready(Some(Ok(bytes))) => match this.mapping {
                     Mapping::Binary => this.buf.extend_from_slice(&bytes),
                     Mapping::Sse => {
+                        // On an error the frames of the events before the failing line are in
+                        // `buf`: decode them first, an error in them comes earlier in the body.
                         if let Err(err) = this.sse.feed(&bytes, &mut this.buf) {
-                            this.done = true;
-                            return Poll::Ready(Some(Err(ReceiveError::Sse(err))));
+                            this.sse_error = Some(err);
                         }
                     }
                 },

@@ -131,8 +131,8 @@ pub use contract::{
     Negotiated, PolicyBuilder, ServerDiscovery,
 };
 pub use outcome::{
-    Completion, DiscoveryMode, Observations, Outcome, Regime, StreamCompletionAmbiguousError,
-    Verdict, classify,
+    Completion, DiscoveryMode, MappingViolation, Observations, Outcome, Regime,
+    StreamCompletionAmbiguousError, Verdict, classify,
 };
 pub use request::{
     FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,

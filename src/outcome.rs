@@ -358,12 +358,54 @@ pub enum Verdict {
     ContractViolation(DecodeError),
     /// Regime C: completion cannot be decided.
     Ambiguous(StreamCompletionAmbiguousError),
+    /// The server broke the negotiated contract at the HTTP mapping level, outside the frames
+    /// (SPEC.md §15, §16): the response is not in a framed mapping, or its SSE mapping is broken
+    /// (an unframed event, invalid base64, an oversized line or event). A contract violation like
+    /// [`Verdict::ContractViolation`]: the same [`name`](Self::name) (`contract_violation`) and
+    /// the same retry decision (not retried).
+    ///
+    /// ```
+    /// use mcp_framing::{MappingViolation, Outcome, Verdict};
+    /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed {
+    ///     content_type: Some("application/json".into()),
+    /// });
+    /// assert!(matches!(outcome.verdict, Verdict::MappingViolation(MappingViolation::NotFramed { .. })));
+    /// assert_eq!(outcome.verdict.name(), "contract_violation");
+    /// ```
+    MappingViolation(MappingViolation),
+}
+
+/// How a response broke the framing contract at the HTTP mapping level, outside the frames
+/// (SPEC.md §15, §16): the cause of a [`Verdict::MappingViolation`].
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::MappingViolation;
+/// let cause = MappingViolation::NotFramed { content_type: Some("application/json".into()) };
+/// assert_eq!(cause.to_string(), "response is not framed (content-type Some(\"application/json\"))");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MappingViolation {
+    /// Framing was requested but the response is in neither mapping's content type (a backend
+    /// that ignored the opt-in answered `application/json` or plain SSE).
+    #[error("response is not framed (content-type {content_type:?})")]
+    NotFramed {
+        /// The response's content type.
+        content_type: Option<String>,
+    },
+    /// The SSE mapping is broken: an event other than `mcp-frame` carried data, an event's
+    /// base64 is invalid, or a line or event passed the size limit (SPEC.md §15).
+    #[cfg(feature = "sse")]
+    #[error("SSE mapping: {0}")]
+    Sse(crate::sse::SseError),
 }
 
 impl Verdict {
     /// A stable snake_case name, used as the `outcome` field of telemetry events and in
     /// metrics: `clean`, `abandoned`, `aborted`, `corrupt`, `spliced`, `cross_wired`,
-    /// `contract_violation`, `ambiguous`.
+    /// `contract_violation` (also for [`Verdict::MappingViolation`]), `ambiguous`.
     ///
     /// # Examples
     ///
@@ -377,7 +419,7 @@ impl Verdict {
             Self::Corrupt(_) => "corrupt",
             Self::Spliced(_) => "spliced",
             Self::CrossWired { .. } => "cross_wired",
-            Self::ContractViolation(_) => "contract_violation",
+            Self::ContractViolation(_) | Self::MappingViolation(_) => "contract_violation",
             Self::Ambiguous(_) => "ambiguous",
         }
     }
@@ -396,6 +438,7 @@ impl fmt::Display for Verdict {
                 f.write_str("cross-wired: the response is for another request")
             }
             Self::ContractViolation(err) => write!(f, "framing contract violated: {err}"),
+            Self::MappingViolation(cause) => write!(f, "framing contract violated: {cause}"),
             Self::Ambiguous(err) => err.fmt(f),
         }
     }
@@ -547,6 +590,34 @@ impl Outcome {
                 bytes: bytes_received,
                 ..Progress::default()
             },
+            head: None,
+        }
+    }
+
+    /// The outcome of a response that broke the framing contract at the HTTP mapping level
+    /// (SPEC.md §15, §16): [`Verdict::MappingViolation`], decided by the framing's own rules
+    /// (Regime B), with nothing received. Set [`received`](Self::received) and
+    /// [`head`](Self::head) from the decoder when frames came before the violation (as
+    /// [`VerifiedResponse`](crate::http::VerifiedResponse) does).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{MappingViolation, Outcome, Regime, RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+    /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed { content_type: None });
+    /// assert!(!outcome.is_clean());
+    /// assert_eq!(outcome.regime, Regime::B);
+    /// assert_eq!(
+    ///     RetryPolicy::default().decide(&outcome, &RequestTraits::idempotent()),
+    ///     RetryDecision::DoNotRetry(RetryReason::ContractViolation),
+    /// );
+    /// ```
+    #[must_use]
+    pub fn mapping_violation(cause: MappingViolation) -> Self {
+        Self {
+            verdict: Verdict::MappingViolation(cause),
+            regime: Regime::B,
+            received: Progress::default(),
             head: None,
         }
     }

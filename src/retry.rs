@@ -275,7 +275,7 @@ impl RetryPolicy {
             Verdict::Aborted(abort) if abort.code == AbortCode::MessageTooLarge => {
                 RetryDecision::DoNotRetry(RetryReason::WouldRepeat)
             }
-            Verdict::ContractViolation(_) => {
+            Verdict::ContractViolation(_) | Verdict::MappingViolation(_) => {
                 RetryDecision::DoNotRetry(RetryReason::ContractViolation)
             }
             Verdict::Ambiguous(_)

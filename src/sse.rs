@@ -191,7 +191,8 @@ impl SseParser {
     /// # Errors
     ///
     /// [`SseError::EventTooLarge`] when a line or an event's data passes the limit; the
-    /// parser must not be used afterwards.
+    /// parser must not be used afterwards. The events completed before the failing line are
+    /// still appended to `events` (body order, SPEC.md §15).
     ///
     /// # Examples
     ///
@@ -423,9 +424,23 @@ impl SseFrameDecoder {
     /// framed stream: fail closed), [`SseError::InvalidBase64`], [`SseError::EventTooLarge`].
     /// After an error the decoder returns the same error again.
     ///
+    /// Errors come in body order (SPEC.md §15): the frames of the events completed before the
+    /// failing line or event are still appended to `frames`, so decode them before acting on
+    /// the error; an error in them comes first in the body. What ends up in `frames` and which
+    /// error is returned do not depend on how the body is split into calls.
+    ///
     /// # Examples
     ///
-    /// See [`SseFrameDecoder`].
+    /// ```
+    /// use mcp_framing::sse::{SseError, SseFrameDecoder};
+    /// let mut dec = SseFrameDecoder::with_max_event_data(64);
+    /// let mut frames = bytes::BytesMut::new();
+    /// // One read: an event carrying three bytes, then a comment line over the limit.
+    /// let body = format!("event: mcp-frame\ndata: AQID\n\n:{}\n", "x".repeat(100));
+    /// let err = dec.feed(body.as_bytes(), &mut frames).unwrap_err();
+    /// assert_eq!(err, SseError::EventTooLarge { max: 64 });
+    /// assert_eq!(&frames[..], [1, 2, 3]); // the earlier event's bytes were handed over
+    /// ```
     pub fn feed(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), SseError> {
         if let Some(err) = &self.failed {
             return Err(err.clone());
@@ -438,7 +453,10 @@ impl SseFrameDecoder {
     }
 
     fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), SseError> {
-        self.parser.feed(input, &mut self.events)?;
+        // Errors come in body order (SPEC.md §15): the events completed before a line that fails
+        // are handed over first, and an error in one of them is reported instead. Without this,
+        // the error would depend on how the body was split into reads.
+        let parsed = self.parser.feed(input, &mut self.events);
         for event in self.events.drain(..) {
             if event.data.is_empty() {
                 // Nothing carried (an `id`-only priming event, a named event without data): SSE
@@ -465,7 +483,7 @@ impl SseFrameDecoder {
                 }
             }
         }
-        Ok(())
+        parsed
     }
 
     /// Ends the body; returns the bytes of an event left open (discarded, SPEC.md §15).

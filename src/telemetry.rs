@@ -203,7 +203,7 @@ fn slot(verdict: &Verdict) -> usize {
         Verdict::Corrupt(_) => 3,
         Verdict::Spliced(_) => 4,
         Verdict::CrossWired { .. } => 5,
-        Verdict::ContractViolation(_) => 6,
+        Verdict::ContractViolation(_) | Verdict::MappingViolation(_) => 6,
         Verdict::Ambiguous(_) => 7,
     }
 }

@@ -4,21 +4,12 @@
 
 use bytes::BytesMut;
 use mcp_framing::sse::{EVENT_OVERHEAD, SseError, SseFrameDecoder, SseFrameEncoder};
-use mcp_framing::{DecodeError, StreamDecoder, StreamEncoder, StreamHead};
+use mcp_framing::{DecodeError, StreamDecoder};
 use proptest::prelude::*;
 
-/// A framed stream of `messages`, written in DATA frames of `frame_size`.
-fn binary(messages: &[Vec<u8>], frame_size: usize) -> BytesMut {
-    let mut wire = BytesMut::new();
-    let mut enc = StreamEncoder::builder()
-        .frame_size(frame_size)
-        .build(StreamHead::for_request(None));
-    for message in messages {
-        enc.message(message, &mut wire).unwrap();
-    }
-    enc.end(&mut wire).unwrap();
-    wire
-}
+mod common;
+
+use common::encode_messages as binary;
 
 /// Feeds `body` to a fresh SSE decoder in pieces whose sizes cycle through `splits`.
 fn decode_sse(body: &[u8], splits: &[usize]) -> Result<BytesMut, SseError> {

@@ -167,6 +167,20 @@ pub(crate) fn head_payload(key: Option<RequestKey>, attempt: AttemptId) -> [u8; 
     payload
 }
 
+/// A framed stream of `messages` (no request key), written by the encoder in DATA frames of
+/// `frame_size` bytes, ended by its sentinel.
+pub(crate) fn encode_messages(messages: &[Vec<u8>], frame_size: usize) -> BytesMut {
+    let mut wire = BytesMut::new();
+    let mut enc = mcp_framing::StreamEncoder::builder()
+        .frame_size(frame_size)
+        .build(StreamHead::for_request(None));
+    for message in messages {
+        enc.message(message, &mut wire).unwrap();
+    }
+    enc.end(&mut wire).unwrap();
+    wire
+}
+
 /// Rewrites the header CRC of the frame header at `at` after its bytes were edited.
 pub(crate) fn fix_header_crc(bytes: &mut [u8], at: usize) {
     let crc = crc32fast::hash(&bytes[at..at + 16]);
