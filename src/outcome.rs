@@ -277,7 +277,8 @@ pub fn classify(obs: &Observations) -> Result<Completion, StreamCompletionAmbigu
 ///
 /// Build it from the decoder's final result with [`Outcome::from_decoder`] (or
 /// [`Outcome::from_eof`] when the decoder is gone), or, for an unframed body closed under an
-/// accept-ambiguity policy, with [`Outcome::unframed_close`].
+/// accept-ambiguity policy, with [`Outcome::unframed_close`], or, for a response that broke the
+/// contract at the HTTP mapping level, with [`Outcome::mapping_violation`].
 ///
 /// # Examples
 ///
