@@ -8,7 +8,7 @@ use crate::error::{DecodeError, Progress, StreamState, Truncation};
 use crate::event::{
     Abort, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk, VerifiedMessage,
 };
-use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, be_u64};
+use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, be_u64, crc32};
 use crate::ids::{AttemptId, RequestKey};
 
 /// Default maximum frame payload a decoder accepts: 64 KiB (SPEC.md §6).
@@ -369,10 +369,19 @@ impl StreamDecoder {
     /// let err = dec.decode_eof(&mut BytesMut::new()).unwrap_err();
     /// assert!(matches!(err, DecodeError::Truncated { at: Truncation::NoFrame, .. }));
     /// ```
+    #[inline]
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
-        if let Some(event) = self.decode(buf)? {
-            return Ok(Some(event));
+        // Returned as is, not re-wrapped: the event is built once, in the caller's slot.
+        let result = self.decode(buf);
+        if !matches!(result, Ok(None)) {
+            return result;
         }
+        self.end_of_input(buf)
+    }
+
+    /// The verdict once no further frame can be decoded and the input ended (SPEC.md §7).
+    #[cold]
+    fn end_of_input(&mut self, buf: &BytesMut) -> Result<Option<Event>, DecodeError> {
         if self.state == StreamState::Finished {
             return match self.aborted.take() {
                 Some(abort) => {
@@ -490,23 +499,29 @@ impl StreamDecoder {
                     let header = FrameHeader::parse(raw)
                         .map_err(|err| DecodeError::from_header(err, offset))?;
                     // ... then kind, sequence, state, length and limits, before any payload.
-                    let kind = self.check_header(&header, offset)?;
+                    let kind = match self.accept_header(&header) {
+                        Some(kind) => kind,
+                        None => self.check_header(&header, offset)?,
+                    };
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
-                    self.phase = Phase::Payload {
-                        header,
-                        kind,
-                        offset,
-                    };
+                    if buf.len() < header.len as usize {
+                        // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
+                        self.phase = Phase::Payload {
+                            header,
+                            kind,
+                            offset,
+                        };
+                        return Ok(None);
+                    }
                     (header, kind, offset)
                 }
             };
             let len = header.len as usize;
             if buf.len() < len {
-                // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
                 return Ok(None);
             }
-            let computed = crc32fast::hash(&buf[..len]);
+            let computed = crc32(&buf[..len]);
             if computed != header.payload_crc {
                 return Err(DecodeError::PayloadChecksumMismatch {
                     kind,
@@ -521,13 +536,41 @@ impl StreamDecoder {
             self.progress.frames += 1;
             self.progress.last_sequence = Some(header.sequence);
             self.expected_sequence = header.sequence.wrapping_add(1);
-            if let Some(event) = self.handle_frame(header, kind, payload)? {
-                return Ok(Some(event));
+            let result = self.handle_frame(header, kind, payload);
+            if !matches!(result, Ok(None)) {
+                return result;
             }
         }
     }
 
-    /// Checks a header (whose CRC passed) before its payload is awaited.
+    /// The kind of a header that passes every check of [`check_header`](Self::check_header),
+    /// `None` if one fails. The hot path: a yes or no, without building an error.
+    #[inline]
+    fn accept_header(&self, header: &FrameHeader) -> Option<FrameKind> {
+        let kind = FrameKind::from_byte(header.kind)?;
+        let in_order = match self.state {
+            StreamState::AwaitingHead => kind == FrameKind::Head,
+            state => {
+                header.sequence == self.expected_sequence
+                    && match kind {
+                        FrameKind::Head => false,
+                        FrameKind::StreamEnd => state != StreamState::InMessage,
+                        _ => true,
+                    }
+            }
+        };
+        let within_limits = kind.allows_len(header.len)
+            && header.len <= self.config.max_frame_payload
+            && (kind != FrameKind::Data
+                || self.progress.open_message_bytes + u64::from(header.len)
+                    <= self.config.max_message_size);
+        (in_order && within_limits).then_some(kind)
+    }
+
+    /// Checks a header (whose CRC passed) before its payload is awaited, and names the first
+    /// check that fails. Runs when [`accept_header`](Self::accept_header) refused the header.
+    #[cold]
+    #[inline(never)]
     fn check_header(&self, header: &FrameHeader, offset: u64) -> Result<FrameKind, DecodeError> {
         let kind = FrameKind::from_byte(header.kind).ok_or(DecodeError::UnknownFrameKind {
             kind: header.kind,
@@ -620,12 +663,15 @@ impl StreamDecoder {
             }
             FrameKind::Data => {
                 let bytes = payload.freeze();
-                self.hasher.update(&bytes);
                 let offset = self.progress.open_message_bytes;
                 self.progress.open_message_bytes += bytes.len() as u64;
                 self.state = StreamState::InMessage;
                 if self.config.assemble {
+                    // Hashed at MESSAGE_END over the assembled bytes, in one pass.
                     self.assemble(&bytes);
+                } else {
+                    // SHA-256 streams across the message's frames; finalized at MESSAGE_END.
+                    self.hasher.update(&bytes);
                 }
                 Event::Chunk(UnverifiedChunk {
                     message_index: self.progress.messages,
@@ -645,7 +691,11 @@ impl StreamDecoder {
                         received,
                     });
                 }
-                let computed: [u8; 32] = std::mem::take(&mut self.hasher).finalize().into();
+                let mut hasher = std::mem::take(&mut self.hasher);
+                if self.config.assemble {
+                    hasher.update(self.assembled_bytes());
+                }
+                let computed: [u8; 32] = hasher.finalize().into();
                 if payload[8..40] != computed {
                     let mut declared = [0u8; 32];
                     declared.copy_from_slice(&payload[8..40]);
@@ -705,6 +755,14 @@ impl StreamDecoder {
             FrameKind::KeepAlive => Event::KeepAlive,
             FrameKind::Ignorable(_) => return Ok(None),
         }))
+    }
+
+    /// The bytes of the open message (when assembling).
+    fn assembled_bytes(&self) -> &[u8] {
+        match &self.first_chunk {
+            Some(first) if self.assembled.is_empty() => first,
+            _ => &self.assembled,
+        }
     }
 
     /// Keeps a message's bytes: a single-frame message stays the zero-copy chunk; from the second
