@@ -484,12 +484,19 @@ impl StreamDecoder {
                 }
                 return Ok(None);
             }
-            let (header, kind, offset) = match self.phase {
+            let result = match self.phase {
                 Phase::Payload {
                     header,
                     kind,
                     offset,
-                } => (header, kind, offset),
+                } => {
+                    if buf.len() < header.len as usize {
+                        // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
+                        return Ok(None);
+                    }
+                    self.phase = Phase::Header;
+                    self.take_frame(header, kind, offset, buf)
+                }
                 Phase::Header => {
                     let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
                         return Ok(None);
@@ -506,7 +513,6 @@ impl StreamDecoder {
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
                     if buf.len() < header.len as usize {
-                        // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
                         self.phase = Phase::Payload {
                             header,
                             kind,
@@ -514,33 +520,41 @@ impl StreamDecoder {
                         };
                         return Ok(None);
                     }
-                    (header, kind, offset)
+                    self.take_frame(header, kind, offset, buf)
                 }
             };
-            let len = header.len as usize;
-            if buf.len() < len {
-                return Ok(None);
-            }
-            let computed = crc32(&buf[..len]);
-            if computed != header.payload_crc {
-                return Err(DecodeError::PayloadChecksumMismatch {
-                    kind,
-                    stored: header.payload_crc,
-                    computed,
-                    offset,
-                });
-            }
-            let payload = buf.split_to(len);
-            self.phase = Phase::Header;
-            self.progress.bytes += len as u64;
-            self.progress.frames += 1;
-            self.progress.last_sequence = Some(header.sequence);
-            self.expected_sequence = header.sequence.wrapping_add(1);
-            let result = self.handle_frame(header, kind, payload);
+            // Returned as is, not re-wrapped; ignorable frames yield nothing and decoding goes on.
             if !matches!(result, Ok(None)) {
                 return result;
             }
         }
+    }
+
+    /// Checks the payload CRC of a frame whose payload is in `buf`, consumes it and acts on it.
+    #[inline(always)]
+    fn take_frame(
+        &mut self,
+        header: FrameHeader,
+        kind: FrameKind,
+        offset: u64,
+        buf: &mut BytesMut,
+    ) -> Result<Option<Event>, DecodeError> {
+        let len = header.len as usize;
+        let computed = crc32(&buf[..len]);
+        if computed != header.payload_crc {
+            return Err(DecodeError::PayloadChecksumMismatch {
+                kind,
+                stored: header.payload_crc,
+                computed,
+                offset,
+            });
+        }
+        let payload = buf.split_to(len);
+        self.progress.bytes += len as u64;
+        self.progress.frames += 1;
+        self.progress.last_sequence = Some(header.sequence);
+        self.expected_sequence = header.sequence.wrapping_add(1);
+        self.handle_frame(header, kind, payload)
     }
 
     /// The kind of a header that passes every check of [`check_header`](Self::check_header),
@@ -624,6 +638,7 @@ impl StreamDecoder {
         Ok(kind)
     }
 
+    #[inline(always)]
     fn handle_frame(
         &mut self,
         header: FrameHeader,
