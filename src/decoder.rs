@@ -646,36 +646,8 @@ impl StreamDecoder {
         payload: BytesMut,
     ) -> Result<Option<Event>, DecodeError> {
         Ok(Some(match kind {
-            FrameKind::Head => {
-                let mut key = [0u8; 16];
-                key.copy_from_slice(&payload[..16]);
-                let mut attempt = [0u8; 16];
-                attempt.copy_from_slice(&payload[16..32]);
-                let attempt_id = AttemptId::from_bytes(attempt);
-                // SPEC.md §4: HEAD's sequence number is the attempt id's first four bytes.
-                if header.sequence != attempt_id.initial_sequence() {
-                    return Err(DecodeError::ForeignFrame {
-                        expected: attempt_id.initial_sequence(),
-                        found: header.sequence,
-                    });
-                }
-                let request_key = (key != [0u8; 16]).then(|| RequestKey::from_bytes(key));
-                if let Some(expected) = self.config.request_key {
-                    if request_key != Some(expected) {
-                        return Err(DecodeError::RequestKeyMismatch {
-                            expected,
-                            found: request_key,
-                        });
-                    }
-                }
-                let head = StreamHead {
-                    request_key,
-                    attempt_id,
-                };
-                self.head = Some(head);
-                self.state = StreamState::BetweenMessages;
-                Event::Opened(head)
-            }
+            // HEAD comes once: out of line, so that its event is not built on the hot path.
+            FrameKind::Head => return self.open_stream(header, &payload),
             FrameKind::Data => {
                 let bytes = payload.freeze();
                 let offset = self.progress.open_message_bytes;
@@ -770,6 +742,44 @@ impl StreamDecoder {
             FrameKind::KeepAlive => Event::KeepAlive,
             FrameKind::Ignorable(_) => return Ok(None),
         }))
+    }
+
+    /// Acts on the HEAD frame (SPEC.md §3, §4).
+    #[cold]
+    #[inline(never)]
+    fn open_stream(
+        &mut self,
+        header: FrameHeader,
+        payload: &[u8],
+    ) -> Result<Option<Event>, DecodeError> {
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&payload[..16]);
+        let mut attempt = [0u8; 16];
+        attempt.copy_from_slice(&payload[16..32]);
+        let attempt_id = AttemptId::from_bytes(attempt);
+        // SPEC.md §4: HEAD's sequence number is the attempt id's first four bytes.
+        if header.sequence != attempt_id.initial_sequence() {
+            return Err(DecodeError::ForeignFrame {
+                expected: attempt_id.initial_sequence(),
+                found: header.sequence,
+            });
+        }
+        let request_key = (key != [0u8; 16]).then(|| RequestKey::from_bytes(key));
+        if let Some(expected) = self.config.request_key {
+            if request_key != Some(expected) {
+                return Err(DecodeError::RequestKeyMismatch {
+                    expected,
+                    found: request_key,
+                });
+            }
+        }
+        let head = StreamHead {
+            request_key,
+            attempt_id,
+        };
+        self.head = Some(head);
+        self.state = StreamState::BetweenMessages;
+        Ok(Some(Event::Opened(head)))
     }
 
     /// The bytes of the open message (when assembling).
