@@ -180,6 +180,40 @@ def write_markdown(results, info, out):
         lines.append(f"| {desc} | {fmt_ratio(measured)} | ≥ {need} | {met} |")
     lines += ["", "![throughput plot](results.png)", ""]
     (out / "results.md").write_text("\n".join(lines))
+    return lines
+
+
+README_START = "<!-- bench-report:start (written by scripts/bench-report) -->"
+README_END = "<!-- bench-report:end -->"
+
+
+def update_readme(lines, info, readme, out):
+    """Replaces the README block between the markers with the tables of this run."""
+    if not readme.exists():
+        return
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        return
+    rel = os.path.relpath(out, readme.parent)
+    body = [
+        README_START,
+        f"Measured on {info['cpu']}, {info['cores']} cores (SHA-NI: {'yes' if info['sha_ni'] else 'no'}), "
+        f"{info['rustc']}, commit {info['commit']}. Full report: [{rel}/results.md]({rel}/results.md).",
+        "",
+    ]
+    keep = False
+    for line in lines:
+        if line.startswith("## Messages") or line.startswith("## Token") or line.startswith("## Targets"):
+            keep = True
+            line = "#" + line  # one level down inside the README section
+        if line.startswith("![throughput plot]"):
+            break
+        if keep:
+            body.append(line)
+    body += [f"![Throughput of mcp-framing against the hashing floor and peers]({rel}/results.png)", README_END]
+    start = text.index(README_START)
+    end = text.index(README_END) + len(README_END)
+    readme.write_text(text[:start] + "\n".join(body) + text[end:])
 
 
 def plot(results, info, out):
@@ -238,8 +272,9 @@ def main():
     if not results:
         sys.exit(f"no criterion results under {root}: run the benches first")
     info = machine()
-    write_markdown(results, info, out)
+    lines = write_markdown(results, info, out)
     plot(results, info, out)
+    update_readme(lines, info, pathlib.Path("README.md"), out)
     print(f"wrote {out / 'results.md'} and {out / 'results.png'}")
 
 
