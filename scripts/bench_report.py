@@ -98,9 +98,43 @@ def targets(results):
         for impl in ["mcp-framing-decode-verify", "mcp-framing-decode-assemble"]:
             rows.append((f"tokens {size}: {impl} / ldc-decode", ratio(results, group, impl, "ldc-decode"), 0.6, 0.8))
             rows.append((f"tokens {size}: {impl} / aws-eventstream-decode", ratio(results, group, impl, "aws-eventstream-decode"), 10.0, None))
-        rows.append((f"tokens {size}: mcp-framing-encode / ldc-encode", ratio(results, group, "mcp-framing-encode", "ldc-encode"), 0.6, 0.8))
-        rows.append((f"tokens {size}: mcp-framing-encode / aws-eventstream-encode", ratio(results, group, "mcp-framing-encode", "aws-eventstream-encode"), 10.0, None))
+        # Encoders are reported for information: the issue's token targets are for decoding.
+        rows.append((f"tokens {size}: mcp-framing-encode / ldc-encode", ratio(results, group, "mcp-framing-encode", "ldc-encode"), None, None))
+        rows.append((f"tokens {size}: mcp-framing-encode / aws-eventstream-encode", ratio(results, group, "mcp-framing-encode", "aws-eventstream-encode"), None, None))
     return rows
+
+
+def ns(results, group, key):
+    try:
+        return results[group][key][0]
+    except KeyError:
+        return None
+
+
+def bounds(results):
+    """What the targets leave room for, from the same run's floors and peers."""
+    lines = ["", "## Bounds from the same run", ""]
+    for size in SIZES:
+        group = f"message-{size}"
+        floor, copy = ns(results, group, FLOOR), ns(results, group, "floor-memcpy")
+        if floor and copy:
+            lines.append(
+                f"- {size}: an encoder (which writes the payload out) or an assembling decoder "
+                f"(which copies it once) pays CRC-32 + SHA-256 + one memcpy at least: at most "
+                f"{floor / (floor + copy):.3f} of the CRC-32 + SHA-256 floor even if framing were free."
+            )
+    for size in TOKENS:
+        group = f"tokens-{size}"
+        aws, ldc, floor = (ns(results, group, k) for k in ("aws-eventstream-decode", "ldc-decode", FLOOR))
+        if aws and ldc and floor:
+            frames = 100_000
+            lines.append(
+                f"- tokens {size}: 10x aws-smithy-eventstream's decode is "
+                f"{10 * frames / aws * 1e3:.1f} M frames/s, i.e. {aws / 10 / frames:.1f} ns a frame; "
+                f"LengthDelimitedCodec, which checks nothing, takes {ldc / frames:.1f} ns a frame and "
+                f"CRC-32 + streamed SHA-256 alone take {floor / frames:.1f} ns a frame."
+            )
+    return lines
 
 
 def write_markdown(results, info, out):
@@ -173,11 +207,15 @@ def write_markdown(results, info, out):
     for desc, measured, need, aim in targets(results):
         if measured is None:
             met = "not run"
+        elif need is None:
+            lines.append(f"| {desc} | {fmt_ratio(measured)} | (info) | – |")
+            continue
         elif measured >= need:
             met = "yes" if aim is None or measured >= aim else f"yes (aim {aim})"
         else:
             met = "**no**"
         lines.append(f"| {desc} | {fmt_ratio(measured)} | ≥ {need} | {met} |")
+    lines += bounds(results)
     lines += ["", "![throughput plot](results.png)", ""]
     (out / "results.md").write_text("\n".join(lines))
     return lines
@@ -258,7 +296,8 @@ def plot(results, info, out):
     right.set_ylabel("million frames per second")
     right.set_title("Token streaming: 100,000 chunks (median)")
     right.grid(True, axis="y", alpha=0.3)
-    right.legend(fontsize=7)
+    right.set_ylim(top=right.get_ylim()[1] * 1.45)
+    right.legend(fontsize=7, loc="upper right", ncol=2)
 
     fig.suptitle(f"mcp-framing {info['commit']} on {info['cpu']} ({info['cores']} cores), thread CPU time")
     fig.tight_layout()
