@@ -241,7 +241,7 @@ def update_readme(lines, info, readme, out):
     ]
     keep = False
     for line in lines:
-        if line.startswith("## Messages") or line.startswith("## Token") or line.startswith("## Targets"):
+        if line.startswith("## "):
             keep = True
             line = "#" + line  # one level down inside the README section
         if line.startswith("![throughput plot]"):
