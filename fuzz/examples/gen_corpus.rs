@@ -1,0 +1,222 @@
+//! Generates the committed seed corpus under `fuzz/corpus/<target>/`.
+//!
+//! Run from the repository root: `cargo run --manifest-path fuzz/Cargo.toml --example gen_corpus`.
+//!
+//! Seeds come from the conformance vectors (`tests/vectors/*.bin`, when present), from streams
+//! written here with the crate's encoder (and a few hand-built frames the encoder never writes),
+//! and from every saved crash input (`fuzz/regressions/<target>/*`). Each target gets them in its
+//! own input layout (a limits byte, a read schedule, a repair mode, ...). The output is
+//! deterministic: rerunning it on the same sources rewrites the same files.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use bytes::BytesMut;
+use mcp_framing::frame::FrameHeader;
+use mcp_framing::{AbortCode, AttemptId, RequestKey, StreamEncoder, StreamHead};
+use mcp_framing_fuzz::limits::{DEFAULT_LIMITS_BYTE, EXPECTED_KEY};
+
+/// A seed stream and whether it decodes to a clean or aborted end (a base for `fixed_checksums`).
+struct Seed {
+    name: String,
+    bytes: Vec<u8>,
+    valid: bool,
+}
+
+fn head(attempt_prefix: [u8; 4], key: Option<[u8; 16]>) -> StreamHead {
+    let mut attempt = [0xa1, 0xa2, 0xa3, 0xa4, 0xb1, 0xb2, 0xb3, 0xb4, 0xc1, 0xc2, 0xc3, 0xc4, 0xd1, 0xd2, 0xd3, 0xd4];
+    attempt[..4].copy_from_slice(&attempt_prefix);
+    StreamHead {
+        request_key: key.map(RequestKey::from_bytes),
+        attempt_id: AttemptId::from_bytes(attempt),
+    }
+}
+
+fn encoded(frame_size: usize, head: StreamHead, write: impl FnOnce(&mut StreamEncoder, &mut BytesMut)) -> Vec<u8> {
+    let mut encoder = StreamEncoder::builder().frame_size(frame_size).build(head);
+    let mut wire = BytesMut::new();
+    write(&mut encoder, &mut wire);
+    wire.to_vec()
+}
+
+/// Streams written with the encoder, and a few built frame by frame.
+fn encoder_seeds() -> Vec<Seed> {
+    let spec = head([0xa1, 0xa2, 0xa3, 0xa4], Some(EXPECTED_KEY));
+    let ok = |name: &str, bytes: Vec<u8>| Seed { name: name.into(), bytes, valid: true };
+    let bad = |name: &str, bytes: Vec<u8>| Seed { name: name.into(), bytes, valid: false };
+    let spec_example = encoded(16 * 1024, spec, |e, w| {
+        e.message(br#"{"ok":true}"#, w).unwrap();
+        e.end(w).unwrap();
+    });
+    let mut seeds = vec![
+        ok("spec_example", spec_example.clone()),
+        ok(
+            "two_messages_in_small_frames",
+            encoded(8, head([0, 0, 0, 7], None), |e, w| {
+                e.message(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#, w).unwrap();
+                for piece in [&b"{\"jsonrpc\":\"2.0\","[..], b"\"id\":1,", b"\"result\":{}}"] {
+                    e.push(piece, w).unwrap();
+                }
+                e.finish_message(w).unwrap();
+                e.end(w).unwrap();
+            }),
+        ),
+        ok(
+            "keepalives_and_empty_message",
+            encoded(4, head([1, 2, 3, 4], None), |e, w| {
+                e.keep_alive(w).unwrap();
+                e.finish_message(w).unwrap();
+                e.push(b"[1,", w).unwrap();
+                e.keep_alive(w).unwrap();
+                e.push(b"2]", w).unwrap();
+                e.finish_message(w).unwrap();
+                e.end(w).unwrap();
+            }),
+        ),
+        ok("no_messages", encoded(1024, head([9, 9, 9, 9], None), |e, w| e.end(w).unwrap())),
+        ok(
+            "abort_inside_message",
+            encoded(16, spec, |e, w| {
+                e.push(br#"{"partial":"#, w).unwrap();
+                e.abort(AbortCode::UpstreamFailed, "model backend went away", w).unwrap();
+            }),
+        ),
+        ok(
+            "abort_between_messages",
+            encoded(64, head([0x10, 0, 0, 0], None), |e, w| {
+                e.message(b"{}", w).unwrap();
+                e.abort(AbortCode::Other(700), "", w).unwrap();
+            }),
+        ),
+        ok(
+            "sequence_wraps",
+            encoded(2, head([0xff, 0xff, 0xff, 0xfd], None), |e, w| {
+                e.message(b"abcdef", w).unwrap();
+                e.end(w).unwrap();
+            }),
+        ),
+        ok(
+            "message_in_many_frames",
+            encoded(512, head([0x55, 0x55, 0x55, 0x55], None), |e, w| {
+                let message: Vec<u8> = (0..3000u32).map(|i| b"0123456789abcdef"[(i % 16) as usize]).collect();
+                e.message(&message, w).unwrap();
+                e.end(w).unwrap();
+            }),
+        ),
+    ];
+    // An extension frame (kind 0x80) between HEAD and the message: the encoder never writes one.
+    let ext = head([0, 0, 1, 0], None);
+    let mut frames = Vec::new();
+    let mut sequence = ext.initial_sequence();
+    let mut frame = |kind: u8, payload: &[u8]| {
+        frames.extend_from_slice(&FrameHeader::for_payload(kind, sequence, payload).to_bytes());
+        frames.extend_from_slice(payload);
+        sequence = sequence.wrapping_add(1);
+    };
+    let mut head_payload = [0u8; 32];
+    head_payload[16..].copy_from_slice(ext.attempt_id.as_bytes());
+    frame(0x01, &head_payload);
+    frame(0x80, b"extension");
+    frame(0x02, b"{}");
+    let mut end = 2u64.to_be_bytes().to_vec();
+    end.extend_from_slice(&sha2_digest(b"{}"));
+    frame(0x03, &end);
+    frame(0x04, &1u64.to_be_bytes());
+    seeds.push(ok("extension_frame", frames));
+
+    // Invalid ones, for the targets that take any bytes.
+    let n = spec_example.len();
+    seeds.push(bad("cut_in_header", spec_example[..10].to_vec()));
+    seeds.push(bad("cut_in_payload", spec_example[..60].to_vec()));
+    seeds.push(bad("cut_before_sentinel", spec_example[..n - 28].to_vec()));
+    let mut trailing = spec_example.clone();
+    trailing.extend_from_slice(b"\n");
+    seeds.push(bad("trailing_byte", trailing));
+    seeds.push(bad("unframed_json", br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec()));
+    seeds
+}
+
+fn sha2_digest(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
+}
+
+/// `tests/vectors/*.bin`; `valid_*` are bases for `fixed_checksums`.
+fn vector_seeds(root: &Path) -> Vec<Seed> {
+    let Ok(dir) = fs::read_dir(root.join("tests/vectors")) else {
+        return Vec::new();
+    };
+    let mut seeds: Vec<Seed> = dir
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "bin"))
+        .map(|path| {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            Seed {
+                valid: name.starts_with("valid"),
+                bytes: fs::read(&path).unwrap(),
+                name: format!("vector_{name}"),
+            }
+        })
+        .collect();
+    seeds.sort_by(|a, b| a.name.cmp(&b.name));
+    seeds
+}
+
+/// Read schedules for `decode_chunked` (see `ScheduledReader`): one read, byte by byte with
+/// `Pending` before each, mixed sizes, header-sized pieces.
+const SCHEDULES: [&[u8]; 4] = [&[], &[0x80], &[0x82, 0x13, 0xff, 0x00], &[0x93, 0x13, 0x7f]];
+
+/// Limits bytes for `decode_raw` variants: frame 1026 / messages 1000 / no assembling / key;
+/// and frame 1500 / messages 40.
+const SMALL_LIMITS: [u8; 2] = [0b0110_1100, 0b0000_1001];
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
+    fs::write(dir.join(name), bytes).unwrap();
+}
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut seeds = vector_seeds(&root);
+    // With the vectors present, keep only the encoder seeds they lack (ignorable frames, wraps,
+    // many frames); without them, all.
+    let have_vectors = !seeds.is_empty();
+    seeds.extend(encoder_seeds().into_iter().filter(|s| {
+        !have_vectors
+            || ["extension_frame", "sequence_wraps", "message_in_many_frames", "keepalives_and_empty_message"]
+                .contains(&s.name.as_str())
+    }));
+
+    let corpus = root.join("fuzz/corpus");
+    for target in ["decode_raw", "decode_chunked", "roundtrip", "fixed_checksums"] {
+        let dir = corpus.join(target);
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        if let Ok(saved) = fs::read_dir(root.join("fuzz/regressions").join(target)) {
+            for entry in saved.filter_map(Result::ok) {
+                let name = format!("regression_{}", entry.file_name().to_string_lossy());
+                write(&dir, &name, &fs::read(entry.path()).unwrap());
+            }
+        }
+    }
+    let mut valid = 0usize;
+    for (i, seed) in seeds.iter().enumerate() {
+        let with_prefix = |prefix: &[u8]| [prefix, &seed.bytes[..]].concat();
+        write(&corpus.join("decode_raw"), &seed.name, &with_prefix(&[DEFAULT_LIMITS_BYTE]));
+        let schedule = SCHEDULES[i % SCHEDULES.len()];
+        let mut prefix = vec![DEFAULT_LIMITS_BYTE, schedule.len() as u8];
+        prefix.extend_from_slice(schedule);
+        write(&corpus.join("decode_chunked"), &seed.name, &with_prefix(&prefix));
+        write(&corpus.join("roundtrip"), &seed.name, &seed.bytes);
+        if seed.valid {
+            let mode = (valid % 8) as u8;
+            valid += 1;
+            write(&corpus.join("fixed_checksums"), &seed.name, &with_prefix(&[mode, DEFAULT_LIMITS_BYTE]));
+        }
+    }
+    for (limits, seed) in SMALL_LIMITS.iter().zip(seeds.iter().filter(|s| s.valid)) {
+        let name = format!("{}_limits_{limits:02x}", seed.name);
+        write(&corpus.join("decode_raw"), &name, &[&[*limits], &seed.bytes[..]].concat());
+    }
+    println!("wrote seeds for {} streams ({} from tests/vectors) under fuzz/corpus/", seeds.len(), if have_vectors { "some" } else { "none" });
+}

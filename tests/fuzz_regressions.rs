@@ -1,0 +1,66 @@
+//! Replays every saved fuzz input through its target's oracle, on stable, as part of
+//! `cargo test`: the crash inputs the fuzzers found (`fuzz/regressions/<target>/`) and the
+//! committed seed corpus (`fuzz/corpus/<target>/`). The oracles are the fuzz crate's own
+//! (`fuzz/src/`), compiled here as a module, so a fixed bug stays fixed without a nightly
+//! compiler or libFuzzer.
+#![cfg(feature = "codec")]
+
+use std::fs;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+// `pub` items are for the fuzz crate's targets; here some are unused.
+#[path = "../fuzz/src/lib.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod oracles;
+
+/// Runs `oracle` on every saved input of `target`; returns how many there were.
+fn replay(target: &str, oracle: impl Fn(&[u8])) -> usize {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut count = 0;
+    for kind in ["regressions", "corpus"] {
+        let Ok(entries) = fs::read_dir(fuzz.join(kind).join(target)) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries.map(|entry| entry.unwrap().path()).collect();
+        paths.sort();
+        for path in paths {
+            let bytes = fs::read(&path).unwrap();
+            let outcome = catch_unwind(AssertUnwindSafe(|| oracle(&bytes)));
+            assert!(
+                outcome.is_ok(),
+                "{} fails the {target} oracle; reproduce with: cargo +nightly fuzz run {target} {}",
+                path.display(),
+                path.display()
+            );
+            count += 1;
+        }
+    }
+    count
+}
+
+#[test]
+fn saved_inputs_pass_the_decode_raw_oracle() {
+    let count = replay("decode_raw", |data| {
+        oracles::decode_raw::run(data, &oracles::Unbounded);
+    });
+    assert!(count >= 10, "only {count} decode_raw inputs");
+}
+
+#[test]
+fn saved_inputs_pass_the_decode_chunked_oracle() {
+    let count = replay("decode_chunked", oracles::decode_chunked::run);
+    assert!(count >= 10, "only {count} decode_chunked inputs");
+}
+
+#[test]
+fn saved_inputs_pass_the_roundtrip_oracle() {
+    let count = replay("roundtrip", oracles::roundtrip::run);
+    assert!(count >= 10, "only {count} roundtrip inputs");
+}
+
+#[test]
+fn saved_inputs_pass_the_fixed_checksums_oracle() {
+    let count = replay("fixed_checksums", oracles::fixed_checksums::run);
+    assert!(count >= 5, "only {count} fixed_checksums inputs");
+}
