@@ -1,0 +1,890 @@
+//! The conformance vectors of SPEC.md §14: a deterministic generator (fixed request keys and
+//! attempt ids) of `tests/vectors/*.bin` and `tests/vectors/manifest.json`.
+//!
+//! Valid streams are written by [`StreamEncoder`]; streams it refuses to write are written frame by
+//! frame with [`Raw`]. Every expected verdict is stated here by hand from SPEC.md, never computed
+//! by the decoder under test. `examples/gen_vectors.rs` writes the files; the test
+//! `committed_vectors_match_the_generator` regenerates them in memory and compares.
+
+use bytes::BytesMut;
+use mcp_framing::{AbortCode, AttemptId, RequestKey, StreamEncoder};
+use serde::Serialize;
+
+use super::{
+    ATTEMPT, KEY, OK_MESSAGE, OTHER_KEY, RETRY, RETRY_SAME_PREFIX, Raw, fix_header_crc, head,
+    head_payload, sha256,
+};
+
+/// The manifest's `spec_version`.
+pub(crate) const SPEC_VERSION: u32 = 1;
+/// Defaults of SPEC.md §6, written out in every vector's `decoder` object.
+pub(crate) const DEFAULT_FRAME: u32 = 65_536;
+pub(crate) const DEFAULT_MESSAGE: u64 = 16_777_216;
+
+/// One conformance vector: the bytes, the decoder configuration and the expected verdict.
+#[derive(Clone, Debug)]
+pub(crate) struct Vector {
+    pub(crate) file: String,
+    pub(crate) description: String,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) max_frame_payload: u32,
+    pub(crate) max_message_size: u64,
+    pub(crate) request_key: Option<RequestKey>,
+    pub(crate) expect: Expect,
+}
+
+impl Vector {
+    /// A decoder configured as the manifest says.
+    pub(crate) fn decoder(&self) -> mcp_framing::StreamDecoder {
+        let mut builder = mcp_framing::StreamDecoder::builder()
+            .max_frame_payload(self.max_frame_payload)
+            .max_message_size(self.max_message_size);
+        if let Some(key) = self.request_key {
+            builder = builder.expect_request_key(key);
+        }
+        builder.build()
+    }
+
+    pub(crate) fn is_valid(&self) -> bool {
+        self.file.starts_with("valid_")
+    }
+}
+
+/// The verdict a conforming decoder reaches.
+#[derive(Clone, Debug)]
+pub(crate) struct Expect {
+    /// `"clean"`, `"aborted"` or `"error"`.
+    pub(crate) verdict: &'static str,
+    /// Verified messages delivered before the end.
+    pub(crate) messages: Vec<Vec<u8>>,
+    /// Code and reason of the ABORT frame, for aborted streams.
+    pub(crate) abort: Option<(u16, String)>,
+    /// `DecodeError::kind()` of the end-of-input result (`PeerAbort` for aborted streams).
+    pub(crate) error: Option<&'static str>,
+    /// `Truncation` variant when `error` is `Truncated`.
+    pub(crate) truncation: Option<&'static str>,
+}
+
+impl Expect {
+    fn clean(messages: &[&[u8]]) -> Self {
+        Self {
+            verdict: "clean",
+            messages: messages.iter().map(|m| m.to_vec()).collect(),
+            abort: None,
+            error: None,
+            truncation: None,
+        }
+    }
+
+    fn aborted(messages: &[&[u8]], code: u16, reason: &str) -> Self {
+        Self {
+            verdict: "aborted",
+            abort: Some((code, reason.to_owned())),
+            error: Some("PeerAbort"),
+            ..Self::clean(messages)
+        }
+    }
+
+    fn error(kind: &'static str, messages: &[&[u8]]) -> Self {
+        Self {
+            verdict: "error",
+            error: Some(kind),
+            ..Self::clean(messages)
+        }
+    }
+
+    fn truncated(at: &'static str, messages: &[&[u8]]) -> Self {
+        Self {
+            truncation: Some(at),
+            ..Self::error("Truncated", messages)
+        }
+    }
+}
+
+struct Set(Vec<Vector>);
+
+impl Set {
+    fn add(
+        &mut self,
+        file: &str,
+        description: &str,
+        bytes: Vec<u8>,
+        expect: Expect,
+    ) -> &mut Vector {
+        self.0.push(Vector {
+            file: file.to_owned(),
+            description: description.to_owned(),
+            bytes,
+            max_frame_payload: DEFAULT_FRAME,
+            max_message_size: DEFAULT_MESSAGE,
+            request_key: Some(KEY),
+            expect,
+        });
+        self.0.last_mut().expect("just pushed")
+    }
+}
+
+fn encoder(attempt: AttemptId, frame_size: usize) -> StreamEncoder {
+    StreamEncoder::builder()
+        .frame_size(frame_size)
+        .build(head(Some(KEY), attempt))
+}
+
+/// The SPEC.md §13 worked example: one message `{"ok":true}` in one DATA frame.
+pub(crate) fn single_message() -> Vec<u8> {
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(OK_MESSAGE, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    wire.to_vec()
+}
+
+const PROGRESS: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":0.5,"total":1}}"#;
+const LOG: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"halfway"}}"#;
+const RESULT: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}],"isError":false}}"#;
+
+/// A response of three messages, each pushed in pieces of varying size, in DATA frames of at most
+/// `frame_size` bytes.
+pub(crate) fn multiple_messages(attempt: AttemptId, frame_size: usize) -> Vec<u8> {
+    let mut enc = encoder(attempt, frame_size);
+    let mut wire = BytesMut::new();
+    for (i, message) in [PROGRESS, LOG, RESULT].iter().enumerate() {
+        for piece in message.chunks(5 + 9 * i) {
+            enc.push(piece, &mut wire).expect("push");
+        }
+        enc.finish_message(&mut wire).expect("finish");
+    }
+    enc.end(&mut wire).expect("end");
+    wire.to_vec()
+}
+
+/// A message of exactly `len` bytes of JSON.
+pub(crate) fn json_of_len(len: usize) -> Vec<u8> {
+    let mut message = br#"{"data":""#.to_vec();
+    let fill = len - message.len() - 2;
+    message.extend((0..fill).map(|i| b'a' + (i % 26) as u8));
+    message.extend_from_slice(br#""}"#);
+    assert_eq!(message.len(), len);
+    message
+}
+
+/// Every vector, in manifest order.
+pub(crate) fn all() -> Vec<Vector> {
+    let mut set = Set(Vec::new());
+    valid(&mut set);
+    invalid_frames(&mut set);
+    invalid_streams(&mut set);
+    truncated(&mut set);
+    set.0
+}
+
+fn valid(set: &mut Set) {
+    set.add(
+        "valid_single_message.bin",
+        "SPEC.md §13 worked example",
+        single_message(),
+        Expect::clean(&[OK_MESSAGE]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_empty_stream.bin",
+        "HEAD then STREAM_END with a message count of 0",
+        wire.to_vec(),
+        Expect::clean(&[]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.finish_message(&mut wire).expect("empty message");
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_empty_message.bin",
+        "one empty message: MESSAGE_END with length 0 and the SHA-256 of nothing, no DATA frame",
+        wire.to_vec(),
+        Expect::clean(&[b""]),
+    );
+
+    set.add(
+        "valid_multiple_messages.bin",
+        "two notifications then the response, each pushed in small pieces, DATA frames of at most 16 bytes",
+        multiple_messages(ATTEMPT, 16),
+        Expect::clean(&[PROGRESS, LOG, RESULT]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.keep_alive(&mut wire).expect("keep-alive");
+    enc.push(&RESULT[..20], &mut wire).expect("push");
+    enc.keep_alive(&mut wire).expect("keep-alive");
+    enc.keep_alive(&mut wire).expect("keep-alive");
+    enc.push(&RESULT[20..], &mut wire).expect("push");
+    enc.keep_alive(&mut wire).expect("keep-alive");
+    enc.finish_message(&mut wire).expect("finish");
+    enc.keep_alive(&mut wire).expect("keep-alive");
+    enc.message(OK_MESSAGE, &mut wire).expect("message");
+    enc.keep_alive(&mut wire).expect("keep-alive");
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_keepalives.bin",
+        "KEEPALIVE frames after HEAD, between DATA frames, before MESSAGE_END, between messages and before STREAM_END",
+        wire.to_vec(),
+        Expect::clean(&[RESULT, OK_MESSAGE]),
+    );
+
+    let big = json_of_len(DEFAULT_FRAME as usize);
+    let mut enc = encoder(ATTEMPT, DEFAULT_FRAME as usize);
+    let mut wire = BytesMut::new();
+    enc.message(&big, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_frame_at_limit.bin",
+        "one DATA frame of exactly 65536 bytes, the default max frame payload",
+        wire.to_vec(),
+        Expect::clean(&[&big]),
+    );
+
+    let large = json_of_len(40_000);
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(&large, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_multi_frame_message.bin",
+        "a 40000-byte message in DATA frames of the default sender size 16384 (16384 + 16384 + 7232)",
+        wire.to_vec(),
+        Expect::clean(&[&large]),
+    );
+
+    let wrap = AttemptId::from_bytes([
+        0xff, 0xff, 0xff, 0xfc, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0,
+        0xc0,
+    ]);
+    let mut enc = encoder(wrap, 4);
+    let mut wire = BytesMut::new();
+    enc.message(&RESULT[..18], &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_sequence_wraparound.bin",
+        "HEAD at sequence 0xFFFFFFFC; DATA frames cross 0xFFFFFFFF -> 0x00000000; STREAM_END at 0x00000003",
+        wire.to_vec(),
+        Expect::clean(&[&RESULT[..18]]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.frame(0x80, &[])
+        .data(&RESULT[..30])
+        .frame(0xff, b"an extension the receiver does not know")
+        .data(&RESULT[30..])
+        .message_end(RESULT)
+        .frame(0xc0, &[0; 100])
+        .stream_end(1);
+    set.add(
+        "valid_ignorable_frames.bin",
+        "ignorable kinds 0x80 (empty), 0xFF (inside a message) and 0xC0 (between messages): checked, counted in the sequence, skipped",
+        raw.build(),
+        Expect::clean(&[RESULT]),
+    );
+
+    let mut enc = StreamEncoder::new(head(None, ATTEMPT));
+    let mut wire = BytesMut::new();
+    enc.message(OK_MESSAGE, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_no_request_key.bin",
+        "a request without a key: HEAD carries 16 zero bytes; the decoder checks no key",
+        wire.to_vec(),
+        Expect::clean(&[OK_MESSAGE]),
+    )
+    .request_key = None;
+
+    let mut enc = encoder(ATTEMPT, 16);
+    let mut wire = BytesMut::new();
+    enc.message(PROGRESS, &mut wire).expect("message");
+    enc.push(&RESULT[..40], &mut wire).expect("push");
+    enc.abort(
+        AbortCode::UpstreamFailed,
+        "model backend timed out",
+        &mut wire,
+    )
+    .expect("abort");
+    set.add(
+        "valid_aborted_mid_message.bin",
+        "one message, then ABORT (code 4) inside the second message: the open message is discarded",
+        wire.to_vec(),
+        Expect::aborted(&[PROGRESS], 4, "model backend timed out"),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    let reason = "überlastet: Wartung läuft";
+    enc.abort(AbortCode::Other(700), reason, &mut wire)
+        .expect("abort");
+    set.add(
+        "valid_aborted_reserved_code.bin",
+        "ABORT right after HEAD with reserved code 700 (reported as-is) and a non-ASCII UTF-8 reason",
+        wire.to_vec(),
+        Expect::aborted(&[], 700, reason),
+    );
+
+    let reason = "x".repeat(1024);
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.abort(AbortCode::Cancelled, &reason, &mut wire)
+        .expect("abort");
+    set.add(
+        "valid_aborted_longest_reason.bin",
+        "ABORT (code 2) with a reason of exactly 1024 bytes (payload length 1026)",
+        wire.to_vec(),
+        Expect::aborted(&[], 2, &reason),
+    );
+}
+
+fn invalid_frames(set: &mut Set) {
+    let unframed = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#.to_vec();
+    set.add(
+        "invalid_unframed_json.bin",
+        "an unframed JSON-RPC body where a framed one was promised: bad magic at byte 0",
+        unframed,
+        Expect::error("BadMagic", &[]),
+    );
+
+    let mut bytes = single_message();
+    bytes[52] = 0x4d;
+    bytes[53] = 0x9f;
+    fix_header_crc(&mut bytes, 52);
+    set.add(
+        "invalid_bad_magic_mid_stream.bin",
+        "§13 example with the DATA frame's magic bytes swapped (header CRC recomputed)",
+        bytes,
+        Expect::error("BadMagic", &[]),
+    );
+
+    let mut bytes = single_message();
+    bytes[2] = 0x02;
+    fix_header_crc(&mut bytes, 0);
+    set.add(
+        "invalid_unsupported_version.bin",
+        "§13 example with version 2 in the HEAD header (header CRC recomputed)",
+        bytes,
+        Expect::error("UnsupportedVersion", &[]),
+    );
+
+    let mut bytes = single_message();
+    bytes[52 + 2] = 0x02;
+    fix_header_crc(&mut bytes, 52);
+    set.add(
+        "invalid_version_change_mid_stream.bin",
+        "§13 example with version 2 in the DATA header (header CRC recomputed): rejected mid-stream",
+        bytes,
+        Expect::error("UnsupportedVersion", &[]),
+    );
+
+    let mut bytes = single_message();
+    bytes[52 + 19] ^= 0x01;
+    set.add(
+        "invalid_header_checksum.bin",
+        "§13 example with one bit of the DATA frame's header CRC flipped",
+        bytes,
+        Expect::error("HeaderChecksumMismatch", &[]),
+    );
+
+    let mut bytes = single_message();
+    bytes[72 + 5] = b'T';
+    set.add(
+        "invalid_payload_checksum.bin",
+        "§13 example with the DATA payload changed to {\"ok\":True}, headers intact",
+        bytes,
+        Expect::error("PayloadChecksumMismatch", &[]),
+    );
+
+    for (kind, name) in [(0x07u8, "07"), (0x00, "00"), (0x7f, "7f")] {
+        let mut raw = Raw::head(Some(KEY), ATTEMPT);
+        raw.frame(kind, b"?").message(OK_MESSAGE).stream_end(1);
+        set.add(
+            &format!("invalid_unknown_kind_{name}.bin"),
+            &format!("a frame of unknown kind 0x{name} after HEAD"),
+            raw.build(),
+            Expect::error("UnknownFrameKind", &[]),
+        );
+    }
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.data(&[]).message(OK_MESSAGE).stream_end(1);
+    set.add(
+        "invalid_empty_data.bin",
+        "an empty DATA frame",
+        raw.build(),
+        Expect::error("InvalidFrameLength", &[]),
+    );
+
+    let mut raw = Raw::empty(ATTEMPT.initial_sequence());
+    raw.frame(0x01, &head_payload(Some(KEY), ATTEMPT)[..31])
+        .stream_end(0);
+    set.add(
+        "invalid_head_length.bin",
+        "a HEAD frame of 31 bytes",
+        raw.build(),
+        Expect::error("InvalidFrameLength", &[]),
+    );
+
+    let mut end = 11u64.to_be_bytes().to_vec();
+    end.extend_from_slice(&sha256(OK_MESSAGE));
+    end.push(0);
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.data(OK_MESSAGE).frame(0x03, &end).stream_end(1);
+    set.add(
+        "invalid_message_end_length.bin",
+        "a MESSAGE_END frame of 41 bytes",
+        raw.build(),
+        Expect::error("InvalidFrameLength", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE).frame(0x04, &[0, 0, 0, 1]);
+    set.add(
+        "invalid_stream_end_length.bin",
+        "a STREAM_END frame of 4 bytes",
+        raw.build(),
+        Expect::error("InvalidFrameLength", &[OK_MESSAGE]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.frame(0x06, &[0]).message(OK_MESSAGE).stream_end(1);
+    set.add(
+        "invalid_keepalive_length.bin",
+        "a KEEPALIVE frame of 1 byte",
+        raw.build(),
+        Expect::error("InvalidFrameLength", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.frame(0x05, &[4]);
+    set.add(
+        "invalid_abort_too_short.bin",
+        "an ABORT frame of 1 byte (no room for the reason code)",
+        raw.build(),
+        Expect::error("InvalidFrameLength", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.abort(1, &[b'x'; 1025]);
+    set.add(
+        "invalid_abort_too_long.bin",
+        "an ABORT frame whose reason is 1025 bytes (payload 1027)",
+        raw.build(),
+        Expect::error("InvalidFrameLength", &[]),
+    );
+
+    let over = json_of_len(DEFAULT_FRAME as usize + 1);
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.data(&over).message_end(&over).stream_end(1);
+    set.add(
+        "invalid_frame_over_limit.bin",
+        "one DATA frame of 65537 bytes, one over the default max frame payload (payload present)",
+        raw.build(),
+        Expect::error("FrameTooLarge", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.header_claiming(0x02, u32::MAX, b"{\"jsonrpc\":");
+    set.add(
+        "invalid_frame_claims_4gib.bin",
+        "a DATA header claiming 4 GiB - 1 bytes, followed by 11 payload bytes: rejected at the header",
+        raw.build(),
+        Expect::error("FrameTooLarge", &[]),
+    );
+
+    let message = json_of_len(1200);
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE)
+        .data(&message[..600])
+        .data(&message[600..])
+        .message_end(&message)
+        .stream_end(2);
+    set.add(
+        "invalid_message_over_limit.bin",
+        "with max_message_size 1024: one small message, then a 1200-byte message whose second DATA header (600 + 600) goes over the limit",
+        raw.build(),
+        Expect::error("MessageTooLarge", &[OK_MESSAGE]),
+    )
+    .max_message_size = 1024;
+}
+
+fn invalid_streams(set: &mut Set) {
+    // Multi-frame streams of one message in 4 DATA frames, edited at the frame level.
+    let message = &RESULT[..40];
+    let frames = |edit: &dyn Fn(&mut Vec<Vec<u8>>)| -> Vec<u8> {
+        let mut frames: Vec<Vec<u8>> = Vec::new();
+        let mut raw = Raw::head(Some(KEY), ATTEMPT);
+        frames.push(raw.bytes.split_off(0));
+        for piece in message.chunks(10) {
+            raw.data(piece);
+            frames.push(raw.bytes.split_off(0));
+        }
+        raw.message_end(message);
+        frames.push(raw.bytes.split_off(0));
+        raw.stream_end(1);
+        frames.push(raw.bytes.split_off(0));
+        edit(&mut frames);
+        frames.concat()
+    };
+    set.add(
+        "invalid_frame_dropped.bin",
+        "a message in 4 DATA frames with the second DATA frame dropped",
+        frames(&|f| {
+            f.remove(2);
+        }),
+        Expect::error("SequenceGap", &[]),
+    );
+    set.add(
+        "invalid_frame_duplicated.bin",
+        "a message in 4 DATA frames with the second DATA frame sent twice",
+        frames(&|f| {
+            let copy = f[2].clone();
+            f.insert(3, copy);
+        }),
+        Expect::error("SequenceReplay", &[]),
+    );
+    set.add(
+        "invalid_frames_reordered.bin",
+        "a message in 4 DATA frames with the second and third DATA frames swapped",
+        frames(&|f| f.swap(2, 3)),
+        Expect::error("SequenceGap", &[]),
+    );
+
+    let first = multiple_messages(ATTEMPT, 16);
+    let retry = multiple_messages_retry(RETRY);
+    let cut_first = super::frame_boundaries(&first)[5];
+    let cut_retry = super::frame_boundaries(&retry)[5];
+    let mut spliced = first[..cut_first].to_vec();
+    spliced.extend_from_slice(&retry[cut_retry..]);
+    set.add(
+        "invalid_splice_foreign_frame.bin",
+        "the first 5 frames of one attempt, then the rest of a retry (other attempt id, other bytes): foreign sequence number",
+        spliced,
+        Expect::error("ForeignFrame", &[]),
+    );
+
+    let first = multiple_messages(ATTEMPT, 16);
+    let retry = multiple_messages_retry(RETRY_SAME_PREFIX);
+    let cut = super::frame_boundaries(&first)[5];
+    assert_eq!(cut, super::frame_boundaries(&retry)[5]);
+    let mut spliced = first[..cut].to_vec();
+    spliced.extend_from_slice(&retry[cut..]);
+    set.add(
+        "invalid_splice_same_sequence.bin",
+        "a splice of two attempts whose attempt ids share the first 4 bytes (sequence numbers agree): caught by the digest",
+        spliced,
+        Expect::error("DigestMismatch", &[]),
+    );
+
+    let mut bytes = single_message();
+    bytes[7] ^= 0x01;
+    fix_header_crc(&mut bytes, 0);
+    set.add(
+        "invalid_head_sequence.bin",
+        "a HEAD whose sequence number is not its attempt id's first 4 bytes (header CRC recomputed)",
+        bytes,
+        Expect::error("ForeignFrame", &[]),
+    );
+
+    let mut raw = Raw::empty(ATTEMPT.initial_sequence());
+    raw.data(OK_MESSAGE);
+    set.add(
+        "invalid_data_before_head.bin",
+        "a DATA frame where HEAD must come first",
+        raw.build(),
+        Expect::error("UnexpectedFrame", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE)
+        .frame(0x01, &head_payload(Some(KEY), ATTEMPT))
+        .stream_end(1);
+    set.add(
+        "invalid_second_head.bin",
+        "a second HEAD frame after a message",
+        raw.build(),
+        Expect::error("UnexpectedFrame", &[OK_MESSAGE]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.data(OK_MESSAGE).stream_end(0);
+    set.add(
+        "invalid_stream_end_in_message.bin",
+        "STREAM_END after a DATA frame, before its MESSAGE_END",
+        raw.build(),
+        Expect::error("UnexpectedFrame", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.data(OK_MESSAGE)
+        .message_end_raw(12, sha256(OK_MESSAGE))
+        .stream_end(1);
+    set.add(
+        "invalid_length_mismatch.bin",
+        "MESSAGE_END declares 12 bytes for an 11-byte message",
+        raw.build(),
+        Expect::error("LengthMismatch", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.data(OK_MESSAGE)
+        .message_end_raw(11, sha256(br#"{"ok":fals}"#))
+        .stream_end(1);
+    set.add(
+        "invalid_digest_mismatch.bin",
+        "MESSAGE_END declares the SHA-256 of another 11-byte message",
+        raw.build(),
+        Expect::error("DigestMismatch", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE).stream_end(2);
+    set.add(
+        "invalid_message_count_mismatch.bin",
+        "STREAM_END declares 2 messages after 1",
+        raw.build(),
+        Expect::error("MessageCountMismatch", &[OK_MESSAGE]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE).stream_end(0);
+    set.add(
+        "invalid_message_count_too_small.bin",
+        "STREAM_END declares 0 messages after 1",
+        raw.build(),
+        Expect::error("MessageCountMismatch", &[OK_MESSAGE]),
+    );
+
+    let mut raw = Raw::head(Some(OTHER_KEY), ATTEMPT);
+    raw.message(OK_MESSAGE).stream_end(1);
+    set.add(
+        "invalid_request_key_mismatch.bin",
+        "the decoder expects key 0011..eeff, the HEAD echoes ffee..1100: a cross-wired response",
+        raw.build(),
+        Expect::error("RequestKeyMismatch", &[]),
+    );
+
+    let mut raw = Raw::head(None, ATTEMPT);
+    raw.message(OK_MESSAGE).stream_end(1);
+    set.add(
+        "invalid_request_key_missing.bin",
+        "the decoder expects a key, the HEAD carries none (16 zero bytes)",
+        raw.build(),
+        Expect::error("RequestKeyMismatch", &[]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE).abort(1, b"bad \xff\xfe utf-8");
+    set.add(
+        "invalid_abort_reason_not_utf8.bin",
+        "an ABORT frame whose reason is not UTF-8",
+        raw.build(),
+        Expect::error("InvalidAbort", &[OK_MESSAGE]),
+    );
+
+    let mut bytes = single_message();
+    bytes.extend_from_slice(b"\n");
+    set.add(
+        "invalid_trailing_after_stream_end.bin",
+        "§13 example followed by one newline byte",
+        bytes,
+        Expect::error("TrailingData", &[OK_MESSAGE]),
+    );
+
+    let mut bytes = single_message();
+    let mut extra = Raw::empty(ATTEMPT.initial_sequence().wrapping_add(4));
+    extra.keep_alive();
+    bytes.extend_from_slice(&extra.bytes);
+    set.add(
+        "invalid_frame_after_stream_end.bin",
+        "§13 example followed by a well-formed KEEPALIVE frame with the next sequence number",
+        bytes,
+        Expect::error("TrailingData", &[OK_MESSAGE]),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE)
+        .abort(3, b"shutting down")
+        .message(b"{}");
+    set.add(
+        "invalid_trailing_after_abort.bin",
+        "one message, ABORT, then another message: frames after the terminal ABORT",
+        raw.build(),
+        Expect::error("TrailingData", &[OK_MESSAGE]),
+    );
+}
+
+/// [`multiple_messages`] as a retry would produce it: same request, same frame layout, but the
+/// backend generated other bytes (same lengths).
+pub(crate) fn multiple_messages_retry(attempt: AttemptId) -> Vec<u8> {
+    let mut enc = encoder(attempt, 16);
+    let mut wire = BytesMut::new();
+    for (i, message) in [PROGRESS, LOG, RESULT].iter().enumerate() {
+        let other: Vec<u8> = message
+            .iter()
+            .map(|&b| if b.is_ascii_digit() { b'7' } else { b })
+            .collect();
+        assert_ne!(&other[..], *message, "the retry's bytes must differ");
+        for piece in other.chunks(5 + 9 * i) {
+            enc.push(piece, &mut wire).expect("push");
+        }
+        enc.finish_message(&mut wire).expect("finish");
+    }
+    enc.end(&mut wire).expect("end");
+    wire.to_vec()
+}
+
+fn truncated(set: &mut Set) {
+    let full = single_message();
+    set.add(
+        "invalid_truncated_no_frame.bin",
+        "an empty body",
+        Vec::new(),
+        Expect::truncated("NoFrame", &[]),
+    );
+    set.add(
+        "invalid_truncated_in_header.bin",
+        "§13 example cut inside the HEAD header (10 of 20 bytes)",
+        full[..10].to_vec(),
+        Expect::truncated("InHeader", &[]),
+    );
+    set.add(
+        "invalid_truncated_after_head.bin",
+        "§13 example cut right after the HEAD frame",
+        full[..52].to_vec(),
+        Expect::truncated("BetweenMessages", &[]),
+    );
+    set.add(
+        "invalid_truncated_after_data_header.bin",
+        "§13 example cut right after the complete DATA header (the cut LengthDelimitedCodec reports as a clean end)",
+        full[..72].to_vec(),
+        Expect::truncated("InPayload", &[]),
+    );
+    set.add(
+        "invalid_truncated_in_data_payload.bin",
+        "§13 example cut inside the DATA payload (5 of 11 bytes)",
+        full[..77].to_vec(),
+        Expect::truncated("InPayload", &[]),
+    );
+    set.add(
+        "invalid_truncated_in_message.bin",
+        "§13 example cut after the DATA frame, before MESSAGE_END",
+        full[..83].to_vec(),
+        Expect::truncated("InMessage", &[]),
+    );
+    set.add(
+        "invalid_truncated_between_messages.bin",
+        "§13 example cut after MESSAGE_END, before STREAM_END: the message is verified, the stream is not complete",
+        full[..143].to_vec(),
+        Expect::truncated("BetweenMessages", &[OK_MESSAGE]),
+    );
+    set.add(
+        "invalid_truncated_in_stream_end.bin",
+        "§13 example cut inside the STREAM_END payload (7 of 8 bytes)",
+        full[..full.len() - 1].to_vec(),
+        Expect::truncated("InPayload", &[OK_MESSAGE]),
+    );
+}
+
+#[derive(Serialize)]
+struct ManifestJson<'a> {
+    spec_version: u32,
+    vectors: Vec<EntryJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct EntryJson<'a> {
+    file: &'a str,
+    description: &'a str,
+    mapping: &'static str,
+    decoder: DecoderJson,
+    expect: ExpectJson,
+    /// Added field: the vector's length in bytes.
+    size: usize,
+    /// Added field: SHA-256 of the file.
+    sha256: String,
+}
+
+#[derive(Serialize)]
+struct DecoderJson {
+    max_frame_payload: u32,
+    max_message_size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_key: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ExpectJson {
+    verdict: &'static str,
+    messages: Vec<MessageJson>,
+    abort: Option<AbortJson>,
+    error: Option<&'static str>,
+    truncation: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct MessageJson {
+    len: usize,
+    sha256: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    utf8: Option<String>,
+}
+
+#[derive(Serialize)]
+struct AbortJson {
+    code: u16,
+    reason: String,
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `manifest.json` for `vectors`, pretty-printed with a final newline.
+pub(crate) fn manifest(vectors: &[Vector]) -> String {
+    let manifest = ManifestJson {
+        spec_version: SPEC_VERSION,
+        vectors: vectors
+            .iter()
+            .map(|v| EntryJson {
+                file: &v.file,
+                description: &v.description,
+                mapping: "binary",
+                decoder: DecoderJson {
+                    max_frame_payload: v.max_frame_payload,
+                    max_message_size: v.max_message_size,
+                    request_key: v.request_key.map(|k| k.to_string()),
+                },
+                expect: ExpectJson {
+                    verdict: v.expect.verdict,
+                    messages: v
+                        .expect
+                        .messages
+                        .iter()
+                        .map(|m| MessageJson {
+                            len: m.len(),
+                            sha256: hex(&sha256(m)),
+                            utf8: std::str::from_utf8(m).ok().map(str::to_owned),
+                        })
+                        .collect(),
+                    abort: v.expect.abort.as_ref().map(|(code, reason)| AbortJson {
+                        code: *code,
+                        reason: reason.clone(),
+                    }),
+                    error: v.expect.error,
+                    truncation: v.expect.truncation,
+                },
+                size: v.bytes.len(),
+                sha256: hex(&sha256(&v.bytes)),
+            })
+            .collect(),
+    };
+    let mut text = serde_json::to_string_pretty(&manifest).expect("manifest serializes");
+    text.push('\n');
+    text
+}

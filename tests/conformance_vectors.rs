@@ -1,0 +1,296 @@
+//! The conformance suite of SPEC.md §14: every vector in `tests/vectors/manifest.json` reaches its
+//! verdict, however its bytes are split; the committed files are what the generator writes.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use common::{Outcome, decode_one_shot, decode_pieces, sha256, truncation_name, vectors};
+use mcp_framing::{DecodeError, Event, RequestKey, StreamDecoder};
+use serde_json::Value;
+
+fn vectors_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
+}
+
+fn manifest() -> Value {
+    let text = std::fs::read_to_string(vectors_dir().join("manifest.json")).expect("manifest");
+    serde_json::from_str(&text).expect("manifest is JSON")
+}
+
+fn entries(manifest: &Value) -> &Vec<Value> {
+    manifest["vectors"].as_array().expect("vectors array")
+}
+
+/// The decoder a manifest entry asks for (defaults of SPEC.md §6 for missing fields).
+fn decoder_for(entry: &Value) -> StreamDecoder {
+    let config = &entry["decoder"];
+    let mut builder = StreamDecoder::builder();
+    if let Some(max) = config["max_frame_payload"].as_u64() {
+        builder = builder.max_frame_payload(u32::try_from(max).expect("u32"));
+    }
+    if let Some(max) = config["max_message_size"].as_u64() {
+        builder = builder.max_message_size(max);
+    }
+    if let Some(key) = config["request_key"].as_str() {
+        builder = builder.expect_request_key(key.parse::<RequestKey>().expect("key"));
+    }
+    builder.build()
+}
+
+/// Checks `outcome` against the manifest's `expect` object; returns a description of the first
+/// difference.
+fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
+    let messages = outcome.messages();
+    let expected = expect["messages"].as_array().expect("messages");
+    if messages.len() != expected.len() {
+        return Err(format!(
+            "{} messages, expected {}",
+            messages.len(),
+            expected.len()
+        ));
+    }
+    for (message, want) in messages.iter().zip(expected) {
+        if message.len() as u64 != want["len"].as_u64().expect("len") {
+            return Err(format!("message length {}, expected {want}", message.len()));
+        }
+        if vectors::hex(&sha256(message)) != want["sha256"].as_str().expect("sha256") {
+            return Err("message digest differs".to_owned());
+        }
+        let utf8 = std::str::from_utf8(message).ok();
+        if utf8 != want["utf8"].as_str() {
+            return Err(format!("message text {utf8:?}, expected {}", want["utf8"]));
+        }
+    }
+    let aborted = outcome.events.iter().find_map(|e| match e {
+        Event::Aborted(abort) => Some(abort.clone()),
+        _ => None,
+    });
+    match expect["verdict"].as_str().expect("verdict") {
+        "clean" => {
+            if outcome.end.is_err() || !matches!(outcome.events.last(), Some(Event::End(_))) {
+                return Err(format!("expected clean end, got {:?}", outcome.end));
+            }
+        }
+        "aborted" => {
+            let want = &expect["abort"];
+            let code = want["code"].as_u64().expect("code");
+            let reason = want["reason"].as_str().expect("reason");
+            let Some(abort) = aborted else {
+                return Err(format!("expected an Aborted event, got {:?}", outcome.end));
+            };
+            if u64::from(u16::from(abort.code)) != code || abort.reason != reason {
+                return Err(format!("abort {abort:?}, expected {want}"));
+            }
+            if outcome.end != Err(DecodeError::PeerAbort(abort)) {
+                return Err(format!("expected PeerAbort, got {:?}", outcome.end));
+            }
+        }
+        "error" => {
+            let Err(err) = &outcome.end else {
+                return Err("expected an error, got a clean end".to_owned());
+            };
+            if Some(err.kind()) != expect["error"].as_str() {
+                return Err(format!("error {err:?}, expected {}", expect["error"]));
+            }
+            if truncation_name(err).as_deref() != expect["truncation"].as_str() {
+                return Err(format!("error {err:?}, expected {}", expect["truncation"]));
+            }
+            if aborted.is_some() && matches!(err, DecodeError::Truncated { .. }) {
+                return Err("truncated after an abort".to_owned());
+            }
+        }
+        other => return Err(format!("unknown verdict {other}")),
+    }
+    if let (Some(kind), Err(err)) = (expect["error"].as_str(), &outcome.end) {
+        if err.kind() != kind {
+            return Err(format!("error kind {}, expected {kind}", err.kind()));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_split() {
+    let manifest = manifest();
+    assert_eq!(manifest["spec_version"], 1);
+    let mut failures = Vec::new();
+    for entry in entries(&manifest) {
+        let file = entry["file"].as_str().expect("file");
+        assert_eq!(entry["mapping"], "binary", "{file}");
+        let bytes = std::fs::read(vectors_dir().join(file)).expect(file);
+        let whole = decode_one_shot(decoder_for(entry), &bytes);
+        if let Err(why) = check(&whole, &entry["expect"]) {
+            failures.push(format!("{file} (one read): {why}"));
+            continue;
+        }
+        let whole = whole.split_independent();
+        for at in common::cut_points(&bytes) {
+            let split = decode_pieces(decoder_for(entry), [&bytes[..at], &bytes[at..]]);
+            if split.split_independent() != whole {
+                failures.push(format!("{file}: split at {at} changes the events"));
+                break;
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
+    let manifest = manifest();
+    let mut errors = BTreeSet::new();
+    let mut truncations = BTreeSet::new();
+    let mut kinds = BTreeSet::new();
+    let mut verdicts = BTreeSet::new();
+    for entry in entries(&manifest) {
+        let expect = &entry["expect"];
+        verdicts.insert(expect["verdict"].as_str().expect("verdict").to_owned());
+        if let Some(error) = expect["error"].as_str() {
+            errors.insert(error.to_owned());
+        }
+        if let Some(at) = expect["truncation"].as_str() {
+            truncations.insert(at.to_owned());
+        }
+        let file = entry["file"].as_str().expect("file");
+        if file.starts_with("valid_") {
+            let bytes = std::fs::read(vectors_dir().join(file)).expect(file);
+            for span in common::frame_spans(&bytes) {
+                kinds.insert(match bytes[span.start + 3] {
+                    kind @ 0x01..=0x06 => kind,
+                    0x80..=0xff => 0x80,
+                    other => panic!("{file}: kind {other:#x} in a valid vector"),
+                });
+            }
+        }
+    }
+    let all_errors = [
+        "BadMagic",
+        "UnsupportedVersion",
+        "HeaderChecksumMismatch",
+        "PayloadChecksumMismatch",
+        "UnknownFrameKind",
+        "InvalidFrameLength",
+        "FrameTooLarge",
+        "MessageTooLarge",
+        "SequenceGap",
+        "SequenceReplay",
+        "ForeignFrame",
+        "UnexpectedFrame",
+        "LengthMismatch",
+        "DigestMismatch",
+        "MessageCountMismatch",
+        "RequestKeyMismatch",
+        "InvalidAbort",
+        "TrailingData",
+        "Truncated",
+        "PeerAbort",
+    ];
+    let all_errors: BTreeSet<String> = all_errors.iter().map(|s| s.to_string()).collect();
+    assert_eq!(errors, all_errors);
+    let all_truncations = [
+        "NoFrame",
+        "InHeader",
+        "InPayload",
+        "InMessage",
+        "BetweenMessages",
+    ];
+    assert_eq!(
+        truncations,
+        all_truncations.iter().map(|s| s.to_string()).collect()
+    );
+    assert_eq!(kinds, BTreeSet::from([1, 2, 3, 4, 5, 6, 0x80]));
+    assert_eq!(
+        verdicts,
+        BTreeSet::from(["aborted", "clean", "error"].map(str::to_owned))
+    );
+}
+
+#[test]
+fn committed_vectors_match_the_generator() {
+    let generated = vectors::all();
+    let dir = vectors_dir();
+    let mut stale = Vec::new();
+    for vector in &generated {
+        let committed = std::fs::read(dir.join(&vector.file)).unwrap_or_default();
+        if committed != vector.bytes {
+            stale.push(vector.file.clone());
+        }
+    }
+    let committed_manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap_or_default();
+    if committed_manifest != vectors::manifest(&generated) {
+        stale.push("manifest.json".to_owned());
+    }
+    let names: BTreeSet<&str> = generated.iter().map(|v| v.file.as_str()).collect();
+    for file in std::fs::read_dir(&dir).expect("vectors dir") {
+        let name = file
+            .expect("entry")
+            .file_name()
+            .into_string()
+            .expect("utf-8");
+        if name.ends_with(".bin") && !names.contains(name.as_str()) {
+            stale.push(format!("{name} (not generated)"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "tests/vectors/ is out of date, run `cargo run --example gen_vectors -- tests/vectors`: {stale:?}"
+    );
+}
+
+#[test]
+fn the_worked_example_of_the_spec_is_the_single_message_vector() {
+    let bytes = std::fs::read(vectors_dir().join("valid_single_message.bin")).expect("vector");
+    // SPEC.md §13, field by field.
+    let frames = common::frame_spans(&bytes);
+    assert_eq!(frames.len(), 4);
+    let expect = [
+        (0x01u8, 0xa1a2_a3a4u32, 32u32),
+        (0x02, 0xa1a2_a3a5, 11),
+        (0x03, 0xa1a2_a3a6, 40),
+        (0x04, 0xa1a2_a3a7, 8),
+    ];
+    for (span, (kind, seq, len)) in frames.iter().zip(expect) {
+        let frame = &bytes[span.clone()];
+        assert_eq!(&frame[..4], &[0x9f, 0x4d, 0x01, kind]);
+        assert_eq!(frame[4..8], seq.to_be_bytes());
+        assert_eq!(frame[8..12], len.to_be_bytes());
+        assert_eq!(frame[12..16], crc32fast::hash(&frame[20..]).to_be_bytes());
+        assert_eq!(frame[16..20], crc32fast::hash(&frame[..16]).to_be_bytes());
+    }
+    assert_eq!(
+        vectors::hex(&bytes[20..52]),
+        "00112233445566778899aabbccddeeffa1a2a3a4b1b2b3b4c1c2c3c4d1d2d3d4"
+    );
+    assert_eq!(&bytes[72..83], br#"{"ok":true}"#);
+    assert_eq!(bytes[103..111], 11u64.to_be_bytes());
+    assert_eq!(bytes[111..143], sha256(br#"{"ok":true}"#));
+    assert_eq!(bytes[163..171], 1u64.to_be_bytes());
+    // The README's annotated hex dump shows these bytes.
+    let readme = std::fs::read_to_string(vectors_dir().join("README.md")).expect("README");
+    let dump: String = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("```text"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .filter_map(|l| l.split("  ").nth(1))
+        .flat_map(|hex| hex.split_whitespace())
+        .collect();
+    assert_eq!(dump, vectors::hex(&bytes));
+    // So does SPEC.md §13, CRCs filled in.
+    let spec = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("SPEC.md"))
+        .expect("SPEC.md");
+    let example: String = spec
+        .split("## §13")
+        .nth(1)
+        .expect("§13")
+        .lines()
+        .skip_while(|l| !l.starts_with("```text"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .flat_map(str::split_whitespace)
+        .filter(|token| token.bytes().all(|b| b.is_ascii_hexdigit()))
+        .collect();
+    assert_eq!(example, vectors::hex(&bytes));
+}
