@@ -111,8 +111,8 @@ printf '\n%-18s %10s %12s  %s\n' target exec/s execs "final status line"
 for target in "${targets[@]}"; do
   log="$logs/$target.run.log"
   [ -f "$log" ] || continue
-  execs=$(awk -F': *' '/stat::number_of_executed_units/ {print $2}' "$log" | tail -n 1)
-  rate=$(awk -F': *' '/stat::average_exec_per_sec/ {print $2}' "$log" | tail -n 1)
+  execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -n 1)
+  rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$log" | tail -n 1)
   status=$(grep -E '^#[0-9]+.* cov: ' "$log" | tail -n 1 || true)
   printf '%-18s %10s %12s  %s\n' "$target" "${rate:-?}" "${execs:-?}" "${status:-?}"
 done

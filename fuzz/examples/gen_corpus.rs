@@ -24,7 +24,10 @@ struct Seed {
 }
 
 fn head(attempt_prefix: [u8; 4], key: Option<[u8; 16]>) -> StreamHead {
-    let mut attempt = [0xa1, 0xa2, 0xa3, 0xa4, 0xb1, 0xb2, 0xb3, 0xb4, 0xc1, 0xc2, 0xc3, 0xc4, 0xd1, 0xd2, 0xd3, 0xd4];
+    let mut attempt = [
+        0xa1, 0xa2, 0xa3, 0xa4, 0xb1, 0xb2, 0xb3, 0xb4, 0xc1, 0xc2, 0xc3, 0xc4, 0xd1, 0xd2, 0xd3,
+        0xd4,
+    ];
     attempt[..4].copy_from_slice(&attempt_prefix);
     StreamHead {
         request_key: key.map(RequestKey::from_bytes),
@@ -32,7 +35,11 @@ fn head(attempt_prefix: [u8; 4], key: Option<[u8; 16]>) -> StreamHead {
     }
 }
 
-fn encoded(frame_size: usize, head: StreamHead, write: impl FnOnce(&mut StreamEncoder, &mut BytesMut)) -> Vec<u8> {
+fn encoded(
+    frame_size: usize,
+    head: StreamHead,
+    write: impl FnOnce(&mut StreamEncoder, &mut BytesMut),
+) -> Vec<u8> {
     let mut encoder = StreamEncoder::builder().frame_size(frame_size).build(head);
     let mut wire = BytesMut::new();
     write(&mut encoder, &mut wire);
@@ -42,25 +49,36 @@ fn encoded(frame_size: usize, head: StreamHead, write: impl FnOnce(&mut StreamEn
 /// Streams written with the encoder, and a few built frame by frame.
 fn encoder_seeds() -> Vec<Seed> {
     let spec = head([0xa1, 0xa2, 0xa3, 0xa4], Some(EXPECTED_KEY));
-    let ok = |name: &str, bytes: Vec<u8>| Seed { name: name.into(), bytes, valid: true };
-    let bad = |name: &str, bytes: Vec<u8>| Seed { name: name.into(), bytes, valid: false };
+    let ok = |name: &str, bytes: Vec<u8>| Seed {
+        name: name.into(),
+        bytes,
+        valid: true,
+    };
+    let bad = |name: &str, bytes: Vec<u8>| Seed {
+        name: name.into(),
+        bytes,
+        valid: false,
+    };
     let spec_example = encoded(16 * 1024, spec, |e, w| {
         e.message(br#"{"ok":true}"#, w).unwrap();
         e.end(w).unwrap();
     });
+    let two_messages = encoded(8, head([0, 0, 0, 7], None), |e, w| {
+        e.message(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#, w)
+            .unwrap();
+        for piece in [
+            &b"{\"jsonrpc\":\"2.0\","[..],
+            b"\"id\":1,",
+            b"\"result\":{}}",
+        ] {
+            e.push(piece, w).unwrap();
+        }
+        e.finish_message(w).unwrap();
+        e.end(w).unwrap();
+    });
     let mut seeds = vec![
         ok("spec_example", spec_example.clone()),
-        ok(
-            "two_messages_in_small_frames",
-            encoded(8, head([0, 0, 0, 7], None), |e, w| {
-                e.message(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#, w).unwrap();
-                for piece in [&b"{\"jsonrpc\":\"2.0\","[..], b"\"id\":1,", b"\"result\":{}}"] {
-                    e.push(piece, w).unwrap();
-                }
-                e.finish_message(w).unwrap();
-                e.end(w).unwrap();
-            }),
-        ),
+        ok("two_messages_in_small_frames", two_messages.clone()),
         ok(
             "keepalives_and_empty_message",
             encoded(4, head([1, 2, 3, 4], None), |e, w| {
@@ -73,12 +91,16 @@ fn encoder_seeds() -> Vec<Seed> {
                 e.end(w).unwrap();
             }),
         ),
-        ok("no_messages", encoded(1024, head([9, 9, 9, 9], None), |e, w| e.end(w).unwrap())),
+        ok(
+            "no_messages",
+            encoded(1024, head([9, 9, 9, 9], None), |e, w| e.end(w).unwrap()),
+        ),
         ok(
             "abort_inside_message",
             encoded(16, spec, |e, w| {
                 e.push(br#"{"partial":"#, w).unwrap();
-                e.abort(AbortCode::UpstreamFailed, "model backend went away", w).unwrap();
+                e.abort(AbortCode::UpstreamFailed, "model backend went away", w)
+                    .unwrap();
             }),
         ),
         ok(
@@ -98,7 +120,9 @@ fn encoder_seeds() -> Vec<Seed> {
         ok(
             "message_in_many_frames",
             encoded(512, head([0x55, 0x55, 0x55, 0x55], None), |e, w| {
-                let message: Vec<u8> = (0..3000u32).map(|i| b"0123456789abcdef"[(i % 16) as usize]).collect();
+                let message: Vec<u8> = (0..3000u32)
+                    .map(|i| b"0123456789abcdef"[(i % 16) as usize])
+                    .collect();
                 e.message(&message, w).unwrap();
                 e.end(w).unwrap();
             }),
@@ -125,14 +149,21 @@ fn encoder_seeds() -> Vec<Seed> {
     seeds.push(ok("extension_frame", frames));
 
     // Invalid ones, for the targets that take any bytes.
-    let n = spec_example.len();
-    seeds.push(bad("cut_in_header", spec_example[..10].to_vec()));
-    seeds.push(bad("cut_in_payload", spec_example[..60].to_vec()));
-    seeds.push(bad("cut_before_sentinel", spec_example[..n - 28].to_vec()));
+    let n = two_messages.len();
+    seeds.push(bad("cut_in_header", two_messages[..10].to_vec()));
+    seeds.push(bad("cut_in_payload", two_messages[..60].to_vec()));
+    seeds.push(bad(
+        "cut_inside_message",
+        two_messages[..n - 28 - 60 - 20 - 4].to_vec(),
+    ));
+    seeds.push(bad("cut_before_sentinel", two_messages[..n - 28].to_vec()));
     let mut trailing = spec_example.clone();
     trailing.extend_from_slice(b"\n");
     seeds.push(bad("trailing_byte", trailing));
-    seeds.push(bad("unframed_json", br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec()));
+    seeds.push(bad(
+        "unframed_json",
+        br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec(),
+    ));
     seeds
 }
 
@@ -178,17 +209,16 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) {
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut seeds = vector_seeds(&root);
-    // With the vectors present, keep only the encoder seeds they lack (ignorable frames, wraps,
-    // many frames); without them, all.
-    let have_vectors = !seeds.is_empty();
-    seeds.extend(encoder_seeds().into_iter().filter(|s| {
-        !have_vectors
-            || ["extension_frame", "sequence_wraps", "message_in_many_frames", "keepalives_and_empty_message"]
-                .contains(&s.name.as_str())
-    }));
+    let vectors = seeds.len();
+    seeds.extend(encoder_seeds());
 
     let corpus = root.join("fuzz/corpus");
-    for target in ["decode_raw", "decode_chunked", "roundtrip", "fixed_checksums"] {
+    for target in [
+        "decode_raw",
+        "decode_chunked",
+        "roundtrip",
+        "fixed_checksums",
+    ] {
         let dir = corpus.join(target);
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
@@ -202,21 +232,40 @@ fn main() {
     let mut valid = 0usize;
     for (i, seed) in seeds.iter().enumerate() {
         let with_prefix = |prefix: &[u8]| [prefix, &seed.bytes[..]].concat();
-        write(&corpus.join("decode_raw"), &seed.name, &with_prefix(&[DEFAULT_LIMITS_BYTE]));
+        write(
+            &corpus.join("decode_raw"),
+            &seed.name,
+            &with_prefix(&[DEFAULT_LIMITS_BYTE]),
+        );
         let schedule = SCHEDULES[i % SCHEDULES.len()];
         let mut prefix = vec![DEFAULT_LIMITS_BYTE, schedule.len() as u8];
         prefix.extend_from_slice(schedule);
-        write(&corpus.join("decode_chunked"), &seed.name, &with_prefix(&prefix));
+        write(
+            &corpus.join("decode_chunked"),
+            &seed.name,
+            &with_prefix(&prefix),
+        );
         write(&corpus.join("roundtrip"), &seed.name, &seed.bytes);
         if seed.valid {
             let mode = (valid % 8) as u8;
             valid += 1;
-            write(&corpus.join("fixed_checksums"), &seed.name, &with_prefix(&[mode, DEFAULT_LIMITS_BYTE]));
+            write(
+                &corpus.join("fixed_checksums"),
+                &seed.name,
+                &with_prefix(&[mode, DEFAULT_LIMITS_BYTE]),
+            );
         }
     }
     for (limits, seed) in SMALL_LIMITS.iter().zip(seeds.iter().filter(|s| s.valid)) {
         let name = format!("{}_limits_{limits:02x}", seed.name);
-        write(&corpus.join("decode_raw"), &name, &[&[*limits], &seed.bytes[..]].concat());
+        write(
+            &corpus.join("decode_raw"),
+            &name,
+            &[&[*limits], &seed.bytes[..]].concat(),
+        );
     }
-    println!("wrote seeds for {} streams ({} from tests/vectors) under fuzz/corpus/", seeds.len(), if have_vectors { "some" } else { "none" });
+    println!(
+        "wrote seeds for {} streams ({vectors} from tests/vectors) under fuzz/corpus/",
+        seeds.len()
+    );
 }

@@ -13,7 +13,7 @@ use mcp_framing::{
 };
 use sha2::{Digest, Sha256};
 
-use crate::limits::Limits;
+use super::limits::Limits;
 
 const AFTER_HEAD: &str = "the re-encoder exists after the head";
 
@@ -93,13 +93,20 @@ impl<'a> StreamChecker<'a> {
             "event after the terminal frame: {event:?}"
         );
         if !matches!(event, Event::Opened(_)) {
-            assert!(self.head.is_some(), "event before the stream head: {event:?}");
+            assert!(
+                self.head.is_some(),
+                "event before the stream head: {event:?}"
+            );
         }
         match event {
             Event::Opened(head) => {
                 assert!(self.head.is_none(), "second stream head {head:?}");
                 if let Some(key) = self.limits.request_key {
-                    assert_eq!(head.request_key, Some(key), "head with the wrong key reported");
+                    assert_eq!(
+                        head.request_key,
+                        Some(key),
+                        "head with the wrong key reported"
+                    );
                 }
                 assert_ne!(
                     head.request_key.map(|k| *k.as_bytes()),
@@ -123,8 +130,16 @@ impl<'a> StreamChecker<'a> {
                     bytes.len(),
                     self.limits.max_frame_payload
                 );
-                assert_eq!(chunk.message_index(), self.messages, "chunk's message index");
-                assert_eq!(chunk.offset(), self.open_len, "chunk's offset in its message");
+                assert_eq!(
+                    chunk.message_index(),
+                    self.messages,
+                    "chunk's message index"
+                );
+                assert_eq!(
+                    chunk.offset(),
+                    self.open_len,
+                    "chunk's offset in its message"
+                );
                 self.open_len += bytes.len() as u64;
                 assert!(
                     self.open_len <= self.limits.max_message_size,
@@ -141,17 +156,27 @@ impl<'a> StreamChecker<'a> {
                     .expect("re-encode a chunk");
             }
             Event::Message(message) => {
-                assert!(self.limits.assemble, "Message event from a non-assembling decoder");
+                assert!(
+                    self.limits.assemble,
+                    "Message event from a non-assembling decoder"
+                );
                 assert!(
                     message.bytes().iter().eq(self.open_chunks.iter().flatten()),
                     "message bytes are not the concatenation of its chunks"
                 );
                 let digest: [u8; 32] = Sha256::digest(message.bytes()).into();
-                assert_eq!(digest, message.summary().sha256, "summary digest of the bytes");
+                assert_eq!(
+                    digest,
+                    message.summary().sha256,
+                    "summary digest of the bytes"
+                );
                 self.close_message(message.summary());
             }
             Event::MessageVerified(summary) => {
-                assert!(!self.limits.assemble, "MessageVerified from an assembling decoder");
+                assert!(
+                    !self.limits.assemble,
+                    "MessageVerified from an assembling decoder"
+                );
                 self.close_message(*summary);
             }
             Event::KeepAlive => {
@@ -163,7 +188,10 @@ impl<'a> StreamChecker<'a> {
             }
             Event::End(summary) => {
                 assert_eq!(self.open_len, 0, "STREAM_END inside a message accepted");
-                assert_eq!(summary.messages, self.messages, "end summary's message count");
+                assert_eq!(
+                    summary.messages, self.messages,
+                    "end summary's message count"
+                );
                 assert_eq!(summary.frames, progress.frames, "end summary's frame count");
                 assert_eq!(summary.bytes, consumed as u64, "end summary's byte count");
                 self.end = Some(*summary);
@@ -174,7 +202,10 @@ impl<'a> StreamChecker<'a> {
                     .expect("re-encode the end");
             }
             Event::Aborted(abort) => {
-                assert!(abort.reason.len() <= MAX_ABORT_REASON_LEN, "abort reason too long");
+                assert!(
+                    abort.reason.len() <= MAX_ABORT_REASON_LEN,
+                    "abort reason too long"
+                );
                 self.abort = Some(abort.clone());
                 self.encoder
                     .as_mut()
@@ -200,10 +231,16 @@ impl<'a> StreamChecker<'a> {
     }
 
     fn check_progress(&mut self, consumed: usize, progress: Progress) {
-        assert_eq!(progress.bytes, consumed as u64, "progress bytes vs bytes consumed");
+        assert_eq!(
+            progress.bytes, consumed as u64,
+            "progress bytes vs bytes consumed"
+        );
         assert_eq!(progress.messages, self.messages, "progress message count");
         if self.abort.is_none() {
-            assert_eq!(progress.open_message_bytes, self.open_len, "progress open bytes");
+            assert_eq!(
+                progress.open_message_bytes, self.open_len,
+                "progress open bytes"
+            );
         }
         self.frames += 1;
         assert!(progress.frames >= self.frames, "fewer frames than events");
@@ -249,7 +286,9 @@ impl<'a> StreamChecker<'a> {
             .build(head);
         let mut wire = BytesMut::new();
         for chunk in &self.open_chunks {
-            encoder.push(chunk, &mut wire).expect("push a verified chunk");
+            encoder
+                .push(chunk, &mut wire)
+                .expect("push a verified chunk");
         }
         let alone = encoder.finish_message(&mut wire).expect("finish");
         encoder.end(&mut wire).expect("end");
@@ -265,7 +304,10 @@ impl<'a> StreamChecker<'a> {
         assert_eq!(stream.head, head, "re-encoded head");
         assert_eq!(stream.messages.len(), 1, "re-encoded message count");
         let again = &stream.messages[0];
-        assert_eq!((again.summary().len, again.summary().sha256), (summary.len, summary.sha256));
+        assert_eq!(
+            (again.summary().len, again.summary().sha256),
+            (summary.len, summary.sha256)
+        );
         assert!(
             again.bytes().iter().eq(self.open_chunks.iter().flatten()),
             "re-encoded message decodes to other bytes"
@@ -285,7 +327,11 @@ impl<'a> StreamChecker<'a> {
                 assert!(self.end.is_some(), "clean end without STREAM_END");
                 assert_eq!(remaining.unwrap_or(0), 0, "clean end with bytes left");
                 if self.in_sync {
-                    assert_eq!(self.synced_to, self.input.len(), "clean end before the input's end");
+                    assert_eq!(
+                        self.synced_to,
+                        self.input.len(),
+                        "clean end before the input's end"
+                    );
                 }
                 return;
             }
@@ -293,7 +339,11 @@ impl<'a> StreamChecker<'a> {
         };
         match err {
             DecodeError::PeerAbort(abort) => {
-                assert_eq!(Some(abort), self.abort.as_ref(), "PeerAbort without that ABORT");
+                assert_eq!(
+                    Some(abort),
+                    self.abort.as_ref(),
+                    "PeerAbort without that ABORT"
+                );
                 assert_eq!(remaining.unwrap_or(0), 0, "PeerAbort with bytes left");
             }
             DecodeError::TrailingData { len } => {
@@ -315,9 +365,19 @@ impl<'a> StreamChecker<'a> {
     }
 
     fn check_truncation(&self, at: Truncation, progress: Progress, remaining: Option<usize>) {
-        assert_eq!(progress.bytes, self.input.len() as u64, "truncation's byte count");
-        assert_eq!(progress.messages, self.messages, "truncation's message count");
-        assert_eq!(progress.open_message_bytes, self.open_len, "truncation's open bytes");
+        assert_eq!(
+            progress.bytes,
+            self.input.len() as u64,
+            "truncation's byte count"
+        );
+        assert_eq!(
+            progress.messages, self.messages,
+            "truncation's message count"
+        );
+        assert_eq!(
+            progress.open_message_bytes, self.open_len,
+            "truncation's open bytes"
+        );
         let whole_frames = || {
             assert_eq!(remaining.unwrap_or(0), 0, "{at:?} with bytes buffered");
             assert!(self.head.is_some(), "{at:?} before the head");
@@ -327,7 +387,10 @@ impl<'a> StreamChecker<'a> {
                 assert!(self.input.is_empty(), "NoFrame for a non-empty input");
             }
             Truncation::InHeader { received } => {
-                assert!((1..20).contains(&received), "InHeader with {received} bytes");
+                assert!(
+                    (1..20).contains(&received),
+                    "InHeader with {received} bytes"
+                );
                 if let Some(remaining) = remaining {
                     assert_eq!(received, remaining, "InHeader's byte count");
                 }
@@ -335,7 +398,10 @@ impl<'a> StreamChecker<'a> {
             Truncation::InPayload {
                 received, declared, ..
             } => {
-                assert!(received < declared as usize, "InPayload with the whole payload");
+                assert!(
+                    received < declared as usize,
+                    "InPayload with the whole payload"
+                );
                 if let Some(remaining) = remaining {
                     assert_eq!(received, remaining, "InPayload's byte count");
                 }
@@ -362,10 +428,17 @@ impl<'a> StreamChecker<'a> {
             }
             DecodeError::MessageTooLarge { len, max } => {
                 assert_eq!(max, self.limits.max_message_size, "MessageTooLarge's limit");
-                assert!(len > max && len > self.open_len, "MessageTooLarge for {len}");
+                assert!(
+                    len > max && len > self.open_len,
+                    "MessageTooLarge for {len}"
+                );
             }
             DecodeError::RequestKeyMismatch { expected, .. } => {
-                assert_eq!(Some(expected), self.limits.request_key, "key mismatch, no key set");
+                assert_eq!(
+                    Some(expected),
+                    self.limits.request_key,
+                    "key mismatch, no key set"
+                );
             }
             DecodeError::LengthMismatch {
                 index, received, ..

@@ -16,8 +16,8 @@ use futures::Stream;
 use mcp_framing::{DecodeError, Event};
 use tokio_util::codec::FramedRead;
 
-use crate::limits::Limits;
-use crate::reader::ScheduledReader;
+use super::limits::Limits;
+use super::reader::ScheduledReader;
 
 /// Every event of a decoder fed all of `input` at once, then its verdict if that is an error.
 #[must_use]
@@ -60,9 +60,14 @@ pub fn framed(limits: &Limits, input: &[u8], schedule: &[u8]) -> Vec<Result<Even
             Poll::Ready(Some(Ok(event))) => events.push(Ok(event)),
             Poll::Ready(Some(Err(err))) => {
                 let err = err.as_decode().cloned();
-                events.push(Err(err.expect("only decode errors from an in-memory reader")));
+                events.push(Err(
+                    err.expect("only decode errors from an in-memory reader")
+                ));
                 let next = Pin::new(&mut frames).poll_next(&mut cx);
-                assert!(matches!(next, Poll::Ready(None)), "FramedRead goes on after an error");
+                assert!(
+                    matches!(next, Poll::Ready(None)),
+                    "FramedRead goes on after an error"
+                );
                 return events;
             }
             Poll::Ready(None) => return events,
@@ -91,7 +96,11 @@ pub fn run(data: &[u8]) {
     let (schedule, input) = rest.split_at(usize::from(*n).min(rest.len()));
     let whole = normalized(one_shot(&limits, input));
     let pieces = normalized(framed(&limits, input, schedule));
-    assert_eq!(whole.len(), pieces.len(), "event count: one-shot vs chunked");
+    assert_eq!(
+        whole.len(),
+        pieces.len(),
+        "event count: one-shot vs chunked"
+    );
     for (i, (a, b)) in whole.iter().zip(&pieces).enumerate() {
         assert_eq!(a, b, "event {i}: one-shot vs chunked");
     }

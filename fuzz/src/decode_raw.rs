@@ -14,9 +14,9 @@
 use bytes::BytesMut;
 use mcp_framing::{DecodeError, StreamDecoder};
 
-use crate::MemoryGuard;
-use crate::checker::StreamChecker;
-use crate::limits::Limits;
+use super::MemoryGuard;
+use super::checker::StreamChecker;
+use super::limits::Limits;
 
 /// Heap growth allowed while the decoder holds `input_len` bytes of input under `limits`.
 ///
@@ -67,7 +67,10 @@ pub fn run(data: &[u8], guard: &dyn MemoryGuard) {
             Err(err) => {
                 if !at_eof {
                     assert!(
-                        !matches!(err, DecodeError::Truncated { .. } | DecodeError::PeerAbort(_)),
+                        !matches!(
+                            err,
+                            DecodeError::Truncated { .. } | DecodeError::PeerAbort(_)
+                        ),
                         "decode returned the end-of-input verdict {err}"
                     );
                 }
@@ -96,17 +99,33 @@ pub fn run(data: &[u8], guard: &dyn MemoryGuard) {
 
 /// After the verdict the decoder stays where it is: an error comes back on every call, a
 /// complete stream stays complete.
-fn fails_closed(decoder: &mut StreamDecoder, buf: &mut BytesMut, verdict: &Result<(), DecodeError>) {
+fn fails_closed(
+    decoder: &mut StreamDecoder,
+    buf: &mut BytesMut,
+    verdict: &Result<(), DecodeError>,
+) {
     match verdict {
         Ok(()) => {
             assert!(decoder.is_complete(), "clean end, decoder not complete");
             assert_eq!(decoder.decode(buf), Ok(None), "decode after the end");
-            assert_eq!(decoder.decode_eof(buf), Ok(None), "decode_eof after the end");
+            assert_eq!(
+                decoder.decode_eof(buf),
+                Ok(None),
+                "decode_eof after the end"
+            );
         }
         Err(err) => {
             assert!(!decoder.is_complete(), "failed decoder says complete");
-            assert_eq!(decoder.decode(buf).as_ref(), Err(err), "decode after an error");
-            assert_eq!(decoder.decode_eof(buf).as_ref(), Err(err), "decode_eof after an error");
+            assert_eq!(
+                decoder.decode(buf).as_ref(),
+                Err(err),
+                "decode after an error"
+            );
+            assert_eq!(
+                decoder.decode_eof(buf).as_ref(),
+                Err(err),
+                "decode_eof after an error"
+            );
         }
     }
 }

@@ -11,15 +11,15 @@
 //! | 1 | sequence numbers: HEAD's from its attempt id, then each frame the previous plus one |
 //! | 2 | each STREAM_END's message count, from the MESSAGE_END frames before it |
 //!
-//! Oracle: the decoder reports exactly what the independent [`model`](crate::model) reads from
+//! Oracle: the decoder reports exactly what the independent [`model`](super::model) reads from
 //! the repaired frames: the same events (so a clean end has exactly the messages the frames
 //! say, none skipped or merged) and the same verdict.
 
 use sha2::{Digest, Sha256};
 
-use crate::decode_chunked::one_shot;
-use crate::limits::Limits;
-use crate::model;
+use super::decode_chunked::one_shot;
+use super::limits::Limits;
+use super::model;
 
 /// Repairs selected by the mode byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,9 +67,9 @@ pub fn repair(stream: &mut [u8], mode: Mode) {
             let own = u32::from_be_bytes(stream[pos + 4..pos + 8].try_into().expect("4 bytes"));
             let fixed = match sequence {
                 Some(previous) => previous.wrapping_add(1),
-                None if kind == 0x01 && complete && len == 32 => u32::from_be_bytes(
-                    stream[start + 16..start + 20].try_into().expect("4 bytes"),
-                ),
+                None if kind == 0x01 && complete && len == 32 => {
+                    u32::from_be_bytes(stream[start + 16..start + 20].try_into().expect("4 bytes"))
+                }
                 None => own,
             };
             put32(stream, pos + 4, fixed);

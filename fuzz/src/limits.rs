@@ -11,7 +11,16 @@ pub const FRAME_LIMITS: [u32; 4] = [MIN_MAX_FRAME_PAYLOAD, 1500, 4096, DEFAULT_M
 
 /// Message limits a target can pick (bits 2..=4): tiny ones that the fuzzer's inputs can reach,
 /// and the default.
-pub const MESSAGE_LIMITS: [u64; 8] = [0, 1, 40, 1000, 4096, 65_536, 1 << 20, DEFAULT_MAX_MESSAGE_SIZE];
+pub const MESSAGE_LIMITS: [u64; 8] = [
+    0,
+    1,
+    40,
+    1000,
+    4096,
+    65_536,
+    1 << 20,
+    DEFAULT_MAX_MESSAGE_SIZE,
+];
 
 /// The request key a decoder expects when bit 6 is set: the key of SPEC.md §13.
 pub const EXPECTED_KEY: [u8; 16] = [

@@ -4,10 +4,12 @@
 //! disagreement points at one of the two.
 
 use mcp_framing::frame::FrameKind;
-use mcp_framing::{Abort, AttemptId, DecodeError, Event, RequestKey, StreamHead, StreamSummary, Truncation};
+use mcp_framing::{
+    Abort, AttemptId, DecodeError, Event, RequestKey, StreamHead, StreamSummary, Truncation,
+};
 use sha2::{Digest, Sha256};
 
-use crate::limits::Limits;
+use super::limits::Limits;
 
 /// SPEC.md §2: magic and version.
 const MAGIC: [u8; 2] = [0x9f, 0x4d];
@@ -313,18 +315,37 @@ pub fn assert_agrees(outcome: &Outcome, events: &[Result<Event, DecodeError>], a
 fn matches(expected: &Expected, event: &Event, assemble: bool) -> bool {
     match (expected, event) {
         (Expected::Opened(head), Event::Opened(found)) => head == found,
-        (Expected::Chunk { index, offset, bytes }, Event::Chunk(chunk)) => {
+        (
+            Expected::Chunk {
+                index,
+                offset,
+                bytes,
+            },
+            Event::Chunk(chunk),
+        ) => {
             (chunk.message_index(), chunk.offset()) == (*index, *offset)
                 && chunk.unverified_bytes()[..] == bytes[..]
         }
-        (Expected::Message { index, bytes, sha256 }, Event::Message(message)) if assemble => {
+        (
+            Expected::Message {
+                index,
+                bytes,
+                sha256,
+            },
+            Event::Message(message),
+        ) if assemble => {
             let summary = message.summary();
             (summary.index, summary.len, summary.sha256) == (*index, bytes.len() as u64, *sha256)
                 && message.bytes()[..] == bytes[..]
         }
-        (Expected::Message { index, bytes, sha256 }, Event::MessageVerified(summary))
-            if !assemble =>
-        {
+        (
+            Expected::Message {
+                index,
+                bytes,
+                sha256,
+            },
+            Event::MessageVerified(summary),
+        ) if !assemble => {
             (summary.index, summary.len, summary.sha256) == (*index, bytes.len() as u64, *sha256)
         }
         (Expected::KeepAlive, Event::KeepAlive) => true,

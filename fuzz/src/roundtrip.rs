@@ -8,7 +8,7 @@
 //! - the encoder writes exactly the frames a simple simulation of its documented behaviour
 //!   predicts (serialized independently here), refuses the calls it documents refusing, and
 //!   writes nothing when it refuses;
-//! - decoding, in the scripted reads, reports exactly what the [`model`](crate::model) reads
+//! - decoding, in the scripted reads, reports exactly what the [`model`](super::model) reads
 //!   from those bytes;
 //! - and the round trip itself: when the decoder's limits admit the stream, a clean stream gives
 //!   back every message and keepalive, an aborted one the messages finished before the abort and
@@ -24,8 +24,8 @@ use mcp_framing::{
 };
 use sha2::{Digest, Sha256};
 
-use crate::limits::Limits;
-use crate::model::{self, Expected, Verdict};
+use super::limits::Limits;
+use super::model::{self, Expected, Verdict};
 
 /// One encoder call.
 #[derive(Arbitrary, Clone, Debug)]
@@ -70,7 +70,7 @@ pub struct Script {
     /// Encoder message limit (`None`: the default).
     pub max_message_size: Option<u16>,
     /// Decoder limits byte ([`Limits::from_byte`]); with bit 6 the decoder expects the script's
-    /// key, or [`crate::limits::EXPECTED_KEY`] if it has none.
+    /// key, or [`EXPECTED_KEY`](super::limits::EXPECTED_KEY) if it has none.
     pub decoder_limits: u8,
     /// The encoder calls.
     pub ops: Vec<Op>,
@@ -108,7 +108,9 @@ impl Simulation {
         for piece in bytes.chunks(self.frame_size) {
             self.frame(0x02, piece.to_vec());
         }
-        self.open.get_or_insert_with(Vec::new).extend_from_slice(bytes);
+        self.open
+            .get_or_insert_with(Vec::new)
+            .extend_from_slice(bytes);
     }
 
     fn finish(&mut self) {
@@ -179,7 +181,10 @@ fn encode(script: &Script) -> (BytesMut, Simulation) {
                 let len = sim.open.as_ref().map_or(0, Vec::len) as u64 + bytes.len() as u64;
                 let result = encoder.push(bytes, &mut wire);
                 if len > sim.max_message && !bytes.is_empty() {
-                    assert!(matches!(result, Err(EncodeError::MessageTooLarge { .. })), "{result:?}");
+                    assert!(
+                        matches!(result, Err(EncodeError::MessageTooLarge { .. })),
+                        "{result:?}"
+                    );
                     true
                 } else {
                     result.expect("push within the limit");
@@ -192,10 +197,16 @@ fn encode(script: &Script) -> (BytesMut, Simulation) {
             Op::Message(bytes) => {
                 let result = encoder.message(bytes, &mut wire);
                 if sim.open.is_some() {
-                    assert!(matches!(result, Err(EncodeError::MessageOpen)), "{result:?}");
+                    assert!(
+                        matches!(result, Err(EncodeError::MessageOpen)),
+                        "{result:?}"
+                    );
                     true
                 } else if bytes.len() as u64 > sim.max_message {
-                    assert!(matches!(result, Err(EncodeError::MessageTooLarge { .. })), "{result:?}");
+                    assert!(
+                        matches!(result, Err(EncodeError::MessageTooLarge { .. })),
+                        "{result:?}"
+                    );
                     true
                 } else {
                     let summary = result.expect("message within the limit");
@@ -218,18 +229,35 @@ fn encode(script: &Script) -> (BytesMut, Simulation) {
             }
         };
         if refused {
-            assert_eq!(wire.len(), before, "the encoder wrote bytes for a refused call: {op:?}");
+            assert_eq!(
+                wire.len(),
+                before,
+                "the encoder wrote bytes for a refused call: {op:?}"
+            );
         }
-        assert_eq!(encoder.in_message(), sim.open.is_some(), "in_message after {op:?}");
+        assert_eq!(
+            encoder.in_message(),
+            sim.open.is_some(),
+            "in_message after {op:?}"
+        );
     }
     match &script.ending {
         Ending::End | Ending::Cut(_) => {
             if sim.open.is_some() {
                 let before = wire.len();
                 let result = encoder.end(&mut wire);
-                assert!(matches!(result, Err(EncodeError::MessageOpen)), "{result:?}");
-                assert_eq!(wire.len(), before, "the encoder wrote bytes for a refused end");
-                encoder.finish_message(&mut wire).expect("finish before the end");
+                assert!(
+                    matches!(result, Err(EncodeError::MessageOpen)),
+                    "{result:?}"
+                );
+                assert_eq!(
+                    wire.len(),
+                    before,
+                    "the encoder wrote bytes for a refused end"
+                );
+                encoder
+                    .finish_message(&mut wire)
+                    .expect("finish before the end");
                 sim.finish();
             }
             encoder.end(&mut wire).expect("end");
@@ -239,7 +267,10 @@ fn encode(script: &Script) -> (BytesMut, Simulation) {
             let mut reason = reason.as_str();
             if reason.len() > MAX_ABORT_REASON_LEN {
                 let result = encoder.abort((*code).into(), reason, &mut wire);
-                assert!(matches!(result, Err(EncodeError::AbortReasonTooLong { .. })));
+                assert!(matches!(
+                    result,
+                    Err(EncodeError::AbortReasonTooLong { .. })
+                ));
                 let mut cut = MAX_ABORT_REASON_LEN;
                 while !reason.is_char_boundary(cut) {
                     cut -= 1;
@@ -260,7 +291,10 @@ fn encode(script: &Script) -> (BytesMut, Simulation) {
         assert!(encoder.is_finished(), "finished after the terminal frame");
         let before = wire.len();
         let result = encoder.push(b"late", &mut wire);
-        assert!(matches!(result, Err(EncodeError::StreamFinished)), "{result:?}");
+        assert!(
+            matches!(result, Err(EncodeError::StreamFinished)),
+            "{result:?}"
+        );
         assert_eq!(wire.len(), before, "the encoder wrote bytes after the end");
     }
     (wire, sim)
@@ -315,7 +349,10 @@ pub fn run(data: &[u8]) {
         return;
     };
     let (wire, sim) = encode(&script);
-    assert!(wire[..] == sim.wire()[..], "encoder output differs from the simulation");
+    assert!(
+        wire[..] == sim.wire()[..],
+        "encoder output differs from the simulation"
+    );
 
     let mut limits = Limits::from_byte(script.decoder_limits);
     if limits.request_key.is_some() {
@@ -344,21 +381,27 @@ pub fn run(data: &[u8]) {
         .filter(|e| matches!(e, Expected::KeepAlive))
         .count();
     assert!(
-        messages.len() <= sim.messages.len() && messages.iter().zip(&sim.messages).all(|(a, b)| a == b),
+        messages.len() <= sim.messages.len()
+            && messages.iter().zip(&sim.messages).all(|(a, b)| a == b),
         "decoded messages are not a prefix of the encoded ones"
     );
-    let admitted = sim.frames.iter().all(|(kind, payload)| {
-        *kind != 0x02 || payload.len() <= limits.max_frame_payload as usize
-    }) && sim
-        .messages
-        .iter()
-        .chain(&sim.open)
-        .all(|m| m.len() as u64 <= limits.max_message_size)
-        && (sim.frames.is_empty()
-            || limits.request_key.is_none()
-            || limits.request_key == sim.head.request_key);
+    let admitted =
+        sim.frames.iter().all(|(kind, payload)| {
+            *kind != 0x02 || payload.len() <= limits.max_frame_payload as usize
+        }) && sim
+            .messages
+            .iter()
+            .chain(&sim.open)
+            .all(|m| m.len() as u64 <= limits.max_message_size)
+            && (sim.frames.is_empty()
+                || limits.request_key.is_none()
+                || limits.request_key == sim.head.request_key);
     if let Ending::Cut(_) = script.ending {
-        assert_ne!(outcome.verdict, Verdict::Clean, "a strict prefix decoded as clean");
+        assert_ne!(
+            outcome.verdict,
+            Verdict::Clean,
+            "a strict prefix decoded as clean"
+        );
         return;
     }
     if !admitted {
