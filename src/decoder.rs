@@ -8,7 +8,7 @@ use crate::error::{DecodeError, Progress, StreamState, Truncation};
 use crate::event::{
     Abort, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk, VerifiedMessage,
 };
-use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, be_u64};
+use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, VERSION, be_u64};
 use crate::ids::{AttemptId, RequestKey};
 
 /// Default maximum frame payload a decoder accepts: 64 KiB (SPEC.md §6).
@@ -483,6 +483,9 @@ impl StreamDecoder {
                 } => (header, kind, offset),
                 Phase::Header => {
                     let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
+                        // Reject a body that is not framed at all (a short JSON error, an HTML
+                        // proxy page) as soon as its first bytes show it, not as a truncation.
+                        check_partial_header(buf, self.progress.bytes)?;
                         return Ok(None);
                     };
                     let offset = self.progress.bytes;
@@ -719,6 +722,24 @@ impl StreamDecoder {
             self.first_chunk = Some(chunk.clone());
         }
     }
+}
+
+/// Checks magic and version of a header whose 20 bytes have not all arrived (SPEC.md §2).
+fn check_partial_header(buf: &[u8], offset: u64) -> Result<(), DecodeError> {
+    if let [first, second, rest @ ..] = buf {
+        if [*first, *second] != MAGIC {
+            return Err(DecodeError::BadMagic {
+                found: [*first, *second],
+                offset,
+            });
+        }
+        if let Some(&version) = rest.first() {
+            if version != VERSION {
+                return Err(DecodeError::UnsupportedVersion { version, offset });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// SPEC.md §4: every frame after HEAD carries the previous sequence number plus one.

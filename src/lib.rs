@@ -94,12 +94,17 @@
 
 #[cfg(feature = "codec")]
 mod codec;
+pub mod contract;
 mod decoder;
 mod encoder;
 mod error;
 mod event;
 pub mod frame;
 mod ids;
+mod outcome;
+mod request;
+mod retry;
+mod telemetry;
 
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
@@ -114,6 +119,21 @@ pub use event::{
     VerifiedMessage,
 };
 pub use ids::{AttemptId, ParseIdError, RequestKey};
+
+pub use contract::{
+    ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,
+    Negotiated, PolicyBuilder, ServerDiscovery,
+};
+pub use outcome::{
+    Completion, DiscoveryMode, Observations, Outcome, Regime, StreamCompletionAmbiguousError,
+    Verdict, classify,
+};
+pub use request::{
+    FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,
+    set_request_key,
+};
+pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+pub use telemetry::{AttemptContext, FramingMetrics, MetricsSnapshot};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -1,0 +1,134 @@
+//! How a request carries its request key and its opt-in to framing (SPEC.md §10).
+//!
+//! A client draws one [`RequestKey`] per logical request and sends it with every attempt of that
+//! request, in the [`REQUEST_KEY_HEADER`] HTTP header and in the JSON-RPC request's
+//! `params._meta[`[`REQUEST_KEY_META`]`]`. The server echoes it in the stream head; a decoder built
+//! with [`DecoderBuilder::expect_request_key`](crate::DecoderBuilder::expect_request_key) (as
+//! [`ClientPolicy::decoder`](crate::ClientPolicy::decoder) does) reports another key as
+//! [`DecodeError::RequestKeyMismatch`](crate::DecodeError::RequestKeyMismatch), a cross-wired
+//! response.
+//!
+//! ```
+//! use mcp_framing::{request_key, set_request_key, RequestKey, REQUEST_KEY_HEADER};
+//!
+//! let key = RequestKey::random(); // once per logical request; reused on retries
+//! let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+//!                                      "params": {"name": "search", "arguments": {}}});
+//! set_request_key(&mut request, key)?;
+//! let header = (REQUEST_KEY_HEADER, key.to_string());
+//! assert_eq!(request_key(&request)?, Some(key));
+//! assert_eq!(header.1.len(), 32);
+//! # Ok::<(), mcp_framing::RequestKeyError>(())
+//! ```
+
+use serde_json::{Map, Value};
+
+use crate::ids::{ParseIdError, RequestKey};
+
+/// The HTTP request header carrying the request key as 32 lowercase hex digits (SPEC.md §10).
+pub const REQUEST_KEY_HEADER: &str = "Mcp-Framing-Request-Key";
+
+/// The `params._meta` key carrying the request key as 32 lowercase hex digits (SPEC.md §10). A
+/// reverse-DNS `{prefix}/{name}` key, as MCP requires for `_meta` keys outside its own prefixes.
+pub const REQUEST_KEY_META: &str = "io.github.mcp-framing/requestKey";
+
+/// The HTTP request header by which a client opts in to framing, listing the format versions it
+/// accepts, comma separated (SPEC.md §10); see
+/// [`ClientPolicy::framing_header_value`](crate::ClientPolicy::framing_header_value).
+pub const FRAMING_HEADER: &str = "Mcp-Framing";
+
+/// Why a JSON-RPC request's request key could not be written or read.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{set_request_key, RequestKey, RequestKeyError};
+/// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": [1, 2]});
+/// assert!(matches!(set_request_key(&mut request, RequestKey::random()),
+///                  Err(RequestKeyError::ParamsNotObject)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestKeyError {
+    /// The value is not a JSON object (not a JSON-RPC request).
+    #[error("the request is not a JSON object")]
+    NotAnObject,
+    /// `params` is present but not an object (by-position parameters have no `_meta`).
+    #[error("the request's params are not an object, so they cannot carry _meta")]
+    ParamsNotObject,
+    /// `params._meta` is present but not an object.
+    #[error("the request's params._meta is not an object")]
+    MetaNotObject,
+    /// The key is present but not 32 hex digits.
+    #[error("params._meta[\"{REQUEST_KEY_META}\"] is not a request key: {0}")]
+    InvalidKey(#[source] ParseIdError),
+}
+
+/// Writes `key` into a JSON-RPC request's `params._meta[REQUEST_KEY_META]`, creating `params` and
+/// `_meta` if absent, replacing an earlier key.
+///
+/// # Errors
+///
+/// [`RequestKeyError`] if the request, its `params` or its `_meta` is not a JSON object.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{set_request_key, RequestKey, REQUEST_KEY_META};
+/// let key = RequestKey::from_bytes([0xab; 16]);
+/// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+/// set_request_key(&mut request, key)?;
+/// assert_eq!(request["params"]["_meta"][REQUEST_KEY_META], "ab".repeat(16));
+/// # Ok::<(), mcp_framing::RequestKeyError>(())
+/// ```
+pub fn set_request_key(request: &mut Value, key: RequestKey) -> Result<(), RequestKeyError> {
+    let request = request
+        .as_object_mut()
+        .ok_or(RequestKeyError::NotAnObject)?;
+    let params = request
+        .entry("params")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or(RequestKeyError::ParamsNotObject)?;
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or(RequestKeyError::MetaNotObject)?;
+    meta.insert(REQUEST_KEY_META.to_owned(), Value::String(key.to_string()));
+    Ok(())
+}
+
+/// Reads the request key from a JSON-RPC request's `params._meta[REQUEST_KEY_META]` (the server
+/// side, or a client checking what it sends). `Ok(None)` when there is none.
+///
+/// # Errors
+///
+/// [`RequestKeyError`] if the request is not an object, or the key is present but is not 32 hex
+/// digits.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{request_key, RequestKeyError};
+/// let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+/// assert_eq!(request_key(&request), Ok(None));
+/// let bad = serde_json::json!({"params": {"_meta": {"io.github.mcp-framing/requestKey": "xyz"}}});
+/// assert!(matches!(request_key(&bad), Err(RequestKeyError::InvalidKey(_))));
+/// ```
+pub fn request_key(request: &Value) -> Result<Option<RequestKey>, RequestKeyError> {
+    let request = request.as_object().ok_or(RequestKeyError::NotAnObject)?;
+    let Some(raw) = request
+        .get("params")
+        .and_then(|params| params.get("_meta"))
+        .and_then(|meta| meta.get(REQUEST_KEY_META))
+    else {
+        return Ok(None);
+    };
+    // A value that is not a string is not 32 hex digits either.
+    raw.as_str()
+        .unwrap_or_default()
+        .parse()
+        .map(Some)
+        .map_err(RequestKeyError::InvalidKey)
+}

@@ -1,0 +1,294 @@
+//! Whether to retry a request after its response stream ended (SPEC.md §11.6).
+//!
+//! The decision takes the stream's [`Outcome`] and what the request is ([`RequestTraits`]:
+//! idempotent? carries a request key?) and answers [`RetryDecision::Retry`],
+//! [`RetryDecision::DoNotRetry`] or [`RetryDecision::SurfaceToCaller`], always with a
+//! [`RetryReason`].
+//!
+//! # Why a silent retry against re-resolved stateless discovery masks truncation
+//!
+//! With stateless per-request discovery (MCP 2026-07-28 behind an autoscaler), a retry is resolved
+//! afresh and usually lands on another instance, which answers completely. If the client retried
+//! a cut stream silently, the caller would see one success: the truncation (a proxy cutting
+//! bodies, an instance dying mid-response, an old instance without framing) never reaches a log
+//! or a dashboard, and a request that is not idempotent may have executed twice, once on the
+//! instance whose response was lost. No probe can tell, since the first instance is gone or
+//! unreachable by design. Hence the rules:
+//!
+//! - an abandoned (or corrupt, spliced, cross-wired, aborted) stream is retried only when
+//!   repeating the request is harmless: it is idempotent, or it carries a request key (the same
+//!   key on every retry, so the server can deduplicate it, SPEC.md §10);
+//! - an ambiguous close (Regime C) is never retried by default: whether it completed is unknown;
+//! - every non-clean outcome is recorded ([`FramingMetrics::record`](crate::FramingMetrics::record))
+//!   *before* the retry, so it shows even when the retry succeeds.
+//!
+//! ```
+//! use mcp_framing::{Outcome, RequestKey, RequestTraits, RetryDecision, RetryPolicy, StreamDecoder};
+//!
+//! let outcome = Outcome::from_eof(&StreamDecoder::new().decode_all(b"").map(|_| None));
+//! let keyed = RequestTraits::keyed(RequestKey::random());
+//! assert!(matches!(RetryPolicy::default().decide(&outcome, &keyed), RetryDecision::Retry(_)));
+//! let plain = RequestTraits::default(); // a tools/call: not idempotent, no key
+//! assert!(matches!(RetryPolicy::default().decide(&outcome, &plain), RetryDecision::SurfaceToCaller(_)));
+//! ```
+
+use std::fmt;
+
+use crate::event::AbortCode;
+use crate::ids::RequestKey;
+use crate::outcome::{Outcome, Verdict};
+
+/// What the request is, as far as repeating it goes.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{RequestKey, RequestTraits};
+///
+/// let read = RequestTraits::idempotent(); // e.g. resources/read, tools/list
+/// assert!(read.is_idempotent && read.request_key.is_none());
+/// let key = RequestKey::random();
+/// assert_eq!(RequestTraits::keyed(key).request_key, Some(key));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RequestTraits {
+    /// Repeating the request has no further effect (e.g. a read-only tool, a list request).
+    pub is_idempotent: bool,
+    /// The request key the request carries, reused on every retry (SPEC.md §10).
+    pub request_key: Option<RequestKey>,
+}
+
+impl RequestTraits {
+    /// An idempotent request without a key.
+    ///
+    /// # Examples
+    ///
+    /// See [`RequestTraits`].
+    #[must_use]
+    pub fn idempotent() -> Self {
+        Self {
+            is_idempotent: true,
+            request_key: None,
+        }
+    }
+
+    /// A request (not known to be idempotent) that carries `key`.
+    ///
+    /// # Examples
+    ///
+    /// See [`RequestTraits`].
+    #[must_use]
+    pub fn keyed(key: RequestKey) -> Self {
+        Self {
+            is_idempotent: false,
+            request_key: Some(key),
+        }
+    }
+}
+
+/// Why a [`RetryDecision`] was taken.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::RetryReason;
+/// assert_eq!(RetryReason::Keyed.to_string(),
+///            "the request carries a request key, so the server can deduplicate a retry");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RetryReason {
+    /// The response is complete.
+    Complete,
+    /// Repeating the request is harmless: it is idempotent.
+    Idempotent,
+    /// Repeating the request is harmless: it carries a request key.
+    Keyed,
+    /// The request may have executed and is neither idempotent nor keyed.
+    OutcomeUnknown,
+    /// Regime C: whether the stream completed cannot be told.
+    Ambiguous,
+    /// The server aborted because the request was cancelled.
+    Cancelled,
+    /// The server refused for a reason a retry would meet again (message too large).
+    WouldRepeat,
+    /// The server broke the negotiated framing contract: re-resolve discovery and rebuild the
+    /// policy rather than retrying.
+    ContractViolation,
+}
+
+impl fmt::Display for RetryReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Complete => "the response is complete",
+            Self::Idempotent => "the request is idempotent",
+            Self::Keyed => {
+                "the request carries a request key, so the server can deduplicate a retry"
+            }
+            Self::OutcomeUnknown => {
+                "the request may have executed and is neither idempotent nor keyed"
+            }
+            Self::Ambiguous => "stream completion is ambiguous (Regime C): not retried by default",
+            Self::Cancelled => "the request was cancelled",
+            Self::WouldRepeat => "a retry would fail the same way",
+            Self::ContractViolation => "the server broke the framing contract",
+        })
+    }
+}
+
+/// What to do after a response stream ended.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{RetryDecision, RetryReason};
+/// let d = RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown);
+/// assert_eq!(d.reason(), RetryReason::OutcomeUnknown);
+/// assert_eq!(d.name(), "surface_to_caller");
+/// assert!(!d.is_retry());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RetryDecision {
+    /// Send the request again, with the same request key.
+    Retry(RetryReason),
+    /// Do not send it again: the response is final (complete, or a failure a retry would
+    /// repeat). Report the result or error as is.
+    DoNotRetry(RetryReason),
+    /// Whether the request took effect is unknown: return the error to the caller, who alone can
+    /// decide (check state, ask the user, retry knowingly).
+    SurfaceToCaller(RetryReason),
+}
+
+impl RetryDecision {
+    /// Why.
+    ///
+    /// # Examples
+    ///
+    /// See [`RetryDecision`].
+    #[must_use]
+    pub fn reason(&self) -> RetryReason {
+        match *self {
+            Self::Retry(reason) | Self::DoNotRetry(reason) | Self::SurfaceToCaller(reason) => {
+                reason
+            }
+        }
+    }
+
+    /// Whether to retry.
+    ///
+    /// # Examples
+    ///
+    /// See [`RetryDecision`].
+    #[must_use]
+    pub fn is_retry(&self) -> bool {
+        matches!(self, Self::Retry(_))
+    }
+
+    /// A stable snake_case name for telemetry: `retry`, `do_not_retry`, `surface_to_caller`.
+    ///
+    /// # Examples
+    ///
+    /// See [`RetryDecision`].
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Retry(_) => "retry",
+            Self::DoNotRetry(_) => "do_not_retry",
+            Self::SurfaceToCaller(_) => "surface_to_caller",
+        }
+    }
+}
+
+impl fmt::Display for RetryDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let action = match self {
+            Self::Retry(_) => "retry",
+            Self::DoNotRetry(_) => "do not retry",
+            Self::SurfaceToCaller(_) => "surface to the caller",
+        };
+        write!(f, "{action}: {}", self.reason())
+    }
+}
+
+/// The retry rules (SPEC.md §11.6). The default never retries an ambiguous close.
+///
+/// | verdict | idempotent | keyed | neither |
+/// |---|---|---|---|
+/// | clean | do not retry | do not retry | do not retry |
+/// | abandoned, corrupt, spliced, cross-wired, aborted (but cancelled / too large) | retry | retry | surface |
+/// | aborted: cancelled, or message too large | do not retry | do not retry | do not retry |
+/// | contract violation | do not retry | do not retry | do not retry |
+/// | ambiguous | surface (retry if opted in) | surface | surface |
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{DiscoveryMode, Outcome, RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+///
+/// let ambiguous = Outcome::unframed_close(DiscoveryMode::Stateless, 10);
+/// let read = RequestTraits::idempotent();
+/// assert_eq!(RetryPolicy::default().decide(&ambiguous, &read),
+///            RetryDecision::SurfaceToCaller(RetryReason::Ambiguous));
+/// let lenient = RetryPolicy::default().retry_ambiguous_if_idempotent(true);
+/// assert_eq!(lenient.decide(&ambiguous, &read), RetryDecision::Retry(RetryReason::Idempotent));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetryPolicy {
+    retry_ambiguous_if_idempotent: bool,
+}
+
+impl RetryPolicy {
+    /// Opt in to retrying an ambiguous close when the request is idempotent (default `false`:
+    /// an ambiguous close is surfaced). A request key alone is not enough here: in Regime C the
+    /// server declared no contract, so nothing says it deduplicates keys.
+    ///
+    /// # Examples
+    ///
+    /// See [`RetryPolicy`].
+    #[must_use]
+    pub fn retry_ambiguous_if_idempotent(mut self, retry: bool) -> Self {
+        self.retry_ambiguous_if_idempotent = retry;
+        self
+    }
+
+    /// The decision for `outcome` of a request with the given traits.
+    ///
+    /// # Examples
+    ///
+    /// See [`RetryPolicy`] and the module docs.
+    #[must_use]
+    pub fn decide(&self, outcome: &Outcome, request: &RequestTraits) -> RetryDecision {
+        let if_safe = || {
+            if request.is_idempotent {
+                RetryDecision::Retry(RetryReason::Idempotent)
+            } else if request.request_key.is_some() {
+                RetryDecision::Retry(RetryReason::Keyed)
+            } else {
+                RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown)
+            }
+        };
+        match &outcome.verdict {
+            Verdict::Clean => RetryDecision::DoNotRetry(RetryReason::Complete),
+            Verdict::Aborted(abort) if abort.code == AbortCode::Cancelled => {
+                RetryDecision::DoNotRetry(RetryReason::Cancelled)
+            }
+            Verdict::Aborted(abort) if abort.code == AbortCode::MessageTooLarge => {
+                RetryDecision::DoNotRetry(RetryReason::WouldRepeat)
+            }
+            Verdict::ContractViolation(_) => {
+                RetryDecision::DoNotRetry(RetryReason::ContractViolation)
+            }
+            Verdict::Ambiguous(_)
+                if self.retry_ambiguous_if_idempotent && request.is_idempotent =>
+            {
+                RetryDecision::Retry(RetryReason::Idempotent)
+            }
+            Verdict::Ambiguous(_) => RetryDecision::SurfaceToCaller(RetryReason::Ambiguous),
+            Verdict::Abandoned { .. }
+            | Verdict::Aborted(_)
+            | Verdict::Corrupt(_)
+            | Verdict::Spliced(_)
+            | Verdict::CrossWired { .. } => if_safe(),
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Retry decisions: outcome + request traits -> retry / do not retry / surface to the caller.
+
+mod outcome_support;
+
+use mcp_framing::{
+    AbortCode, DecodeError, DiscoveryMode, Event, Outcome, RequestKey, RequestTraits,
+    RetryDecision, RetryPolicy, RetryReason, StreamDecoder,
+};
+use outcome_support::complete_stream;
+
+fn outcome(result: Result<Option<Event>, DecodeError>) -> Outcome {
+    Outcome::from_eof(&result)
+}
+
+fn truncated() -> Outcome {
+    outcome(StreamDecoder::new().decode_all(b"").map(|_| None))
+}
+
+fn aborted(code: AbortCode) -> Outcome {
+    outcome(Err(DecodeError::PeerAbort(mcp_framing::Abort::new(
+        code, "x",
+    ))))
+}
+
+fn ambiguous(mode: DiscoveryMode) -> Outcome {
+    Outcome::unframed_close(mode, 100)
+}
+
+const PLAIN: RequestTraits = RequestTraits {
+    is_idempotent: false,
+    request_key: None,
+};
+
+fn decide(outcome: &Outcome, request: &RequestTraits) -> RetryDecision {
+    RetryPolicy::default().decide(outcome, request)
+}
+
+#[test]
+fn clean_outcome_is_never_retried() {
+    let (_, wire) = complete_stream(None);
+    let clean = outcome(StreamDecoder::new().decode_all(&wire).map(|_| None));
+    assert!(clean.is_clean());
+    for request in [
+        PLAIN,
+        RequestTraits::idempotent(),
+        RequestTraits::keyed(RequestKey::random()),
+    ] {
+        assert_eq!(
+            decide(&clean, &request),
+            RetryDecision::DoNotRetry(RetryReason::Complete)
+        );
+    }
+}
+
+#[test]
+fn abandoned_stream_is_retried_when_the_request_is_idempotent() {
+    assert_eq!(
+        decide(&truncated(), &RequestTraits::idempotent()),
+        RetryDecision::Retry(RetryReason::Idempotent)
+    );
+}
+
+#[test]
+fn abandoned_stream_is_retried_when_the_request_carries_a_key() {
+    assert_eq!(
+        decide(&truncated(), &RequestTraits::keyed(RequestKey::random())),
+        RetryDecision::Retry(RetryReason::Keyed)
+    );
+}
+
+#[test]
+fn abandoned_stream_of_a_plain_request_is_surfaced_as_outcome_unknown() {
+    let decision = decide(&truncated(), &PLAIN);
+    assert_eq!(
+        decision,
+        RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown)
+    );
+    assert!(
+        decision.to_string().contains("may have executed"),
+        "{decision}"
+    );
+}
+
+#[test]
+fn ambiguous_close_is_never_retried_by_default_even_idempotent_and_keyed() {
+    let both = RequestTraits {
+        is_idempotent: true,
+        request_key: Some(RequestKey::random()),
+    };
+    for mode in [DiscoveryMode::Sticky, DiscoveryMode::Stateless] {
+        for request in [PLAIN, RequestTraits::idempotent(), both] {
+            assert_eq!(
+                decide(&ambiguous(mode), &request),
+                RetryDecision::SurfaceToCaller(RetryReason::Ambiguous)
+            );
+        }
+    }
+}
+
+#[test]
+fn ambiguous_close_is_retried_only_for_idempotent_requests_after_an_explicit_opt_in() {
+    let lenient = RetryPolicy::default().retry_ambiguous_if_idempotent(true);
+    let close = ambiguous(DiscoveryMode::Stateless);
+    assert_eq!(
+        lenient.decide(&close, &RequestTraits::idempotent()),
+        RetryDecision::Retry(RetryReason::Idempotent)
+    );
+    assert_eq!(
+        lenient.decide(&close, &RequestTraits::keyed(RequestKey::random())),
+        RetryDecision::SurfaceToCaller(RetryReason::Ambiguous)
+    );
+}
+
+#[test]
+fn server_abort_follows_the_abandoned_rule_unless_cancelled_or_too_large() {
+    let keyed = RequestTraits::keyed(RequestKey::random());
+    for code in [
+        AbortCode::Overloaded,
+        AbortCode::UpstreamFailed,
+        AbortCode::InternalError,
+    ] {
+        assert_eq!(
+            decide(&aborted(code), &keyed),
+            RetryDecision::Retry(RetryReason::Keyed)
+        );
+        assert_eq!(
+            decide(&aborted(code), &PLAIN),
+            RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown)
+        );
+    }
+    assert_eq!(
+        decide(&aborted(AbortCode::Cancelled), &keyed),
+        RetryDecision::DoNotRetry(RetryReason::Cancelled)
+    );
+    assert_eq!(
+        decide(
+            &aborted(AbortCode::MessageTooLarge),
+            &RequestTraits::idempotent()
+        ),
+        RetryDecision::DoNotRetry(RetryReason::WouldRepeat)
+    );
+}
+
+#[test]
+fn contract_violation_is_not_retried() {
+    let unframed = outcome(
+        StreamDecoder::new()
+            .decode_all(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
+            .map(|_| None),
+    );
+    assert_eq!(
+        decide(&unframed, &RequestTraits::idempotent()),
+        RetryDecision::DoNotRetry(RetryReason::ContractViolation)
+    );
+}
+
+#[test]
+fn corrupt_spliced_and_cross_wired_streams_follow_the_abandoned_rule() {
+    let key = RequestKey::random();
+    let cases = [
+        DecodeError::InvalidAbort,
+        DecodeError::ForeignFrame {
+            expected: 1,
+            found: 1 << 30,
+        },
+        DecodeError::RequestKeyMismatch {
+            expected: key,
+            found: None,
+        },
+    ];
+    for err in cases {
+        let o = outcome(Err(err));
+        assert_eq!(
+            decide(&o, &RequestTraits::keyed(key)),
+            RetryDecision::Retry(RetryReason::Keyed)
+        );
+        assert_eq!(
+            decide(&o, &PLAIN),
+            RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown),
+            "{:?}",
+            o.verdict
+        );
+    }
+}

@@ -1,0 +1,244 @@
+//! Telemetry: a `tracing` event with structured fields per outcome, and counters.
+
+mod outcome_support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use mcp_framing::{
+    AttemptContext, DiscoveryMode, FramingMetrics, Outcome, RequestKey, RequestTraits, RetryPolicy,
+    StreamDecoder,
+};
+use outcome_support::{complete_stream, final_result};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+/// One captured event: level, target and every field as text.
+#[derive(Debug, Clone)]
+struct Captured {
+    level: tracing::Level,
+    target: String,
+    fields: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<Captured>>>);
+
+struct FieldText<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for FieldText<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for Capture {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut FieldText(&mut fields));
+        self.0.lock().unwrap().push(Captured {
+            level: *event.metadata().level(),
+            target: event.metadata().target().to_owned(),
+            fields,
+        });
+    }
+}
+
+/// Runs `f` with a subscriber that captures events, and returns them.
+fn capture(f: impl FnOnce()) -> Vec<Captured> {
+    let layer = Capture::default();
+    let events = layer.0.clone();
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, f);
+    events.lock().unwrap().clone()
+}
+
+fn truncated_outcome(key: RequestKey) -> (Outcome, mcp_framing::StreamHead) {
+    let (head, wire) = complete_stream(Some(key));
+    let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
+    let cut = &wire[..wire.len() - 28]; // drop STREAM_END
+    let last = final_result(&mut decoder, cut);
+    (Outcome::from_decoder(&decoder, &last), head)
+}
+
+#[test]
+fn abandoned_outcome_emits_a_warning_with_every_structured_field() {
+    let key = RequestKey::random();
+    let (outcome, head) = truncated_outcome(key);
+    let metrics = FramingMetrics::new();
+    let ctx = AttemptContext::default()
+        .request_key(key)
+        .endpoint("https://mcp.example.com/mcp")
+        .attempt(1);
+    let events = capture(|| metrics.record(&outcome, &ctx));
+    assert_eq!(events.len(), 1);
+    let e = &events[0];
+    assert_eq!(e.level, tracing::Level::WARN);
+    assert_eq!(e.target, "mcp_framing");
+    let f = &e.fields;
+    assert_eq!(f["outcome"], "abandoned");
+    assert_eq!(f["regime"], "B");
+    assert_eq!(f["frames"], "6");
+    assert_eq!(f["bytes"], outcome.received.bytes.to_string());
+    assert_eq!(f["messages"], "2");
+    assert_eq!(f["message_bytes"], "0");
+    assert_eq!(
+        f["last_sequence"],
+        head.initial_sequence().wrapping_add(5).to_string()
+    );
+    assert_eq!(f["request_key"], key.to_string());
+    assert_eq!(f["attempt_id"], head.attempt_id.to_string());
+    assert_eq!(f["endpoint"], "https://mcp.example.com/mcp");
+    assert_eq!(f["attempt"], "1");
+    assert!(
+        f["detail"].contains("truncated between messages"),
+        "{}",
+        f["detail"]
+    );
+    assert!(f.contains_key("message"));
+}
+
+#[test]
+fn request_key_falls_back_to_the_echo_in_the_stream_head() {
+    let key = RequestKey::random();
+    let (outcome, _) = truncated_outcome(key);
+    let events = capture(|| FramingMetrics::new().record(&outcome, &AttemptContext::default()));
+    assert_eq!(events[0].fields["request_key"], key.to_string());
+    assert!(
+        !events[0].fields.contains_key("endpoint"),
+        "unknown endpoint is left empty"
+    );
+}
+
+#[test]
+fn clean_outcome_is_recorded_at_debug_level() {
+    let (_, wire) = complete_stream(None);
+    let mut decoder = StreamDecoder::new();
+    let last = final_result(&mut decoder, &wire);
+    let outcome = Outcome::from_decoder(&decoder, &last);
+    let metrics = FramingMetrics::new();
+    let events = capture(|| metrics.record(&outcome, &AttemptContext::default()));
+    assert_eq!(events[0].level, tracing::Level::DEBUG);
+    assert_eq!(events[0].fields["outcome"], "clean");
+    assert_eq!(events[0].fields["regime"], "A");
+    assert_eq!(metrics.snapshot().clean, 1);
+    assert_eq!(metrics.snapshot().incomplete_bytes, 0);
+}
+
+#[test]
+fn ambiguous_close_emits_a_warning_naming_regime_c() {
+    let outcome = Outcome::unframed_close(DiscoveryMode::Stateless, 77);
+    let events = capture(|| FramingMetrics::new().record(&outcome, &AttemptContext::default()));
+    assert_eq!(events[0].level, tracing::Level::WARN);
+    assert_eq!(events[0].fields["outcome"], "ambiguous");
+    assert_eq!(events[0].fields["regime"], "C");
+    assert_eq!(events[0].fields["bytes"], "77");
+    assert!(events[0].fields["detail"].contains("stateless per-request discovery"));
+}
+
+#[test]
+fn truncation_still_counts_when_the_retry_succeeds() {
+    let key = RequestKey::random();
+    let metrics = FramingMetrics::new();
+    let request = RequestTraits::keyed(key);
+    // Attempt 1: truncated, recorded, retried.
+    let (first, _) = truncated_outcome(key);
+    metrics.record(
+        &first,
+        &AttemptContext::default().request_key(key).attempt(1),
+    );
+    let decision = RetryPolicy::default().decide(&first, &request);
+    assert!(decision.is_retry());
+    metrics.record_decision(&decision);
+    // Attempt 2: complete.
+    let (_, wire) = complete_stream(Some(key));
+    let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
+    let last = final_result(&mut decoder, &wire);
+    let second = Outcome::from_decoder(&decoder, &last);
+    metrics.record(
+        &second,
+        &AttemptContext::default().request_key(key).attempt(2),
+    );
+    metrics.record_decision(&RetryPolicy::default().decide(&second, &request));
+
+    let s = metrics.snapshot();
+    assert_eq!(
+        (s.abandoned, s.clean, s.retried, s.not_retried),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(s.incomplete_bytes, first.received.bytes);
+    let exported: BTreeMap<_, _> = s.iter().collect();
+    assert_eq!(exported["abandoned"], 1);
+    assert_eq!(exported.len(), 12);
+    assert_eq!(serde_json::to_value(s).unwrap()["retried"], 1);
+}
+
+#[test]
+fn every_verdict_has_its_own_counter() {
+    use mcp_framing::{Abort, AbortCode, DecodeError};
+    let key = RequestKey::random();
+    let outcomes = [
+        Outcome::from_eof(&Ok(None)),
+        Outcome::from_eof(&Err(DecodeError::Truncated {
+            at: mcp_framing::Truncation::NoFrame,
+            progress: Default::default(),
+        })),
+        Outcome::from_eof(&Err(DecodeError::PeerAbort(Abort::new(
+            AbortCode::Cancelled,
+            "",
+        )))),
+        Outcome::from_eof(&Err(DecodeError::InvalidAbort)),
+        Outcome::from_eof(&Err(DecodeError::ForeignFrame {
+            expected: 0,
+            found: 1 << 31,
+        })),
+        Outcome::from_eof(&Err(DecodeError::RequestKeyMismatch {
+            expected: key,
+            found: None,
+        })),
+        Outcome::from_eof(&Err(DecodeError::BadMagic {
+            found: *b"{\"",
+            offset: 0,
+        })),
+        Outcome::unframed_close(DiscoveryMode::Sticky, 0),
+    ];
+    let metrics = FramingMetrics::new();
+    for (i, outcome) in outcomes.iter().enumerate() {
+        for _ in 0..=i {
+            metrics.record(outcome, &AttemptContext::default());
+        }
+    }
+    let s = metrics.snapshot();
+    let got = [
+        s.clean,
+        s.abandoned,
+        s.aborted,
+        s.corrupt,
+        s.spliced,
+        s.cross_wired,
+        s.contract_violation,
+        s.ambiguous,
+    ];
+    assert_eq!(got, [1, 2, 3, 4, 5, 6, 7, 8]);
+}
+
+#[test]
+fn global_metrics_are_shared_across_threads() {
+    let before = FramingMetrics::global().snapshot().ambiguous;
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(|| {
+                let outcome = Outcome::unframed_close(DiscoveryMode::Stateless, 1);
+                FramingMetrics::global().record(&outcome, &AttemptContext::default());
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(FramingMetrics::global().snapshot().ambiguous >= before + 4);
+}
