@@ -64,3 +64,9 @@ fn saved_inputs_pass_the_fixed_checksums_oracle() {
     let count = replay("fixed_checksums", oracles::fixed_checksums::run);
     assert!(count >= 5, "only {count} fixed_checksums inputs");
 }
+
+#[test]
+fn saved_inputs_pass_the_contract_json_oracle() {
+    let count = replay("contract_json", oracles::contract_json::run);
+    assert!(count >= 5, "only {count} contract_json inputs");
+}

@@ -194,6 +194,15 @@ fn vector_seeds(root: &Path) -> Vec<Seed> {
     seeds
 }
 
+/// Every target whose corpus this writes.
+const TARGETS: [&str; 5] = [
+    "decode_raw",
+    "decode_chunked",
+    "roundtrip",
+    "fixed_checksums",
+    "contract_json",
+];
+
 /// Read schedules for `decode_chunked` (see `ScheduledReader`): one read, byte by byte with
 /// `Pending` before each, mixed sizes, header-sized pieces.
 const SCHEDULES: [&[u8]; 4] = [&[], &[0x80], &[0x82, 0x13, 0xff, 0x00], &[0x93, 0x13, 0x7f]];
@@ -201,6 +210,61 @@ const SCHEDULES: [&[u8]; 4] = [&[], &[0x80], &[0x82, 0x13, 0xff, 0x00], &[0x93, 
 /// Limits bytes for `decode_raw` variants: frame 1026 / messages 1000 / no assembling / key;
 /// and frame 1500 / messages 40.
 const SMALL_LIMITS: [u8; 2] = [0b0110_1100, 0b0000_1001];
+
+/// `contract_json` seeds: (name, mode byte, JSON). Mode bit 0: `server/discover`; bit 1: accept
+/// ambiguity.
+const CONTRACTS: [(&str, u8, &str); 10] = [
+    (
+        "initialize_v1",
+        0,
+        r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"experimental":{"io.github.mcp-framing/framing":{"versions":[1],"sentinelRequired":true,"frameChecksum":"crc32","messageDigest":"sha256","maxFramePayload":65536,"maxMessageSize":16777216,"transports":["binary","sse"]}}},"serverInfo":{"name":"example","version":"1.0.0"}}"#,
+    ),
+    (
+        "discover_v1",
+        1,
+        r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"extensions":{"io.github.mcp-framing/framing":{"versions":[1],"sentinelRequired":true,"frameChecksum":"crc32","messageDigest":"sha256","maxFramePayload":16384,"maxMessageSize":1048576,"transports":["sse"]}}},"ttlMs":60000,"cacheScope":"public"}"#,
+    ),
+    (
+        "jsonrpc_response",
+        0,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"experimental":{"io.github.mcp-framing/framing":{"versions":[1],"sentinelRequired":true,"frameChecksum":"crc32","messageDigest":"sha256","transports":["binary"]}}}}}"#,
+    ),
+    (
+        "sentinel_not_required",
+        2,
+        r#"{"protocolVersion":"2025-06-18","capabilities":{"experimental":{"io.github.mcp-framing/framing":{"versions":[1],"sentinelRequired":false,"frameChecksum":"crc32","messageDigest":"sha256","transports":["binary"]}}}}"#,
+    ),
+    (
+        "no_contract",
+        0,
+        r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{}}}"#,
+    ),
+    (
+        "frame_limit_too_small",
+        0,
+        r#"{"protocolVersion":"2025-06-18","capabilities":{"experimental":{"io.github.mcp-framing/framing":{"versions":[1],"sentinelRequired":true,"frameChecksum":"crc32","messageDigest":"sha256","maxFramePayload":1000,"transports":["binary"]}}}}"#,
+    ),
+    (
+        "no_common_version_or_transport",
+        1,
+        r#"{"supportedVersions":["2026-07-28"],"capabilities":{"extensions":{"io.github.mcp-framing/framing":{"versions":[2,3],"sentinelRequired":true,"frameChecksum":"crc32","messageDigest":"sha256","transports":["websocket"]}}}}"#,
+    ),
+    (
+        "malformed_contract",
+        0,
+        r#"{"capabilities":{"experimental":{"io.github.mcp-framing/framing":{"versions":"1","sentinelRequired":1}}}}"#,
+    ),
+    (
+        "experimental_in_discover",
+        3,
+        r#"{"supportedVersions":["2026-07-28"],"capabilities":{"experimental":{"io.github.mcp-framing/framing":{"versions":[1],"sentinelRequired":true,"frameChecksum":"crc32c","messageDigest":"sha256","transports":["binary"]}}}}"#,
+    ),
+    (
+        "request_with_key",
+        0,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search","arguments":{},"_meta":{"io.github.mcp-framing/requestKey":"00112233445566778899aabbccddeeff"}}}"#,
+    ),
+];
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
     fs::write(dir.join(name), bytes).unwrap();
@@ -213,12 +277,7 @@ fn main() {
     seeds.extend(encoder_seeds());
 
     let corpus = root.join("fuzz/corpus");
-    for target in [
-        "decode_raw",
-        "decode_chunked",
-        "roundtrip",
-        "fixed_checksums",
-    ] {
+    for target in TARGETS {
         let dir = corpus.join(target);
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
@@ -262,6 +321,13 @@ fn main() {
             &corpus.join("decode_raw"),
             &name,
             &[&[*limits], &seed.bytes[..]].concat(),
+        );
+    }
+    for (name, mode, json) in CONTRACTS {
+        write(
+            &corpus.join("contract_json"),
+            name,
+            &[&[mode], json.as_bytes()].concat(),
         );
     }
     println!(

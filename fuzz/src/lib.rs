@@ -14,11 +14,14 @@
 //!   back exactly what was encoded (clean, aborted, unterminated and cut streams).
 //! - [`fixed_checksums`]: a mutated stream whose CRCs (and, by mode, digests, counts and sequence
 //!   numbers) are repaired before decoding; the decoder must agree with an independent model.
+//! - [`contract_json`]: arbitrary bytes through the framing contract and request-key parsers;
+//!   round trips, and a policy only where SPEC.md §9 and §11 allow one.
 //!
 //! This file is also compiled as a module of the main crate's tests (`#[path]`), so it uses only
 //! dependencies both have and names nothing from libFuzzer.
 
 pub mod checker;
+pub mod contract_json;
 pub mod decode_chunked;
 pub mod decode_raw;
 pub mod fixed_checksums;

@@ -133,6 +133,13 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
             });
         }
         if rest.len() < 20 {
+            // SPEC.md §2: magic and version are checked as soon as they arrive.
+            if rest.len() >= 2 && rest[..2] != MAGIC {
+                return Verdict::Error("BadMagic");
+            }
+            if rest.len() >= 3 && rest[2] != VERSION {
+                return Verdict::Error("UnsupportedVersion");
+            }
             return Verdict::Truncated(Truncation::InHeader {
                 received: rest.len(),
             });
