@@ -100,10 +100,16 @@ mod encoder;
 mod error;
 mod event;
 pub mod frame;
+#[cfg(feature = "http")]
+pub mod http;
 mod ids;
 mod outcome;
 mod request;
 mod retry;
+#[cfg(feature = "rmcp")]
+pub mod rmcp_http;
+#[cfg(feature = "sse")]
+pub mod sse;
 mod telemetry;
 
 #[cfg(feature = "codec")]

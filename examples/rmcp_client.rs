@@ -1,0 +1,60 @@
+//! An rmcp client over `FramingHttpClient`: it opts in, sends a request key with every request,
+//! verifies every frame and hands rmcp only verified messages. A response cut on the way reaches
+//! the caller as a JSON-RPC error carrying the outcome (never as a parse error).
+//!
+//! Run the server first (`cargo run --features rmcp,demo --example rmcp_server`), then
+//! `cargo run --features rmcp,demo --example rmcp_client [URL] [binary]`.
+
+use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+#[path = "../tests/rmcp_support/mod.rs"]
+mod rmcp_support;
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let url = args
+        .next()
+        .unwrap_or_else(|| "http://127.0.0.1:8931/mcp".to_owned());
+    let binary = args.next().is_some_and(|a| a == "binary");
+    let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+    let stats = client.stats();
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+    );
+    let peer = ().serve(transport).await.expect("connect and initialize");
+    let document = rmcp_support::document();
+    let result = peer
+        .call_tool(rmcp_support::render_report_call("Quarterly report"))
+        .await;
+    match result {
+        Ok(result) => {
+            let text = &result.content[0].as_text().expect("text").text;
+            println!(
+                "render_report: {} bytes of arguments, {} bytes of verified result",
+                document.len(),
+                text.len()
+            );
+            println!("first line: {}", text.lines().next().unwrap_or(""));
+        }
+        Err(rmcp::ServiceError::McpError(error)) => {
+            println!("render_report failed: {}", error.message);
+            if let Some(outcome) = error.data.as_ref().map(|d| &d[OUTCOME_DATA_KEY]) {
+                println!("outcome: {outcome}");
+            }
+        }
+        Err(err) => println!("render_report failed: {err}"),
+    }
+    println!(
+        "framing: {} verified messages, {} complete responses, {} abandoned, {} failed",
+        stats.verified_messages(),
+        stats.complete(),
+        stats.abandoned(),
+        stats.failed()
+    );
+    let _ = peer.cancel().await;
+}

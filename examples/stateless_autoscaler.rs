@@ -1,0 +1,622 @@
+//! The seed scenario, end to end on loopback: two stateless MCP backends behind a discovery
+//! resolver that re-resolves per request (round robin), and a proxy on one path that ends a
+//! response body with a normal HTTP ending, at a chunk boundary, in the middle of a tool call's
+//! JSON arguments.
+//!
+//! The same workload runs twice:
+//! 1. unframed: the client gets a JSON parse error, retries on the other backend, "succeeds",
+//!    and the truncation is in no counter;
+//! 2. framed (SSE mapping): the cut is classified as abandoned with the frames and bytes that
+//!    arrived, counted, retried only because the request carries a request key, and the final
+//!    result is verified (length + SHA-256, sentinel).
+//!
+//! 3. Then discovery stops declaring the framing contract, and the framed client refuses to
+//!    start (Regime C: a clean end would be indistinguishable from an abandoned one).
+//!
+//! Run: `cargo run --release --features demo --example stateless_autoscaler`
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::{StreamExt, stream};
+use mcp_framing::AttemptContext;
+use mcp_framing::http::{
+    Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers, response_headers,
+};
+use mcp_framing::{
+    ClientPolicy, ContractError, DiscoverySource, EXTENSION_KEY, EncodeError, FramingContract,
+    FramingMetrics, Outgoing, RequestKey, RequestTraits, RetryPolicy, ServerDiscovery,
+    StreamEncoder, StreamHead, Verdict,
+};
+use serde_json::{Value, json};
+
+/// The proxy forwards bodies in pieces of this size (its chunk boundaries).
+const PROXY_CHUNK: usize = 1024;
+const CALLS: usize = 3;
+
+// ---------------------------------------------------------------------------------------------
+// The backends: stateless, identical, each answers `server/discover` and `tools/call`.
+
+struct Backend {
+    name: &'static str,
+    advertise_contract: Arc<AtomicBool>,
+    executions: AtomicUsize,
+}
+
+/// The tool's result: the next tool call an agent should make, with large JSON arguments.
+fn plan_next_step(id: &Value, task: &str) -> Value {
+    let content: String = (0..160)
+        .map(|i| format!("{task}: line {i:03} of the report body.\n"))
+        .collect();
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "content": [{"type": "text", "text": "next step planned"}],
+            "structuredContent": {
+                "next_call": {
+                    "name": "write_file",
+                    "arguments": {"path": format!("reports/{task}.md"), "content": content},
+                }
+            },
+            "isError": false
+        }
+    })
+}
+
+async fn backend(State(backend): State<Arc<Backend>>, headers: HeaderMap, body: Bytes) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, "not JSON").into_response();
+    };
+    let id = request["id"].clone();
+    let response = match request["method"].as_str() {
+        Some("server/discover") => {
+            let mut result = json!({
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}, "extensions": {}},
+                "serverInfo": {"name": backend.name, "version": "1.0.0"},
+            });
+            if backend.advertise_contract.load(Ordering::SeqCst) {
+                FramingContract::v1()
+                    .declare_in(&mut result, DiscoverySource::Discover)
+                    .expect("a discovery result");
+            }
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+        }
+        Some("tools/call") => {
+            backend.executions.fetch_add(1, Ordering::SeqCst);
+            let task = request["params"]["arguments"]["task"]
+                .as_str()
+                .unwrap_or("task");
+            plan_next_step(&id, task)
+        }
+        _ => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})
+        }
+    };
+    let bytes = serde_json::to_vec(&response).expect("serializable");
+    match OptIn::from_headers(&headers) {
+        // Not opted in: answered exactly as before, as `application/json`.
+        Ok(None) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            Body::from_stream(stream::iter(
+                bytes
+                    .chunks(512)
+                    .map(|c| Ok::<_, std::io::Error>(Bytes::copy_from_slice(c)))
+                    .collect::<Vec<_>>(),
+            )),
+        )
+            .into_response(),
+        Ok(Some(opt_in)) => {
+            // Framed: a progress notification, then the result as produced, in 512-byte pieces.
+            let token = request["params"]["_meta"]["progressToken"].clone();
+            let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                                  "params": {"progressToken": token, "progress": 1, "total": 2}});
+            let mut items = vec![Outgoing::Message(
+                serde_json::to_vec(&progress).expect("serializable").into(),
+            )];
+            items.extend(
+                bytes
+                    .chunks(512)
+                    .map(|c| Outgoing::Chunk(Bytes::copy_from_slice(c))),
+            );
+            items.push(Outgoing::FinishMessage);
+            let encoder = StreamEncoder::builder()
+                .frame_size(512)
+                .build(StreamHead::for_request(opt_in.request_key));
+            let source = stream::iter(items.into_iter().map(Ok::<_, EncodeError>));
+            let body = FramedBody::new(source, encoder, opt_in.mapping());
+            (response_headers(opt_in.mapping()), Body::from_stream(body)).into_response()
+        }
+        Err(err) => (StatusCode::BAD_REQUEST, err.to_string()).into_response(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The proxy on one path: forwards in 1 KiB pieces and, for tool calls, ends the body normally
+// after half of them (an idle timeout, a redeploy, a misbehaving load balancer).
+
+struct Proxy {
+    upstream: String,
+    http: reqwest::Client,
+    cuts: AtomicUsize,
+}
+
+async fn proxy(State(proxy): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -> Response {
+    let is_tool_call = serde_json::from_slice::<Value>(&body)
+        .is_ok_and(|request| request["method"] == "tools/call");
+    let mut request = proxy.http.post(&proxy.upstream).body(body);
+    for (name, value) in &headers {
+        if name != axum::http::header::HOST && name != axum::http::header::CONTENT_LENGTH {
+            request = request.header(name, value);
+        }
+    }
+    let Ok(upstream) = request.send().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let status = upstream.status();
+    let mut response_headers = upstream.headers().clone();
+    response_headers.remove(axum::http::header::CONTENT_LENGTH);
+    let Ok(bytes) = upstream.bytes().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let mut pieces: Vec<Bytes> = bytes
+        .chunks(PROXY_CHUNK)
+        .map(Bytes::copy_from_slice)
+        .collect();
+    if is_tool_call {
+        pieces.truncate(pieces.len() / 2);
+        proxy.cuts.fetch_add(1, Ordering::SeqCst);
+    }
+    let body = Body::from_stream(stream::iter(
+        pieces.into_iter().map(Ok::<_, std::io::Error>),
+    ));
+    (status, response_headers, body).into_response()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovery: a resolver that hands out the next endpoint on every request (round robin).
+
+struct Resolver {
+    endpoints: Vec<(String, &'static str)>,
+    next: AtomicUsize,
+}
+
+impl Resolver {
+    fn resolve(&self) -> &(String, &'static str) {
+        let i = self.next.fetch_add(1, Ordering::SeqCst);
+        &self.endpoints[i % self.endpoints.len()]
+    }
+}
+
+async fn serve(router: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("local addr");
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    addr
+}
+
+fn tool_call(id: u64, task: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "plan_next_step", "arguments": {"task": task},
+        "_meta": {"progressToken": id,
+                  "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+}
+
+/// Where `"arguments":{...}` sits in a result message, to show where the cut landed.
+fn arguments_span(message: &[u8]) -> (usize, usize) {
+    let text = String::from_utf8_lossy(message);
+    let start = text
+        .find("\"arguments\"")
+        .expect("the result has arguments");
+    let end = text.rfind("}}}").expect("the result ends its objects");
+    (start, end)
+}
+
+fn cut_position(cut: usize, complete: &[u8]) -> String {
+    let (start, end) = arguments_span(complete);
+    let inside = if (start..end).contains(&cut) {
+        "inside"
+    } else {
+        "OUTSIDE"
+    };
+    format!(
+        "    the cut attempt ended at byte {cut} of this {}-byte result: {inside} the tool call's \
+         JSON arguments (bytes {start}..{end})",
+        complete.len()
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run 1: an ordinary client. Any error is retried on the next endpoint; success is counted.
+
+#[derive(Default)]
+struct Counters {
+    ok: usize,
+    failed: usize,
+    truncations: usize,
+    retries: usize,
+    keyed_retries: usize,
+    verified: usize,
+}
+
+async fn unframed_run(
+    http: &reqwest::Client,
+    resolver: &Resolver,
+    log: &mut Vec<String>,
+) -> Counters {
+    let mut counters = Counters::default();
+    for call in 0..CALLS {
+        let task = format!("task-{call}");
+        let mut cut_at = None;
+        for attempt in 1.. {
+            let (url, name) = resolver.resolve();
+            let body = http
+                .post(url)
+                .header("accept", "application/json, text/event-stream")
+                .json(&tool_call(call as u64 + 1, &task))
+                .send()
+                .await
+                .expect("loopback request")
+                .bytes()
+                .await
+                .expect("the body ended normally");
+            match serde_json::from_slice::<Value>(&body) {
+                Ok(_) => {
+                    log.push(format!(
+                        "call {call} attempt {attempt} via {name}: ok ({} bytes)",
+                        body.len()
+                    ));
+                    if let Some(cut) = cut_at {
+                        log.push(cut_position(cut, &body));
+                    }
+                    counters.ok += 1;
+                    break;
+                }
+                Err(err) if attempt == 1 => {
+                    let tail = String::from_utf8_lossy(&body[body.len().saturating_sub(24)..])
+                        .replace('\n', "\\n");
+                    log.push(format!(
+                        "call {call} attempt {attempt} via {name}: JSON parse error \"{err}\" \
+                         after {} bytes ending ...{tail}; retrying",
+                        body.len()
+                    ));
+                    cut_at = Some(body.len());
+                    // The usual client: a parse error is "transient", retried, not counted.
+                }
+                Err(_) => {
+                    counters.failed += 1;
+                    break;
+                }
+            }
+        }
+    }
+    counters
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run 2: the framed client. Discovery first: no contract, no start.
+
+/// Discovery with the client policy of issue 3: every endpoint the resolver can hand out must
+/// declare the framing contract (a request may land on any of them), and must keep declaring what
+/// the first one did (a downgrade between two endpoints is an error, not a silent fallback).
+async fn discover(
+    http: &reqwest::Client,
+    resolver: &Resolver,
+) -> Result<ClientPolicy, ContractError> {
+    let mut policy: Option<ClientPolicy> = None;
+    for (url, _) in &resolver.endpoints {
+        let response: Value = http
+            .post(url)
+            .json(&json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover"}))
+            .send()
+            .await
+            .expect("loopback request")
+            .json()
+            .await
+            .expect("discovery is not cut");
+        let discovery = ServerDiscovery::from_discover(&response["result"])?;
+        match &policy {
+            None => policy = Some(ClientPolicy::new(&discovery)?),
+            Some(policy) => policy.recheck(&discovery)?,
+        }
+    }
+    Ok(policy.expect("at least one endpoint"))
+}
+
+async fn framed_run(
+    http: &reqwest::Client,
+    resolver: &Resolver,
+    metrics: &FramingMetrics,
+    log: &mut Vec<String>,
+) -> Counters {
+    let mut counters = Counters::default();
+    let policy = discover(http, resolver)
+        .await
+        .expect("the contract is declared");
+    let negotiated = policy.negotiated().expect("framing negotiated");
+    log.push(format!(
+        "discovery: {EXTENSION_KEY} on every endpoint; negotiated version {}, regime {:?}",
+        negotiated.version,
+        policy.regime()
+    ));
+    let retry_policy = RetryPolicy::default();
+    for call in 0..CALLS {
+        let task = format!("task-{call}");
+        // One key per logical request, reused by every retry of it (SPEC.md §10).
+        let key = RequestKey::random();
+        let mut request = tool_call(call as u64 + 1, &task);
+        mcp_framing::set_request_key(&mut request, key).expect("params is an object");
+        mcp_framing::http::declare_framing_capability(&mut request);
+        let mut cut_at = None;
+        for attempt in 1.. {
+            let (url, name) = resolver.resolve();
+            let response = http
+                .post(url)
+                .headers(opt_in_headers(key, false))
+                .json(&request)
+                .send()
+                .await
+                .expect("loopback request");
+            let content_type = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let decoder = policy.decoder(key).expect("framing negotiated");
+            let mut verified = match VerifiedResponse::from_content_type(
+                response.bytes_stream(),
+                content_type.as_deref(),
+                decoder,
+            ) {
+                Ok(verified) => verified,
+                Err(err) => {
+                    log.push(format!("call {call}: {err}; failing closed"));
+                    counters.failed += 1;
+                    break;
+                }
+            };
+            let mut result = None;
+            while let Some(item) = verified.next().await {
+                if let Ok(Delivery::Message(message)) = item {
+                    result = Some(message);
+                }
+            }
+            let outcome = verified
+                .outcome()
+                .expect("a framed stream ends with an outcome")
+                .clone();
+            metrics.record(
+                &outcome,
+                &AttemptContext::default()
+                    .request_key(key)
+                    .endpoint(name)
+                    .attempt(attempt),
+            );
+            if outcome.is_clean() {
+                let message = result.expect("a complete response has its result");
+                let summary = message.summary();
+                log.push(format!(
+                    "call {call} attempt {attempt} via {name}: {}, result verified \
+                     ({} bytes, sha256 {:02x}{:02x}{:02x}{:02x}...)",
+                    outcome.verdict,
+                    summary.len,
+                    summary.sha256[0],
+                    summary.sha256[1],
+                    summary.sha256[2],
+                    summary.sha256[3]
+                ));
+                if let Some(cut) = cut_at {
+                    log.push(cut_position(cut, message.bytes()));
+                }
+                counters.ok += 1;
+                counters.verified += 1;
+                break;
+            }
+            let received = outcome.received;
+            log.push(format!(
+                "call {call} attempt {attempt} via {name}: {}; {} frames, {} bytes received, \
+                 {} message(s) verified, {} bytes of the result open",
+                outcome.verdict,
+                received.frames,
+                received.bytes,
+                received.messages,
+                received.open_message_bytes
+            ));
+            if matches!(outcome.verdict, Verdict::Abandoned { .. }) {
+                counters.truncations += 1;
+                cut_at = Some(received.open_message_bytes as usize);
+            }
+            // `plan_next_step` is not declared idempotent: a retry is allowed only because the
+            // request carries a key the server can deduplicate on.
+            let decision = retry_policy.decide(&outcome, &RequestTraits::keyed(key));
+            let unkeyed = retry_policy.decide(&outcome, &RequestTraits::default());
+            metrics.record_decision(&decision);
+            log.push(format!(
+                "    retry decision: {} ({}); without the request key it would be: {} ({})",
+                decision.name(),
+                decision.reason(),
+                unkeyed.name(),
+                unkeyed.reason()
+            ));
+            if decision.is_retry() && attempt < 3 {
+                counters.retries += 1;
+                counters.keyed_retries += 1;
+            } else {
+                counters.failed += 1;
+                break;
+            }
+        }
+    }
+    counters
+}
+
+#[tokio::main]
+async fn main() {
+    tokio::time::timeout(Duration::from_secs(60), run())
+        .await
+        .expect("the demo finishes in seconds");
+}
+
+async fn run() {
+    let advertise = Arc::new(AtomicBool::new(true));
+    let mut backends = Vec::new();
+    for name in ["backend-a", "backend-b"] {
+        let state = Arc::new(Backend {
+            name,
+            advertise_contract: advertise.clone(),
+            executions: AtomicUsize::new(0),
+        });
+        let addr = serve(
+            Router::new()
+                .route("/mcp", post(backend))
+                .with_state(state.clone()),
+        )
+        .await;
+        backends.push((state, addr));
+    }
+    let http = reqwest::Client::new();
+    let proxy_state = Arc::new(Proxy {
+        upstream: format!("http://{}/mcp", backends[0].1),
+        http: http.clone(),
+        cuts: AtomicUsize::new(0),
+    });
+    let proxy_addr = serve(
+        Router::new()
+            .route("/mcp", post(proxy))
+            .with_state(proxy_state.clone()),
+    )
+    .await;
+    let resolver = Resolver {
+        endpoints: vec![
+            (format!("http://{proxy_addr}/mcp"), "proxy->backend-a"),
+            (format!("http://{}/mcp", backends[1].1), "backend-b"),
+        ],
+        next: AtomicUsize::new(0),
+    };
+    println!(
+        "loopback: backend-a {}, backend-b {}, proxy {proxy_addr} -> backend-a",
+        backends[0].1, backends[1].1
+    );
+    println!("resolver: round robin over [proxy->backend-a, backend-b], re-resolved per request\n");
+
+    let mut unframed_log = Vec::new();
+    let unframed = unframed_run(&http, &resolver, &mut unframed_log).await;
+    let unframed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
+    println!("== run 1: unframed (application/json)");
+    unframed_log.iter().for_each(|l| println!("  {l}"));
+
+    resolver.next.store(0, Ordering::SeqCst);
+    let mut framed_log = Vec::new();
+    let metrics = FramingMetrics::new();
+    let framed = framed_run(&http, &resolver, &metrics, &mut framed_log).await;
+    let framed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
+    println!("\n== run 2: framed (SSE mapping, event: mcp-frame)");
+    framed_log.iter().for_each(|l| println!("  {l}"));
+
+    println!("\n== run 3: discovery without the framing contract");
+    advertise.store(false, Ordering::SeqCst);
+    let refused = match discover(&http, &resolver).await {
+        Err(err @ ContractError::NoContract { .. }) => {
+            println!("  framed client refuses to start, no request sent:\n    {err}");
+            true
+        }
+        Err(err) => {
+            println!("  framed client refuses to start: {err}");
+            true
+        }
+        Ok(_) => false,
+    };
+    println!("\n== framed client's counters (FramingMetrics)");
+    let snapshot = metrics.snapshot();
+    let nonzero: Vec<String> = snapshot
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    println!("  {}", nonzero.join(" "));
+
+    let executions: Vec<usize> = backends
+        .iter()
+        .map(|(b, _)| b.executions.load(Ordering::SeqCst))
+        .collect();
+    println!(
+        "\n== summary ({CALLS} tool calls per run; the proxy cut {unframed_cuts} and {framed_cuts} responses)"
+    );
+    let rows = [
+        (
+            "what the client saw at the cut",
+            "JSON parse error".to_owned(),
+            "abandoned (Truncated)".to_owned(),
+        ),
+        (
+            "tool calls reported ok",
+            unframed.ok.to_string(),
+            framed.ok.to_string(),
+        ),
+        (
+            "tool calls failed",
+            unframed.failed.to_string(),
+            framed.failed.to_string(),
+        ),
+        (
+            "truncations counted",
+            unframed.truncations.to_string(),
+            framed.truncations.to_string(),
+        ),
+        (
+            "retries counted",
+            unframed.retries.to_string(),
+            format!("{} (all keyed)", framed.keyed_retries),
+        ),
+        (
+            "results verified (len+sha256+sentinel)",
+            unframed.verified.to_string(),
+            framed.verified.to_string(),
+        ),
+        (
+            "start without contract (Regime C)",
+            "n/a".to_owned(),
+            if refused {
+                "refused".to_owned()
+            } else {
+                "STARTED".to_owned()
+            },
+        ),
+    ];
+    println!("  {:<40} {:>22} {:>22}", "", "unframed", "framed");
+    for (label, left, right) in rows {
+        println!("  {label:<40} {left:>22} {right:>22}");
+    }
+    println!(
+        "  tool executions on backend-a / backend-b: {} / {}",
+        executions[0], executions[1]
+    );
+
+    assert_eq!(
+        (unframed.ok, unframed.truncations),
+        (CALLS, 0),
+        "unframed hides the cuts"
+    );
+    assert_eq!(unframed_cuts, CALLS);
+    assert_eq!(
+        (framed.ok, framed.truncations, framed.verified),
+        (CALLS, CALLS, CALLS)
+    );
+    assert_eq!(framed_cuts, CALLS);
+    assert!(refused, "Regime C must be refused");
+    assert_eq!(
+        (snapshot.abandoned, snapshot.clean, snapshot.retried),
+        (3, 3, 3)
+    );
+}

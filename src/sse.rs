@@ -1,0 +1,578 @@
+//! The SSE mapping (SPEC.md §15): a framed stream carried inside `text/event-stream` events.
+//!
+//! MCP's Streamable HTTP answers a request with `application/json` or `text/event-stream` only,
+//! so a framed response that must pass through unchanged MCP infrastructure travels as SSE
+//! events named [`FRAME_EVENT`] (`mcp-frame`) whose `data` is the standard base64 (with padding)
+//! of one or more whole frames. The decoded bytes are exactly the binary stream: the same CRCs,
+//! digests and sequence numbers, so [`StreamDecoder`](crate::StreamDecoder) decides as it does
+//! for a binary body.
+//!
+//! ```text
+//! event: mcp-frame
+//! data: n00BAaGio6QAAAAg...      <- base64 of one frame (HEAD)
+//!                                 <- blank line ends the event
+//! : keep-alive                    <- comments are skipped
+//! event: mcp-frame
+//! data: n00BAqGio6UAAAAL...      <- base64 of a DATA frame
+//!
+//! ```
+//!
+//! Both halves are sans-I/O: [`SseFrameEncoder`] writes events into a `BytesMut`,
+//! [`SseFrameDecoder`] takes body bytes as they arrive (any chunking, `\n`, `\r\n` or `\r` line
+//! endings, `:` comments) and returns the frame bytes they carry. [`SseParser`] is the general
+//! event parser underneath, usable for unframed SSE bodies too.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::frame::HEADER_LEN;
+
+/// The SSE event name that carries frames (SPEC.md §15).
+pub const FRAME_EVENT: &str = "mcp-frame";
+
+/// Default limit on one event's `data` (base64 text, all `data` lines together): 256 KiB.
+///
+/// A frame of the default maximum payload (64 KiB) is about 87 KiB of base64, so the default
+/// admits every frame a default sender emits, with room for a few frames per event. The limit
+/// bounds the memory a peer can make us buffer before an event ends.
+pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
+
+/// Errors of the SSE mapping.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::sse::{SseError, SseFrameDecoder};
+/// let mut dec = SseFrameDecoder::new();
+/// let mut frames = bytes::BytesMut::new();
+/// let err = dec.feed(b"event: message\ndata: {\"jsonrpc\":\"2.0\"}\n\n", &mut frames).unwrap_err();
+/// assert!(matches!(err, SseError::UnexpectedEvent { .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseError {
+    /// An event carried data under another name than [`FRAME_EVENT`]: the body is not (only) a
+    /// framed stream, e.g. a server that ignored the opt-in and answered plain MCP SSE.
+    #[error("unexpected SSE event {name:?} in a framed stream (expected {FRAME_EVENT:?})")]
+    UnexpectedEvent {
+        /// The event name (`message` when the event had none).
+        name: String,
+    },
+    /// An `mcp-frame` event's data is not valid padded standard base64.
+    #[error("SSE event {event} carries invalid base64")]
+    InvalidBase64 {
+        /// Index of the event in the body (0-based, counting dispatched events).
+        event: u64,
+    },
+    /// An event's data grew past the limit before the event ended.
+    #[error("SSE event data exceeds {max} bytes")]
+    EventTooLarge {
+        /// The configured limit.
+        max: usize,
+    },
+}
+
+/// One dispatched SSE event.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::sse::SseParser;
+/// let mut parser = SseParser::new();
+/// let mut events = Vec::new();
+/// parser.feed(b"event: ping\r\ndata: a\r\ndata: b\r\n\r\n", &mut events).unwrap();
+/// assert_eq!(events[0].event.as_deref(), Some("ping"));
+/// assert_eq!(events[0].data, "a\nb");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event` field, if any (a receiver treats `None` as `message`).
+    pub event: Option<String>,
+    /// The `data` lines joined with `\n`.
+    pub data: String,
+    /// The `id` field, if any.
+    pub id: Option<String>,
+}
+
+/// A sans-I/O parser of `text/event-stream` bodies (the WHATWG event-stream format): any
+/// chunking, `\n`, `\r\n` and `\r` line endings, `:` comments, a leading BOM.
+///
+/// Events with neither data nor a name (e.g. only an `id`) are dispatched too, with empty data,
+/// so that a caller can see them; a partial event at the end of input is discarded
+/// ([`finish`](Self::finish) says how many bytes).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::sse::SseParser;
+/// let body = b": keep-alive\n\nevent: message\ndata: {}\n\n";
+/// let mut parser = SseParser::new();
+/// let mut events = Vec::new();
+/// for byte in body.chunks(1) {
+///     parser.feed(byte, &mut events).unwrap(); // a proxy re-chunked into 1-byte pieces
+/// }
+/// assert_eq!(events.len(), 1);
+/// assert_eq!(events[0].data, "{}");
+/// assert_eq!(parser.comments(), 1);
+/// ```
+#[derive(Debug)]
+pub struct SseParser {
+    line: BytesMut,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+    id: Option<String>,
+    after_cr: bool,
+    at_start: bool,
+    max_event_data: usize,
+    comments: u64,
+    pending_bytes: usize,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SseParser {
+    /// A parser with the default data limit ([`DEFAULT_MAX_EVENT_DATA`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(mcp_framing::sse::SseParser::new().comments(), 0);
+    /// ```
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_max_event_data(DEFAULT_MAX_EVENT_DATA)
+    }
+
+    /// A parser that fails with [`SseError::EventTooLarge`] once a line or an event's data
+    /// exceeds `max` bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse::{SseError, SseParser};
+    /// let mut parser = SseParser::with_max_event_data(4);
+    /// let err = parser.feed(b"data: 12345\n", &mut Vec::new()).unwrap_err();
+    /// assert_eq!(err, SseError::EventTooLarge { max: 4 });
+    /// ```
+    #[must_use]
+    pub fn with_max_event_data(max: usize) -> Self {
+        Self {
+            line: BytesMut::new(),
+            event: None,
+            data: String::new(),
+            has_data: false,
+            id: None,
+            after_cr: false,
+            at_start: true,
+            max_event_data: max,
+            comments: 0,
+            pending_bytes: 0,
+        }
+    }
+
+    /// Comment lines (`:` ...) seen so far, e.g. keep-alives.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseParser`].
+    #[must_use]
+    pub fn comments(&self) -> u64 {
+        self.comments
+    }
+
+    /// Parses `input`, appending every event it completes to `events`.
+    ///
+    /// # Errors
+    ///
+    /// [`SseError::EventTooLarge`] when a line or an event's data passes the limit; the
+    /// parser must not be used afterwards.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseParser`].
+    pub fn feed(&mut self, mut input: &[u8], events: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        while !input.is_empty() {
+            if self.after_cr {
+                self.after_cr = false;
+                if input[0] == b'\n' {
+                    input = &input[1..];
+                    self.pending_bytes += 1;
+                    continue;
+                }
+            }
+            match input.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(end) => {
+                    self.extend_line(&input[..end])?;
+                    self.after_cr = input[end] == b'\r';
+                    self.pending_bytes += end + 1;
+                    input = &input[end + 1..];
+                    let line = self.line.split().freeze();
+                    self.process_line(&line, events)?;
+                }
+                None => {
+                    self.extend_line(input)?;
+                    self.pending_bytes += input.len();
+                    input = &[];
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the input. Returns the number of bytes of an event that was still open (not ended by
+    /// a blank line): per the SSE format, such an event is discarded, never dispatched.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse::SseParser;
+    /// let mut parser = SseParser::new();
+    /// let mut events = Vec::new();
+    /// parser.feed(b"data: {\"cut\":", &mut events).unwrap();
+    /// assert!(events.is_empty());
+    /// assert_eq!(parser.finish(), 13);
+    /// ```
+    pub fn finish(&mut self) -> usize {
+        let discarded = self.pending_bytes;
+        self.reset_event();
+        self.line.clear();
+        self.pending_bytes = 0;
+        discarded
+    }
+
+    fn extend_line(&mut self, bytes: &[u8]) -> Result<(), SseError> {
+        // A line holds at most a field name, `: ` and the data it adds.
+        if self.line.len() + bytes.len() > self.max_event_data + 16 {
+            return Err(SseError::EventTooLarge {
+                max: self.max_event_data,
+            });
+        }
+        self.line.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn reset_event(&mut self) {
+        self.event = None;
+        self.data.clear();
+        self.has_data = false;
+        self.id = None;
+    }
+
+    fn process_line(
+        &mut self,
+        mut line: &[u8],
+        events: &mut Vec<SseEvent>,
+    ) -> Result<(), SseError> {
+        if self.at_start {
+            self.at_start = false;
+            line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
+        }
+        if line.is_empty() {
+            if self.has_data || self.event.is_some() || self.id.is_some() {
+                events.push(SseEvent {
+                    event: self.event.take(),
+                    data: std::mem::take(&mut self.data),
+                    id: self.id.take(),
+                });
+            }
+            self.reset_event();
+            self.pending_bytes = 0;
+            return Ok(());
+        }
+        if line[0] == b':' {
+            self.comments += 1;
+            return Ok(());
+        }
+        let (name, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &[][..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match name {
+            b"event" => self.event = Some(value.into_owned()),
+            b"data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(&value);
+                self.has_data = true;
+                if self.data.len() > self.max_event_data {
+                    return Err(SseError::EventTooLarge {
+                        max: self.max_event_data,
+                    });
+                }
+            }
+            b"id" if !value.contains('\0') => self.id = Some(value.into_owned()),
+            // `retry` and unknown fields are ignored (WHATWG event-stream interpretation).
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Decodes the SSE mapping: body bytes in, frame bytes out (SPEC.md §15).
+///
+/// Feed the output to a [`StreamDecoder`](crate::StreamDecoder); at the end of the body call
+/// [`finish`](Self::finish) and then the stream decoder's `decode_eof`, which decides whether the
+/// stream was complete. An event cut before its blank line is discarded, so a body cut inside an
+/// event is a truncation of the framed stream, never a shorter valid one.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcp_framing::sse::{SseFrameDecoder, SseFrameEncoder};
+/// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let mut wire = BytesMut::new();
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+/// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+/// enc.end(&mut wire)?;
+/// let mut body = BytesMut::new();
+/// SseFrameEncoder::new().encode(&wire, &mut body);
+///
+/// let mut frames = BytesMut::new();
+/// let mut dec = SseFrameDecoder::new();
+/// for piece in body.chunks(7) {
+///     dec.feed(piece, &mut frames).unwrap();
+/// }
+/// dec.finish();
+/// assert_eq!(frames, wire); // byte-exact
+/// let stream = StreamDecoder::new().decode_all(&frames).unwrap();
+/// assert_eq!(stream.messages.len(), 1);
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct SseFrameDecoder {
+    parser: SseParser,
+    events: Vec<SseEvent>,
+    frame_events: u64,
+    failed: Option<SseError>,
+}
+
+impl SseFrameDecoder {
+    /// A decoder with the default event data limit ([`DEFAULT_MAX_EVENT_DATA`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(mcp_framing::sse::SseFrameDecoder::new().frame_events(), 0);
+    /// ```
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A decoder whose events may carry at most `max` bytes of base64 data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dec = mcp_framing::sse::SseFrameDecoder::with_max_event_data(1 << 20);
+    /// assert_eq!(dec.frame_events(), 0);
+    /// ```
+    #[must_use]
+    pub fn with_max_event_data(max: usize) -> Self {
+        Self {
+            parser: SseParser::with_max_event_data(max),
+            ..Self::default()
+        }
+    }
+
+    /// `mcp-frame` events decoded so far.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseFrameDecoder`].
+    #[must_use]
+    pub fn frame_events(&self) -> u64 {
+        self.frame_events
+    }
+
+    /// Comment lines skipped so far (keep-alives).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut dec = mcp_framing::sse::SseFrameDecoder::new();
+    /// dec.feed(b": ping\r\n\r\n", &mut bytes::BytesMut::new()).unwrap();
+    /// assert_eq!(dec.comments(), 1);
+    /// ```
+    #[must_use]
+    pub fn comments(&self) -> u64 {
+        self.parser.comments()
+    }
+
+    /// Parses `input` and appends the frame bytes of every completed `mcp-frame` event to
+    /// `frames`.
+    ///
+    /// Events without data (an `id`-only priming event, a named event without data) are skipped.
+    ///
+    /// # Errors
+    ///
+    /// [`SseError::UnexpectedEvent`] for a data event under another name (the body is not a
+    /// framed stream: fail closed), [`SseError::InvalidBase64`], [`SseError::EventTooLarge`].
+    /// After an error the decoder returns the same error again.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseFrameDecoder`].
+    pub fn feed(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), SseError> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        let result = self.feed_inner(input, frames);
+        if let Err(err) = &result {
+            self.failed = Some(err.clone());
+        }
+        result
+    }
+
+    fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), SseError> {
+        self.parser.feed(input, &mut self.events)?;
+        for event in self.events.drain(..) {
+            if event.data.is_empty() {
+                // Nothing carried (an `id`-only priming event, a named event without data): SSE
+                // itself would not dispatch it.
+                continue;
+            }
+            match event.event.as_deref() {
+                Some(FRAME_EVENT) => {
+                    // SSE joins data lines with `\n`, which is not base64: a sender that split
+                    // the base64 over several lines loses nothing.
+                    let text: Vec<u8> = event.data.bytes().filter(|&b| b != b'\n').collect();
+                    let decoded = STANDARD
+                        .decode(&text)
+                        .map_err(|_| SseError::InvalidBase64 {
+                            event: self.frame_events,
+                        })?;
+                    frames.extend_from_slice(&decoded);
+                    self.frame_events += 1;
+                }
+                name => {
+                    return Err(SseError::UnexpectedEvent {
+                        name: name.unwrap_or("message").to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the body; returns the bytes of an event left open (discarded, SPEC.md §15).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut dec = mcp_framing::sse::SseFrameDecoder::new();
+    /// dec.feed(b"event: mcp-frame\ndata: n00B", &mut bytes::BytesMut::new()).unwrap();
+    /// assert_eq!(dec.finish(), 27);
+    /// ```
+    pub fn finish(&mut self) -> usize {
+        self.parser.finish()
+    }
+}
+
+/// Encodes frame bytes as SSE `mcp-frame` events, one event per whole frame (SPEC.md §15).
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcp_framing::sse::SseFrameEncoder;
+/// use mcp_framing::{StreamEncoder, StreamHead};
+///
+/// let mut wire = BytesMut::new();
+/// StreamEncoder::new(StreamHead::for_request(None)).open(&mut wire)?;
+/// let mut body = BytesMut::new();
+/// SseFrameEncoder::new().encode(&wire, &mut body);
+/// assert!(body.starts_with(b"event: mcp-frame\ndata: n00BA")); // 9f 4d 01 01 ...
+/// assert!(body.ends_with(b"\n\n"));
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SseFrameEncoder {
+    _private: (),
+}
+
+/// Bytes an `mcp-frame` event adds around its base64 data: `event: mcp-frame\n` (17),
+/// `data: ` (6) and the final `\n\n` (2).
+pub const EVENT_OVERHEAD: usize = 25;
+
+impl SseFrameEncoder {
+    /// A new encoder.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseFrameEncoder`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Writes the whole frames in `frames` as events into `dst`, one event per frame. A trailing
+    /// partial frame (which an encoder never produces) is written as one last event.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseFrameEncoder`].
+    pub fn encode(&self, frames: &[u8], dst: &mut BytesMut) {
+        let mut rest = frames;
+        while !rest.is_empty() {
+            let len = if rest.len() >= HEADER_LEN {
+                let declared = u32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+                (HEADER_LEN + declared as usize).min(rest.len())
+            } else {
+                rest.len()
+            };
+            let (frame, tail) = rest.split_at(len);
+            self.encode_event(frame, dst);
+            rest = tail;
+        }
+    }
+
+    /// Writes `bytes` (one or more whole frames) as a single event.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse::{EVENT_OVERHEAD, SseFrameEncoder};
+    /// let mut body = bytes::BytesMut::new();
+    /// SseFrameEncoder::new().encode_event(&[0u8; 20], &mut body);
+    /// assert_eq!(body.len(), EVENT_OVERHEAD + 28); // base64 of 20 bytes is 28 characters
+    /// ```
+    pub fn encode_event(&self, bytes: &[u8], dst: &mut BytesMut) {
+        dst.reserve(EVENT_OVERHEAD + bytes.len().div_ceil(3) * 4);
+        dst.put_slice(b"event: ");
+        dst.put_slice(FRAME_EVENT.as_bytes());
+        dst.put_slice(b"\ndata: ");
+        let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
+        STANDARD.encode_string(bytes, &mut text);
+        dst.put_slice(text.as_bytes());
+        dst.put_slice(b"\n\n");
+    }
+
+    /// Convenience: [`encode`](Self::encode) into a fresh buffer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let body = mcp_framing::sse::SseFrameEncoder::new().to_events(&[]);
+    /// assert!(body.is_empty());
+    /// ```
+    #[must_use]
+    pub fn to_events(&self, frames: &[u8]) -> Bytes {
+        let mut dst = BytesMut::new();
+        self.encode(frames, &mut dst);
+        dst.freeze()
+    }
+}

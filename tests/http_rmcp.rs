@@ -1,0 +1,232 @@
+//! An rmcp client (with `FramingHttpClient`) calling a tool on an rmcp server (behind
+//! `FramingLayer`) over loopback HTTP: clean, and cut by a proxy at every few KiB.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ServiceError, ServiceExt};
+
+#[path = "rmcp_support/mod.rs"]
+mod rmcp_support;
+use rmcp_support::{framed_service, render_report_call};
+
+/// The test proxy: cuts response bodies after `limit` bytes (`usize::MAX`: never) and counts
+/// the bytes it forwarded in `seen`.
+struct Cut {
+    limit: AtomicUsize,
+    seen: Arc<AtomicUsize>,
+}
+
+async fn cutting_proxy(
+    State(cut): State<Arc<Cut>>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let response = next.run(request).await;
+    let limit = cut.limit.load(Ordering::SeqCst);
+    let seen = cut.seen.clone();
+    let (parts, body) = response.into_parts();
+    // Forward the body until `limit` bytes, then end it normally (a proxy idle timeout).
+    let mut sent = 0usize;
+    let stream = body.into_data_stream().map(move |piece| {
+        let piece = piece.expect("loopback body");
+        let take = piece.len().min(limit.saturating_sub(sent));
+        sent += take;
+        seen.fetch_add(take, Ordering::SeqCst);
+        Ok::<_, std::io::Error>(piece.slice(..take))
+    });
+    let stream =
+        stream.take_while(|piece| std::future::ready(piece.as_ref().is_ok_and(|p| !p.is_empty())));
+    (parts, Body::from_stream(stream)).into_response()
+}
+
+async fn server(cut: Arc<Cut>) -> SocketAddr {
+    let app = Router::new()
+        .nest_service("/mcp", framed_service(1024))
+        .layer(axum::middleware::from_fn_with_state(cut, cutting_proxy));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// Calls the tool once over a fresh client; the proxy cuts the tool call's response (only) at
+/// `limit`. Returns the result and the bytes the proxy forwarded for the tool call.
+async fn call(
+    addr: SocketAddr,
+    client: FramingHttpClient,
+    cut: &Cut,
+    limit: usize,
+) -> (Result<rmcp::model::CallToolResult, ServiceError>, usize) {
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+    );
+    let peer = ().serve(transport).await.expect("the handshake is not cut");
+    cut.seen.store(0, Ordering::SeqCst);
+    cut.limit.store(limit, Ordering::SeqCst);
+    let result = peer.call_tool(render_report_call("Q3")).await;
+    cut.limit.store(usize::MAX, Ordering::SeqCst);
+    let seen = cut.seen.load(Ordering::SeqCst);
+    let _ = peer.cancel().await;
+    (result, seen)
+}
+
+fn new_cut() -> Arc<Cut> {
+    Arc::new(Cut {
+        limit: AtomicUsize::new(usize::MAX),
+        seen: Arc::default(),
+    })
+}
+
+#[tokio::test]
+async fn rmcp_client_gets_a_verified_result_through_the_layer() {
+    let cut = new_cut();
+    let addr = server(cut.clone()).await;
+    for binary in [false, true] {
+        let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        let stats = client.stats();
+        let result = call(addr, client, &cut, usize::MAX)
+            .await
+            .0
+            .expect("clean call");
+        let text = result.content[0].as_text().expect("text").text.clone();
+        assert!(text.starts_with("# Q3\n00001 line 0 of a long report body"));
+        assert!(text.len() > 20_000, "the result spans many frames");
+        assert!(
+            stats.complete() >= 2,
+            "handshake and call were framed and complete: {stats:?}"
+        );
+        assert_eq!(stats.abandoned(), 0);
+        // The tool's log notification came before its result, verified on the same stream.
+        assert_eq!(stats.verified_messages(), stats.complete() + 1, "{stats:?}");
+    }
+}
+
+#[tokio::test]
+async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() {
+    let cut = new_cut();
+    let addr = server(cut.clone()).await;
+    for binary in [false, true] {
+        let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        let (clean, total) = call(addr, client(), &cut, usize::MAX).await;
+        clean.expect("clean call");
+        // The STREAM_END sentinel is the last 28 bytes (binary) or its 65-byte event (SSE):
+        // cutting just before it leaves the final result verified but the stream unfinished.
+        let sentinel = if binary { 28 } else { 65 };
+        for limit in [
+            0,
+            100,
+            1500,
+            9000,
+            total / 2,
+            total - sentinel - 1,
+            total - sentinel,
+            total - 1,
+        ] {
+            let metrics = Arc::new(mcp_framing::FramingMetrics::new());
+            let client = client().metrics(metrics.clone());
+            let stats = client.stats();
+            let (result, _) = call(addr, client, &cut, limit).await;
+            let Err(ServiceError::McpError(error)) = result else {
+                panic!("cut at {limit}: expected our classification, got {result:?}");
+            };
+            let outcome = &error.data.as_ref().expect("data")[OUTCOME_DATA_KEY];
+            assert_eq!(
+                outcome["classification"], "abandoned",
+                "cut at {limit}: {error:?}"
+            );
+            assert_eq!(outcome["kind"], "Truncated");
+            if limit == total - sentinel {
+                // The result itself was verified; only the sentinel is missing: still abandoned.
+                let detail = outcome["detail"].as_str().unwrap();
+                assert!(detail.contains("between messages"), "{detail}");
+            }
+            assert!(error.message.starts_with("mcp-framing: response abandoned"));
+            assert_eq!(outcome["retryDecision"], "retry", "keyed, so retryable");
+            assert_eq!(stats.abandoned(), 1, "cut at {limit}");
+            // Issue 3's counters: the handshake was clean, the cut call abandoned.
+            let snapshot = metrics.snapshot();
+            assert_eq!(
+                (snapshot.clean, snapshot.abandoned),
+                (1, 1),
+                "cut at {limit}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn rmcp_client_fails_closed_against_a_server_that_ignores_the_opt_in() {
+    // The same rmcp server without the layer: it answers unframed JSON / SSE.
+    let app = Router::new().nest_service("/mcp", rmcp_support::unframed_service());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = FramingHttpClient::new(reqwest::Client::new());
+    let stats = client.stats();
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+    );
+    // The handshake's response is not framed: nothing in it is handed to rmcp.
+    let err = ().serve(transport).await.unwrap_err();
+    // rmcp answers this POST as plain SSE `message` events: a contract violation, not retried.
+    let err = format!("{err:?}");
+    assert!(
+        err.contains("contract_violation") || err.contains("NotFramed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("do_not_retry") || err.contains("NotFramed"),
+        "{err}"
+    );
+    assert_eq!(stats.verified_messages(), 0);
+    assert_eq!(stats.failed(), 1);
+}
+
+#[tokio::test]
+async fn the_layer_answers_a_request_that_did_not_opt_in_exactly_as_before() {
+    let addr = server(new_cut()).await;
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "plain", "version": "1"}}});
+    let post = |framed: bool| {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.to_string());
+        if framed {
+            request = request.headers(mcp_framing::http::opt_in_headers(
+                mcp_framing::RequestKey::random(),
+                true,
+            ));
+        }
+        request.send()
+    };
+    let plain = post(false).await.unwrap();
+    assert!(plain.headers().get("mcp-framing").is_none());
+    let body = plain.text().await.unwrap();
+    assert!(body.contains(r#""jsonrpc":"2.0""#), "{body}");
+    let framed = post(true).await.unwrap();
+    assert_eq!(
+        framed.headers()["content-type"],
+        "application/vnd.mcp-framing"
+    );
+    assert_eq!(framed.headers()["mcp-framing"], "1");
+    let bytes = framed.bytes().await.unwrap();
+    let stream = mcp_framing::StreamDecoder::new()
+        .decode_all(&bytes)
+        .unwrap();
+    assert_eq!(stream.messages.len(), 1, "the initialize result, verified");
+}
