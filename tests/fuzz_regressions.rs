@@ -3,7 +3,7 @@
 //! committed seed corpus (`fuzz/corpus/<target>/`). The oracles are the fuzz crate's own
 //! (`fuzz/src/`), compiled here as a module, so a fixed bug stays fixed without a nightly
 //! compiler or libFuzzer.
-#![cfg(feature = "codec")]
+#![cfg(all(feature = "codec", feature = "sse"))]
 
 use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -69,4 +69,10 @@ fn saved_inputs_pass_the_fixed_checksums_oracle() {
 fn saved_inputs_pass_the_contract_json_oracle() {
     let count = replay("contract_json", oracles::contract_json::run);
     assert!(count >= 5, "only {count} contract_json inputs");
+}
+
+#[test]
+fn saved_inputs_pass_the_sse_decode_oracle() {
+    let count = replay("sse_decode", oracles::sse_decode::run);
+    assert!(count >= 10, "only {count} sse_decode inputs");
 }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::BytesMut;
 use mcp_framing::frame::FrameHeader;
+use mcp_framing::sse::SseFrameEncoder;
 use mcp_framing::{AbortCode, AttemptId, RequestKey, StreamEncoder, StreamHead};
 use mcp_framing_fuzz::limits::{DEFAULT_LIMITS_BYTE, EXPECTED_KEY};
 
@@ -195,12 +196,13 @@ fn vector_seeds(root: &Path) -> Vec<Seed> {
 }
 
 /// Every target whose corpus this writes.
-const TARGETS: [&str; 5] = [
+const TARGETS: [&str; 6] = [
     "decode_raw",
     "decode_chunked",
     "roundtrip",
     "fixed_checksums",
     "contract_json",
+    "sse_decode",
 ];
 
 /// Read schedules for `decode_chunked` (see `ScheduledReader`): one read, byte by byte with
@@ -266,6 +268,28 @@ const CONTRACTS: [(&str, u8, &str); 10] = [
     ),
 ];
 
+/// Hand-written SSE bodies for `sse_decode` (mode byte 3: the default event limit).
+const SSE_TEXTS: [(&str, &str); 6] = [
+    (
+        "unframed_message",
+        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+    ),
+    (
+        "comments_crlf_bom",
+        "\u{feff}: keep-alive\r\nevent: mcp-frame\r\ndata: n00BBgAAAAEAAAAAAAAAAA==\r\n\r\n",
+    ),
+    (
+        "data_split_over_lines",
+        "event: mcp-frame\ndata: n00BBgAA\ndata: AAEAAAAAAAAAAA==\nid: 7\nretry: 1000\n\n",
+    ),
+    ("invalid_base64", "event: mcp-frame\ndata: not base64!\n\n"),
+    (
+        "cr_only_and_no_space",
+        "event:mcp-frame\rdata:n00BBgAAAAEAAAAAAAAAAA==\r\r: done\r",
+    ),
+    ("unterminated_event", "event: mcp-frame\ndata: n00B"),
+];
+
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
     fs::write(dir.join(name), bytes).unwrap();
 }
@@ -322,6 +346,32 @@ fn main() {
             &name,
             &[&[*limits], &seed.bytes[..]].concat(),
         );
+    }
+    let sse = corpus.join("sse_decode");
+    for (i, seed) in seeds.iter().filter(|s| s.valid).take(8).enumerate() {
+        let text = SseFrameEncoder::new().to_events(&seed.bytes);
+        let schedule = SCHEDULES[i % SCHEDULES.len()];
+        let mut input = vec![3, schedule.len() as u8];
+        input.extend_from_slice(schedule);
+        write(
+            &sse,
+            &format!("{}_sse", seed.name),
+            &[&input[..], &text[..]].concat(),
+        );
+        if i < 3 {
+            input[0] = 0b111; // the body is frame bytes to carry through SSE
+            write(
+                &sse,
+                &format!("{}_frames", seed.name),
+                &[&input[..], &seed.bytes[..]].concat(),
+            );
+        }
+    }
+    for (i, (name, text)) in SSE_TEXTS.iter().enumerate() {
+        let schedule = SCHEDULES[i % SCHEDULES.len()];
+        let mut input = vec![3, schedule.len() as u8];
+        input.extend_from_slice(schedule);
+        write(&sse, name, &[&input[..], text.as_bytes()].concat());
     }
     for (name, mode, json) in CONTRACTS {
         write(

@@ -14,6 +14,8 @@
 //!   back exactly what was encoded (clean, aborted, unterminated and cut streams).
 //! - [`fixed_checksums`]: a mutated stream whose CRCs (and, by mode, digests, counts and sequence
 //!   numbers) are repaired before decoding; the decoder must agree with an independent model.
+//! - [`sse_decode`]: the SSE mapping's parser and frame decoder from arbitrary text, in any
+//!   chunking, and frames carried through SSE and back.
 //! - [`contract_json`]: arbitrary bytes through the framing contract and request-key parsers;
 //!   round trips, and a policy only where SPEC.md §9 and §11 allow one.
 //!
@@ -29,6 +31,7 @@ pub mod limits;
 pub mod model;
 pub mod reader;
 pub mod roundtrip;
+pub mod sse_decode;
 
 /// Bounds the heap while the decoder runs (`decode_raw` arms it around every decoder call).
 ///
