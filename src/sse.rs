@@ -438,7 +438,9 @@ impl SseFrameDecoder {
     }
 
     fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), SseError> {
-        self.parser.feed(input, &mut self.events)?;
+        // The events that ended before a parse error come first, as they would had the error
+        // arrived in a later read: the outcome must not depend on how the body was split.
+        let parsed = self.parser.feed(input, &mut self.events);
         for event in self.events.drain(..) {
             if event.data.is_empty() {
                 // Nothing carried (an `id`-only priming event, a named event without data): SSE
@@ -465,7 +467,7 @@ impl SseFrameDecoder {
                 }
             }
         }
-        Ok(())
+        parsed
     }
 
     /// Ends the body; returns the bytes of an event left open (discarded, SPEC.md §15).

@@ -76,3 +76,34 @@ fn saved_inputs_pass_the_sse_decode_oracle() {
     let count = replay("sse_decode", oracles::sse_decode::run);
     assert!(count >= 10, "only {count} sse_decode inputs");
 }
+
+/// Found by `sse_decode` (`fuzz/regressions/sse_decode/frame_decoder_error_depends_on_chunking`):
+/// the events that ended in the same read as a parse error were dropped, so a body was
+/// `EventTooLarge` in one read but `UnexpectedEvent` in two, and frames before the error were
+/// delivered or not depending on the reads.
+#[test]
+fn sse_frame_decoder_result_does_not_depend_on_how_the_body_is_split() {
+    use mcp_framing::frame::FrameHeader;
+    use mcp_framing::sse::{SseError, SseFrameDecoder, SseFrameEncoder};
+
+    let keepalive = FrameHeader::for_payload(0x06, 1, &[]).to_bytes();
+    let framed = SseFrameEncoder::new().to_events(&keepalive);
+    let oversized = [b'x'; 100];
+    let decode = |pieces: &[&[u8]]| {
+        let mut decoder = SseFrameDecoder::with_max_event_data(64);
+        let mut frames = bytes::BytesMut::new();
+        let result = pieces.iter().try_for_each(|p| decoder.feed(p, &mut frames));
+        (frames, result)
+    };
+
+    let unframed = [&b"data: {}\n\n"[..], &oversized].concat();
+    let whole = decode(&[&unframed]);
+    assert_eq!(whole, decode(&[&unframed[..10], &unframed[10..]]));
+    assert!(matches!(whole.1, Err(SseError::UnexpectedEvent { .. })));
+
+    let frame_then_oversized = [&framed[..], &oversized].concat();
+    let whole = decode(&[&frame_then_oversized]);
+    assert_eq!(whole, decode(&[&framed[..], &oversized]));
+    assert_eq!(&whole.0[..], &keepalive[..], "the frame before the error is delivered");
+    assert!(matches!(whole.1, Err(SseError::EventTooLarge { max: 64 })));
+}
