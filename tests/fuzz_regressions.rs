@@ -104,6 +104,10 @@ fn sse_frame_decoder_result_does_not_depend_on_how_the_body_is_split() {
     let frame_then_oversized = [&framed[..], &oversized].concat();
     let whole = decode(&[&frame_then_oversized]);
     assert_eq!(whole, decode(&[&framed[..], &oversized]));
-    assert_eq!(&whole.0[..], &keepalive[..], "the frame before the error is delivered");
+    assert_eq!(
+        &whole.0[..],
+        &keepalive[..],
+        "the frame before the error is delivered"
+    );
     assert!(matches!(whole.1, Err(SseError::EventTooLarge { max: 64 })));
 }
