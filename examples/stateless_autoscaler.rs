@@ -15,9 +15,10 @@
 //!
 //! Run: `cargo run --release --features demo --example stateless_autoscaler`
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -49,6 +50,9 @@ struct Backend {
     name: &'static str,
     advertise_contract: Arc<AtomicBool>,
     executions: AtomicUsize,
+    /// Results by request key, shared by all backends (a Redis in production): what makes a
+    /// keyed retry of a non-idempotent tool safe on a stateless fleet.
+    results: Arc<Mutex<HashMap<RequestKey, Value>>>,
 }
 
 /// The tool's result: the next tool call an agent should make, with large JSON arguments.
@@ -92,11 +96,30 @@ async fn backend(State(backend): State<Arc<Backend>>, headers: HeaderMap, body: 
             json!({"jsonrpc": "2.0", "id": id, "result": result})
         }
         Some("tools/call") => {
-            backend.executions.fetch_add(1, Ordering::SeqCst);
-            let task = request["params"]["arguments"]["task"]
-                .as_str()
-                .unwrap_or("task");
-            plan_next_step(&id, task)
+            let key = OptIn::from_headers(&headers)
+                .ok()
+                .flatten()
+                .and_then(|o| o.request_key);
+            let known = key.and_then(|k| backend.results.lock().expect("lock").get(&k).cloned());
+            match known {
+                // A retry of a request that already ran: answer it, do not run the tool again.
+                Some(result) => result,
+                None => {
+                    backend.executions.fetch_add(1, Ordering::SeqCst);
+                    let task = request["params"]["arguments"]["task"]
+                        .as_str()
+                        .unwrap_or("task");
+                    let result = plan_next_step(&id, task);
+                    if let Some(key) = key {
+                        backend
+                            .results
+                            .lock()
+                            .expect("lock")
+                            .insert(key, result.clone());
+                    }
+                    result
+                }
+            }
         }
         _ => {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})
@@ -470,12 +493,14 @@ async fn main() {
 
 async fn run() {
     let advertise = Arc::new(AtomicBool::new(true));
+    let results = Arc::new(Mutex::new(HashMap::new()));
     let mut backends = Vec::new();
     for name in ["backend-a", "backend-b"] {
         let state = Arc::new(Backend {
             name,
             advertise_contract: advertise.clone(),
             executions: AtomicUsize::new(0),
+            results: results.clone(),
         });
         let addr = serve(
             Router::new()
@@ -513,6 +538,13 @@ async fn run() {
     let mut unframed_log = Vec::new();
     let unframed = unframed_run(&http, &resolver, &mut unframed_log).await;
     let unframed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
+    let executions = |backends: &[(Arc<Backend>, SocketAddr)]| -> Vec<usize> {
+        backends
+            .iter()
+            .map(|(b, _)| b.executions.swap(0, Ordering::SeqCst))
+            .collect()
+    };
+    let unframed_executions = executions(&backends);
     println!("== run 1: unframed (application/json)");
     unframed_log.iter().for_each(|l| println!("  {l}"));
 
@@ -521,6 +553,7 @@ async fn run() {
     let metrics = FramingMetrics::new();
     let framed = framed_run(&http, &resolver, &metrics, &mut framed_log).await;
     let framed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
+    let framed_executions = executions(&backends);
     println!("\n== run 2: framed (SSE mapping, event: mcp-frame)");
     framed_log.iter().for_each(|l| println!("  {l}"));
 
@@ -546,10 +579,6 @@ async fn run() {
         .collect();
     println!("  {}", nonzero.join(" "));
 
-    let executions: Vec<usize> = backends
-        .iter()
-        .map(|(b, _)| b.executions.load(Ordering::SeqCst))
-        .collect();
     println!(
         "\n== summary ({CALLS} tool calls per run; the proxy cut {unframed_cuts} and {framed_cuts} responses)"
     );
@@ -599,8 +628,14 @@ async fn run() {
         println!("  {label:<40} {left:>22} {right:>22}");
     }
     println!(
-        "  tool executions on backend-a / backend-b: {} / {}",
-        executions[0], executions[1]
+        "  {:<40} {:>22} {:>22}",
+        "tool executions (backend-a / backend-b)",
+        format!("{} / {}", unframed_executions[0], unframed_executions[1]),
+        format!("{} / {}", framed_executions[0], framed_executions[1]),
+    );
+    println!(
+        "  (framed retries carry the request key: backend-b answers them from the shared result\n   \
+         store instead of running the non-idempotent tool a second time)"
     );
 
     assert_eq!(
@@ -615,6 +650,16 @@ async fn run() {
     );
     assert_eq!(framed_cuts, CALLS);
     assert!(refused, "Regime C must be refused");
+    assert_eq!(
+        unframed_executions,
+        [CALLS, CALLS],
+        "unframed retries run the tool again"
+    );
+    assert_eq!(
+        framed_executions,
+        [CALLS, 0],
+        "keyed retries are deduplicated"
+    );
     assert_eq!(
         (snapshot.abandoned, snapshot.clean, snapshot.retried),
         (3, 3, 3)

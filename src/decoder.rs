@@ -8,7 +8,7 @@ use crate::error::{DecodeError, Progress, StreamState, Truncation};
 use crate::event::{
     Abort, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk, VerifiedMessage,
 };
-use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, VERSION, be_u64};
+use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, VERSION, be_u64, crc32};
 use crate::ids::{AttemptId, RequestKey};
 
 /// Default maximum frame payload a decoder accepts: 64 KiB (SPEC.md §6).
@@ -369,10 +369,19 @@ impl StreamDecoder {
     /// let err = dec.decode_eof(&mut BytesMut::new()).unwrap_err();
     /// assert!(matches!(err, DecodeError::Truncated { at: Truncation::NoFrame, .. }));
     /// ```
+    #[inline]
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
-        if let Some(event) = self.decode(buf)? {
-            return Ok(Some(event));
+        // Returned as is, not re-wrapped: the event is built once, in the caller's slot.
+        let result = self.decode(buf);
+        if !matches!(result, Ok(None)) {
+            return result;
         }
+        self.end_of_input(buf)
+    }
+
+    /// The verdict once no further frame can be decoded and the input ended (SPEC.md §7).
+    #[cold]
+    fn end_of_input(&mut self, buf: &BytesMut) -> Result<Option<Event>, DecodeError> {
         if self.state == StreamState::Finished {
             return match self.aborted.take() {
                 Some(abort) => {
@@ -475,12 +484,19 @@ impl StreamDecoder {
                 }
                 return Ok(None);
             }
-            let (header, kind, offset) = match self.phase {
+            let result = match self.phase {
                 Phase::Payload {
                     header,
                     kind,
                     offset,
-                } => (header, kind, offset),
+                } => {
+                    if buf.len() < header.len as usize {
+                        // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
+                        return Ok(None);
+                    }
+                    self.phase = Phase::Header;
+                    self.take_frame(header, kind, offset, buf)
+                }
                 Phase::Header => {
                     let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
                         // Reject a body that is not framed at all (a short JSON error, an HTML
@@ -493,44 +509,85 @@ impl StreamDecoder {
                     let header = FrameHeader::parse(raw)
                         .map_err(|err| DecodeError::from_header(err, offset))?;
                     // ... then kind, sequence, state, length and limits, before any payload.
-                    let kind = self.check_header(&header, offset)?;
+                    let kind = match self.accept_header(&header) {
+                        Some(kind) => kind,
+                        None => self.check_header(&header, offset)?,
+                    };
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
-                    self.phase = Phase::Payload {
-                        header,
-                        kind,
-                        offset,
-                    };
-                    (header, kind, offset)
+                    if buf.len() < header.len as usize {
+                        self.phase = Phase::Payload {
+                            header,
+                            kind,
+                            offset,
+                        };
+                        return Ok(None);
+                    }
+                    self.take_frame(header, kind, offset, buf)
                 }
             };
-            let len = header.len as usize;
-            if buf.len() < len {
-                // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
-                return Ok(None);
-            }
-            let computed = crc32fast::hash(&buf[..len]);
-            if computed != header.payload_crc {
-                return Err(DecodeError::PayloadChecksumMismatch {
-                    kind,
-                    stored: header.payload_crc,
-                    computed,
-                    offset,
-                });
-            }
-            let payload = buf.split_to(len);
-            self.phase = Phase::Header;
-            self.progress.bytes += len as u64;
-            self.progress.frames += 1;
-            self.progress.last_sequence = Some(header.sequence);
-            self.expected_sequence = header.sequence.wrapping_add(1);
-            if let Some(event) = self.handle_frame(header, kind, payload)? {
-                return Ok(Some(event));
+            // Returned as is, not re-wrapped; ignorable frames yield nothing and decoding goes on.
+            if !matches!(result, Ok(None)) {
+                return result;
             }
         }
     }
 
-    /// Checks a header (whose CRC passed) before its payload is awaited.
+    /// Checks the payload CRC of a frame whose payload is in `buf`, consumes it and acts on it.
+    #[inline(always)]
+    fn take_frame(
+        &mut self,
+        header: FrameHeader,
+        kind: FrameKind,
+        offset: u64,
+        buf: &mut BytesMut,
+    ) -> Result<Option<Event>, DecodeError> {
+        let len = header.len as usize;
+        let computed = crc32(&buf[..len]);
+        if computed != header.payload_crc {
+            return Err(DecodeError::PayloadChecksumMismatch {
+                kind,
+                stored: header.payload_crc,
+                computed,
+                offset,
+            });
+        }
+        let payload = buf.split_to(len);
+        self.progress.bytes += len as u64;
+        self.progress.frames += 1;
+        self.progress.last_sequence = Some(header.sequence);
+        self.expected_sequence = header.sequence.wrapping_add(1);
+        self.handle_frame(header, kind, payload)
+    }
+
+    /// The kind of a header that passes every check of [`check_header`](Self::check_header),
+    /// `None` if one fails. The hot path: a yes or no, without building an error.
+    #[inline]
+    fn accept_header(&self, header: &FrameHeader) -> Option<FrameKind> {
+        let kind = FrameKind::from_byte(header.kind)?;
+        let in_order = match self.state {
+            StreamState::AwaitingHead => kind == FrameKind::Head,
+            state => {
+                header.sequence == self.expected_sequence
+                    && match kind {
+                        FrameKind::Head => false,
+                        FrameKind::StreamEnd => state != StreamState::InMessage,
+                        _ => true,
+                    }
+            }
+        };
+        let within_limits = kind.allows_len(header.len)
+            && header.len <= self.config.max_frame_payload
+            && (kind != FrameKind::Data
+                || self.progress.open_message_bytes + u64::from(header.len)
+                    <= self.config.max_message_size);
+        (in_order && within_limits).then_some(kind)
+    }
+
+    /// Checks a header (whose CRC passed) before its payload is awaited, and names the first
+    /// check that fails. Runs when [`accept_header`](Self::accept_header) refused the header.
+    #[cold]
+    #[inline(never)]
     fn check_header(&self, header: &FrameHeader, offset: u64) -> Result<FrameKind, DecodeError> {
         let kind = FrameKind::from_byte(header.kind).ok_or(DecodeError::UnknownFrameKind {
             kind: header.kind,
@@ -584,6 +641,7 @@ impl StreamDecoder {
         Ok(kind)
     }
 
+    #[inline(always)]
     fn handle_frame(
         &mut self,
         header: FrameHeader,
@@ -591,44 +649,19 @@ impl StreamDecoder {
         payload: BytesMut,
     ) -> Result<Option<Event>, DecodeError> {
         Ok(Some(match kind {
-            FrameKind::Head => {
-                let mut key = [0u8; 16];
-                key.copy_from_slice(&payload[..16]);
-                let mut attempt = [0u8; 16];
-                attempt.copy_from_slice(&payload[16..32]);
-                let attempt_id = AttemptId::from_bytes(attempt);
-                // SPEC.md §4: HEAD's sequence number is the attempt id's first four bytes.
-                if header.sequence != attempt_id.initial_sequence() {
-                    return Err(DecodeError::ForeignFrame {
-                        expected: attempt_id.initial_sequence(),
-                        found: header.sequence,
-                    });
-                }
-                let request_key = (key != [0u8; 16]).then(|| RequestKey::from_bytes(key));
-                if let Some(expected) = self.config.request_key {
-                    if request_key != Some(expected) {
-                        return Err(DecodeError::RequestKeyMismatch {
-                            expected,
-                            found: request_key,
-                        });
-                    }
-                }
-                let head = StreamHead {
-                    request_key,
-                    attempt_id,
-                };
-                self.head = Some(head);
-                self.state = StreamState::BetweenMessages;
-                Event::Opened(head)
-            }
+            // HEAD comes once: out of line, so that its event is not built on the hot path.
+            FrameKind::Head => return self.open_stream(header, &payload),
             FrameKind::Data => {
                 let bytes = payload.freeze();
-                self.hasher.update(&bytes);
                 let offset = self.progress.open_message_bytes;
                 self.progress.open_message_bytes += bytes.len() as u64;
                 self.state = StreamState::InMessage;
                 if self.config.assemble {
+                    // Hashed at MESSAGE_END over the assembled bytes, in one pass.
                     self.assemble(&bytes);
+                } else {
+                    // SHA-256 streams across the message's frames; finalized at MESSAGE_END.
+                    self.hasher.update(&bytes);
                 }
                 Event::Chunk(UnverifiedChunk {
                     message_index: self.progress.messages,
@@ -648,7 +681,11 @@ impl StreamDecoder {
                         received,
                     });
                 }
-                let computed: [u8; 32] = std::mem::take(&mut self.hasher).finalize().into();
+                let mut hasher = std::mem::take(&mut self.hasher);
+                if self.config.assemble {
+                    hasher.update(self.assembled_bytes());
+                }
+                let computed: [u8; 32] = hasher.finalize().into();
                 if payload[8..40] != computed {
                     let mut declared = [0u8; 32];
                     declared.copy_from_slice(&payload[8..40]);
@@ -708,6 +745,52 @@ impl StreamDecoder {
             FrameKind::KeepAlive => Event::KeepAlive,
             FrameKind::Ignorable(_) => return Ok(None),
         }))
+    }
+
+    /// Acts on the HEAD frame (SPEC.md §3, §4).
+    #[cold]
+    #[inline(never)]
+    fn open_stream(
+        &mut self,
+        header: FrameHeader,
+        payload: &[u8],
+    ) -> Result<Option<Event>, DecodeError> {
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&payload[..16]);
+        let mut attempt = [0u8; 16];
+        attempt.copy_from_slice(&payload[16..32]);
+        let attempt_id = AttemptId::from_bytes(attempt);
+        // SPEC.md §4: HEAD's sequence number is the attempt id's first four bytes.
+        if header.sequence != attempt_id.initial_sequence() {
+            return Err(DecodeError::ForeignFrame {
+                expected: attempt_id.initial_sequence(),
+                found: header.sequence,
+            });
+        }
+        let request_key = (key != [0u8; 16]).then(|| RequestKey::from_bytes(key));
+        if let Some(expected) = self.config.request_key {
+            if request_key != Some(expected) {
+                return Err(DecodeError::RequestKeyMismatch {
+                    expected,
+                    found: request_key,
+                });
+            }
+        }
+        let head = StreamHead {
+            request_key,
+            attempt_id,
+        };
+        self.head = Some(head);
+        self.state = StreamState::BetweenMessages;
+        Ok(Some(Event::Opened(head)))
+    }
+
+    /// The bytes of the open message (when assembling).
+    fn assembled_bytes(&self) -> &[u8] {
+        match &self.first_chunk {
+            Some(first) if self.assembled.is_empty() => first,
+            _ => &self.assembled,
+        }
     }
 
     /// Keeps a message's bytes: a single-frame message stays the zero-copy chunk; from the second

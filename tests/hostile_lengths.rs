@@ -53,6 +53,8 @@ impl Meter {
             .max(ALLOCATOR.allocated().saturating_sub(self.base));
     }
 
+    /// Lifts the limit (before any assertion: a panic under the limit could not allocate its
+    /// message) and checks the budget.
     fn finish(mut self) -> usize {
         self.sample();
         ALLOCATOR.set_limit(usize::MAX).expect("no limit");
@@ -114,54 +116,31 @@ fn hostile_lengths_are_rejected_at_the_header_and_memory_stays_within_the_limits
     );
 }
 
-fn a_header_claiming_4_gib_is_rejected_before_its_payload() {
-    let mut input = claiming(u32::MAX);
-    input.extend(std::iter::repeat_n(0x5a, 64 * KIB));
-    let mut meter = Meter::start("4 GiB claim", 64 * KIB);
-    let mut decoder = StreamDecoder::builder().expect_request_key(KEY).build();
-    // Fed one byte at a time: the error comes with the header's 20th byte.
-    let (err, fed) = feed(&mut decoder, &mut meter, &input, 1).expect("rejected");
-    assert_eq!(
-        err,
-        DecodeError::FrameTooLarge {
-            len: u32::MAX,
-            max: 65_536
-        }
-    );
-    assert_eq!(fed, head_frame().len() + HEADER_LEN);
+/// A DATA header claiming `len` bytes, followed by up to 64 KiB of its payload, fed one byte at a
+/// time to a decoder with frame limit `max`: rejected with the header's 20th byte, within a
+/// 64 KiB allocation budget.
+fn assert_rejected_at_the_header(name: &'static str, len: u32, max: u32) {
+    let mut input = claiming(len);
+    input.extend(std::iter::repeat_n(0x5a, (len as usize).min(64 * KIB)));
+    let mut meter = Meter::start(name, 64 * KIB);
+    let mut decoder = StreamDecoder::builder()
+        .max_frame_payload(max)
+        .expect_request_key(KEY)
+        .build();
+    let result = feed(&mut decoder, &mut meter, &input, 1);
     meter.finish();
+    let (err, fed) = result.expect("rejected");
+    assert_eq!(err, DecodeError::FrameTooLarge { len, max });
+    assert_eq!(fed, head_frame().len() + HEADER_LEN);
+}
+
+fn a_header_claiming_4_gib_is_rejected_before_its_payload() {
+    assert_rejected_at_the_header("4 GiB claim, default limit", u32::MAX, 65_536);
 }
 
 fn a_header_one_byte_over_the_frame_limit_is_rejected_before_its_payload() {
-    let mut input = claiming(4097);
-    input.extend(std::iter::repeat_n(0x5a, 4097));
-    let mut meter = Meter::start("4 KiB + 1 claim, 4 KiB limit", 64 * KIB);
-    let mut decoder = StreamDecoder::builder().max_frame_payload(4096).build();
-    let (err, fed) = feed(&mut decoder, &mut meter, &input, 1).expect("rejected");
-    assert_eq!(
-        err,
-        DecodeError::FrameTooLarge {
-            len: 4097,
-            max: 4096
-        }
-    );
-    assert_eq!(fed, head_frame().len() + HEADER_LEN);
-    meter.finish();
-
-    let mut input = claiming(65_537);
-    input.extend(std::iter::repeat_n(0x5a, 65_537));
-    let mut meter = Meter::start("64 KiB + 1 claim, default limit", 64 * KIB);
-    let mut decoder = StreamDecoder::new();
-    let (err, fed) = feed(&mut decoder, &mut meter, &input, 1).expect("rejected at the header");
-    assert_eq!(
-        err,
-        DecodeError::FrameTooLarge {
-            len: 65_537,
-            max: 65_536
-        }
-    );
-    assert_eq!(fed, head_frame().len() + HEADER_LEN);
-    meter.finish();
+    assert_rejected_at_the_header("64 KiB + 1 claim, default limit", 65_537, 65_536);
+    assert_rejected_at_the_header("4 KiB + 1 claim, 4 KiB limit", 4097, 4096);
 }
 
 fn a_4_gib_frame_under_a_4_gib_limit_grows_only_with_the_bytes_received() {
@@ -176,8 +155,8 @@ fn a_4_gib_frame_under_a_4_gib_limit_grows_only_with_the_bytes_received() {
         .max_message_size(u64::MAX)
         .build();
     let outcome = feed(&mut decoder, &mut meter, &input, 8 * KIB);
-    assert_eq!(outcome, None, "still waiting for the payload");
     let peak = meter.finish();
+    assert_eq!(outcome, None, "still waiting for the payload");
     assert!(peak >= received, "the received bytes are buffered");
 }
 
@@ -192,7 +171,9 @@ fn a_data_header_over_the_message_limit_is_rejected_before_its_payload() {
         .max_message_size(100_000)
         .expect_request_key(KEY)
         .build();
-    let (err, fed) = feed(&mut decoder, &mut meter, &raw.bytes, 1000).expect("rejected");
+    let result = feed(&mut decoder, &mut meter, &raw.bytes, 1000);
+    meter.finish();
+    let (err, fed) = result.expect("rejected");
     assert_eq!(
         err,
         DecodeError::MessageTooLarge {
@@ -206,7 +187,6 @@ fn a_data_header_over_the_message_limit_is_rejected_before_its_payload() {
         "waited for {} bytes",
         fed - prefix_len
     );
-    meter.finish();
 }
 
 /// A stream of one `len`-byte message in DATA frames of `frame` bytes.
@@ -231,20 +211,20 @@ fn assembling_a_message_stays_within_the_message_limit() {
         .max_message_size(limit as u64)
         .build();
     let mut buf = BytesMut::new();
-    let mut messages = 0;
+    let mut lens = Vec::with_capacity(1);
     for chunk in wire.chunks(8 * KIB) {
         buf.extend_from_slice(chunk);
-        while let Some(event) = decoder.decode(&mut buf).expect("valid") {
+        while let Ok(Some(event)) = decoder.decode(&mut buf) {
             meter.sample();
             if let Event::Message(m) = event {
-                assert_eq!(m.bytes().len(), limit);
-                messages += 1;
+                lens.push(m.bytes().len());
             }
         }
     }
-    assert_eq!(decoder.decode_eof(&mut buf), Ok(None));
-    assert_eq!(messages, 1);
+    let end = decoder.decode_eof(&mut buf);
     meter.finish();
+    assert_eq!(end, Ok(None));
+    assert_eq!(lens, [limit]);
 }
 
 fn a_non_assembling_decoder_stays_within_one_frame_whatever_the_message_size() {
@@ -254,18 +234,20 @@ fn a_non_assembling_decoder_stays_within_one_frame_whatever_the_message_size() {
     let mut decoder = StreamDecoder::builder().assemble_messages(false).build();
     let mut buf = BytesMut::new();
     let mut received = 0;
+    let mut verified = 0;
     for chunk in wire.chunks(8 * KIB) {
         buf.extend_from_slice(chunk);
-        while let Some(event) = decoder.decode(&mut buf).expect("valid") {
+        while let Ok(Some(event)) = decoder.decode(&mut buf) {
             meter.sample();
             match event {
                 Event::Chunk(c) => received += c.unverified_bytes().len(),
-                Event::MessageVerified(s) => assert_eq!(s.len, len as u64),
+                Event::MessageVerified(s) => verified = s.len,
                 _ => {}
             }
         }
     }
-    assert_eq!(decoder.decode_eof(&mut buf), Ok(None));
-    assert_eq!(received, len);
+    let end = decoder.decode_eof(&mut buf);
     meter.finish();
+    assert_eq!(end, Ok(None));
+    assert_eq!((received, verified), (len, len as u64));
 }

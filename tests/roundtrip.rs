@@ -353,6 +353,54 @@ proptest! {
     }
 }
 
+/// The longest DATA payload in `wire`.
+fn largest_data_frame(wire: &[u8]) -> usize {
+    common::frame_spans(wire)
+        .into_iter()
+        .filter(|span| wire[span.start + 3] == 0x02)
+        .map(|span| span.len() - 20)
+        .max()
+        .unwrap_or(0)
+}
+
+proptest! {
+    #![proptest_config(common::proptest_config(128))]
+
+    #[test]
+    fn a_decoder_with_limits_below_the_stream_rejects_it_at_a_header(
+        plan in plan(),
+        frame_margin in 1u32..64,
+        message_margin in 1u64..64,
+    ) {
+        let sent = encode(&plan);
+        let largest_frame = largest_data_frame(&sent.wire) as u32;
+        let largest_message = plan.largest_message() as u64;
+        // Frame limit below the largest DATA frame (the decoder needs at least 1026).
+        if largest_frame > 1026 {
+            let max = largest_frame.saturating_sub(frame_margin).max(1026);
+            let decoder = StreamDecoder::builder().max_frame_payload(max).build();
+            let outcome = decode_one_shot(decoder, &sent.wire);
+            prop_assert_eq!(outcome.verdict(), "FrameTooLarge");
+        }
+        // Message limit below the largest message (the open one of an abort included).
+        if largest_message > 0 {
+            let max = largest_message.saturating_sub(message_margin);
+            let decoder = StreamDecoder::builder().max_message_size(max).build();
+            let outcome = decode_one_shot(decoder, &sent.wire);
+            prop_assert_eq!(outcome.verdict(), "MessageTooLarge");
+            // Only messages within the limit were delivered before.
+            prop_assert!(outcome.messages().iter().all(|m| m.len() as u64 <= max));
+        }
+        // Limits at or above what the stream needs accept it.
+        let decoder = StreamDecoder::builder()
+            .max_frame_payload(largest_frame.max(1026) + frame_margin)
+            .max_message_size(largest_message + message_margin)
+            .build();
+        let outcome = decode_one_shot(decoder, &sent.wire);
+        prop_assert!(matches!(outcome.verdict(), "clean" | "PeerAbort"));
+    }
+}
+
 #[test]
 fn an_empty_message_round_trips_as_an_empty_verified_message() {
     let head = common::head(Some(common::KEY), common::ATTEMPT);

@@ -1,0 +1,115 @@
+//! Opening inputs and outputs ("-" is stdin/stdout), and the decoder options shared by commands.
+
+use std::fs::File;
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use mcp_framing::{
+    DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, DecoderBuilder, MIN_MAX_FRAME_PAYLOAD,
+    RequestKey, StreamDecoder,
+};
+
+use crate::CliError;
+
+/// Where a stream or message bytes come from.
+#[derive(Clone, Debug)]
+pub(crate) struct InputPath(PathBuf);
+
+impl InputPath {
+    fn is_stdin(&self) -> bool {
+        self.0 == Path::new("-")
+    }
+
+    /// A name for messages: the path, or "stdin".
+    pub(crate) fn name(&self) -> String {
+        if self.is_stdin() {
+            "stdin".to_owned()
+        } else {
+            self.0.display().to_string()
+        }
+    }
+
+    pub(crate) fn open(&self) -> Result<Box<dyn Read>, CliError> {
+        if self.is_stdin() {
+            Ok(Box::new(io::stdin().lock()))
+        } else {
+            let file = File::open(&self.0)
+                .map_err(|e| CliError::io(format!("cannot open {}", self.name()), e))?;
+            Ok(Box::new(file))
+        }
+    }
+
+    pub(crate) fn read_all(&self) -> Result<Vec<u8>, CliError> {
+        let mut data = Vec::new();
+        self.open()?
+            .read_to_end(&mut data)
+            .map_err(|e| CliError::io(format!("cannot read {}", self.name()), e))?;
+        Ok(data)
+    }
+}
+
+impl From<&Path> for InputPath {
+    fn from(path: &Path) -> Self {
+        Self(path.to_path_buf())
+    }
+}
+
+/// Opens `path` for writing, or stdout; refuses to write a binary stream to a terminal.
+pub(crate) fn open_output(path: Option<&Path>, binary: bool) -> Result<Box<dyn Write>, CliError> {
+    match path {
+        Some(p) if p != Path::new("-") => {
+            let file = File::create(p)
+                .map_err(|e| CliError::io(format!("cannot create {}", p.display()), e))?;
+            Ok(Box::new(io::BufWriter::new(file)))
+        }
+        _ => {
+            let stdout = io::stdout();
+            if binary && stdout.is_terminal() {
+                return Err(CliError::Usage(
+                    "refusing to write a binary stream to a terminal: use -o FILE or a pipe".into(),
+                ));
+            }
+            Ok(Box::new(stdout.lock()))
+        }
+    }
+}
+
+/// The receiver's limits and request-key check (SPEC.md §6, §10).
+#[derive(Clone, Debug, Args)]
+pub(crate) struct DecoderArgs {
+    /// Largest frame payload accepted, in bytes (at least 1026).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_FRAME_PAYLOAD,
+          value_parser = clap::value_parser!(u32).range(i64::from(MIN_MAX_FRAME_PAYLOAD)..))]
+    pub(crate) max_frame_payload: u32,
+    /// Largest message accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE)]
+    pub(crate) max_message_size: u64,
+    /// The request key the client sent (32 hex digits): a stream for another request is a
+    /// contract violation.
+    #[arg(long, value_name = "HEX")]
+    pub(crate) expect_request_key: Option<RequestKey>,
+}
+
+impl DecoderArgs {
+    pub(crate) fn decoder(&self) -> StreamDecoder {
+        let mut builder: DecoderBuilder = StreamDecoder::builder()
+            .max_frame_payload(self.max_frame_payload)
+            .max_message_size(self.max_message_size);
+        if let Some(key) = self.expect_request_key {
+            builder = builder.expect_request_key(key);
+        }
+        builder.build()
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}

@@ -1,0 +1,453 @@
+//! `inspect`: a table of the frames of a capture, as far as they can be parsed, with the
+//! decoder's verdict and the frame where it stopped.
+
+use std::path::PathBuf;
+
+use bytes::BytesMut;
+use clap::Args;
+use mcp_framing::frame::{FrameKind, HEADER_LEN, MAGIC, VERSION};
+use mcp_framing::sse::{SseError, SseFrameDecoder};
+use mcp_framing::{AbortCode, DecodeError};
+use serde_json::{Value, json};
+
+use crate::CliError;
+use crate::input::{DecoderArgs, InputPath, hex};
+use crate::verdict::{Failure, Mapping, Session, lines};
+
+/// Options of `inspect`.
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// The framed stream: a file, or `-` for stdin.
+    #[arg(default_value = "-")]
+    input: PathBuf,
+    /// Print the frames and the verdict as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// How the stream is carried (with `sse`, the frames of the `mcp-frame` events are listed).
+    #[arg(long, value_enum, default_value_t = Mapping::Binary)]
+    mapping: Mapping,
+    #[command(flatten)]
+    decoder: DecoderArgs,
+}
+
+/// One frame as found in the input, checked only for its own checksums.
+#[derive(Debug)]
+struct Row {
+    offset: usize,
+    kind: u8,
+    version: u8,
+    sequence: u32,
+    length: u32,
+    header_crc_ok: bool,
+    /// `None`: the payload is cut off by the end of the input.
+    payload_crc_ok: Option<bool>,
+    /// Payload bytes present.
+    present: usize,
+    info: String,
+    /// What the decoder said about this frame.
+    decoder: RowStatus,
+}
+
+/// The decoder's view of one listed frame.
+#[derive(Debug)]
+enum RowStatus {
+    /// The decoder stopped before this frame.
+    NotReached,
+    /// Accepted.
+    Ok,
+    /// Header accepted, the input ended inside the payload.
+    Cut,
+    /// The decoder's first error came from this frame.
+    Error(String),
+}
+
+impl RowStatus {
+    fn label(&self) -> &str {
+        match self {
+            Self::NotReached => "not reached",
+            Self::Ok => "ok",
+            Self::Cut => "cut",
+            Self::Error(err) => err,
+        }
+    }
+}
+
+impl Row {
+    fn end(&self) -> usize {
+        self.offset + HEADER_LEN + self.present
+    }
+}
+
+/// Where the frame listing ended, when it ended before the input did.
+#[derive(Debug)]
+struct Tail {
+    offset: usize,
+    what: String,
+}
+
+fn kind_label(kind: u8) -> String {
+    match FrameKind::from_byte(kind) {
+        Some(FrameKind::Ignorable(b)) => format!("EXT(0x{b:02x})"),
+        Some(k) => k.name().to_owned(),
+        None => format!("UNKNOWN(0x{kind:02x})"),
+    }
+}
+
+fn be_u32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn be_u64(b: &[u8]) -> u64 {
+    let mut raw = [0u8; 8];
+    raw.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(raw)
+}
+
+/// Printable preview of message bytes.
+fn preview(bytes: &[u8], max: usize) -> String {
+    let mut out = String::new();
+    for &b in bytes.iter().take(max) {
+        match b {
+            b'"' => out.push('"'),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    if bytes.len() > max {
+        out.push('…');
+    }
+    out
+}
+
+/// What the walker knows of messages, to describe DATA frames (not verified: the decoder does).
+#[derive(Default)]
+struct WalkState {
+    message: u64,
+    message_offset: u64,
+    previous_sequence: Option<u32>,
+}
+
+fn describe(kind: u8, payload: &[u8], state: &mut WalkState) -> String {
+    match FrameKind::from_byte(kind) {
+        Some(FrameKind::Head) if payload.len() == 32 => {
+            let key = &payload[..16];
+            let key = if key == [0u8; 16] {
+                "none".to_owned()
+            } else {
+                hex(key)
+            };
+            format!("request key {key}, attempt {}", hex(&payload[16..]))
+        }
+        Some(FrameKind::Data) => {
+            let info = format!(
+                "message {} bytes {}..{}: {}",
+                state.message,
+                state.message_offset,
+                state.message_offset + payload.len() as u64,
+                preview(payload, 32)
+            );
+            state.message_offset += payload.len() as u64;
+            info
+        }
+        Some(FrameKind::MessageEnd) if payload.len() == 40 => {
+            let info = format!(
+                "message {} ends: {} bytes, sha256 {}…",
+                state.message,
+                be_u64(payload),
+                hex(&payload[8..16])
+            );
+            state.message += 1;
+            state.message_offset = 0;
+            info
+        }
+        Some(FrameKind::StreamEnd) if payload.len() == 8 => {
+            format!("sentinel, message count {}", be_u64(payload))
+        }
+        Some(FrameKind::Abort) if payload.len() >= 2 => {
+            let code = u16::from_be_bytes([payload[0], payload[1]]);
+            format!(
+                "abort {code} ({}): {}",
+                AbortCode::from(code),
+                String::from_utf8_lossy(&payload[2..])
+            )
+        }
+        Some(FrameKind::KeepAlive) => "keep-alive".to_owned(),
+        Some(FrameKind::Ignorable(_)) => "extension frame, skipped".to_owned(),
+        None => "unknown kind".to_owned(),
+        Some(_) => format!("unexpected payload length {}", payload.len()),
+    }
+}
+
+/// Lists frames until the input ends or no frame header can be found.
+fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
+    let mut rows = Vec::new();
+    let mut state = WalkState::default();
+    let mut at = 0;
+    while at < data.len() {
+        let rest = &data[at..];
+        if rest.len() < HEADER_LEN {
+            let what = if rest.starts_with(&MAGIC[..rest.len().min(2)]) {
+                format!(
+                    "input ends inside a frame header ({} of 20 bytes)",
+                    rest.len()
+                )
+            } else {
+                format!(
+                    "{} bytes that are not a frame header: {}",
+                    rest.len(),
+                    preview(rest, 16)
+                )
+            };
+            return (rows, Some(Tail { offset: at, what }));
+        }
+        if rest[..2] != MAGIC {
+            let what = format!(
+                "no frame header here ({} bytes left): {}",
+                rest.len(),
+                preview(rest, 16)
+            );
+            return (rows, Some(Tail { offset: at, what }));
+        }
+        let length = be_u32(&rest[8..12]);
+        let available = rest.len() - HEADER_LEN;
+        let present = usize::try_from(length).map_or(available, |l| l.min(available));
+        let payload = &rest[HEADER_LEN..HEADER_LEN + present];
+        let complete = present as u64 == u64::from(length);
+        let sequence = be_u32(&rest[4..8]);
+        let header_crc_ok = crc32fast::hash(&rest[..16]) == be_u32(&rest[16..20]);
+        let payload_crc_ok = complete.then(|| crc32fast::hash(payload) == be_u32(&rest[12..16]));
+        let mut info = if payload_crc_ok == Some(true) {
+            describe(rest[3], payload, &mut state)
+        } else if complete {
+            "payload checksum mismatch".to_owned()
+        } else {
+            let what = format!("input ends inside the payload ({present} of {length} bytes)");
+            if rest[3] == FrameKind::Data.to_byte() {
+                format!("message {}: {what}", state.message)
+            } else {
+                what
+            }
+        };
+        if let Some(prev) = state.previous_sequence {
+            let expected = prev.wrapping_add(1);
+            if sequence != expected {
+                info.push_str(&format!(" [sequence expected {expected:#010x}]"));
+            }
+        }
+        if !header_crc_ok {
+            info.push_str(" [header corrupt: length unreliable]");
+        }
+        state.previous_sequence = Some(sequence);
+        rows.push(Row {
+            offset: at,
+            kind: rest[3],
+            version: rest[2],
+            sequence,
+            length,
+            header_crc_ok,
+            payload_crc_ok,
+            present,
+            info,
+            decoder: RowStatus::NotReached,
+        });
+        at += HEADER_LEN + present;
+    }
+    (rows, None)
+}
+
+/// The frame bytes an SSE body carries, up to its first SSE error (SPEC.md §15).
+struct SseFrames {
+    frames: Vec<u8>,
+    /// Offset in `frames` where each `mcp-frame` event's bytes start.
+    events: Vec<usize>,
+    error: Option<SseError>,
+}
+
+fn sse_frames(body: &[u8]) -> SseFrames {
+    let mut decoder = SseFrameDecoder::new();
+    let mut frames = BytesMut::new();
+    let mut events = Vec::new();
+    let mut error = None;
+    // Line by line, so that the events before a failing line are kept (body order).
+    for line in lines(body) {
+        let before = decoder.frame_events();
+        let start = frames.len();
+        let result = decoder.feed(line, &mut frames);
+        if decoder.frame_events() > before {
+            events.push(start);
+        }
+        if let Err(err) = result {
+            error = Some(err);
+            break;
+        }
+    }
+    decoder.finish();
+    SseFrames {
+        frames: frames.to_vec(),
+        events,
+        error,
+    }
+}
+
+/// `inspect`.
+///
+/// # Errors
+///
+/// Reading the input failed.
+pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
+    let input = InputPath::from(args.input.as_path());
+    let body = input.read_all()?;
+    let sse = (args.mapping == Mapping::Sse).then(|| sse_frames(&body));
+    let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
+    let (mut rows, tail) = walk(data);
+    // Feed the decoder frame by frame so that its first error points at a frame.
+    let mut session = Session::new(args.decoder.decoder(), Mapping::Binary);
+    let mut no_output = |_: &mcp_framing::VerifiedMessage| Ok(());
+    let mut fed = 0;
+    let mut stopped_in_tail = None;
+    for row in &mut rows {
+        if session.failure().is_some() {
+            break;
+        }
+        feed(&mut session, &data[row.offset..row.end()]);
+        fed = row.end();
+        row.decoder = match session.failure() {
+            Some(failure) => RowStatus::Error(describe_failure(failure)),
+            None if row.payload_crc_ok.is_none() => RowStatus::Cut,
+            None => RowStatus::Ok,
+        };
+    }
+    if session.failure().is_none() && fed < data.len() {
+        feed(&mut session, &data[fed..]);
+        stopped_in_tail = session.failure().map(describe_failure);
+    }
+    let sse_error = sse.as_ref().and_then(|s| s.error.clone());
+    if let Some(err) = &sse_error {
+        session.fail(Failure::Sse(err.clone()));
+    }
+    let mut outcome = session
+        .finish(&mut no_output)
+        .map_err(|e| CliError::io("cannot decode", e))?;
+    if sse.is_some() {
+        outcome.mapping = Mapping::Sse;
+        outcome.input_bytes = body.len() as u64;
+    }
+    let eof_error = match (&outcome.failure, &stopped_in_tail) {
+        (
+            Some(
+                failure
+                @ Failure::Decode(DecodeError::Truncated { .. } | DecodeError::PeerAbort(_)),
+            ),
+            None,
+        ) => Some(describe_failure(failure)),
+        _ => None,
+    };
+    let sse_note = sse.as_ref().map(|s| {
+        let events = s.events.len();
+        match &s.error {
+            Some(err) => format!(
+                "SSE body of {} bytes: {events} mcp-frame events decoded, then {} ({err}); \
+                 offsets are in the decoded frame bytes",
+                body.len(),
+                Failure::Sse(err.clone()).kind()
+            ),
+            None => format!(
+                "SSE body of {} bytes: {events} mcp-frame events; offsets are in the decoded \
+                 frame bytes",
+                body.len()
+            ),
+        }
+    });
+    if args.json {
+        let frames: Vec<Value> = rows.iter().map(row_json).collect();
+        println!(
+            "{}",
+            json!({
+                "frames": frames,
+                "tail": tail.as_ref().map(|t| json!({"offset": t.offset, "note": t.what})),
+                "decoder_stopped_in_tail": stopped_in_tail,
+                "end_of_input": eof_error,
+                "sse": sse.as_ref().map(|s| json!({
+                    "events": s.events.len(),
+                    "event_offsets": s.events,
+                    "error": s.error.as_ref().map(|e| Failure::Sse(e.clone()).kind()),
+                    "note": sse_note,
+                })),
+                "verdict": outcome.to_json(),
+            })
+        );
+    } else {
+        if let Some(note) = &sse_note {
+            println!("{note}");
+        }
+        print_table(&rows, tail.as_ref(), stopped_in_tail.as_deref());
+        println!("verdict: {}", outcome.line());
+    }
+    Ok(outcome.status().exit_code())
+}
+
+/// Feeds `bytes` (already frame bytes) to a session that writes nothing out.
+fn feed(session: &mut Session, bytes: &[u8]) {
+    // Writing a message is the only way `feed` fails, and this session writes none.
+    let _ = session.feed(bytes, &mut |_| Ok(()));
+}
+
+fn describe_failure(failure: &Failure) -> String {
+    format!("{}: {failure}", failure.kind())
+}
+
+fn row_json(row: &Row) -> Value {
+    json!({
+        "offset": row.offset,
+        "kind": kind_label(row.kind),
+        "kind_byte": row.kind,
+        "version": row.version,
+        "sequence": row.sequence,
+        "length": row.length,
+        "header_crc_ok": row.header_crc_ok,
+        "payload_crc_ok": row.payload_crc_ok,
+        "payload_present": row.present,
+        "info": row.info,
+        "decoder": row.decoder.label(),
+    })
+}
+
+fn print_table(rows: &[Row], tail: Option<&Tail>, stopped_in_tail: Option<&str>) {
+    println!(
+        "{:>8}  {:<12} {:<10} {:>8}  {:<4} {:<4} {:<7} info",
+        "offset", "kind", "sequence", "length", "hcrc", "pcrc", "decoder"
+    );
+    for row in rows {
+        let ok = |b: bool| if b { "ok" } else { "BAD" };
+        let (decoder, error) = match &row.decoder {
+            RowStatus::Error(err) => ("ERROR", Some(err)),
+            RowStatus::NotReached => ("-", None),
+            other => (other.label(), None),
+        };
+        let kind = if row.version == VERSION {
+            kind_label(row.kind)
+        } else {
+            format!("v{}:{}", row.version, kind_label(row.kind))
+        };
+        println!(
+            "{:>8}  {:<12} {:#010x} {:>8}  {:<4} {:<4} {:<7} {}",
+            row.offset,
+            kind,
+            row.sequence,
+            row.length,
+            ok(row.header_crc_ok),
+            row.payload_crc_ok.map_or("cut", ok),
+            decoder,
+            row.info
+        );
+        if let Some(err) = error {
+            println!("{:>8}  ^ the decoder stopped here: {err}", "");
+        }
+    }
+    if let Some(tail) = tail {
+        println!("{:>8}  {}", tail.offset, tail.what);
+    }
+    if let Some(err) = stopped_in_tail {
+        println!("{:>8}  ^ the decoder stopped here: {err}", "");
+    }
+}

@@ -1,0 +1,103 @@
+//! `mcp-frame`: encode, decode, inspect and verify mcp-framing streams (SPEC.md).
+//!
+//! ```text
+//! mcp-frame encode  [INPUT] [-o OUT] [--json [--lines]] [--frame-size N] [--chunk N]
+//!                   [--request-key HEX] [--attempt-id HEX]
+//! mcp-frame decode  [INPUT] [--expect-request-key HEX]      messages on stdout, verdict on stderr
+//! mcp-frame inspect [INPUT] [--json]                         a table of frames and the verdict
+//! mcp-frame verify  [INPUT] [--json]                         the verdict as an exit status
+//! ```
+//!
+//! Every command takes `--mapping binary|sse` (SPEC.md §15, §16).
+//!
+//! Exit statuses (every subcommand that reads a stream):
+//! 0 clean, 2 usage or I/O error, 3 abandoned (truncated), 4 corrupt, 5 aborted by the peer,
+//! 6 contract violation (not a framed stream, unsupported version, request key mismatch,
+//! SSE events that are not frames).
+
+mod decode;
+mod encode;
+mod input;
+mod inspect;
+mod verdict;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Encode, decode, inspect and verify mcp-framing streams (self-delimiting, self-verifying
+/// framing for streamed MCP payloads, SPEC.md).
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcp-frame",
+    version,
+    after_help = "Exit statuses: 0 clean, 2 usage or I/O error, 3 abandoned (truncated), \
+                  4 corrupt, 5 aborted by the peer, 6 contract violation (not a framed stream, \
+                  unsupported version, request key mismatch, SSE events that are not frames)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Frame bytes or JSON messages (stdin or a file) into a stream.
+    Encode(encode::EncodeArgs),
+    /// Decode a stream: verified messages on stdout, the verdict on stderr.
+    Decode(decode::DecodeArgs),
+    /// List the frames of a stream (offset, kind, sequence, length, checksums) and the verdict.
+    Inspect(inspect::InspectArgs),
+    /// Check a stream and report the verdict as the exit status (and `--json`).
+    Verify(decode::VerifyArgs),
+}
+
+/// A failure of the tool itself (not a verdict on the stream): exit status 2.
+#[derive(Debug)]
+pub(crate) enum CliError {
+    /// Bad arguments or input that cannot be encoded.
+    Usage(String),
+    /// Reading or writing failed.
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+impl CliError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Usage(msg) => f.write_str(msg),
+            Self::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+/// Exit status for usage and I/O errors (clap uses 2 for its usage errors too).
+pub(crate) const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Encode(args) => encode::run(&args),
+        Command::Decode(args) => decode::run_decode(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Verify(args) => decode::run_verify(&args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("mcp-frame: error: {err}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

@@ -1,0 +1,751 @@
+//! The `mcp-frame` binary, run as a user would: on the conformance vectors, on its own output,
+//! and on garbage. Checks exit statuses, outputs and that nothing ever panics.
+#![cfg(feature = "cli")]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-frame");
+
+fn vectors_dir() -> PathBuf {
+    std::env::var_os("MCP_FRAMING_VECTORS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors"),
+        PathBuf::from,
+    )
+}
+
+/// Runs the binary with `args`, feeding `stdin`.
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-frame runs");
+    let mut pipe = child.stdin.take().expect("piped");
+    let input = stdin.to_vec();
+    // The binary may stop reading early (at the first error): ignore a broken pipe here.
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("mcp-frame finished");
+    writer.join().expect("writer thread");
+    out
+}
+
+fn code(out: &Output) -> i32 {
+    out.status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal: {out:?}"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_no_panic(out: &Output, what: &str) {
+    let err = stderr(out);
+    assert!(
+        !err.contains("panicked") && code(out) != 101,
+        "{what}: the binary panicked: {err}"
+    );
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+struct Vector {
+    sse: bool,
+    file: String,
+    path: PathBuf,
+    data: Vec<u8>,
+    decoder_args: Vec<String>,
+    expect: Value,
+}
+
+fn vectors() -> Vec<Vector> {
+    let dir = vectors_dir();
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("manifest.json")).expect("tests/vectors/manifest.json exists"),
+    )
+    .expect("manifest is JSON");
+    let list = manifest["vectors"].as_array().expect("vectors list");
+    assert!(!list.is_empty());
+    list.iter()
+        .map(|v| {
+            let file = v["file"].as_str().expect("file").to_owned();
+            let path = dir.join(&file);
+            let mapping = v["mapping"].as_str().unwrap_or("binary").to_owned();
+            let mut decoder_args = vec!["--mapping".to_owned(), mapping.clone()];
+            let d = &v["decoder"];
+            if let Some(n) = d["max_frame_payload"].as_u64() {
+                decoder_args.extend(["--max-frame-payload".to_owned(), n.to_string()]);
+            }
+            if let Some(n) = d["max_message_size"].as_u64() {
+                decoder_args.extend(["--max-message-size".to_owned(), n.to_string()]);
+            }
+            if let Some(k) = d["request_key"].as_str() {
+                decoder_args.extend(["--expect-request-key".to_owned(), k.to_owned()]);
+            }
+            Vector {
+                sse: mapping == "sse",
+                data: std::fs::read(&path).expect("vector file"),
+                file,
+                path,
+                decoder_args,
+                expect: v["expect"].clone(),
+            }
+        })
+        .collect()
+}
+
+/// (length, SHA-256) of each message of a verdict's or the manifest's `messages` list.
+fn len_and_digest(messages: &Value) -> Vec<(u64, String)> {
+    let list = messages.as_array().expect("a messages list");
+    list.iter()
+        .map(|m| {
+            (
+                m["len"].as_u64().expect("len"),
+                m["sha256"].as_str().expect("sha256").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The exit status the README documents for a manifest verdict.
+fn expected_exit(v: &Vector) -> i32 {
+    let e = &v.expect;
+    let framed_start = v.data.len() >= 2 && v.data[..2] == [0x9f, 0x4d];
+    match (e["verdict"].as_str(), e["error"].as_str()) {
+        (Some("clean"), _) => 0,
+        (Some("aborted"), _) => 5,
+        (_, Some("UnexpectedEvent")) => 6,
+        (_, Some("Truncated")) if v.sse => 3,
+        (_, Some("Truncated")) if !v.data.is_empty() && !framed_start => 6,
+        (_, Some("Truncated")) => 3,
+        (_, Some("RequestKeyMismatch")) => 6,
+        (_, Some("BadMagic")) if v.sse => 4,
+        (_, Some("BadMagic")) if !framed_start => 6,
+        (_, Some("UnsupportedVersion")) if framed_start && v.data[2] != 1 => 6,
+        _ => 4,
+    }
+}
+
+fn with_decoder_args<'a>(v: &'a Vector, head: &[&'a str]) -> Vec<&'a str> {
+    let mut args: Vec<&str> = head.to_vec();
+    args.extend(v.decoder_args.iter().map(String::as_str));
+    args.push(v.path.to_str().expect("UTF-8 path"));
+    args
+}
+
+#[test]
+fn verify_reaches_the_manifest_verdict_and_exit_status_on_every_vector() {
+    let vectors = vectors();
+    for v in &vectors {
+        let out = run(&with_decoder_args(v, &["verify", "--json"]), b"");
+        assert_no_panic(&out, &v.file);
+        let got: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{}: verify --json printed no JSON ({e}): {out:?}", v.file));
+        for field in ["verdict", "error", "truncation", "abort"] {
+            assert_eq!(got[field], v.expect[field], "{}: {field}", v.file);
+        }
+        let (have, want) = (
+            len_and_digest(&got["messages"]),
+            len_and_digest(&v.expect["messages"]),
+        );
+        assert_eq!(have, want, "{}: messages", v.file);
+        assert_eq!(
+            code(&out),
+            expected_exit(v),
+            "{}: exit status ({got})",
+            v.file
+        );
+        assert_eq!(got["exit_code"], expected_exit(v), "{}", v.file);
+    }
+    eprintln!("verify: {} vectors", vectors.len());
+}
+
+#[test]
+fn verify_reads_stdin_and_prints_one_line() {
+    for v in vectors() {
+        let mut args = vec!["verify"];
+        args.extend(v.decoder_args.iter().map(String::as_str));
+        let out = run(&args, &v.data);
+        assert_eq!(code(&out), expected_exit(&v), "{}", v.file);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 1, "{}: {text}", v.file);
+        assert!(text.starts_with("stdin: "), "{text}");
+    }
+}
+
+#[test]
+fn decode_writes_exactly_the_verified_messages_and_the_verdict_on_stderr() {
+    for v in vectors() {
+        let out = run(
+            &with_decoder_args(&v, &["decode", "--separator", "nul"]),
+            b"",
+        );
+        assert_no_panic(&out, &v.file);
+        assert_eq!(
+            code(&out),
+            expected_exit(&v),
+            "{}: {}",
+            v.file,
+            stderr(&out)
+        );
+        let mut messages: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
+        assert_eq!(
+            messages.pop(),
+            Some(&b""[..]),
+            "{}: NUL after each message",
+            v.file
+        );
+        let messages = if out.stdout.is_empty() {
+            vec![]
+        } else {
+            messages
+        };
+        let want = v.expect["messages"].as_array().unwrap();
+        // A message containing NUL bytes would split in two: none of the vectors' messages do.
+        assert_eq!(messages.len(), want.len(), "{}", v.file);
+        for (m, w) in messages.iter().zip(want) {
+            assert_eq!(m.len() as u64, w["len"].as_u64().unwrap(), "{}", v.file);
+            assert_eq!(
+                hex(&Sha256::digest(m)),
+                w["sha256"].as_str().unwrap(),
+                "{}",
+                v.file
+            );
+        }
+        assert_eq!(
+            stderr(&out).lines().count(),
+            1,
+            "{}: {}",
+            v.file,
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn inspect_lists_the_frames_and_marks_the_frame_where_the_decoder_stopped() {
+    for v in vectors() {
+        let out = run(&with_decoder_args(&v, &["inspect", "--json"]), b"");
+        assert_no_panic(&out, &v.file);
+        assert_eq!(code(&out), expected_exit(&v), "{}", v.file);
+        let got: Value = serde_json::from_slice(&out.stdout).expect("inspect --json is JSON");
+        let frames = got["frames"].as_array().unwrap();
+        // Every listed frame is contiguous from offset 0.
+        let mut at = 0;
+        for f in frames {
+            assert_eq!(f["offset"].as_u64().unwrap(), at, "{}", v.file);
+            at += 20 + f["payload_present"].as_u64().unwrap();
+        }
+        let stops: Vec<&str> = frames
+            .iter()
+            .filter_map(|f| f["decoder"].as_str())
+            .filter(|d| !["ok", "cut", "not reached"].contains(d))
+            .chain(got["decoder_stopped_in_tail"].as_str())
+            .collect();
+        match (
+            v.expect["verdict"].as_str().unwrap(),
+            v.expect["error"].as_str(),
+        ) {
+            ("clean", _) => {
+                assert!(stops.is_empty(), "{}: {stops:?}", v.file);
+                assert!(frames.iter().all(|f| f["decoder"] == "ok"), "{}", v.file);
+                assert_eq!(at as usize, v.data.len(), "{}: every byte listed", v.file);
+            }
+            ("aborted", _) | (_, Some("Truncated")) => {
+                assert!(stops.is_empty(), "{}: {stops:?}", v.file);
+                assert!(got["end_of_input"].is_string(), "{}", v.file);
+            }
+            (_, Some(kind)) => {
+                assert_eq!(stops.len(), 1, "{}: one stop: {stops:?}", v.file);
+                assert!(
+                    stops[0].starts_with(&format!("{kind}:")),
+                    "{}: {stops:?}",
+                    v.file
+                );
+            }
+            other => panic!("{}: unexpected expectation {other:?}", v.file),
+        }
+        // The text table has a header line, a row per frame and the verdict.
+        let text = run(&with_decoder_args(&v, &["inspect"]), b"");
+        let text = String::from_utf8(text.stdout).unwrap();
+        assert!(text.lines().count() > frames.len(), "{}: {text}", v.file);
+        assert!(
+            text.lines().last().unwrap().starts_with("verdict: "),
+            "{text}"
+        );
+    }
+}
+
+fn single_message_vector() -> Vec<u8> {
+    std::fs::read(vectors_dir().join("valid_single_message.bin")).expect("the §13 vector")
+}
+
+const KEY: &str = "00112233445566778899aabbccddeeff";
+const ATTEMPT: &str = "a1a2a3a4b1b2b3b4c1c2c3c4d1d2d3d4";
+
+#[test]
+fn encode_reproduces_the_worked_example_of_the_spec_byte_for_byte() {
+    let out = run(
+        &["encode", "--request-key", KEY, "--attempt-id", ATTEMPT],
+        br#"{"ok":true}"#,
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(out.stdout, single_message_vector());
+    // --json minifies to the same message.
+    let out = run(
+        &[
+            "encode",
+            "--json",
+            "--request-key",
+            KEY,
+            "--attempt-id",
+            ATTEMPT,
+        ],
+        b"  {\n  \"ok\" : true\n}\n",
+    );
+    assert_eq!(out.stdout, single_message_vector());
+}
+
+#[test]
+fn encode_then_decode_round_trips_json_lines_in_small_frames() {
+    let input = b"{\"jsonrpc\": \"2.0\", \"method\": \"notifications/progress\"}\n\n\
+                  {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"n\":12345678901234567890123, \"s\":\"a  b\"}}\r\n";
+    let enc = run(
+        &[
+            "encode",
+            "--json",
+            "--lines",
+            "--frame-size",
+            "5",
+            "--chunk",
+            "3",
+            "--request-key",
+            KEY,
+        ],
+        input,
+    );
+    assert_eq!(code(&enc), 0, "{}", stderr(&enc));
+    let dec = run(&["decode", "--expect-request-key", KEY], &enc.stdout);
+    assert_eq!(code(&dec), 0, "{}", stderr(&dec));
+    assert_eq!(
+        String::from_utf8(dec.stdout.clone()).unwrap(),
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\
+         {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"n\":12345678901234567890123,\"s\":\"a  b\"}}\n"
+    );
+    assert!(
+        stderr(&dec).starts_with("clean: 2 messages verified"),
+        "{}",
+        stderr(&dec)
+    );
+    // --chunk 3 makes DATA frames of at most 3 bytes.
+    let inspect = run(&["inspect", "--json"], &enc.stdout);
+    let got: Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let data: Vec<u64> = got["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "DATA")
+        .map(|f| f["length"].as_u64().unwrap())
+        .collect();
+    assert!(data.iter().all(|&l| (1..=3).contains(&l)), "{data:?}");
+    // Another request's key is a contract violation.
+    let wrong = run(&["verify", "--expect-request-key", ATTEMPT], &enc.stdout);
+    assert_eq!(code(&wrong), 6);
+}
+
+#[test]
+fn encode_frames_raw_bytes_as_one_message_and_each_line_with_lines() {
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(40_000).collect();
+    let enc = run(&["encode", "--frame-size", "1000"], &bytes);
+    let dec = run(&["decode", "--separator", "none"], &enc.stdout);
+    assert_eq!(code(&dec), 0);
+    assert_eq!(dec.stdout, bytes);
+    let enc = run(&["encode", "--lines"], b"one\ntwo\r\n\nthree");
+    let dec = run(&["decode"], &enc.stdout);
+    assert_eq!(String::from_utf8(dec.stdout).unwrap(), "one\ntwo\nthree\n");
+    // An empty input is one empty message; an empty JSON input is no message.
+    let enc = run(&["encode"], b"");
+    let v: Value = serde_json::from_slice(&run(&["verify", "--json"], &enc.stdout).stdout).unwrap();
+    assert_eq!(v["messages"].as_array().unwrap().len(), 1);
+    let enc = run(&["encode", "--json"], b" \n");
+    let v: Value = serde_json::from_slice(&run(&["verify", "--json"], &enc.stdout).stdout).unwrap();
+    assert_eq!(
+        (
+            v["verdict"].as_str(),
+            v["messages"].as_array().unwrap().len()
+        ),
+        (Some("clean"), 0)
+    );
+}
+
+#[test]
+fn encode_rejects_invalid_json_without_writing_anything() {
+    for (args, input, needle) in [
+        (
+            &["encode", "--json"][..],
+            &b"{\"a\":1} {\"b\":"[..],
+            "invalid JSON",
+        ),
+        (
+            &["encode", "--json", "--lines"],
+            b"{}\n{\"a\":1} 2\n",
+            "line 2: expected one JSON value",
+        ),
+        (
+            &["encode", "--json", "--lines"],
+            b"{}\n[1,\n",
+            "line 2: invalid JSON",
+        ),
+        (&["encode", "--json"], b"\"\xff\"", "not UTF-8"),
+    ] {
+        let out = run(args, input);
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: wrote {} bytes",
+            out.stdout.len()
+        );
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("mcp-frame: error: ") && err.contains(needle),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn encode_aborts_the_stream_when_a_message_exceeds_the_limit() {
+    let out = run(
+        &["encode", "--max-message-size", "10", "--chunk", "4"],
+        b"0123456789abcdef",
+    );
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("aborted with code 5"),
+        "{}",
+        stderr(&out)
+    );
+    let v = run(&["verify", "--json"], &out.stdout);
+    assert_eq!(code(&v), 5);
+    let got: Value = serde_json::from_slice(&v.stdout).unwrap();
+    assert_eq!(got["abort"]["code"], 5);
+}
+
+#[test]
+fn every_prefix_of_a_stream_is_abandoned_never_clean() {
+    let stream = single_message_vector();
+    for cut in 0..stream.len() {
+        let out = run(&["verify", "--quiet"], &stream[..cut]);
+        assert_eq!(code(&out), 3, "cut at {cut}");
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(code(&run(&["verify", "--quiet"], &stream)), 0);
+}
+
+#[test]
+fn inspect_keeps_listing_frames_after_a_corrupt_one() {
+    let mut stream = single_message_vector();
+    stream[52 + 20 + 3] ^= 0x10; // a bit of the DATA payload
+    let out = run(&["inspect", "--json"], &stream);
+    assert_eq!(code(&out), 4);
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let frames = got["frames"].as_array().unwrap();
+    let decoder: Vec<&str> = frames
+        .iter()
+        .map(|f| f["decoder"].as_str().unwrap())
+        .collect();
+    assert_eq!(frames.len(), 4, "all frames listed");
+    assert_eq!(decoder[0], "ok");
+    assert!(
+        decoder[1].starts_with("PayloadChecksumMismatch:"),
+        "{decoder:?}"
+    );
+    assert_eq!(&decoder[2..], ["not reached", "not reached"]);
+    assert_eq!(frames[1]["payload_crc_ok"], false);
+    assert_eq!(frames[3]["kind"], "STREAM_END");
+    // Unframed text: no frame at all, one line saying so, then the verdict.
+    let out = run(&["inspect"], br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    assert_eq!(code(&out), 6);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("no frame header here"), "{text}");
+    assert!(text.contains("verdict: contract-violation"), "{text}");
+}
+
+#[test]
+fn usage_and_io_errors_exit_2_with_one_line() {
+    for args in [
+        &["verify", "/nonexistent/capture.bin"][..],
+        &["decode", "--expect-request-key", "xyz"],
+        &["verify", "--max-frame-payload", "100"],
+        &["encode", "--frame-size", "0"],
+        &["encode", "--attempt-id", "00"],
+        &["encode", "--mapping", "carrier-pigeon"],
+        &["frobnicate"],
+    ] {
+        let out = run(args, b"");
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).is_empty());
+    }
+    let out = run(&["verify", "/nonexistent/capture.bin"], b"");
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+/// SplitMix64, so a failing input can be reproduced from its seed.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[test]
+fn random_garbage_and_mutated_streams_never_make_it_panic() {
+    let base = single_message_vector();
+    let mut seed = 0xC0FFEE;
+    let mut inputs: Vec<Vec<u8>> = vec![vec![], vec![0x9f], vec![0x9f, 0x4d, 0x01]];
+    for i in 0..60 {
+        let r = splitmix(&mut seed);
+        let mut data = if i % 2 == 0 {
+            let len = (r % 300) as usize;
+            (0..len)
+                .map(|_| splitmix(&mut seed) as u8)
+                .collect::<Vec<u8>>()
+        } else {
+            base.clone()
+        };
+        if i % 2 == 1 {
+            for _ in 0..=(r % 4) {
+                let at = (splitmix(&mut seed) as usize) % data.len();
+                data[at] = splitmix(&mut seed) as u8;
+            }
+        } else if i % 4 == 0 && data.len() > 3 {
+            data[..3].copy_from_slice(&[0x9f, 0x4d, 0x01]);
+        }
+        inputs.push(data);
+    }
+    // SSE bodies with replaced bytes (line ends, colons, base64 characters, anything).
+    let body = mcp_framing::sse::SseFrameEncoder::new()
+        .to_events(&base)
+        .to_vec();
+    for _ in 0..20 {
+        let mut data = body.clone();
+        for _ in 0..=(splitmix(&mut seed) % 3) {
+            let at = (splitmix(&mut seed) as usize) % data.len();
+            data[at] = *b"\n\r:=A!\xff"
+                .get((splitmix(&mut seed) % 8) as usize)
+                .unwrap_or(&0);
+        }
+        inputs.push(data);
+    }
+    for (i, data) in inputs.iter().enumerate() {
+        for cmd in [
+            &["verify"][..],
+            &["inspect"],
+            &["inspect", "--json"],
+            &["decode"],
+            &["verify", "--mapping", "sse"],
+            &["inspect", "--mapping", "sse", "--json"],
+        ] {
+            let out = run(cmd, data);
+            assert_no_panic(&out, &format!("input {i} ({}) with {cmd:?}", hex(data)));
+            assert!(
+                [0, 3, 4, 5, 6].contains(&code(&out)),
+                "{cmd:?} on input {i}: {out:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn help_documents_the_exit_statuses() {
+    let out = run(&["--help"], b"");
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "0 clean",
+        "3 abandoned",
+        "4 corrupt",
+        "5 aborted",
+        "6 contract violation",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+#[test]
+fn decode_writes_each_message_as_soon_as_it_is_verified() {
+    use std::io::BufRead;
+    let stream = std::fs::read(vectors_dir().join("valid_multiple_messages.bin")).unwrap();
+    let decoded = run(&["decode"], &stream);
+    let first_line = String::from_utf8(decoded.stdout)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut child = Command::new(BIN)
+        .arg("decode")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut stdout = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        tx.send(line).unwrap();
+        // Keep reading, so that the decoder never writes into a closed pipe.
+        std::io::copy(&mut stdout, &mut std::io::sink()).unwrap();
+    });
+    // Everything but the last byte: the first message is complete, the stream is not.
+    stdin.write_all(&stream[..stream.len() - 1]).unwrap();
+    stdin.flush().unwrap();
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the first message is written before the input ends");
+    assert_eq!(line.trim_end(), first_line);
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    assert_eq!(status.code(), Some(3), "the cut stream is abandoned");
+}
+
+/// Every vector carried in SSE events (SPEC.md §15) reaches the same verdict as the binary one.
+#[test]
+fn verify_reaches_the_same_verdict_on_every_vector_carried_in_sse_events() {
+    use mcp_framing::sse::SseFrameEncoder;
+    let dir = std::env::temp_dir().join(format!("mcp-frame-sse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut checked = 0;
+    for mut v in vectors().into_iter().filter(|v| !v.sse) {
+        v.data = SseFrameEncoder::new().to_events(&v.data).to_vec();
+        v.path = dir.join(format!("{}.sse", v.file));
+        v.sse = true;
+        std::fs::write(&v.path, &v.data).unwrap();
+        v.decoder_args[1] = "sse".to_owned();
+        let out = run(&with_decoder_args(&v, &["verify", "--json"]), b"");
+        assert_no_panic(&out, &v.file);
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for field in ["verdict", "error", "truncation", "abort"] {
+            assert_eq!(got[field], v.expect[field], "{} in SSE: {field}", v.file);
+        }
+        assert_eq!(
+            len_and_digest(&got["messages"]),
+            len_and_digest(&v.expect["messages"]),
+            "{}",
+            v.file
+        );
+        // The BadMagic of a binary vector is inside an mcp-frame event here: corrupt, not
+        // "not framed at all".
+        let want = match v.expect["error"].as_str() {
+            Some("BadMagic" | "UnsupportedVersion")
+                if got["detail"].as_str().unwrap().contains("offset 0") =>
+            {
+                6
+            }
+            _ => expected_exit(&v),
+        };
+        assert_eq!(code(&out), want, "{}: {got}", v.file);
+        checked += 1;
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(checked > 0);
+}
+
+#[test]
+fn encode_and_decode_the_sse_mapping() {
+    use mcp_framing::sse::SseFrameEncoder;
+    let out = run(
+        &[
+            "encode",
+            "--mapping",
+            "sse",
+            "--request-key",
+            KEY,
+            "--attempt-id",
+            ATTEMPT,
+        ],
+        br#"{"ok":true}"#,
+    );
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        out.stdout,
+        SseFrameEncoder::new()
+            .to_events(&single_message_vector())
+            .to_vec()
+    );
+    let body = out.stdout;
+    let dec = run(&["decode", "--mapping", "sse"], &body);
+    assert_eq!(
+        (code(&dec), dec.stdout.as_slice()),
+        (0, &b"{\"ok\":true}\n"[..])
+    );
+    // Read as a binary stream, an SSE body is not framed: exit 6 with a hint.
+    let wrong = run(&["verify"], &body);
+    assert_eq!(code(&wrong), 6);
+    assert!(String::from_utf8_lossy(&wrong.stdout).contains("try --mapping sse"));
+    // Every cut is abandoned; an unframed event is a contract violation.
+    for cut in (0..body.len()).step_by(7) {
+        assert_eq!(
+            code(&run(&["verify", "--mapping", "sse"], &body[..cut])),
+            3,
+            "cut {cut}"
+        );
+    }
+    let plain = [&b"event: message\ndata: {}\n\n"[..], &body].concat();
+    let out = run(&["verify", "--mapping", "sse", "--json"], &plain);
+    assert_eq!(code(&out), 6);
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["error"], "UnexpectedEvent");
+    // inspect lists the frames of the events and says where the SSE layer broke.
+    for (extra, error) in [
+        (&b"event: mcp-frame\ndata: !!!!\n\n"[..], "InvalidBase64"),
+        (b"event: mcp-frame\ndata: AA==\n\n", "TrailingData"),
+    ] {
+        let out = run(
+            &["inspect", "--mapping", "sse", "--json"],
+            &[&body, extra].concat(),
+        );
+        assert_eq!(code(&out), 4);
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(got["frames"].as_array().unwrap().len(), 4);
+        assert_eq!(got["verdict"]["error"], error);
+    }
+    let mut broken = body[..body.len() / 2].to_vec();
+    broken.extend_from_slice(b"\n\nevent: mcp-frame\ndata: !!!!\n\n");
+    let out = run(&["inspect", "--mapping", "sse"], &broken);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("InvalidBase64"), "{text}");
+}
+
+/// An SSE error after a corrupt frame, in one read or two: the frame's error comes first.
+#[test]
+fn sse_errors_come_in_body_order_whatever_the_reads() {
+    use mcp_framing::sse::SseFrameEncoder;
+    let mut stream = single_message_vector();
+    stream[52 + 20] ^= 1; // the DATA payload
+    let mut body = SseFrameEncoder::new().to_events(&stream).to_vec();
+    body.push(b':');
+    body.extend(std::iter::repeat_n(b'x', 300 * 1024)); // a line over the event bound
+    body.extend_from_slice(b"\n\n");
+    let out = run(&["verify", "--mapping", "sse", "--json"], &body);
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["error"], "PayloadChecksumMismatch");
+    assert_eq!(code(&out), 4);
+}

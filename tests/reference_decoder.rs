@@ -1,0 +1,1011 @@
+//! The independent Python reference decoder (tests/reference/, written from SPEC.md alone) must
+//! agree with the manifest of the conformance suite and with this crate's decoder, on every
+//! vector, on thousands of generated and mutated streams, and whatever way the input is split.
+//!
+//! These tests need `python3` and fail (they do not skip) without it: `scripts/test` installs it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use bytes::BytesMut;
+use mcp_framing::frame::{FrameHeader, HEADER_LEN};
+use mcp_framing::{
+    AbortCode, AttemptId, DecodeError, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    Truncation,
+};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn reference_script() -> PathBuf {
+    repo().join("tests/reference/mcp_framing_ref.py")
+}
+
+/// `tests/vectors`, or the directory named by `MCP_FRAMING_VECTORS` (to check another suite).
+fn vectors_dir() -> PathBuf {
+    std::env::var_os("MCP_FRAMING_VECTORS")
+        .map_or_else(|| repo().join("tests/vectors"), PathBuf::from)
+}
+
+/// Runs `python3` with `args`, feeding `stdin`; panics with a clear message if python3 is absent.
+fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
+    let mut child = Command::new("python3")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|err| {
+            panic!(
+                "cannot run python3 ({err}): the reference decoder needs Python 3; \
+                 run `bash scripts/test`, which installs it"
+            )
+        });
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    let input = stdin.to_vec();
+    // Write from another thread so a large answer cannot deadlock against a large job list.
+    let writer = std::thread::spawn(move || pipe.write_all(&input));
+    let out = child.wait_with_output().expect("python3 ran");
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("job list written");
+    out
+}
+
+/// Decoder settings of one case, in the manifest's `decoder` shape.
+#[derive(Clone, Debug, Default)]
+struct Config {
+    /// The SSE mapping (SPEC.md §15) instead of the binary one.
+    sse: bool,
+    max_frame_payload: Option<u32>,
+    max_message_size: Option<u64>,
+    request_key: Option<RequestKey>,
+}
+
+impl Config {
+    fn from_manifest(value: Option<&Value>, sse: bool) -> Self {
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return Self {
+                sse,
+                ..Self::default()
+            };
+        };
+        Self {
+            sse,
+            max_frame_payload: value["max_frame_payload"]
+                .as_u64()
+                .map(|n| u32::try_from(n).expect("max_frame_payload fits u32")),
+            max_message_size: value["max_message_size"].as_u64(),
+            request_key: value["request_key"]
+                .as_str()
+                .map(|s| s.parse().expect("request_key is 32 hex digits")),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        if let Some(n) = self.max_frame_payload {
+            out.insert("max_frame_payload".into(), json!(n));
+        }
+        if let Some(n) = self.max_message_size {
+            out.insert("max_message_size".into(), json!(n));
+        }
+        if let Some(key) = self.request_key {
+            out.insert("request_key".into(), json!(key.to_string()));
+        }
+        Value::Object(out)
+    }
+
+    fn decoder(&self) -> StreamDecoder {
+        let mut builder = StreamDecoder::builder();
+        if let Some(n) = self.max_frame_payload {
+            builder = builder.max_frame_payload(n);
+        }
+        if let Some(n) = self.max_message_size {
+            builder = builder.max_message_size(n);
+        }
+        if let Some(key) = self.request_key {
+            builder = builder.expect_request_key(key);
+        }
+        builder.build()
+    }
+}
+
+fn truncation_name(at: &Truncation) -> &'static str {
+    match at {
+        Truncation::NoFrame => "NoFrame",
+        Truncation::InHeader { .. } => "InHeader",
+        Truncation::InPayload { .. } => "InPayload",
+        Truncation::InMessage { .. } => "InMessage",
+        Truncation::BetweenMessages { .. } => "BetweenMessages",
+        other => panic!("truncation point {other:?} unknown to this test"),
+    }
+}
+
+fn message_json(bytes: &[u8]) -> Value {
+    json!({
+        "len": bytes.len(),
+        "sha256": hex(&Sha256::digest(bytes)),
+        "utf8": std::str::from_utf8(bytes).ok(),
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The crate decoder's verdict, in the manifest's `expect` shape, feeding `data` cut at `cuts`.
+fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
+    let mut decoder = config.decoder();
+    let mut input = Input::new(config.sse);
+    let mut buf = BytesMut::new();
+    let mut messages = Vec::new();
+    // Runs `step` until it needs more input or fails (then returns the error).
+    let mut drain = |step: &mut dyn FnMut(&mut BytesMut) -> Result<Option<Event>, DecodeError>,
+                     buf: &mut BytesMut|
+     -> Option<DecodeError> {
+        loop {
+            match step(buf) {
+                Ok(Some(Event::Message(m))) => messages.push(message_json(m.bytes())),
+                Ok(Some(_)) => {}
+                Ok(None) => return None,
+                Err(err) => return Some(err),
+            }
+        }
+    };
+    let mut failure = None;
+    // An error of the transport mapping; the frames decoded before it are decoded first.
+    let mut mapping_error = None;
+    let mut start = 0;
+    for &end in cuts.iter().chain(std::iter::once(&data.len())) {
+        mapping_error = input.push(&data[start..end], &mut buf);
+        start = end;
+        failure = drain(&mut |b| decoder.decode(b), &mut buf);
+        if failure.is_some() || mapping_error.is_some() {
+            break;
+        }
+    }
+    if failure.is_none() && mapping_error.is_none() {
+        failure = drain(&mut |b| decoder.decode_eof(b), &mut buf);
+    }
+    let (verdict, abort, error, truncation) = match &failure {
+        None if mapping_error.is_some() => {
+            ("error", Value::Null, json!(mapping_error), Value::Null)
+        }
+        None => ("clean", Value::Null, Value::Null, Value::Null),
+        Some(DecodeError::PeerAbort(abort)) => (
+            "aborted",
+            json!({"code": u16::from(abort.code), "reason": abort.reason}),
+            json!("PeerAbort"),
+            Value::Null,
+        ),
+        Some(DecodeError::Truncated { at, .. }) => (
+            "error",
+            Value::Null,
+            json!("Truncated"),
+            json!(truncation_name(at)),
+        ),
+        Some(err) => ("error", Value::Null, json!(err.kind()), Value::Null),
+    };
+    json!({
+        "verdict": verdict,
+        "messages": messages,
+        "abort": abort,
+        "error": error,
+        "truncation": truncation,
+    })
+}
+
+/// How the bytes of a case become frame bytes (SPEC.md §15, §16).
+enum Input {
+    Binary,
+    #[cfg(feature = "sse")]
+    Sse(mcp_framing::sse::SseFrameDecoder),
+}
+
+impl Input {
+    fn new(sse: bool) -> Self {
+        if !sse {
+            return Self::Binary;
+        }
+        #[cfg(feature = "sse")]
+        return Self::Sse(mcp_framing::sse::SseFrameDecoder::new());
+        #[cfg(not(feature = "sse"))]
+        panic!("an SSE case needs the `sse` feature (cargo test --all-features)");
+    }
+
+    /// Appends the frame bytes `piece` carries to `buf`; the mapping's error kind if it fails.
+    fn push(&mut self, piece: &[u8], buf: &mut BytesMut) -> Option<String> {
+        match self {
+            Self::Binary => {
+                buf.extend_from_slice(piece);
+                None
+            }
+            #[cfg(feature = "sse")]
+            Self::Sse(sse) => {
+                use mcp_framing::sse::SseError;
+                sse.feed(piece, buf).err().map(|err| {
+                    match err {
+                        SseError::UnexpectedEvent { .. } => "UnexpectedEvent",
+                        SseError::InvalidBase64 { .. } => "InvalidBase64",
+                        SseError::EventTooLarge { .. } => "EventTooLarge",
+                        other => panic!("SSE error {other:?} unknown to this test"),
+                    }
+                    .to_owned()
+                })
+            }
+        }
+    }
+}
+
+/// One stream to decode, with the ways to split it.
+struct Case {
+    name: String,
+    data: Vec<u8>,
+    config: Config,
+    /// Each entry: the offsets to cut the input at.
+    splits: Vec<Vec<usize>>,
+    /// The manifest's expectation, for vectors.
+    expect: Option<Value>,
+}
+
+impl Case {
+    fn new(name: impl Into<String>, data: Vec<u8>, config: Config) -> Self {
+        Self {
+            name: name.into(),
+            data,
+            config,
+            splits: vec![vec![]],
+            expect: None,
+        }
+    }
+
+    /// Adds one byte-at-a-time feed and every 2-way split.
+    fn with_every_split(mut self) -> Self {
+        let n = self.data.len();
+        self.splits.push((1..n).collect());
+        self.splits.extend((0..=n).map(|cut| vec![cut]));
+        self
+    }
+}
+
+/// Runs the reference decoder over `cases` in one process and compares every verdict with the
+/// crate decoder's (same split) and with the manifest (when given). Returns (agreements, report).
+fn compare(cases: &[Case]) -> (usize, Vec<String>) {
+    let jobs: Vec<Value> = cases
+        .iter()
+        .map(|c| {
+            json!({
+                "hex": hex(&c.data),
+                "mapping": if c.config.sse { "sse" } else { "binary" },
+                "decoder": c.config.to_json(),
+                "splits": c.splits,
+            })
+        })
+        .collect();
+    let out = python(
+        &[reference_script().as_path(), Path::new("--batch")],
+        serde_json::to_vec(&jobs).unwrap().as_slice(),
+    );
+    assert!(
+        out.status.success(),
+        "reference decoder failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<Vec<Value>> =
+        serde_json::from_slice(&out.stdout).expect("reference decoder prints JSON");
+    assert_eq!(answers.len(), cases.len(), "one answer per job");
+    let mut agreements = 0;
+    let mut failures = Vec::new();
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for (case, answer) in cases.iter().zip(answers) {
+        assert_eq!(
+            answer.len(),
+            case.splits.len(),
+            "{}: one verdict per split",
+            case.name
+        );
+        let first = &answer[0];
+        let outcome = match first["verdict"].as_str() {
+            Some("error") => format!(
+                "{}{}",
+                first["error"].as_str().unwrap_or("?"),
+                first["truncation"]
+                    .as_str()
+                    .map(|t| format!("/{t}"))
+                    .unwrap_or_default()
+            ),
+            other => other.unwrap_or("?").to_owned(),
+        };
+        *outcomes.entry(outcome).or_default() += 1;
+        for (cuts, python) in case.splits.iter().zip(answer) {
+            let rust = rust_verdict(&case.data, &case.config, cuts);
+            let mut ok = true;
+            if python != rust {
+                ok = false;
+                failures.push(format!(
+                    "{} (cuts {:?}): reference {python} != crate {rust}",
+                    case.name,
+                    &cuts[..cuts.len().min(4)]
+                ));
+            }
+            if let Some(expect) = &case.expect {
+                if &python != expect {
+                    ok = false;
+                    failures.push(format!(
+                        "{} (cuts {:?}): reference {python} != manifest {expect}",
+                        case.name,
+                        &cuts[..cuts.len().min(4)]
+                    ));
+                }
+            }
+            agreements += usize::from(ok);
+        }
+    }
+    eprintln!("outcomes (by stream): {outcomes:?}");
+    (agreements, failures)
+}
+
+fn assert_agree(what: &str, cases: &[Case]) {
+    let (agreements, failures) = compare(cases);
+    eprintln!(
+        "{what}: {} streams, {agreements} verdicts agree, {} disagreements",
+        cases.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{what}: {} disagreements, first ones:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
+}
+
+/// The manifest's expectation reduced to the fields both decoders report.
+fn expectation(expect: &Value) -> Value {
+    let messages: Vec<Value> = expect["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .map(|m| json!({"len": m["len"], "sha256": m["sha256"], "utf8": m["utf8"]}))
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "verdict": expect["verdict"],
+        "messages": messages,
+        "abort": expect["abort"],
+        "error": expect["error"],
+        "truncation": expect["truncation"],
+    })
+}
+
+/// Vectors up to this size are split at every offset; larger ones at a sample of offsets.
+const ALL_SPLITS_MAX: usize = 4096;
+
+#[test]
+fn reference_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
+    let manifest_path = vectors_dir().join("manifest.json");
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(&manifest_path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", manifest_path.display())),
+    )
+    .expect("manifest.json is JSON");
+    assert_eq!(manifest["spec_version"], 1);
+    let vectors = manifest["vectors"].as_array().expect("a vectors list");
+    assert!(!vectors.is_empty(), "the manifest lists no vectors");
+    let mut cases = Vec::new();
+    for vector in vectors {
+        let file = vector["file"].as_str().expect("file name");
+        let sse = match vector["mapping"].as_str().unwrap_or("binary") {
+            "binary" => false,
+            "sse" => true,
+            other => panic!("{file}: unknown mapping {other}"),
+        };
+        let data = std::fs::read(vectors_dir().join(file)).expect("vector file");
+        let config = Config::from_manifest(vector.get("decoder"), sse);
+        let mut case = Case::new(file, data, config);
+        if case.data.len() <= ALL_SPLITS_MAX {
+            case = case.with_every_split();
+        } else {
+            let n = case.data.len();
+            case.splits.push((1..n).collect());
+            let step = n / 256;
+            case.splits.extend(
+                (0..=n)
+                    .step_by(step)
+                    .chain([HEADER_LEN, n])
+                    .map(|c| vec![c]),
+            );
+        }
+        case.expect = Some(expectation(&vector["expect"]));
+        cases.push(case);
+    }
+    assert_agree("vectors", &cases);
+}
+
+#[test]
+fn reference_self_check_passes_on_the_vectors() {
+    let script = repo().join("tests/reference/run_vectors.py");
+    let dir = vectors_dir();
+    let out = python(
+        &[script.as_path(), Path::new("--vectors"), dir.as_path()],
+        b"",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "run_vectors.py: {}\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// SplitMix64: a small deterministic generator, so a failure names a reproducible case.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % n as u64).expect("fits usize")
+    }
+}
+
+fn attempt(first: u32, fill: u8) -> AttemptId {
+    let mut bytes = [fill; 16];
+    bytes[..4].copy_from_slice(&first.to_be_bytes());
+    AttemptId::from_bytes(bytes)
+}
+
+const KEY: [u8; 16] = [
+    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
+];
+
+/// Streams written by the crate's encoder, covering every frame kind and terminal.
+fn encoded_streams() -> Vec<(&'static str, Vec<u8>)> {
+    let key = Some(RequestKey::from_bytes(KEY));
+    let enc = |first: u32, frame_size: usize| {
+        StreamEncoder::builder()
+            .frame_size(frame_size)
+            .build(StreamHead {
+                request_key: key,
+                attempt_id: attempt(first, 0xa5),
+            })
+    };
+    let mut out = Vec::new();
+
+    let mut w = BytesMut::new();
+    enc(0xA1A2_A3A4, 16384).end(&mut w).unwrap();
+    out.push(("no messages", w.to_vec()));
+
+    let mut w = BytesMut::new();
+    let mut e = enc(0xA1A2_A3A4, 16384);
+    e.message(br#"{"ok":true}"#, &mut w).unwrap();
+    e.end(&mut w).unwrap();
+    out.push(("one message", w.to_vec()));
+
+    let mut w = BytesMut::new();
+    let mut e = enc(0xFFFF_FFFD, 5);
+    e.message(b"", &mut w).unwrap();
+    e.keep_alive(&mut w).unwrap();
+    e.push(br#"{"jsonrpc":"2.0","#, &mut w).unwrap();
+    e.keep_alive(&mut w).unwrap();
+    e.push(
+        br#""id":1,"result":{"text":"caf\u00e9 \xe2\x82\xac"}}"#,
+        &mut w,
+    )
+    .unwrap();
+    e.finish_message(&mut w).unwrap();
+    e.message(&[0xff, 0xfe, 0x00], &mut w).unwrap();
+    e.keep_alive(&mut w).unwrap();
+    e.end(&mut w).unwrap();
+    out.push((
+        "empty, multi-frame and binary messages, keep-alives, wrapping sequence",
+        w.to_vec(),
+    ));
+
+    let mut w = BytesMut::new();
+    let mut e = enc(7, 4);
+    e.message(b"[1,2,3]", &mut w).unwrap();
+    e.push(b"{\"partial\":", &mut w).unwrap();
+    e.abort(AbortCode::UpstreamFailed, "backend went away", &mut w)
+        .unwrap();
+    out.push(("abort inside a message", w.to_vec()));
+
+    let mut w = BytesMut::new();
+    let mut e = enc(0x8000_0000, 16384);
+    e.message(b"{}", &mut w).unwrap();
+    e.abort(AbortCode::Other(700), "arrêt: ☃", &mut w).unwrap();
+    out.push((
+        "abort between messages, reserved code, UTF-8 reason",
+        w.to_vec(),
+    ));
+    out
+}
+
+/// Splits a well-formed stream into its frames (header + payload bytes).
+fn frames_of(stream: &[u8]) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    let mut at = 0;
+    while at + HEADER_LEN <= stream.len() {
+        let len = u32::from_be_bytes(stream[at + 8..at + 12].try_into().unwrap()) as usize;
+        let end = (at + HEADER_LEN + len).min(stream.len());
+        frames.push(stream[at..end].to_vec());
+        at = end;
+    }
+    frames
+}
+
+/// Rewrites a frame's header fields and recomputes its CRCs, so the decoders get past the
+/// checksums to the stream rules.
+fn reframe(kind: u8, sequence: u32, len: u32, payload: &[u8]) -> Vec<u8> {
+    let mut header = FrameHeader::for_payload(kind, sequence, payload);
+    header.len = len;
+    let mut out = header.to_bytes().to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
+fn seq_of(frame: &[u8]) -> u32 {
+    u32::from_be_bytes(frame[4..8].try_into().unwrap())
+}
+
+#[test]
+fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
+    let streams = encoded_streams();
+    let default = Config::default();
+    let keyed = Config {
+        request_key: Some(RequestKey::from_bytes(KEY)),
+        ..Config::default()
+    };
+    let mut cases = Vec::new();
+    let mut rng = Rng(0x5EED);
+    for (name, stream) in &streams {
+        cases.push(Case::new(*name, stream.clone(), default.clone()).with_every_split());
+        cases.push(Case::new(
+            format!("{name}, key expected"),
+            stream.clone(),
+            keyed.clone(),
+        ));
+        let other_key = Config {
+            request_key: Some(RequestKey::from_bytes([7; 16])),
+            ..Config::default()
+        };
+        cases.push(Case::new(
+            format!("{name}, other key"),
+            stream.clone(),
+            other_key,
+        ));
+        let small = Config {
+            max_message_size: Some(6),
+            ..Config::default()
+        };
+        cases.push(Case::new(
+            format!("{name}, 6-byte messages"),
+            stream.clone(),
+            small,
+        ));
+        for cut in 0..stream.len() {
+            cases.push(Case::new(
+                format!("{name}, cut at {cut}"),
+                stream[..cut].to_vec(),
+                default.clone(),
+            ));
+        }
+        let mut trailing = stream.clone();
+        trailing.push(0x9f);
+        cases.push(Case::new(
+            format!("{name}, trailing byte"),
+            trailing,
+            default.clone(),
+        ));
+        for _ in 0..3 * stream.len() {
+            let mut flipped = stream.clone();
+            let at = rng.below(flipped.len());
+            flipped[at] ^= 1 << rng.below(8);
+            cases.push(Case::new(
+                format!("{name}, bit flip at {at}"),
+                flipped,
+                default.clone(),
+            ));
+        }
+        let frames = frames_of(stream);
+        for i in 0..frames.len() {
+            let join = |fs: Vec<&Vec<u8>>| fs.into_iter().flatten().copied().collect::<Vec<u8>>();
+            let dropped = join(
+                frames
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, f)| f)
+                    .collect(),
+            );
+            cases.push(Case::new(
+                format!("{name}, frame {i} dropped"),
+                dropped,
+                default.clone(),
+            ));
+            let mut dup: Vec<&Vec<u8>> = frames.iter().collect();
+            dup.insert(i, &frames[i]);
+            cases.push(Case::new(
+                format!("{name}, frame {i} twice"),
+                join(dup),
+                default.clone(),
+            ));
+            if i + 1 < frames.len() {
+                let mut swapped: Vec<&Vec<u8>> = frames.iter().collect();
+                swapped.swap(i, i + 1);
+                cases.push(Case::new(
+                    format!("{name}, frames {i}/{} swapped", i + 1),
+                    join(swapped),
+                    default.clone(),
+                ));
+            }
+            // Header rewrites with valid CRCs: every kind class, lengths, sequence numbers.
+            let frame = &frames[i];
+            let (kind, seq, payload) = (frame[3], seq_of(frame), &frame[HEADER_LEN..]);
+            let len = u32::try_from(payload.len()).unwrap();
+            let mut rewrites = Vec::new();
+            for k in [
+                0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x7f, 0x80, 0xff,
+            ] {
+                rewrites.push((format!("kind {k:#04x}"), reframe(k, seq, len, payload)));
+            }
+            for (what, s) in [
+                ("seq +2", seq.wrapping_add(2)),
+                ("seq -1", seq.wrapping_sub(1)),
+                ("seq +2^20", seq.wrapping_add(1 << 20)),
+                ("seq +2^20+1", seq.wrapping_add((1 << 20) + 1)),
+                ("seq -2^20", seq.wrapping_sub(1 << 20)),
+                ("seq -2^20-1", seq.wrapping_sub((1 << 20) + 1)),
+                ("seq +2^31", seq.wrapping_add(1 << 31)),
+            ] {
+                rewrites.push((what.to_owned(), reframe(kind, s, len, payload)));
+            }
+            for (what, l) in [
+                ("len -1", len.wrapping_sub(1)),
+                ("len +1", len + 1),
+                ("len 0", 0),
+                ("len 65537", 65537),
+                ("len max", u32::MAX),
+            ] {
+                rewrites.push((what.to_owned(), reframe(kind, seq, l, payload)));
+            }
+            if !payload.is_empty() {
+                let mut p = payload.to_vec();
+                let at = rng.below(p.len());
+                p[at] ^= 1 << rng.below(8);
+                rewrites.push((
+                    format!("payload bit {at} with CRC"),
+                    reframe(kind, seq, len, &p),
+                ));
+                let mut p = payload.to_vec();
+                *p.last_mut().unwrap() = 0xc3; // a cut UTF-8 sequence in an ABORT reason
+                rewrites.push((
+                    "last payload byte 0xc3 with CRC".to_owned(),
+                    reframe(kind, seq, len, &p),
+                ));
+            }
+            for (what, frame) in rewrites {
+                let mut fs: Vec<&Vec<u8>> = frames.iter().collect();
+                fs[i] = &frame;
+                cases.push(Case::new(
+                    format!("{name}, frame {i}: {what}"),
+                    join(fs),
+                    default.clone(),
+                ));
+            }
+        }
+    }
+    // Splices of two attempts of the same request at every frame boundary.
+    let (_, a) = &streams[1];
+    let mut w = BytesMut::new();
+    let mut e = StreamEncoder::new(StreamHead {
+        request_key: Some(RequestKey::from_bytes(KEY)),
+        attempt_id: attempt(0x0BAD_F00D, 0x5a),
+    });
+    e.message(br#"{"ok":false}"#, &mut w).unwrap();
+    e.end(&mut w).unwrap();
+    let (fa, fb) = (frames_of(a), frames_of(&w));
+    for k in 1..fa.len() {
+        let spliced: Vec<u8> = fa[..k].iter().chain(&fb[k..]).flatten().copied().collect();
+        cases.push(Case::new(
+            format!("splice at frame {k}"),
+            spliced,
+            keyed.clone(),
+        ));
+    }
+    // A frame limit below a message's frame size.
+    let mut w = BytesMut::new();
+    let mut e = StreamEncoder::builder()
+        .frame_size(2000)
+        .build(StreamHead::for_request(None));
+    e.message(&[b'x'; 3000], &mut w).unwrap();
+    e.end(&mut w).unwrap();
+    let tight = Config {
+        max_frame_payload: Some(1026),
+        ..Config::default()
+    };
+    cases.push(Case::new("2000-byte frame, 1026 limit", w.to_vec(), tight));
+    cases.push(Case::new(
+        "2000-byte frames, default limit",
+        w.to_vec(),
+        default.clone(),
+    ));
+    // Random garbage and unframed bodies.
+    cases.push(Case::new(
+        "unframed JSON",
+        br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec(),
+        default.clone(),
+    ));
+    cases.push(Case::new(
+        "short unframed JSON",
+        b"{}".to_vec(),
+        default.clone(),
+    ));
+    for n in 0..200 {
+        let len = rng.below(120);
+        let mut data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        if n % 2 == 0 && data.len() >= 3 {
+            data[..3].copy_from_slice(&[0x9f, 0x4d, 0x01]);
+        }
+        cases.push(Case::new(format!("garbage {n}"), data, default.clone()));
+    }
+    assert!(cases.len() > 2000, "{} cases", cases.len());
+    assert_agree("generated streams", &cases);
+}
+
+/// SSE bodies (SPEC.md §15) made by the crate's SSE encoder, reformatted and mutated.
+#[cfg(feature = "sse")]
+#[test]
+fn reference_decoder_agrees_with_the_crate_on_sse_bodies() {
+    use mcp_framing::sse::SseFrameEncoder;
+
+    let sse = Config {
+        sse: true,
+        ..Config::default()
+    };
+    let sse_keyed = Config {
+        request_key: Some(RequestKey::from_bytes(KEY)),
+        ..sse.clone()
+    };
+    let mut rng = Rng(0x55E);
+    let event = |bytes: &[u8]| SseFrameEncoder::new().to_events(bytes).to_vec();
+    let mut cases = Vec::new();
+    for (name, stream) in encoded_streams() {
+        let body = event(&stream);
+        let frames = frames_of(&stream);
+        cases.push(Case::new(format!("sse {name}"), body.clone(), sse.clone()).with_every_split());
+        cases.push(Case::new(
+            format!("sse {name}, key"),
+            body.clone(),
+            sse_keyed.clone(),
+        ));
+        let replace = |from: &[u8], to: &[u8]| replace_all(&body, from, to);
+        cases.push(
+            Case::new(
+                format!("sse {name}, CRLF"),
+                replace(b"\n", b"\r\n"),
+                sse.clone(),
+            )
+            .with_every_split(),
+        );
+        cases.push(
+            Case::new(
+                format!("sse {name}, CR"),
+                replace(b"\n", b"\r"),
+                sse.clone(),
+            )
+            .with_every_split(),
+        );
+        let mut primed = b"\xef\xbb\xbf: stream opened\nid: 0\nretry: 1000\n\n".to_vec();
+        primed.extend_from_slice(&replace(
+            b"\n\nevent",
+            b"\n\n: keep-alive\nfoo: bar\n\nevent",
+        ));
+        cases.push(
+            Case::new(
+                format!("sse {name}, BOM, priming event, comments"),
+                primed,
+                sse.clone(),
+            )
+            .with_every_split(),
+        );
+        // Each event's base64 split over two data lines; then two frames per event.
+        let mut split_lines = Vec::new();
+        let mut paired = Vec::new();
+        for (i, frame) in frames.iter().enumerate() {
+            let one = event(frame);
+            let text = std::str::from_utf8(&one).unwrap();
+            let data = text
+                .strip_prefix("event: mcp-frame\ndata: ")
+                .unwrap()
+                .trim_end();
+            let cut = (rng.below(data.len()) / 4) * 4 + rng.below(3);
+            let cut = cut.min(data.len());
+            split_lines.extend_from_slice(
+                format!(
+                    "event: mcp-frame\ndata: {}\ndata:{}\n\n",
+                    &data[..cut],
+                    &data[cut..]
+                )
+                .as_bytes(),
+            );
+            if i % 2 == 0 {
+                let pair: Vec<u8> = frames[i..(i + 2).min(frames.len())].concat();
+                let mut one = BytesMut::new();
+                SseFrameEncoder::new().encode_event(&pair, &mut one);
+                paired.extend_from_slice(&one);
+            }
+        }
+        cases.push(
+            Case::new(format!("sse {name}, data lines"), split_lines, sse.clone())
+                .with_every_split(),
+        );
+        cases.push(
+            Case::new(
+                format!("sse {name}, two frames per event"),
+                paired,
+                sse.clone(),
+            )
+            .with_every_split(),
+        );
+        for cut in 0..body.len() {
+            cases.push(Case::new(
+                format!("sse {name}, cut at {cut}"),
+                body[..cut].to_vec(),
+                sse.clone(),
+            ));
+        }
+        for _ in 0..body.len() / 4 {
+            let mut mutated = body.clone();
+            let at = rng.below(mutated.len());
+            const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            mutated[at] = match rng.below(4) {
+                0 => b'!',
+                1 => b'=',
+                2 => b'\n',
+                _ => B64[rng.below(64)],
+            };
+            cases.push(Case::new(
+                format!("sse {name}, byte {at} replaced"),
+                mutated,
+                sse.clone(),
+            ));
+        }
+        let mut dropped = body.clone();
+        dropped.remove(rng.below(body.len()));
+        cases.push(Case::new(
+            format!("sse {name}, a byte dropped"),
+            dropped,
+            sse.clone(),
+        ));
+        for extra in [
+            &b"event: mcp-frame\ndata: AA==\n\n"[..],
+            b": after the end\n\n",
+            b"event: message\ndata: {}\n\n",
+            b"event: mcp-frame\ndata: AA==",
+        ] {
+            let mut more = body.clone();
+            more.extend_from_slice(extra);
+            cases.push(Case::new(
+                format!("sse {name} + {:?}", String::from_utf8_lossy(extra)),
+                more,
+                sse.clone(),
+            ));
+        }
+    }
+    // Bodies that are not (only) framed, and edge cases of the event format.
+    let (_, one) = &encoded_streams()[1];
+    let body = event(one);
+    let prefixed = |head: &[u8]| [head, &body[..]].concat();
+    for (what, data) in [
+        (
+            "unnamed message event",
+            prefixed(b"data: {\"jsonrpc\":\"2.0\"}\n\n"),
+        ),
+        (
+            "named message event",
+            prefixed(b"event: message\ndata: {}\n\n"),
+        ),
+        (
+            "mcp-frame event without data",
+            prefixed(b"event: mcp-frame\n\n"),
+        ),
+        (
+            "mcp-frame event with empty data",
+            prefixed(b"event: mcp-frame\ndata:\n\n"),
+        ),
+        (
+            "event name without a space",
+            replace_all(&body, b"event: ", b"event:"),
+        ),
+        (
+            "event name with a trailing space",
+            replace_all(&body, b"event: mcp-frame", b"event: mcp-frame "),
+        ),
+        (
+            "data without a space",
+            replace_all(&body, b"data: ", b"data:"),
+        ),
+        (
+            "unpadded base64",
+            b"event: mcp-frame\ndata: QQ\n\n".to_vec(),
+        ),
+        (
+            "non-canonical base64 bits",
+            b"event: mcp-frame\ndata: QR==\n\n".to_vec(),
+        ),
+        (
+            "base64 with a space",
+            b"event: mcp-frame\ndata: QUJD REVG\n\n".to_vec(),
+        ),
+        ("empty body", Vec::new()),
+        ("only comments", b": a\n: b\n\n".to_vec()),
+        (
+            "event too large",
+            [
+                &b"event: mcp-frame\ndata: "[..],
+                &vec![b'A'; 256 * 1024 + 4],
+                b"\n\n",
+            ]
+            .concat(),
+        ),
+        ("unnamed event with empty data", prefixed(b"data:\n\n")),
+        ("named event without data", prefixed(b"event: ping\n\n")),
+        (
+            "giant comment",
+            prefixed(&[&b":"[..], &vec![b'x'; 300 * 1024], b"\n\n"].concat()),
+        ),
+        (
+            "two data lines at the limit",
+            [
+                &b"event: mcp-frame\ndata: "[..],
+                &vec![b'A'; 128 * 1024],
+                b"\ndata: ",
+                &vec![b'A'; 128 * 1024],
+                b"\n\n",
+            ]
+            .concat(),
+        ),
+        (
+            "event at the limit",
+            [
+                &b"event: mcp-frame\ndata: "[..],
+                &vec![b'A'; 256 * 1024],
+                b"\n\n",
+            ]
+            .concat(),
+        ),
+    ] {
+        cases.push(Case::new(format!("sse edge: {what}"), data, sse.clone()));
+    }
+    assert!(cases.len() > 1000, "{} cases", cases.len());
+    assert_agree("SSE bodies", &cases);
+}
+
+#[cfg(feature = "sse")]
+fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while let Some(at) = rest.windows(from.len()).position(|w| w == from) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(to);
+        rest = &rest[at + from.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
