@@ -97,7 +97,8 @@ for target in "${targets[@]}"; do
     fi
   fi
   say "replaying the committed corpus and regressions of $target"
-  if ! fuzz "$target" replay -runs=0; then
+  # -runs=0: execute every saved input once; a larger -max_len so no seed is truncated.
+  if ! fuzz "$target" replay -runs=0 -max_len=1048576; then
     cp "$logs/$target.replay.log" "$logs/$target.log"
     report_crash "$target"
     tail -n 40 "$logs/$target.replay.log"
