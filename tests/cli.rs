@@ -129,7 +129,7 @@ fn expected_exit(v: &Vector) -> i32 {
         (_, Some("Truncated")) if v.sse => 3,
         (_, Some("Truncated")) if !v.data.is_empty() && !framed_start => 6,
         (_, Some("Truncated")) => 3,
-        (_, Some("RequestKeyMismatch")) => 6,
+        (_, Some("RequestKeyMismatch" | "FrameTooLarge" | "MessageTooLarge")) => 6,
         (_, Some("BadMagic")) if v.sse => 4,
         (_, Some("BadMagic")) if !framed_start => 6,
         (_, Some("UnsupportedVersion")) if framed_start && v.data[2] != 1 => 6,
@@ -714,15 +714,16 @@ fn encode_and_decode_the_sse_mapping() {
     let got: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(got["error"], "UnexpectedEvent");
     // inspect lists the frames of the events and says where the SSE layer broke.
-    for (extra, error) in [
-        (&b"event: mcp-frame\ndata: !!!!\n\n"[..], "InvalidBase64"),
-        (b"event: mcp-frame\ndata: AA==\n\n", "TrailingData"),
+    for (extra, error, status) in [
+        // A broken SSE mapping is a contract violation; bytes after the sentinel are corrupt.
+        (&b"event: mcp-frame\ndata: !!!!\n\n"[..], "InvalidBase64", 6),
+        (b"event: mcp-frame\ndata: AA==\n\n", "TrailingData", 4),
     ] {
         let out = run(
             &["inspect", "--mapping", "sse", "--json"],
             &[&body, extra].concat(),
         );
-        assert_eq!(code(&out), 4);
+        assert_eq!(code(&out), status, "{error}");
         let got: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(got["frames"].as_array().unwrap().len(), 4);
         assert_eq!(got["verdict"]["error"], error);

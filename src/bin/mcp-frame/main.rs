@@ -12,8 +12,8 @@
 //!
 //! Exit statuses (every subcommand that reads a stream):
 //! 0 clean, 2 usage or I/O error, 3 abandoned (truncated), 4 corrupt, 5 aborted by the peer,
-//! 6 contract violation (not a framed stream, unsupported version, request key mismatch,
-//! SSE events that are not frames).
+//! 6 contract violation (not a framed stream, unsupported version, frames or messages over the
+//! limits, request key mismatch, a broken SSE mapping). The crate's `Outcome` decides.
 
 mod decode;
 mod encode;
@@ -33,7 +33,7 @@ use clap::{Parser, Subcommand};
     version,
     after_help = "Exit statuses: 0 clean, 2 usage or I/O error, 3 abandoned (truncated), \
                   4 corrupt, 5 aborted by the peer, 6 contract violation (not a framed stream, \
-                  unsupported version, request key mismatch, SSE events that are not frames)."
+                  unsupported version, over the limits, request key mismatch, broken SSE mapping)."
 )]
 struct Cli {
     #[command(subcommand)]

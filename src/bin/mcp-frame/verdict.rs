@@ -8,8 +8,8 @@ use clap::ValueEnum;
 use mcp_framing::frame::MAGIC;
 use mcp_framing::sse::{SseError, SseFrameDecoder};
 use mcp_framing::{
-    DecodeError, Event, MessageSummary, Progress, StreamDecoder, StreamHead, Truncation,
-    VerifiedMessage,
+    DecodeError, Event, MappingViolation, MessageSummary, Outcome as Classification, Progress,
+    StreamDecoder, StreamHead, Truncation, Verdict, VerifiedMessage,
 };
 use serde_json::{Value, json};
 
@@ -60,29 +60,37 @@ pub(crate) enum Status {
     Clean,
     /// The input ended before the sentinel (`Truncated`, SPEC.md §7).
     Abandoned,
-    /// The bytes break the format: checksums, lengths, digests, sequence, frame order, trailing
-    /// bytes, base64.
+    /// The bytes break the format: checksums, lengths, digests, sequence (splices included),
+    /// frame order, trailing bytes.
     Corrupt,
     /// The peer sent ABORT (`PeerAbort`).
     Aborted,
     /// Not what was agreed: not a framed stream at all, a version this tool does not implement,
-    /// a response to another request, or SSE events that are not frames.
+    /// frames or messages over the limits, a response to another request, or a broken SSE
+    /// mapping.
     Contract,
 }
 
 impl Status {
+    /// The library's classification (`Outcome`, SPEC.md §11.4) decides; this only picks the
+    /// exit status for it, so the tool and a client using the crate always agree.
     fn of(failure: Option<&Failure>) -> Self {
-        match failure {
-            None => Self::Clean,
-            Some(Failure::Decode(DecodeError::Truncated { .. })) => Self::Abandoned,
-            Some(Failure::Decode(DecodeError::PeerAbort(_))) => Self::Aborted,
-            Some(Failure::Decode(
-                DecodeError::BadMagic { offset: 0, .. }
-                | DecodeError::UnsupportedVersion { offset: 0, .. }
-                | DecodeError::RequestKeyMismatch { .. },
-            )) => Self::Contract,
-            Some(Failure::Sse(SseError::UnexpectedEvent { .. })) => Self::Contract,
-            Some(_) => Self::Corrupt,
+        let outcome = match failure {
+            None => return Self::Clean,
+            Some(Failure::Decode(err)) => Classification::from_eof(&Err(err.clone())),
+            Some(Failure::Sse(err)) => {
+                Classification::mapping_violation(MappingViolation::Sse(err.clone()))
+            }
+        };
+        match outcome.verdict {
+            Verdict::Clean => Self::Clean,
+            Verdict::Abandoned { .. } => Self::Abandoned,
+            Verdict::Aborted(_) => Self::Aborted,
+            Verdict::CrossWired { .. }
+            | Verdict::ContractViolation(_)
+            | Verdict::MappingViolation(_)
+            | Verdict::Ambiguous(_) => Self::Contract,
+            _ => Self::Corrupt,
         }
     }
 
