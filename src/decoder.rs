@@ -8,7 +8,7 @@ use crate::error::{DecodeError, Progress, StreamState, Truncation};
 use crate::event::{
     Abort, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk, VerifiedMessage,
 };
-use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, VERSION, be_u64, crc32};
+use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, PayloadCrc, VERSION, be_u64};
 use crate::ids::{AttemptId, RequestKey};
 
 /// Default maximum frame payload a decoder accepts: 64 KiB (SPEC.md §6).
@@ -142,6 +142,7 @@ impl DecoderBuilder {
             expected_sequence: 0,
             progress: Progress::default(),
             hasher: Sha256::new(),
+            payload_crc: PayloadCrc::new(),
             first_chunk: None,
             assembled: BytesMut::new(),
         }
@@ -222,6 +223,7 @@ pub struct StreamDecoder {
     expected_sequence: u32,
     progress: Progress,
     hasher: Sha256,
+    payload_crc: PayloadCrc,
     first_chunk: Option<Bytes>,
     assembled: BytesMut,
 }
@@ -339,15 +341,16 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// See [`StreamDecoder`].
+    #[inline]
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
         if let Some(err) = &self.failed {
             return Err(err.clone());
         }
-        let result = self.decode_inner(buf);
-        if let Err(err) = &result {
-            self.fail(err.clone());
+        // Matched, not bound and re-checked: the event is moved once, into the caller's slot.
+        match self.decode_inner(buf) {
+            Err(err) => Err(self.failed_with(err)),
+            ok => ok,
         }
-        result
     }
 
     /// Call when the input has ended: returns the remaining events one by one, then `Ok(None)`
@@ -372,11 +375,10 @@ impl StreamDecoder {
     #[inline]
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
         // Returned as is, not re-wrapped: the event is built once, in the caller's slot.
-        let result = self.decode(buf);
-        if !matches!(result, Ok(None)) {
-            return result;
+        match self.decode(buf) {
+            Ok(None) => self.end_of_input(buf),
+            result => result,
         }
-        self.end_of_input(buf)
     }
 
     /// The verdict once no further frame can be decoded and the input ended (SPEC.md §7).
@@ -468,6 +470,14 @@ impl StreamDecoder {
         }
     }
 
+    /// Records `err` as the decoder's final state and returns it.
+    #[cold]
+    #[inline(never)]
+    fn failed_with(&mut self, err: DecodeError) -> DecodeError {
+        self.fail(err.clone());
+        err
+    }
+
     fn fail(&mut self, err: DecodeError) {
         self.failed = Some(err);
         self.state = StreamState::Finished;
@@ -484,7 +494,7 @@ impl StreamDecoder {
                 }
                 return Ok(None);
             }
-            let result = match self.phase {
+            let (header, kind, offset) = match self.phase {
                 Phase::Payload {
                     header,
                     kind,
@@ -495,7 +505,7 @@ impl StreamDecoder {
                         return Ok(None);
                     }
                     self.phase = Phase::Header;
-                    self.take_frame(header, kind, offset, buf)
+                    (header, kind, offset)
                 }
                 Phase::Header => {
                     let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
@@ -523,14 +533,30 @@ impl StreamDecoder {
                         };
                         return Ok(None);
                     }
-                    self.take_frame(header, kind, offset, buf)
+                    (header, kind, offset)
                 }
             };
-            // Returned as is, not re-wrapped; ignorable frames yield nothing and decoding goes on.
-            if !matches!(result, Ok(None)) {
-                return result;
+            if let FrameKind::Ignorable(_) = kind {
+                // Checked and consumed like any frame; it yields nothing and decoding goes on.
+                self.skip_frame(header, kind, offset, buf)?;
+                continue;
             }
+            // Returned directly, not bound and re-checked: the event is moved once.
+            return self.take_frame(header, kind, offset, buf);
         }
+    }
+
+    /// [`take_frame`](Self::take_frame) for a frame of an ignorable kind (it yields no event).
+    #[cold]
+    #[inline(never)]
+    fn skip_frame(
+        &mut self,
+        header: FrameHeader,
+        kind: FrameKind,
+        offset: u64,
+        buf: &mut BytesMut,
+    ) -> Result<(), DecodeError> {
+        self.take_frame(header, kind, offset, buf).map(|_| ())
     }
 
     /// Checks the payload CRC of a frame whose payload is in `buf`, consumes it and acts on it.
@@ -543,7 +569,7 @@ impl StreamDecoder {
         buf: &mut BytesMut,
     ) -> Result<Option<Event>, DecodeError> {
         let len = header.len as usize;
-        let computed = crc32(&buf[..len]);
+        let computed = self.payload_crc.checksum(&buf[..len]);
         if computed != header.payload_crc {
             return Err(DecodeError::PayloadChecksumMismatch {
                 kind,
