@@ -16,7 +16,7 @@ fn main() -> std::io::Result<()> {
             .unwrap_or_else(|| "tests/vectors".to_owned()),
     );
     std::fs::create_dir_all(&dir)?;
-    let vectors = common::vectors::all();
+    let vectors = common::vectors::all_mappings();
     for vector in &vectors {
         std::fs::write(dir.join(&vector.file), &vector.bytes)?;
     }

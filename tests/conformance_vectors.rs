@@ -39,9 +39,8 @@ fn decoder_for(entry: &Value) -> StreamDecoder {
     builder.build()
 }
 
-/// Checks `outcome` against the manifest's `expect` object; returns a description of the first
-/// difference.
-fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
+/// Checks the verified messages of `outcome` against the manifest's `expect.messages`.
+fn check_messages(outcome: &Outcome, expect: &Value) -> Result<(), String> {
     let messages = outcome.messages();
     let expected = expect["messages"].as_array().expect("messages");
     if messages.len() != expected.len() {
@@ -63,6 +62,13 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
             return Err(format!("message text {utf8:?}, expected {}", want["utf8"]));
         }
     }
+    Ok(())
+}
+
+/// Checks `outcome` against the manifest's `expect` object; returns a description of the first
+/// difference.
+fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
+    check_messages(outcome, expect)?;
     let aborted = outcome.events.iter().find_map(|e| match e {
         Event::Aborted(abort) => Some(abort.clone()),
         _ => None,
@@ -111,6 +117,110 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Decodes an SSE body (SPEC.md §15) fed in `pieces`: the SSE decoder's frame bytes go to the
+/// frame decoder after every piece, so an error in frames of earlier events comes before the SSE
+/// error of a later line (body order). Returns the frame-level outcome and the SSE error, if one
+/// ended the body first.
+#[cfg(feature = "sse")]
+fn decode_sse_pieces<'a>(
+    mut decoder: StreamDecoder,
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+) -> (Outcome, Option<mcp_framing::sse::SseError>) {
+    let mut sse = mcp_framing::sse::SseFrameDecoder::new();
+    let mut buf = bytes::BytesMut::new();
+    let mut events = Vec::new();
+    for piece in pieces {
+        let fed = sse.feed(piece, &mut buf);
+        loop {
+            match decoder.decode(&mut buf) {
+                Ok(Some(event)) => events.push(event),
+                Ok(None) => break,
+                Err(err) => {
+                    let end = Err(err);
+                    return (Outcome { events, end }, None);
+                }
+            }
+        }
+        if let Err(err) = fed {
+            assert_eq!(
+                sse.feed(b"\n\n", &mut buf),
+                Err(err.clone()),
+                "SSE errors are final"
+            );
+            return (
+                Outcome {
+                    events,
+                    end: Ok(()),
+                },
+                Some(err),
+            );
+        }
+    }
+    sse.finish();
+    let outcome = decode_pieces(decoder, [&buf[..]]);
+    let mut all = events;
+    all.extend(outcome.events);
+    (
+        Outcome {
+            events: all,
+            end: outcome.end,
+        },
+        None,
+    )
+}
+
+/// The SSE error's kind as the manifest names it (SPEC.md §15).
+#[cfg(feature = "sse")]
+fn sse_kind(err: &mcp_framing::sse::SseError) -> &'static str {
+    use mcp_framing::sse::SseError;
+    match err {
+        SseError::UnexpectedEvent { .. } => "UnexpectedEvent",
+        SseError::InvalidBase64 { .. } => "InvalidBase64",
+        SseError::EventTooLarge { .. } => "EventTooLarge",
+        other => panic!("an SSE error kind the suite does not know: {other:?}"),
+    }
+}
+
+/// Checks an SSE decoding against the manifest: an SSE error is the verdict when it ended the
+/// body, with the messages verified before it.
+#[cfg(feature = "sse")]
+fn check_sse(
+    (outcome, sse_error): &(Outcome, Option<mcp_framing::sse::SseError>),
+    expect: &Value,
+) -> Result<(), String> {
+    let Some(err) = sse_error else {
+        return check(outcome, expect);
+    };
+    check_messages(outcome, expect)?;
+    if expect["verdict"] != "error" || Some(sse_kind(err)) != expect["error"].as_str() {
+        return Err(format!("SSE error {err:?}, expected {expect}"));
+    }
+    if !expect["truncation"].is_null() {
+        return Err(format!("SSE error {err:?}, expected a truncation"));
+    }
+    Ok(())
+}
+
+/// Offsets at which to split an SSE body: every offset up to 8 KiB; above, every offset within
+/// 64 bytes of a line end or of either end, and every 997th (inside one long line the SSE
+/// decoder only buffers).
+#[cfg(feature = "sse")]
+fn sse_cut_points(body: &[u8]) -> Vec<usize> {
+    if body.len() <= 8 * 1024 {
+        return (1..body.len()).collect();
+    }
+    let ends: Vec<usize> = body
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'\n' || b == b'\r')
+        .map(|(at, _)| at)
+        .chain([0, body.len()])
+        .collect();
+    (1..body.len())
+        .filter(|&at| at % 997 == 0 || ends.iter().any(|&end| at.abs_diff(end) <= 64))
+        .collect()
+}
+
 #[test]
 fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_split() {
     let manifest = manifest();
@@ -118,7 +228,17 @@ fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_sp
     let mut failures = Vec::new();
     for entry in entries(&manifest) {
         let file = entry["file"].as_str().expect("file");
-        assert_eq!(entry["mapping"], "binary", "{file}");
+        match entry["mapping"].as_str() {
+            Some("binary") => {}
+            #[cfg(feature = "sse")]
+            Some("sse") => {
+                check_sse_vector(file, entry, &mut failures);
+                continue;
+            }
+            #[cfg(not(feature = "sse"))]
+            Some("sse") => continue, // needs the `sse` feature (CI runs --all-features)
+            other => panic!("{file}: unknown mapping {other:?}"),
+        }
         let bytes = std::fs::read(vectors_dir().join(file)).expect(file);
         let whole = decode_one_shot(decoder_for(entry), &bytes);
         if let Err(why) = check(&whole, &entry["expect"]) {
@@ -137,6 +257,25 @@ fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_sp
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// One SSE vector (SPEC.md §15): in one read and split in two at every cut point.
+#[cfg(feature = "sse")]
+fn check_sse_vector(file: &str, entry: &Value, failures: &mut Vec<String>) {
+    let body = std::fs::read(vectors_dir().join(file)).expect(file);
+    let whole = decode_sse_pieces(decoder_for(entry), [&body[..]]);
+    if let Err(why) = check_sse(&whole, &entry["expect"]) {
+        failures.push(format!("{file} (one read): {why}"));
+        return;
+    }
+    let whole = (whole.0.split_independent(), whole.1);
+    for at in sse_cut_points(&body) {
+        let (outcome, err) = decode_sse_pieces(decoder_for(entry), [&body[..at], &body[at..]]);
+        if (outcome.split_independent(), err) != whole {
+            failures.push(format!("{file}: split at {at} changes the verdict"));
+            return;
+        }
+    }
+}
+
 #[test]
 fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
     let manifest = manifest();
@@ -144,9 +283,15 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
     let mut truncations = BTreeSet::new();
     let mut kinds = BTreeSet::new();
     let mut verdicts = BTreeSet::new();
+    let mut sse_verdicts = BTreeSet::new();
     for entry in entries(&manifest) {
         let expect = &entry["expect"];
         verdicts.insert(expect["verdict"].as_str().expect("verdict").to_owned());
+        if entry["mapping"] == "sse" {
+            // Of the SSE mapping: every verdict, every SSE error, truncation, a frame-level error.
+            sse_verdicts.insert(expect["error"].as_str().unwrap_or("clean").to_owned());
+            continue;
+        }
         if let Some(error) = expect["error"].as_str() {
             errors.insert(error.to_owned());
         }
@@ -205,11 +350,21 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
         verdicts,
         BTreeSet::from(["aborted", "clean", "error"].map(str::to_owned))
     );
+    let sse = [
+        "clean",
+        "PeerAbort",
+        "UnexpectedEvent",
+        "InvalidBase64",
+        "EventTooLarge",
+        "DigestMismatch",
+        "Truncated",
+    ];
+    assert_eq!(sse_verdicts, sse.iter().map(|s| s.to_string()).collect());
 }
 
 #[test]
 fn committed_vectors_match_the_generator() {
-    let generated = vectors::all();
+    let generated = vectors::all_mappings();
     let dir = vectors_dir();
     let mut stale = Vec::new();
     for vector in &generated {
@@ -229,7 +384,7 @@ fn committed_vectors_match_the_generator() {
             .file_name()
             .into_string()
             .expect("utf-8");
-        if name.ends_with(".bin") && !names.contains(name.as_str()) {
+        if (name.ends_with(".bin") || name.ends_with(".sse")) && !names.contains(name.as_str()) {
             stale.push(format!("{name} (not generated)"));
         }
     }

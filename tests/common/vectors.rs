@@ -31,6 +31,8 @@ pub(crate) struct Vector {
     pub(crate) max_message_size: u64,
     pub(crate) request_key: Option<RequestKey>,
     pub(crate) expect: Expect,
+    /// `"binary"` (SPEC.md §2–§7) or `"sse"` (§15: the body is a `text/event-stream`).
+    pub(crate) mapping: &'static str,
 }
 
 impl Vector {
@@ -119,8 +121,22 @@ impl Set {
             max_message_size: DEFAULT_MESSAGE,
             request_key: Some(KEY),
             expect,
+            mapping: "binary",
         });
         self.0.last_mut().expect("just pushed")
+    }
+
+    /// A vector of the SSE mapping (SPEC.md §15): `body` is the `text/event-stream` body.
+    fn add_sse(
+        &mut self,
+        file: &str,
+        description: &str,
+        body: Vec<u8>,
+        expect: Expect,
+    ) -> &mut Vector {
+        let vector = self.add(file, description, body, expect);
+        vector.mapping = "sse";
+        vector
     }
 }
 
@@ -168,14 +184,25 @@ pub(crate) fn json_of_len(len: usize) -> Vec<u8> {
     message
 }
 
-/// Every vector, in manifest order.
+/// Every vector of the binary mapping (the bytes are the frame stream), in manifest order.
 pub(crate) fn all() -> Vec<Vector> {
+    binary().0
+}
+
+/// Every vector of both mappings, in manifest order: [`all`], then the SSE bodies (SPEC.md §15).
+pub(crate) fn all_mappings() -> Vec<Vector> {
+    let mut set = binary();
+    sse(&mut set);
+    set.0
+}
+
+fn binary() -> Set {
     let mut set = Set(Vec::new());
     valid(&mut set);
     invalid_frames(&mut set);
     invalid_streams(&mut set);
     truncated(&mut set);
-    set.0
+    set
 }
 
 fn valid(set: &mut Set) {
@@ -791,6 +818,250 @@ fn truncated(set: &mut Set) {
     );
 }
 
+/// Standard padded base64 (RFC 4648 §4), written out here so the vectors depend neither on the
+/// crate's `sse` feature nor on the encoder under test.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// One `mcp-frame` event carrying `frames`, lines ended with `eol`.
+fn sse_event(frames: &[u8], eol: &str) -> String {
+    format!("event: mcp-frame{eol}data: {}{eol}{eol}", base64(frames))
+}
+
+/// The SSE body of a binary stream as this crate's sender writes it: one event per frame, `\n`
+/// line endings.
+pub(crate) fn sse_body(stream: &[u8]) -> String {
+    sse_events(stream).concat()
+}
+
+/// One event per frame of `stream`.
+fn sse_events(stream: &[u8]) -> Vec<String> {
+    super::frame_spans(stream)
+        .into_iter()
+        .map(|span| sse_event(&stream[span], "\n"))
+        .collect()
+}
+
+/// The bytes of an earlier vector of the set.
+fn bytes_of(set: &Set, file: &str) -> Vec<u8> {
+    set.0
+        .iter()
+        .find(|v| v.file == file)
+        .expect("vector generated before")
+        .bytes
+        .clone()
+}
+
+/// The §13 example in the SSE mapping, one event per frame.
+fn sse_single_message() -> Vec<String> {
+    sse_events(&single_message())
+}
+
+fn sse(set: &mut Set) {
+    set.add_sse(
+        "valid_sse_single_message.sse",
+        "SPEC.md §13 worked example in the SSE mapping: one mcp-frame event per frame, LF line endings (336 bytes)",
+        sse_body(&single_message()).into_bytes(),
+        Expect::clean(&[OK_MESSAGE]),
+    );
+
+    let frames = single_message();
+    let mut body = String::from(": keep-alive\r\n\r\nid: 0\r\nretry: 1000\r\n\r\n");
+    for (i, span) in super::frame_spans(&frames).into_iter().enumerate() {
+        let data = base64(&frames[span]);
+        body.push_str(&format!(
+            "event: mcp-frame\r\n: comment inside event {i}\r\nid: {i}\r\ndata: {data}\r\n\r\n: keep-alive\r\n\r\n"
+        ));
+    }
+    set.add_sse(
+        "valid_sse_keepalive_comments_crlf.sse",
+        "§13 example with CRLF line endings, an id-only priming event, `:` keep-alive comments between and inside events, and `id` fields: all skipped",
+        body.into_bytes(),
+        Expect::clean(&[OK_MESSAGE]),
+    );
+
+    let mut body = String::new();
+    for span in super::frame_spans(&frames) {
+        let data = base64(&frames[span]);
+        body.push_str("event: mcp-frame\n");
+        for line in data.as_bytes().chunks(16) {
+            body.push_str("data: ");
+            body.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
+            body.push('\n');
+        }
+        body.push('\n');
+    }
+    set.add_sse(
+        "valid_sse_multi_line_data.sse",
+        "§13 example with each event's base64 split over data lines of 16 characters (the LFs SSE inserts between them are dropped)",
+        body.into_bytes(),
+        Expect::clean(&[OK_MESSAGE]),
+    );
+
+    let stream = multiple_messages(ATTEMPT, 16);
+    let spans = super::frame_spans(&stream);
+    let body: String = spans
+        .chunks(3)
+        .map(|group| sse_event(&stream[group[0].start..group[group.len() - 1].end], "\n"))
+        .collect();
+    set.add_sse(
+        "valid_sse_several_frames_per_event.sse",
+        "valid_multiple_messages.bin with three whole frames per mcp-frame event (the last event holds the rest)",
+        body.into_bytes(),
+        Expect::clean(&[PROGRESS, LOG, RESULT]),
+    );
+
+    set.add_sse(
+        "valid_sse_aborted_mid_message.sse",
+        "valid_aborted_mid_message.bin in the SSE mapping: the ABORT frame travels as an mcp-frame event",
+        sse_body(&bytes_of(set, "valid_aborted_mid_message.bin")).into_bytes(),
+        Expect::aborted(&[PROGRESS], 4, "model backend timed out"),
+    );
+
+    set.add_sse(
+        "invalid_sse_unexpected_event.sse",
+        "a plain MCP SSE response (unframed JSON-RPC in an `event: message`) where a framed one was promised",
+        b"id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n"
+            .to_vec(),
+        Expect::error("UnexpectedEvent", &[]),
+    );
+
+    let mut events = sse_single_message();
+    events.insert(
+        3,
+        "data: {\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n\n".to_owned(),
+    );
+    set.add_sse(
+        "invalid_sse_unnamed_event_after_message.sse",
+        "§13 example in SSE with an unnamed event carrying data before the STREAM_END event: the message is verified, then UnexpectedEvent",
+        events.concat().into_bytes(),
+        Expect::error("UnexpectedEvent", &[OK_MESSAGE]),
+    );
+
+    let mut events = sse_single_message();
+    events[1] = events[1].replacen("data: n00B", "data: n00*", 1);
+    set.add_sse(
+        "invalid_sse_invalid_base64.sse",
+        "§13 example in SSE with a `*` (not in the base64 alphabet) in the DATA event",
+        events.concat().into_bytes(),
+        Expect::error("InvalidBase64", &[]),
+    );
+
+    // STREAM_END is 28 bytes: its base64 ends in `X?==`, where `?` carries 4 unused bits.
+    let mut events = sse_single_message();
+    let data = base64(&frames[frames.len() - 28..]);
+    let alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let last = data.len() - 3;
+    let index = alphabet
+        .find(&data[last..last + 1])
+        .expect("base64 character");
+    assert_eq!(index & 0x0f, 0, "canonical base64 has zero trailing bits");
+    let mut noncanonical = data.clone();
+    noncanonical.replace_range(last..last + 1, &alphabet[index | 1..(index | 1) + 1]);
+    events[3] = events[3].replace(&data, &noncanonical);
+    set.add_sse(
+        "invalid_sse_noncanonical_base64.sse",
+        "§13 example in SSE with nonzero trailing bits in the STREAM_END event's last base64 quantum (decodes to the same bytes when not checked)",
+        events.concat().into_bytes(),
+        Expect::error("InvalidBase64", &[OK_MESSAGE]),
+    );
+
+    let mut events = sse_single_message();
+    events[3] = events[3].replace("==\n", "\n");
+    set.add_sse(
+        "invalid_sse_unpadded_base64.sse",
+        "§13 example in SSE with the `==` padding of the STREAM_END event's base64 left out",
+        events.concat().into_bytes(),
+        Expect::error("InvalidBase64", &[OK_MESSAGE]),
+    );
+
+    // 256 KiB of base64 is the default bound of one event (SPEC.md §15).
+    let large = json_of_len(200_000);
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(&large, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    let head_end = super::frame_boundaries(&wire)[1];
+    let mut body = sse_event(&wire[..head_end], "\n");
+    let data = base64(&wire[head_end..]);
+    assert!(data.len() > 256 * 1024 + 16);
+    body.push_str(&format!("event: mcp-frame\ndata: {data}\n\n"));
+    set.add_sse(
+        "invalid_sse_event_too_large.sse",
+        &format!(
+            "HEAD, then one mcp-frame event carrying a 200000-byte message and STREAM_END ({} base64 characters): over the default bound of 256 KiB per event",
+            data.len()
+        ),
+        body.into_bytes(),
+        Expect::error("EventTooLarge", &[]),
+    );
+
+    set.add_sse(
+        "invalid_sse_digest_mismatch.sse",
+        "invalid_digest_mismatch.bin in the SSE mapping: the frame-level error is the verdict",
+        sse_body(&bytes_of(set, "invalid_digest_mismatch.bin")).into_bytes(),
+        Expect::error("DigestMismatch", &[]),
+    );
+
+    let mut events = sse_events(&bytes_of(set, "invalid_digest_mismatch.bin"));
+    events.insert(3, "event: message\ndata: {}\n\n".to_owned());
+    set.add_sse(
+        "invalid_sse_frame_error_before_sse_error.sse",
+        "invalid_sse_digest_mismatch.sse with an `event: message` after the bad MESSAGE_END event: errors come in body order, the digest mismatch first",
+        events.concat().into_bytes(),
+        Expect::error("DigestMismatch", &[]),
+    );
+
+    let events = sse_single_message();
+    let mut body = events[..2].concat();
+    body.push_str(&events[2][..17 + 6 + 40]);
+    set.add_sse(
+        "invalid_sse_truncated_in_event.sse",
+        "§13 example in SSE cut in the middle of the MESSAGE_END event's base64: the open event is discarded",
+        body.into_bytes(),
+        Expect::truncated("InMessage", &[]),
+    );
+
+    let mut body = events[..3].concat();
+    body.push_str(events[3].strip_suffix('\n').expect("blank line"));
+    set.add_sse(
+        "invalid_sse_truncated_before_blank_line.sse",
+        "§13 example in SSE cut after the STREAM_END event's data line, before its blank line: the event is never dispatched",
+        body.into_bytes(),
+        Expect::truncated("BetweenMessages", &[OK_MESSAGE]),
+    );
+
+    set.add_sse(
+        "invalid_sse_truncated_between_events.sse",
+        "§13 example in SSE cut after the MESSAGE_END event, before the STREAM_END event",
+        events[..3].concat().into_bytes(),
+        Expect::truncated("BetweenMessages", &[OK_MESSAGE]),
+    );
+
+    set.add_sse(
+        "invalid_sse_truncated_only_comments.sse",
+        "a body of keep-alive comments only: no frame ever arrived",
+        b": keep-alive\n\n: keep-alive\n\n".to_vec(),
+        Expect::truncated("NoFrame", &[]),
+    );
+}
+
 #[derive(Serialize)]
 struct ManifestJson<'a> {
     spec_version: u32,
@@ -854,7 +1125,7 @@ pub(crate) fn manifest(vectors: &[Vector]) -> String {
             .map(|v| EntryJson {
                 file: &v.file,
                 description: &v.description,
-                mapping: "binary",
+                mapping: v.mapping,
                 decoder: DecoderJson {
                     max_frame_payload: v.max_frame_payload,
                     max_message_size: v.max_message_size,
