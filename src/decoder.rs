@@ -478,6 +478,38 @@ impl StreamDecoder {
         err
     }
 
+    /// Call when the input has ended: every remaining event in `buf`, followed by the
+    /// end-of-input verdict if it is an error (see [`decode_eof`](Self::decode_eof)). A list that
+    /// does not end with an error means the stream ended with its sentinel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use mcp_framing::{DecodeError, Event, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = BytesMut::new();
+    /// enc.message(b"{}", &mut wire)?;
+    /// let events = StreamDecoder::builder().max_message_size(1024).build().decode_to_end(&mut wire);
+    /// assert!(matches!(events[..], [Ok(Event::Opened(_)), Ok(Event::Chunk(_)), Ok(Event::Message(_)),
+    ///                               Err(DecodeError::Truncated { .. })]));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    pub fn decode_to_end(&mut self, buf: &mut BytesMut) -> Vec<Result<Event, DecodeError>> {
+        let mut events = Vec::new();
+        loop {
+            match self.decode_eof(buf) {
+                Ok(Some(event)) => events.push(Ok(event)),
+                Ok(None) => return events,
+                Err(err) => {
+                    events.push(Err(err));
+                    return events;
+                }
+            }
+        }
+    }
+
     fn fail(&mut self, err: DecodeError) {
         self.failed = Some(err);
         self.state = StreamState::Finished;
@@ -877,17 +909,5 @@ fn check_sequence(expected: u32, found: u32) -> Result<(), DecodeError> {
 /// ```
 #[must_use]
 pub fn decode_all_events(input: &[u8]) -> Vec<Result<Event, DecodeError>> {
-    let mut decoder = StreamDecoder::new();
-    let mut buf = BytesMut::from(input);
-    let mut events = Vec::new();
-    loop {
-        match decoder.decode_eof(&mut buf) {
-            Ok(Some(event)) => events.push(Ok(event)),
-            Ok(None) => return events,
-            Err(err) => {
-                events.push(Err(err));
-                return events;
-            }
-        }
-    }
+    StreamDecoder::new().decode_to_end(&mut BytesMut::from(input))
 }

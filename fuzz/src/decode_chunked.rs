@@ -22,19 +22,7 @@ use super::reader::ScheduledReader;
 /// Every event of a decoder fed all of `input` at once, then its verdict if that is an error.
 #[must_use]
 pub fn one_shot(limits: &Limits, input: &[u8]) -> Vec<Result<Event, DecodeError>> {
-    let mut decoder = limits.decoder();
-    let mut buf = BytesMut::from(input);
-    let mut events = Vec::new();
-    loop {
-        match decoder.decode_eof(&mut buf) {
-            Ok(Some(event)) => events.push(Ok(event)),
-            Ok(None) => return events,
-            Err(err) => {
-                events.push(Err(err));
-                return events;
-            }
-        }
-    }
+    limits.decoder().decode_to_end(&mut BytesMut::from(input))
 }
 
 /// Every event `FramedRead` yields over a [`ScheduledReader`], then its verdict if an error.

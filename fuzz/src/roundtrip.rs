@@ -327,16 +327,8 @@ fn decode(limits: &Limits, input: &[u8], reads: &[u8]) -> Vec<Result<Event, Deco
             }
         }
     }
-    loop {
-        match decoder.decode_eof(&mut buf) {
-            Ok(Some(event)) => events.push(Ok(event)),
-            Ok(None) => return events,
-            Err(err) => {
-                events.push(Err(err));
-                return events;
-            }
-        }
-    }
+    events.extend(decoder.decode_to_end(&mut buf));
+    events
 }
 
 /// Runs the oracle on one input; see the module docs.
