@@ -34,9 +34,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::decoder::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD, StreamDecoder};
-use crate::encoder::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::decoder::StreamDecoder;
+use crate::frame::VERSION;
 use crate::ids::RequestKey;
+use crate::limits::{Limits, MIN_MAX_FRAME_PAYLOAD};
 use crate::outcome::{DiscoveryMode, Outcome, Regime};
 
 /// The extension key of the framing contract: a reverse-DNS `{prefix}/{name}` identifier as MCP's
@@ -45,7 +46,7 @@ use crate::outcome::{DiscoveryMode, Outcome, Regime};
 pub const EXTENSION_KEY: &str = "io.github.mcp-framing/framing";
 
 /// The wire format versions this crate implements (SPEC.md §8).
-pub const SUPPORTED_VERSIONS: &[u8] = &[1];
+pub const SUPPORTED_VERSIONS: &[u8] = &[VERSION];
 
 /// The `frameChecksum` value of SPEC.md §2.1.
 pub const FRAME_CHECKSUM_CRC32: &str = "crc32";
@@ -101,11 +102,11 @@ pub struct FramingContract {
 }
 
 fn default_max_frame_payload() -> u32 {
-    DEFAULT_MAX_FRAME_PAYLOAD
+    Limits::DEFAULT.max_frame_payload
 }
 
 fn default_max_message_size() -> u64 {
-    DEFAULT_MAX_MESSAGE_SIZE
+    Limits::DEFAULT.max_message_size
 }
 
 impl FramingContract {
@@ -122,8 +123,8 @@ impl FramingContract {
             sentinel_required: true,
             frame_checksum: FRAME_CHECKSUM_CRC32.to_owned(),
             message_digest: MESSAGE_DIGEST_SHA256.to_owned(),
-            max_frame_payload: DEFAULT_MAX_FRAME_PAYLOAD,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_frame_payload: Limits::DEFAULT.max_frame_payload,
+            max_message_size: Limits::DEFAULT.max_message_size,
             transports: KNOWN_TRANSPORTS.iter().map(|&t| t.to_owned()).collect(),
         }
     }
@@ -445,8 +446,7 @@ pub struct Negotiated {
 #[derive(Clone, Debug)]
 pub struct PolicyBuilder {
     versions: Vec<u8>,
-    max_frame_payload: u32,
-    max_message_size: u64,
+    limits: Limits,
     transports: Vec<String>,
     accept_ambiguity: bool,
 }
@@ -455,8 +455,7 @@ impl Default for PolicyBuilder {
     fn default() -> Self {
         Self {
             versions: SUPPORTED_VERSIONS.to_vec(),
-            max_frame_payload: DEFAULT_MAX_FRAME_PAYLOAD,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            limits: Limits::DEFAULT,
             transports: KNOWN_TRANSPORTS.iter().map(|&t| t.to_owned()).collect(),
             accept_ambiguity: false,
         }
@@ -478,12 +477,31 @@ impl PolicyBuilder {
         self
     }
 
-    /// The client's frame payload limit. Default [`DEFAULT_MAX_FRAME_PAYLOAD`] (64 KiB, as the
-    /// decoder's default).
+    /// The client's own limits (default [`Limits::DEFAULT`]): negotiation takes the smaller of
+    /// these and the server's declared frame and message limits (SPEC.md §11.3), and every
+    /// decoder the policy builds enforces the result.
     ///
     /// # Panics
     ///
-    /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`] (1026 bytes, the largest control frame).
+    /// If the limits break the format's bounds (see [`Limits::checked`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = mcp_framing::ClientPolicy::builder().limits(mcp_framing::Limits::default());
+    /// # let _ = b;
+    /// ```
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits.checked();
+        self
+    }
+
+    /// Sets the client's [`Limits::max_frame_payload`].
+    ///
+    /// # Panics
+    ///
+    /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`].
     ///
     /// # Examples
     ///
@@ -493,15 +511,11 @@ impl PolicyBuilder {
     /// ```
     #[must_use]
     pub fn max_frame_payload(mut self, max: u32) -> Self {
-        assert!(
-            max >= MIN_MAX_FRAME_PAYLOAD,
-            "max frame payload must be at least {MIN_MAX_FRAME_PAYLOAD}"
-        );
-        self.max_frame_payload = max;
+        self.limits = self.limits.max_frame_payload(max);
         self
     }
 
-    /// The client's message size limit. Default [`DEFAULT_MAX_MESSAGE_SIZE`] (16 MiB).
+    /// Sets the client's [`Limits::max_message_size`].
     ///
     /// # Examples
     ///
@@ -511,7 +525,7 @@ impl PolicyBuilder {
     /// ```
     #[must_use]
     pub fn max_message_size(mut self, max: u64) -> Self {
-        self.max_message_size = max;
+        self.limits = self.limits.max_message_size(max);
         self
     }
 
@@ -613,8 +627,8 @@ impl PolicyBuilder {
         }
         Ok(Negotiated {
             version,
-            max_frame_payload: self.max_frame_payload.min(server.max_frame_payload),
-            max_message_size: self.max_message_size.min(server.max_message_size),
+            max_frame_payload: self.limits.max_frame_payload.min(server.max_frame_payload),
+            max_message_size: self.limits.max_message_size.min(server.max_message_size),
             transports,
         })
     }

@@ -3,19 +3,14 @@
 use bytes::{Buf, Bytes, BytesMut};
 use sha2::{Digest, Sha256};
 
-use crate::encoder::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::error::{DecodeError, Progress, StreamState, Truncation};
-use crate::event::{
-    Abort, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk, VerifiedMessage,
+use crate::event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};
+use crate::frame::{
+    Abort, FrameHeader, FrameKind, HEADER_LEN, MAGIC, MessageEnd, PayloadCrc, StreamEnd,
+    StreamHead, VERSION,
 };
-use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, PayloadCrc, VERSION, be_u64};
-use crate::ids::{AttemptId, RequestKey};
-
-/// Default maximum frame payload a decoder accepts: 64 KiB (SPEC.md §6).
-pub const DEFAULT_MAX_FRAME_PAYLOAD: u32 = 64 * 1024;
-
-/// Smallest frame limit a decoder can be configured with: every control frame must fit.
-pub const MIN_MAX_FRAME_PAYLOAD: u32 = 1026;
+use crate::ids::RequestKey;
+use crate::limits::Limits;
 
 /// Distance within which a wrong sequence number counts as a gap or a replay (SPEC.md §4).
 const SEQUENCE_WINDOW: u32 = 1 << 20;
@@ -37,20 +32,36 @@ const SEQUENCE_WINDOW: u32 = 1 << 20;
 /// ```
 #[derive(Clone, Debug)]
 pub struct DecoderBuilder {
-    max_frame_payload: u32,
-    max_message_size: u64,
+    limits: Limits,
     request_key: Option<RequestKey>,
     assemble: bool,
 }
 
 impl DecoderBuilder {
-    /// Largest frame payload accepted; checked on the raw header field before any byte of the
-    /// payload is awaited or reserved. Default [`DEFAULT_MAX_FRAME_PAYLOAD`] (64 KiB): four times
-    /// the default sender frame size, while bounding the read buffer to about 64 KiB per stream.
+    /// The receiver's limits, all at once (default [`Limits::DEFAULT`]).
     ///
     /// # Panics
     ///
-    /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`] (1026 bytes, the largest control frame).
+    /// If the limits break the format's bounds (see [`Limits::checked`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{Limits, StreamDecoder};
+    /// let d = StreamDecoder::builder().limits(Limits::default().max_message_size(1 << 20)).build();
+    /// assert_eq!(d.limits().max_message_size, 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits.checked();
+        self
+    }
+
+    /// Sets [`Limits::max_frame_payload`] (default and reason written there).
+    ///
+    /// # Panics
+    ///
+    /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`](crate::MIN_MAX_FRAME_PAYLOAD).
     ///
     /// # Examples
     ///
@@ -60,16 +71,11 @@ impl DecoderBuilder {
     /// ```
     #[must_use]
     pub fn max_frame_payload(mut self, max: u32) -> Self {
-        assert!(
-            max >= MIN_MAX_FRAME_PAYLOAD,
-            "max frame payload must be at least {MIN_MAX_FRAME_PAYLOAD}"
-        );
-        self.max_frame_payload = max;
+        self.limits = self.limits.max_frame_payload(max);
         self
     }
 
-    /// Largest message accepted, checked at every DATA header before its payload arrives.
-    /// Default [`DEFAULT_MAX_MESSAGE_SIZE`] (16 MiB): room for tool results with embedded images.
+    /// Sets [`Limits::max_message_size`] (default and reason written there).
     ///
     /// # Examples
     ///
@@ -79,7 +85,7 @@ impl DecoderBuilder {
     /// ```
     #[must_use]
     pub fn max_message_size(mut self, max: u64) -> Self {
-        self.max_message_size = max;
+        self.limits = self.limits.max_message_size(max);
         self
     }
 
@@ -269,11 +275,23 @@ impl StreamDecoder {
     #[must_use]
     pub fn builder() -> DecoderBuilder {
         DecoderBuilder {
-            max_frame_payload: DEFAULT_MAX_FRAME_PAYLOAD,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            limits: Limits::DEFAULT,
             request_key: None,
             assemble: true,
         }
+    }
+
+    /// The limits this decoder enforces.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{Limits, StreamDecoder};
+    /// assert_eq!(*StreamDecoder::new().limits(), Limits::DEFAULT);
+    /// ```
+    #[must_use]
+    pub fn limits(&self) -> &Limits {
+        &self.config.limits
     }
 
     /// The stream head, once HEAD arrived.
@@ -635,10 +653,10 @@ impl StreamDecoder {
             }
         };
         let within_limits = kind.allows_len(header.len)
-            && header.len <= self.config.max_frame_payload
+            && header.len <= self.config.limits.max_frame_payload
             && (kind != FrameKind::Data
                 || self.progress.open_message_bytes + u64::from(header.len)
-                    <= self.config.max_message_size);
+                    <= self.config.limits.max_message_size);
         (in_order && within_limits).then_some(kind)
     }
 
@@ -681,18 +699,18 @@ impl StreamDecoder {
             });
         }
         // SPEC.md §6: limits on the raw length field, before any reservation.
-        if header.len > self.config.max_frame_payload {
+        if header.len > self.config.limits.max_frame_payload {
             return Err(DecodeError::FrameTooLarge {
                 len: header.len,
-                max: self.config.max_frame_payload,
+                max: self.config.limits.max_frame_payload,
             });
         }
         if kind == FrameKind::Data {
             let len = self.progress.open_message_bytes + u64::from(header.len);
-            if len > self.config.max_message_size {
+            if len > self.config.limits.max_message_size {
                 return Err(DecodeError::MessageTooLarge {
                     len,
-                    max: self.config.max_message_size,
+                    max: self.config.limits.max_message_size,
                 });
             }
         }
@@ -729,7 +747,8 @@ impl StreamDecoder {
             }
             FrameKind::MessageEnd => {
                 let index = self.progress.messages;
-                let declared = be_u64(&payload, 0);
+                let end = MessageEnd::load(&payload)?;
+                let declared = end.len;
                 let received = self.progress.open_message_bytes;
                 // SPEC.md §3 MESSAGE_END: length, then SHA-256, before the message is complete.
                 if declared != received {
@@ -744,12 +763,10 @@ impl StreamDecoder {
                     hasher.update(self.assembled_bytes());
                 }
                 let computed: [u8; 32] = hasher.finalize().into();
-                if payload[8..40] != computed {
-                    let mut declared = [0u8; 32];
-                    declared.copy_from_slice(&payload[8..40]);
+                if end.sha256 != computed {
                     return Err(DecodeError::DigestMismatch {
                         index,
-                        declared,
+                        declared: end.sha256,
                         computed,
                     });
                 }
@@ -773,7 +790,7 @@ impl StreamDecoder {
                 }
             }
             FrameKind::StreamEnd => {
-                let declared = be_u64(&payload, 0);
+                let declared = StreamEnd::load(&payload)?.messages;
                 if declared != self.progress.messages {
                     return Err(DecodeError::MessageCountMismatch {
                         declared,
@@ -788,11 +805,7 @@ impl StreamDecoder {
                 })
             }
             FrameKind::Abort => {
-                let code = u16::from_be_bytes([payload[0], payload[1]]);
-                let reason = std::str::from_utf8(&payload[2..])
-                    .map_err(|_| DecodeError::InvalidAbort)?
-                    .to_owned();
-                let abort = Abort::new(code.into(), reason);
+                let abort = Abort::load(&payload)?;
                 self.state = StreamState::Finished;
                 self.aborted = Some(abort.clone());
                 // The open message is discarded, never delivered (SPEC.md §3 ABORT).
@@ -813,31 +826,22 @@ impl StreamDecoder {
         header: FrameHeader,
         payload: &[u8],
     ) -> Result<Option<Event>, DecodeError> {
-        let mut key = [0u8; 16];
-        key.copy_from_slice(&payload[..16]);
-        let mut attempt = [0u8; 16];
-        attempt.copy_from_slice(&payload[16..32]);
-        let attempt_id = AttemptId::from_bytes(attempt);
+        let head = StreamHead::load(payload)?;
         // SPEC.md §4: HEAD's sequence number is the attempt id's first four bytes.
-        if header.sequence != attempt_id.initial_sequence() {
+        if header.sequence != head.initial_sequence() {
             return Err(DecodeError::ForeignFrame {
-                expected: attempt_id.initial_sequence(),
+                expected: head.initial_sequence(),
                 found: header.sequence,
             });
         }
-        let request_key = (key != [0u8; 16]).then(|| RequestKey::from_bytes(key));
         if let Some(expected) = self.config.request_key {
-            if request_key != Some(expected) {
+            if head.request_key != Some(expected) {
                 return Err(DecodeError::RequestKeyMismatch {
                     expected,
-                    found: request_key,
+                    found: head.request_key,
                 });
             }
         }
-        let head = StreamHead {
-            request_key,
-            attempt_id,
-        };
         self.head = Some(head);
         self.state = StreamState::BetweenMessages;
         Ok(Some(Event::Opened(head)))

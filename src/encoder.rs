@@ -1,19 +1,15 @@
 //! The sans-I/O stream encoder: the server side (SPEC.md §1–§5).
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 use sha2::{Digest, Sha256};
 
 use crate::error::EncodeError;
-use crate::event::{Abort, AbortCode, MessageSummary, StreamHead};
-use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAX_ABORT_REASON_LEN};
-use crate::ids::RequestKey;
-
-/// Default payload size of the DATA frames an encoder cuts a large chunk into: 16 KiB, a quarter
-/// of the receiver's default limit (SPEC.md §6).
-pub const DEFAULT_FRAME_SIZE: usize = 16 * 1024;
-
-/// Default maximum message size, for the encoder and the decoder: 16 MiB (SPEC.md §6).
-pub const DEFAULT_MAX_MESSAGE_SIZE: u64 = 16 * 1024 * 1024;
+use crate::event::MessageSummary;
+use crate::frame::{
+    Abort, AbortCode, FrameKind, HEAD_PAYLOAD_LEN, HEADER_LEN, MESSAGE_END_PAYLOAD_LEN, MessageEnd,
+    STREAM_END_PAYLOAD_LEN, StreamEnd, StreamHead, write_frame,
+};
+use crate::limits::{DEFAULT_FRAME_SIZE, Limits, MAX_ABORT_REASON_LEN};
 
 const SEQUENCE_SPACE: u64 = 1 << 32;
 
@@ -46,8 +42,8 @@ pub struct EncoderBuilder {
 
 impl EncoderBuilder {
     /// Largest DATA payload the encoder writes; larger chunks are cut into several frames.
-    /// Default [`DEFAULT_FRAME_SIZE`] (16 KiB): small enough for any receiver configured down to
-    /// 16 KiB, large enough that CRC-32 and SHA-256 run at full speed.
+    /// Default [`DEFAULT_FRAME_SIZE`](crate::DEFAULT_FRAME_SIZE) (16 KiB; the reason is written
+    /// there).
     ///
     /// # Panics
     ///
@@ -69,8 +65,9 @@ impl EncoderBuilder {
         self
     }
 
-    /// Largest message the encoder accepts. Default [`DEFAULT_MAX_MESSAGE_SIZE`] (16 MiB), the
-    /// receivers' default: a larger message would be refused by them anyway.
+    /// Largest message the encoder accepts: the receivers' limit
+    /// ([`Limits::max_message_size`], default 16 MiB), since they would refuse a larger message
+    /// anyway.
     ///
     /// # Examples
     ///
@@ -171,7 +168,7 @@ impl StreamEncoder {
     pub fn builder() -> EncoderBuilder {
         EncoderBuilder {
             frame_size: DEFAULT_FRAME_SIZE,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_message_size: Limits::DEFAULT.max_message_size,
         }
     }
 
@@ -293,7 +290,8 @@ impl StreamEncoder {
         }
         self.prepare(frames as u64, chunk.len() + frames * HEADER_LEN, dst)?;
         for piece in chunk.chunks(self.frame_size) {
-            self.write_frame(FrameKind::Data, piece, dst);
+            let sequence = self.take_sequence();
+            write_frame(FrameKind::Data, sequence, piece, dst);
         }
         self.hasher.update(chunk);
         self.message_len = len;
@@ -320,17 +318,17 @@ impl StreamEncoder {
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     pub fn finish_message(&mut self, dst: &mut BytesMut) -> Result<MessageSummary, EncodeError> {
-        self.prepare(1, HEADER_LEN + 40, dst)?;
-        let sha256: [u8; 32] = std::mem::take(&mut self.hasher).finalize().into();
+        self.prepare(1, HEADER_LEN + MESSAGE_END_PAYLOAD_LEN as usize, dst)?;
+        let end = MessageEnd {
+            len: self.message_len,
+            sha256: std::mem::take(&mut self.hasher).finalize().into(),
+        };
+        end.encode(self.take_sequence(), dst);
         let summary = MessageSummary {
             index: self.messages,
-            len: self.message_len,
-            sha256,
+            len: end.len,
+            sha256: end.sha256,
         };
-        let mut payload = [0u8; 40];
-        payload[..8].copy_from_slice(&summary.len.to_be_bytes());
-        payload[8..].copy_from_slice(&sha256);
-        self.write_frame(FrameKind::MessageEnd, &payload, dst);
         self.messages += 1;
         self.message_len = 0;
         self.state = State::BetweenMessages;
@@ -370,7 +368,8 @@ impl StreamEncoder {
             });
         }
         // Check the sequence space for the whole message so that nothing is written on error.
-        self.prepare(frames as u64, message.len() + frames * HEADER_LEN + 40, dst)?;
+        let bytes = message.len() + frames * HEADER_LEN + MESSAGE_END_PAYLOAD_LEN as usize;
+        self.prepare(frames as u64, bytes, dst)?;
         self.push(message, dst)?;
         self.finish_message(dst)
     }
@@ -417,7 +416,8 @@ impl StreamEncoder {
     /// ```
     pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), EncodeError> {
         self.prepare(1, HEADER_LEN, dst)?;
-        self.write_frame(FrameKind::KeepAlive, &[], dst);
+        let sequence = self.take_sequence();
+        write_frame(FrameKind::KeepAlive, sequence, &[], dst);
         Ok(())
     }
 
@@ -442,8 +442,11 @@ impl StreamEncoder {
         if self.state == State::InMessage {
             return Err(EncodeError::MessageOpen);
         }
-        self.prepare(1, HEADER_LEN + 8, dst)?;
-        self.write_frame(FrameKind::StreamEnd, &self.messages.to_be_bytes(), dst);
+        self.prepare(1, HEADER_LEN + STREAM_END_PAYLOAD_LEN as usize, dst)?;
+        let end = StreamEnd {
+            messages: self.messages,
+        };
+        end.encode(self.take_sequence(), dst);
         self.state = State::Finished;
         Ok(())
     }
@@ -453,7 +456,8 @@ impl StreamEncoder {
     ///
     /// # Errors
     ///
-    /// [`EncodeError::AbortReasonTooLong`] for a reason over 1024 bytes,
+    /// [`EncodeError::AbortReasonTooLong`] for a reason over
+    /// [`MAX_ABORT_REASON_LEN`](crate::limits::MAX_ABORT_REASON_LEN) bytes,
     /// [`EncodeError::StreamFinished`] if already ended.
     ///
     /// # Examples
@@ -477,10 +481,7 @@ impl StreamEncoder {
             return Err(EncodeError::AbortReasonTooLong { len: reason.len() });
         }
         self.prepare(1, HEADER_LEN + 2 + reason.len(), dst)?;
-        let mut payload = Vec::with_capacity(2 + reason.len());
-        payload.extend_from_slice(&u16::from(code).to_be_bytes());
-        payload.extend_from_slice(reason.as_bytes());
-        self.write_frame(FrameKind::Abort, &payload, dst);
+        Abort::new(code, reason).encode(self.take_sequence(), dst);
         self.state = State::Finished;
         Ok(())
     }
@@ -525,12 +526,9 @@ impl StreamEncoder {
             return Err(EncodeError::SequenceExhausted);
         }
         if head == 1 {
-            dst.reserve(bytes + HEADER_LEN + 32);
-            let mut payload = [0u8; 32];
-            let key = self.head.request_key.unwrap_or(RequestKey::NONE);
-            payload[..16].copy_from_slice(key.as_bytes());
-            payload[16..].copy_from_slice(self.head.attempt_id.as_bytes());
-            self.write_frame(FrameKind::Head, &payload, dst);
+            dst.reserve(bytes + HEADER_LEN + HEAD_PAYLOAD_LEN as usize);
+            self.head.encode(dst);
+            self.take_sequence();
             self.state = State::BetweenMessages;
         } else {
             dst.reserve(bytes);
@@ -538,11 +536,12 @@ impl StreamEncoder {
         Ok(())
     }
 
-    fn write_frame(&mut self, kind: FrameKind, payload: &[u8], dst: &mut BytesMut) {
-        let header = FrameHeader::for_payload(kind.to_byte(), self.next_sequence, payload);
-        dst.put_slice(&header.to_bytes());
-        dst.put_slice(payload);
-        self.next_sequence = self.next_sequence.wrapping_add(1);
+    /// The sequence number of the next frame, counted as written.
+    #[inline]
+    fn take_sequence(&mut self) -> u32 {
+        let sequence = self.next_sequence;
+        self.next_sequence = sequence.wrapping_add(1);
         self.frames += 1;
+        sequence
     }
 }

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use crate::event::{Abort, Hex};
-use crate::frame::{FrameKind, HeaderError};
+use crate::event::Hex;
+use crate::frame::{Abort, FrameKind, HeaderError, PayloadError};
 use crate::ids::RequestKey;
 
 /// Where in the stream the decoder was when a frame arrived that the state does not allow.
@@ -356,6 +356,7 @@ impl DecodeError {
         }
     }
 
+    #[cold]
     pub(crate) fn from_header(err: HeaderError, offset: u64) -> Self {
         match err {
             HeaderError::BadMagic { found } => Self::BadMagic { found, offset },
@@ -367,6 +368,21 @@ impl DecodeError {
                 computed,
                 offset,
             },
+        }
+    }
+}
+
+impl From<PayloadError> for DecodeError {
+    /// The frame layer's payload error as the stream's error (the decoder checked the length
+    /// from the header already, so only an ABORT reason that is not UTF-8 reaches it).
+    #[cold]
+    fn from(err: PayloadError) -> Self {
+        match err {
+            PayloadError::InvalidLength { kind, len } => Self::InvalidFrameLength {
+                kind,
+                len: u32::try_from(len).unwrap_or(u32::MAX),
+            },
+            PayloadError::AbortReasonNotUtf8 => Self::InvalidAbort,
         }
     }
 }
@@ -402,7 +418,8 @@ pub enum EncodeError {
         /// Configured maximum.
         max: u64,
     },
-    /// The abort reason is longer than 1024 bytes.
+    /// The abort reason is longer than
+    /// [`MAX_ABORT_REASON_LEN`](crate::limits::MAX_ABORT_REASON_LEN) (1024) bytes.
     #[error("abort reason of {len} bytes exceeds 1024")]
     AbortReasonTooLong {
         /// Length of the reason in bytes.

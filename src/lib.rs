@@ -103,6 +103,7 @@ pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
+pub mod limits;
 mod outcome;
 mod request;
 mod retry;
@@ -114,17 +115,16 @@ mod telemetry;
 
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
-pub use decoder::{
-    DEFAULT_MAX_FRAME_PAYLOAD, DecodedStream, DecoderBuilder, MIN_MAX_FRAME_PAYLOAD, StreamDecoder,
-    decode_all_events,
-};
-pub use encoder::{DEFAULT_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, EncoderBuilder, StreamEncoder};
+pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder, decode_all_events};
+pub use encoder::{EncoderBuilder, StreamEncoder};
 pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
-pub use event::{
-    Abort, AbortCode, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk,
-    VerifiedMessage,
-};
+pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};
+pub use frame::{Abort, AbortCode, StreamHead};
 pub use ids::{AttemptId, ParseIdError, RequestKey};
+pub use limits::{
+    DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, Limits,
+    MIN_MAX_FRAME_PAYLOAD,
+};
 
 pub use contract::{
     ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,

@@ -26,17 +26,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::frame::HEADER_LEN;
+use crate::frame::{FrameHeader, HEADER_LEN};
+pub use crate::limits::DEFAULT_MAX_EVENT_DATA;
 
 /// The SSE event name that carries frames (SPEC.md §15).
 pub const FRAME_EVENT: &str = "mcp-frame";
-
-/// Default limit on one event's `data` (base64 text, all `data` lines together): 256 KiB.
-///
-/// A frame of the default maximum payload (64 KiB) is about 87 KiB of base64, so the default
-/// admits every frame a default sender emits, with room for a few frames per event. The limit
-/// bounds the memory a peer can make us buffer before an event ends.
-pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
 
 /// Errors of the SSE mapping.
 ///
@@ -546,11 +540,12 @@ impl SseFrameEncoder {
     pub fn encode(&self, frames: &[u8], dst: &mut BytesMut) {
         let mut rest = frames;
         while !rest.is_empty() {
-            let len = if rest.len() >= HEADER_LEN {
-                let declared = u32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
-                (HEADER_LEN + declared as usize).min(rest.len())
-            } else {
-                rest.len()
+            let len = match rest.first_chunk::<HEADER_LEN>() {
+                Some(header) => {
+                    let declared = FrameHeader::read(header).len as usize;
+                    HEADER_LEN.saturating_add(declared).min(rest.len())
+                }
+                None => rest.len(),
             };
             let (frame, tail) = rest.split_at(len);
             self.encode_event(frame, dst);

@@ -17,9 +17,10 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use super::is_final_response;
 use crate::codec::Outgoing;
-use crate::encoder::{DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder};
+use crate::encoder::StreamEncoder;
 use crate::event::StreamHead;
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
+use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::sse::{SseEvent, SseParser};
 
 /// The response body of [`FramingService`].
@@ -54,7 +55,7 @@ impl FramingLayer {
     #[must_use]
     pub fn new() -> Self {
         Self {
-            frame_size: crate::encoder::DEFAULT_FRAME_SIZE,
+            frame_size: crate::limits::DEFAULT_FRAME_SIZE,
         }
     }
 

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 
 use bytes::BytesMut;
 use clap::Args;
-use mcp_framing::frame::{FrameKind, HEADER_LEN, MAGIC, VERSION};
+use mcp_framing::frame::{
+    FrameHeader, FrameKind, HEADER_LEN, MAGIC, MessageEnd, PayloadError, StreamEnd, VERSION,
+};
 use mcp_framing::sse::{SseError, SseFrameDecoder};
-use mcp_framing::{AbortCode, DecodeError};
+use mcp_framing::{Abort, AbortCode, DecodeError, StreamHead};
 use serde_json::{Value, json};
 
 use crate::CliError;
@@ -93,16 +95,6 @@ fn kind_label(kind: u8) -> String {
     }
 }
 
-fn be_u32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn be_u64(b: &[u8]) -> u64 {
-    let mut raw = [0u8; 8];
-    raw.copy_from_slice(&b[..8]);
-    u64::from_be_bytes(raw)
-}
-
 /// Printable preview of message bytes.
 fn preview(bytes: &[u8], max: usize) -> String {
     let mut out = String::new();
@@ -128,16 +120,20 @@ struct WalkState {
 }
 
 fn describe(kind: u8, payload: &[u8], state: &mut WalkState) -> String {
+    let unexpected = || format!("unexpected payload length {}", payload.len());
     match FrameKind::from_byte(kind) {
-        Some(FrameKind::Head) if payload.len() == 32 => {
-            let key = &payload[..16];
-            let key = if key == [0u8; 16] {
-                "none".to_owned()
-            } else {
-                hex(key)
-            };
-            format!("request key {key}, attempt {}", hex(&payload[16..]))
-        }
+        Some(FrameKind::Head) => StreamHead::load(payload).map_or_else(
+            |_| unexpected(),
+            |head| {
+                let key = head
+                    .request_key
+                    .map_or_else(|| "none".to_owned(), |key| hex(key.as_bytes()));
+                format!(
+                    "request key {key}, attempt {}",
+                    hex(head.attempt_id.as_bytes())
+                )
+            },
+        ),
         Some(FrameKind::Data) => {
             let info = format!(
                 "message {} bytes {}..{}: {}",
@@ -149,32 +145,45 @@ fn describe(kind: u8, payload: &[u8], state: &mut WalkState) -> String {
             state.message_offset += payload.len() as u64;
             info
         }
-        Some(FrameKind::MessageEnd) if payload.len() == 40 => {
-            let info = format!(
-                "message {} ends: {} bytes, sha256 {}…",
-                state.message,
-                be_u64(payload),
-                hex(&payload[8..16])
-            );
-            state.message += 1;
-            state.message_offset = 0;
-            info
-        }
-        Some(FrameKind::StreamEnd) if payload.len() == 8 => {
-            format!("sentinel, message count {}", be_u64(payload))
-        }
-        Some(FrameKind::Abort) if payload.len() >= 2 => {
-            let code = u16::from_be_bytes([payload[0], payload[1]]);
-            format!(
-                "abort {code} ({}): {}",
-                AbortCode::from(code),
-                String::from_utf8_lossy(&payload[2..])
-            )
-        }
+        Some(FrameKind::MessageEnd) => MessageEnd::load(payload).map_or_else(
+            |_| unexpected(),
+            |end| {
+                let info = format!(
+                    "message {} ends: {} bytes, sha256 {}…",
+                    state.message,
+                    end.len,
+                    hex(&end.sha256[..8])
+                );
+                state.message += 1;
+                state.message_offset = 0;
+                info
+            },
+        ),
+        Some(FrameKind::StreamEnd) => StreamEnd::load(payload).map_or_else(
+            |_| unexpected(),
+            |end| format!("sentinel, message count {}", end.messages),
+        ),
+        Some(FrameKind::Abort) => match Abort::load(payload) {
+            Ok(abort) => format!(
+                "abort {} ({}): {}",
+                u16::from(abort.code),
+                abort.code,
+                abort.reason
+            ),
+            Err(PayloadError::AbortReasonNotUtf8) => {
+                let code = u16::from_be_bytes([payload[0], payload[1]]);
+                format!(
+                    "abort {code} ({}): {}",
+                    AbortCode::from(code),
+                    String::from_utf8_lossy(&payload[2..])
+                )
+            }
+            Err(_) => unexpected(),
+        },
         Some(FrameKind::KeepAlive) => "keep-alive".to_owned(),
         Some(FrameKind::Ignorable(_)) => "extension frame, skipped".to_owned(),
         None => "unknown kind".to_owned(),
-        Some(_) => format!("unexpected payload length {}", payload.len()),
+        Some(_) => unexpected(),
     }
 }
 
@@ -200,22 +209,25 @@ fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
             };
             return (rows, Some(Tail { offset: at, what }));
         }
-        if rest[..2] != MAGIC {
+        let Some(raw) = rest
+            .first_chunk::<HEADER_LEN>()
+            .filter(|raw| raw[..2] == MAGIC)
+        else {
             let what = format!(
                 "no frame header here ({} bytes left): {}",
                 rest.len(),
                 preview(rest, 16)
             );
             return (rows, Some(Tail { offset: at, what }));
-        }
-        let length = be_u32(&rest[8..12]);
+        };
+        let header = FrameHeader::read(raw);
+        let (length, sequence) = (header.len, header.sequence);
         let available = rest.len() - HEADER_LEN;
         let present = usize::try_from(length).map_or(available, |l| l.min(available));
         let payload = &rest[HEADER_LEN..HEADER_LEN + present];
         let complete = present as u64 == u64::from(length);
-        let sequence = be_u32(&rest[4..8]);
-        let header_crc_ok = crc32fast::hash(&rest[..16]) == be_u32(&rest[16..20]);
-        let payload_crc_ok = complete.then(|| crc32fast::hash(payload) == be_u32(&rest[12..16]));
+        let header_crc_ok = FrameHeader::header_crc_ok(raw);
+        let payload_crc_ok = complete.then(|| header.payload_crc_ok(payload));
         let mut info = if payload_crc_ok == Some(true) {
             describe(rest[3], payload, &mut state)
         } else if complete {

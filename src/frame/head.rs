@@ -1,0 +1,111 @@
+//! The HEAD frame (SPEC.md §3): the request key echo and the attempt id.
+
+use bytes::BytesMut;
+
+use super::{FrameKind, PayloadError, write_frame};
+use crate::ids::{AttemptId, RequestKey};
+
+/// Payload length of a HEAD frame (SPEC.md §3): request key (16 bytes), attempt id (16 bytes).
+pub const HEAD_PAYLOAD_LEN: u32 = 32;
+
+/// The metadata of a stream's HEAD frame (SPEC.md §3).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{RequestKey, StreamHead};
+///
+/// let key = RequestKey::random();
+/// let head = StreamHead::for_request(Some(key)); // draws a random attempt id
+/// assert_eq!(head.request_key, Some(key));
+/// assert_eq!(head.initial_sequence(), head.attempt_id.initial_sequence());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamHead {
+    /// The client's request key echoed by the server; `None` when the request carried none.
+    pub request_key: Option<RequestKey>,
+    /// The server's random id for this response attempt.
+    pub attempt_id: AttemptId,
+}
+
+impl StreamHead {
+    /// A head for a new response to a request with the given key, with a fresh random attempt id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::StreamHead;
+    /// let a = StreamHead::for_request(None);
+    /// let b = StreamHead::for_request(None);
+    /// assert_ne!(a.attempt_id, b.attempt_id);
+    /// ```
+    #[must_use]
+    pub fn for_request(request_key: Option<RequestKey>) -> Self {
+        Self {
+            request_key,
+            attempt_id: AttemptId::random(),
+        }
+    }
+
+    /// The sequence number of the HEAD frame (SPEC.md §4).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{AttemptId, StreamHead};
+    /// let head = StreamHead { request_key: None, attempt_id: AttemptId::from_bytes([0xff; 16]) };
+    /// assert_eq!(head.initial_sequence(), u32::MAX);
+    /// ```
+    #[must_use]
+    pub const fn initial_sequence(&self) -> u32 {
+        self.attempt_id.initial_sequence()
+    }
+
+    /// Reads a HEAD payload: the request key (16 zero bytes: none) and the attempt id.
+    ///
+    /// The stream rules (HEAD's sequence number is its attempt id's first four bytes, SPEC.md §4;
+    /// the key a client expects, §10) are the decoder's, not checked here.
+    ///
+    /// # Errors
+    ///
+    /// [`PayloadError::InvalidLength`] unless the payload is [`HEAD_PAYLOAD_LEN`] bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::frame::{HEAD_PAYLOAD_LEN, PayloadError};
+    /// use mcp_framing::{RequestKey, StreamHead};
+    ///
+    /// let head = StreamHead::for_request(Some(RequestKey::random()));
+    /// let mut frame = bytes::BytesMut::new();
+    /// head.encode(&mut frame);
+    /// assert_eq!(StreamHead::load(&frame[20..]), Ok(head));
+    /// assert!(matches!(StreamHead::load(&frame[20..30]), Err(PayloadError::InvalidLength { .. })));
+    /// # let _ = HEAD_PAYLOAD_LEN;
+    /// ```
+    pub fn load(payload: &[u8]) -> Result<Self, PayloadError> {
+        let payload: &[u8; HEAD_PAYLOAD_LEN as usize] = payload
+            .try_into()
+            .map_err(|_| PayloadError::invalid_length(FrameKind::Head, payload))?;
+        let (key, attempt) = payload.split_at(16);
+        let key: [u8; 16] = key.try_into().expect("16 bytes");
+        Ok(Self {
+            request_key: (key != [0u8; 16]).then(|| RequestKey::from_bytes(key)),
+            attempt_id: AttemptId::from_bytes(attempt.try_into().expect("16 bytes")),
+        })
+    }
+
+    /// Writes the HEAD frame of this stream (header and payload) into `dst`; its sequence number
+    /// is [`initial_sequence`](Self::initial_sequence) (SPEC.md §3, §4).
+    ///
+    /// # Examples
+    ///
+    /// See [`load`](Self::load).
+    pub fn encode(&self, dst: &mut BytesMut) {
+        let mut payload = [0u8; HEAD_PAYLOAD_LEN as usize];
+        let key = self.request_key.unwrap_or(RequestKey::NONE);
+        payload[..16].copy_from_slice(key.as_bytes());
+        payload[16..].copy_from_slice(self.attempt_id.as_bytes());
+        write_frame(FrameKind::Head, self.initial_sequence(), &payload, dst);
+    }
+}

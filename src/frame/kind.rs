@@ -1,0 +1,139 @@
+//! Frame kinds and their payload length rules (SPEC.md §3).
+
+use std::fmt;
+
+use super::abort::ABORT_MIN_PAYLOAD_LEN;
+use super::{HEAD_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN};
+use crate::limits::MAX_ABORT_PAYLOAD_LEN;
+
+/// The kind of a frame (SPEC.md §3).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::frame::FrameKind;
+///
+/// assert_eq!(FrameKind::from_byte(0x02), Some(FrameKind::Data));
+/// assert_eq!(FrameKind::from_byte(0x81), Some(FrameKind::Ignorable(0x81)));
+/// assert_eq!(FrameKind::from_byte(0x07), None); // unknown and not ignorable
+/// assert_eq!(FrameKind::MessageEnd.to_byte(), 0x03);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FrameKind {
+    /// `0x01`: opens the stream with the request key and attempt id.
+    Head,
+    /// `0x02`: the next bytes of the current message.
+    Data,
+    /// `0x03`: closes a message with its length and SHA-256.
+    MessageEnd,
+    /// `0x04`: the terminal sentinel with the message count.
+    StreamEnd,
+    /// `0x05`: the sender gave up; terminal.
+    Abort,
+    /// `0x06`: carries nothing; keeps idle transports alive.
+    KeepAlive,
+    /// `0x80..=0xFF`: reserved for extensions; checked, then skipped.
+    Ignorable(u8),
+}
+
+impl FrameKind {
+    /// Parses a kind byte; `None` for the unknown kinds `0x00` and `0x07..=0x7F`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::frame::FrameKind;
+    /// assert_eq!(FrameKind::from_byte(0x04), Some(FrameKind::StreamEnd));
+    /// assert_eq!(FrameKind::from_byte(0x00), None);
+    /// ```
+    #[must_use]
+    pub const fn from_byte(byte: u8) -> Option<Self> {
+        Some(match byte {
+            0x01 => Self::Head,
+            0x02 => Self::Data,
+            0x03 => Self::MessageEnd,
+            0x04 => Self::StreamEnd,
+            0x05 => Self::Abort,
+            0x06 => Self::KeepAlive,
+            0x80..=0xFF => Self::Ignorable(byte),
+            _ => return None,
+        })
+    }
+
+    /// The byte this kind is written as.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::frame::FrameKind;
+    /// assert_eq!(FrameKind::Head.to_byte(), 0x01);
+    /// ```
+    #[must_use]
+    pub const fn to_byte(self) -> u8 {
+        match self {
+            Self::Head => 0x01,
+            Self::Data => 0x02,
+            Self::MessageEnd => 0x03,
+            Self::StreamEnd => 0x04,
+            Self::Abort => 0x05,
+            Self::KeepAlive => 0x06,
+            Self::Ignorable(byte) => byte,
+        }
+    }
+
+    /// The spec's name of this kind (`"HEAD"`, `"DATA"`, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::frame::FrameKind;
+    /// assert_eq!(FrameKind::MessageEnd.name(), "MESSAGE_END");
+    /// ```
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Head => "HEAD",
+            Self::Data => "DATA",
+            Self::MessageEnd => "MESSAGE_END",
+            Self::StreamEnd => "STREAM_END",
+            Self::Abort => "ABORT",
+            Self::KeepAlive => "KEEPALIVE",
+            Self::Ignorable(_) => "IGNORABLE",
+        }
+    }
+
+    /// Whether `len` is a valid payload length for this kind, given the receiver's frame limit
+    /// (SPEC.md §3 length rules, the one place they are written). Limits are checked separately with
+    /// [`FrameTooLarge`](crate::DecodeError::FrameTooLarge).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::frame::FrameKind;
+    /// assert!(FrameKind::Head.allows_len(32));
+    /// assert!(!FrameKind::Data.allows_len(0)); // empty DATA frames are an error
+    /// assert!(FrameKind::KeepAlive.allows_len(0));
+    /// ```
+    #[must_use]
+    pub const fn allows_len(self, len: u32) -> bool {
+        match self {
+            Self::Head => len == HEAD_PAYLOAD_LEN,
+            Self::Data => len >= 1,
+            Self::MessageEnd => len == MESSAGE_END_PAYLOAD_LEN,
+            Self::StreamEnd => len == STREAM_END_PAYLOAD_LEN,
+            Self::Abort => len >= ABORT_MIN_PAYLOAD_LEN && len <= MAX_ABORT_PAYLOAD_LEN,
+            Self::KeepAlive => len == 0,
+            Self::Ignorable(_) => true,
+        }
+    }
+}
+
+impl fmt::Display for FrameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ignorable(byte) => write!(f, "IGNORABLE(0x{byte:02x})"),
+            other => f.write_str(other.name()),
+        }
+    }
+}

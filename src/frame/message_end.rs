@@ -1,0 +1,89 @@
+//! The MESSAGE_END frame (SPEC.md §3, §5): a message's length and SHA-256.
+
+use bytes::BytesMut;
+
+use super::{FrameKind, PayloadError, write_frame};
+
+/// Payload length of a MESSAGE_END frame (SPEC.md §3): length (u64), SHA-256 (32 bytes).
+pub const MESSAGE_END_PAYLOAD_LEN: u32 = 40;
+
+/// The payload of a MESSAGE_END frame: what the message's DATA bytes must add up to.
+///
+/// The receiver checks the length first (`LengthMismatch`), then the digest (`DigestMismatch`);
+/// only then is the message complete (SPEC.md §3).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::frame::{MessageEnd, MESSAGE_END_PAYLOAD_LEN};
+///
+/// let end = MessageEnd::for_message(br#"{"ok":true}"#);
+/// assert_eq!(end.len, 11);
+/// let mut frame = bytes::BytesMut::new();
+/// end.encode(0xA1A2A3A6, &mut frame);
+/// assert_eq!(frame.len(), 20 + MESSAGE_END_PAYLOAD_LEN as usize);
+/// assert_eq!(MessageEnd::load(&frame[20..]), Ok(end));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MessageEnd {
+    /// Length of the message in bytes.
+    pub len: u64,
+    /// SHA-256 of the message (its DATA payloads concatenated).
+    pub sha256: [u8; 32],
+}
+
+impl MessageEnd {
+    /// The MESSAGE_END of `message`: its length and SHA-256.
+    ///
+    /// # Examples
+    ///
+    /// See [`MessageEnd`].
+    #[must_use]
+    pub fn for_message(message: &[u8]) -> Self {
+        use sha2::{Digest, Sha256};
+        Self {
+            len: message.len() as u64,
+            sha256: Sha256::digest(message).into(),
+        }
+    }
+
+    /// Reads a MESSAGE_END payload.
+    ///
+    /// # Errors
+    ///
+    /// [`PayloadError::InvalidLength`] unless the payload is [`MESSAGE_END_PAYLOAD_LEN`] bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::frame::{MessageEnd, PayloadError};
+    /// assert!(matches!(MessageEnd::load(&[0; 8]), Err(PayloadError::InvalidLength { .. })));
+    /// ```
+    #[inline]
+    pub fn load(payload: &[u8]) -> Result<Self, PayloadError> {
+        let Some((len, sha256)) = payload
+            .split_first_chunk::<8>()
+            .and_then(|(len, rest)| Some((len, <[u8; 32]>::try_from(rest).ok()?)))
+        else {
+            return Err(PayloadError::invalid_length(FrameKind::MessageEnd, payload));
+        };
+        Ok(Self {
+            len: u64::from_be_bytes(*len),
+            sha256,
+        })
+    }
+
+    /// Writes this MESSAGE_END frame (header and payload) into `dst` with sequence number
+    /// `sequence`.
+    ///
+    /// # Examples
+    ///
+    /// See [`MessageEnd`].
+    #[inline]
+    pub fn encode(&self, sequence: u32, dst: &mut BytesMut) {
+        let mut payload = [0u8; MESSAGE_END_PAYLOAD_LEN as usize];
+        payload[..8].copy_from_slice(&self.len.to_be_bytes());
+        payload[8..].copy_from_slice(&self.sha256);
+        write_frame(FrameKind::MessageEnd, sequence, &payload, dst);
+    }
+}

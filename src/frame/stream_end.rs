@@ -1,0 +1,65 @@
+//! The STREAM_END frame (SPEC.md §3): the sentinel, with the stream's message count.
+
+use bytes::BytesMut;
+
+use super::{FrameKind, PayloadError, write_frame};
+
+/// Payload length of a STREAM_END frame (SPEC.md §3): the message count (u64).
+pub const STREAM_END_PAYLOAD_LEN: u32 = 8;
+
+/// The payload of a STREAM_END frame: how many messages (MESSAGE_END frames) the stream carried.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::frame::StreamEnd;
+///
+/// let mut frame = bytes::BytesMut::new();
+/// StreamEnd { messages: 1 }.encode(0xA1A2A3A7, &mut frame);
+/// assert_eq!(&frame[20..], &[0, 0, 0, 0, 0, 0, 0, 1]);
+/// assert_eq!(StreamEnd::load(&frame[20..]), Ok(StreamEnd { messages: 1 }));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamEnd {
+    /// Messages in the stream; the receiver checks it against the messages it verified
+    /// (`MessageCountMismatch`).
+    pub messages: u64,
+}
+
+impl StreamEnd {
+    /// Reads a STREAM_END payload.
+    ///
+    /// # Errors
+    ///
+    /// [`PayloadError::InvalidLength`] unless the payload is [`STREAM_END_PAYLOAD_LEN`] bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::frame::{PayloadError, StreamEnd};
+    /// assert!(matches!(StreamEnd::load(&[0; 4]), Err(PayloadError::InvalidLength { .. })));
+    /// ```
+    pub fn load(payload: &[u8]) -> Result<Self, PayloadError> {
+        let count: [u8; 8] = payload
+            .try_into()
+            .map_err(|_| PayloadError::invalid_length(FrameKind::StreamEnd, payload))?;
+        Ok(Self {
+            messages: u64::from_be_bytes(count),
+        })
+    }
+
+    /// Writes this STREAM_END frame (header and payload) into `dst` with sequence number
+    /// `sequence`.
+    ///
+    /// # Examples
+    ///
+    /// See [`StreamEnd`].
+    pub fn encode(&self, sequence: u32, dst: &mut BytesMut) {
+        write_frame(
+            FrameKind::StreamEnd,
+            sequence,
+            &self.messages.to_be_bytes(),
+            dst,
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! Every bound of the format and every configurable limit, with the reason for its value
+//! (SPEC.md §3, §6, §15).
+//!
+//! Two kinds of numbers live here:
+//!
+//! - **bounds the format fixes**: the longest ABORT reason ([`MAX_ABORT_REASON_LEN`]) and, derived
+//!   from the control frames' payload layouts, the smallest frame limit a receiver may configure
+//!   ([`MIN_MAX_FRAME_PAYLOAD`]);
+//! - **defaults of receiver and sender configuration**: [`Limits`] holds a receiver's limits (the
+//!   decoder's, and a client's before negotiation, SPEC.md §11.3); the sender's frame size and
+//!   the SSE event bound have their own defaults.
+//!
+//! The decoder ([`DecoderBuilder`](crate::DecoderBuilder)), the encoder
+//! ([`EncoderBuilder`](crate::EncoderBuilder)) and the client policy
+//! ([`PolicyBuilder`](crate::PolicyBuilder)) all take their limits from here, so a default or a
+//! check is written once.
+//!
+//! ```
+//! use mcp_framing::{Limits, StreamDecoder};
+//!
+//! let limits = Limits::default().max_frame_payload(16 * 1024).max_message_size(4 << 20);
+//! let decoder = StreamDecoder::builder().limits(limits).build();
+//! assert_eq!(decoder.limits().max_frame_payload, 16 * 1024);
+//! ```
+
+use crate::frame::{HEAD_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN};
+
+/// Longest reason text an ABORT frame may carry, in bytes (SPEC.md §3).
+///
+/// Enough for an error message and a little context; short enough that the longest control frame
+/// (and with it [`MIN_MAX_FRAME_PAYLOAD`]) stays small.
+pub const MAX_ABORT_REASON_LEN: usize = 1024;
+
+/// Longest ABORT payload: the reason code (2 bytes) and the longest reason (SPEC.md §3).
+pub const MAX_ABORT_PAYLOAD_LEN: u32 = 2 + MAX_ABORT_REASON_LEN as u32;
+
+/// Smallest frame limit a receiver can be configured with (SPEC.md §6): the payload of the
+/// longest control frame (today the longest ABORT, 1026 bytes), so that every control frame fits
+/// and `FrameTooLarge` only ever concerns DATA and ignorable frames.
+pub const MIN_MAX_FRAME_PAYLOAD: u32 = max_u32(
+    max_u32(HEAD_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN),
+    max_u32(STREAM_END_PAYLOAD_LEN, MAX_ABORT_PAYLOAD_LEN),
+);
+
+/// Default maximum frame payload a receiver accepts: 64 KiB (SPEC.md §6).
+///
+/// Four times the default sender frame size ([`DEFAULT_FRAME_SIZE`]), while it bounds the read
+/// buffer to about 64 KiB per stream; larger frames do not verify faster, since CRC-32 and
+/// SHA-256 reach their full speed from about 1 KiB.
+pub const DEFAULT_MAX_FRAME_PAYLOAD: u32 = 64 * 1024;
+
+/// Default maximum message size, for the encoder and the decoder: 16 MiB (SPEC.md §6).
+///
+/// Room for MCP tool results with embedded images; a deployment expecting larger messages raises
+/// it on both sides.
+pub const DEFAULT_MAX_MESSAGE_SIZE: u64 = 16 * 1024 * 1024;
+
+/// Default payload size of the DATA frames an encoder cuts a large chunk into: 16 KiB, a quarter
+/// of the receiver's default limit (SPEC.md §6).
+///
+/// Small enough for any receiver configured down to 16 KiB, large enough that CRC-32 and SHA-256
+/// run at full speed.
+pub const DEFAULT_FRAME_SIZE: usize = 16 * 1024;
+
+/// Default limit on one SSE event's `data` (base64 text, all `data` lines together): 256 KiB
+/// (SPEC.md §15).
+///
+/// A frame of the default maximum payload ([`DEFAULT_MAX_FRAME_PAYLOAD`]) is about 87 KiB of
+/// base64, so the default admits every frame a default sender emits, with room for a few frames
+/// per event. The limit bounds the memory a peer can make us buffer before an event ends.
+pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
+
+const fn max_u32(a: u32, b: u32) -> u32 {
+    if a > b { a } else { b }
+}
+
+/// A receiver's limits (SPEC.md §6), checked on every frame header before its payload is awaited.
+///
+/// Each field's default is the constant named in its documentation, and the reason for it is
+/// written there. Build one from [`Limits::default`] with the setters (which check what they
+/// are given), or set a field directly and let the builder that takes it check it.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{DecodeError, Limits, StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+/// let mut wire = bytes::BytesMut::new();
+/// enc.message(&[b'x'; 100], &mut wire)?;
+/// enc.end(&mut wire)?;
+///
+/// let limits = Limits::default().max_message_size(64);
+/// let err = StreamDecoder::builder().limits(limits).build().decode_all(&wire).unwrap_err();
+/// assert_eq!(err, DecodeError::MessageTooLarge { len: 100, max: 64 });
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Largest frame payload accepted, checked on the raw header field before any byte of the
+    /// payload is awaited or reserved. Default [`DEFAULT_MAX_FRAME_PAYLOAD`]; at least
+    /// [`MIN_MAX_FRAME_PAYLOAD`].
+    pub max_frame_payload: u32,
+    /// Largest message accepted, checked at every DATA header before its payload arrives.
+    /// Default [`DEFAULT_MAX_MESSAGE_SIZE`].
+    pub max_message_size: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl Limits {
+    /// The defaults of SPEC.md §6 (also [`Limits::default`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DEFAULT_MAX_FRAME_PAYLOAD, Limits};
+    /// assert_eq!(Limits::DEFAULT.max_frame_payload, DEFAULT_MAX_FRAME_PAYLOAD);
+    /// ```
+    pub const DEFAULT: Self = Self {
+        max_frame_payload: DEFAULT_MAX_FRAME_PAYLOAD,
+        max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+    };
+
+    /// Sets [`max_frame_payload`](Self::max_frame_payload).
+    ///
+    /// # Panics
+    ///
+    /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`] (the largest control frame).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limits = mcp_framing::Limits::default().max_frame_payload(1 << 20);
+    /// assert_eq!(limits.max_frame_payload, 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn max_frame_payload(mut self, max: u32) -> Self {
+        self.max_frame_payload = max;
+        self.checked()
+    }
+
+    /// Sets [`max_message_size`](Self::max_message_size).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limits = mcp_framing::Limits::default().max_message_size(1 << 20);
+    /// assert_eq!(limits.max_message_size, 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn max_message_size(mut self, max: u64) -> Self {
+        self.max_message_size = max;
+        self.checked()
+    }
+
+    /// Checks every field against the format's bounds; the one place these checks are written.
+    ///
+    /// # Panics
+    ///
+    /// If [`max_frame_payload`](Self::max_frame_payload) is below [`MIN_MAX_FRAME_PAYLOAD`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limits = mcp_framing::Limits::default().checked();
+    /// assert_eq!(limits, mcp_framing::Limits::DEFAULT);
+    /// ```
+    #[must_use]
+    #[track_caller]
+    pub fn checked(self) -> Self {
+        assert!(
+            self.max_frame_payload >= MIN_MAX_FRAME_PAYLOAD,
+            "max frame payload must be at least {MIN_MAX_FRAME_PAYLOAD}"
+        );
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_minimum_frame_limit_is_the_longest_control_frame() {
+        assert_eq!(MIN_MAX_FRAME_PAYLOAD, 1026);
+    }
+}
