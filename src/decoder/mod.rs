@@ -1,19 +1,21 @@
 //! The sans-I/O stream decoder: the client side (SPEC.md §2–§7).
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use sha2::{Digest, Sha256};
 
 use crate::error::{DecodeError, Progress, StreamState, Truncation};
 use crate::event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};
 use crate::frame::{
-    Abort, FrameHeader, FrameKind, HEADER_LEN, MAGIC, MessageEnd, PayloadCrc, StreamEnd,
-    StreamHead, VERSION,
+    Abort, FrameHeader, FrameKind, HEADER_LEN, MessageEnd, PayloadCrc, StreamEnd, StreamHead,
 };
 use crate::ids::RequestKey;
 use crate::limits::Limits;
 
-/// Distance within which a wrong sequence number counts as a gap or a replay (SPEC.md §4).
-const SEQUENCE_WINDOW: u32 = 1 << 20;
+mod check;
+mod state;
+
+use check::{Expect, check_header, check_partial_header};
+use state::{Message, Pending, Position, State};
 
 /// Builds a [`StreamDecoder`] with non-default limits or checks.
 ///
@@ -140,29 +142,16 @@ impl DecoderBuilder {
     pub fn build(self) -> StreamDecoder {
         StreamDecoder {
             config: self,
-            phase: Phase::Header,
-            state: StreamState::AwaitingHead,
-            aborted: None,
-            failed: None,
-            head: None,
+            state: State::Open {
+                at: Position::AwaitingHead,
+                pending: None,
+            },
             expected_sequence: 0,
             progress: Progress::default(),
             hasher: Sha256::new(),
             payload_crc: PayloadCrc::new(),
-            first_chunk: None,
-            assembled: BytesMut::new(),
         }
     }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Phase {
-    Header,
-    Payload {
-        header: FrameHeader,
-        kind: FrameKind,
-        offset: u64,
-    },
 }
 
 /// Reads one framed response stream (the client side), in any split of its bytes.
@@ -221,17 +210,16 @@ enum Phase {
 #[derive(Debug)]
 pub struct StreamDecoder {
     config: DecoderBuilder,
-    phase: Phase,
-    state: StreamState,
-    aborted: Option<Abort>,
-    failed: Option<DecodeError>,
-    head: Option<StreamHead>,
+    /// Where the stream is, the open message's bytes, and how it ended: the one state.
+    state: State,
+    /// Sequence number the next frame must carry (after HEAD).
     expected_sequence: u32,
     progress: Progress,
+    /// The open message's running SHA-256 when not assembling, fresh at every message start: a
+    /// scratch value like `payload_crc`, kept here so that it is not moved with every state
+    /// change.
     hasher: Sha256,
     payload_crc: PayloadCrc,
-    first_chunk: Option<Bytes>,
-    assembled: BytesMut,
 }
 
 impl Default for StreamDecoder {
@@ -304,7 +292,7 @@ impl StreamDecoder {
     /// ```
     #[must_use]
     pub fn head(&self) -> Option<StreamHead> {
-        self.head
+        self.state.head()
     }
 
     /// What has been received so far (complete frames; `bytes` counts buffered bytes only once
@@ -331,7 +319,7 @@ impl StreamDecoder {
     /// ```
     #[must_use]
     pub fn state(&self) -> StreamState {
-        self.state
+        self.state.stream_state()
     }
 
     /// Whether the STREAM_END sentinel was received (and nothing is wrong).
@@ -344,7 +332,7 @@ impl StreamDecoder {
     /// ```
     #[must_use]
     pub fn is_complete(&self) -> bool {
-        self.state == StreamState::Finished && self.aborted.is_none() && self.failed.is_none()
+        matches!(self.state, State::Complete { .. })
     }
 
     /// Decodes the next event from `buf`, consuming the bytes it used. `Ok(None)` means more
@@ -361,11 +349,8 @@ impl StreamDecoder {
     /// See [`StreamDecoder`].
     #[inline]
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
         // Matched, not bound and re-checked: the event is moved once, into the caller's slot.
-        match self.decode_inner(buf) {
+        match self.decode_frames(buf) {
             Err(err) => Err(self.failed_with(err)),
             ok => ok,
         }
@@ -394,48 +379,54 @@ impl StreamDecoder {
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
         // Returned as is, not re-wrapped: the event is built once, in the caller's slot.
         match self.decode(buf) {
-            Ok(None) => self.end_of_input(buf),
+            Ok(None) => self.end_of_input(buf).map(|_| None),
             result => result,
         }
     }
 
-    /// The verdict once no further frame can be decoded and the input ended (SPEC.md §7).
+    /// The verdict once no further frame can be decoded from `buf` and the input ended
+    /// (SPEC.md §7): the head and totals of a complete stream, or why it is not.
     #[cold]
-    fn end_of_input(&mut self, buf: &BytesMut) -> Result<Option<Event>, DecodeError> {
-        if self.state == StreamState::Finished {
-            return match self.aborted.take() {
-                Some(abort) => {
-                    let err = DecodeError::PeerAbort(abort);
-                    self.fail(err.clone());
-                    Err(err)
-                }
-                None => Ok(None),
-            };
-        }
-        let at = match self.phase {
-            Phase::Payload { header, kind, .. } => Truncation::InPayload {
-                kind,
-                received: buf.len(),
-                declared: header.len,
-            },
-            Phase::Header if !buf.is_empty() => Truncation::InHeader {
-                received: buf.len(),
-            },
-            Phase::Header => match self.state {
-                StreamState::InMessage => Truncation::InMessage {
-                    message_bytes: self.progress.open_message_bytes,
-                },
-                StreamState::BetweenMessages => Truncation::BetweenMessages {
-                    messages: self.progress.messages,
-                },
-                StreamState::AwaitingHead | StreamState::Finished => Truncation::NoFrame,
-            },
+    fn end_of_input(&mut self, buf: &BytesMut) -> Result<(StreamHead, StreamSummary), DecodeError> {
+        let err = match &mut self.state {
+            State::Complete {
+                head,
+                summary,
+                input_ended,
+            } => {
+                *input_ended = true;
+                return Ok((*head, *summary));
+            }
+            State::Failed { error, .. } => return Err(error.clone()),
+            State::Aborted { abort, .. } => DecodeError::PeerAbort(abort.clone()),
+            State::Open { at, pending } => {
+                let at = match pending {
+                    Some(pending) => Truncation::InPayload {
+                        kind: pending.kind,
+                        received: buf.len(),
+                        declared: pending.header.len,
+                    },
+                    None if !buf.is_empty() => Truncation::InHeader {
+                        received: buf.len(),
+                    },
+                    None => match at {
+                        Position::AwaitingHead => Truncation::NoFrame,
+                        Position::Streaming { message: None, .. } => Truncation::BetweenMessages {
+                            messages: self.progress.messages,
+                        },
+                        Position::Streaming {
+                            message: Some(_), ..
+                        } => Truncation::InMessage {
+                            message_bytes: self.progress.open_message_bytes,
+                        },
+                    },
+                };
+                let mut progress = self.progress;
+                progress.bytes += buf.len() as u64;
+                DecodeError::Truncated { at, progress }
+            }
         };
-        let mut progress = self.progress;
-        progress.bytes += buf.len() as u64;
-        let err = DecodeError::Truncated { at, progress };
-        self.fail(err.clone());
-        Err(err)
+        Err(self.failed_with(err))
     }
 
     /// Decodes a whole stream held in memory, requiring its sentinel.
@@ -466,33 +457,28 @@ impl StreamDecoder {
     /// ```
     pub fn decode_all(mut self, input: &[u8]) -> Result<DecodedStream, DecodeError> {
         let mut buf = BytesMut::from(input);
-        let mut head = None;
         let mut messages = Vec::new();
-        let mut summary = None;
-        while let Some(event) = self.decode_eof(&mut buf)? {
-            match event {
-                Event::Opened(h) => head = Some(h),
-                Event::Message(m) => messages.push(m),
-                Event::End(s) => summary = Some(s),
-                _ => {}
+        while let Some(event) = self.decode(&mut buf)? {
+            if let Event::Message(message) = event {
+                messages.push(message);
             }
         }
-        match (head, summary) {
-            (Some(head), Some(summary)) => Ok(DecodedStream {
-                head,
-                messages,
-                summary,
-            }),
-            // decode_eof returns Ok(None) only after HEAD and STREAM_END were seen.
-            _ => unreachable!("clean end without head or sentinel"),
-        }
+        let (head, summary) = self.end_of_input(&buf)?;
+        Ok(DecodedStream {
+            head,
+            messages,
+            summary,
+        })
     }
 
     /// Records `err` as the decoder's final state and returns it.
     #[cold]
     #[inline(never)]
     fn failed_with(&mut self, err: DecodeError) -> DecodeError {
-        self.fail(err.clone());
+        self.state = State::Failed {
+            head: self.state.head(),
+            error: err.clone(),
+        };
         err
     }
 
@@ -528,36 +514,25 @@ impl StreamDecoder {
         }
     }
 
-    fn fail(&mut self, err: DecodeError) {
-        self.failed = Some(err);
-        self.state = StreamState::Finished;
-        self.first_chunk = None;
-        self.assembled = BytesMut::new();
-    }
-
-    fn decode_inner(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
+    /// Decodes frames from `buf` until one yields an event, more bytes are needed, or a check
+    /// fails (the caller records the failure).
+    #[inline]
+    fn decode_frames(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
         loop {
-            if self.state == StreamState::Finished {
-                // SPEC.md §3: nothing may follow a terminal frame.
-                if !buf.is_empty() {
-                    return Err(DecodeError::TrailingData { len: buf.len() });
-                }
-                return Ok(None);
-            }
-            let (header, kind, offset) = match self.phase {
-                Phase::Payload {
-                    header,
-                    kind,
-                    offset,
-                } => {
-                    if buf.len() < header.len as usize {
+            let State::Open { at, pending } = &mut self.state else {
+                return self.after_end(buf);
+            };
+            let (header, kind, offset) = match pending {
+                Some(waiting) => {
+                    if buf.len() < waiting.header.len as usize {
                         // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
                         return Ok(None);
                     }
-                    self.phase = Phase::Header;
-                    (header, kind, offset)
+                    let waiting = *waiting;
+                    *pending = None;
+                    (waiting.header, waiting.kind, waiting.offset)
                 }
-                Phase::Header => {
+                None => {
                     let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
                         // Reject a body that is not framed at all (a short JSON error, an HTML
                         // proxy page) as soon as its first bytes show it, not as a truncation.
@@ -568,254 +543,121 @@ impl StreamDecoder {
                     // SPEC.md §2 "Header first": magic, version, header CRC ...
                     let header = FrameHeader::parse(raw)
                         .map_err(|err| DecodeError::from_header(err, offset))?;
-                    // ... then kind, sequence, state, length and limits, before any payload.
-                    let kind = match self.accept_header(&header) {
-                        Some(kind) => kind,
-                        None => self.check_header(&header, offset)?,
+                    // ... then kind, place in the stream, length and limits, before any payload.
+                    let expect = Expect {
+                        limits: &self.config.limits,
+                        state: at.stream_state(),
+                        sequence: self.expected_sequence,
+                        message_bytes: self.progress.open_message_bytes,
                     };
+                    let kind = check_header(&header, expect, offset)?;
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
                     if buf.len() < header.len as usize {
-                        self.phase = Phase::Payload {
+                        *pending = Some(Pending {
                             header,
                             kind,
                             offset,
-                        };
+                        });
                         return Ok(None);
                     }
                     (header, kind, offset)
                 }
             };
-            if let FrameKind::Ignorable(_) = kind {
-                // Checked and consumed like any frame; it yields nothing and decoding goes on.
-                self.skip_frame(header, kind, offset, buf)?;
-                continue;
+            // SPEC.md §2: the payload CRC before any payload byte is interpreted or delivered.
+            let len = header.len as usize;
+            let computed = self.payload_crc.checksum(&buf[..len]);
+            if computed != header.payload_crc {
+                return Err(payload_checksum_mismatch(kind, &header, computed, offset));
             }
-            // Returned directly, not bound and re-checked: the event is moved once.
-            return self.take_frame(header, kind, offset, buf);
-        }
-    }
-
-    /// [`take_frame`](Self::take_frame) for a frame of an ignorable kind (it yields no event).
-    #[cold]
-    #[inline(never)]
-    fn skip_frame(
-        &mut self,
-        header: FrameHeader,
-        kind: FrameKind,
-        offset: u64,
-        buf: &mut BytesMut,
-    ) -> Result<(), DecodeError> {
-        self.take_frame(header, kind, offset, buf).map(|_| ())
-    }
-
-    /// Checks the payload CRC of a frame whose payload is in `buf`, consumes it and acts on it.
-    #[inline(always)]
-    fn take_frame(
-        &mut self,
-        header: FrameHeader,
-        kind: FrameKind,
-        offset: u64,
-        buf: &mut BytesMut,
-    ) -> Result<Option<Event>, DecodeError> {
-        let len = header.len as usize;
-        let computed = self.payload_crc.checksum(&buf[..len]);
-        if computed != header.payload_crc {
-            return Err(DecodeError::PayloadChecksumMismatch {
-                kind,
-                stored: header.payload_crc,
-                computed,
-                offset,
-            });
-        }
-        let payload = buf.split_to(len);
-        self.progress.bytes += len as u64;
-        self.progress.frames += 1;
-        self.progress.last_sequence = Some(header.sequence);
-        self.expected_sequence = header.sequence.wrapping_add(1);
-        self.handle_frame(header, kind, payload)
-    }
-
-    /// The kind of a header that passes every check of [`check_header`](Self::check_header),
-    /// `None` if one fails. The hot path: a yes or no, without building an error.
-    #[inline]
-    fn accept_header(&self, header: &FrameHeader) -> Option<FrameKind> {
-        let kind = FrameKind::from_byte(header.kind)?;
-        let in_order = match self.state {
-            StreamState::AwaitingHead => kind == FrameKind::Head,
-            state => {
-                header.sequence == self.expected_sequence
-                    && match kind {
-                        FrameKind::Head => false,
-                        FrameKind::StreamEnd => state != StreamState::InMessage,
-                        _ => true,
-                    }
-            }
-        };
-        let within_limits = kind.allows_len(header.len)
-            && header.len <= self.config.limits.max_frame_payload
-            && (kind != FrameKind::Data
-                || self.progress.open_message_bytes + u64::from(header.len)
-                    <= self.config.limits.max_message_size);
-        (in_order && within_limits).then_some(kind)
-    }
-
-    /// Checks a header (whose CRC passed) before its payload is awaited, and names the first
-    /// check that fails. Runs when [`accept_header`](Self::accept_header) refused the header.
-    #[cold]
-    #[inline(never)]
-    fn check_header(&self, header: &FrameHeader, offset: u64) -> Result<FrameKind, DecodeError> {
-        let kind = FrameKind::from_byte(header.kind).ok_or(DecodeError::UnknownFrameKind {
-            kind: header.kind,
-            offset,
-        })?;
-        if self.state == StreamState::AwaitingHead {
-            // SPEC.md §3: HEAD MUST be the first frame. Its sequence number is checked against
-            // the attempt id in its payload.
-            if kind != FrameKind::Head {
-                return Err(DecodeError::UnexpectedFrame {
-                    kind,
-                    state: self.state,
-                });
-            }
-        } else {
-            check_sequence(self.expected_sequence, header.sequence)?;
-            let allowed = match kind {
-                FrameKind::Head => false,
-                FrameKind::StreamEnd => self.state != StreamState::InMessage,
-                _ => true,
+            let payload = buf.split_to(len);
+            self.progress.bytes += len as u64;
+            self.progress.frames += 1;
+            self.progress.last_sequence = Some(header.sequence);
+            self.expected_sequence = header.sequence.wrapping_add(1);
+            let Position::Streaming { head, message } = at else {
+                // Only HEAD passes the header check before the stream is open.
+                return self.open_stream(&header, kind, &payload);
             };
-            if !allowed {
-                return Err(DecodeError::UnexpectedFrame {
-                    kind,
-                    state: self.state,
-                });
-            }
+            return Ok(Some(match kind {
+                FrameKind::Data => {
+                    let bytes = payload.freeze();
+                    let offset = self.progress.open_message_bytes;
+                    self.progress.open_message_bytes += bytes.len() as u64;
+                    match message {
+                        Some(message) => message.push(&bytes, &mut self.hasher),
+                        None => {
+                            let first =
+                                Message::first(&bytes, self.config.assemble, &mut self.hasher);
+                            *message = Some(first);
+                        }
+                    }
+                    Event::Chunk(UnverifiedChunk {
+                        message_index: self.progress.messages,
+                        offset,
+                        bytes,
+                    })
+                }
+                FrameKind::MessageEnd => {
+                    // SPEC.md §3 MESSAGE_END: length, then SHA-256, before the message is complete.
+                    let end = MessageEnd::load(&payload)?;
+                    let index = self.progress.messages;
+                    let received = self.progress.open_message_bytes;
+                    if end.len != received {
+                        return Err(length_mismatch(index, end.len, received));
+                    }
+                    let (computed, bytes) = Message::finish(message.take(), &mut self.hasher);
+                    if end.sha256 != computed {
+                        return Err(digest_mismatch(index, end.sha256, computed));
+                    }
+                    let summary = MessageSummary {
+                        index,
+                        len: received,
+                        sha256: computed,
+                    };
+                    self.progress.messages += 1;
+                    self.progress.open_message_bytes = 0;
+                    if self.config.assemble {
+                        Event::Message(VerifiedMessage { summary, bytes })
+                    } else {
+                        Event::MessageVerified(summary)
+                    }
+                }
+                FrameKind::KeepAlive => Event::KeepAlive,
+                FrameKind::Ignorable(_) => {
+                    // Checked and consumed like any frame; it yields nothing and decoding goes
+                    // on.
+                    continue;
+                }
+                FrameKind::StreamEnd => {
+                    let head = *head;
+                    return self.end_stream(head, &payload);
+                }
+                FrameKind::Abort => {
+                    let head = *head;
+                    return self.abort_stream(head, &payload);
+                }
+                // A second HEAD fails the header check; fail closed all the same.
+                FrameKind::Head => {
+                    return Err(DecodeError::UnexpectedFrame {
+                        kind,
+                        state: at.stream_state(),
+                    });
+                }
+            }));
         }
-        if !kind.allows_len(header.len) {
-            return Err(DecodeError::InvalidFrameLength {
-                kind,
-                len: header.len,
-            });
-        }
-        // SPEC.md §6: limits on the raw length field, before any reservation.
-        if header.len > self.config.limits.max_frame_payload {
-            return Err(DecodeError::FrameTooLarge {
-                len: header.len,
-                max: self.config.limits.max_frame_payload,
-            });
-        }
-        if kind == FrameKind::Data {
-            let len = self.progress.open_message_bytes + u64::from(header.len);
-            if len > self.config.limits.max_message_size {
-                return Err(DecodeError::MessageTooLarge {
-                    len,
-                    max: self.config.limits.max_message_size,
-                });
-            }
-        }
-        Ok(kind)
     }
 
-    #[inline(always)]
-    fn handle_frame(
-        &mut self,
-        header: FrameHeader,
-        kind: FrameKind,
-        payload: BytesMut,
-    ) -> Result<Option<Event>, DecodeError> {
-        Ok(Some(match kind {
-            // HEAD comes once: out of line, so that its event is not built on the hot path.
-            FrameKind::Head => return self.open_stream(header, &payload),
-            FrameKind::Data => {
-                let bytes = payload.freeze();
-                let offset = self.progress.open_message_bytes;
-                self.progress.open_message_bytes += bytes.len() as u64;
-                self.state = StreamState::InMessage;
-                if self.config.assemble {
-                    // Hashed at MESSAGE_END over the assembled bytes, in one pass.
-                    self.assemble(&bytes);
-                } else {
-                    // SHA-256 streams across the message's frames; finalized at MESSAGE_END.
-                    self.hasher.update(&bytes);
-                }
-                Event::Chunk(UnverifiedChunk {
-                    message_index: self.progress.messages,
-                    offset,
-                    bytes,
-                })
-            }
-            FrameKind::MessageEnd => {
-                let index = self.progress.messages;
-                let end = MessageEnd::load(&payload)?;
-                let declared = end.len;
-                let received = self.progress.open_message_bytes;
-                // SPEC.md §3 MESSAGE_END: length, then SHA-256, before the message is complete.
-                if declared != received {
-                    return Err(DecodeError::LengthMismatch {
-                        index,
-                        declared,
-                        received,
-                    });
-                }
-                let mut hasher = std::mem::take(&mut self.hasher);
-                if self.config.assemble {
-                    hasher.update(self.assembled_bytes());
-                }
-                let computed: [u8; 32] = hasher.finalize().into();
-                if end.sha256 != computed {
-                    return Err(DecodeError::DigestMismatch {
-                        index,
-                        declared: end.sha256,
-                        computed,
-                    });
-                }
-                let summary = MessageSummary {
-                    index,
-                    len: received,
-                    sha256: computed,
-                };
-                self.progress.messages += 1;
-                self.progress.open_message_bytes = 0;
-                self.state = StreamState::BetweenMessages;
-                if self.config.assemble {
-                    let bytes = if self.assembled.is_empty() {
-                        self.first_chunk.take().unwrap_or_default()
-                    } else {
-                        self.assembled.split().freeze()
-                    };
-                    Event::Message(VerifiedMessage { summary, bytes })
-                } else {
-                    Event::MessageVerified(summary)
-                }
-            }
-            FrameKind::StreamEnd => {
-                let declared = StreamEnd::load(&payload)?.messages;
-                if declared != self.progress.messages {
-                    return Err(DecodeError::MessageCountMismatch {
-                        declared,
-                        received: self.progress.messages,
-                    });
-                }
-                self.state = StreamState::Finished;
-                Event::End(StreamSummary {
-                    messages: self.progress.messages,
-                    frames: self.progress.frames,
-                    bytes: self.progress.bytes,
-                })
-            }
-            FrameKind::Abort => {
-                let abort = Abort::load(&payload)?;
-                self.state = StreamState::Finished;
-                self.aborted = Some(abort.clone());
-                // The open message is discarded, never delivered (SPEC.md §3 ABORT).
-                self.first_chunk = None;
-                self.assembled = BytesMut::new();
-                Event::Aborted(abort)
-            }
-            FrameKind::KeepAlive => Event::KeepAlive,
-            FrameKind::Ignorable(_) => return Ok(None),
-        }))
+    /// `decode` after STREAM_END or ABORT (nothing may follow, SPEC.md §3), or after a failure
+    /// (the same error again).
+    #[cold]
+    #[inline(never)]
+    fn after_end(&self, buf: &BytesMut) -> Result<Option<Event>, DecodeError> {
+        match &self.state {
+            State::Failed { error, .. } => Err(error.clone()),
+            _ if !buf.is_empty() => Err(DecodeError::TrailingData { len: buf.len() }),
+            _ => Ok(None),
+        }
     }
 
     /// Acts on the HEAD frame (SPEC.md §3, §4).
@@ -823,9 +665,17 @@ impl StreamDecoder {
     #[inline(never)]
     fn open_stream(
         &mut self,
-        header: FrameHeader,
+        header: &FrameHeader,
+        kind: FrameKind,
         payload: &[u8],
     ) -> Result<Option<Event>, DecodeError> {
+        if kind != FrameKind::Head {
+            // The header check lets only HEAD through first; fail closed all the same.
+            return Err(DecodeError::UnexpectedFrame {
+                kind,
+                state: StreamState::AwaitingHead,
+            });
+        }
         let head = StreamHead::load(payload)?;
         // SPEC.md §4: HEAD's sequence number is the attempt id's first four bytes.
         if header.sequence != head.initial_sequence() {
@@ -834,6 +684,7 @@ impl StreamDecoder {
                 found: header.sequence,
             });
         }
+        // SPEC.md §10: a client that sent a key rejects a head that echoes another (or none).
         if let Some(expected) = self.config.request_key {
             if head.request_key != Some(expected) {
                 return Err(DecodeError::RequestKeyMismatch {
@@ -842,62 +693,95 @@ impl StreamDecoder {
                 });
             }
         }
-        self.head = Some(head);
-        self.state = StreamState::BetweenMessages;
+        self.state = State::Open {
+            at: Position::Streaming {
+                head,
+                message: None,
+            },
+            pending: None,
+        };
         Ok(Some(Event::Opened(head)))
     }
 
-    /// The bytes of the open message (when assembling).
-    fn assembled_bytes(&self) -> &[u8] {
-        match &self.first_chunk {
-            Some(first) if self.assembled.is_empty() => first,
-            _ => &self.assembled,
-        }
-    }
-
-    /// Keeps a message's bytes: a single-frame message stays the zero-copy chunk; from the second
-    /// frame on, bytes are copied (once) into one buffer that grows as they arrive.
-    fn assemble(&mut self, chunk: &Bytes) {
-        if !self.assembled.is_empty() {
-            self.assembled.extend_from_slice(chunk);
-        } else if let Some(first) = self.first_chunk.take() {
-            self.assembled.extend_from_slice(&first);
-            self.assembled.extend_from_slice(chunk);
-        } else {
-            self.first_chunk = Some(chunk.clone());
-        }
-    }
-}
-
-/// Checks magic and version of a header whose 20 bytes have not all arrived (SPEC.md §2).
-fn check_partial_header(buf: &[u8], offset: u64) -> Result<(), DecodeError> {
-    if let [first, second, rest @ ..] = buf {
-        if [*first, *second] != MAGIC {
-            return Err(DecodeError::BadMagic {
-                found: [*first, *second],
-                offset,
+    /// Acts on the STREAM_END sentinel (SPEC.md §3).
+    #[cold]
+    #[inline(never)]
+    fn end_stream(
+        &mut self,
+        head: StreamHead,
+        payload: &[u8],
+    ) -> Result<Option<Event>, DecodeError> {
+        let declared = StreamEnd::load(payload)?.messages;
+        if declared != self.progress.messages {
+            return Err(DecodeError::MessageCountMismatch {
+                declared,
+                received: self.progress.messages,
             });
         }
-        if let Some(&version) = rest.first() {
-            if version != VERSION {
-                return Err(DecodeError::UnsupportedVersion { version, offset });
-            }
-        }
+        let summary = StreamSummary {
+            messages: self.progress.messages,
+            frames: self.progress.frames,
+            bytes: self.progress.bytes,
+        };
+        self.state = State::Complete {
+            head,
+            summary,
+            input_ended: false,
+        };
+        Ok(Some(Event::End(summary)))
     }
-    Ok(())
+
+    /// Acts on an ABORT frame: the stream ends, the open message is discarded, never delivered
+    /// (SPEC.md §3 ABORT).
+    #[cold]
+    #[inline(never)]
+    fn abort_stream(
+        &mut self,
+        head: StreamHead,
+        payload: &[u8],
+    ) -> Result<Option<Event>, DecodeError> {
+        let abort = Abort::load(payload)?;
+        self.state = State::Aborted {
+            head,
+            abort: abort.clone(),
+        };
+        Ok(Some(Event::Aborted(abort)))
+    }
 }
 
-/// SPEC.md §4: every frame after HEAD carries the previous sequence number plus one.
-fn check_sequence(expected: u32, found: u32) -> Result<(), DecodeError> {
-    let distance = found.wrapping_sub(expected);
-    if distance == 0 {
-        Ok(())
-    } else if distance <= SEQUENCE_WINDOW {
-        Err(DecodeError::SequenceGap { expected, found })
-    } else if distance.wrapping_neg() <= SEQUENCE_WINDOW {
-        Err(DecodeError::SequenceReplay { expected, found })
-    } else {
-        Err(DecodeError::ForeignFrame { expected, found })
+#[cold]
+#[inline(never)]
+fn payload_checksum_mismatch(
+    kind: FrameKind,
+    header: &FrameHeader,
+    computed: u32,
+    offset: u64,
+) -> DecodeError {
+    DecodeError::PayloadChecksumMismatch {
+        kind,
+        stored: header.payload_crc,
+        computed,
+        offset,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn length_mismatch(index: u64, declared: u64, received: u64) -> DecodeError {
+    DecodeError::LengthMismatch {
+        index,
+        declared,
+        received,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn digest_mismatch(index: u64, declared: [u8; 32], computed: [u8; 32]) -> DecodeError {
+    DecodeError::DigestMismatch {
+        index,
+        declared,
+        computed,
     }
 }
 

@@ -1,0 +1,147 @@
+//! The header checks of SPEC.md §2 "Header first", written once: every check in the spec's order,
+//! each failure built out of line so that a header that passes costs only the comparisons.
+
+use crate::error::{DecodeError, StreamState};
+use crate::frame::{FrameHeader, FrameKind, MAGIC, VERSION};
+use crate::limits::Limits;
+
+/// Distance within which a wrong sequence number counts as a gap or a replay (SPEC.md §4).
+const SEQUENCE_WINDOW: u32 = 1 << 20;
+
+/// What a header is checked against besides itself.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Expect<'a> {
+    pub(super) limits: &'a Limits,
+    /// Where the stream is.
+    pub(super) state: StreamState,
+    /// The sequence number the frame must carry (not checked while awaiting HEAD).
+    pub(super) sequence: u32,
+    /// Bytes of the open message so far.
+    pub(super) message_bytes: u64,
+}
+
+/// Checks a header whose magic, version and CRC passed (SPEC.md §2 steps 3 to 5), before its
+/// payload is awaited: kind, place in the stream (sequence number, then whether the kind may
+/// appear there), length rule, frame limit, message limit. The first failing check names the
+/// error.
+#[inline]
+pub(super) fn check_header(
+    header: &FrameHeader,
+    expect: Expect<'_>,
+    offset: u64,
+) -> Result<FrameKind, DecodeError> {
+    // Step 3: the kind.
+    let Some(kind) = FrameKind::from_byte(header.kind) else {
+        return Err(unknown_kind(header.kind, offset));
+    };
+    // Step 4: the place in the stream. SPEC.md §3: HEAD MUST be the first frame (its sequence
+    // number is checked against the attempt id in its payload); every later frame carries the
+    // previous sequence number plus one (§4); HEAD never comes again, STREAM_END not inside a
+    // message.
+    match expect.state {
+        StreamState::AwaitingHead => {
+            if kind != FrameKind::Head {
+                return Err(unexpected(kind, expect.state));
+            }
+        }
+        state => {
+            if header.sequence != expect.sequence {
+                return Err(sequence_error(expect.sequence, header.sequence));
+            }
+            let allowed = match kind {
+                FrameKind::Head => false,
+                FrameKind::StreamEnd => state != StreamState::InMessage,
+                _ => true,
+            };
+            if !allowed {
+                return Err(unexpected(kind, state));
+            }
+        }
+    }
+    // Step 5: the kind's length rule, then the limits on the raw length field (SPEC.md §6),
+    // before any reservation.
+    if !kind.allows_len(header.len) {
+        return Err(invalid_length(kind, header.len));
+    }
+    if header.len > expect.limits.max_frame_payload {
+        return Err(frame_too_large(header.len, expect.limits));
+    }
+    if kind == FrameKind::Data {
+        let len = expect.message_bytes + u64::from(header.len);
+        if len > expect.limits.max_message_size {
+            return Err(message_too_large(len, expect.limits));
+        }
+    }
+    Ok(kind)
+}
+
+/// Checks magic and version of a header whose 20 bytes have not all arrived (SPEC.md §2: the
+/// magic as soon as 2 bytes are there, the version at the third), so that a short unframed body
+/// (a JSON error, a proxy's HTML page) is rejected as such, not reported as a truncation.
+pub(super) fn check_partial_header(buf: &[u8], offset: u64) -> Result<(), DecodeError> {
+    if let [first, second, rest @ ..] = buf {
+        if [*first, *second] != MAGIC {
+            return Err(DecodeError::BadMagic {
+                found: [*first, *second],
+                offset,
+            });
+        }
+        if let Some(&version) = rest.first() {
+            if version != VERSION {
+                return Err(DecodeError::UnsupportedVersion { version, offset });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn unknown_kind(kind: u8, offset: u64) -> DecodeError {
+    DecodeError::UnknownFrameKind { kind, offset }
+}
+
+#[cold]
+#[inline(never)]
+fn unexpected(kind: FrameKind, state: StreamState) -> DecodeError {
+    DecodeError::UnexpectedFrame { kind, state }
+}
+
+#[cold]
+#[inline(never)]
+fn invalid_length(kind: FrameKind, len: u32) -> DecodeError {
+    DecodeError::InvalidFrameLength { kind, len }
+}
+
+#[cold]
+#[inline(never)]
+fn frame_too_large(len: u32, limits: &Limits) -> DecodeError {
+    DecodeError::FrameTooLarge {
+        len,
+        max: limits.max_frame_payload,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn message_too_large(len: u64, limits: &Limits) -> DecodeError {
+    DecodeError::MessageTooLarge {
+        len,
+        max: limits.max_message_size,
+    }
+}
+
+/// SPEC.md §4: the error for a frame that does not carry the expected sequence number, by the
+/// distance `found - expected (mod 2^32)`.
+#[cold]
+#[inline(never)]
+fn sequence_error(expected: u32, found: u32) -> DecodeError {
+    let distance = found.wrapping_sub(expected);
+    if distance <= SEQUENCE_WINDOW {
+        DecodeError::SequenceGap { expected, found }
+    } else if distance.wrapping_neg() <= SEQUENCE_WINDOW {
+        DecodeError::SequenceReplay { expected, found }
+    } else {
+        DecodeError::ForeignFrame { expected, found }
+    }
+}
