@@ -32,7 +32,10 @@ pub(super) fn check_header(
 ) -> Result<FrameKind, DecodeError> {
     // Step 3: the kind.
     let Some(kind) = FrameKind::from_byte(header.kind) else {
-        return Err(unknown_kind(header.kind, offset));
+        return Err(cold(|| DecodeError::UnknownFrameKind {
+            kind: header.kind,
+            offset,
+        }));
     };
     // Step 4: the place in the stream. SPEC.md §3: HEAD MUST be the first frame (its sequence
     // number is checked against the attempt id in its payload); every later frame carries the
@@ -41,7 +44,10 @@ pub(super) fn check_header(
     match expect.state {
         StreamState::AwaitingHead => {
             if kind != FrameKind::Head {
-                return Err(unexpected(kind, expect.state));
+                return Err(cold(|| DecodeError::UnexpectedFrame {
+                    kind,
+                    state: expect.state,
+                }));
             }
         }
         state => {
@@ -54,22 +60,31 @@ pub(super) fn check_header(
                 _ => true,
             };
             if !allowed {
-                return Err(unexpected(kind, state));
+                return Err(cold(|| DecodeError::UnexpectedFrame { kind, state }));
             }
         }
     }
     // Step 5: the kind's length rule, then the limits on the raw length field (SPEC.md §6),
     // before any reservation.
     if !kind.allows_len(header.len) {
-        return Err(invalid_length(kind, header.len));
+        return Err(cold(|| DecodeError::InvalidFrameLength {
+            kind,
+            len: header.len,
+        }));
     }
     if header.len > expect.limits.max_frame_payload {
-        return Err(frame_too_large(header.len, expect.limits));
+        return Err(cold(|| DecodeError::FrameTooLarge {
+            len: header.len,
+            max: expect.limits.max_frame_payload,
+        }));
     }
     if kind == FrameKind::Data {
         let len = expect.message_bytes + u64::from(header.len);
         if len > expect.limits.max_message_size {
-            return Err(message_too_large(len, expect.limits));
+            return Err(cold(|| DecodeError::MessageTooLarge {
+                len,
+                max: expect.limits.max_message_size,
+            }));
         }
     }
     Ok(kind)
@@ -95,40 +110,12 @@ pub(super) fn check_partial_header(buf: &[u8], offset: u64) -> Result<(), Decode
     Ok(())
 }
 
+/// Builds an error out of line: the checks above stay a few comparisons on the hot path, and each
+/// error value is only constructed (in its own cold copy of this function) when a check fails.
 #[cold]
 #[inline(never)]
-fn unknown_kind(kind: u8, offset: u64) -> DecodeError {
-    DecodeError::UnknownFrameKind { kind, offset }
-}
-
-#[cold]
-#[inline(never)]
-fn unexpected(kind: FrameKind, state: StreamState) -> DecodeError {
-    DecodeError::UnexpectedFrame { kind, state }
-}
-
-#[cold]
-#[inline(never)]
-fn invalid_length(kind: FrameKind, len: u32) -> DecodeError {
-    DecodeError::InvalidFrameLength { kind, len }
-}
-
-#[cold]
-#[inline(never)]
-fn frame_too_large(len: u32, limits: &Limits) -> DecodeError {
-    DecodeError::FrameTooLarge {
-        len,
-        max: limits.max_frame_payload,
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn message_too_large(len: u64, limits: &Limits) -> DecodeError {
-    DecodeError::MessageTooLarge {
-        len,
-        max: limits.max_message_size,
-    }
+pub(super) fn cold(build: impl FnOnce() -> DecodeError) -> DecodeError {
+    build()
 }
 
 /// SPEC.md §4: the error for a frame that does not carry the expected sequence number, by the

@@ -14,7 +14,7 @@ use crate::limits::Limits;
 mod check;
 mod state;
 
-use check::{Expect, check_header, check_partial_header};
+use check::{Expect, check_header, check_partial_header, cold};
 use state::{Message, Pending, Position, State};
 
 /// Builds a [`StreamDecoder`] with non-default limits or checks.
@@ -568,7 +568,12 @@ impl StreamDecoder {
             let len = header.len as usize;
             let computed = self.payload_crc.checksum(&buf[..len]);
             if computed != header.payload_crc {
-                return Err(payload_checksum_mismatch(kind, &header, computed, offset));
+                return Err(cold(|| DecodeError::PayloadChecksumMismatch {
+                    kind,
+                    stored: header.payload_crc,
+                    computed,
+                    offset,
+                }));
             }
             let payload = buf.split_to(len);
             self.progress.bytes += len as u64;
@@ -604,11 +609,19 @@ impl StreamDecoder {
                     let index = self.progress.messages;
                     let received = self.progress.open_message_bytes;
                     if end.len != received {
-                        return Err(length_mismatch(index, end.len, received));
+                        return Err(cold(|| DecodeError::LengthMismatch {
+                            index,
+                            declared: end.len,
+                            received,
+                        }));
                     }
                     let (computed, bytes) = Message::finish(message.take(), &mut self.hasher);
                     if end.sha256 != computed {
-                        return Err(digest_mismatch(index, end.sha256, computed));
+                        return Err(cold(|| DecodeError::DigestMismatch {
+                            index,
+                            declared: end.sha256,
+                            computed,
+                        }));
                     }
                     let summary = MessageSummary {
                         index,
@@ -746,42 +759,6 @@ impl StreamDecoder {
             abort: abort.clone(),
         };
         Ok(Some(Event::Aborted(abort)))
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn payload_checksum_mismatch(
-    kind: FrameKind,
-    header: &FrameHeader,
-    computed: u32,
-    offset: u64,
-) -> DecodeError {
-    DecodeError::PayloadChecksumMismatch {
-        kind,
-        stored: header.payload_crc,
-        computed,
-        offset,
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn length_mismatch(index: u64, declared: u64, received: u64) -> DecodeError {
-    DecodeError::LengthMismatch {
-        index,
-        declared,
-        received,
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn digest_mismatch(index: u64, declared: [u8; 32], computed: [u8; 32]) -> DecodeError {
-    DecodeError::DigestMismatch {
-        index,
-        declared,
-        computed,
     }
 }
 
