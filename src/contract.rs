@@ -758,7 +758,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{ClientPolicy, FramingContract, Outcome, RequestKey, ServerDiscovery,
+    /// use mcp_framing::{ClientPolicy, FramingContract, RequestKey, ServerDiscovery,
     ///                   DiscoverySource, StreamEncoder, StreamHead, Verdict};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
@@ -770,9 +770,8 @@ impl ClientPolicy {
     /// let mut body = bytes::BytesMut::new();
     /// enc.end(&mut body).unwrap();
     /// let mut decoder = policy.decoder(RequestKey::random()).unwrap();
-    /// let last = decoder.decode_eof(&mut body);
-    /// let outcome = Outcome::from_decoder(&decoder, &last);
-    /// assert!(matches!(outcome.verdict, Verdict::CrossWired { .. }));
+    /// assert!(decoder.decode_eof(&mut body).is_err());
+    /// assert!(matches!(decoder.outcome().verdict, Verdict::CrossWired { .. }));
     /// # Ok::<(), mcp_framing::ContractError>(())
     /// ```
     #[must_use]

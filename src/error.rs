@@ -78,6 +78,28 @@ pub enum Truncation {
     },
 }
 
+impl Truncation {
+    /// The truncation point as named in SPEC.md §7 and in the conformance manifest (the variant
+    /// name).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::Truncation;
+    /// assert_eq!(Truncation::BetweenMessages { messages: 2 }.kind(), "BetweenMessages");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NoFrame => "NoFrame",
+            Self::InHeader { .. } => "InHeader",
+            Self::InPayload { .. } => "InPayload",
+            Self::InMessage { .. } => "InMessage",
+            Self::BetweenMessages { .. } => "BetweenMessages",
+        }
+    }
+}
+
 impl fmt::Display for Truncation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

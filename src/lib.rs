@@ -104,6 +104,7 @@ pub mod frame;
 pub mod http;
 mod ids;
 pub mod limits;
+pub mod mapping;
 mod outcome;
 mod request;
 mod retry;
@@ -130,9 +131,10 @@ pub use contract::{
     ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,
     Negotiated, PolicyBuilder, ServerDiscovery,
 };
+pub use mapping::{Mapping, MappingViolation};
 pub use outcome::{
-    Completion, DiscoveryMode, MappingViolation, Observations, Outcome, Regime,
-    StreamCompletionAmbiguousError, Verdict, classify,
+    Completion, DiscoveryMode, Observations, Outcome, Regime, StreamCompletionAmbiguousError,
+    Verdict, VerdictKind, classify,
 };
 pub use request::{
     FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,

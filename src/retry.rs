@@ -25,7 +25,7 @@
 //! ```
 //! use mcp_framing::{Outcome, RequestKey, RequestTraits, RetryDecision, RetryPolicy, StreamDecoder};
 //!
-//! let outcome = Outcome::from_eof(&StreamDecoder::new().decode_all(b"").map(|_| None));
+//! let outcome = Outcome::from_error(&StreamDecoder::new().decode_all(b"").unwrap_err());
 //! let keyed = RequestTraits::keyed(RequestKey::random());
 //! assert!(matches!(RetryPolicy::default().decide(&outcome, &keyed), RetryDecision::Retry(_)));
 //! let plain = RequestTraits::default(); // a tools/call: not idempotent, no key

@@ -28,44 +28,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::frame::{FrameHeader, HEADER_LEN};
 pub use crate::limits::DEFAULT_MAX_EVENT_DATA;
-
-/// The SSE event name that carries frames (SPEC.md §15).
-pub const FRAME_EVENT: &str = "mcp-frame";
-
-/// Errors of the SSE mapping.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::sse::{SseError, SseFrameDecoder};
-/// let mut dec = SseFrameDecoder::new();
-/// let mut frames = bytes::BytesMut::new();
-/// let err = dec.feed(b"event: message\ndata: {\"jsonrpc\":\"2.0\"}\n\n", &mut frames).unwrap_err();
-/// assert!(matches!(err, SseError::UnexpectedEvent { .. }));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SseError {
-    /// An event carried data under another name than [`FRAME_EVENT`]: the body is not (only) a
-    /// framed stream, e.g. a server that ignored the opt-in and answered plain MCP SSE.
-    #[error("unexpected SSE event {name:?} in a framed stream (expected {FRAME_EVENT:?})")]
-    UnexpectedEvent {
-        /// The event name (`message` when the event had none).
-        name: String,
-    },
-    /// An `mcp-frame` event's data is not valid padded standard base64.
-    #[error("SSE event {event} carries invalid base64")]
-    InvalidBase64 {
-        /// Index of the event in the body (0-based, counting dispatched events).
-        event: u64,
-    },
-    /// An event's data grew past the limit before the event ended.
-    #[error("SSE event data exceeds {max} bytes")]
-    EventTooLarge {
-        /// The configured limit.
-        max: usize,
-    },
-}
+pub use crate::mapping::{FRAME_EVENT, SseError};
 
 /// One dispatched SSE event.
 ///

@@ -8,10 +8,12 @@
 //! succeeds. The crate installs no subscriber; any `tracing` subscriber receives the events.
 //!
 //! ```
-//! use mcp_framing::{AttemptContext, FramingMetrics, Outcome, StreamDecoder};
+//! use mcp_framing::{AttemptContext, FramingMetrics, StreamDecoder};
 //!
 //! let metrics = FramingMetrics::new(); // or FramingMetrics::global()
-//! let outcome = Outcome::from_eof(&StreamDecoder::new().decode_all(b"").map(|_| None));
+//! let mut decoder = StreamDecoder::new();
+//! assert!(decoder.decode_eof(&mut bytes::BytesMut::new()).is_err()); // an empty body
+//! let outcome = decoder.outcome();
 //! metrics.record(&outcome, &AttemptContext::default().endpoint("https://mcp.example.com/mcp"));
 //! let snapshot = metrics.snapshot();
 //! assert_eq!((snapshot.abandoned, snapshot.clean), (1, 0));
@@ -20,7 +22,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ids::RequestKey;
-use crate::outcome::{Outcome, Verdict};
+use crate::outcome::{Outcome, VerdictKind};
 use crate::retry::RetryDecision;
 
 /// Who the outcome belongs to, for the telemetry event. The attempt id comes from the outcome's
@@ -80,7 +82,7 @@ impl<'a> AttemptContext<'a> {
     }
 }
 
-const OUTCOMES: usize = 8;
+const OUTCOMES: usize = VerdictKind::ALL.len();
 
 /// Counters of stream outcomes and retry decisions: atomics, cheap to bump from any thread.
 ///
@@ -148,7 +150,7 @@ impl FramingMetrics {
     ///
     /// See [`FramingMetrics`].
     pub fn record(&self, outcome: &Outcome, ctx: &AttemptContext<'_>) {
-        self.outcomes[slot(&outcome.verdict)].fetch_add(1, Ordering::Relaxed);
+        self.outcomes[outcome.verdict.kind().index()].fetch_add(1, Ordering::Relaxed);
         if !outcome.is_clean() {
             self.incomplete_bytes
                 .fetch_add(outcome.received.bytes, Ordering::Relaxed);
@@ -177,34 +179,17 @@ impl FramingMetrics {
     /// See [`FramingMetrics`].
     #[must_use]
     pub fn snapshot(&self) -> MetricsSnapshot {
-        let outcome = |i: usize| self.outcomes[i].load(Ordering::Relaxed);
-        MetricsSnapshot {
-            clean: outcome(0),
-            abandoned: outcome(1),
-            aborted: outcome(2),
-            corrupt: outcome(3),
-            spliced: outcome(4),
-            cross_wired: outcome(5),
-            contract_violation: outcome(6),
-            ambiguous: outcome(7),
+        let mut snapshot = MetricsSnapshot {
             retried: self.retried.load(Ordering::Relaxed),
             not_retried: self.not_retried.load(Ordering::Relaxed),
             surfaced: self.surfaced.load(Ordering::Relaxed),
             incomplete_bytes: self.incomplete_bytes.load(Ordering::Relaxed),
+            ..MetricsSnapshot::default()
+        };
+        for kind in VerdictKind::ALL {
+            *snapshot.outcome_mut(kind) = self.outcomes[kind.index()].load(Ordering::Relaxed);
         }
-    }
-}
-
-fn slot(verdict: &Verdict) -> usize {
-    match verdict {
-        Verdict::Clean => 0,
-        Verdict::Abandoned { .. } => 1,
-        Verdict::Aborted(_) => 2,
-        Verdict::Corrupt(_) => 3,
-        Verdict::Spliced(_) => 4,
-        Verdict::CrossWired { .. } => 5,
-        Verdict::ContractViolation(_) | Verdict::MappingViolation(_) => 6,
-        Verdict::Ambiguous(_) => 7,
+        snapshot
     }
 }
 
@@ -284,27 +269,84 @@ pub struct MetricsSnapshot {
 }
 
 impl MetricsSnapshot {
-    /// `(name, value)` pairs, names as the field names (e.g. to export as
-    /// `mcp_framing_streams_total{outcome="abandoned"}`).
+    /// The counter of streams with a verdict of `kind`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{FramingMetrics, VerdictKind};
+    /// assert_eq!(FramingMetrics::new().snapshot().outcome(VerdictKind::Abandoned), 0);
+    /// ```
+    #[must_use]
+    pub fn outcome(&self, kind: VerdictKind) -> u64 {
+        let mut copy = *self;
+        *copy.outcome_mut(kind)
+    }
+
+    /// The one place that ties a verdict kind to its field (the field is named as
+    /// [`VerdictKind::name`], which a test checks against the serialized names).
+    fn outcome_mut(&mut self, kind: VerdictKind) -> &mut u64 {
+        match kind {
+            VerdictKind::Clean => &mut self.clean,
+            VerdictKind::Abandoned => &mut self.abandoned,
+            VerdictKind::Aborted => &mut self.aborted,
+            VerdictKind::Corrupt => &mut self.corrupt,
+            VerdictKind::Spliced => &mut self.spliced,
+            VerdictKind::CrossWired => &mut self.cross_wired,
+            VerdictKind::ContractViolation => &mut self.contract_violation,
+            VerdictKind::Ambiguous => &mut self.ambiguous,
+        }
+    }
+
+    /// `(name, value)` pairs, names as the field names: one per [`VerdictKind`] (e.g. to export
+    /// as `mcp_framing_streams_total{outcome="abandoned"}`), then the retry decisions and
+    /// `incomplete_bytes`.
     ///
     /// # Examples
     ///
     /// See [`MetricsSnapshot`].
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> {
-        [
-            ("clean", self.clean),
-            ("abandoned", self.abandoned),
-            ("aborted", self.aborted),
-            ("corrupt", self.corrupt),
-            ("spliced", self.spliced),
-            ("cross_wired", self.cross_wired),
-            ("contract_violation", self.contract_violation),
-            ("ambiguous", self.ambiguous),
+        let outcomes = VerdictKind::ALL.map(|kind| (kind.name(), self.outcome(kind)));
+        let decisions = [
             ("retried", self.retried),
             ("not_retried", self.not_retried),
             ("surfaced", self.surfaced),
             ("incomplete_bytes", self.incomplete_bytes),
-        ]
-        .into_iter()
+        ];
+        outcomes.into_iter().chain(decisions)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_is_named_as_its_serialized_field() {
+        let snapshot = MetricsSnapshot::default();
+        let serialized = serde_json::to_value(snapshot).unwrap();
+        let fields: Vec<&str> = serialized
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut names: Vec<&str> = snapshot.iter().map(|(name, _)| name).collect();
+        names.sort_unstable();
+        let mut fields = fields;
+        fields.sort_unstable();
+        assert_eq!(names, fields);
+    }
+
+    #[test]
+    fn each_verdict_kind_counts_in_its_own_field() {
+        for (i, kind) in VerdictKind::ALL.into_iter().enumerate() {
+            assert_eq!(kind.index(), i);
+            let mut snapshot = MetricsSnapshot::default();
+            *snapshot.outcome_mut(kind) = 7;
+            let json = serde_json::to_value(snapshot).unwrap();
+            assert_eq!(json[kind.name()], 7, "{kind}");
+            assert_eq!(snapshot.iter().map(|(_, v)| v).sum::<u64>(), 7);
+        }
     }
 }

@@ -10,13 +10,12 @@ use mcp_framing::{
     Abort, AbortCode, DecodeError, Event, Outcome, Regime, RequestKey, StreamDecoder,
     StreamEncoder, StreamHead, Truncation, Verdict,
 };
-use outcome_support::{complete_stream, final_result, framed_policy};
+use outcome_support::{complete_stream, framed_policy};
 #[cfg(feature = "codec")]
 use tokio_util::codec::FramedRead;
 
 fn outcome_of(decoder: &mut StreamDecoder, input: &[u8]) -> Outcome {
-    let last = final_result(decoder, input);
-    Outcome::from_decoder(decoder, &last)
+    outcome_support::outcome_of(decoder, input)
 }
 
 #[test]
@@ -171,11 +170,10 @@ fn aborted_stream_is_its_own_outcome_with_code_and_reason() {
     assert_eq!(outcome.regime, Regime::A);
     assert_eq!(outcome.received.frames, 3);
     // The Aborted event itself (before end of input) gives the same verdict.
-    let event = Ok(Some(Event::Aborted(Abort::new(
-        AbortCode::Overloaded,
-        "draining",
-    ))));
-    assert_eq!(Outcome::from_eof(&event).verdict, outcome.verdict);
+    let mut decoder = StreamDecoder::new();
+    let mut buf = wire.clone();
+    while !matches!(decoder.decode(&mut buf), Ok(Some(Event::Aborted(_)))) {}
+    assert_eq!(decoder.outcome().verdict, outcome.verdict);
 }
 
 #[test]
@@ -329,8 +327,8 @@ fn reader_that_stops_before_the_end_is_abandoned_not_clean() {
     let (_, wire) = complete_stream(None);
     let mut decoder = StreamDecoder::new();
     let mut buf = BytesMut::from(&wire[..]);
-    let first = decoder.decode(&mut buf);
-    let outcome = Outcome::from_decoder(&decoder, &first);
+    let _first = decoder.decode(&mut buf);
+    let outcome = decoder.outcome();
     assert_eq!(outcome.verdict, Verdict::Abandoned { at: None });
 }
 
@@ -341,13 +339,8 @@ fn truncated_body_read_through_framed_read_is_abandoned_with_its_truncation_poin
     let cut = &wire[..wire.len() - 28]; // no STREAM_END
     let outcome = tokio_test::block_on(async {
         let mut frames = FramedRead::new(cut, StreamDecoder::new());
-        let last = loop {
-            match frames.try_next().await {
-                Ok(Some(_)) => continue,
-                end => break end,
-            }
-        };
-        Outcome::from_codec(frames.decoder(), &last)
+        while let Ok(Some(_)) = frames.try_next().await {}
+        frames.decoder().outcome()
     });
     assert_eq!(
         outcome.verdict,
@@ -371,13 +364,8 @@ fn transport_error_mid_stream_is_abandoned_with_what_was_received() {
         .build();
     let outcome = tokio_test::block_on(async {
         let mut frames = FramedRead::new(reader, StreamDecoder::new());
-        let last = loop {
-            match frames.try_next().await {
-                Ok(Some(_)) => continue,
-                end => break end,
-            }
-        };
-        Outcome::from_codec(frames.decoder(), &last)
+        while let Ok(Some(_)) = frames.try_next().await {}
+        frames.decoder().outcome()
     });
     assert_eq!(outcome.verdict, Verdict::Abandoned { at: None });
     assert_eq!((outcome.received.frames, outcome.received.messages), (4, 1));

@@ -28,8 +28,8 @@ fn outcome_of(input: &[u8], key: Option<RequestKey>) -> Outcome {
         builder = builder.expect_request_key(key);
     }
     let mut decoder = builder.build();
-    let last = final_result(&mut decoder, input);
-    Outcome::from_decoder(&decoder, &last)
+    let _ = final_result(&mut decoder, input);
+    decoder.outcome()
 }
 
 fn streams() -> impl Strategy<Value = (Vec<Vec<u8>>, usize, Option<RequestKey>)> {

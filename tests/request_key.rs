@@ -93,8 +93,8 @@ fn echoed_request_key_is_accepted_and_another_one_is_cross_wired() {
 
     let other = RequestKey::random();
     let mut decoder = policy.decoder(other).unwrap();
-    let last = final_result(&mut decoder, &wire);
-    let outcome = mcp_framing::Outcome::from_decoder(&decoder, &last);
+    let _ = final_result(&mut decoder, &wire);
+    let outcome = decoder.outcome();
     assert_eq!(
         outcome.verdict,
         Verdict::CrossWired {

@@ -3,23 +3,22 @@
 mod outcome_support;
 
 use mcp_framing::{
-    AbortCode, DecodeError, DiscoveryMode, Event, Outcome, RequestKey, RequestTraits,
-    RetryDecision, RetryPolicy, RetryReason, StreamDecoder,
+    AbortCode, DecodeError, DiscoveryMode, Outcome, RequestKey, RequestTraits, RetryDecision,
+    RetryPolicy, RetryReason, StreamDecoder,
 };
 use outcome_support::complete_stream;
 
-fn outcome(result: Result<Option<Event>, DecodeError>) -> Outcome {
-    Outcome::from_eof(&result)
+/// The outcome the decoder gives for `body`, read to its end.
+fn outcome_of(body: &[u8]) -> Outcome {
+    outcome_support::outcome_of(&mut StreamDecoder::new(), body)
 }
 
 fn truncated() -> Outcome {
-    outcome(StreamDecoder::new().decode_all(b"").map(|_| None))
+    outcome_of(b"")
 }
 
 fn aborted(code: AbortCode) -> Outcome {
-    outcome(Err(DecodeError::PeerAbort(mcp_framing::Abort::new(
-        code, "x",
-    ))))
+    Outcome::from_error(&DecodeError::PeerAbort(mcp_framing::Abort::new(code, "x")))
 }
 
 fn ambiguous(mode: DiscoveryMode) -> Outcome {
@@ -38,7 +37,7 @@ fn decide(outcome: &Outcome, request: &RequestTraits) -> RetryDecision {
 #[test]
 fn clean_outcome_is_never_retried() {
     let (_, wire) = complete_stream(None);
-    let clean = outcome(StreamDecoder::new().decode_all(&wire).map(|_| None));
+    let clean = outcome_of(&wire);
     assert!(clean.is_clean());
     for request in [
         PLAIN,
@@ -143,11 +142,7 @@ fn server_abort_follows_the_abandoned_rule_unless_cancelled_or_too_large() {
 
 #[test]
 fn contract_violation_is_not_retried() {
-    let unframed = outcome(
-        StreamDecoder::new()
-            .decode_all(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
-            .map(|_| None),
-    );
+    let unframed = outcome_of(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
     assert_eq!(
         decide(&unframed, &RequestTraits::idempotent()),
         RetryDecision::DoNotRetry(RetryReason::ContractViolation)
@@ -169,7 +164,7 @@ fn corrupt_spliced_and_cross_wired_streams_follow_the_abandoned_rule() {
         },
     ];
     for err in cases {
-        let o = outcome(Err(err));
+        let o = Outcome::from_error(&err);
         assert_eq!(
             decide(&o, &RequestTraits::keyed(key)),
             RetryDecision::Retry(RetryReason::Keyed)

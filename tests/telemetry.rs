@@ -61,8 +61,8 @@ fn truncated_outcome(key: RequestKey) -> (Outcome, mcp_framing::StreamHead) {
     let (head, wire) = complete_stream(Some(key));
     let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
     let cut = &wire[..wire.len() - 28]; // drop STREAM_END
-    let last = final_result(&mut decoder, cut);
-    (Outcome::from_decoder(&decoder, &last), head)
+    let _ = final_result(&mut decoder, cut);
+    (decoder.outcome(), head)
 }
 
 #[test]
@@ -118,8 +118,8 @@ fn request_key_falls_back_to_the_echo_in_the_stream_head() {
 fn clean_outcome_is_recorded_at_debug_level() {
     let (_, wire) = complete_stream(None);
     let mut decoder = StreamDecoder::new();
-    let last = final_result(&mut decoder, &wire);
-    let outcome = Outcome::from_decoder(&decoder, &last);
+    let _ = final_result(&mut decoder, &wire);
+    let outcome = decoder.outcome();
     let metrics = FramingMetrics::new();
     let events = capture(|| metrics.record(&outcome, &AttemptContext::default()));
     assert_eq!(events[0].level, tracing::Level::DEBUG);
@@ -157,8 +157,8 @@ fn truncation_still_counts_when_the_retry_succeeds() {
     // Attempt 2: complete.
     let (_, wire) = complete_stream(Some(key));
     let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
-    let last = final_result(&mut decoder, &wire);
-    let second = Outcome::from_decoder(&decoder, &last);
+    let _ = final_result(&mut decoder, &wire);
+    let second = decoder.outcome();
     metrics.record(
         &second,
         &AttemptContext::default().request_key(key).attempt(2),
@@ -182,28 +182,36 @@ fn every_verdict_has_its_own_counter() {
     use mcp_framing::{Abort, AbortCode, DecodeError};
     let key = RequestKey::random();
     let outcomes = [
-        Outcome::from_eof(&Ok(None)),
-        Outcome::from_eof(&Err(DecodeError::Truncated {
-            at: mcp_framing::Truncation::NoFrame,
-            progress: Default::default(),
-        })),
-        Outcome::from_eof(&Err(DecodeError::PeerAbort(Abort::new(
-            AbortCode::Cancelled,
-            "",
-        )))),
-        Outcome::from_eof(&Err(DecodeError::InvalidAbort)),
-        Outcome::from_eof(&Err(DecodeError::ForeignFrame {
-            expected: 0,
-            found: 1 << 31,
-        })),
-        Outcome::from_eof(&Err(DecodeError::RequestKeyMismatch {
-            expected: key,
-            found: None,
-        })),
-        Outcome::from_eof(&Err(DecodeError::BadMagic {
-            found: *b"{\"",
-            offset: 0,
-        })),
+        {
+            let mut decoder = StreamDecoder::new();
+            outcome_support::outcome_of(&mut decoder, &complete_stream(None).1)
+        },
+        Outcome::from_error(
+            &(DecodeError::Truncated {
+                at: mcp_framing::Truncation::NoFrame,
+                progress: Default::default(),
+            }),
+        ),
+        Outcome::from_error(&(DecodeError::PeerAbort(Abort::new(AbortCode::Cancelled, "")))),
+        Outcome::from_error(&(DecodeError::InvalidAbort)),
+        Outcome::from_error(
+            &(DecodeError::ForeignFrame {
+                expected: 0,
+                found: 1 << 31,
+            }),
+        ),
+        Outcome::from_error(
+            &(DecodeError::RequestKeyMismatch {
+                expected: key,
+                found: None,
+            }),
+        ),
+        Outcome::from_error(
+            &(DecodeError::BadMagic {
+                found: *b"{\"",
+                offset: 0,
+            }),
+        ),
         Outcome::unframed_close(DiscoveryMode::Sticky, 0),
     ];
     let metrics = FramingMetrics::new();

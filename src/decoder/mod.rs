@@ -10,6 +10,7 @@ use crate::frame::{
 };
 use crate::ids::RequestKey;
 use crate::limits::Limits;
+use crate::outcome::Outcome;
 
 mod check;
 mod state;
@@ -333,6 +334,66 @@ impl StreamDecoder {
     #[must_use]
     pub fn is_complete(&self) -> bool {
         matches!(self.state, State::Complete { .. })
+    }
+
+    /// How the stream ended, from this decoder's own state (SPEC.md §7, §11.4): the one way to
+    /// obtain a [`Verdict::Clean`](crate::Verdict::Clean).
+    ///
+    /// Call it once the input ended and [`decode_eof`](Self::decode_eof) returned `Ok(None)` or
+    /// an error (or when the transport failed, or reading stopped early):
+    ///
+    /// | the decoder saw | verdict |
+    /// |---|---|
+    /// | STREAM_END, then the end of input (`decode_eof` returned `Ok(None)`) | `Clean` (Regime A) |
+    /// | ABORT | `Aborted` (Regime A) |
+    /// | a truncation at the end of input | `Abandoned { at: Some(..) }` |
+    /// | any other error | as [`Outcome::from_error`] |
+    /// | no end of input yet (the transport failed, or the reader stopped; also right after STREAM_END, since bytes may still follow it) | `Abandoned { at: None }` |
+    ///
+    /// The received counts and the head are the decoder's (for a truncation, the partial frame's
+    /// bytes included).
+    ///
+    /// # Examples
+    ///
+    /// A sans-I/O loop that stops at `Ok(None)` ("need more bytes") when the body ends has not
+    /// told the decoder that the input ended: the stream is not clean, whatever was received.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead, Verdict};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = BytesMut::new();
+    /// enc.push(b"{\"cut here", &mut wire)?; // the body ends inside a message
+    ///
+    /// let mut decoder = StreamDecoder::new();
+    /// while let Some(_event) = decoder.decode(&mut wire).unwrap() {}
+    /// assert_eq!(decoder.outcome().verdict, Verdict::Abandoned { at: None });
+    /// // Telling it the input ended gives the truncation point:
+    /// assert!(decoder.decode_eof(&mut wire).is_err());
+    /// assert!(matches!(decoder.outcome().verdict, Verdict::Abandoned { at: Some(_) }));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    #[must_use]
+    pub fn outcome(&self) -> Outcome {
+        let head = self.head();
+        match &self.state {
+            State::Complete {
+                input_ended: true, ..
+            } => Outcome::clean(self.progress, head),
+            State::Aborted { abort, .. } => Outcome::aborted(abort.clone(), self.progress, head),
+            State::Failed { error, .. } => {
+                let received = match error {
+                    DecodeError::Truncated { progress, .. } => *progress,
+                    _ => self.progress,
+                };
+                Outcome::of_error(error, received, head)
+            }
+            State::Open { .. }
+            | State::Complete {
+                input_ended: false, ..
+            } => Outcome::abandoned(None, self.progress, head),
+        }
     }
 
     /// Decodes the next event from `buf`, consuming the bytes it used. `Ok(None)` means more

@@ -11,7 +11,8 @@ use super::Mapping;
 use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::{Event, StreamSummary, VerifiedMessage};
-use crate::outcome::{MappingViolation, Outcome};
+use crate::mapping::MappingViolation;
+use crate::outcome::Outcome;
 use crate::sse::{SseError, SseFrameDecoder};
 
 /// What a [`VerifiedResponse`] yields.
@@ -125,12 +126,10 @@ impl<E> ReceiveError<E> {
     #[must_use]
     pub fn outcome(&self) -> Option<Outcome> {
         match self {
-            Self::Decode(err) => Some(Outcome::from_eof(&Err(err.clone()))),
+            Self::Decode(err) => Some(Outcome::from_error(err)),
             Self::Body { progress, .. } => {
-                // The transport failed before the sentinel: abandoned, as the table decides.
-                let mut outcome = Outcome::from_eof(&Ok(Some(Event::KeepAlive)));
-                outcome.received = *progress;
-                Some(outcome)
+                // The transport failed before the end of input: abandoned, as the table decides.
+                Some(Outcome::abandoned(None, *progress, None))
             }
             Self::NotFramed { content_type } => {
                 Some(Outcome::mapping_violation(MappingViolation::NotFramed {
@@ -381,12 +380,11 @@ where
                     Ok(Delivery::Message(_)) => {}
                     Ok(Delivery::Complete(_)) => {
                         this.done = true;
-                        this.outcome = Some(Outcome::from_decoder(&this.decoder, &Ok(None)));
+                        this.outcome = Some(this.decoder.outcome());
                     }
-                    Err(ReceiveError::Decode(err)) => {
+                    Err(ReceiveError::Decode(_)) => {
                         this.done = true;
-                        this.outcome =
-                            Some(Outcome::from_decoder(&this.decoder, &Err(err.clone())));
+                        this.outcome = Some(this.decoder.outcome());
                     }
                     Err(_) => this.done = true,
                 }
@@ -423,7 +421,7 @@ where
                 },
                 Poll::Ready(Some(Err(source))) => {
                     this.done = true;
-                    this.outcome = Some(Outcome::transport_failed(&this.decoder));
+                    this.outcome = Some(this.decoder.outcome());
                     let mut progress = this.decoder.progress();
                     progress.bytes += this.buf.len() as u64;
                     return Poll::Ready(Some(Err(ReceiveError::Body { source, progress })));

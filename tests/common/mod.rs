@@ -411,16 +411,7 @@ pub(crate) fn build(builder: &DecoderBuilder) -> StreamDecoder {
 /// Name of a `Truncation` variant (`"InPayload"`, ...).
 pub(crate) fn truncation_name(err: &DecodeError) -> Option<String> {
     match err {
-        DecodeError::Truncated { at, .. } => {
-            let debug = format!("{at:?}");
-            Some(
-                debug
-                    .split([' ', '{'])
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned(),
-            )
-        }
+        DecodeError::Truncated { at, .. } => Some(at.kind().to_owned()),
         _ => None,
     }
 }

@@ -3,8 +3,8 @@
 
 use bytes::BytesMut;
 use mcp_framing::{
-    ClientPolicy, DecodeError, Event, RequestKey, ServerDiscovery, StreamDecoder, StreamEncoder,
-    StreamHead,
+    ClientPolicy, DecodeError, Event, Outcome, RequestKey, ServerDiscovery, StreamDecoder,
+    StreamEncoder, StreamHead,
 };
 
 /// Feeds `input` to `decoder` and returns its final result: the first error, or `Ok(None)`.
@@ -19,6 +19,12 @@ pub(crate) fn final_result(
             end => return end,
         }
     }
+}
+
+/// Feeds `input` to `decoder` to the end of input and returns the outcome the decoder gives.
+pub(crate) fn outcome_of(decoder: &mut StreamDecoder, input: &[u8]) -> Outcome {
+    let _ = final_result(decoder, input);
+    decoder.outcome()
 }
 
 /// A complete stream for `key`: a progress notification (2 DATA frames) and a response

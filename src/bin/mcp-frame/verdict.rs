@@ -9,7 +9,7 @@ use mcp_framing::frame::MAGIC;
 use mcp_framing::sse::{SseError, SseFrameDecoder};
 use mcp_framing::{
     DecodeError, Event, MappingViolation, MessageSummary, Outcome as Classification, Progress,
-    StreamDecoder, StreamHead, Truncation, Verdict, VerifiedMessage,
+    StreamDecoder, StreamHead, VerdictKind, VerifiedMessage,
 };
 use serde_json::{Value, json};
 
@@ -36,10 +36,7 @@ impl Failure {
     pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Decode(err) => err.kind(),
-            Self::Sse(SseError::UnexpectedEvent { .. }) => "UnexpectedEvent",
-            Self::Sse(SseError::InvalidBase64 { .. }) => "InvalidBase64",
-            Self::Sse(SseError::EventTooLarge { .. }) => "EventTooLarge",
-            Self::Sse(_) => "SseError",
+            Self::Sse(err) => err.kind(),
         }
     }
 }
@@ -77,20 +74,19 @@ impl Status {
     fn of(failure: Option<&Failure>) -> Self {
         let outcome = match failure {
             None => return Self::Clean,
-            Some(Failure::Decode(err)) => Classification::from_eof(&Err(err.clone())),
+            Some(Failure::Decode(err)) => Classification::from_error(err),
             Some(Failure::Sse(err)) => {
                 Classification::mapping_violation(MappingViolation::Sse(err.clone()))
             }
         };
-        match outcome.verdict {
-            Verdict::Clean => Self::Clean,
-            Verdict::Abandoned { .. } => Self::Abandoned,
-            Verdict::Aborted(_) => Self::Aborted,
-            Verdict::CrossWired { .. }
-            | Verdict::ContractViolation(_)
-            | Verdict::MappingViolation(_)
-            | Verdict::Ambiguous(_) => Self::Contract,
-            _ => Self::Corrupt,
+        match outcome.verdict.kind() {
+            VerdictKind::Clean => Self::Clean,
+            VerdictKind::Abandoned => Self::Abandoned,
+            VerdictKind::Aborted => Self::Aborted,
+            VerdictKind::Corrupt | VerdictKind::Spliced => Self::Corrupt,
+            VerdictKind::CrossWired | VerdictKind::ContractViolation | VerdictKind::Ambiguous => {
+                Self::Contract
+            }
         }
     }
 
@@ -306,17 +302,6 @@ pub(crate) enum ReadOrWrite {
     Write(io::Error),
 }
 
-fn truncation_name(at: &Truncation) -> &'static str {
-    match at {
-        Truncation::NoFrame => "NoFrame",
-        Truncation::InHeader { .. } => "InHeader",
-        Truncation::InPayload { .. } => "InPayload",
-        Truncation::InMessage { .. } => "InMessage",
-        Truncation::BetweenMessages { .. } => "BetweenMessages",
-        _ => "Other",
-    }
-}
-
 fn plural(n: u64, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
@@ -412,7 +397,7 @@ impl Outcome {
                 json!({"code": u16::from(a.code), "reason": a.reason}),
             ),
             Some(Failure::Decode(DecodeError::Truncated { at, .. })) => {
-                ("error", json!(truncation_name(at)), Value::Null)
+                ("error", json!(at.kind()), Value::Null)
             }
             Some(_) => ("error", Value::Null, Value::Null),
         };

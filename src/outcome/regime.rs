@@ -1,0 +1,240 @@
+//! The regime decision table of SPEC.md §11.4: what a client may conclude from four
+//! observations when a response stream closes.
+
+use std::fmt;
+
+/// The four observations a closed stream is classified from (SPEC.md §11.4).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{classify, Completion, Observations, Regime};
+///
+/// let obs = Observations { sentinel_seen: true, ..Observations::default() };
+/// assert_eq!(classify(&obs), Ok(Completion::Clean(Regime::A)));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Observations {
+    /// A terminal sentinel (STREAM_END) was received.
+    pub sentinel_seen: bool,
+    /// The payload is self-delimiting: lengths and checksums say where it ends (a framed stream).
+    pub self_delimiting: bool,
+    /// The payload's integrity check passed. For a framed stream: every frame and message
+    /// checked out *and* the stream-level check (STREAM_END's message count) passed, so a stream
+    /// cut between two verified messages does not pass.
+    pub integrity_ok: bool,
+    /// Discovery is sticky (retries reach the instance that served the earlier attempt), rather
+    /// than re-resolved per request.
+    pub sticky_discovery: bool,
+}
+
+/// Which rule decided a stream's completion (SPEC.md §9).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::Regime;
+/// assert_eq!(Regime::B.to_string(), "B");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Regime {
+    /// A terminal sentinel decided: it was seen.
+    A,
+    /// The self-delimiting payload decided: lengths and checksums.
+    B,
+    /// Nothing could decide: a clean end and an abandoned one look the same.
+    C,
+}
+
+impl fmt::Display for Regime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::A => "A",
+            Self::B => "B",
+            Self::C => "C",
+        })
+    }
+}
+
+/// What [`classify`] concluded when it could conclude something.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{Completion, Regime};
+/// assert!(Completion::Clean(Regime::A).is_clean());
+/// assert_eq!(Completion::Abandoned(Regime::B).regime(), Regime::B);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Completion {
+    /// The stream is complete.
+    Clean(Regime),
+    /// The stream was abandoned before it completed.
+    Abandoned(Regime),
+}
+
+impl Completion {
+    /// Whether the stream is complete.
+    ///
+    /// # Examples
+    ///
+    /// See [`Completion`].
+    #[must_use]
+    pub fn is_clean(self) -> bool {
+        matches!(self, Self::Clean(_))
+    }
+
+    /// The regime whose rule decided.
+    ///
+    /// # Examples
+    ///
+    /// See [`Completion`].
+    #[must_use]
+    pub fn regime(self) -> Regime {
+        match self {
+            Self::Clean(regime) | Self::Abandoned(regime) => regime,
+        }
+    }
+}
+
+/// How the client resolves the server it sends a request to.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::DiscoveryMode;
+/// assert_eq!(DiscoveryMode::Stateless.to_string(), "stateless per-request discovery");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DiscoveryMode {
+    /// Resolved once and pinned (e.g. a 2025-* session): a retry reaches the same instance.
+    Sticky,
+    /// Re-resolved per request (e.g. 2026-07-28 `server/discover` behind an autoscaler): a retry
+    /// may reach another instance.
+    Stateless,
+}
+
+impl fmt::Display for DiscoveryMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Sticky => "sticky discovery",
+            Self::Stateless => "stateless per-request discovery",
+        })
+    }
+}
+
+/// A stream closed in Regime C: nothing can tell a clean end from an abandoned one.
+///
+/// A distinct type, **not retryable by default** ([`is_retryable`](Self::is_retryable) is
+/// `false`), and deliberately not convertible into `std::io::Error` or any transient network
+/// error. Its message names the ambiguity and which discovery case it was.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{classify, DiscoveryMode, Observations};
+///
+/// let err = classify(&Observations::default()).unwrap_err();
+/// assert_eq!(err.discovery, DiscoveryMode::Stateless);
+/// assert!(!err.is_retryable());
+/// assert!(err.to_string().starts_with("stream completion is ambiguous"));
+/// assert!(err.to_string().contains("stateless per-request discovery"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[error(
+    "stream completion is ambiguous: no terminal sentinel was mandated and the payload is not \
+     self-delimiting, so a clean end and an abandoned stream are indistinguishable; {}",
+    ambiguity_case(*discovery)
+)]
+#[non_exhaustive]
+pub struct StreamCompletionAmbiguousError {
+    /// Which discovery case it was.
+    pub discovery: DiscoveryMode,
+}
+
+fn ambiguity_case(discovery: DiscoveryMode) -> &'static str {
+    match discovery {
+        DiscoveryMode::Sticky => {
+            "with sticky discovery the earlier instance might be probed, but the stream contract \
+             does not guarantee resumability, so the outcome is not guessed"
+        }
+        DiscoveryMode::Stateless => {
+            "with stateless per-request discovery a retry may reach another instance and would \
+             hide whether this attempt completed, so the outcome is not guessed"
+        }
+    }
+}
+
+impl StreamCompletionAmbiguousError {
+    /// The error for a close under the given discovery mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DiscoveryMode, StreamCompletionAmbiguousError};
+    /// let err = StreamCompletionAmbiguousError::new(DiscoveryMode::Sticky);
+    /// assert!(err.to_string().contains("sticky discovery"));
+    /// ```
+    #[must_use]
+    pub fn new(discovery: DiscoveryMode) -> Self {
+        Self { discovery }
+    }
+
+    /// Always `false`: an ambiguous close is never retried by default (see `retry`).
+    ///
+    /// # Examples
+    ///
+    /// See [`StreamCompletionAmbiguousError`].
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        false
+    }
+}
+
+/// The regime decision table (SPEC.md §11.4), exactly:
+///
+/// | sentinel seen | self-delimiting | integrity ok | sticky | result |
+/// |---|---|---|---|---|
+/// | yes | any | any | any | `Clean(A)`: the sentinel is authoritative |
+/// | no | yes | yes | any | `Clean(B)` |
+/// | no | yes | no | any | `Abandoned(B)` |
+/// | no | no | any | any | `Err(StreamCompletionAmbiguousError)`, naming sticky or stateless |
+///
+/// In Regime C the error is raised whether or not discovery is sticky: a sticky resolver might
+/// let one probe the earlier attempt, but the stream contract does not guarantee resumability.
+///
+/// # Errors
+///
+/// [`StreamCompletionAmbiguousError`] when neither a sentinel nor a self-delimiting payload can
+/// decide (Regime C).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{classify, Completion, DiscoveryMode, Observations, Regime};
+///
+/// let cut = Observations { self_delimiting: true, ..Observations::default() };
+/// assert_eq!(classify(&cut), Ok(Completion::Abandoned(Regime::B)));
+///
+/// let unframed = Observations { sticky_discovery: true, integrity_ok: true, ..Observations::default() };
+/// assert_eq!(classify(&unframed).unwrap_err().discovery, DiscoveryMode::Sticky);
+/// ```
+pub fn classify(obs: &Observations) -> Result<Completion, StreamCompletionAmbiguousError> {
+    if obs.sentinel_seen {
+        Ok(Completion::Clean(Regime::A))
+    } else if obs.self_delimiting {
+        Ok(if obs.integrity_ok {
+            Completion::Clean(Regime::B)
+        } else {
+            Completion::Abandoned(Regime::B)
+        })
+    } else {
+        Err(StreamCompletionAmbiguousError::new(
+            if obs.sticky_discovery {
+                DiscoveryMode::Sticky
+            } else {
+                DiscoveryMode::Stateless
+            },
+        ))
+    }
+}
