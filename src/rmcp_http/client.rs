@@ -66,7 +66,8 @@ impl ClientStats {
     pub fn abandoned(&self) -> u64 {
         self.abandoned.load(Ordering::Relaxed)
     }
-    /// Responses that failed otherwise (aborted by the server, corrupt, unframed).
+    /// Responses that failed otherwise (aborted by the server, corrupt, unframed, or carrying a
+    /// verified message that is not UTF-8).
     ///
     /// # Examples
     ///
@@ -194,6 +195,32 @@ impl FramingHttpClient {
     }
 }
 
+/// The JSON-RPC error for the pending request `id`: code `-32603`, `message`, and
+/// `data[OUTCOME_DATA_KEY]` = `data`.
+fn request_error(id: &Value, message: &str, data: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: data}}})
+    .to_string()
+}
+
+/// The JSON-RPC error a caller gets for a verified message that is not UTF-8. JSON-RPC text is
+/// UTF-8 (RFC 8259), and replacing bytes would alter a message whose digest was verified, so
+/// the request fails. The bytes are what the server sent: a retry would get them again.
+fn invalid_utf8_error(id: &Value, key: RequestKey, index: u64, err: std::str::Utf8Error) -> String {
+    let detail = format!(
+        "verified message {index} is not valid UTF-8 (invalid byte at offset {})",
+        err.valid_up_to()
+    );
+    let data = json!({
+        "classification": "invalid_message",
+        "kind": "InvalidUtf8",
+        "detail": detail,
+        "requestKey": key.to_string(),
+        "retryDecision": "do_not_retry",
+    });
+    request_error(id, &format!("mcp-framing: {detail}"), data)
+}
+
 /// The JSON-RPC error a caller gets for a response that did not complete: code `-32603`,
 /// a message naming the classification, and `data[OUTCOME_DATA_KEY]` with its fields.
 fn outcome_error<E: std::error::Error>(
@@ -227,9 +254,7 @@ fn outcome_error<E: std::error::Error>(
         Some(outcome) => format!("mcp-framing: response {}", outcome.verdict),
         None => format!("mcp-framing: response failed: {err}"),
     };
-    json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: data}}})
-    .to_string()
+    request_error(id, &message, data)
 }
 
 type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
@@ -274,8 +299,20 @@ where
         loop {
             match self.verified.next().await? {
                 Ok(Delivery::Message(message)) => {
+                    let text = match std::str::from_utf8(message.bytes()) {
+                        Ok(text) => text.to_owned(),
+                        Err(err) => {
+                            // Never altered (no lossy replacement): the request fails.
+                            self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                            self.held = None;
+                            let index = message.summary().index;
+                            return Some((
+                                invalid_utf8_error(&self.id, self.key, index, err),
+                                false,
+                            ));
+                        }
+                    };
                     self.stats.verified_messages.fetch_add(1, Ordering::Relaxed);
-                    let text = String::from_utf8_lossy(message.bytes()).into_owned();
                     if !is_final_response(&text) {
                         return Some((text, true));
                     }
