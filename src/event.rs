@@ -275,7 +275,8 @@ pub struct StreamSummary {
     pub bytes: u64,
 }
 
-/// A reason code of an ABORT frame (SPEC.md §3).
+/// A reason code of an ABORT frame (SPEC.md §3, registry §3.1). The code decides whether a
+/// client retries ([`RetryPolicy`](crate::RetryPolicy), SPEC.md §11.6).
 ///
 /// # Examples
 ///
@@ -288,19 +289,20 @@ pub struct StreamSummary {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AbortCode {
-    /// `0`: no reason given.
+    /// `0`: no reason given. Surfaced to the caller.
     Unspecified,
-    /// `1`: the server failed while producing the response.
+    /// `1`: the server failed while producing the response. Deterministic: not retried.
     InternalError,
-    /// `2`: the request was cancelled.
+    /// `2`: the request was cancelled. Not retried.
     Cancelled,
-    /// `3`: the server is overloaded or shutting down.
+    /// `3`: the server is overloaded or shutting down. Transient: retried when safe.
     Overloaded,
-    /// `4`: something the server depends on failed.
+    /// `4`: something the server depends on failed. Transient: retried when safe.
     UpstreamFailed,
-    /// `5`: the message would exceed the sender's limit.
+    /// `5`: a message would exceed the sender's limit or the receiver's (SPEC.md §6).
+    /// Deterministic: not retried.
     MessageTooLarge,
-    /// A reserved code, reported as received.
+    /// A reserved code, reported as received. Surfaced to the caller.
     Other(u16),
 }
 
