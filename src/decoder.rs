@@ -825,7 +825,8 @@ impl StreamDecoder {
                 found: header.sequence,
             });
         }
-        let request_key = (key != [0u8; 16]).then(|| RequestKey::from_bytes(key));
+        // 16 zero bytes: the request carried no key (SPEC.md §3); never a key itself.
+        let request_key = RequestKey::try_from(key).ok();
         if let Some(expected) = self.config.request_key {
             if request_key != Some(expected) {
                 return Err(DecodeError::RequestKeyMismatch {

@@ -3,7 +3,9 @@
 //! [`FramingMetrics::record`] emits one event with target `mcp_framing` (`WARN` for every outcome
 //! that is not clean, `DEBUG` for a clean one) with the structured fields `outcome`, `regime`,
 //! `frames`, `bytes`, `messages`, `message_bytes`, `last_sequence`, `request_key`, `attempt_id`,
-//! `endpoint`, `attempt` and `detail`, and bumps the outcome's counter. Record every attempt,
+//! `endpoint`, `attempt` and `detail`, and bumps the outcome's counter. `request_key` is the key's
+//! fingerprint ([`RequestKey::fingerprint`](crate::RequestKey::fingerprint)), never the key: with
+//! deduplication a key can replay a stored result, and logs travel further than requests. Record every attempt,
 //! the failed ones before retrying: a truncation then shows in dashboards even when the retry
 //! succeeds. The crate installs no subscriber; any `tracing` subscriber receives the events.
 //!
@@ -225,7 +227,7 @@ fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {
                 messages = outcome.received.messages,
                 message_bytes = outcome.received.open_message_bytes,
                 last_sequence = outcome.received.last_sequence,
-                request_key = request_key.map(tracing::field::display),
+                request_key = request_key.map(|key| tracing::field::display(key.fingerprint())),
                 attempt_id = attempt_id.map(tracing::field::display),
                 endpoint = ctx.endpoint,
                 attempt = ctx.attempt,

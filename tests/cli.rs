@@ -773,3 +773,27 @@ fn sse_errors_come_in_body_order_whatever_the_reads() {
     assert_eq!(got["error"], "PayloadChecksumMismatch");
     assert_eq!(code(&out), 4);
 }
+
+#[test]
+fn abort_reasons_are_printed_with_control_characters_escaped() {
+    // The reason is chosen by the peer: printed raw it could clear the terminal, forge a line
+    // of output or reverse text.
+    let mut enc = mcp_framing::StreamEncoder::new(mcp_framing::StreamHead::for_request(None));
+    let mut wire = bytes::BytesMut::new();
+    enc.abort(
+        mcp_framing::AbortCode::InternalError,
+        "boom\x1b[2J\r\nforged line\u{202e}txet",
+        &mut wire,
+    )
+    .unwrap();
+    for command in ["verify", "decode", "inspect"] {
+        let out = run(&[command], &wire);
+        assert_eq!(code(&out), 5, "{command}: aborted");
+        let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(printed.contains("boom"), "{command}: {printed}");
+        assert!(
+            !printed.contains(['\x1b', '\r', '\u{202e}']) && !printed.contains("\nforged"),
+            "{command} printed the reason raw: {printed:?}"
+        );
+    }
+}

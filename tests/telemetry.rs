@@ -90,7 +90,7 @@ fn abandoned_outcome_emits_a_warning_with_every_structured_field() {
         f["last_sequence"],
         head.initial_sequence().wrapping_add(5).to_string()
     );
-    assert_eq!(f["request_key"], key.to_string());
+    assert_eq!(f["request_key"], key.fingerprint().to_string());
     assert_eq!(f["attempt_id"], head.attempt_id.to_string());
     assert_eq!(f["endpoint"], "https://mcp.example.com/mcp");
     assert_eq!(f["attempt"], "1");
@@ -107,7 +107,10 @@ fn request_key_falls_back_to_the_echo_in_the_stream_head() {
     let key = RequestKey::random();
     let (outcome, _) = truncated_outcome(key);
     let events = capture(|| FramingMetrics::new().record(&outcome, &AttemptContext::default()));
-    assert_eq!(events[0].fields["request_key"], key.to_string());
+    assert_eq!(
+        events[0].fields["request_key"],
+        key.fingerprint().to_string()
+    );
     assert!(
         !events[0].fields.contains_key("endpoint"),
         "unknown endpoint is left empty"
@@ -241,4 +244,23 @@ fn global_metrics_are_shared_across_threads() {
         t.join().unwrap();
     }
     assert!(FramingMetrics::global().snapshot().ambiguous >= before + 4);
+}
+
+#[test]
+fn request_keys_are_traced_as_fingerprints_never_in_full() {
+    // With deduplication a request key can replay a stored result: logs must not carry it.
+    let key = RequestKey::random();
+    let (outcome, _) = truncated_outcome(key);
+    for ctx in [
+        AttemptContext::default().request_key(key),
+        AttemptContext::default(), // the key echoed in the stream head
+    ] {
+        let events = capture(|| FramingMetrics::new().record(&outcome, &ctx));
+        for (name, value) in &events[0].fields {
+            assert!(
+                !value.contains(&key.to_string()),
+                "field {name} shows the full request key: {value}"
+            );
+        }
+    }
 }

@@ -215,7 +215,7 @@ fn invalid_utf8_error(id: &Value, key: RequestKey, index: u64, err: std::str::Ut
         "classification": "invalid_message",
         "kind": "InvalidUtf8",
         "detail": detail,
-        "requestKey": key.to_string(),
+        "requestKeyFingerprint": key.fingerprint().to_string(),
         "retryDecision": "do_not_retry",
     });
     request_error(id, &format!("mcp-framing: {detail}"), data)
@@ -240,7 +240,7 @@ fn outcome_error<E: std::error::Error>(
         "classification": classification,
         "kind": err.kind(),
         "detail": err.to_string(),
-        "requestKey": key.to_string(),
+        "requestKeyFingerprint": key.fingerprint().to_string(),
         "retryDecision": retry.as_ref().map_or("do_not_retry", |r| r.name()),
     });
     if let Some(outcome) = &outcome {

@@ -7,7 +7,7 @@ use bytes::BytesMut;
 use clap::Args;
 use mcp_framing::frame::{FrameKind, HEADER_LEN, MAGIC, VERSION};
 use mcp_framing::sse::{SseError, SseFrameDecoder};
-use mcp_framing::{AbortCode, DecodeError};
+use mcp_framing::{Abort, AbortCode, DecodeError};
 use serde_json::{Value, json};
 
 use crate::CliError;
@@ -165,10 +165,11 @@ fn describe(kind: u8, payload: &[u8], state: &mut WalkState) -> String {
         }
         Some(FrameKind::Abort) if payload.len() >= 2 => {
             let code = u16::from_be_bytes([payload[0], payload[1]]);
+            // Shown through `Abort`'s Display: the peer-chosen reason, control characters escaped.
+            let reason = String::from_utf8_lossy(&payload[2..]);
             format!(
-                "abort {code} ({}): {}",
-                AbortCode::from(code),
-                String::from_utf8_lossy(&payload[2..])
+                "abort {code}: {}",
+                Abort::new(AbortCode::from(code), reason)
             )
         }
         Some(FrameKind::KeepAlive) => "keep-alive".to_owned(),
