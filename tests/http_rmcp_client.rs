@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
+use axum::response::IntoResponse;
+use mcp_framing::FramingMetrics;
 use mcp_framing::rmcp_http::FramingHttpClient;
 
 #[path = "rmcp_support/scripted.rs"]
@@ -33,5 +35,61 @@ async fn a_verified_message_that_is_not_utf8_fails_the_call_instead_of_being_alt
         assert_eq!(data["retryDecision"], "do_not_retry");
         // Only the handshake's result was handed to rmcp.
         assert_eq!((stats.verified_messages(), stats.failed()), (1, 1));
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_the_opt_in_is_a_contract_violation_whatever_its_body() {
+    // Decided from the response headers, before the body: without `Mcp-Framing` and a framed
+    // content type the response is not framed, even when its body holds nothing that looks
+    // unframed (SPEC.md §16). Before, these bodies were `Truncated { NoFrame }`: abandoned, and
+    // retried.
+    let answers: [(&str, Option<&str>, &str); 6] = [
+        (
+            "priming event only",
+            Some("text/event-stream"),
+            "id: 0\nretry: 3000\n\n",
+        ),
+        (
+            "comments only",
+            Some("text/event-stream"),
+            ": ping\n\n: ping\n\n",
+        ),
+        ("empty SSE body", Some("text/event-stream"), ""),
+        ("empty body", None, ""),
+        ("empty binary body", Some("application/vnd.mcp-framing"), ""),
+        ("JSON", Some("application/json"), "{}"),
+    ];
+    for (what, content_type, body) in answers {
+        let addr = scripted_server(Arc::new(move |id, _| {
+            let body = if body == "{}" {
+                tool_result(&id, "unframed").to_vec()
+            } else {
+                body.as_bytes().to_vec()
+            };
+            let mut response = Body::from(body).into_response();
+            if let Some(content_type) = content_type {
+                response
+                    .headers_mut()
+                    .insert("content-type", content_type.parse().unwrap());
+            }
+            response
+        }))
+        .await;
+        let metrics = Arc::new(FramingMetrics::new());
+        let client = FramingHttpClient::new(reqwest::Client::new()).metrics(metrics.clone());
+        let stats = client.stats();
+        let result = call_tool(addr, client).await;
+        let data = outcome_data(&result);
+        assert_eq!(data["kind"], "NotFramed", "{what}: {data}");
+        assert_eq!(data["classification"], "contract_violation", "{what}");
+        assert_eq!(data["retryDecision"], "do_not_retry", "{what}");
+        assert_eq!((stats.failed(), stats.abandoned()), (1, 0), "{what}");
+        let snapshot = metrics.snapshot();
+        assert_eq!(
+            (snapshot.contract_violation, snapshot.abandoned),
+            (1, 0),
+            "{what}"
+        );
     }
 }

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::{OUTCOME_DATA_KEY, is_final_response};
 use crate::decoder::StreamDecoder;
-use crate::http::{Delivery, Mapping, ReceiveError, VerifiedResponse, opt_in_headers};
+use crate::http::{Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::telemetry::{AttemptContext, FramingMetrics};
@@ -84,8 +84,8 @@ impl ClientStats {
 ///
 /// ```
 /// use mcp_framing::rmcp_http::FramingClientError;
-/// let err = FramingClientError::NotFramed { content_type: None };
-/// assert!(err.to_string().contains("not framed"));
+/// let err = FramingClientError::from(serde_json::from_str::<u8>("x").unwrap_err());
+/// assert!(err.to_string().starts_with("serialize request: "));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -99,14 +99,6 @@ pub enum FramingClientError {
     /// The request key could not be written into `params._meta`.
     #[error("request key: {0}")]
     RequestKey(#[from] crate::request::RequestKeyError),
-    /// A request's response was not framed although the client opted in (fail closed).
-    #[error(
-        "response is not framed (content-type {content_type:?}) although framing was requested"
-    )]
-    NotFramed {
-        /// The response's content type.
-        content_type: Option<String>,
-    },
 }
 
 /// rmcp's `StreamableHttpClient` over reqwest that opts in to framing and hands rmcp only
@@ -402,11 +394,6 @@ impl StreamableHttpClient for FramingHttpClient {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
         if !status.is_success() {
             return Err(StreamableHttpError::UnexpectedServerResponse(
                 format!("HTTP {status}").into(),
@@ -416,14 +403,24 @@ impl StreamableHttpClient for FramingHttpClient {
             // A notification or a response: nothing is awaited, the body is ignored.
             return Ok(StreamableHttpPostResponse::Accepted);
         };
-        let Some(mapping) = Mapping::from_content_type(content_type.as_deref()) else {
-            self.stats.failed.fetch_add(1, Ordering::Relaxed);
-            return Err(StreamableHttpError::Client(FramingClientError::NotFramed {
-                content_type,
-            }));
-        };
+        // Decided from the headers, before the body (SPEC.md §16): a response that is not
+        // framed is a contract violation whatever its body holds, never a truncation.
         let decoder = StreamDecoder::builder().expect_request_key(key).build();
-        let verified = VerifiedResponse::new(response.bytes_stream(), mapping, decoder);
+        let headers = response.headers().clone();
+        let verified =
+            match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
+                Ok(verified) => verified,
+                Err(err) => {
+                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    if let (Some(metrics), Some(outcome)) = (&self.metrics, err.outcome()) {
+                        let ctx = AttemptContext::default().request_key(key).endpoint(&uri);
+                        metrics.record(&outcome, &ctx);
+                    }
+                    let event = Ok(message_event(outcome_error(&id, key, &err)));
+                    let events = futures_util::stream::iter([event]).boxed();
+                    return Ok(StreamableHttpPostResponse::Sse(events, session));
+                }
+            };
         let state = Pending {
             verified,
             held: None,
