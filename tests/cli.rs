@@ -797,3 +797,32 @@ fn abort_reasons_are_printed_with_control_characters_escaped() {
         );
     }
 }
+
+#[test]
+fn the_sse_event_bound_follows_the_frame_limit_given() {
+    // One 1 MiB frame is one SSE event of about 1.4 MiB of base64.
+    let mut enc = mcp_framing::StreamEncoder::builder()
+        .frame_size(1 << 20)
+        .build(mcp_framing::StreamHead::for_request(None));
+    let mut wire = bytes::BytesMut::new();
+    enc.message(&vec![b'7'; 1 << 20], &mut wire).unwrap();
+    enc.end(&mut wire).unwrap();
+    let mut body = bytes::BytesMut::new();
+    mcp_framing::sse::SseFrameEncoder::new().encode(&wire, &mut body);
+    for command in ["verify", "decode", "inspect"] {
+        let out = run(
+            &[
+                command,
+                "--mapping",
+                "sse",
+                "--max-frame-payload",
+                "1048576",
+            ],
+            &body,
+        );
+        assert_eq!(code(&out), 0, "{command}: {}", stderr(&out));
+        // With the default frame limit the frame is over the limit: a contract violation.
+        let out = run(&[command, "--mapping", "sse"], &body);
+        assert_eq!(code(&out), 6, "{command}: {}", stderr(&out));
+    }
+}

@@ -12,7 +12,7 @@ use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::{Event, StreamSummary, VerifiedMessage};
 use crate::outcome::{MappingViolation, Outcome};
-use crate::sse::{SseError, SseFrameDecoder};
+use crate::sse::{SseError, SseFrameDecoder, event_data_limit};
 
 /// What a [`VerifiedResponse`] yields.
 ///
@@ -220,7 +220,9 @@ impl<S> fmt::Debug for VerifiedResponse<S> {
 
 impl<S> VerifiedResponse<S> {
     /// Verifies `body`, carried in `mapping`, with `decoder` (configure its limits and the
-    /// expected request key with [`StreamDecoder::builder`]).
+    /// expected request key with [`StreamDecoder::builder`]). In the SSE mapping, the bound on
+    /// one event's data follows the decoder's frame limit
+    /// ([`event_data_limit`](crate::sse::event_data_limit), SPEC.md §15).
     ///
     /// # Examples
     ///
@@ -229,7 +231,9 @@ impl<S> VerifiedResponse<S> {
         Self {
             body,
             mapping,
-            sse: SseFrameDecoder::new(),
+            sse: SseFrameDecoder::with_max_event_data(event_data_limit(
+                decoder.max_frame_payload(),
+            )),
             decoder,
             buf: BytesMut::new(),
             sse_error: None,
