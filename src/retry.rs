@@ -19,7 +19,7 @@
 //!   repeating the request is harmless: it is idempotent, or it carries a request key (the same
 //!   key on every retry, so the server can deduplicate it, SPEC.md §10);
 //! - an ambiguous close (Regime C) is never retried by default: whether it completed is unknown;
-//! - every non-clean outcome is recorded ([`FramingMetrics::record`](crate::FramingMetrics::record))
+//! - every non-clean outcome is recorded ([`telemetry::record_outcome`](crate::telemetry::record_outcome))
 //!   *before* the retry, so it shows even when the retry succeeds.
 //!
 //! ```
