@@ -293,6 +293,9 @@ struct Report {
     matched: Option<bool>,
     #[serde(default)]
     error: Option<String>,
+    /// The JSON-RPC error code, when the SDK raised a JSON-RPC error.
+    #[serde(default)]
+    code: Option<i64>,
     #[serde(default)]
     seconds: Option<f64>,
     warnings: Vec<String>,
@@ -452,6 +455,7 @@ fn run_rmcp_stock(url: &str, timeout: Option<f64>) -> Report {
             sha256: None,
             matched: None,
             error: None,
+            code: None,
             seconds: None,
             warnings: Vec::new(),
         };
@@ -651,6 +655,7 @@ fn python_sdk_client_on_a_cut_response_errs_at_once_as_the_readme_says() {
                     error.starts_with("MCPError: Failed to parse JSON response"),
                     "{label}: {error}"
                 );
+                assert_eq!(report.code, Some(-32700), "{label}: PARSE_ERROR");
                 assert_eq!(
                     report.warnings,
                     ["ERROR mcp.client.streamable_http: Error parsing JSON response"],
@@ -661,6 +666,7 @@ fn python_sdk_client_on_a_cut_response_errs_at_once_as_the_readme_says() {
                     error, "MCPError: SSE stream ended without a response",
                     "{label}"
                 );
+                assert_eq!(report.code, Some(-32000), "{label}: CONNECTION_CLOSED");
                 assert!(report.warnings.is_empty(), "{label}: {:?}", report.warnings);
             }
             assert!(
@@ -692,6 +698,7 @@ fn typescript_sdk_client_on_a_cut_sse_response_hangs_until_its_request_timeout()
                     error, "McpError: MCP error -32001: Request timed out",
                     "{label}"
                 );
+                assert_eq!(report.code, Some(-32001), "{label}: RequestTimeout");
                 assert!(
                     seconds >= CUT_TIMEOUT_SECONDS * 0.99,
                     "{label}: waited for the timeout: {report:?}"
@@ -809,11 +816,12 @@ fn print_the_cut_table_with_sdk_default_timeouts() {
     for reports in [python, typescript, rmcp] {
         for (case, report) in cases.iter().zip(reports) {
             println!(
-                "{}: {} -> {} {:?} after {:?} s; logged {:?}",
+                "{}: {} -> {} {:?} (code {:?}) after {:?} s; logged {:?}",
                 case.label(),
                 report.client,
                 report.outcome,
                 report.error,
+                report.code,
                 report.seconds,
                 report.warnings
             );

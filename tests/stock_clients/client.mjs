@@ -7,7 +7,8 @@
 // written down in examples/rmcp_server.rs), and prints one JSON line:
 //
 //   {"client": "typescript", "url": ..., "outcome": "ok" | "error", "phase": ..., "tools": [...],
-//    "bytes": N, "sha256": hex, "match": bool, "error": ..., "seconds": ..., "warnings": [...]}
+//    "bytes": N, "sha256": hex, "match": bool, "error": ..., "code": JSON-RPC error code,
+//    "seconds": ..., "warnings": [...]}
 //
 // `warnings` holds everything written through console.warn / console.error, every process
 // warning, and every error the SDK reported through `onerror`. Exit status 0 when every URL gave
@@ -77,6 +78,9 @@ async function run(url, seed, lines, timeout) {
     report.seconds ??= Math.round(performance.now() - start) / 1000;
     report.outcome = 'error';
     report.error = describe(error);
+    if (Number.isInteger(error?.code)) {
+      report.code = error.code;
+    }
   }
   try {
     await client.close();

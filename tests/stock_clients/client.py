@@ -6,7 +6,8 @@ result byte for byte against the text it derives itself from the arguments (the 
 written down in examples/rmcp_server.rs), and prints one JSON line:
 
     {"client": "python", "url": ..., "outcome": "ok" | "error", "phase": ..., "tools": [...],
-     "bytes": N, "sha256": hex, "match": bool, "error": ..., "seconds": ..., "warnings": [...]}
+     "bytes": N, "sha256": hex, "match": bool, "error": ..., "code": JSON-RPC error code,
+     "seconds": ..., "warnings": [...]}
 
 `warnings` holds every record the SDK (or anything else) logged at WARNING or above, and every
 Python warning. Exit status 0 when every URL gave the exact text and no warning, 1 otherwise.
@@ -48,11 +49,11 @@ class Capture(logging.Handler):
         self.records.append(f"{record.levelname} {record.name}: {record.getMessage()}")
 
 
-def describe(exc: BaseException) -> str:
-    """The exception's type and message, with the leaves of an exception group."""
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exception, or the leaves of an exception group (anyio's task groups raise those)."""
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(describe(e) for e in exc.exceptions)
-    return f"{type(exc).__name__}: {exc}"
+        return [leaf for e in exc.exceptions for leaf in leaves(e)]
+    return [exc]
 
 
 async def run(url: str, seed: str, lines: int, timeout: float | None, capture: Capture) -> dict:
@@ -83,7 +84,10 @@ async def run(url: str, seed: str, lines: int, timeout: float | None, capture: C
             raise
         report.setdefault("seconds", round(time.monotonic() - start, 3))
         report["outcome"] = "error"
-        report["error"] = describe(exc)
+        report["error"] = "; ".join(f"{type(e).__name__}: {e}" for e in leaves(exc))
+        codes = [e.code for e in leaves(exc) if isinstance(getattr(e, "code", None), int)]
+        if codes:
+            report["code"] = codes[0]
     report["warnings"] = list(capture.records)
     capture.records.clear()
     return report
