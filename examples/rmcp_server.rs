@@ -18,7 +18,7 @@
 //!
 //! Two tools:
 //! - `generate_text {seed, lines}` returns a deterministic text of about 89 bytes a line (1200
-//!   lines: ~105 KiB, several 16 KiB frames) mixing JSON escapes (`"`, `\`, tab, newline) and
+//!   lines: 104 616 bytes, several 16 KiB frames) mixing JSON escapes (`"`, `\`, tab, newline) and
 //!   multi-byte UTF-8, so a client can check a large result byte for byte: line `i` (from 0) is
 //!   `format!("{i:06} {seed} \"quoted\" back\\slash\ttab café ✓ {run}\n")` where `run` is the
 //!   letter `a + i % 26` repeated `i % 64` times.

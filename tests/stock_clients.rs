@@ -45,7 +45,7 @@ const SERVER_MODES: &[&str] = &["plain", "opt-in"];
 const SEED: &str = "stock-clients";
 const LINES: u32 = 1200;
 
-/// Where the `tools/call` response body is ended: well inside the ~105 KB result (mid-SSE-event,
+/// Where the `tools/call` response body is ended: well inside the ~110 KB body (mid-SSE-event,
 /// or mid-JSON-body), for every client alike.
 const CUT_AT: usize = 50_000;
 
