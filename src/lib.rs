@@ -110,7 +110,7 @@ mod retry;
 pub mod rmcp_http;
 #[cfg(feature = "sse")]
 pub mod sse;
-mod telemetry;
+pub mod telemetry;
 
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
@@ -139,7 +139,7 @@ pub use request::{
     set_request_key,
 };
 pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
-pub use telemetry::{AttemptContext, FramingMetrics, MetricsSnapshot};
+pub use telemetry::AttemptContext;
 
 // The README's examples use the integrations too: they are doctested with the features that
 // `scripts/test` turns on (all of them).

@@ -23,7 +23,7 @@
 //!   too large is final (a retry would fail the same way), a cancellation is final, and an
 //!   unspecified or reserved code is surfaced to the caller;
 //! - an ambiguous close (Regime C) is never retried by default: whether it completed is unknown;
-//! - every non-clean outcome is recorded ([`FramingMetrics::record`](crate::FramingMetrics::record))
+//! - every non-clean outcome is recorded ([`telemetry::record_outcome`](crate::telemetry::record_outcome))
 //!   *before* the retry, so it shows even when the retry succeeds.
 //!
 //! ```

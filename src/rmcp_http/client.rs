@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -20,7 +21,8 @@ use crate::decoder::StreamDecoder;
 use crate::http::{Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
-use crate::telemetry::{AttemptContext, FramingMetrics};
+use crate::retry::{RequestTraits, RetryDecision, RetryPolicy};
+use crate::telemetry::{self, AttemptContext};
 
 /// Counters a [`FramingHttpClient`] keeps (shared by its clones).
 ///
@@ -123,7 +125,6 @@ pub struct FramingHttpClient {
     http: reqwest::Client,
     binary: bool,
     stats: Arc<ClientStats>,
-    metrics: Option<Arc<FramingMetrics>>,
 }
 
 impl FramingHttpClient {
@@ -138,28 +139,7 @@ impl FramingHttpClient {
             http,
             binary: false,
             stats: Arc::default(),
-            metrics: None,
         }
-    }
-
-    /// Records every response's [`Outcome`] in `metrics` (issue 3's counters and `tracing`
-    /// events), with the request key and the endpoint.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use mcp_framing::FramingMetrics;
-    /// use mcp_framing::rmcp_http::FramingHttpClient;
-    /// let metrics = Arc::new(FramingMetrics::new());
-    /// let client = FramingHttpClient::new(reqwest::Client::new()).metrics(metrics.clone());
-    /// assert_eq!(metrics.snapshot().abandoned, 0);
-    /// # let _ = client;
-    /// ```
-    #[must_use]
-    pub fn metrics(mut self, metrics: Arc<FramingMetrics>) -> Self {
-        self.metrics = Some(metrics);
-        self
     }
 
     /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE.
@@ -219,30 +199,25 @@ fn outcome_error<E: std::error::Error>(
     id: &Value,
     key: RequestKey,
     err: &ReceiveError<E>,
+    outcome: Option<&Outcome>,
+    retry: Option<&RetryDecision>,
 ) -> String {
-    let outcome = err.outcome();
-    let classification = outcome
-        .as_ref()
-        .map_or("contract_violation", |o| o.verdict.name());
-    // Issue 3's retry decision for this request, which carried a key.
-    let retry = outcome.as_ref().map(|o| {
-        crate::retry::RetryPolicy::default().decide(o, &crate::retry::RequestTraits::keyed(key))
-    });
+    let classification = outcome.map_or("contract_violation", |o| o.verdict.name());
     let mut data = json!({
         "classification": classification,
         "kind": err.kind(),
         "detail": err.to_string(),
         "requestKeyFingerprint": key.fingerprint().to_string(),
-        "retryDecision": retry.as_ref().map_or("do_not_retry", |r| r.name()),
+        "retryDecision": retry.map_or("do_not_retry", RetryDecision::name),
     });
-    if let Some(outcome) = &outcome {
+    if let Some(outcome) = outcome {
         data["regime"] = format!("{:?}", outcome.regime).into();
         data["framesReceived"] = outcome.received.frames.into();
         data["bytesReceived"] = outcome.received.bytes.into();
         data["messagesVerified"] = outcome.received.messages.into();
         data["openMessageBytes"] = outcome.received.open_message_bytes.into();
     }
-    let message = match &outcome {
+    let message = match outcome {
         Some(outcome) => format!("mcp-framing: response {}", outcome.verdict),
         None => format!("mcp-framing: response failed: {err}"),
     };
@@ -269,23 +244,79 @@ struct Pending<S> {
     id: Value,
     key: RequestKey,
     stats: Arc<ClientStats>,
-    metrics: Option<Arc<FramingMetrics>>,
+    call: CallLabels,
+}
+
+/// What the telemetry records of a request besides its outcome.
+struct CallLabels {
     endpoint: Arc<str>,
+    method: String,
+    tool: Option<String>,
+    started: Instant,
+}
+
+impl CallLabels {
+    fn new(endpoint: Arc<str>, request: &Value) -> Self {
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+        Self {
+            endpoint,
+            method: text(request.get("method")).unwrap_or_default(),
+            tool: text(request.get("params").and_then(|p| p.get("name"))),
+            started: Instant::now(),
+        }
+    }
+
+    fn context(&self, key: RequestKey) -> AttemptContext<'_> {
+        let ctx = AttemptContext::default()
+            .request_key(key)
+            .endpoint(&self.endpoint)
+            .method(&self.method)
+            .attempt(1);
+        match &self.tool {
+            Some(tool) => ctx.tool(tool),
+            None => ctx,
+        }
+    }
+
+    /// Records the request's outcome, the retry decision for it (a request carrying a key)
+    /// and, since this is the request's last attempt, its duration.
+    fn record(
+        &self,
+        key: RequestKey,
+        outcome: &Outcome,
+        error_type: Option<&str>,
+    ) -> RetryDecision {
+        let ctx = self.context(key);
+        telemetry::record_outcome(outcome, &ctx);
+        let decision = RetryPolicy::default().decide(outcome, &RequestTraits::keyed(key));
+        if !outcome.is_clean() {
+            telemetry::record_decision(&decision, &ctx);
+        }
+        telemetry::record_operation(&ctx, self.started.elapsed(), error_type);
+        decision
+    }
+}
+
+/// The JSON-RPC error code of a response message, if it is an error response.
+fn error_code(response: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Response {
+        error: Option<ErrorObject>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ErrorObject {
+        code: i64,
+    }
+    serde_json::from_str::<Response>(response)
+        .ok()?
+        .error
+        .map(|e| e.code)
 }
 
 impl<S> Pending<S>
 where
     S: Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
 {
-    fn record(&self, outcome: Option<&Outcome>) {
-        if let (Some(metrics), Some(outcome)) = (&self.metrics, outcome) {
-            let ctx = AttemptContext::default()
-                .request_key(self.key)
-                .endpoint(&self.endpoint);
-            metrics.record(outcome, &ctx);
-        }
-    }
-
     /// The next message for rmcp, and whether more may follow.
     async fn next_event(&mut self) -> Option<(String, bool)> {
         loop {
@@ -297,6 +328,9 @@ where
                             // Never altered (no lossy replacement): the request fails.
                             self.stats.failed.fetch_add(1, Ordering::Relaxed);
                             self.held = None;
+                            let ctx = self.call.context(self.key);
+                            let elapsed = self.call.started.elapsed();
+                            telemetry::record_operation(&ctx, elapsed, Some("invalid_message"));
                             let index = message.summary().index;
                             return Some((
                                 invalid_utf8_error(&self.id, self.key, index, err),
@@ -313,7 +347,11 @@ where
                 Ok(_) => {
                     // Delivery::Complete: the sentinel arrived.
                     self.stats.complete.fetch_add(1, Ordering::Relaxed);
-                    self.record(self.verified.outcome());
+                    if let Some(outcome) = self.verified.outcome() {
+                        let code = self.held.as_deref().and_then(error_code);
+                        let error_type = code.map(|c| c.to_string());
+                        self.call.record(self.key, outcome, error_type.as_deref());
+                    }
                     return self.held.take().map(|text| (text, false));
                 }
                 Err(err) => {
@@ -323,15 +361,20 @@ where
                         &self.stats.failed
                     };
                     counter.fetch_add(1, Ordering::Relaxed);
-                    self.record(
-                        self.verified
-                            .outcome()
-                            .cloned()
-                            .or_else(|| err.outcome())
-                            .as_ref(),
-                    );
+                    let outcome = self.verified.outcome().cloned().or_else(|| err.outcome());
+                    let decision = outcome.as_ref().map(|outcome| {
+                        self.call
+                            .record(self.key, outcome, Some(outcome.verdict.name()))
+                    });
                     self.held = None;
-                    return Some((outcome_error(&self.id, self.key, &err), false));
+                    let error = outcome_error(
+                        &self.id,
+                        self.key,
+                        &err,
+                        outcome.as_ref(),
+                        decision.as_ref(),
+                    );
+                    return Some((error, false));
                 }
             }
         }
@@ -403,6 +446,7 @@ impl StreamableHttpClient for FramingHttpClient {
             // A notification or a response: nothing is awaited, the body is ignored.
             return Ok(StreamableHttpPostResponse::Accepted);
         };
+        let call = CallLabels::new(uri, &value);
         // Decided from the headers, before the body (SPEC.md §16): a response that is not
         // framed is a contract violation whatever its body holds, never a truncation.
         let decoder = StreamDecoder::builder().expect_request_key(key).build();
@@ -412,11 +456,12 @@ impl StreamableHttpClient for FramingHttpClient {
                 Ok(verified) => verified,
                 Err(err) => {
                     self.stats.failed.fetch_add(1, Ordering::Relaxed);
-                    if let (Some(metrics), Some(outcome)) = (&self.metrics, err.outcome()) {
-                        let ctx = AttemptContext::default().request_key(key).endpoint(&uri);
-                        metrics.record(&outcome, &ctx);
-                    }
-                    let event = Ok(message_event(outcome_error(&id, key, &err)));
+                    let outcome = err.outcome();
+                    let decision = outcome
+                        .as_ref()
+                        .map(|outcome| call.record(key, outcome, Some(outcome.verdict.name())));
+                    let error = outcome_error(&id, key, &err, outcome.as_ref(), decision.as_ref());
+                    let event = Ok(message_event(error));
                     let events = futures_util::stream::iter([event]).boxed();
                     return Ok(StreamableHttpPostResponse::Sse(events, session));
                 }
@@ -427,8 +472,7 @@ impl StreamableHttpClient for FramingHttpClient {
             id,
             key,
             stats: self.stats.clone(),
-            metrics: self.metrics.clone(),
-            endpoint: uri,
+            call,
         };
         let events = futures_util::stream::unfold(Some(state), |state| async move {
             let mut state = state?;
