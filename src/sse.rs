@@ -272,7 +272,7 @@ impl SseParser {
 
     fn extend_line(&mut self, bytes: &[u8]) -> Result<(), SseError> {
         // A line holds at most a field name, `: ` and the data it adds.
-        if self.line.len() + bytes.len() > self.max_event_data + 16 {
+        if self.line.len() + bytes.len() > self.max_event_data.saturating_add(16) {
             return Err(SseError::EventTooLarge {
                 max: self.max_event_data,
             });

@@ -244,6 +244,31 @@ impl<S> VerifiedResponse<S> {
         }
     }
 
+    /// Bounds the data of one SSE event at `max` bytes instead of the bound derived from the
+    /// decoder's frame limit (for a transport configured with its own event limit, such as
+    /// rmcp's `max_sse_event_size`). Call it before the first poll: it replaces the SSE parser.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use mcp_framing::http::{Mapping, ReceiveError, VerifiedResponse};
+    /// use mcp_framing::sse::SseError;
+    /// use mcp_framing::StreamDecoder;
+    /// # tokio_test::block_on(async {
+    /// let body = format!("event: mcp-frame\ndata: {}\n\n", "A".repeat(2048));
+    /// let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+    /// let mut response = VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).max_event_data(1024);
+    /// let Some(Err(ReceiveError::Sse(err))) = response.next().await else { panic!() };
+    /// assert_eq!(err, SseError::EventTooLarge { max: 1024 });
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn max_event_data(mut self, max: usize) -> Self {
+        self.sse = SseFrameDecoder::with_max_event_data(max);
+        self
+    }
+
     /// The classification of the response (issue 3's [`Outcome`]: clean, abandoned with what was
     /// received, aborted, corrupt, spliced, cross-wired, contract violation), once the stream
     /// yielded its last item; `None` before. A [`ReceiveError::Sse`] is a

@@ -13,15 +13,18 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
 };
 use serde_json::{Value, json};
 
-use super::{OUTCOME_DATA_KEY, is_final_response};
-use crate::decoder::StreamDecoder;
+use super::{OUTCOME_DATA_KEY, SseItem, is_final_response};
+use crate::decoder::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD, StreamDecoder};
+use crate::frame::HEADER_LEN;
 use crate::http::{Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy};
+use crate::sse::event_data_limit;
 use crate::telemetry::{self, AttemptContext};
 
 /// Counters a [`FramingHttpClient`] keeps (shared by its clones).
@@ -101,6 +104,13 @@ pub enum FramingClientError {
     /// The request key could not be written into `params._meta`.
     #[error("request key: {0}")]
     RequestKey(#[from] crate::request::RequestKeyError),
+    /// A JSON-RPC response arrived on the standalone GET stream. Responses are framed and
+    /// verified on the POST that asked for them; one on the GET stream (a replay after a
+    /// reconnection, a misbehaving server) cannot be verified, so the stream ends there.
+    #[error(
+        "a JSON-RPC response on the GET stream cannot be verified (responses are framed on the POST that asked for them)"
+    )]
+    ResponseOnGetStream,
 }
 
 /// rmcp's `StreamableHttpClient` over reqwest that opts in to framing and hands rmcp only
@@ -167,6 +177,66 @@ impl FramingHttpClient {
     }
 }
 
+/// How a framed response is bounded under rmcp's transport limits (rmcp 3.11
+/// `StreamableHttpResponseLimits`): each framed message is one JSON-RPC message, which rmcp would
+/// otherwise have received as an SSE event or a JSON body, so it is bounded by both limits; in the
+/// SSE mapping the frames are also kept small enough for their events to fit the SSE limit.
+#[derive(Clone, Copy, Debug)]
+struct ReceiveLimits {
+    max_frame_payload: u32,
+    max_message_size: u64,
+    max_event_data: usize,
+}
+
+impl ReceiveLimits {
+    fn new(limits: &StreamableHttpResponseLimits, binary: bool) -> Self {
+        let max_message_size = limits.max_sse_event_size.min(limits.max_json_response_size) as u64;
+        // The largest frame whose event data, 4 * ceil((20 + payload) / 3), fits the SSE limit.
+        let fitting = (limits.max_sse_event_size / 4 * 3).saturating_sub(HEADER_LEN);
+        let max_frame_payload = if binary {
+            DEFAULT_MAX_FRAME_PAYLOAD
+        } else {
+            u32::try_from(fitting)
+                .unwrap_or(u32::MAX)
+                .clamp(MIN_MAX_FRAME_PAYLOAD, DEFAULT_MAX_FRAME_PAYLOAD)
+        };
+        Self {
+            max_frame_payload,
+            max_message_size,
+            max_event_data: event_data_limit(max_frame_payload).min(limits.max_sse_event_size),
+        }
+    }
+
+    fn decoder(&self, key: RequestKey) -> StreamDecoder {
+        StreamDecoder::builder()
+            .max_frame_payload(self.max_frame_payload)
+            .max_message_size(self.max_message_size)
+            .expect_request_key(key)
+            .build()
+    }
+}
+
+/// At most `max` bytes of an error response's body, as diagnostic text (rmcp's
+/// `max_error_response_size`): the body is not drained, and its bytes are shown, never trusted.
+async fn error_text(
+    mut body: impl Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
+    max: usize,
+) -> String {
+    let mut prefix = Vec::new();
+    while prefix.len() < max {
+        match body.next().await {
+            Some(Ok(bytes)) => {
+                let take = bytes.len().min(max - prefix.len());
+                prefix.extend_from_slice(&bytes[..take]);
+            }
+            _ => break,
+        }
+    }
+    // Diagnostics only, never a message: lossy is fine, and the peer-chosen text is shown with
+    // its control characters escaped (SPEC.md §3.1).
+    crate::event::Escaped(&String::from_utf8_lossy(&prefix)).to_string()
+}
+
 /// The JSON-RPC error for the pending request `id`: code `-32603`, `message`, and
 /// `data[OUTCOME_DATA_KEY]` = `data`.
 fn request_error(id: &Value, message: &str, data: Value) -> String {
@@ -223,8 +293,6 @@ fn outcome_error<E: std::error::Error>(
     };
     request_error(id, &message, data)
 }
-
-type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
 
 fn message_event(data: String) -> sse_stream::Sse {
     sse_stream::Sse {
@@ -392,6 +460,54 @@ impl StreamableHttpClient for FramingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    /// Sends `message`, opted in, and verifies the response within `limits` (rmcp 3.11): a
+    /// framed message is bounded by both `max_sse_event_size` and `max_json_response_size`, an
+    /// SSE-mapped frame's event by `max_sse_event_size`, and the diagnostic text kept from an
+    /// error response by `max_error_response_size`.
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        let receive = ReceiveLimits::new(&limits, self.binary);
         let key = RequestKey::random();
         let mut value =
             serde_json::to_value(&message).map_err(|e| StreamableHttpError::Client(e.into()))?;
@@ -438,8 +554,9 @@ impl StreamableHttpClient for FramingHttpClient {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         if !status.is_success() {
+            let text = error_text(response.bytes_stream(), limits.max_error_response_size).await;
             return Err(StreamableHttpError::UnexpectedServerResponse(
-                format!("HTTP {status}").into(),
+                format!("HTTP {status}: {text}").into(),
             ));
         }
         let Some(id) = request_id else {
@@ -449,23 +566,24 @@ impl StreamableHttpClient for FramingHttpClient {
         let call = CallLabels::new(uri, &value);
         // Decided from the headers, before the body (SPEC.md §16): a response that is not
         // framed is a contract violation whatever its body holds, never a truncation.
-        let decoder = StreamDecoder::builder().expect_request_key(key).build();
         let headers = response.headers().clone();
         let verified =
-            match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
-                Ok(verified) => verified,
-                Err(err) => {
-                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
-                    let outcome = err.outcome();
-                    let decision = outcome
-                        .as_ref()
-                        .map(|outcome| call.record(key, outcome, Some(outcome.verdict.name())));
-                    let error = outcome_error(&id, key, &err, outcome.as_ref(), decision.as_ref());
-                    let event = Ok(message_event(error));
-                    let events = futures_util::stream::iter([event]).boxed();
-                    return Ok(StreamableHttpPostResponse::Sse(events, session));
-                }
-            };
+            VerifiedResponse::from_headers(response.bytes_stream(), &headers, receive.decoder(key))
+                .map(|verified| verified.max_event_data(receive.max_event_data));
+        let verified = match verified {
+            Ok(verified) => verified,
+            Err(err) => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                let outcome = err.outcome();
+                let decision = outcome
+                    .as_ref()
+                    .map(|outcome| call.record(key, outcome, Some(outcome.verdict.name())));
+                let error = outcome_error(&id, key, &err, outcome.as_ref(), decision.as_ref());
+                let event = Ok(message_event(error));
+                let events = futures_util::stream::iter([event]).boxed();
+                return Ok(StreamableHttpPostResponse::Sse(events, session));
+            }
+        };
         let state = Pending {
             verified,
             held: None,
@@ -510,17 +628,84 @@ impl StreamableHttpClient for FramingHttpClient {
 
     async fn get_stream(
         &self,
-        _uri: Arc<str>,
-        _session_id: Option<Arc<str>>,
-        _last_event_id: Option<String>,
-        _auth_header: Option<String>,
-        _custom_headers: HashMap<HeaderName, HeaderValue>,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<
         futures_util::stream::BoxStream<'static, SseItem>,
         StreamableHttpError<FramingClientError>,
     > {
-        // The standalone GET stream carries no response to a request; it is not framed, and a
-        // stateless server offers none.
-        Err(StreamableHttpError::ServerDoesNotSupportSse)
+        let max = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max,
+        )
+        .await
+    }
+
+    /// Opens the standalone GET stream (server-initiated requests and notifications of a
+    /// session): not framed, since it answers no request, so every event is bounded by
+    /// `max_sse_event_size` (rmcp 3.11) and a JSON-RPC response on it ends it with
+    /// [`FramingClientError::ResponseOnGetStream`] (responses are only accepted framed, on
+    /// their POST). A server without one (`405`) is `ServerDoesNotSupportSse`, which rmcp skips.
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<
+        futures_util::stream::BoxStream<'static, SseItem>,
+        StreamableHttpError<FramingClientError>,
+    > {
+        let mut request = self
+            .http
+            .get(uri.as_ref())
+            .header(http::header::ACCEPT, crate::http::EVENT_STREAM);
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        if let Some(session_id) = session_id {
+            request = request.header("mcp-session-id", session_id.as_ref());
+        }
+        if let Some(last_event_id) = last_event_id {
+            request = request.header("last-event-id", last_event_id);
+        }
+        if let Some(auth) = auth_header {
+            request = request.bearer_auth(auth);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| StreamableHttpError::Client(e.into()))?;
+        let status = response.status();
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
+        if !status.is_success() {
+            let max = StreamableHttpResponseLimits::default().max_error_response_size;
+            let text = error_text(response.bytes_stream(), max).await;
+            return Err(StreamableHttpError::UnexpectedServerResponse(
+                format!("HTTP {status}: {text}").into(),
+            ));
+        }
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if crate::http::Mapping::from_content_type(content_type.as_deref())
+            != Some(crate::http::Mapping::Sse)
+        {
+            return Err(StreamableHttpError::UnexpectedContentType(content_type));
+        }
+        Ok(super::standalone::events(response.bytes_stream(), max_sse_event_size).boxed())
     }
 }

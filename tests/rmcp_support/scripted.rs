@@ -1,6 +1,7 @@
 //! A hand-scripted MCP server for `FramingHttpClient` tests: it answers `initialize` with a framed
-//! result, notifications with `202`, a GET with `405`, and hands every `tools/call` to a test's
-//! closure, which answers with whatever response (framed, unframed, stalled) the test needs.
+//! result, notifications with `202`, a GET with `405` (or a scripted SSE body), and hands every
+//! `tools/call` to a test's closure, which answers with whatever response (framed, unframed,
+//! stalled) the test needs.
 // Each includer uses a part of it.
 #![allow(dead_code)]
 
@@ -25,12 +26,25 @@ use serde_json::{Value, json};
 /// How the scripted server answers a `tools/call`: given the JSON-RPC id and the request headers.
 pub(crate) type ToolAnswer = Arc<dyn Fn(Value, &HeaderMap) -> Response + Send + Sync>;
 
+#[derive(Clone)]
+struct Script {
+    answer: ToolAnswer,
+    /// The body of the standalone GET stream (`text/event-stream`); `None`: GET is `405`.
+    get: Option<&'static str>,
+}
+
 async fn handle(
-    State(answer): State<ToolAnswer>,
+    State(Script { answer, get }): State<Script>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if method == Method::GET {
+        return match get {
+            Some(body) => ([("content-type", "text/event-stream")], body).into_response(),
+            None => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        };
+    }
     if method != Method::POST {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
@@ -61,9 +75,17 @@ async fn handle(
 
 /// Starts the scripted server on loopback.
 pub(crate) async fn scripted_server(answer: ToolAnswer) -> SocketAddr {
+    scripted_server_with_get(answer, None).await
+}
+
+/// Starts the scripted server on loopback, answering a GET with the SSE body `get`.
+pub(crate) async fn scripted_server_with_get(
+    answer: ToolAnswer,
+    get: Option<&'static str>,
+) -> SocketAddr {
     let app = Router::new()
         .route("/mcp", axum::routing::any(handle))
-        .with_state(answer);
+        .with_state(Script { answer, get });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -146,7 +168,11 @@ pub(crate) async fn call_tool(
 /// The classification data `FramingHttpClient` put in a failed call's JSON-RPC error.
 pub(crate) fn outcome_data(result: &Result<CallToolResult, ServiceError>) -> Value {
     let Err(ServiceError::McpError(error)) = result else {
-        panic!("expected a JSON-RPC error carrying the classification, got {result:?}");
+        let got = format!("{result:?}");
+        panic!(
+            "expected a JSON-RPC error carrying the classification, got {}",
+            &got[..got.len().min(500)]
+        );
     };
     error.data.as_ref().expect("error data")[mcp_framing::rmcp_http::OUTCOME_DATA_KEY].clone()
 }
