@@ -392,24 +392,17 @@ async fn framed_run(
                 .send()
                 .await
                 .expect("loopback request");
-            let content_type = response
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            let headers = response.headers().clone();
             let decoder = policy.decoder(key).expect("framing negotiated");
-            let mut verified = match VerifiedResponse::from_content_type(
-                response.bytes_stream(),
-                content_type.as_deref(),
-                decoder,
-            ) {
-                Ok(verified) => verified,
-                Err(err) => {
-                    log.push(format!("call {call}: {err}; failing closed"));
-                    counters.failed += 1;
-                    break;
-                }
-            };
+            let mut verified =
+                match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
+                    Ok(verified) => verified,
+                    Err(err) => {
+                        log.push(format!("call {call}: {err}; failing closed"));
+                        counters.failed += 1;
+                        break;
+                    }
+                };
             let mut result = None;
             while let Some(item) = verified.next().await {
                 if let Ok(Delivery::Message(message)) = item {

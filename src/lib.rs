@@ -124,7 +124,7 @@ pub use event::{
     Abort, AbortCode, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk,
     VerifiedMessage,
 };
-pub use ids::{AttemptId, ParseIdError, RequestKey};
+pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 
 pub use contract::{
     ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,

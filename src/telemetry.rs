@@ -5,6 +5,10 @@
 //! recorder (a Prometheus or OpenTelemetry exporter, or `metrics-util`'s debugging recorder in
 //! tests) collects the metrics, with no glue. Without a recorder a metric costs an atomic load.
 //!
+//! The `request_key` field of every event is the key's fingerprint
+//! ([`RequestKey::fingerprint`](crate::RequestKey::fingerprint)), never the key: with
+//! deduplication a key can replay a stored result, and logs travel further than requests.
+//!
 //! Record every attempt, the failed ones before retrying: a truncation then shows in dashboards
 //! even when the retry succeeds. [`FramingHttpClient`](crate::rmcp_http::FramingHttpClient)
 //! records all of this by itself; these functions are for clients built on the sans-I/O parts.
@@ -251,7 +255,7 @@ pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
         tracing::Level::INFO,
         decision = decision.name(),
         reason = reason,
-        request_key = ctx.request_key.map(tracing::field::display),
+        request_key = ctx.request_key.map(|key| tracing::field::display(key.fingerprint())),
         endpoint = ctx.endpoint,
         method = ctx.method,
         attempt = ctx.attempt,
@@ -281,7 +285,7 @@ pub fn record_retry(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
         target: "mcp_framing",
         tracing::Level::INFO,
         reason = reason_label(decision),
-        request_key = ctx.request_key.map(tracing::field::display),
+        request_key = ctx.request_key.map(|key| tracing::field::display(key.fingerprint())),
         endpoint = ctx.endpoint,
         method = ctx.method,
         attempt = ctx.attempt,
@@ -356,17 +360,7 @@ fn truncation_label(at: Option<&Truncation>) -> &'static str {
 }
 
 fn reason_label(decision: &RetryDecision) -> &'static str {
-    use crate::retry::RetryReason;
-    match decision.reason() {
-        RetryReason::Complete => "complete",
-        RetryReason::Idempotent => "idempotent",
-        RetryReason::Keyed => "keyed",
-        RetryReason::OutcomeUnknown => "outcome_unknown",
-        RetryReason::Ambiguous => "ambiguous",
-        RetryReason::Cancelled => "cancelled",
-        RetryReason::WouldRepeat => "would_repeat",
-        RetryReason::ContractViolation => "contract_violation",
-    }
+    decision.reason().name()
 }
 
 fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {
@@ -386,7 +380,7 @@ fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {
                 messages = outcome.received.messages,
                 message_bytes = outcome.received.open_message_bytes,
                 last_sequence = outcome.received.last_sequence,
-                request_key = request_key.map(tracing::field::display),
+                request_key = request_key.map(|key| tracing::field::display(key.fingerprint())),
                 attempt_id = attempt_id.map(tracing::field::display),
                 endpoint = ctx.endpoint,
                 method = ctx.method,

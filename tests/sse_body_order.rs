@@ -220,11 +220,11 @@ fn unframed_responses_and_sse_errors_are_contract_violations_that_are_not_retrie
         2
     );
 
-    // Through `from_content_type`, as a client sees a backend that ignored the opt-in.
+    // Through `from_headers`, as a client sees a backend that ignored the opt-in.
     let body = stream::empty::<Result<Bytes, std::io::Error>>();
-    let err =
-        VerifiedResponse::from_content_type(body, Some("application/json"), StreamDecoder::new())
-            .unwrap_err();
+    let mut headers = http::HeaderMap::new();
+    headers.insert("content-type", "application/json".parse().unwrap());
+    let err = VerifiedResponse::from_headers(body, &headers, StreamDecoder::new()).unwrap_err();
     assert_eq!(
         err.outcome().unwrap().verdict,
         Verdict::MappingViolation(MappingViolation::NotFramed {

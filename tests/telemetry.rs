@@ -96,7 +96,7 @@ fn abandoned_outcome_emits_a_warning_with_every_structured_field() {
         f["last_sequence"],
         head.initial_sequence().wrapping_add(5).to_string()
     );
-    assert_eq!(f["request_key"], key.to_string());
+    assert_eq!(f["request_key"], key.fingerprint().to_string());
     assert_eq!(f["attempt_id"], head.attempt_id.to_string());
     assert_eq!(f["endpoint"], "https://mcp.example.com/mcp");
     assert_eq!(f["method"], "tools/call");
@@ -114,7 +114,10 @@ fn request_key_falls_back_to_the_echo_in_the_stream_head() {
     let key = RequestKey::random();
     let (outcome, _) = truncated_outcome(key);
     let events = capture(|| telemetry::record_outcome(&outcome, &AttemptContext::default()));
-    assert_eq!(events[0].fields["request_key"], key.to_string());
+    assert_eq!(
+        events[0].fields["request_key"],
+        key.fingerprint().to_string()
+    );
     assert!(
         !events[0].fields.contains_key("endpoint"),
         "unknown endpoint is left empty"
@@ -265,4 +268,31 @@ fn every_verdict_has_its_own_outcome_label() {
         metrics.counter(CLIENT_TRUNCATIONS, &[("at", "no_frame")]),
         2
     );
+}
+
+#[test]
+fn request_keys_are_traced_as_fingerprints_never_in_full() {
+    // With deduplication a request key can replay a stored result: logs must not carry it.
+    let key = RequestKey::random();
+    let (outcome, _) = truncated_outcome(key);
+    for ctx in [
+        AttemptContext::default().request_key(key),
+        AttemptContext::default(), // the key echoed in the stream head
+    ] {
+        let events = capture(|| {
+            telemetry::record_outcome(&outcome, &ctx);
+            let decision = RetryPolicy::default().decide(&outcome, &RequestTraits::keyed(key));
+            telemetry::record_decision(&decision, &ctx);
+            telemetry::record_retry(&decision, &ctx.attempt(2));
+        });
+        assert_eq!(events.len(), 3);
+        for event in &events {
+            for (name, value) in &event.fields {
+                assert!(
+                    !value.contains(&key.to_string()),
+                    "field {name} shows the full request key: {value}"
+                );
+            }
+        }
+    }
 }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::{OUTCOME_DATA_KEY, is_final_response};
 use crate::decoder::StreamDecoder;
-use crate::http::{Delivery, Mapping, ReceiveError, VerifiedResponse, opt_in_headers};
+use crate::http::{Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy};
@@ -68,7 +68,8 @@ impl ClientStats {
     pub fn abandoned(&self) -> u64 {
         self.abandoned.load(Ordering::Relaxed)
     }
-    /// Responses that failed otherwise (aborted by the server, corrupt, unframed).
+    /// Responses that failed otherwise (aborted by the server, corrupt, unframed, or carrying a
+    /// verified message that is not UTF-8).
     ///
     /// # Examples
     ///
@@ -85,8 +86,8 @@ impl ClientStats {
 ///
 /// ```
 /// use mcp_framing::rmcp_http::FramingClientError;
-/// let err = FramingClientError::NotFramed { content_type: None };
-/// assert!(err.to_string().contains("not framed"));
+/// let err = FramingClientError::from(serde_json::from_str::<u8>("x").unwrap_err());
+/// assert!(err.to_string().starts_with("serialize request: "));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -100,14 +101,6 @@ pub enum FramingClientError {
     /// The request key could not be written into `params._meta`.
     #[error("request key: {0}")]
     RequestKey(#[from] crate::request::RequestKeyError),
-    /// A request's response was not framed although the client opted in (fail closed).
-    #[error(
-        "response is not framed (content-type {content_type:?}) although framing was requested"
-    )]
-    NotFramed {
-        /// The response's content type.
-        content_type: Option<String>,
-    },
 }
 
 /// rmcp's `StreamableHttpClient` over reqwest that opts in to framing and hands rmcp only
@@ -174,6 +167,32 @@ impl FramingHttpClient {
     }
 }
 
+/// The JSON-RPC error for the pending request `id`: code `-32603`, `message`, and
+/// `data[OUTCOME_DATA_KEY]` = `data`.
+fn request_error(id: &Value, message: &str, data: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: data}}})
+    .to_string()
+}
+
+/// The JSON-RPC error a caller gets for a verified message that is not UTF-8. JSON-RPC text is
+/// UTF-8 (RFC 8259), and replacing bytes would alter a message whose digest was verified, so
+/// the request fails. The bytes are what the server sent: a retry would get them again.
+fn invalid_utf8_error(id: &Value, key: RequestKey, index: u64, err: std::str::Utf8Error) -> String {
+    let detail = format!(
+        "verified message {index} is not valid UTF-8 (invalid byte at offset {})",
+        err.valid_up_to()
+    );
+    let data = json!({
+        "classification": "invalid_message",
+        "kind": "InvalidUtf8",
+        "detail": detail,
+        "requestKeyFingerprint": key.fingerprint().to_string(),
+        "retryDecision": "do_not_retry",
+    });
+    request_error(id, &format!("mcp-framing: {detail}"), data)
+}
+
 /// The JSON-RPC error a caller gets for a response that did not complete: code `-32603`,
 /// a message naming the classification, and `data[OUTCOME_DATA_KEY]` with its fields.
 fn outcome_error<E: std::error::Error>(
@@ -188,7 +207,7 @@ fn outcome_error<E: std::error::Error>(
         "classification": classification,
         "kind": err.kind(),
         "detail": err.to_string(),
-        "requestKey": key.to_string(),
+        "requestKeyFingerprint": key.fingerprint().to_string(),
         "retryDecision": retry.map_or("do_not_retry", RetryDecision::name),
     });
     if let Some(outcome) = outcome {
@@ -202,9 +221,7 @@ fn outcome_error<E: std::error::Error>(
         Some(outcome) => format!("mcp-framing: response {}", outcome.verdict),
         None => format!("mcp-framing: response failed: {err}"),
     };
-    json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: data}}})
-    .to_string()
+    request_error(id, &message, data)
 }
 
 type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
@@ -305,8 +322,20 @@ where
         loop {
             match self.verified.next().await? {
                 Ok(Delivery::Message(message)) => {
+                    let text = match std::str::from_utf8(message.bytes()) {
+                        Ok(text) => text.to_owned(),
+                        Err(err) => {
+                            // Never altered (no lossy replacement): the request fails.
+                            self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                            self.held = None;
+                            let index = message.summary().index;
+                            return Some((
+                                invalid_utf8_error(&self.id, self.key, index, err),
+                                false,
+                            ));
+                        }
+                    };
                     self.stats.verified_messages.fetch_add(1, Ordering::Relaxed);
-                    let text = String::from_utf8_lossy(message.bytes()).into_owned();
                     if !is_final_response(&text) {
                         return Some((text, true));
                     }
@@ -405,11 +434,6 @@ impl StreamableHttpClient for FramingHttpClient {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
         if !status.is_success() {
             return Err(StreamableHttpError::UnexpectedServerResponse(
                 format!("HTTP {status}").into(),
@@ -420,18 +444,25 @@ impl StreamableHttpClient for FramingHttpClient {
             return Ok(StreamableHttpPostResponse::Accepted);
         };
         let call = CallLabels::new(uri, &value);
-        let Some(mapping) = Mapping::from_content_type(content_type.as_deref()) else {
-            self.stats.failed.fetch_add(1, Ordering::Relaxed);
-            let outcome = Outcome::mapping_violation(crate::outcome::MappingViolation::NotFramed {
-                content_type: content_type.clone(),
-            });
-            call.record(key, &outcome, Some(outcome.verdict.name()));
-            return Err(StreamableHttpError::Client(FramingClientError::NotFramed {
-                content_type,
-            }));
-        };
+        // Decided from the headers, before the body (SPEC.md §16): a response that is not
+        // framed is a contract violation whatever its body holds, never a truncation.
         let decoder = StreamDecoder::builder().expect_request_key(key).build();
-        let verified = VerifiedResponse::new(response.bytes_stream(), mapping, decoder);
+        let headers = response.headers().clone();
+        let verified =
+            match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
+                Ok(verified) => verified,
+                Err(err) => {
+                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    let outcome = err.outcome();
+                    let decision = outcome
+                        .as_ref()
+                        .map(|outcome| call.record(key, outcome, Some(outcome.verdict.name())));
+                    let error = outcome_error(&id, key, &err, outcome.as_ref(), decision.as_ref());
+                    let event = Ok(message_event(error));
+                    let events = futures_util::stream::iter([event]).boxed();
+                    return Ok(StreamableHttpPostResponse::Sse(events, session));
+                }
+            };
         let state = Pending {
             verified,
             held: None,
