@@ -125,6 +125,31 @@ pub enum RetryReason {
     ContractViolation,
 }
 
+impl RetryReason {
+    /// A stable snake_case name for telemetry (the `reason` label of the retry metrics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::RetryReason;
+    /// assert_eq!(RetryReason::OutcomeUnknown.name(), "outcome_unknown");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Idempotent => "idempotent",
+            Self::Keyed => "keyed",
+            Self::OutcomeUnknown => "outcome_unknown",
+            Self::Ambiguous => "ambiguous",
+            Self::Cancelled => "cancelled",
+            Self::WouldRepeat => "would_repeat",
+            Self::UnknownAbort => "unknown_abort",
+            Self::ContractViolation => "contract_violation",
+        }
+    }
+}
+
 impl fmt::Display for RetryReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -5,10 +5,9 @@
 //! recorder (a Prometheus or OpenTelemetry exporter, or `metrics-util`'s debugging recorder in
 //! tests) collects the metrics, with no glue. Without a recorder a metric costs an atomic load.
 //!
-//! Every `tracing` event shows a request key as its fingerprint
+//! The `request_key` field of every event is the key's fingerprint
 //! ([`RequestKey::fingerprint`](crate::RequestKey::fingerprint)), never the key: with
-//! deduplication a key can replay a stored result, and logs travel further than requests
-//! (SPEC.md §10).
+//! deduplication a key can replay a stored result, and logs travel further than requests.
 //!
 //! Record every attempt, the failed ones before retrying: a truncation then shows in dashboards
 //! even when the retry succeeds. [`FramingHttpClient`](crate::rmcp_http::FramingHttpClient)
@@ -362,18 +361,7 @@ fn truncation_label(at: Option<&Truncation>) -> &'static str {
 }
 
 fn reason_label(decision: &RetryDecision) -> &'static str {
-    use crate::retry::RetryReason;
-    match decision.reason() {
-        RetryReason::Complete => "complete",
-        RetryReason::Idempotent => "idempotent",
-        RetryReason::Keyed => "keyed",
-        RetryReason::OutcomeUnknown => "outcome_unknown",
-        RetryReason::Ambiguous => "ambiguous",
-        RetryReason::Cancelled => "cancelled",
-        RetryReason::WouldRepeat => "would_repeat",
-        RetryReason::UnknownAbort => "unknown_abort",
-        RetryReason::ContractViolation => "contract_violation",
-    }
+    decision.reason().name()
 }
 
 fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {

@@ -780,7 +780,14 @@ fn framing_client_reports_the_same_cuts_as_abandoned_and_retryable() {
                     assert_eq!(outcome["openMessageBytes"], 49152, "{label}");
                 }
             }
-            assert!(warnings.is_empty(), "{label}: {warnings:?}");
+            // The framing client reports the cut itself: one `mcp_framing` warning with the
+            // verdict (a stock client logs nothing, or an unrelated parse error).
+            assert_eq!(warnings.len(), 1, "{label}: {warnings:?}");
+            assert!(
+                warnings[0].starts_with("WARN mcp_framing:")
+                    && warnings[0].contains("outcome=\"abandoned\""),
+                "{label}: {warnings:?}"
+            );
         }
     }
 }

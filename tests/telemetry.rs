@@ -283,7 +283,7 @@ fn request_keys_are_traced_as_fingerprints_never_in_full() {
             telemetry::record_outcome(&outcome, &ctx);
             let decision = RetryPolicy::default().decide(&outcome, &RequestTraits::keyed(key));
             telemetry::record_decision(&decision, &ctx);
-            telemetry::record_retry(&decision, &ctx);
+            telemetry::record_retry(&decision, &ctx.attempt(2));
         });
         assert_eq!(events.len(), 3);
         for event in &events {
