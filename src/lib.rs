@@ -112,7 +112,7 @@ mod retry;
 pub mod rmcp_http;
 #[cfg(feature = "sse")]
 pub mod sse;
-mod telemetry;
+pub mod telemetry;
 
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
@@ -121,7 +121,7 @@ pub use encoder::{EncoderBuilder, StreamEncoder};
 pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
 pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};
 pub use frame::{Abort, AbortCode, StreamHead};
-pub use ids::{AttemptId, ParseIdError, RequestKey};
+pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 pub use limits::{
     DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, Limits,
     MIN_MAX_FRAME_PAYLOAD,
@@ -141,8 +141,10 @@ pub use request::{
     set_request_key,
 };
 pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
-pub use telemetry::{AttemptContext, FramingMetrics, MetricsSnapshot};
+pub use telemetry::AttemptContext;
 
-#[cfg(doctest)]
+// The README's examples use the integrations too: they are doctested with the features that
+// `scripts/test` turns on (all of them).
+#[cfg(all(doctest, feature = "rmcp"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

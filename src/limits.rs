@@ -23,7 +23,7 @@
 //! assert_eq!(decoder.limits().max_frame_payload, 16 * 1024);
 //! ```
 
-use crate::frame::{HEAD_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN};
+use crate::frame::{HEAD_PAYLOAD_LEN, HEADER_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN};
 
 /// Longest reason text an ABORT frame may carry, in bytes (SPEC.md §3).
 ///
@@ -69,6 +69,29 @@ pub const DEFAULT_FRAME_SIZE: usize = 16 * 1024;
 /// base64, so the default admits every frame a default sender emits, with room for a few frames
 /// per event. The limit bounds the memory a peer can make us buffer before an event ends.
 pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
+
+/// The bound on one SSE event's data for a receiver whose frame limit is `max_frame_payload`
+/// (SPEC.md §15): the base64 of one whole frame of that payload (header included), and never
+/// less than [`DEFAULT_MAX_EVENT_DATA`]. Deriving it from the frame limit in force means that a
+/// receiver configured for larger frames accepts the events that carry them, and that the bound
+/// stays within about 4/3 of the frame limit (plus the default) of memory.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
+/// assert_eq!(event_data_limit(mcp_framing::DEFAULT_MAX_FRAME_PAYLOAD), DEFAULT_MAX_EVENT_DATA);
+/// // A frame of 1 MiB is 1,398,128 bytes of base64 (20 header bytes included).
+/// assert_eq!(event_data_limit(1 << 20), 1_398_128);
+/// ```
+#[must_use]
+pub fn event_data_limit(max_frame_payload: u32) -> usize {
+    let frame = HEADER_LEN as u64 + u64::from(max_frame_payload);
+    let base64 = frame.div_ceil(3) * 4;
+    usize::try_from(base64)
+        .unwrap_or(usize::MAX)
+        .max(DEFAULT_MAX_EVENT_DATA)
+}
 
 const fn max_u32(a: u32, b: u32) -> u32 {
     if a > b { a } else { b }

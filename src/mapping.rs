@@ -70,7 +70,9 @@ impl Mapping {
     }
 
     /// The mapping a response `Content-Type` announces, if it is one of ours. Anything else
-    /// (e.g. `application/json`) is not a framed body.
+    /// (e.g. `application/json`) is not a framed body. A client decides with
+    /// `http::Mapping::from_response_headers` (feature `http`), which also requires the
+    /// `Mcp-Framing` response header (SPEC.md §16).
     ///
     /// # Examples
     ///

@@ -27,7 +27,7 @@ use base64::engine::general_purpose::STANDARD;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::frame::{FrameHeader, HEADER_LEN};
-pub use crate::limits::DEFAULT_MAX_EVENT_DATA;
+pub use crate::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
 pub use crate::mapping::{FRAME_EVENT, SseError};
 
 /// One dispatched SSE event.
@@ -206,7 +206,7 @@ impl SseParser {
 
     fn extend_line(&mut self, bytes: &[u8]) -> Result<(), SseError> {
         // A line holds at most a field name, `: ` and the data it adds.
-        if self.line.len() + bytes.len() > self.max_event_data + 16 {
+        if self.line.len() + bytes.len() > self.max_event_data.saturating_add(16) {
             return Err(SseError::EventTooLarge {
                 max: self.max_event_data,
             });

@@ -283,6 +283,35 @@ impl StreamDecoder {
         &self.config.limits
     }
 
+    /// The largest frame payload this decoder accepts ([`Limits::max_frame_payload`]). Bounds
+    /// that derive from it, such as the SSE event bound
+    /// ([`event_data_limit`](crate::limits::event_data_limit)), read it here.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DEFAULT_MAX_FRAME_PAYLOAD, StreamDecoder};
+    /// assert_eq!(StreamDecoder::new().max_frame_payload(), DEFAULT_MAX_FRAME_PAYLOAD);
+    /// assert_eq!(StreamDecoder::builder().max_frame_payload(1 << 20).build().max_frame_payload(), 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn max_frame_payload(&self) -> u32 {
+        self.config.limits.max_frame_payload
+    }
+
+    /// The largest message this decoder accepts ([`Limits::max_message_size`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DEFAULT_MAX_MESSAGE_SIZE, StreamDecoder};
+    /// assert_eq!(StreamDecoder::new().max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
+    /// ```
+    #[must_use]
+    pub fn max_message_size(&self) -> u64 {
+        self.config.limits.max_message_size
+    }
+
     /// The stream head, once HEAD arrived.
     ///
     /// # Examples

@@ -3,7 +3,7 @@
 use bytes::BytesMut;
 
 use super::{FrameKind, PayloadError, write_frame};
-use crate::ids::{AttemptId, RequestKey};
+use crate::ids::{AttemptId, NO_KEY, RequestKey};
 
 /// Payload length of a HEAD frame (SPEC.md §3): request key (16 bytes), attempt id (16 bytes).
 pub const HEAD_PAYLOAD_LEN: u32 = 32;
@@ -90,7 +90,8 @@ impl StreamHead {
         let (key, attempt) = payload.split_at(16);
         let key: [u8; 16] = key.try_into().expect("16 bytes");
         Ok(Self {
-            request_key: (key != [0u8; 16]).then(|| RequestKey::from_bytes(key)),
+            // 16 zero bytes: the request carried no key (SPEC.md §3); never a key itself.
+            request_key: RequestKey::try_from(key).ok(),
             attempt_id: AttemptId::from_bytes(attempt.try_into().expect("16 bytes")),
         })
     }
@@ -103,8 +104,9 @@ impl StreamHead {
     /// See [`load`](Self::load).
     pub fn encode(&self, dst: &mut BytesMut) {
         let mut payload = [0u8; HEAD_PAYLOAD_LEN as usize];
-        let key = self.request_key.unwrap_or(RequestKey::NONE);
-        payload[..16].copy_from_slice(key.as_bytes());
+        // 16 zero bytes: the request carried no key (SPEC.md §3).
+        let key = self.request_key.map_or(NO_KEY, |key| *key.as_bytes());
+        payload[..16].copy_from_slice(&key);
         payload[16..].copy_from_slice(self.attempt_id.as_bytes());
         write_frame(FrameKind::Head, self.initial_sequence(), &payload, dst);
     }

@@ -40,6 +40,7 @@ mod kind;
 mod message_end;
 mod stream_end;
 
+pub(crate) use abort::Escaped;
 pub use abort::{Abort, AbortCode};
 pub(crate) use crc::PayloadCrc;
 pub use head::{HEAD_PAYLOAD_LEN, StreamHead};

@@ -46,13 +46,27 @@ pub enum Regime {
     C,
 }
 
-impl fmt::Display for Regime {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Regime {
+    /// The regime's letter: `A`, `B` or `C`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(mcp_framing::Regime::C.name(), "C");
+    /// ```
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
             Self::A => "A",
             Self::B => "B",
             Self::C => "C",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Regime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -129,8 +129,9 @@ impl Verdict {
     }
 }
 
-/// The eight kinds of [`Verdict`], in one table: their names, the telemetry counters
-/// ([`MetricsSnapshot`](crate::MetricsSnapshot)) and every JSON rendering come from here.
+/// The eight kinds of [`Verdict`], in one table: their names (the `outcome` label of every
+/// telemetry event and counter, [`crate::telemetry`]) and the `mcp-frame` exit statuses come
+/// from here.
 ///
 /// # Examples
 ///
@@ -195,11 +196,6 @@ impl VerdictKind {
             Self::ContractViolation => "contract_violation",
             Self::Ambiguous => "ambiguous",
         }
-    }
-
-    /// The position of this kind in [`ALL`](Self::ALL).
-    pub(crate) const fn index(self) -> usize {
-        self as usize
     }
 }
 
