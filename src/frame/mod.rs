@@ -32,7 +32,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-mod abort;
+pub(crate) mod abort;
 mod crc;
 mod head;
 mod header;
@@ -40,7 +40,6 @@ mod kind;
 mod message_end;
 mod stream_end;
 
-pub(crate) use abort::Escaped;
 pub use abort::{Abort, AbortCode};
 pub(crate) use crc::PayloadCrc;
 pub use head::{HEAD_PAYLOAD_LEN, StreamHead};

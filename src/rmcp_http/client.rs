@@ -235,7 +235,7 @@ async fn error_text(
     }
     // Diagnostics only, never a message: lossy is fine, and the peer-chosen text is shown with
     // its control characters escaped (SPEC.md §3.1).
-    crate::frame::Escaped(&String::from_utf8_lossy(&prefix)).to_string()
+    crate::frame::abort::Escaped(&String::from_utf8_lossy(&prefix)).to_string()
 }
 
 /// The JSON-RPC error for the pending request `id`: code `-32603`, `message`, and
