@@ -92,6 +92,8 @@
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 
+#[cfg(feature = "sse")]
+mod body;
 #[cfg(feature = "codec")]
 mod codec;
 pub mod contract;
@@ -114,6 +116,8 @@ pub mod rmcp_http;
 pub mod sse;
 pub mod telemetry;
 
+#[cfg(feature = "sse")]
+pub use body::{BodyDecoder, BodyError};
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder, decode_all_events};

@@ -96,6 +96,27 @@ fn verified_response(
     outcomes
 }
 
+/// `BodyDecoder` (feature `sse`), the path `VerifiedResponse` and `mcp-frame` share: its outcome
+/// after the end of the body, and the outcome of its error alone.
+#[cfg(feature = "sse")]
+fn body_decoder(decoder: StreamDecoder, input: &[u8], mapping: mcp_framing::Mapping) -> Outcomes {
+    let mut body = mcp_framing::BodyDecoder::new(mapping, decoder);
+    body.feed(input);
+    body.finish();
+    let error = loop {
+        match body.next_event() {
+            Ok(Some(_)) => {}
+            Ok(None) => break None,
+            Err(err) => break Some(err),
+        }
+    };
+    let mut outcomes = vec![("BodyDecoder::outcome", body.outcome())];
+    if let Some(err) = error {
+        outcomes.push(("BodyError::outcome", err.outcome()));
+    }
+    outcomes
+}
+
 /// Every public path for a binary body.
 fn binary_outcomes(vector: &Vector, input: &[u8]) -> Outcomes {
     let mut outcomes = vec![
@@ -116,6 +137,12 @@ fn binary_outcomes(vector: &Vector, input: &[u8]) -> Outcomes {
     if let Some(outcome) = decode_all(vector.decoder(), input) {
         outcomes.push(("decode_all's error, Outcome::from_error", outcome));
     }
+    #[cfg(feature = "sse")]
+    outcomes.extend(body_decoder(
+        vector.decoder(),
+        input,
+        mcp_framing::Mapping::Binary,
+    ));
     #[cfg(feature = "http")]
     outcomes.extend(verified_response(
         vector.decoder(),
@@ -141,6 +168,11 @@ fn sse_outcomes(vector: &Vector, input: &[u8]) -> Outcomes {
             decode_until_more_bytes_needed(vector.decoder(), &frames)
         };
         outcomes.push(("SseFrameDecoder, then StreamDecoder::outcome", outcome));
+        outcomes.extend(body_decoder(
+            vector.decoder(),
+            input,
+            mcp_framing::Mapping::Sse,
+        ));
     }
     #[cfg(feature = "http")]
     outcomes.extend(verified_response(

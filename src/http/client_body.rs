@@ -4,16 +4,17 @@ use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_core::Stream;
 
 use super::Mapping;
+use crate::body::{BodyDecoder, BodyError};
 use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::{Event, StreamSummary, VerifiedMessage};
 use crate::mapping::MappingViolation;
 use crate::outcome::Outcome;
-use crate::sse::{SseError, SseFrameDecoder, event_data_limit};
+use crate::sse::SseError;
 
 /// What a [`VerifiedResponse`] yields.
 ///
@@ -195,12 +196,8 @@ impl<E> ReceiveError<E> {
 /// ```
 pub struct VerifiedResponse<S> {
     body: S,
-    mapping: Mapping,
-    sse: SseFrameDecoder,
-    decoder: StreamDecoder,
-    buf: BytesMut,
-    /// An SSE error waiting until the frames buffered before it are decoded (body order).
-    sse_error: Option<SseError>,
+    /// The body's bytes in, events out, in body order: the path the CLI uses too.
+    decoder: BodyDecoder,
     summary: Option<StreamSummary>,
     body_ended: bool,
     done: bool,
@@ -210,8 +207,7 @@ pub struct VerifiedResponse<S> {
 impl<S> fmt::Debug for VerifiedResponse<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VerifiedResponse")
-            .field("mapping", &self.mapping)
-            .field("progress", &self.decoder.progress())
+            .field("decoder", &self.decoder)
             .field("done", &self.done)
             .finish_non_exhaustive()
     }
@@ -229,13 +225,7 @@ impl<S> VerifiedResponse<S> {
     pub fn new(body: S, mapping: Mapping, decoder: StreamDecoder) -> Self {
         Self {
             body,
-            mapping,
-            sse: SseFrameDecoder::with_max_event_data(event_data_limit(
-                decoder.max_frame_payload(),
-            )),
-            decoder,
-            buf: BytesMut::new(),
-            sse_error: None,
+            decoder: BodyDecoder::new(mapping, decoder),
             summary: None,
             body_ended: false,
             done: false,
@@ -264,7 +254,7 @@ impl<S> VerifiedResponse<S> {
     /// ```
     #[must_use]
     pub fn max_event_data(mut self, max: usize) -> Self {
-        self.sse = SseFrameDecoder::with_max_event_data(max);
+        self.decoder = self.decoder.max_event_data(max);
         self
     }
 
@@ -304,7 +294,7 @@ impl<S> VerifiedResponse<S> {
     /// ```
     #[must_use]
     pub fn progress(&self) -> Progress {
-        self.decoder.progress()
+        self.decoder.decoder().progress()
     }
 
     /// The stream head (request key, attempt id) once HEAD arrived.
@@ -318,7 +308,7 @@ impl<S> VerifiedResponse<S> {
     /// ```
     #[must_use]
     pub fn head(&self) -> Option<crate::event::StreamHead> {
-        self.decoder.head()
+        self.decoder.decoder().head()
     }
 
     /// `:` comment lines (keep-alives) skipped in an SSE-mapped body.
@@ -332,30 +322,33 @@ impl<S> VerifiedResponse<S> {
     /// ```
     #[must_use]
     pub fn sse_comments(&self) -> u64 {
-        self.sse.comments()
+        self.decoder.sse_comments()
     }
 
-    fn next_event<E>(&mut self) -> Option<Result<Delivery, ReceiveError<E>>> {
+    /// The next item from what the body delivered so far; `None`: read more of the body.
+    fn next_item<E>(&mut self) -> Option<Result<Delivery, ReceiveError<E>>> {
         loop {
-            let result = if self.body_ended {
-                self.decoder.decode_eof(&mut self.buf)
-            } else {
-                self.decoder.decode(&mut self.buf)
-            };
-            match result {
+            let item = match self.decoder.next_event() {
                 Ok(Some(Event::Message(message))) => return Some(Ok(Delivery::Message(message))),
-                Ok(Some(Event::End(summary))) => self.summary = Some(summary),
+                Ok(Some(Event::End(summary))) => {
+                    self.summary = Some(summary);
+                    continue;
+                }
                 Ok(Some(Event::Aborted(abort))) => {
-                    return Some(Err(ReceiveError::Decode(DecodeError::PeerAbort(abort))));
+                    Err(ReceiveError::Decode(DecodeError::PeerAbort(abort)))
                 }
-                Ok(Some(_)) => {}
-                Ok(None) if self.body_ended => {
-                    let summary = self.summary.take()?;
-                    return Some(Ok(Delivery::Complete(summary)));
-                }
+                Ok(Some(_)) => continue,
+                // After the end of the body, `Ok(None)` is the complete stream (its sentinel
+                // carried the summary).
+                Ok(None) if self.body_ended => Ok(Delivery::Complete(self.summary.take()?)),
                 Ok(None) => return None,
-                Err(err) => return Some(Err(ReceiveError::Decode(err))),
-            }
+                Err(BodyError::Decode(err)) => Err(ReceiveError::Decode(err)),
+                Err(BodyError::Sse(err)) => Err(ReceiveError::Sse(err)),
+            };
+            // The last item: the response's outcome is the decoder's.
+            self.done = true;
+            self.outcome = Some(self.decoder.outcome());
+            return Some(item);
         }
     }
 }
@@ -450,59 +443,26 @@ where
             if this.done {
                 return Poll::Ready(None);
             }
-            if let Some(item) = this.next_event() {
-                match &item {
-                    Ok(Delivery::Message(_)) => {}
-                    Ok(Delivery::Complete(_)) => {
-                        this.done = true;
-                        this.outcome = Some(this.decoder.outcome());
-                    }
-                    Err(ReceiveError::Decode(_)) => {
-                        this.done = true;
-                        this.outcome = Some(this.decoder.outcome());
-                    }
-                    Err(_) => this.done = true,
-                }
+            if let Some(item) = this.next_item() {
                 return Poll::Ready(Some(item));
             }
-            if let Some(err) = this.sse_error.take() {
-                // The frames buffered before the failing SSE line are decoded and verified: the
-                // SSE error is next in body order (SPEC.md §15).
-                this.done = true;
-                let mut outcome = Outcome::mapping_violation(MappingViolation::Sse(err.clone()));
-                outcome.received = this.decoder.progress();
-                outcome.received.bytes += this.buf.len() as u64;
-                outcome.head = this.decoder.head();
-                this.outcome = Some(outcome);
-                return Poll::Ready(Some(Err(ReceiveError::Sse(err))));
-            }
             if this.body_ended {
-                // decode_eof answered Ok(None) without a summary: only after an earlier
-                // terminal item, which set `done`.
+                // The decoder ended without a summary: only after an earlier terminal item.
                 this.done = true;
                 continue;
             }
             match Pin::new(&mut this.body).poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(bytes))) => match this.mapping {
-                    Mapping::Binary => this.buf.extend_from_slice(&bytes),
-                    Mapping::Sse => {
-                        // On an error the frames of the events before the failing line are in
-                        // `buf`: decode them first, an error in them comes earlier in the body.
-                        if let Err(err) = this.sse.feed(&bytes, &mut this.buf) {
-                            this.sse_error = Some(err);
-                        }
-                    }
-                },
+                Poll::Ready(Some(Ok(bytes))) => this.decoder.feed(&bytes),
                 Poll::Ready(Some(Err(source))) => {
+                    // The transport failed before the end of input: the decoder says abandoned.
                     this.done = true;
                     this.outcome = Some(this.decoder.outcome());
-                    let mut progress = this.decoder.progress();
-                    progress.bytes += this.buf.len() as u64;
+                    let progress = this.decoder.progress();
                     return Poll::Ready(Some(Err(ReceiveError::Body { source, progress })));
                 }
                 Poll::Ready(None) => {
-                    this.sse.finish();
+                    this.decoder.finish();
                     this.body_ended = true;
                 }
             }

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use crate::CliError;
-use crate::input::{DecoderArgs, InputPath, open_output};
-use crate::verdict::{Mapping, Outcome, ReadOrWrite, Session, decode_reader};
+use crate::input::{DecoderArgs, InputPath, MappingArgs, open_output};
+use crate::verdict::{Outcome, ReadOrWrite, Session, decode_reader};
+use mcp_framing::Mapping;
 
 /// Options of `decode`.
 #[derive(Debug, Args)]
@@ -24,9 +25,8 @@ pub(crate) struct DecodeArgs {
     /// Print the verdict on stderr as JSON instead of one line.
     #[arg(long)]
     json: bool,
-    /// How the stream is carried.
-    #[arg(long, value_enum, default_value_t = Mapping::Binary)]
-    mapping: Mapping,
+    #[command(flatten)]
+    mapping: MappingArgs,
     #[command(flatten)]
     decoder: DecoderArgs,
 }
@@ -43,9 +43,8 @@ pub(crate) struct VerifyArgs {
     /// Print nothing; the exit status is the verdict.
     #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
-    /// How the stream is carried.
-    #[arg(long, value_enum, default_value_t = Mapping::Binary)]
-    mapping: Mapping,
+    #[command(flatten)]
+    mapping: MappingArgs,
     #[command(flatten)]
     decoder: DecoderArgs,
 }
@@ -107,7 +106,7 @@ pub(crate) fn run_decode(args: &DecodeArgs) -> Result<u8, CliError> {
     let outcome = decode_input(
         &input,
         &args.decoder,
-        args.mapping,
+        args.mapping.mapping,
         &mut write,
         &output_name,
     )?;
@@ -131,7 +130,7 @@ pub(crate) fn run_verify(args: &VerifyArgs) -> Result<u8, CliError> {
     let outcome = decode_input(
         &input,
         &args.decoder,
-        args.mapping,
+        args.mapping.mapping,
         &mut |_| Ok(()),
         "nowhere",
     )?;

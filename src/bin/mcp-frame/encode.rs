@@ -13,8 +13,8 @@ use mcp_framing::{
 use serde::de::IgnoredAny;
 
 use crate::CliError;
-use crate::input::{InputPath, open_output};
-use crate::verdict::Mapping;
+use crate::input::{InputPath, MappingArgs, open_output};
+use mcp_framing::Mapping;
 use mcp_framing::sse::SseFrameEncoder;
 
 /// Options of `encode`.
@@ -52,9 +52,8 @@ pub(crate) struct EncodeArgs {
     /// Largest message accepted, in bytes; a larger one aborts the stream (ABORT code 5).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE)]
     max_message_size: u64,
-    /// The transport mapping of the output.
-    #[arg(long, value_enum, default_value_t = Mapping::Binary)]
-    mapping: Mapping,
+    #[command(flatten)]
+    mapping: MappingArgs,
 }
 
 fn parse_frame_size(s: &str) -> Result<usize, String> {
@@ -99,11 +98,15 @@ pub(crate) fn run(args: &EncodeArgs) -> Result<u8, CliError> {
         .output
         .as_ref()
         .map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
-    let out = open_output(args.output.as_deref(), args.mapping == Mapping::Binary)?;
+    let out = open_output(
+        args.output.as_deref(),
+        args.mapping.mapping == Mapping::Binary,
+    )?;
     let mut sink = Sink {
         encoder,
         out,
-        sse: (args.mapping == Mapping::Sse).then(|| (SseFrameEncoder::new(), BytesMut::new())),
+        sse: (args.mapping.mapping == Mapping::Sse)
+            .then(|| (SseFrameEncoder::new(), BytesMut::new())),
         buf: BytesMut::new(),
         output_name,
         piece: args.chunk.map_or(args.frame_size, NonZeroUsize::get),

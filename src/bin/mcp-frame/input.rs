@@ -5,9 +5,10 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use mcp_framing::{
     DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, DecoderBuilder, MIN_MAX_FRAME_PAYLOAD,
-    RequestKey, StreamDecoder,
+    Mapping, RequestKey, StreamDecoder,
 };
 
 use crate::CliError;
@@ -73,6 +74,31 @@ pub(crate) fn open_output(path: Option<&Path>, binary: bool) -> Result<Box<dyn W
             Ok(Box::new(stdout.lock()))
         }
     }
+}
+
+/// How the stream is carried (SPEC.md §15, §16), shared by every command.
+#[derive(Clone, Copy, Debug, Args)]
+pub(crate) struct MappingArgs {
+    /// How the stream is carried.
+    #[arg(long, default_value = "binary", value_parser = mapping_parser())]
+    pub(crate) mapping: Mapping,
+}
+
+/// The crate's mappings by name ([`Mapping::name`]), each with a line of help.
+fn mapping_parser() -> impl TypedValueParser<Value = Mapping> {
+    let values = Mapping::ALL.map(|mapping| {
+        let help = match mapping {
+            Mapping::Binary => {
+                "The frames are the bytes (`application/vnd.mcp-framing`, a pipe, a file)"
+            }
+            Mapping::Sse => {
+                "`text/event-stream`: `mcp-frame` events carrying base64 of whole frames"
+            }
+            _ => mapping.content_type(),
+        };
+        PossibleValue::new(mapping.name()).help(help)
+    });
+    PossibleValuesParser::new(values).map(|name| name.parse::<Mapping>().expect("a possible value"))
 }
 
 /// The receiver's limits and request-key check (SPEC.md §6, §10).

@@ -13,8 +13,9 @@ use mcp_framing::{Abort, AbortCode, DecodeError, StreamHead};
 use serde_json::{Value, json};
 
 use crate::CliError;
-use crate::input::{DecoderArgs, InputPath, hex};
-use crate::verdict::{Failure, Mapping, Session, lines};
+use crate::input::{DecoderArgs, InputPath, MappingArgs, hex};
+use crate::verdict::Session;
+use mcp_framing::{BodyError, Mapping};
 
 /// Options of `inspect`.
 #[derive(Debug, Args)]
@@ -26,8 +27,8 @@ pub(crate) struct InspectArgs {
     #[arg(long)]
     json: bool,
     /// How the stream is carried (with `sse`, the frames of the `mcp-frame` events are listed).
-    #[arg(long, value_enum, default_value_t = Mapping::Binary)]
-    mapping: Mapping,
+    #[command(flatten)]
+    mapping: MappingArgs,
     #[command(flatten)]
     decoder: DecoderArgs,
 }
@@ -276,8 +277,9 @@ fn sse_frames(body: &[u8], max_frame_payload: u32) -> SseFrames {
     let mut frames = BytesMut::new();
     let mut events = Vec::new();
     let mut error = None;
-    // Line by line, so that the events before a failing line are kept (body order).
-    for line in lines(body) {
+    // Line by line, so that each event's frames can be attributed their offset (and the events
+    // before a failing line are kept, body order).
+    for line in body.split_inclusive(|&b| b == b'\n' || b == b'\r') {
         let before = decoder.frame_events();
         let start = frames.len();
         let result = decoder.feed(line, &mut frames);
@@ -306,8 +308,8 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let input = InputPath::from(args.input.as_path());
     let body = input.read_all()?;
     let decoder = args.decoder.decoder();
-    let sse =
-        (args.mapping == Mapping::Sse).then(|| sse_frames(&body, decoder.max_frame_payload()));
+    let sse = (args.mapping.mapping == Mapping::Sse)
+        .then(|| sse_frames(&body, decoder.max_frame_payload()));
     let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
     let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
@@ -333,7 +335,7 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     }
     let sse_error = sse.as_ref().and_then(|s| s.error.clone());
     if let Some(err) = &sse_error {
-        session.fail(Failure::Sse(err.clone()));
+        session.fail(BodyError::Sse(err.clone()));
     }
     let mut outcome = session
         .finish(&mut no_output)
@@ -345,8 +347,9 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let eof_error = match (&outcome.failure, &stopped_in_tail) {
         (
             Some(
-                failure
-                @ Failure::Decode(DecodeError::Truncated { .. } | DecodeError::PeerAbort(_)),
+                failure @ BodyError::Decode(
+                    DecodeError::Truncated { .. } | DecodeError::PeerAbort(_),
+                ),
             ),
             None,
         ) => Some(describe_failure(failure)),
@@ -359,7 +362,7 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
                 "SSE body of {} bytes: {events} mcp-frame events decoded, then {} ({err}); \
                  offsets are in the decoded frame bytes",
                 body.len(),
-                Failure::Sse(err.clone()).kind()
+                err.kind()
             ),
             None => format!(
                 "SSE body of {} bytes: {events} mcp-frame events; offsets are in the decoded \
@@ -380,7 +383,7 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
                 "sse": sse.as_ref().map(|s| json!({
                     "events": s.events.len(),
                     "event_offsets": s.events,
-                    "error": s.error.as_ref().map(|e| Failure::Sse(e.clone()).kind()),
+                    "error": s.error.as_ref().map(SseError::kind),
                     "note": sse_note,
                 })),
                 "verdict": outcome.to_json(),
@@ -402,7 +405,7 @@ fn feed(session: &mut Session, bytes: &[u8]) {
     let _ = session.feed(bytes, &mut |_| Ok(()));
 }
 
-fn describe_failure(failure: &Failure) -> String {
+fn describe_failure(failure: &BodyError) -> String {
     format!("{}: {failure}", failure.kind())
 }
 

@@ -1,54 +1,15 @@
 //! Running the decoder over an input and turning its end state into a verdict and exit status.
 
-use std::fmt;
 use std::io;
 
-use bytes::BytesMut;
-use clap::ValueEnum;
 use mcp_framing::frame::MAGIC;
-use mcp_framing::sse::{SseError, SseFrameDecoder, event_data_limit};
 use mcp_framing::{
-    DecodeError, Event, MappingViolation, MessageSummary, Outcome as Classification, Progress,
-    StreamDecoder, StreamHead, VerdictKind, VerifiedMessage,
+    BodyDecoder, BodyError, DecodeError, Event, Mapping, MessageSummary, Progress, StreamDecoder,
+    StreamHead, VerdictKind, VerifiedMessage,
 };
 use serde_json::{Value, json};
 
 use crate::input::hex;
-
-/// How a stream is carried (SPEC.md §15, §16).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Mapping {
-    /// The frames are the bytes (`application/vnd.mcp-framing`, a pipe, a file).
-    Binary,
-    /// `text/event-stream`: `mcp-frame` events carrying base64 of whole frames.
-    Sse,
-}
-
-/// Why a stream is not clean: the frame decoder's verdict or the SSE layer's.
-#[derive(Clone, Debug)]
-pub(crate) enum Failure {
-    Decode(DecodeError),
-    Sse(SseError),
-}
-
-impl Failure {
-    /// The error kind as named in SPEC.md and the manifest.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            Self::Decode(err) => err.kind(),
-            Self::Sse(err) => err.kind(),
-        }
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Decode(err) => err.fmt(f),
-            Self::Sse(err) => err.fmt(f),
-        }
-    }
-}
 
 /// What the verdict means for the caller; each has its exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,15 +32,11 @@ pub(crate) enum Status {
 impl Status {
     /// The library's classification (`Outcome`, SPEC.md §11.4) decides; this only picks the
     /// exit status for it, so the tool and a client using the crate always agree.
-    fn of(failure: Option<&Failure>) -> Self {
-        let outcome = match failure {
-            None => return Self::Clean,
-            Some(Failure::Decode(err)) => Classification::from_error(err),
-            Some(Failure::Sse(err)) => {
-                Classification::mapping_violation(MappingViolation::Sse(err.clone()))
-            }
+    fn of(failure: Option<&BodyError>) -> Self {
+        let Some(failure) = failure else {
+            return Self::Clean;
         };
-        match outcome.verdict.kind() {
+        match failure.outcome().verdict.kind() {
             VerdictKind::Clean => Self::Clean,
             VerdictKind::Abandoned => Self::Abandoned,
             VerdictKind::Aborted => Self::Aborted,
@@ -116,7 +73,7 @@ impl Status {
 #[derive(Debug)]
 pub(crate) struct Outcome {
     /// `None`: clean.
-    pub(crate) failure: Option<Failure>,
+    pub(crate) failure: Option<BodyError>,
     pub(crate) head: Option<StreamHead>,
     pub(crate) messages: Vec<MessageSummary>,
     pub(crate) progress: Progress,
@@ -127,17 +84,14 @@ pub(crate) struct Outcome {
     pub(crate) mapping: Mapping,
 }
 
-/// Feeds a decoder in pieces as they are read and collects what it reports.
+/// Feeds the body as it is read to the crate's [`BodyDecoder`] (the path `VerifiedResponse`
+/// takes) and collects what it reports.
 pub(crate) struct Session {
-    decoder: StreamDecoder,
-    sse: Option<SseFrameDecoder>,
-    /// Frame bytes not yet decoded.
-    buf: BytesMut,
-    failure: Option<Failure>,
+    body: BodyDecoder,
+    failure: Option<BodyError>,
     messages: Vec<MessageSummary>,
     input_bytes: u64,
     first_bytes: Vec<u8>,
-    mapping: Mapping,
 }
 
 /// Called with each message once it is verified.
@@ -148,24 +102,17 @@ const FIRST_BYTES: usize = 8;
 
 impl Session {
     pub(crate) fn new(decoder: StreamDecoder, mapping: Mapping) -> Self {
-        // The event bound follows the frame limit in force (SPEC.md §15).
-        let sse = (mapping == Mapping::Sse).then(|| {
-            SseFrameDecoder::with_max_event_data(event_data_limit(decoder.max_frame_payload()))
-        });
         Self {
-            decoder,
-            sse,
-            buf: BytesMut::new(),
+            body: BodyDecoder::new(mapping, decoder),
             failure: None,
             messages: Vec::new(),
             input_bytes: 0,
             first_bytes: Vec::new(),
-            mapping,
         }
     }
 
     /// Why the stream failed, if it did.
-    pub(crate) fn failure(&self) -> Option<&Failure> {
+    pub(crate) fn failure(&self) -> Option<&BodyError> {
         self.failure.as_ref()
     }
 
@@ -182,61 +129,28 @@ impl Session {
         let want = FIRST_BYTES.saturating_sub(self.first_bytes.len());
         self.first_bytes
             .extend_from_slice(&bytes[..want.min(bytes.len())]);
-        let Some(mut sse) = self.sse.take() else {
-            self.buf.extend_from_slice(bytes);
-            return self.drain(on_message);
-        };
-        let result = self.feed_sse(&mut sse, bytes, on_message);
-        self.sse = Some(sse);
-        result
-    }
-
-    /// One line at a time: the frames of every event completed before a failing line are
-    /// decoded first (SPEC.md §15 "errors come in body order"), whatever the reads.
-    fn feed_sse(
-        &mut self,
-        sse: &mut SseFrameDecoder,
-        bytes: &[u8],
-        on_message: OnMessage<'_>,
-    ) -> io::Result<()> {
-        for line in lines(bytes) {
-            let result = sse.feed(line, &mut self.buf);
-            self.drain(on_message)?;
-            if self.failure.is_some() {
-                break;
-            }
-            if let Err(err) = result {
-                self.failure = Some(Failure::Sse(err));
-                break;
-            }
-        }
-        Ok(())
+        self.body.feed(bytes);
+        self.drain(on_message)
     }
 
     /// Ends the stream with `failure` (an error found outside this session, e.g. by the SSE
     /// pass of `inspect`), unless it already failed.
-    pub(crate) fn fail(&mut self, failure: Failure) {
+    pub(crate) fn fail(&mut self, failure: BodyError) {
         self.failure.get_or_insert(failure);
     }
 
-    /// Decodes the frame bytes buffered so far.
+    /// Takes every event the body delivered so far, in body order (SPEC.md §15).
     fn drain(&mut self, on_message: OnMessage<'_>) -> io::Result<()> {
-        loop {
-            match self.decoder.decode(&mut self.buf) {
-                Ok(Some(event)) => self.event(event, on_message)?,
-                Ok(None) => return Ok(()),
-                Err(err) => {
-                    self.failure = Some(Failure::Decode(err));
-                    return Ok(());
+        while self.failure.is_none() {
+            match self.body.next_event() {
+                Ok(Some(Event::Message(message))) => {
+                    self.messages.push(message.summary());
+                    on_message(&message)?;
                 }
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(err) => self.failure = Some(err),
             }
-        }
-    }
-
-    fn event(&mut self, event: Event, on_message: OnMessage<'_>) -> io::Result<()> {
-        if let Event::Message(message) = event {
-            self.messages.push(message.summary());
-            on_message(&message)?;
         }
         Ok(())
     }
@@ -247,31 +161,19 @@ impl Session {
     ///
     /// Only what `on_message` returns.
     pub(crate) fn finish(mut self, on_message: OnMessage<'_>) -> io::Result<Outcome> {
-        if let Some(sse) = &mut self.sse {
-            sse.finish();
-        }
-        while self.failure.is_none() {
-            match self.decoder.decode_eof(&mut self.buf) {
-                Ok(Some(event)) => self.event(event, on_message)?,
-                Ok(None) => break,
-                Err(err) => self.failure = Some(Failure::Decode(err)),
-            }
-        }
+        self.body.finish();
+        self.drain(on_message)?;
+        let decoder = self.body.decoder();
         Ok(Outcome {
-            head: self.decoder.head(),
-            progress: self.decoder.progress(),
+            head: decoder.head(),
+            progress: decoder.progress(),
             failure: self.failure,
             messages: self.messages,
             input_bytes: self.input_bytes,
             first_bytes: self.first_bytes,
-            mapping: self.mapping,
+            mapping: self.body.mapping(),
         })
     }
-}
-
-/// `bytes` cut after each line end (CR or LF), the last piece possibly without one.
-pub(crate) fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    bytes.split_inclusive(|&b| b == b'\n' || b == b'\r')
 }
 
 /// Reads `input` to its end (or to the first error) in 64 KiB reads, decoding as bytes arrive.
@@ -339,7 +241,7 @@ impl Outcome {
         self.mapping == Mapping::Binary
             && matches!(
                 self.failure,
-                Some(Failure::Decode(DecodeError::Truncated { .. }))
+                Some(BodyError::Decode(DecodeError::Truncated { .. }))
             )
             && !start.is_empty()
             && !MAGIC.starts_with(start)
@@ -350,7 +252,7 @@ impl Outcome {
         let unframed = self.not_framed()
             || matches!(
                 self.failure,
-                Some(Failure::Decode(DecodeError::BadMagic { offset: 0, .. }))
+                Some(BodyError::Decode(DecodeError::BadMagic { offset: 0, .. }))
             );
         if self.mapping == Mapping::Binary && unframed && looks_like_sse(&self.first_bytes) {
             " (this looks like an SSE body: try --mapping sse)"
@@ -369,17 +271,17 @@ impl Outcome {
                 plural(self.progress.frames, "frame"),
                 plural(self.input_bytes, "byte")
             ),
-            Some(Failure::Decode(DecodeError::PeerAbort(abort))) => {
+            Some(BodyError::Decode(DecodeError::PeerAbort(abort))) => {
                 format!("the peer aborted the stream ({abort}); {verified} verified before")
             }
-            Some(Failure::Decode(DecodeError::Truncated { at, .. })) if self.not_framed() => {
+            Some(BodyError::Decode(DecodeError::Truncated { at, .. })) if self.not_framed() => {
                 format!(
                     "not an mcp-framing stream: the input starts with {}, not the magic 9f 4d \
                      (the decoder reports: stream truncated {at})",
                     hex(&self.first_bytes[..self.first_bytes.len().min(2)])
                 )
             }
-            Some(Failure::Decode(DecodeError::Truncated { at, progress })) => format!(
+            Some(BodyError::Decode(DecodeError::Truncated { at, progress })) => format!(
                 "stream truncated {at}: {}, {} received; {verified} verified before",
                 plural(progress.frames, "frame"),
                 plural(progress.bytes, "byte"),
@@ -395,12 +297,12 @@ impl Outcome {
         let status = self.status();
         let (verdict, truncation, abort) = match &self.failure {
             None => ("clean", Value::Null, Value::Null),
-            Some(Failure::Decode(DecodeError::PeerAbort(a))) => (
+            Some(BodyError::Decode(DecodeError::PeerAbort(a))) => (
                 "aborted",
                 Value::Null,
                 json!({"code": u16::from(a.code), "reason": a.reason}),
             ),
-            Some(Failure::Decode(DecodeError::Truncated { at, .. })) => {
+            Some(BodyError::Decode(DecodeError::Truncated { at, .. })) => {
                 ("error", json!(at.kind()), Value::Null)
             }
             Some(_) => ("error", Value::Null, Value::Null),
@@ -409,14 +311,11 @@ impl Outcome {
             "status": status.name(),
             "exit_code": status.exit_code(),
             "verdict": verdict,
-            "error": self.failure.as_ref().map(Failure::kind),
+            "error": self.failure.as_ref().map(BodyError::kind),
             "truncation": truncation,
             "abort": abort,
             "detail": self.failure.as_ref().map(ToString::to_string),
-            "mapping": match self.mapping {
-                Mapping::Binary => "binary",
-                Mapping::Sse => "sse",
-            },
+            "mapping": self.mapping.name(),
             "messages": self.messages.iter().map(|m| json!({
                 "index": m.index,
                 "len": m.len,
