@@ -114,7 +114,7 @@ impl BodyError {
 /// An unframed event is an error, after the frames before it:
 ///
 /// ```
-/// use mcp_framing::{BodyDecoder, BodyError, Event, Mapping, StreamDecoder, Verdict};
+/// use mcp_framing::{BodyDecoder, BodyError, Mapping, StreamDecoder, Verdict};
 ///
 /// let mut decoder = BodyDecoder::new(Mapping::Sse, StreamDecoder::new());
 /// decoder.feed(b"event: message\ndata: {\"jsonrpc\":\"2.0\"}\n\n");
@@ -148,18 +148,20 @@ impl fmt::Debug for BodyDecoder {
 impl BodyDecoder {
     /// Decodes a body carried in `mapping` with `decoder` (its limits and expected request key).
     /// In the SSE mapping, the bound on one event's data follows the decoder's frame limit
-    /// ([`event_data_limit`], SPEC.md §15).
+    /// ([`event_data_limit`], SPEC.md §15), and the bound on lines without data is the
+    /// decoder's [`Limits::max_sse_comments_in_a_row`](crate::Limits::max_sse_comments_in_a_row).
     ///
     /// # Examples
     ///
     /// See [`BodyDecoder`].
     #[must_use]
     pub fn new(mapping: Mapping, decoder: StreamDecoder) -> Self {
+        let limits = decoder.limits();
+        let sse = SseFrameDecoder::with_max_event_data(event_data_limit(limits.max_frame_payload))
+            .max_comments_in_a_row(limits.max_sse_comments_in_a_row);
         Self {
             mapping,
-            sse: SseFrameDecoder::with_max_event_data(event_data_limit(
-                decoder.max_frame_payload(),
-            )),
+            sse,
             decoder,
             frames: BytesMut::new(),
             sse_error: None,
@@ -183,7 +185,8 @@ impl BodyDecoder {
     /// ```
     #[must_use]
     pub fn max_event_data(mut self, max: usize) -> Self {
-        self.sse = SseFrameDecoder::with_max_event_data(max);
+        let comments = self.decoder.limits().max_sse_comments_in_a_row;
+        self.sse = SseFrameDecoder::with_max_event_data(max).max_comments_in_a_row(comments);
         self
     }
 

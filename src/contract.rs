@@ -592,6 +592,7 @@ impl PolicyBuilder {
         };
         Ok(ClientPolicy {
             mode: discovery.mode,
+            limits: self.limits,
             framing,
         })
     }
@@ -671,6 +672,9 @@ fn check_algorithms(contract: &FramingContract) -> Result<(), ContractError> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientPolicy {
     mode: DiscoveryMode,
+    /// The client's own limits (the frame and message limits are replaced by the negotiated
+    /// ones in every decoder).
+    limits: Limits,
     framing: Option<Negotiated>,
 }
 
@@ -777,10 +781,13 @@ impl ClientPolicy {
     #[must_use]
     pub fn decoder(&self, key: RequestKey) -> Option<StreamDecoder> {
         let n = self.negotiated()?;
+        let limits = self
+            .limits
+            .max_frame_payload(n.max_frame_payload)
+            .max_message_size(n.max_message_size);
         Some(
             StreamDecoder::builder()
-                .max_frame_payload(n.max_frame_payload)
-                .max_message_size(n.max_message_size)
+                .limits(limits)
                 .expect_request_key(key)
                 .build(),
         )

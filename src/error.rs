@@ -247,6 +247,34 @@ pub enum DecodeError {
         /// Configured maximum.
         max: u64,
     },
+    /// The stream would carry more bytes than the receiver's per-stream bound (SPEC.md §6.1).
+    #[error("stream of at least {len} bytes exceeds the limit of {max}")]
+    StreamTooLarge {
+        /// Bytes of the stream up to the end of the frame whose header was refused.
+        len: u64,
+        /// Configured maximum.
+        max: u64,
+    },
+    /// The stream would carry more messages than the receiver's per-stream bound (SPEC.md §6.1).
+    #[error("stream carries more than {max} messages")]
+    TooManyMessages {
+        /// Configured maximum.
+        max: u64,
+    },
+    /// More KEEPALIVE frames in a row than the receiver's bound, with no DATA or MESSAGE_END
+    /// between them: a peer holding the stream open (SPEC.md §6.1).
+    #[error("more than {max} KEEPALIVE frames in a row")]
+    TooManyKeepAlives {
+        /// Configured maximum.
+        max: u32,
+    },
+    /// More ignorable frames in a row than the receiver's bound, with no DATA or MESSAGE_END
+    /// between them (SPEC.md §6.1).
+    #[error("more than {max} ignorable frames in a row")]
+    TooManyIgnorableFrames {
+        /// Configured maximum.
+        max: u32,
+    },
     /// A frame's sequence number is ahead of the expected one: frames dropped or reordered
     /// (SPEC.md §4).
     #[error("sequence gap: expected frame {expected}, found {found}")]
@@ -364,6 +392,10 @@ impl DecodeError {
             Self::InvalidFrameLength { .. } => "InvalidFrameLength",
             Self::FrameTooLarge { .. } => "FrameTooLarge",
             Self::MessageTooLarge { .. } => "MessageTooLarge",
+            Self::StreamTooLarge { .. } => "StreamTooLarge",
+            Self::TooManyMessages { .. } => "TooManyMessages",
+            Self::TooManyKeepAlives { .. } => "TooManyKeepAlives",
+            Self::TooManyIgnorableFrames { .. } => "TooManyIgnorableFrames",
             Self::SequenceGap { .. } => "SequenceGap",
             Self::SequenceReplay { .. } => "SequenceReplay",
             Self::ForeignFrame { .. } => "ForeignFrame",

@@ -62,6 +62,46 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: u64 = 16 * 1024 * 1024;
 /// run at full speed.
 pub const DEFAULT_FRAME_SIZE: usize = 16 * 1024;
 
+/// Default bound on the bytes of one stream: 16 GiB (SPEC.md §6.1).
+///
+/// 1,024 messages of the default maximum size, far more than any MCP response carries, and more
+/// than the largest frame a receiver can be configured for (4 GiB), so it never overrides a frame
+/// limit; a peer that sends more is streaming without end. It bounds the CPU time a peer can make
+/// one stream cost (every byte is checksummed), not memory, which the frame and message limits
+/// bound.
+pub const DEFAULT_MAX_STREAM_BYTES: u64 = 16 << 30;
+
+/// Default bound on the messages of one stream: 65,536 (SPEC.md §6.1).
+///
+/// A response stream carries the notifications of one request and its response: even a chatty
+/// tool that reports progress for every step stays far below. A consumer that keeps every message
+/// (`decode_all`) keeps at most this many.
+pub const DEFAULT_MAX_MESSAGES: u64 = 1 << 16;
+
+/// Default bound on KEEPALIVE frames in a row, with no DATA or MESSAGE_END between them: 4,096
+/// (SPEC.md §6.1).
+///
+/// Servers send a keep-alive while they have nothing else to send, typically every 15 to 30
+/// seconds: 4,096 in a row is more than 17 hours of silence at 15 seconds. Only a peer that
+/// holds the stream open for nothing reaches it; an idle timeout between frames bounds the time
+/// of each.
+pub const DEFAULT_MAX_KEEPALIVES_IN_A_ROW: u32 = 4096;
+
+/// Default bound on ignorable frames (kinds `0x80..=0xFF`) in a row, with no DATA or MESSAGE_END
+/// between them: 1,024 (SPEC.md §6.1).
+///
+/// Version 1 senders send none (SPEC.md §3); an extension that adds some sends a few per
+/// message. A run of a thousand frames that all get skipped is a peer spinning.
+pub const DEFAULT_MAX_IGNORABLE_IN_A_ROW: u32 = 1024;
+
+/// Default bound on SSE lines in a row that carry no data (`:` comments, blank lines, fields of
+/// events without data): 4,096 (SPEC.md §15).
+///
+/// The SSE counterpart of [`DEFAULT_MAX_KEEPALIVES_IN_A_ROW`]: keep-alive comments come every 15
+/// to 30 seconds; lines that carry nothing never reach the frame decoder, so its bounds cannot
+/// see them.
+pub const DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW: u32 = 4096;
+
 /// Default limit on one SSE event's `data` (base64 text, all `data` lines together): 256 KiB
 /// (SPEC.md §15).
 ///
@@ -128,6 +168,21 @@ pub struct Limits {
     /// Largest message accepted, checked at every DATA header before its payload arrives.
     /// Default [`DEFAULT_MAX_MESSAGE_SIZE`].
     pub max_message_size: u64,
+    /// Most bytes one stream may carry, checked at every header on the end of its frame
+    /// (`StreamTooLarge`). Default [`DEFAULT_MAX_STREAM_BYTES`].
+    pub max_stream_bytes: u64,
+    /// Most messages one stream may carry, checked at every MESSAGE_END header
+    /// (`TooManyMessages`). Default [`DEFAULT_MAX_MESSAGES`].
+    pub max_messages: u64,
+    /// Most KEEPALIVE frames in a row, checked at every KEEPALIVE header (`TooManyKeepAlives`).
+    /// Default [`DEFAULT_MAX_KEEPALIVES_IN_A_ROW`].
+    pub max_keepalives_in_a_row: u32,
+    /// Most ignorable frames in a row, checked at every ignorable header
+    /// (`TooManyIgnorableFrames`). Default [`DEFAULT_MAX_IGNORABLE_IN_A_ROW`].
+    pub max_ignorable_in_a_row: u32,
+    /// Most SSE lines in a row that carry no data, in the SSE mapping (`TooManyComments`).
+    /// Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`].
+    pub max_sse_comments_in_a_row: u32,
 }
 
 impl Default for Limits {
@@ -148,6 +203,11 @@ impl Limits {
     pub const DEFAULT: Self = Self {
         max_frame_payload: DEFAULT_MAX_FRAME_PAYLOAD,
         max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+        max_stream_bytes: DEFAULT_MAX_STREAM_BYTES,
+        max_messages: DEFAULT_MAX_MESSAGES,
+        max_keepalives_in_a_row: DEFAULT_MAX_KEEPALIVES_IN_A_ROW,
+        max_ignorable_in_a_row: DEFAULT_MAX_IGNORABLE_IN_A_ROW,
+        max_sse_comments_in_a_row: DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW,
     };
 
     /// Sets [`max_frame_payload`](Self::max_frame_payload).
@@ -180,6 +240,76 @@ impl Limits {
     pub fn max_message_size(mut self, max: u64) -> Self {
         self.max_message_size = max;
         self.checked()
+    }
+
+    /// Sets [`max_stream_bytes`](Self::max_stream_bytes).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limits = mcp_framing::Limits::default().max_stream_bytes(1 << 30);
+    /// assert_eq!(limits.max_stream_bytes, 1 << 30);
+    /// ```
+    #[must_use]
+    pub fn max_stream_bytes(mut self, max: u64) -> Self {
+        self.max_stream_bytes = max;
+        self
+    }
+
+    /// Sets [`max_messages`](Self::max_messages).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limits = mcp_framing::Limits::default().max_messages(100);
+    /// assert_eq!(limits.max_messages, 100);
+    /// ```
+    #[must_use]
+    pub fn max_messages(mut self, max: u64) -> Self {
+        self.max_messages = max;
+        self
+    }
+
+    /// Sets [`max_keepalives_in_a_row`](Self::max_keepalives_in_a_row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limits = mcp_framing::Limits::default().max_keepalives_in_a_row(10);
+    /// assert_eq!(limits.max_keepalives_in_a_row, 10);
+    /// ```
+    #[must_use]
+    pub fn max_keepalives_in_a_row(mut self, max: u32) -> Self {
+        self.max_keepalives_in_a_row = max;
+        self
+    }
+
+    /// Sets [`max_ignorable_in_a_row`](Self::max_ignorable_in_a_row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limits = mcp_framing::Limits::default().max_ignorable_in_a_row(0);
+    /// assert_eq!(limits.max_ignorable_in_a_row, 0);
+    /// ```
+    #[must_use]
+    pub fn max_ignorable_in_a_row(mut self, max: u32) -> Self {
+        self.max_ignorable_in_a_row = max;
+        self
+    }
+
+    /// Sets [`max_sse_comments_in_a_row`](Self::max_sse_comments_in_a_row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limits = mcp_framing::Limits::default().max_sse_comments_in_a_row(100);
+    /// assert_eq!(limits.max_sse_comments_in_a_row, 100);
+    /// ```
+    #[must_use]
+    pub fn max_sse_comments_in_a_row(mut self, max: u32) -> Self {
+        self.max_sse_comments_in_a_row = max;
+        self
     }
 
     /// Checks every field against the format's bounds; the one place these checks are written.

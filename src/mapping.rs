@@ -175,6 +175,14 @@ pub enum SseError {
         /// The configured limit.
         max: usize,
     },
+    /// More than `max` lines in a row carried no data: `:` comments (keep-alives), blank lines,
+    /// or the other fields of events without data. A peer holding the body open with nothing
+    /// (SPEC.md §15).
+    #[error("more than {max} SSE lines in a row carry no data")]
+    TooManyComments {
+        /// The configured limit.
+        max: u32,
+    },
 }
 
 impl SseError {
@@ -193,6 +201,7 @@ impl SseError {
             Self::UnexpectedEvent { .. } => "UnexpectedEvent",
             Self::InvalidBase64 { .. } => "InvalidBase64",
             Self::EventTooLarge { .. } => "EventTooLarge",
+            Self::TooManyComments { .. } => "TooManyComments",
         }
     }
 }

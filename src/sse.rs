@@ -27,6 +27,7 @@ use base64::engine::general_purpose::STANDARD;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::frame::{FrameHeader, HEADER_LEN};
+use crate::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW;
 pub use crate::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
 pub use crate::mapping::{FRAME_EVENT, SseError};
 
@@ -84,6 +85,9 @@ pub struct SseParser {
     at_start: bool,
     max_event_data: usize,
     comments: u64,
+    /// Lines since the last one that carried data (SPEC.md §15).
+    quiet_lines: u32,
+    max_quiet_lines: u32,
     pending_bytes: usize,
 }
 
@@ -129,8 +133,28 @@ impl SseParser {
             at_start: true,
             max_event_data: max,
             comments: 0,
+            quiet_lines: 0,
+            max_quiet_lines: DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW,
             pending_bytes: 0,
         }
+    }
+
+    /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
+    /// data: `:` comments (keep-alives), blank lines, and the other fields of events without
+    /// data. Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`](crate::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse::{SseError, SseParser};
+    /// let mut parser = SseParser::new().max_comments_in_a_row(2);
+    /// let err = parser.feed(b": a\n: b\n: c\n", &mut Vec::new()).unwrap_err();
+    /// assert_eq!(err, SseError::TooManyComments { max: 2 });
+    /// ```
+    #[must_use]
+    pub fn max_comments_in_a_row(mut self, max: u32) -> Self {
+        self.max_quiet_lines = max;
+        self
     }
 
     /// Comment lines (`:` ...) seen so far, e.g. keep-alives.
@@ -230,6 +254,20 @@ impl SseParser {
         if self.at_start {
             self.at_start = false;
             line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
+        }
+        // SPEC.md §15: a peer cannot hold the body open with lines that carry nothing; a data
+        // line with data starts the count again.
+        let carries_data =
+            line.starts_with(b"data:") && line.len() > b"data:".len() && line != b"data: ";
+        if carries_data {
+            self.quiet_lines = 0;
+        } else {
+            self.quiet_lines = self.quiet_lines.saturating_add(1);
+            if self.quiet_lines > self.max_quiet_lines {
+                return Err(SseError::TooManyComments {
+                    max: self.max_quiet_lines,
+                });
+            }
         }
         if line.is_empty() {
             if self.has_data || self.event.is_some() || self.id.is_some() {
@@ -344,6 +382,22 @@ impl SseFrameDecoder {
             parser: SseParser::with_max_event_data(max),
             ..Self::default()
         }
+    }
+
+    /// Bounds the lines in a row that carry no data (see [`SseParser::max_comments_in_a_row`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse::{SseError, SseFrameDecoder};
+    /// let mut dec = SseFrameDecoder::new().max_comments_in_a_row(1);
+    /// let err = dec.feed(b": ping\n: ping\n", &mut bytes::BytesMut::new()).unwrap_err();
+    /// assert_eq!(err, SseError::TooManyComments { max: 1 });
+    /// ```
+    #[must_use]
+    pub fn max_comments_in_a_row(mut self, max: u32) -> Self {
+        self.parser = self.parser.max_comments_in_a_row(max);
+        self
     }
 
     /// `mcp-frame` events decoded so far.

@@ -93,6 +93,19 @@ fn vectors() -> Vec<Vector> {
             if let Some(k) = d["request_key"].as_str() {
                 decoder_args.extend(["--expect-request-key".to_owned(), k.to_owned()]);
             }
+            // The per-stream bounds a vector sets (SPEC.md §6.1, §15).
+            for bound in [
+                "max_stream_bytes",
+                "max_messages",
+                "max_keepalives_in_a_row",
+                "max_ignorable_in_a_row",
+                "max_sse_comments_in_a_row",
+            ] {
+                if let Some(n) = d[bound].as_u64() {
+                    let option = format!("--{}", bound.replace('_', "-"));
+                    decoder_args.extend([option, n.to_string()]);
+                }
+            }
             Vector {
                 sse: mapping == "sse",
                 data: std::fs::read(&path).expect("vector file"),
@@ -125,11 +138,22 @@ fn expected_exit(v: &Vector) -> i32 {
     match (e["verdict"].as_str(), e["error"].as_str()) {
         (Some("clean"), _) => 0,
         (Some("aborted"), _) => 5,
-        (_, Some("UnexpectedEvent" | "InvalidBase64" | "EventTooLarge")) => 6,
+        (_, Some("UnexpectedEvent" | "InvalidBase64" | "EventTooLarge" | "TooManyComments")) => 6,
         (_, Some("Truncated")) if v.sse => 3,
         (_, Some("Truncated")) if !v.data.is_empty() && !framed_start => 6,
         (_, Some("Truncated")) => 3,
-        (_, Some("RequestKeyMismatch" | "FrameTooLarge" | "MessageTooLarge")) => 6,
+        (
+            _,
+            Some(
+                "RequestKeyMismatch"
+                | "FrameTooLarge"
+                | "MessageTooLarge"
+                | "StreamTooLarge"
+                | "TooManyMessages"
+                | "TooManyKeepAlives"
+                | "TooManyIgnorableFrames",
+            ),
+        ) => 6,
         (_, Some("BadMagic")) if v.sse => 4,
         (_, Some("BadMagic")) if !framed_start => 6,
         (_, Some("UnsupportedVersion")) if framed_start && v.data[2] != 1 => 6,
@@ -285,7 +309,13 @@ fn inspect_lists_the_frames_and_marks_the_frame_where_the_decoder_stopped() {
                 assert!(got["end_of_input"].is_string(), "{}", v.file);
             }
             // An SSE-level error stops the SSE pass, not the frame decoder (SPEC.md §15).
-            (_, Some(kind @ ("UnexpectedEvent" | "InvalidBase64" | "EventTooLarge"))) => {
+            (
+                _,
+                Some(
+                    kind @ ("UnexpectedEvent" | "InvalidBase64" | "EventTooLarge"
+                    | "TooManyComments"),
+                ),
+            ) => {
                 assert!(stops.is_empty(), "{}: {stops:?}", v.file);
                 assert_eq!(got["sse"]["error"], kind, "{}", v.file);
             }

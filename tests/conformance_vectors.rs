@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::{Outcome, decode_one_shot, decode_pieces, sha256, truncation_name, vectors};
-use mcp_framing::{DecodeError, Event, RequestKey, StreamDecoder};
+use mcp_framing::{DecodeError, Event, Limits, RequestKey, StreamDecoder};
 use serde_json::Value;
 
 fn vectors_dir() -> PathBuf {
@@ -26,13 +26,27 @@ fn entries(manifest: &Value) -> &Vec<Value> {
 /// The decoder a manifest entry asks for (defaults of SPEC.md §6 for missing fields).
 fn decoder_for(entry: &Value) -> StreamDecoder {
     let config = &entry["decoder"];
-    let mut builder = StreamDecoder::builder();
+    let mut limits = Limits::default();
     if let Some(max) = config["max_frame_payload"].as_u64() {
-        builder = builder.max_frame_payload(u32::try_from(max).expect("u32"));
+        limits = limits.max_frame_payload(u32::try_from(max).expect("u32"));
     }
     if let Some(max) = config["max_message_size"].as_u64() {
-        builder = builder.max_message_size(max);
+        limits = limits.max_message_size(max);
     }
+    let count = |name: &str| {
+        config[name]
+            .as_u64()
+            .map(|n| u32::try_from(n).expect("u32"))
+    };
+    // The per-stream bounds (SPEC.md §6.1, §15) a vector sets.
+    let bounds = vectors::Bounds {
+        max_stream_bytes: config["max_stream_bytes"].as_u64(),
+        max_messages: config["max_messages"].as_u64(),
+        max_keepalives_in_a_row: count("max_keepalives_in_a_row"),
+        max_ignorable_in_a_row: count("max_ignorable_in_a_row"),
+        max_sse_comments_in_a_row: count("max_sse_comments_in_a_row"),
+    };
+    let mut builder = StreamDecoder::builder().limits(bounds.apply(limits));
     if let Some(key) = config["request_key"].as_str() {
         builder = builder.expect_request_key(key.parse::<RequestKey>().expect("key"));
     }
@@ -117,56 +131,64 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Decodes an SSE body (SPEC.md §15) fed in `pieces`: the SSE decoder's frame bytes go to the
-/// frame decoder after every piece, so an error in frames of earlier events comes before the SSE
-/// error of a later line (body order). Returns the frame-level outcome and the SSE error, if one
-/// ended the body first.
+/// Decodes an SSE body (SPEC.md §15) fed in `pieces` through the crate's `BodyDecoder` (the
+/// path `VerifiedResponse` and `mcp-frame` take), taking the events after every piece: an error
+/// in frames of earlier events comes before the SSE error of a later line (body order). Returns
+/// the frame-level outcome and the SSE error, if one ended the body first.
 #[cfg(feature = "sse")]
 fn decode_sse_pieces<'a>(
-    mut decoder: StreamDecoder,
+    decoder: StreamDecoder,
     pieces: impl IntoIterator<Item = &'a [u8]>,
 ) -> (Outcome, Option<mcp_framing::sse::SseError>) {
-    let mut sse = mcp_framing::sse::SseFrameDecoder::new();
-    let mut buf = bytes::BytesMut::new();
+    use mcp_framing::{BodyDecoder, BodyError, Mapping};
+    let mut body = BodyDecoder::new(Mapping::Sse, decoder);
     let mut events = Vec::new();
-    for piece in pieces {
-        let fed = sse.feed(piece, &mut buf);
-        loop {
-            match decoder.decode(&mut buf) {
-                Ok(Some(event)) => events.push(event),
-                Ok(None) => break,
-                Err(err) => {
-                    let end = Err(err);
-                    return (Outcome { events, end }, None);
-                }
+    let drain = |body: &mut BodyDecoder, events: &mut Vec<Event>| loop {
+        match body.next_event() {
+            Ok(Some(event)) => events.push(event),
+            Ok(None) => return None,
+            Err(err) => {
+                assert_eq!(body.next_event(), Err(err.clone()), "errors are final");
+                return Some(err);
             }
         }
-        if let Err(err) = fed {
-            assert_eq!(
-                sse.feed(b"\n\n", &mut buf),
-                Err(err.clone()),
-                "SSE errors are final"
-            );
-            return (
-                Outcome {
-                    events,
-                    end: Ok(()),
-                },
-                Some(err),
-            );
+    };
+    let mut end = None;
+    for piece in pieces {
+        body.feed(piece);
+        end = drain(&mut body, &mut events);
+        if end.is_some() {
+            break;
         }
     }
-    sse.finish();
-    let outcome = decode_pieces(decoder, [&buf[..]]);
-    let mut all = events;
-    all.extend(outcome.events);
-    (
-        Outcome {
-            events: all,
-            end: outcome.end,
-        },
-        None,
-    )
+    if end.is_none() {
+        body.finish();
+        end = drain(&mut body, &mut events);
+    }
+    match end {
+        None => (
+            Outcome {
+                events,
+                end: Ok(()),
+            },
+            None,
+        ),
+        Some(BodyError::Decode(err)) => (
+            Outcome {
+                events,
+                end: Err(err),
+            },
+            None,
+        ),
+        Some(BodyError::Sse(err)) => (
+            Outcome {
+                events,
+                end: Ok(()),
+            },
+            Some(err),
+        ),
+        Some(other) => panic!("a body error this suite does not know: {other:?}"),
+    }
 }
 
 /// The SSE error's kind as the manifest names it (SPEC.md §15).
@@ -313,6 +335,10 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
         "InvalidFrameLength",
         "FrameTooLarge",
         "MessageTooLarge",
+        "StreamTooLarge",
+        "TooManyMessages",
+        "TooManyKeepAlives",
+        "TooManyIgnorableFrames",
         "SequenceGap",
         "SequenceReplay",
         "ForeignFrame",
@@ -350,6 +376,7 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
         "UnexpectedEvent",
         "InvalidBase64",
         "EventTooLarge",
+        "TooManyComments",
         "DigestMismatch",
         "Truncated",
     ];

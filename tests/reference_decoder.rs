@@ -4,6 +4,8 @@
 //!
 //! These tests need `python3` and fail (they do not skip) without it: `scripts/test` installs it.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -65,6 +67,8 @@ struct Config {
     max_frame_payload: Option<u32>,
     max_message_size: Option<u64>,
     request_key: Option<RequestKey>,
+    /// The per-stream bounds (SPEC.md §6.1, §15) a vector sets.
+    bounds: common::vectors::Bounds,
 }
 
 impl Config {
@@ -84,6 +88,7 @@ impl Config {
             request_key: value["request_key"]
                 .as_str()
                 .map(|s| s.parse().expect("request_key is 32 hex digits")),
+            bounds: serde_json::from_value(value.clone()).expect("bounds"),
         }
     }
 
@@ -97,6 +102,9 @@ impl Config {
         }
         if let Some(key) = self.request_key {
             out.insert("request_key".into(), json!(key.to_string()));
+        }
+        if let Value::Object(bounds) = json!(self.bounds) {
+            out.extend(bounds);
         }
         Value::Object(out)
     }
@@ -112,7 +120,8 @@ impl Config {
         if let Some(key) = self.request_key {
             builder = builder.expect_request_key(key);
         }
-        builder.build()
+        let limits = self.bounds.apply(*builder.clone().build().limits());
+        builder.limits(limits).build()
     }
 }
 
@@ -135,7 +144,7 @@ fn hex(bytes: &[u8]) -> String {
 /// The crate decoder's verdict, in the manifest's `expect` shape, feeding `data` cut at `cuts`.
 fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
     let mut decoder = config.decoder();
-    let mut input = Input::new(config.sse);
+    let mut input = Input::new(config);
     let mut buf = BytesMut::new();
     let mut messages = Vec::new();
     // Runs `step` until it needs more input or fails (then returns the error).
@@ -202,12 +211,19 @@ enum Input {
 }
 
 impl Input {
-    fn new(sse: bool) -> Self {
-        if !sse {
+    fn new(config: &Config) -> Self {
+        if !config.sse {
             return Self::Binary;
         }
         #[cfg(feature = "sse")]
-        return Self::Sse(mcp_framing::sse::SseFrameDecoder::new());
+        return Self::Sse(
+            mcp_framing::sse::SseFrameDecoder::new().max_comments_in_a_row(
+                config
+                    .bounds
+                    .max_sse_comments_in_a_row
+                    .unwrap_or(mcp_framing::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW),
+            ),
+        );
         #[cfg(not(feature = "sse"))]
         panic!("an SSE case needs the `sse` feature (cargo test --all-features)");
     }

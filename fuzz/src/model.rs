@@ -121,6 +121,10 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
     let mut frames = 0u64;
     let mut messages = 0u64;
     let mut open: Vec<u8> = Vec::new();
+    // SPEC.md §6.1: the per-stream bounds (the targets decode with their defaults), and the
+    // KEEPALIVE and ignorable frames since the last DATA or MESSAGE_END.
+    let bounds = mcp_framing::Limits::DEFAULT;
+    let (mut keepalives, mut ignorable) = (0u32, 0u32);
     loop {
         let rest = &input[pos..];
         if rest.is_empty() {
@@ -189,6 +193,18 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
         if kind == DATA && open.len() as u64 + u64::from(len) > limits.max_message_size {
             return Verdict::Error("MessageTooLarge");
         }
+        if (pos + 20) as u64 + u64::from(len) > bounds.max_stream_bytes {
+            return Verdict::Error("StreamTooLarge");
+        }
+        if kind == KEEPALIVE && keepalives >= bounds.max_keepalives_in_a_row {
+            return Verdict::Error("TooManyKeepAlives");
+        }
+        if kind >= 0x80 && ignorable >= bounds.max_ignorable_in_a_row {
+            return Verdict::Error("TooManyIgnorableFrames");
+        }
+        if kind == MESSAGE_END && messages >= bounds.max_messages {
+            return Verdict::Error("TooManyMessages");
+        }
         let len = len as usize;
         if rest.len() - 20 < len {
             return Verdict::Truncated(Truncation::InPayload {
@@ -230,6 +246,7 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
                 });
                 open.extend_from_slice(payload);
                 state = State::InMessage;
+                (keepalives, ignorable) = (0, 0);
             }
             MESSAGE_END => {
                 if be64(payload, 0) != open.len() as u64 {
@@ -246,6 +263,7 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
                 });
                 messages += 1;
                 state = State::Between;
+                (keepalives, ignorable) = (0, 0);
             }
             STREAM_END => {
                 if be64(payload, 0) != messages {
@@ -267,8 +285,11 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
                 events.push(Expected::Aborted(abort.clone()));
                 return after_terminal(&input[pos..], Verdict::PeerAbort(abort));
             }
-            KEEPALIVE => events.push(Expected::KeepAlive),
-            _ => {} // 0x80..=0xFF: checked, then skipped (SPEC.md §3).
+            KEEPALIVE => {
+                keepalives += 1;
+                events.push(Expected::KeepAlive);
+            }
+            _ => ignorable += 1, // 0x80..=0xFF: checked, then skipped (SPEC.md §3).
         }
     }
 }

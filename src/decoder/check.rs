@@ -2,7 +2,7 @@
 //! each failure built out of line so that a header that passes costs only the comparisons.
 
 use crate::error::{DecodeError, StreamState};
-use crate::frame::{FrameHeader, FrameKind, MAGIC, VERSION};
+use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, VERSION};
 use crate::limits::Limits;
 
 /// Distance within which a wrong sequence number counts as a gap or a replay (SPEC.md §4).
@@ -18,13 +18,25 @@ pub(super) struct Expect<'a> {
     pub(super) sequence: u32,
     /// Bytes of the open message so far.
     pub(super) message_bytes: u64,
+    /// Messages completed so far.
+    pub(super) messages: u64,
+    /// KEEPALIVE and ignorable frames since the last DATA or MESSAGE_END.
+    pub(super) runs: Runs,
 }
 
-/// Checks a header whose magic, version and CRC passed (SPEC.md §2 steps 3 to 5), before its
+/// Frames in a row that carried no message byte, since the last DATA or MESSAGE_END (SPEC.md
+/// §6.1).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Runs {
+    pub(super) keepalives: u32,
+    pub(super) ignorable: u32,
+}
+
+/// Checks a header whose magic, version and CRC passed (SPEC.md §2 steps 3 to 6), before its
 /// payload is awaited: kind, place in the stream (sequence number, then whether the kind may
-/// appear there), length rule, frame limit, message limit. The first failing check names the
-/// error.
-#[inline]
+/// appear there), length rule, frame limit, message limit, then the per-stream bounds. The first
+/// failing check names the error.
+#[inline(always)]
 pub(super) fn check_header(
     header: &FrameHeader,
     expect: Expect<'_>,
@@ -87,7 +99,34 @@ pub(super) fn check_header(
             }));
         }
     }
-    Ok(kind)
+    // Step 6: the per-stream bounds (SPEC.md §6.1): bytes, then what this kind adds to a count.
+    let end = offset + (HEADER_LEN as u64 + u64::from(header.len));
+    if end > expect.limits.max_stream_bytes {
+        return Err(cold(|| DecodeError::StreamTooLarge {
+            len: end,
+            max: expect.limits.max_stream_bytes,
+        }));
+    }
+    match kind {
+        FrameKind::KeepAlive if expect.runs.keepalives >= expect.limits.max_keepalives_in_a_row => {
+            Err(cold(|| DecodeError::TooManyKeepAlives {
+                max: expect.limits.max_keepalives_in_a_row,
+            }))
+        }
+        FrameKind::Ignorable(_)
+            if expect.runs.ignorable >= expect.limits.max_ignorable_in_a_row =>
+        {
+            Err(cold(|| DecodeError::TooManyIgnorableFrames {
+                max: expect.limits.max_ignorable_in_a_row,
+            }))
+        }
+        FrameKind::MessageEnd if expect.messages >= expect.limits.max_messages => {
+            Err(cold(|| DecodeError::TooManyMessages {
+                max: expect.limits.max_messages,
+            }))
+        }
+        _ => Ok(kind),
+    }
 }
 
 /// Checks magic and version of a header whose 20 bytes have not all arrived (SPEC.md §2: the

@@ -15,7 +15,7 @@ use crate::outcome::Outcome;
 mod check;
 mod state;
 
-use check::{Expect, check_header, check_partial_header, cold};
+use check::{Expect, Runs, check_header, check_partial_header, cold};
 use state::{Message, Pending, Position, State};
 
 /// Builds a [`StreamDecoder`] with non-default limits or checks.
@@ -149,6 +149,7 @@ impl DecoderBuilder {
             },
             expected_sequence: 0,
             progress: Progress::default(),
+            runs: Runs::default(),
             hasher: Sha256::new(),
             payload_crc: PayloadCrc::new(),
         }
@@ -216,6 +217,8 @@ pub struct StreamDecoder {
     /// Sequence number the next frame must carry (after HEAD).
     expected_sequence: u32,
     progress: Progress,
+    /// KEEPALIVE and ignorable frames since the last DATA or MESSAGE_END (SPEC.md §6.1).
+    runs: Runs,
     /// The open message's running SHA-256 when not assembling, fresh at every message start: a
     /// scratch value like `payload_crc`, kept here so that it is not moved with every state
     /// change.
@@ -639,6 +642,8 @@ impl StreamDecoder {
                         state: at.stream_state(),
                         sequence: self.expected_sequence,
                         message_bytes: self.progress.open_message_bytes,
+                        messages: self.progress.messages,
+                        runs: self.runs,
                     };
                     let kind = check_header(&header, expect, offset)?;
                     buf.advance(HEADER_LEN);
@@ -676,6 +681,7 @@ impl StreamDecoder {
             };
             return Ok(Some(match kind {
                 FrameKind::Data => {
+                    self.runs = Runs::default();
                     let bytes = payload.freeze();
                     let offset = self.progress.open_message_bytes;
                     self.progress.open_message_bytes += bytes.len() as u64;
@@ -720,16 +726,21 @@ impl StreamDecoder {
                     };
                     self.progress.messages += 1;
                     self.progress.open_message_bytes = 0;
+                    self.runs = Runs::default();
                     if self.config.assemble {
                         Event::Message(VerifiedMessage { summary, bytes })
                     } else {
                         Event::MessageVerified(summary)
                     }
                 }
-                FrameKind::KeepAlive => Event::KeepAlive,
+                FrameKind::KeepAlive => {
+                    self.runs.keepalives += 1;
+                    Event::KeepAlive
+                }
                 FrameKind::Ignorable(_) => {
                     // Checked and consumed like any frame; it yields nothing and decoding goes
                     // on.
+                    self.runs.ignorable += 1;
                     continue;
                 }
                 FrameKind::StreamEnd => {

@@ -120,10 +120,15 @@ impl Verdict {
             // SPEC.md §2), or speaks a version that was not negotiated.
             DecodeError::BadMagic { offset: 0, .. }
             | DecodeError::UnsupportedVersion { offset: 0, .. }
-            // Headers passed their CRC, so these lengths are what the server sent: over the
-            // limits the contract negotiated.
+            // Headers passed their CRC, so these lengths and counts are what the server sent:
+            // over the limits the contract negotiated (§6) or the receiver's per-stream bounds
+            // (§6.1).
             | DecodeError::FrameTooLarge { .. }
-            | DecodeError::MessageTooLarge { .. } => Self::ContractViolation(err.clone()),
+            | DecodeError::MessageTooLarge { .. }
+            | DecodeError::StreamTooLarge { .. }
+            | DecodeError::TooManyMessages { .. }
+            | DecodeError::TooManyKeepAlives { .. }
+            | DecodeError::TooManyIgnorableFrames { .. } => Self::ContractViolation(err.clone()),
             _ => Self::Corrupt(err.clone()),
         }
     }

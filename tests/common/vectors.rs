@@ -30,17 +30,58 @@ pub(crate) struct Vector {
     pub(crate) max_frame_payload: u32,
     pub(crate) max_message_size: u64,
     pub(crate) request_key: Option<RequestKey>,
+    /// The per-stream bounds of SPEC.md §6.1 and §15 this vector sets (the defaults otherwise).
+    pub(crate) bounds: Bounds,
     pub(crate) expect: Expect,
     /// `"binary"` (SPEC.md §2–§7) or `"sse"` (§15: the body is a `text/event-stream`).
     pub(crate) mapping: &'static str,
 }
 
+/// Per-stream bounds a vector sets (SPEC.md §6.1, §15); `None` keeps the default, and only the
+/// bounds set appear in the manifest.
+#[derive(Clone, Copy, Debug, Default, Serialize, serde::Deserialize)]
+pub(crate) struct Bounds {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_stream_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_messages: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_keepalives_in_a_row: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_ignorable_in_a_row: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_sse_comments_in_a_row: Option<u32>,
+}
+
+impl Bounds {
+    /// `limits` with these bounds applied.
+    pub(crate) fn apply(&self, mut limits: mcp_framing::Limits) -> mcp_framing::Limits {
+        if let Some(n) = self.max_stream_bytes {
+            limits = limits.max_stream_bytes(n);
+        }
+        if let Some(n) = self.max_messages {
+            limits = limits.max_messages(n);
+        }
+        if let Some(n) = self.max_keepalives_in_a_row {
+            limits = limits.max_keepalives_in_a_row(n);
+        }
+        if let Some(n) = self.max_ignorable_in_a_row {
+            limits = limits.max_ignorable_in_a_row(n);
+        }
+        if let Some(n) = self.max_sse_comments_in_a_row {
+            limits = limits.max_sse_comments_in_a_row(n);
+        }
+        limits
+    }
+}
+
 impl Vector {
     /// A decoder configured as the manifest says.
     pub(crate) fn decoder(&self) -> mcp_framing::StreamDecoder {
-        let mut builder = mcp_framing::StreamDecoder::builder()
+        let limits = mcp_framing::Limits::default()
             .max_frame_payload(self.max_frame_payload)
             .max_message_size(self.max_message_size);
+        let mut builder = mcp_framing::StreamDecoder::builder().limits(self.bounds.apply(limits));
         if let Some(key) = self.request_key {
             builder = builder.expect_request_key(key);
         }
@@ -120,6 +161,7 @@ impl Set {
             max_frame_payload: DEFAULT_FRAME,
             max_message_size: DEFAULT_MESSAGE,
             request_key: Some(KEY),
+            bounds: Bounds::default(),
             expect,
             mapping: "binary",
         });
@@ -538,6 +580,65 @@ fn invalid_frames(set: &mut Set) {
         Expect::error("MessageTooLarge", &[OK_MESSAGE]),
     )
     .max_message_size = 1024;
+    stream_bounds(set);
+}
+
+/// The per-stream bounds of SPEC.md §6.1, each set low so that a small vector passes it.
+fn stream_bounds(set: &mut Set) {
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.keep_alive()
+        .keep_alive()
+        .message(OK_MESSAGE)
+        .keep_alive()
+        .keep_alive()
+        .keep_alive();
+    set.add(
+        "invalid_too_many_keepalives.bin",
+        "with max_keepalives_in_a_row 2: two KEEPALIVEs, a message (which starts the count again), then three KEEPALIVEs: the third is refused at its header",
+        raw.build(),
+        Expect::error("TooManyKeepAlives", &[OK_MESSAGE]),
+    )
+    .bounds
+    .max_keepalives_in_a_row = Some(2);
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.frame(0x80, b"x")
+        .keep_alive()
+        .frame(0x81, b"")
+        .frame(0x82, b"yz");
+    set.add(
+        "invalid_too_many_ignorable_frames.bin",
+        "with max_ignorable_in_a_row 2: three ignorable frames with a KEEPALIVE between (which does not start the count again): the third is refused",
+        raw.build(),
+        Expect::error("TooManyIgnorableFrames", &[]),
+    )
+    .bounds
+    .max_ignorable_in_a_row = Some(2);
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE)
+        .message(b"")
+        .message(OK_MESSAGE)
+        .stream_end(3);
+    set.add(
+        "invalid_too_many_messages.bin",
+        "with max_messages 2: a third message, refused at its MESSAGE_END header",
+        raw.build(),
+        Expect::error("TooManyMessages", &[OK_MESSAGE, b""]),
+    )
+    .bounds
+    .max_messages = Some(2);
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(OK_MESSAGE).stream_end(1);
+    set.add(
+        "invalid_stream_too_large.bin",
+        "with max_stream_bytes 150: HEAD (52), DATA (31), MESSAGE_END (60) end at byte 143; STREAM_END would end at byte 171 and is refused at its header",
+        raw.build(),
+        Expect::error("StreamTooLarge", &[OK_MESSAGE]),
+    )
+    .bounds
+    .max_stream_bytes = Some(150);
 }
 
 fn invalid_streams(set: &mut Set) {
@@ -1029,6 +1130,19 @@ fn sse(set: &mut Set) {
     );
 
     let events = sse_single_message();
+    let mut body = events[..3].concat();
+    body.push_str(": keep-alive\n: keep-alive\n: keep-alive\n");
+    body.push_str(&events[3]);
+    set.add_sse(
+        "invalid_sse_too_many_comments.sse",
+        "with max_sse_comments_in_a_row 3: §13 example in SSE with three keep-alive comments before the STREAM_END event; with the blank line that ends the MESSAGE_END event they make four lines in a row without data",
+        body.into_bytes(),
+        Expect::error("TooManyComments", &[OK_MESSAGE]),
+    )
+    .bounds
+    .max_sse_comments_in_a_row = Some(3);
+
+    let events = sse_single_message();
     let mut body = events[..2].concat();
     body.push_str(&events[2][..17 + 6 + 40]);
     set.add_sse(
@@ -1087,6 +1201,8 @@ struct DecoderJson {
     max_message_size: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_key: Option<String>,
+    #[serde(flatten)]
+    bounds: Bounds,
 }
 
 #[derive(Serialize)]
@@ -1130,6 +1246,7 @@ pub(crate) fn manifest(vectors: &[Vector]) -> String {
                     max_frame_payload: v.max_frame_payload,
                     max_message_size: v.max_message_size,
                     request_key: v.request_key.map(|k| k.to_string()),
+                    bounds: v.bounds,
                 },
                 expect: ExpectJson {
                     verdict: v.expect.verdict,

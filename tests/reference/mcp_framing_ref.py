@@ -57,6 +57,11 @@ KIND_NAMES = {
 
 DEFAULT_MAX_FRAME_PAYLOAD = 65536  # §6
 DEFAULT_MAX_MESSAGE_SIZE = 16777216  # §6
+DEFAULT_MAX_STREAM_BYTES = 16 << 30  # §6.1
+DEFAULT_MAX_MESSAGES = 65536  # §6.1
+DEFAULT_MAX_KEEPALIVES_IN_A_ROW = 4096  # §6.1
+DEFAULT_MAX_IGNORABLE_IN_A_ROW = 1024  # §6.1
+DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW = 4096  # §15
 MAX_ABORT_TEXT = 1024  # §3
 MIN_MAX_FRAME_PAYLOAD = 2 + MAX_ABORT_TEXT  # §6: every control frame fits
 SEQ_WINDOW = 1 << 20  # §4
@@ -125,11 +130,22 @@ class Decoder:
         max_frame_payload=DEFAULT_MAX_FRAME_PAYLOAD,
         max_message_size=DEFAULT_MAX_MESSAGE_SIZE,
         request_key=None,
+        max_stream_bytes=DEFAULT_MAX_STREAM_BYTES,
+        max_messages=DEFAULT_MAX_MESSAGES,
+        max_keepalives_in_a_row=DEFAULT_MAX_KEEPALIVES_IN_A_ROW,
+        max_ignorable_in_a_row=DEFAULT_MAX_IGNORABLE_IN_A_ROW,
     ):
         if max_frame_payload < MIN_MAX_FRAME_PAYLOAD:
             raise ValueError("max_frame_payload must be at least %d (§6)" % MIN_MAX_FRAME_PAYLOAD)
         self.max_frame_payload = max_frame_payload
         self.max_message_size = max_message_size
+        # §6.1: the per-stream bounds, and the frames in a row without a message byte
+        self.max_stream_bytes = max_stream_bytes
+        self.max_messages = max_messages
+        self.max_keepalives_in_a_row = max_keepalives_in_a_row
+        self.max_ignorable_in_a_row = max_ignorable_in_a_row
+        self.keepalives_in_a_row = 0
+        self.ignorable_in_a_row = 0
         self.request_key = request_key  # 16 bytes or None (no check)
         self.buf = bytearray()  # bytes of the frame being read (header, then payload)
         self.header = None  # parsed header while waiting for the payload
@@ -254,6 +270,17 @@ class Decoder:
                 length=length,
                 max=self.max_message_size,
             )
+        # 7. the per-stream bounds (§6.1): the stream's bytes up to the end of this frame, then
+        # what this kind adds to a count
+        end = off + HEADER_LEN + length
+        if end > self.max_stream_bytes:
+            raise DecodeError("StreamTooLarge", offset=off, length=end, max=self.max_stream_bytes)
+        if kind == KEEPALIVE and self.keepalives_in_a_row >= self.max_keepalives_in_a_row:
+            raise DecodeError("TooManyKeepAlives", offset=off, max=self.max_keepalives_in_a_row)
+        if kind >= 0x80 and self.ignorable_in_a_row >= self.max_ignorable_in_a_row:
+            raise DecodeError("TooManyIgnorableFrames", offset=off, max=self.max_ignorable_in_a_row)
+        if kind == MESSAGE_END and self.message_ends >= self.max_messages:
+            raise DecodeError("TooManyMessages", offset=off, max=self.max_messages)
         self.last_seq = seq
         return {"kind": kind, "seq": seq, "length": length, "pcrc": pcrc, "offset": off}
 
@@ -283,6 +310,7 @@ class Decoder:
         elif kind == DATA:
             self.in_message = True
             self.message += payload
+            self.keepalives_in_a_row = self.ignorable_in_a_row = 0
         elif kind == MESSAGE_END:
             declared = int.from_bytes(payload[0:8], "big")
             digest = payload[8:40]
@@ -294,6 +322,7 @@ class Decoder:
             self.message = bytearray()
             self.in_message = False
             self.message_ends += 1
+            self.keepalives_in_a_row = self.ignorable_in_a_row = 0
         elif kind == STREAM_END:
             count = int.from_bytes(payload, "big")
             if count != self.message_ends:
@@ -309,7 +338,10 @@ class Decoder:
             self.message = bytearray()
             self.in_message = False
             self.terminal = ("aborted", code, reason)
-        # KEEPALIVE and ignorable kinds: checked, then skipped
+        elif kind == KEEPALIVE:
+            self.keepalives_in_a_row += 1  # §6.1
+        else:
+            self.ignorable_in_a_row += 1  # §6.1; ignorable kinds are checked, then skipped
 
     # -- end of input (§7) ------------------------------------------------------------------------
 
@@ -363,9 +395,16 @@ class SseDecoder:
     """The SSE mapping: `mcp-frame` events whose data is base64 of whole frames, fed in event order
     to a binary Decoder. Same interface as Decoder: feed() in any split, then finish()."""
 
-    def __init__(self, max_event_data=DEFAULT_MAX_EVENT_DATA, **config):
+    def __init__(
+        self,
+        max_event_data=DEFAULT_MAX_EVENT_DATA,
+        max_sse_comments_in_a_row=DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW,
+        **config
+    ):
         self.inner = Decoder(**config)
         self.max_event_data = max_event_data
+        self.max_quiet_lines = max_sse_comments_in_a_row
+        self.quiet_lines = 0  # lines since the last data line with data (§15)
         self.line = bytearray()  # the line being read
         self.skip_lf = False  # the previous line ended with CR: a following LF belongs to it
         self.first_line = True  # a leading U+FEFF is skipped
@@ -401,14 +440,23 @@ class SseDecoder:
             self.first_line = False
             if line.startswith(BOM):
                 line = line[len(BOM) :]
+        field, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        # §15: a peer cannot hold the body open with lines that carry no data (comments, blank
+        # lines, other fields); a data line with data starts the count again
+        if field == b"data" and value:
+            self.quiet_lines = 0
+        else:
+            self.quiet_lines += 1
+            if self.quiet_lines > self.max_quiet_lines:
+                self._fail("TooManyComments", max=self.max_quiet_lines)
+                return
         if not line:
             self._dispatch()
             return
         if line.startswith(b":"):
             return  # a comment (keep-alive)
-        field, colon, value = line.partition(b":")
-        if colon and value.startswith(b" "):
-            value = value[1:]
         if field == b"event":
             self.event_name = value
         elif field == b"data":
@@ -454,6 +502,7 @@ def decode(data, splits=(), mapping="binary", max_event_data=DEFAULT_MAX_EVENT_D
     if mapping == "sse":
         dec = SseDecoder(max_event_data=max_event_data, **config)
     elif mapping == "binary":
+        config.pop("max_sse_comments_in_a_row", None)  # an SSE bound (§15)
         dec = Decoder(**config)
     else:
         raise ValueError("unknown mapping %r" % mapping)
@@ -476,6 +525,16 @@ def config_from_json(cfg):
     }
     if "max_event_data" in cfg:
         out["max_event_data"] = cfg["max_event_data"]
+    # §6.1, §15: the per-stream bounds a vector sets (the defaults otherwise)
+    for bound in (
+        "max_stream_bytes",
+        "max_messages",
+        "max_keepalives_in_a_row",
+        "max_ignorable_in_a_row",
+        "max_sse_comments_in_a_row",
+    ):
+        if bound in cfg:
+            out[bound] = cfg[bound]
     return out
 
 

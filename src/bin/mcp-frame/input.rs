@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use mcp_framing::{
-    DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, DecoderBuilder, MIN_MAX_FRAME_PAYLOAD,
-    Mapping, RequestKey, StreamDecoder,
+    DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, DecoderBuilder, Limits,
+    MIN_MAX_FRAME_PAYLOAD, Mapping, RequestKey, StreamDecoder,
 };
 
 use crate::CliError;
@@ -111,6 +111,21 @@ pub(crate) struct DecoderArgs {
     /// Largest message accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE)]
     pub(crate) max_message_size: u64,
+    /// Most bytes one stream may carry.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT.max_stream_bytes)]
+    pub(crate) max_stream_bytes: u64,
+    /// Most messages one stream may carry.
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_messages)]
+    pub(crate) max_messages: u64,
+    /// Most KEEPALIVE frames in a row.
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_keepalives_in_a_row)]
+    pub(crate) max_keepalives_in_a_row: u32,
+    /// Most ignorable frames in a row.
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_ignorable_in_a_row)]
+    pub(crate) max_ignorable_in_a_row: u32,
+    /// Most SSE lines in a row that carry no data (comments, blank lines).
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_sse_comments_in_a_row)]
+    pub(crate) max_sse_comments_in_a_row: u32,
     /// The request key the client sent (32 hex digits): a stream for another request is a
     /// contract violation.
     #[arg(long, value_name = "HEX")]
@@ -119,9 +134,15 @@ pub(crate) struct DecoderArgs {
 
 impl DecoderArgs {
     pub(crate) fn decoder(&self) -> StreamDecoder {
-        let mut builder: DecoderBuilder = StreamDecoder::builder()
+        let limits = Limits::default()
             .max_frame_payload(self.max_frame_payload)
-            .max_message_size(self.max_message_size);
+            .max_message_size(self.max_message_size)
+            .max_stream_bytes(self.max_stream_bytes)
+            .max_messages(self.max_messages)
+            .max_keepalives_in_a_row(self.max_keepalives_in_a_row)
+            .max_ignorable_in_a_row(self.max_ignorable_in_a_row)
+            .max_sse_comments_in_a_row(self.max_sse_comments_in_a_row);
+        let mut builder: DecoderBuilder = StreamDecoder::builder().limits(limits);
         if let Some(key) = self.expect_request_key {
             builder = builder.expect_request_key(key);
         }

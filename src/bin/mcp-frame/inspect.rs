@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::CliError;
 use crate::input::{DecoderArgs, InputPath, MappingArgs, hex};
 use crate::verdict::Session;
-use mcp_framing::{BodyError, Mapping};
+use mcp_framing::{BodyError, Limits, Mapping};
 
 /// Options of `inspect`.
 #[derive(Debug, Args)]
@@ -271,9 +271,11 @@ struct SseFrames {
     error: Option<SseError>,
 }
 
-fn sse_frames(body: &[u8], max_frame_payload: u32) -> SseFrames {
+fn sse_frames(body: &[u8], limits: &Limits) -> SseFrames {
     // The event bound follows the frame limit in force (SPEC.md §15).
-    let mut decoder = SseFrameDecoder::with_max_event_data(event_data_limit(max_frame_payload));
+    let mut decoder =
+        SseFrameDecoder::with_max_event_data(event_data_limit(limits.max_frame_payload))
+            .max_comments_in_a_row(limits.max_sse_comments_in_a_row);
     let mut frames = BytesMut::new();
     let mut events = Vec::new();
     let mut error = None;
@@ -308,8 +310,7 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let input = InputPath::from(args.input.as_path());
     let body = input.read_all()?;
     let decoder = args.decoder.decoder();
-    let sse = (args.mapping.mapping == Mapping::Sse)
-        .then(|| sse_frames(&body, decoder.max_frame_payload()));
+    let sse = (args.mapping.mapping == Mapping::Sse).then(|| sse_frames(&body, decoder.limits()));
     let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
     let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
