@@ -1,7 +1,8 @@
 //! The header checks of SPEC.md §2 "Header first", written once: every check in the spec's order,
 //! each failure built out of line so that a header that passes costs only the comparisons.
 
-use crate::error::{DecodeError, StreamState};
+use super::state::Position;
+use crate::error::DecodeError;
 use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, VERSION};
 use crate::limits::Limits;
 
@@ -12,8 +13,6 @@ const SEQUENCE_WINDOW: u32 = 1 << 20;
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Expect<'a> {
     pub(super) limits: &'a Limits,
-    /// Where the stream is.
-    pub(super) state: StreamState,
     /// The sequence number the frame must carry (not checked while awaiting HEAD).
     pub(super) sequence: u32,
     /// Bytes of the open message so far.
@@ -39,6 +38,7 @@ pub(super) struct Runs {
 #[inline(always)]
 pub(super) fn check_header(
     header: &FrameHeader,
+    at: &Position,
     expect: Expect<'_>,
     offset: u64,
 ) -> Result<FrameKind, DecodeError> {
@@ -53,28 +53,24 @@ pub(super) fn check_header(
     // number is checked against the attempt id in its payload); every later frame carries the
     // previous sequence number plus one (§4); HEAD never comes again, STREAM_END not inside a
     // message.
-    match expect.state {
-        StreamState::AwaitingHead => {
-            if kind != FrameKind::Head {
-                return Err(cold(|| DecodeError::UnexpectedFrame {
-                    kind,
-                    state: expect.state,
-                }));
-            }
-        }
-        state => {
+    let allowed = match at {
+        Position::AwaitingHead => kind == FrameKind::Head,
+        Position::Streaming { message, .. } => {
             if header.sequence != expect.sequence {
                 return Err(sequence_error(expect.sequence, header.sequence));
             }
-            let allowed = match kind {
+            match kind {
                 FrameKind::Head => false,
-                FrameKind::StreamEnd => state != StreamState::InMessage,
+                FrameKind::StreamEnd => message.is_none(),
                 _ => true,
-            };
-            if !allowed {
-                return Err(cold(|| DecodeError::UnexpectedFrame { kind, state }));
             }
         }
+    };
+    if !allowed {
+        return Err(cold(|| DecodeError::UnexpectedFrame {
+            kind,
+            state: at.stream_state(),
+        }));
     }
     // Step 5: the kind's length rule, then the limits on the raw length field (SPEC.md §6),
     // before any reservation.

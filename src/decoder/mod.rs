@@ -639,13 +639,12 @@ impl StreamDecoder {
                     // ... then kind, place in the stream, length and limits, before any payload.
                     let expect = Expect {
                         limits: &self.config.limits,
-                        state: at.stream_state(),
                         sequence: self.expected_sequence,
                         message_bytes: self.progress.open_message_bytes,
                         messages: self.progress.messages,
                         runs: self.runs,
                     };
-                    let kind = check_header(&header, expect, offset)?;
+                    let kind = check_header(&header, at, expect, offset)?;
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
                     if buf.len() < header.len as usize {

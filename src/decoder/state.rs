@@ -140,7 +140,8 @@ impl Message {
     pub(super) fn finish(message: Option<Self>, hasher: &mut Sha256) -> ([u8; 32], Bytes) {
         let mut hasher = std::mem::take(hasher);
         let bytes = match message {
-            None | Some(Self::Streamed) => Bytes::new(),
+            // Streamed (or empty): every byte went through `hasher` already.
+            None | Some(Self::Streamed) => return (hasher.finalize().into(), Bytes::new()),
             Some(Self::One(bytes)) => bytes,
             Some(Self::Many(bytes)) => bytes.freeze(),
         };

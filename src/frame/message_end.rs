@@ -61,15 +61,13 @@ impl MessageEnd {
     /// ```
     #[inline]
     pub fn load(payload: &[u8]) -> Result<Self, PayloadError> {
-        let Some((len, sha256)) = payload
-            .split_first_chunk::<8>()
-            .and_then(|(len, rest)| Some((len, <[u8; 32]>::try_from(rest).ok()?)))
-        else {
+        let Ok(payload) = <&[u8; MESSAGE_END_PAYLOAD_LEN as usize]>::try_from(payload) else {
             return Err(PayloadError::invalid_length(FrameKind::MessageEnd, payload));
         };
+        let (len, sha256) = payload.split_at(8);
         Ok(Self {
-            len: u64::from_be_bytes(*len),
-            sha256,
+            len: u64::from_be_bytes(len.try_into().expect("8 bytes")),
+            sha256: sha256.try_into().expect("32 bytes"),
         })
     }
 
