@@ -30,6 +30,20 @@ pub enum OptInError {
     MetaMismatch,
 }
 
+/// Whether one element of an `Accept` header names `mapping`'s media type with a q-value above
+/// 0 (SPEC.md §16, RFC 9110 §12.5.1): `q=0` means "not acceptable", and the order of the
+/// elements means nothing. An unreadable q-value is not acceptable either.
+fn accepts(range: &str, mapping: Mapping) -> bool {
+    let mut parts = range.split(';');
+    Mapping::from_content_type(parts.next()) == Some(mapping)
+        && parts.all(|param| match param.split_once('=') {
+            Some((name, q)) if name.trim().eq_ignore_ascii_case("q") => {
+                q.trim().parse::<f32>().is_ok_and(|q| q > 0.0)
+            }
+            _ => true,
+        })
+}
+
 /// A request's opt-in to framing (SPEC.md §10), as a server reads it.
 ///
 /// # Examples
@@ -51,7 +65,22 @@ pub enum OptInError {
 pub struct OptIn {
     /// The request key, if the request carried one.
     pub request_key: Option<RequestKey>,
-    /// Whether the client accepts the binary mapping (`Accept` lists [`MEDIA_TYPE`](super::MEDIA_TYPE)).
+    /// Whether the client accepts the binary mapping: `Accept` lists
+    /// [`MEDIA_TYPE`](super::MEDIA_TYPE) with a q-value above 0 (SPEC.md §16).
+    ///
+    /// ```
+    /// use mcp_framing::http::OptIn;
+    /// let opt_in = |accept: &str| {
+    ///     let mut headers = http::HeaderMap::new();
+    ///     headers.insert("mcp-framing", "1".parse().unwrap());
+    ///     headers.insert("accept", accept.parse().unwrap());
+    ///     OptIn::from_headers(&headers).unwrap().unwrap().accepts_binary
+    /// };
+    /// assert!(opt_in("text/event-stream, application/vnd.mcp-framing")); // order means nothing
+    /// assert!(opt_in("application/vnd.mcp-framing;q=0.5, text/event-stream"));
+    /// assert!(!opt_in("application/vnd.mcp-framing;q=0, text/event-stream")); // not acceptable
+    /// assert!(!opt_in("application/json, text/event-stream"));
+    /// ```
     pub accepts_binary: bool,
 }
 
@@ -86,10 +115,9 @@ impl OptIn {
             None => None,
         };
         let accepts_binary = headers.get_all(http::header::ACCEPT).iter().any(|value| {
-            value.to_str().is_ok_and(|v| {
-                v.split(',')
-                    .any(|t| Mapping::from_content_type(Some(t)) == Some(Mapping::Binary))
-            })
+            value
+                .to_str()
+                .is_ok_and(|v| v.split(',').any(|range| accepts(range, Mapping::Binary)))
         });
         Ok(Some(Self {
             request_key,
