@@ -470,3 +470,49 @@ fn the_worked_example_of_the_spec_is_the_single_message_vector() {
         .collect();
     assert_eq!(example, vectors::hex(&bytes));
 }
+
+#[test]
+fn the_second_worked_example_of_the_spec_is_the_aborted_worked_example_vector() {
+    let bytes = vectors::aborted_worked_example();
+    let committed =
+        std::fs::read(vectors_dir().join("valid_aborted_worked_example.bin")).expect("vector");
+    assert_eq!(committed, bytes);
+    // SPEC.md §13, the second text block, CRCs filled in.
+    let spec = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("SPEC.md"))
+        .expect("SPEC.md");
+    let example: String = spec
+        .split("## §13")
+        .nth(1)
+        .expect("§13")
+        .split("```text")
+        .nth(2)
+        .expect("a second example")
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .flat_map(str::split_whitespace)
+        .filter(|token| token.bytes().all(|b| b.is_ascii_hexdigit()))
+        .collect();
+    assert_eq!(example, vectors::hex(&bytes));
+    // What the text says of it: aborted with one message; the cuts it names.
+    let err = StreamDecoder::new().decode_all(&bytes).unwrap_err();
+    assert_eq!(
+        err,
+        DecodeError::PeerAbort(mcp_framing::Abort::new(
+            mcp_framing::AbortCode::Overloaded,
+            "draining"
+        ))
+    );
+    let truncation = |cut: usize| match StreamDecoder::new().decode_all(&bytes[..cut]) {
+        Err(DecodeError::Truncated { at, .. }) => at,
+        other => panic!("cut at {cut}: {other:?}"),
+    };
+    assert_eq!(
+        truncation(72),
+        mcp_framing::Truncation::BetweenMessages { messages: 0 }
+    );
+    assert_eq!(
+        truncation(207),
+        mcp_framing::Truncation::InMessage { message_bytes: 4 }
+    );
+}

@@ -188,6 +188,20 @@ fn encoder(attempt: AttemptId, frame_size: usize) -> StreamEncoder {
         .build(head(Some(KEY), attempt))
 }
 
+/// The second SPEC.md §13 worked example: HEAD, a KEEPALIVE (between messages), `{"ok":true}` in
+/// two DATA frames and its MESSAGE_END, a DATA frame that opens another message, and an ABORT
+/// (code 3, `draining`) that ends the stream and discards the open message.
+pub(crate) fn aborted_worked_example() -> Vec<u8> {
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.keep_alive()
+        .data(br#"{"ok":"#)
+        .data(b"true}")
+        .message_end(OK_MESSAGE)
+        .data(br#"{"pa"#)
+        .abort(3, b"draining");
+    raw.build()
+}
+
 /// The SPEC.md §13 worked example: one message `{"ok":true}` in one DATA frame.
 pub(crate) fn single_message() -> Vec<u8> {
     let mut enc = encoder(ATTEMPT, 16 * 1024);
@@ -253,6 +267,12 @@ fn valid(set: &mut Set) {
         "SPEC.md §13 worked example",
         single_message(),
         Expect::clean(&[OK_MESSAGE]),
+    );
+    set.add(
+        "valid_aborted_worked_example.bin",
+        "SPEC.md §13 second worked example: a KEEPALIVE between messages, {\"ok\":true} in two DATA frames, then an open message cut by ABORT (code 3, overloaded)",
+        aborted_worked_example(),
+        Expect::aborted(&[OK_MESSAGE], 3, "draining"),
     );
 
     let mut enc = encoder(ATTEMPT, 16 * 1024);
