@@ -15,12 +15,12 @@ pub(crate) use crate::frame::{Abort, AbortCode, StreamHead};
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{decode_all_events, Event, StreamEncoder, StreamHead};
+/// use mcp_framing::{Event, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 /// let mut wire = bytes::BytesMut::new();
 /// enc.push(b"{\"partial\":", &mut wire)?;
-/// let events = decode_all_events(&wire);
+/// let events = StreamDecoder::new().decode_to_end(&mut wire);
 /// let chunk = events.iter().find_map(|e| match e {
 ///     Ok(Event::Chunk(c)) => Some(c.clone()),
 ///     _ => None,
@@ -226,18 +226,21 @@ pub struct StreamSummary {
 ///
 /// A stream yields `Opened`, then any number of `Chunk`, `Message` (or `MessageVerified` when the
 /// decoder does not assemble messages) and `KeepAlive`, then exactly one of `End` or `Aborted`.
-/// Only `Message`/`MessageVerified` say a message is complete, and only `End` says the stream is.
+/// Only `Message`/`MessageVerified` say a message is complete; `End` says the sentinel arrived,
+/// and the stream is complete when the input ends right after it (SPEC.md §3, §7;
+/// [`StreamDecoder::outcome`](crate::StreamDecoder::outcome) tells).
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{decode_all_events, Event, StreamEncoder, StreamHead};
+/// use mcp_framing::{Event, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 /// let mut wire = bytes::BytesMut::new();
 /// enc.message(b"{}", &mut wire)?;
 /// enc.end(&mut wire)?;
-/// let kinds: Vec<&str> = decode_all_events(&wire)
+/// let kinds: Vec<&str> = StreamDecoder::new()
+///     .decode_to_end(&mut wire)
 ///     .iter()
 ///     .map(|e| match e.as_ref().unwrap() {
 ///         Event::Opened(_) => "opened",
@@ -264,7 +267,8 @@ pub enum Event {
     MessageVerified(MessageSummary),
     /// A KEEPALIVE frame: the server is alive. Useful to reset idle timers.
     KeepAlive,
-    /// The STREAM_END sentinel: the stream is complete.
+    /// The STREAM_END sentinel: nothing but the end of input may follow; then the stream is
+    /// complete (SPEC.md §3, §7).
     End(StreamSummary),
     /// The peer aborted the stream; no further message will come, the open one is discarded.
     /// End of input after this reports [`DecodeError::PeerAbort`](crate::DecodeError::PeerAbort).

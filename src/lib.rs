@@ -120,7 +120,7 @@ pub mod telemetry;
 pub use body::{BodyDecoder, BodyError};
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
-pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder, decode_all_events};
+pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};
 pub use encoder::{EncoderBuilder, StreamEncoder};
 pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
 pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};

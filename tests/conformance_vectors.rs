@@ -387,6 +387,15 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
 fn committed_vectors_match_the_generator() {
     let generated = vectors::all_mappings();
     let dir = vectors_dir();
+    // `MCP_FRAMING_WRITE_VECTORS=1 cargo test --test conformance_vectors` writes the files (the
+    // generator is deterministic); the comparison below then holds.
+    if std::env::var_os("MCP_FRAMING_WRITE_VECTORS").is_some() {
+        for vector in &generated {
+            std::fs::write(dir.join(&vector.file), &vector.bytes).expect("vector written");
+        }
+        std::fs::write(dir.join("manifest.json"), vectors::manifest(&generated))
+            .expect("manifest written");
+    }
     let mut stale = Vec::new();
     for vector in &generated {
         let committed = std::fs::read(dir.join(&vector.file)).unwrap_or_default();
@@ -411,7 +420,8 @@ fn committed_vectors_match_the_generator() {
     }
     assert!(
         stale.is_empty(),
-        "tests/vectors/ is out of date, run `cargo run --example gen_vectors -- tests/vectors`: {stale:?}"
+        "tests/vectors/ is out of date, run \
+         `MCP_FRAMING_WRITE_VECTORS=1 cargo test --all-features --test conformance_vectors`: {stale:?}"
     );
 }
 

@@ -861,18 +861,3 @@ impl StreamDecoder {
         Ok(Some(Event::Aborted(abort)))
     }
 }
-
-/// Decodes `input` with a default decoder and returns every event, followed by the end-of-input
-/// verdict if it is an error. A convenience for tests and tools that compare event sequences.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::{decode_all_events, DecodeError};
-/// let events = decode_all_events(b"");
-/// assert!(matches!(events[..], [Err(DecodeError::Truncated { .. })]));
-/// ```
-#[must_use]
-pub fn decode_all_events(input: &[u8]) -> Vec<Result<Event, DecodeError>> {
-    StreamDecoder::new().decode_to_end(&mut BytesMut::from(input))
-}

@@ -104,7 +104,7 @@ impl<E> ReceiveError<E> {
         )
     }
 
-    /// The classification of this error as issue 3's [`Outcome`] (verdict, regime, what was
+    /// The classification of this error as an [`Outcome`] (verdict, regime, what was
     /// received), for telemetry and retry decisions. [`ReceiveError::NotFramed`] and
     /// [`ReceiveError::Sse`] are [`Verdict::MappingViolation`](crate::Verdict::MappingViolation)
     /// (a contract violation, not retried). Always `Some`; [`VerifiedResponse::outcome`] has the
@@ -258,7 +258,7 @@ impl<S> VerifiedResponse<S> {
         self
     }
 
-    /// The classification of the response (issue 3's [`Outcome`]: clean, abandoned with what was
+    /// The classification of the response (an [`Outcome`]: clean, abandoned with what was
     /// received, aborted, corrupt, spliced, cross-wired, contract violation), once the stream
     /// yielded its last item; `None` before. A [`ReceiveError::Sse`] is a
     /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation), with the frames and

@@ -3,8 +3,9 @@
 //!
 //! Valid streams are written by [`StreamEncoder`]; streams it refuses to write are written frame by
 //! frame with [`Raw`]. Every expected verdict is stated here by hand from SPEC.md, never computed
-//! by the decoder under test. `examples/gen_vectors.rs` writes the files; the test
-//! `committed_vectors_match_the_generator` regenerates them in memory and compares.
+//! by the decoder under test. The test `committed_vectors_match_the_generator` regenerates them in
+//! memory and compares with the committed files, and writes them when
+//! `MCP_FRAMING_WRITE_VECTORS=1` is set.
 
 use bytes::BytesMut;
 use mcp_framing::{AbortCode, AttemptId, RequestKey, StreamEncoder};
