@@ -141,7 +141,7 @@ impl SseParser {
 
     /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
     /// data: `:` comments (keep-alives), blank lines, and the other fields of events without
-    /// data. Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`](crate::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW).
+    /// data. Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`].
     ///
     /// # Examples
     ///
