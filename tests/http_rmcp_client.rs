@@ -15,7 +15,7 @@ use metrics_support::Recorded;
 mod scripted;
 use scripted::{
     call_tool, call_tool_with, framed, outcome_data, scripted_server, scripted_server_with_get,
-    tool_result,
+    stalled, tool_result,
 };
 
 #[tokio::test]
@@ -249,4 +249,28 @@ async fn a_response_on_the_get_stream_is_refused_because_it_cannot_be_verified()
         .expect("a GET stream");
     let err = stream.next().await.expect("an item").expect_err("refused");
     assert!(err.to_string().contains("cannot be verified"), "{err}");
+}
+
+#[tokio::test]
+async fn a_server_that_stops_sending_frames_is_abandoned_after_the_idle_timeout() {
+    let addr = scripted_server(Arc::new(|_, headers| stalled(headers))).await;
+    for binary in [false, true] {
+        let idle = std::time::Duration::from_millis(300);
+        let client = FramingHttpClient::new(reqwest::Client::new())
+            .binary(binary)
+            .idle_timeout(Some(idle));
+        let stats = client.stats();
+        let started = std::time::Instant::now();
+        let result = call_tool(addr, client).await;
+        let data = outcome_data(&result);
+        assert_eq!(data["kind"], "IdleTimeout", "{data}");
+        assert_eq!(data["classification"], "abandoned");
+        assert_eq!(
+            data["retryDecision"], "retry",
+            "keyed: retried per the policy"
+        );
+        assert_eq!(data["framesReceived"], 1, "the HEAD frame");
+        assert_eq!(stats.abandoned(), 1);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
 }

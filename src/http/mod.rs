@@ -28,7 +28,9 @@ mod meta;
 mod opt_in;
 mod server_body;
 
-pub use client_body::{Delivery, ReceiveError, VerifiedResponse, collect_messages};
+pub use client_body::{
+    DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, collect_messages,
+};
 pub use meta::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
     declares_framing_capability,

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::{OUTCOME_DATA_KEY, SseItem, is_final_response};
 use crate::decoder::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD, StreamDecoder};
 use crate::frame::HEADER_LEN;
-use crate::http::{Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
+use crate::http::{DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy};
@@ -134,6 +134,7 @@ pub enum FramingClientError {
 pub struct FramingHttpClient {
     http: reqwest::Client,
     binary: bool,
+    idle_timeout: Option<Duration>,
     stats: Arc<ClientStats>,
 }
 
@@ -148,8 +149,29 @@ impl FramingHttpClient {
         Self {
             http,
             binary: false,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             stats: Arc::default(),
         }
+    }
+
+    /// Sets the idle timeout of every response: the longest time between two frames before the
+    /// response is abandoned (default [`DEFAULT_IDLE_TIMEOUT`], 60 s; `None`: wait for ever). The
+    /// pending request then gets a JSON-RPC error with the classification `abandoned` and the
+    /// kind `IdleTimeout`, retried like any abandoned response. See
+    /// [`VerifiedResponse::idle_timeout`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let client = mcp_framing::rmcp_http::FramingHttpClient::new(reqwest::Client::new())
+    ///     .idle_timeout(Some(Duration::from_secs(300)));
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self
     }
 
     /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE.
@@ -569,7 +591,11 @@ impl StreamableHttpClient for FramingHttpClient {
         let headers = response.headers().clone();
         let verified =
             VerifiedResponse::from_headers(response.bytes_stream(), &headers, receive.decoder(key))
-                .map(|verified| verified.max_event_data(receive.max_event_data));
+                .map(|verified| {
+                    verified
+                        .max_event_data(receive.max_event_data)
+                        .idle_timeout(self.idle_timeout)
+                });
         let verified = match verified {
             Ok(verified) => verified,
             Err(err) => {

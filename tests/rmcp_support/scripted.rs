@@ -114,6 +114,15 @@ pub(crate) fn framed_items(headers: &HeaderMap, items: Vec<Outgoing>) -> Respons
     (response_headers(opt_in.mapping()), Body::from_stream(body)).into_response()
 }
 
+/// A framed response that sends its HEAD frame, then nothing: a server that hangs.
+pub(crate) fn stalled(headers: &HeaderMap) -> Response {
+    let opt_in = OptIn::from_headers(headers).unwrap().unwrap();
+    let encoder = StreamEncoder::new(StreamHead::for_request(opt_in.request_key));
+    let never = stream::pending::<Result<Outgoing, std::io::Error>>();
+    let body = FramedBody::new(never, encoder, opt_in.mapping());
+    (response_headers(opt_in.mapping()), Body::from_stream(body)).into_response()
+}
+
 /// The framed body pieces of `items`, without the response around them (for tests that cut or
 /// stall a body).
 pub(crate) async fn framed_pieces(headers: &HeaderMap, items: Vec<Outgoing>) -> Vec<Bytes> {
