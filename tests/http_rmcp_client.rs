@@ -131,12 +131,14 @@ async fn the_limits_configured_in_rmcps_transport_hold_for_framed_responses() {
             let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
             let result = call_tool_with(small, client(), config).await;
             result.unwrap_or_else(|err| panic!("{what}, binary {binary}: {err}"));
+            // The client announced its limits (SPEC.md §11.3, §16): the server, told, aborts
+            // with code 5 rather than sending what the client would refuse.
             let result = call_tool_with(large, client(), config).await;
             let data = outcome_data(&result);
-            assert_eq!(
-                data["kind"], "MessageTooLarge",
-                "{what}, binary {binary}: {data}"
-            );
+            assert_eq!(data["kind"], "PeerAbort", "{what}, binary {binary}: {data}");
+            assert_eq!(data["classification"], "aborted", "{what}: {data}");
+            let detail = data["detail"].as_str().unwrap();
+            assert!(detail.contains("message too large"), "{what}: {detail}");
             assert_eq!(data["retryDecision"], "do_not_retry", "{what}: {data}");
         }
     }

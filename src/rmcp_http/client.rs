@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 use super::{OUTCOME_DATA_KEY, SseItem, is_final_response};
 use crate::decoder::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD, StreamDecoder};
 use crate::frame::HEADER_LEN;
-use crate::http::{DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
+use crate::http::{
+    DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, opt_in_headers_for,
+};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy};
@@ -546,7 +548,10 @@ impl StreamableHttpClient for FramingHttpClient {
         for (name, value) in custom_headers {
             headers.insert(name, value);
         }
-        headers.extend(opt_in_headers(key, self.binary));
+        // The limits it decodes with travel with the opt-in, so the server frames within them
+        // (SPEC.md §11.3, §16).
+        let decoder = receive.decoder(key);
+        headers.extend(opt_in_headers_for(key, self.binary, &decoder));
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -589,13 +594,12 @@ impl StreamableHttpClient for FramingHttpClient {
         // Decided from the headers, before the body (SPEC.md §16): a response that is not
         // framed is a contract violation whatever its body holds, never a truncation.
         let headers = response.headers().clone();
-        let verified =
-            VerifiedResponse::from_headers(response.bytes_stream(), &headers, receive.decoder(key))
-                .map(|verified| {
-                    verified
-                        .max_event_data(receive.max_event_data)
-                        .idle_timeout(self.idle_timeout)
-                });
+        let verified = VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder)
+            .map(|verified| {
+                verified
+                    .max_event_data(receive.max_event_data)
+                    .idle_timeout(self.idle_timeout)
+            });
         let verified = match verified {
             Ok(verified) => verified,
             Err(err) => {
