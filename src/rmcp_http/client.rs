@@ -118,6 +118,15 @@ pub enum FramingClientError {
 /// rmcp's `StreamableHttpClient` over reqwest that opts in to framing and hands rmcp only
 /// verified messages (client side).
 ///
+/// Limits: the ones configured in rmcp's `StreamableHttpClientTransportConfig` hold. Each framed
+/// message is bounded by both `max_sse_event_size` and `max_json_response_size` (it stands for an
+/// SSE event or a JSON body), SSE-mapped frames are kept small enough for their events to fit
+/// `max_sse_event_size`, and these limits travel with every request (`Mcp-Framing-Limits`,
+/// SPEC.md §11.3) so that the server frames within them and aborts a message that cannot fit
+/// (code 5) rather than send it. Each response also has an [idle timeout](Self::idle_timeout)
+/// between frames (default 60 s). The standalone GET stream is not framed; a JSON-RPC response on
+/// it is refused ([`FramingClientError::ResponseOnGetStream`]).
+///
 /// # Examples
 ///
 /// ```no_run
