@@ -96,6 +96,8 @@
 mod codec;
 pub mod contract;
 mod decoder;
+#[cfg(feature = "dedupe")]
+pub mod dedupe;
 mod encoder;
 mod error;
 mod event;
