@@ -143,6 +143,8 @@ pub use request::{
 pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
 pub use telemetry::{AttemptContext, FramingMetrics, MetricsSnapshot};
 
-#[cfg(doctest)]
+// The README's examples use the integrations too: they are doctested with the features that
+// `scripts/test` turns on (all of them).
+#[cfg(all(doctest, feature = "rmcp"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
