@@ -129,8 +129,8 @@ pub use event::{
 pub use ids::{AttemptId, ParseIdError, RequestKey};
 
 pub use contract::{
-    ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,
-    Negotiated, PolicyBuilder, ServerDiscovery,
+    ClientPolicy, ContractChange, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY,
+    FramingContract, Negotiated, PolicyBuilder, ServerDiscovery,
 };
 pub use outcome::{
     Completion, DiscoveryMode, MappingViolation, Observations, Outcome, Regime,

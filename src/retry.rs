@@ -17,7 +17,8 @@
 //!
 //! - an abandoned (or corrupt, spliced, cross-wired, aborted) stream is retried only when
 //!   repeating the request is harmless: it is idempotent, or it carries a request key (the same
-//!   key on every retry, so the server can deduplicate it, SPEC.md §10);
+//!   key on every retry) **and** the server declares that it deduplicates keyed requests of that
+//!   method (SPEC.md §17.11, [`RetryPolicy::server_deduplicates`]);
 //! - an ambiguous close (Regime C) is never retried by default: whether it completed is unknown;
 //! - every non-clean outcome is recorded ([`FramingMetrics::record`](crate::FramingMetrics::record))
 //!   *before* the retry, so it shows even when the retry succeeds.
@@ -27,7 +28,10 @@
 //!
 //! let outcome = Outcome::from_eof(&StreamDecoder::new().decode_all(b"").map(|_| None));
 //! let keyed = RequestTraits::keyed(RequestKey::random());
-//! assert!(matches!(RetryPolicy::default().decide(&outcome, &keyed), RetryDecision::Retry(_)));
+//! // A key is enough only when the server declares deduplication (SPEC.md §17.11):
+//! let deduplicating = RetryPolicy::default().server_deduplicates(true);
+//! assert!(matches!(deduplicating.decide(&outcome, &keyed), RetryDecision::Retry(_)));
+//! assert!(matches!(RetryPolicy::default().decide(&outcome, &keyed), RetryDecision::SurfaceToCaller(_)));
 //! let plain = RequestTraits::default(); // a tools/call: not idempotent, no key
 //! assert!(matches!(RetryPolicy::default().decide(&outcome, &plain), RetryDecision::SurfaceToCaller(_)));
 //! ```
@@ -108,6 +112,9 @@ pub enum RetryReason {
     OutcomeUnknown,
     /// Regime C: whether the stream completed cannot be told.
     Ambiguous,
+    /// The request carries a key, but the server does not declare that it deduplicates the
+    /// method (SPEC.md §17.11): a retry could execute it again.
+    NotDeduplicated,
     /// The server aborted because the request was cancelled.
     Cancelled,
     /// The server refused for a reason a retry would meet again (message too large).
@@ -127,6 +134,9 @@ impl fmt::Display for RetryReason {
             }
             Self::OutcomeUnknown => {
                 "the request may have executed and is neither idempotent nor keyed"
+            }
+            Self::NotDeduplicated => {
+                "the request carries a key, but the server does not declare deduplication"
             }
             Self::Ambiguous => "stream completion is ambiguous (Regime C): not retried by default",
             Self::Cancelled => "the request was cancelled",
@@ -212,7 +222,7 @@ impl fmt::Display for RetryDecision {
 
 /// The retry rules (SPEC.md §11.6). The default never retries an ambiguous close.
 ///
-/// | verdict | idempotent | keyed | neither |
+/// | verdict | idempotent | keyed (server deduplicates) | neither (or keyed, no deduplication) |
 /// |---|---|---|---|
 /// | clean | do not retry | do not retry | do not retry |
 /// | abandoned, corrupt, spliced, cross-wired, aborted (but cancelled / too large) | retry | retry | surface |
@@ -235,9 +245,42 @@ impl fmt::Display for RetryDecision {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetryPolicy {
     retry_ambiguous_if_idempotent: bool,
+    server_deduplicates: bool,
 }
 
 impl RetryPolicy {
+    /// Whether the server deduplicates keyed requests (default `false`): only then is a keyed,
+    /// non-idempotent request retried (SPEC.md §17.11, §17.13). Set it from the discovery
+    /// contract ([`for_method`](Self::for_method)), never by assumption.
+    ///
+    /// # Examples
+    ///
+    /// See the module docs.
+    #[must_use]
+    pub fn server_deduplicates(mut self, deduplicates: bool) -> Self {
+        self.server_deduplicates = deduplicates;
+        self
+    }
+
+    /// The default policy, with [`server_deduplicates`](Self::server_deduplicates) set from
+    /// what `policy`'s contract declares for `method`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{ClientPolicy, DiscoverySource, FramingContract, RetryPolicy, ServerDiscovery};
+    /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
+    /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
+    /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
+    /// // No `deduplication` member: keyed tool calls are not retried.
+    /// assert_eq!(RetryPolicy::for_method(&policy, "tools/call"), RetryPolicy::default());
+    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// ```
+    #[must_use]
+    pub fn for_method(policy: &crate::contract::ClientPolicy, method: &str) -> Self {
+        Self::default().server_deduplicates(policy.deduplicates(method))
+    }
+
     /// Opt in to retrying an ambiguous close when the request is idempotent (default `false`:
     /// an ambiguous close is surfaced). A request key alone is not enough here: in Regime C the
     /// server declared no contract, so nothing says it deduplicates keys.
@@ -261,8 +304,10 @@ impl RetryPolicy {
         let if_safe = || {
             if request.is_idempotent {
                 RetryDecision::Retry(RetryReason::Idempotent)
-            } else if request.request_key.is_some() {
+            } else if request.request_key.is_some() && self.server_deduplicates {
                 RetryDecision::Retry(RetryReason::Keyed)
+            } else if request.request_key.is_some() {
+                RetryDecision::SurfaceToCaller(RetryReason::NotDeduplicated)
             } else {
                 RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown)
             }

@@ -151,7 +151,9 @@ fn truncation_still_counts_when_the_retry_succeeds() {
         &first,
         &AttemptContext::default().request_key(key).attempt(1),
     );
-    let decision = RetryPolicy::default().decide(&first, &request);
+    // Against a server that declares deduplication (SPEC.md §17.11).
+    let policy = RetryPolicy::default().server_deduplicates(true);
+    let decision = policy.decide(&first, &request);
     assert!(decision.is_retry());
     metrics.record_decision(&decision);
     // Attempt 2: complete.
@@ -163,7 +165,7 @@ fn truncation_still_counts_when_the_retry_succeeds() {
         &second,
         &AttemptContext::default().request_key(key).attempt(2),
     );
-    metrics.record_decision(&RetryPolicy::default().decide(&second, &request));
+    metrics.record_decision(&policy.decide(&second, &request));
 
     let s = metrics.snapshot();
     assert_eq!(

@@ -958,6 +958,14 @@ impl ExecutionGuard {
             let bytes = stored.len();
             (Completed::Stored(stored), Recorded::Stored { bytes })
         };
+        self.record(completed, recorded).await
+    }
+
+    async fn record(
+        self,
+        completed: Completed,
+        recorded: Recorded,
+    ) -> Result<Recorded, CompleteError> {
         let recorded_now = timed(
             self.config.store_timeout,
             self.store
@@ -973,6 +981,31 @@ impl ExecutionGuard {
             store_key = %self.key, generation = self.generation,
             "result not recorded: the lease was taken over (the call may have executed twice)");
         Err(CompleteError::LeaseLost)
+    }
+
+    /// Records the call as completed without its result (it was too large even to read back):
+    /// retries get [`Refusal::ResultNotStored`], never a second execution.
+    ///
+    /// # Errors
+    ///
+    /// As [`complete_with`](Self::complete_with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # tokio_test::block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+    ///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
+    /// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
+    /// assert_eq!(guard.complete_not_stored(1 << 30).await?, Recorded::NotStored { size: 1 << 30 });
+    /// # Ok::<(), CompleteError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn complete_not_stored(self, size: u64) -> Result<Recorded, CompleteError> {
+        self.record(Completed::NotStored { size }, Recorded::NotStored { size })
+            .await
     }
 
     /// Gives the key back: **only** when nothing was executed (e.g. the request was rejected

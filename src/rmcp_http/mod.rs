@@ -15,9 +15,13 @@
 //!   `data` holds the classification under [`OUTCOME_DATA_KEY`], never as a parse error.
 
 mod client;
+#[cfg(feature = "dedupe")]
+mod dedupe;
 mod layer;
 
 pub use client::{ClientStats, FramingClientError, FramingHttpClient};
+#[cfg(feature = "dedupe")]
+pub use dedupe::DedupingFramingLayer;
 pub use layer::{FramingBody, FramingLayer, FramingService};
 
 /// Key under the JSON-RPC error's `data` where [`FramingHttpClient`] puts the classification of a
