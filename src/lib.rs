@@ -94,6 +94,8 @@
 
 #[cfg(feature = "codec")]
 mod codec;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod contract;
 mod decoder;
 #[cfg(feature = "dedupe")]
@@ -140,7 +142,9 @@ pub use request::{
     FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,
     set_request_key,
 };
-pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+pub use retry::{
+    DEDUPE_DATA_KEY, RequestTraits, RetryDecision, RetryPolicy, RetryReason, dedupe_refusal,
+};
 pub use telemetry::{AttemptContext, FramingMetrics, MetricsSnapshot};
 
 // The README's examples use the integrations too: they are doctested with the features that

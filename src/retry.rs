@@ -42,6 +42,30 @@ use crate::event::AbortCode;
 use crate::ids::RequestKey;
 use crate::outcome::{Outcome, Verdict};
 
+/// Key under a JSON-RPC error's `data` where a deduplicating server describes a refusal
+/// (SPEC.md §17.9): `{"reason": "...", "retryable": bool, "requestKey": "...", "retryAfterMs": n}`.
+pub const DEDUPE_DATA_KEY: &str = "io.github.mcp-framing/dedupe";
+
+/// The reason and retryability of a JSON-RPC error object that carries a deduplication refusal
+/// (SPEC.md §17.9), read back on the client side: `None` when the error is not one. A retryable
+/// refusal (`in_progress`, `store_unavailable`) may be retried with the same key; a final one
+/// (`key_conflict`, `result_not_stored`, `outcome_unknown`, `lease_lost`) may not.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe_refusal;
+/// let error = serde_json::json!({"code": -32081, "message": "in progress", "data": {
+///     "io.github.mcp-framing/dedupe": {"reason": "in_progress", "retryable": true}}});
+/// assert_eq!(dedupe_refusal(&error), Some(("in_progress", true)));
+/// assert_eq!(dedupe_refusal(&serde_json::json!({"code": -32603, "message": "x"})), None);
+/// ```
+#[must_use]
+pub fn dedupe_refusal(error: &serde_json::Value) -> Option<(&str, bool)> {
+    let data = error.get("data")?.get(DEDUPE_DATA_KEY)?;
+    Some((data.get("reason")?.as_str()?, data.get("retryable")?.as_bool()?))
+}
+
 /// What the request is, as far as repeating it goes.
 ///
 /// # Examples

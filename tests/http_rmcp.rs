@@ -152,7 +152,9 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
                 assert!(detail.contains("between messages"), "{detail}");
             }
             assert!(error.message.starts_with("mcp-framing: response abandoned"));
-            assert_eq!(outcome["retryDecision"], "retry", "keyed, so retryable");
+            // Keyed, but this client was given no contract saying the server deduplicates
+            // (SPEC.md §17.11): surfaced, not retried.
+            assert_eq!(outcome["retryDecision"], "surface_to_caller");
             assert_eq!(stats.abandoned(), 1, "cut at {limit}");
             // Issue 3's counters: the handshake was clean, the cut call abandoned.
             let snapshot = metrics.snapshot();

@@ -8,10 +8,7 @@ use serde_json::{Value, json};
 use super::store::StoreError;
 use crate::ids::RequestKey;
 
-/// Key under the JSON-RPC error's `data` where a deduplication refusal is described:
-/// `{"reason": "...", "retryable": bool, "requestKey": "...", "retryAfterMs": n}` (the last one
-/// for retryable reasons only).
-pub const DEDUPE_DATA_KEY: &str = "io.github.mcp-framing/dedupe";
+pub use crate::retry::DEDUPE_DATA_KEY;
 
 /// JSON-RPC error code of [`Refusal::Conflict`].
 pub const CODE_CONFLICT: i64 = -32080;
@@ -189,7 +186,8 @@ impl Refusal {
 }
 
 /// The reason and retryability of a JSON-RPC error that carries a deduplication refusal, read
-/// back from the error object (client side): `None` when the error is not one.
+/// back from the error object (client side): `None` when the error is not one. The same as
+/// [`dedupe_refusal`](crate::dedupe_refusal).
 ///
 /// # Examples
 ///
@@ -201,9 +199,5 @@ impl Refusal {
 /// ```
 #[must_use]
 pub fn refusal_of(error: &Value) -> Option<(&str, bool)> {
-    let data = error.get("data")?.get(DEDUPE_DATA_KEY)?;
-    Some((
-        data.get("reason")?.as_str()?,
-        data.get("retryable")?.as_bool()?,
-    ))
+    crate::retry::dedupe_refusal(error)
 }

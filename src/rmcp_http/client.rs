@@ -127,10 +127,12 @@ pub enum FramingClientError {
 /// ```
 #[derive(Clone, Debug)]
 pub struct FramingHttpClient {
-    http: reqwest::Client,
-    binary: bool,
+    pub(super) http: reqwest::Client,
+    pub(super) binary: bool,
     stats: Arc<ClientStats>,
-    metrics: Option<Arc<FramingMetrics>>,
+    pub(super) metrics: Option<Arc<FramingMetrics>>,
+    /// Set by `auto_retry` (rmcp_http/retrying.rs): requests go through it.
+    pub(super) retrying: Option<crate::client::RetryingClient>,
 }
 
 impl FramingHttpClient {
@@ -146,6 +148,7 @@ impl FramingHttpClient {
             binary: false,
             stats: Arc::default(),
             metrics: None,
+            retrying: None,
         }
     }
 
@@ -234,7 +237,7 @@ fn outcome_error<E: std::error::Error>(
 
 type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
 
-fn message_event(data: String) -> sse_stream::Sse {
+pub(super) fn message_event(data: String) -> sse_stream::Sse {
     sse_stream::Sse {
         event: Some("message".to_owned()),
         data: Some(data),
@@ -320,6 +323,11 @@ impl StreamableHttpClient for FramingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        if let (Some(retrying), ClientJsonRpcMessage::Request(_)) = (&self.retrying, &message) {
+            let request = serde_json::to_value(&message)
+                .map_err(|e| StreamableHttpError::Client(e.into()))?;
+            return super::retrying::post_request(retrying, request, auth_header, custom_headers);
+        }
         let key = RequestKey::random();
         let mut value =
             serde_json::to_value(&message).map_err(|e| StreamableHttpError::Client(e.into()))?;
