@@ -92,10 +92,10 @@
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 
-#[cfg(feature = "codec")]
-mod codec;
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "codec")]
+mod codec;
 pub mod contract;
 mod decoder;
 #[cfg(feature = "dedupe")]

@@ -63,7 +63,10 @@ pub const DEDUPE_DATA_KEY: &str = "io.github.mcp-framing/dedupe";
 #[must_use]
 pub fn dedupe_refusal(error: &serde_json::Value) -> Option<(&str, bool)> {
     let data = error.get("data")?.get(DEDUPE_DATA_KEY)?;
-    Some((data.get("reason")?.as_str()?, data.get("retryable")?.as_bool()?))
+    Some((
+        data.get("reason")?.as_str()?,
+        data.get("retryable")?.as_bool()?,
+    ))
 }
 
 /// What the request is, as far as repeating it goes.

@@ -12,10 +12,11 @@ mod resolver;
 mod retrying;
 mod schedule;
 
-pub use resolver::{DiscoveringResolver, EndpointResolver, Resolution, ResolveError, ResolveFuture};
+pub use resolver::{
+    DiscoveringResolver, EndpointResolver, Resolution, ResolveError, ResolveFuture,
+};
 pub use retrying::{
-    CallError, CallItem, CallOutcome, IDEMPOTENT_METHODS, RetryStats, RetrySnapshot,
-    RetryingClient,
+    CallError, CallItem, CallOutcome, IDEMPOTENT_METHODS, RetrySnapshot, RetryStats, RetryingClient,
 };
 pub use schedule::RetrySchedule;
 

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use crate::contract::ServerDiscovery;
 
 /// A boxed `Send` future, as [`EndpointResolver::resolve`] returns.
-pub type ResolveFuture<'a> = Pin<Box<dyn Future<Output = Result<Resolution, ResolveError>> + Send + 'a>>;
+pub type ResolveFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Resolution, ResolveError>> + Send + 'a>>;
 
 /// One resolution: the endpoint to send the next attempt to, and what its discovery said (the
 /// framing contract, re-checked against the client's policy before every attempt).

@@ -270,7 +270,10 @@ impl RetryingClient {
     /// # let _ = client;
     /// ```
     #[must_use]
-    pub fn with_shared_resolver(http: reqwest::Client, resolver: Arc<dyn EndpointResolver>) -> Self {
+    pub fn with_shared_resolver(
+        http: reqwest::Client,
+        resolver: Arc<dyn EndpointResolver>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 http,
@@ -453,7 +456,10 @@ impl RetryingClient {
     fn start(&self, mut request: Value, headers: HeaderMap) -> Result<CallState, CallError> {
         let (Some(id), Some(method)) = (
             request.get("id").cloned(),
-            request.get("method").and_then(Value::as_str).map(str::to_owned),
+            request
+                .get("method")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         ) else {
             return Err(CallError::NotARequest);
         };
@@ -468,7 +474,7 @@ impl RetryingClient {
         crate::http::declare_framing_capability(&mut request);
         bump(&self.inner.stats.calls);
         let traits = RequestTraits {
-            is_idempotent: self.inner.idempotent.iter().any(|m| *m == method),
+            is_idempotent: self.inner.idempotent.contains(&method),
             request_key: Some(key),
         };
         Ok(CallState {
@@ -576,7 +582,8 @@ impl CallState {
             HeaderValue::from_static("application/json"),
         );
         bump(&self.inner.stats.attempts);
-        let incomplete = |outcome| AttemptFailure::Incomplete(outcome, endpoint.clone(), retry_policy);
+        let incomplete =
+            |outcome| AttemptFailure::Incomplete(outcome, endpoint.clone(), retry_policy);
         let sent = self
             .inner
             .http
@@ -607,11 +614,15 @@ impl CallState {
             .map(str::to_owned);
         let Some(mapping) = Mapping::from_content_type(content_type.as_deref()) else {
             let err = ReceiveError::<reqwest::Error>::NotFramed { content_type };
-            return Err(incomplete(err.outcome().expect("a mapping violation has an outcome")));
+            return Err(incomplete(
+                err.outcome().expect("a mapping violation has an outcome"),
+            ));
         };
-        let decoder = policy
-            .decoder(self.key)
-            .unwrap_or_else(|| StreamDecoder::builder().expect_request_key(self.key).build());
+        let decoder = policy.decoder(self.key).unwrap_or_else(|| {
+            StreamDecoder::builder()
+                .expect_request_key(self.key)
+                .build()
+        });
         Ok(Attempt {
             verified: VerifiedResponse::new(response.bytes_stream().boxed(), mapping, decoder),
             held: None,
@@ -621,7 +632,12 @@ impl CallState {
     }
 
     /// Decides on an incomplete attempt: `None` to retry, or the error ending the call.
-    fn decide(&mut self, outcome: Outcome, endpoint: &str, retry_policy: RetryPolicy) -> Option<CallError> {
+    fn decide(
+        &mut self,
+        outcome: Outcome,
+        endpoint: &str,
+        retry_policy: RetryPolicy,
+    ) -> Option<CallError> {
         self.record(&outcome, endpoint);
         let mut decision = retry_policy.decide(&outcome, &self.traits);
         if decision.is_retry() && self.attempt >= self.inner.schedule.attempts() {

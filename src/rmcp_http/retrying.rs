@@ -10,7 +10,7 @@ use rmcp::transport::streamable_http_client::{StreamableHttpError, StreamableHtt
 use serde_json::Value;
 
 use super::client::{FramingClientError, FramingHttpClient, message_event};
-use crate::client::{EndpointResolver, RetryingClient, RetrySchedule};
+use crate::client::{EndpointResolver, RetrySchedule, RetryingClient};
 use crate::ids::RequestKey;
 
 impl FramingHttpClient {
@@ -35,9 +35,10 @@ impl FramingHttpClient {
     /// ```
     #[must_use]
     pub fn auto_retry(mut self, resolver: impl EndpointResolver, schedule: RetrySchedule) -> Self {
-        let mut client = RetryingClient::with_shared_resolver(self.http.clone(), Arc::new(resolver))
-            .schedule(schedule)
-            .binary(self.binary);
+        let mut client =
+            RetryingClient::with_shared_resolver(self.http.clone(), Arc::new(resolver))
+                .schedule(schedule)
+                .binary(self.binary);
         if let Some(metrics) = &self.metrics {
             client = client.metrics(metrics.clone());
         }
