@@ -16,7 +16,8 @@ pub use resolver::{
     DiscoveringResolver, EndpointResolver, Resolution, ResolveError, ResolveFuture,
 };
 pub use retrying::{
-    CallError, CallItem, CallOutcome, IDEMPOTENT_METHODS, RetrySnapshot, RetryStats, RetryingClient,
+    AttemptReport, CallError, CallItem, CallOutcome, IDEMPOTENT_METHODS, RetrySnapshot, RetryStats,
+    RetryingClient,
 };
 pub use schedule::RetrySchedule;
 

@@ -143,6 +143,7 @@ pub enum CallError {
 impl CallError {
     /// The JSON-RPC error response under `id` that a caller (rmcp) gets for it, with
     /// `data[OUTCOME_DATA_KEY]` holding the classification, the retry decision and the attempts.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http's auto_retry
     pub(crate) fn to_error_response(&self, id: &Value, key: RequestKey) -> String {
         let mut data = serde_json::json!({
             "detail": self.to_string(),
@@ -187,6 +188,30 @@ pub struct CallOutcome {
     pub request_key: RequestKey,
 }
 
+/// What an observer ([`RetryingClient::observe`]) learns about each attempt that ended: its
+/// number, endpoint and classification, and the retry decision taken on it (`None` for a clean
+/// attempt that delivered the final response).
+///
+/// # Examples
+///
+/// See [`RetryingClient::observe`].
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct AttemptReport<'a> {
+    /// The request key.
+    pub request_key: RequestKey,
+    /// The attempt (1 for the first).
+    pub attempt: u32,
+    /// Where it was sent.
+    pub endpoint: &'a str,
+    /// How its response ended.
+    pub outcome: &'a Outcome,
+    /// The decision taken on it, if it did not deliver the final response.
+    pub decision: Option<RetryDecision>,
+}
+
+type Observer = Arc<dyn Fn(&AttemptReport<'_>) + Send + Sync>;
+
 /// One item of a [`RetryingClient::stream`]: a verified message (notifications first, the
 /// final response last, under the caller's id), or the error that ended the call.
 pub type CallItem = Result<String, CallError>;
@@ -200,6 +225,7 @@ struct Inner {
     stats: Arc<RetryStats>,
     policy: Mutex<Option<ClientPolicy>>,
     idempotent: Vec<String>,
+    observer: Option<Observer>,
 }
 
 /// A client for MCP over Streamable HTTP that opts every request in to framing, verifies every
@@ -284,6 +310,7 @@ impl RetryingClient {
                 stats: Arc::default(),
                 policy: Mutex::new(None),
                 idempotent: IDEMPOTENT_METHODS.iter().map(|&m| m.to_owned()).collect(),
+                observer: None,
             }),
         }
     }
@@ -375,6 +402,33 @@ impl RetryingClient {
             .policy
             .get_mut()
             .unwrap_or_else(|p| p.into_inner()) = Some(policy);
+        self
+    }
+
+    /// Calls `observer` with every attempt that ended (besides the telemetry): for logs that
+    /// tell the story of each call.
+    ///
+    /// # Panics
+    ///
+    /// If the client was cloned before.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcp_framing::client::*;
+    /// let client = RetryingClient::new(reqwest::Client::new(),
+    ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]))
+    ///     .observe(|report: &AttemptReport<'_>| {
+    ///         println!("attempt {} via {}: {}", report.attempt, report.endpoint, report.outcome.verdict);
+    ///     });
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn observe(
+        mut self,
+        observer: impl Fn(&AttemptReport<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.inner_mut().observer = Some(Arc::new(observer));
         self
     }
 
@@ -525,6 +579,18 @@ struct CallState {
 }
 
 impl CallState {
+    fn report(&self, outcome: &Outcome, endpoint: &str, decision: Option<RetryDecision>) {
+        if let Some(observer) = &self.inner.observer {
+            observer(&AttemptReport {
+                request_key: self.key,
+                attempt: self.attempt,
+                endpoint,
+                outcome,
+                decision,
+            });
+        }
+    }
+
     fn record(&self, outcome: &Outcome, endpoint: &str) {
         if let Some(metrics) = &self.inner.metrics {
             let ctx = AttemptContext::default()
@@ -644,6 +710,7 @@ impl CallState {
             decision = RetryDecision::SurfaceToCaller(decision.reason());
         }
         self.record_decision(&decision, endpoint);
+        self.report(&outcome, endpoint, Some(decision));
         if decision.is_retry() {
             return None;
         }
@@ -717,6 +784,9 @@ impl CallState {
                         self.retry_after = after;
                         bump(&self.inner.stats.refusals_retried);
                         continue;
+                    }
+                    if let Some(outcome) = &outcome {
+                        self.report(outcome, &attempt.endpoint, None);
                     }
                     response["id"] = self.id.clone();
                     self.done = true;
