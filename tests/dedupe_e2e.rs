@@ -3,6 +3,7 @@
 //! sharing one real `redis-server`; a proxy in front of each that ends tool-call response bodies
 //! normally at chosen byte offsets; clients that retry by themselves.
 
+mod cut_support;
 mod dedupe_support;
 
 use std::net::SocketAddr;
@@ -13,9 +14,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use dedupe_support::RedisServer;
-use futures_util::StreamExt;
 use mcp_framing::client::{EndpointResolver, Resolution, ResolveFuture, RetrySchedule};
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::http::{
@@ -147,23 +147,7 @@ async fn cutting_proxy(
         return response;
     };
     proxy.cuts.fetch_add(1, Ordering::SeqCst);
-    let (parts, body) = response.into_parts();
-    // Forward up to `limit` bytes, then end the body at once (without waiting for more).
-    let stream = futures_util::stream::unfold(
-        (body.into_data_stream(), 0usize),
-        move |(mut body, sent)| async move {
-            if sent >= limit {
-                return None;
-            }
-            let piece = body.next().await?.ok()?;
-            let take = piece.len().min(limit - sent);
-            Some((
-                Ok::<_, std::io::Error>(piece.slice(..take)),
-                (body, sent + take),
-            ))
-        },
-    );
-    (parts, Body::from_stream(stream)).into_response()
+    cut_support::cut_after(response, limit)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -86,7 +86,6 @@ impl ResolveError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::ServerDiscovery;
 /// use mcp_framing::client::{EndpointResolver, Resolution, ResolveFuture};
 ///
 /// #[derive(Debug)]

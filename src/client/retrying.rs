@@ -257,6 +257,7 @@ struct Inner {
 ///     "params": {"name": "send_email", "arguments": {"to": "bob@example.com"}}})).await?;
 /// println!("{} after {} attempt(s)", call.response["result"], call.attempts);
 /// # Ok(()) }
+/// # let _ = run;
 /// ```
 #[derive(Clone)]
 pub struct RetryingClient {
@@ -493,6 +494,7 @@ impl RetryingClient {
     ///     println!("{}", message?);
     /// }
     /// # Ok(()) }
+    /// # let _ = run;
     /// ```
     pub fn stream(
         &self,

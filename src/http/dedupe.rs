@@ -521,6 +521,10 @@ where
                 tracing::event!(target: "mcp_framing::dedupe", tracing::Level::DEBUG,
                     "client went away; driving the response to its end to record it");
             }
+            if client_gone && guard.is_none() {
+                // Recorded, and nobody listens: the rest of the body matters to no one.
+                break;
+            }
         }
         if let Some(guard) = guard.take() {
             match finder.finish() {
