@@ -89,6 +89,14 @@
 //! # Ok::<(), mcp_framing::CodecError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! # Exactly-once tool calls
+//!
+//! The request key makes a retry identifiable; `dedupe` (feature `dedupe`, Redis with feature
+//! `redis`) makes it safe on the server: a keyed `tools/call` executes at most once per
+//! principal, tool and key, on whichever backend of a fleet it lands, and retries get its
+//! result (SPEC.md §17). `client` (feature `client`) retries a cut, keyed request by itself
+//! where the server's contract declares that deduplication.
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 

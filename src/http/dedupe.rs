@@ -380,8 +380,22 @@ where
             };
             match shared.dedup.begin(&call).await {
                 Decision::Execute(guard) => {
-                    let response = inner.call(request).await?;
-                    Ok(tag(capture(response, guard), "execute"))
+                    // The call runs in a task of its own: a client that goes away, even before
+                    // the response head, does not cancel it; it completes and is recorded, and
+                    // the client's retry gets its result (SPEC.md §17.10).
+                    let call = inner.call(request);
+                    let task = tokio::spawn(async move {
+                        let response = call.await?;
+                        Ok(tag(capture(response, guard).await, "execute"))
+                    });
+                    match task.await {
+                        Ok(result) => result,
+                        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+                        Err(_) => Ok(plain(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "the server is shutting down".to_owned(),
+                        )),
+                    }
                 }
                 Decision::Replay(stored) => Ok(tag(json(stored.to_response(&id)), "replay")),
                 Decision::Refused(refusal) => Ok(tag(
@@ -472,10 +486,12 @@ fn tag(mut response: Response<DedupeBody>, decision: &'static str) -> Response<D
 /// relay but a gone one does not stop the capture.
 const RELAY_FRAMES: usize = 16;
 
-/// Forwards the inner response to the client through a channel while a task of its own drives
-/// the inner body to its end, finds the final JSON-RPC response in it and records it with the
-/// guard (SPEC.md §17.10). A client that goes away stops the relay, never the recording.
-fn capture<B>(response: Response<B>, guard: ExecutionGuard) -> Response<DedupeBody>
+/// Drives the inner response body to its end in a task of its own, finds the final JSON-RPC
+/// response in it and records it with the guard (SPEC.md §17.10), whatever the client does: a
+/// client that goes away stops the relay, never the recording. An `application/json` body (one
+/// message) is collected and recorded first, then answered whole (with its length, in one
+/// write); an SSE body is relayed to the client as it comes.
+async fn capture<B>(response: Response<B>, guard: ExecutionGuard) -> Response<DedupeBody>
 where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: fmt::Display + Send,
@@ -492,7 +508,53 @@ where
         .headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    let mut finder = FinalResponse::new(content_type);
+    let sse =
+        crate::http::Mapping::from_content_type(content_type) == Some(crate::http::Mapping::Sse);
+    if !sse {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let mut body = std::pin::pin!(body);
+            let mut whole = BytesMut::new();
+            let mut failed = None;
+            while let Some(frame) = body.as_mut().frame().await {
+                match frame {
+                    Ok(frame) => {
+                        if let Some(data) = frame.data_ref() {
+                            whole.extend_from_slice(data);
+                        }
+                    }
+                    Err(err) => {
+                        failed = Some(DedupeBodyError(err.to_string()));
+                        break;
+                    }
+                }
+            }
+            match failed {
+                Some(err) => {
+                    no_final_response(&guard);
+                    let _ = tx.send(Err(err));
+                }
+                None => {
+                    let whole = whole.freeze();
+                    if whole.len() as u64 > DEFAULT_MAX_MESSAGE_SIZE {
+                        record(guard, Found::TooLarge(whole.len() as u64)).await;
+                    } else if is_final(&whole) {
+                        record(guard, Found::Message(whole.clone())).await;
+                    } else {
+                        no_final_response(&guard);
+                    }
+                    let _ = tx.send(Ok(whole));
+                }
+            }
+        });
+        let body = match rx.await {
+            Ok(Ok(bytes)) => full(bytes),
+            Ok(Err(err)) => failing(err),
+            Err(_) => failing(DedupeBodyError::new("the response task stopped")),
+        };
+        return Response::from_parts(parts, body);
+    }
+    let mut finder = FinalResponse::new();
     let (tx, rx) =
         tokio::sync::mpsc::channel::<Result<Frame<Bytes>, DedupeBodyError>>(RELAY_FRAMES);
     tokio::spawn(async move {
@@ -527,16 +589,25 @@ where
             }
         }
         if let Some(guard) = guard.take() {
-            match finder.finish() {
-                Some(found) => record(guard, found).await,
-                // No final response: the holder stopped; the claim expires with its lease.
-                None => tracing::event!(target: "mcp_framing::dedupe", tracing::Level::WARN,
-                    store_key = %guard.store_key(),
-                    "the response ended without a final response; the claim expires with its lease"),
-            }
+            no_final_response(&guard);
         }
     });
     Response::from_parts(parts, ChannelBody { rx }.boxed_unsync())
+}
+
+/// The response ended without a final response: the holder stopped, and the claim expires with
+/// its lease (the guard is dropped by the caller).
+fn no_final_response(guard: &ExecutionGuard) {
+    tracing::event!(target: "mcp_framing::dedupe", tracing::Level::WARN,
+        store_key = %guard.store_key(),
+        "the response ended without a final response; the claim expires with its lease");
+}
+
+/// A body that fails at once with `err`.
+fn failing(err: DedupeBodyError) -> DedupeBody {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.try_send(Err(err)).expect("an empty channel has room");
+    ChannelBody { rx }.boxed_unsync()
 }
 
 async fn record(guard: ExecutionGuard, found: Found) {
@@ -556,23 +627,17 @@ enum Found {
     TooLarge(u64),
 }
 
-/// Finds the final JSON-RPC response in an inner response body: the whole body of an
-/// `application/json` response, or the first `message` event of an SSE body that is a response.
+/// Finds the final JSON-RPC response in an SSE body: the first `message` event that is a
+/// response.
 struct FinalResponse {
-    sse: Option<SseParser>,
-    json: BytesMut,
-    json_size: u64,
+    parser: SseParser,
     found: bool,
 }
 
 impl FinalResponse {
-    fn new(content_type: Option<&str>) -> Self {
-        let sse = crate::http::Mapping::from_content_type(content_type)
-            == Some(crate::http::Mapping::Sse);
+    fn new() -> Self {
         Self {
-            sse: sse.then(|| SseParser::with_max_event_data(DEFAULT_MAX_MESSAGE_SIZE as usize)),
-            json: BytesMut::new(),
-            json_size: 0,
+            parser: SseParser::with_max_event_data(DEFAULT_MAX_MESSAGE_SIZE as usize),
             found: false,
         }
     }
@@ -581,15 +646,8 @@ impl FinalResponse {
         if self.found {
             return None;
         }
-        let Some(parser) = &mut self.sse else {
-            self.json_size += data.len() as u64;
-            if self.json_size <= DEFAULT_MAX_MESSAGE_SIZE {
-                self.json.extend_from_slice(data);
-            }
-            return None;
-        };
         let mut events: Vec<SseEvent> = Vec::new();
-        if parser.feed(data, &mut events).is_err() {
+        if self.parser.feed(data, &mut events).is_err() {
             // An event over the bound: nothing more can be told from this body.
             self.found = true;
             return None;
@@ -602,17 +660,6 @@ impl FinalResponse {
             }
         }
         None
-    }
-
-    fn finish(&mut self) -> Option<Found> {
-        if self.found || self.sse.is_some() {
-            return None;
-        }
-        if self.json_size > DEFAULT_MAX_MESSAGE_SIZE {
-            return Some(Found::TooLarge(self.json_size));
-        }
-        let message = self.json.split().freeze();
-        is_final(&message).then_some(Found::Message(message))
     }
 }
 
