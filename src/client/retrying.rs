@@ -608,7 +608,7 @@ impl CallState {
             metrics.record_decision(decision);
         }
         tracing::event!(target: "mcp_framing::client", tracing::Level::INFO,
-            request_key = %self.key, attempt = self.attempt, endpoint = endpoint,
+            request_key = %crate::request::key_fingerprint(self.key), attempt = self.attempt, endpoint = endpoint,
             decision = decision.name(), reason = %decision.reason(), "retry decision");
     }
 
@@ -739,7 +739,7 @@ impl CallState {
                     let delay = self.inner.schedule.delay(self.attempt, self.retry_after);
                     bump(&self.inner.stats.retries);
                     tracing::event!(target: "mcp_framing::client", tracing::Level::INFO,
-                        request_key = %self.key, next_attempt = self.attempt + 1,
+                        request_key = %crate::request::key_fingerprint(self.key), next_attempt = self.attempt + 1,
                         delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                         "retrying with the same request key");
                     tokio::time::sleep(delay).await;
@@ -835,7 +835,7 @@ impl CallState {
         };
         self.record_decision(&decision, &attempt.endpoint);
         tracing::event!(target: "mcp_framing::client", tracing::Level::INFO,
-            request_key = %self.key, attempt = self.attempt, reason = reason,
+            request_key = %crate::request::key_fingerprint(self.key), attempt = self.attempt, reason = reason,
             retryable = retryable, "deduplication refusal");
         if !decision.is_retry() {
             return None;
