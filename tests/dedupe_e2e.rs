@@ -619,7 +619,7 @@ fn a_backend_that_dies_mid_execution_frees_the_key_when_its_lease_expires() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let key = RequestKey::random();
-        let args = json!({"account": "crash", "amount": 3, "delay_ms": 600});
+        let args = json!({"account": "crash", "amount": 3, "delay_ms": 3000});
         let first = tokio::spawn({
             let (url, args) = (a.url(), args.clone());
             async move {
@@ -636,12 +636,16 @@ fn a_backend_that_dies_mid_execution_frees_the_key_when_its_lease_expires() {
                     .map(|r| r.status())
             }
         });
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(
-            started.load(Ordering::SeqCst),
-            1,
-            "the first attempt is executing"
-        );
+        // Wait (bounded) until the first attempt is executing; the charge takes 3 s, so it is
+        // still running when the backend dies, even on a loaded machine.
+        let waiting = Instant::now();
+        while started.load(Ordering::SeqCst) == 0 {
+            assert!(
+                waiting.elapsed() < Duration::from_secs(2),
+                "the first attempt never started"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let died = Instant::now();
         a.kill(); // every task of backend A dropped: the handler, its heartbeat, the capture
         let _ = first.await;
