@@ -29,7 +29,7 @@ use mcp_framing::client::{AttemptReport, DiscoveringResolver, RetrySchedule, Ret
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::http::DedupeLayer;
 use mcp_framing::rmcp_http::FramingLayer;
-use mcp_framing::{DiscoverySource, FramingContract, FramingMetrics};
+use mcp_framing::{DiscoverySource, FramingContract};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -193,17 +193,20 @@ async fn client(args: &[String]) {
         .collect();
     let calls: usize = arg(args, "--calls").map_or(6, |n| n.parse().expect("a number"));
     let http = reqwest::Client::new();
-    let metrics = Arc::new(FramingMetrics::new());
+    let abandoned = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let log = Arc::new(Mutex::new(Vec::new()));
     let client = RetryingClient::new(
         http.clone(),
         DiscoveringResolver::new(http.clone(), endpoints.clone()),
     )
     .schedule(RetrySchedule::default().initial_backoff(Duration::from_millis(20)))
-    .metrics(metrics.clone())
     .observe({
         let log = log.clone();
+        let abandoned = abandoned.clone();
         move |r: &AttemptReport<'_>| {
+            if r.outcome.verdict.name() == "abandoned" {
+                abandoned.fetch_add(1, Ordering::SeqCst);
+            }
             let decision = r
                 .decision
                 .map_or(String::new(), |d| format!(" -> {}", d.name()));
@@ -245,13 +248,11 @@ async fn client(args: &[String]) {
             stats["name"], stats["executions"], stats["replayed"], stats["waited"]
         );
     }
-    let m = metrics.snapshot();
     println!(
-        "client: {calls} logical calls, {} attempts, {} retries; clean={} abandoned={}",
+        "client: {calls} logical calls, {} attempts, {} retries, {} abandoned responses",
         client.stats().snapshot().attempts,
         client.stats().snapshot().retries,
-        m.clean,
-        m.abandoned
+        abandoned.load(Ordering::SeqCst)
     );
     println!("tool executions across the fleet: {total} for {calls} calls");
     assert_eq!(

@@ -35,10 +35,12 @@ use futures_util::stream;
 use mcp_framing::client::{AttemptReport, DiscoveringResolver, RetrySchedule, RetryingClient};
 use mcp_framing::dedupe::{Decision, Deduplicator, KeyedCall, MemoryStore, Principal};
 use mcp_framing::http::{FramedBody, OptIn, response_headers};
+use mcp_framing::telemetry;
 use mcp_framing::{
     ClientPolicy, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY, EncodeError,
-    FramingContract, FramingMetrics, Outgoing, ServerDiscovery, StreamEncoder, StreamHead,
+    FramingContract, Outgoing, ServerDiscovery, StreamEncoder, StreamHead, Verdict,
 };
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use serde_json::{Value, json};
 
 /// The proxy forwards bodies in pieces of this size (its chunk boundaries).
@@ -377,7 +379,6 @@ async fn discover(
 async fn framed_run(
     http: &reqwest::Client,
     resolver: &Resolver,
-    metrics: &Arc<FramingMetrics>,
     log: &mut Vec<String>,
 ) -> Counters {
     let mut counters = Counters::default();
@@ -405,6 +406,7 @@ async fn framed_run(
         .map(|(url, name)| (url.clone(), *name))
         .collect();
     let attempts_log = Arc::new(Mutex::new(Vec::new()));
+    let truncations = Arc::new(AtomicUsize::new(0));
     let client = RetryingClient::new(
         http.clone(),
         DiscoveringResolver::new(http.clone(), endpoints),
@@ -414,10 +416,13 @@ async fn framed_run(
             .max_attempts(3)
             .initial_backoff(Duration::from_millis(20)),
     )
-    .metrics(metrics.clone())
     .observe({
         let attempts_log = attempts_log.clone();
+        let truncations = truncations.clone();
         move |report: &AttemptReport<'_>| {
+            if matches!(report.outcome.verdict, Verdict::Abandoned { .. }) {
+                truncations.fetch_add(1, Ordering::SeqCst);
+            }
             let name = names.get(report.endpoint).copied().unwrap_or("?");
             let received = report.outcome.received;
             let line = match report.decision {
@@ -469,12 +474,19 @@ async fn framed_run(
     let stats = client.stats().snapshot();
     counters.retries = stats.retries as usize;
     counters.keyed_retries = stats.retries as usize;
-    counters.truncations = metrics.snapshot().abandoned as usize;
+    counters.truncations = truncations.load(Ordering::SeqCst);
     counters
 }
 
 #[tokio::main]
 async fn main() {
+    // The crate emits through the `metrics` facade; a real service installs its Prometheus or
+    // OpenTelemetry exporter here. The demo installs the debugging recorder and prints it.
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install().expect("the only recorder");
+    telemetry::describe();
+    METRICS.set(snapshotter).expect("set once");
     tokio::time::timeout(Duration::from_secs(60), run())
         .await
         .expect("the demo finishes in seconds");
@@ -541,8 +553,7 @@ async fn run() {
 
     resolver.next.store(0, Ordering::SeqCst);
     let mut framed_log = Vec::new();
-    let metrics = Arc::new(FramingMetrics::new());
-    let framed = framed_run(&http, &resolver, &metrics, &mut framed_log).await;
+    let framed = framed_run(&http, &resolver, &mut framed_log).await;
     let framed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
     let framed_executions = executions(&backends);
     println!("\n== run 2: framed (SSE mapping, event: mcp-frame)");
@@ -561,14 +572,11 @@ async fn run() {
         }
         Ok(_) => false,
     };
-    println!("\n== framed client's counters (FramingMetrics)");
-    let snapshot = metrics.snapshot();
-    let nonzero: Vec<String> = snapshot
-        .iter()
-        .filter(|(_, v)| *v > 0)
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    println!("  {}", nonzero.join(" "));
+    println!("\n== framed client's metrics (the `metrics` facade, read from the recorder)");
+    let metric_lines = metric_lines(METRICS.get().expect("installed"));
+    for line in &metric_lines {
+        println!("  {line}");
+    }
 
     println!(
         "\n== summary ({CALLS} tool calls per run; the proxy cut {unframed_cuts} and {framed_cuts} responses)"
@@ -662,12 +670,56 @@ async fn run() {
         [CALLS, 0],
         "keyed retries are deduplicated"
     );
+    let counted = |prefix: &str| {
+        metric_lines
+            .iter()
+            .filter(|line| line.starts_with(prefix))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>()
+    };
     assert_eq!(
-        (snapshot.abandoned, snapshot.clean, snapshot.retried),
-        (3, 3, 3)
+        (
+            counted("mcp_framing.client.responses{outcome=abandoned"),
+            counted("mcp_framing.client.responses{outcome=clean"),
+            counted("mcp_framing.client.retries{"),
+            counted("mcp_framing.client.truncations{"),
+        ),
+        (3, 3, 3, 3)
     );
     assert_eq!(
         framed.attempts, [2; CALLS],
         "one cut, one automatic retry per call"
     );
+}
+
+/// The debugging recorder's reader, set once in `main`.
+static METRICS: std::sync::OnceLock<Snapshotter> = std::sync::OnceLock::new();
+
+/// Every counter, and every histogram's count and sum, as `name{labels} value` lines.
+fn metric_lines(snapshotter: &Snapshotter) -> Vec<String> {
+    let mut lines: Vec<String> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter_map(|(key, _, _, value)| {
+            let labels: Vec<String> = key
+                .key()
+                .labels()
+                .filter(|l| !l.value().is_empty())
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            let series = format!("{}{{{}}}", key.key().name(), labels.join(","));
+            match value {
+                DebugValue::Counter(0) => None,
+                DebugValue::Counter(n) => Some(format!("{series} {n}")),
+                DebugValue::Histogram(values) => {
+                    let sum: f64 = values.iter().map(|v| v.0).sum();
+                    Some(format!("{series} count={} sum={sum:.4}s", values.len()))
+                }
+                DebugValue::Gauge(g) => Some(format!("{series} {}", g.0)),
+            }
+        })
+        .collect();
+    lines.sort();
+    lines
 }

@@ -122,7 +122,7 @@ mod retry;
 pub mod rmcp_http;
 #[cfg(feature = "sse")]
 pub mod sse;
-mod telemetry;
+pub mod telemetry;
 
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
@@ -136,7 +136,7 @@ pub use event::{
     Abort, AbortCode, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk,
     VerifiedMessage,
 };
-pub use ids::{AttemptId, ParseIdError, RequestKey};
+pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 
 pub use contract::{
     ClientPolicy, ContractChange, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY,
@@ -153,7 +153,7 @@ pub use request::{
 pub use retry::{
     DEDUPE_DATA_KEY, RequestTraits, RetryDecision, RetryPolicy, RetryReason, dedupe_refusal,
 };
-pub use telemetry::{AttemptContext, FramingMetrics, MetricsSnapshot};
+pub use telemetry::AttemptContext;
 
 // The README's examples use the integrations too: they are doctested with the features that
 // `scripts/test` turns on (all of them).

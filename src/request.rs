@@ -132,17 +132,3 @@ pub fn request_key(request: &Value) -> Result<Option<RequestKey>, RequestKeyErro
         .map(Some)
         .map_err(RequestKeyError::InvalidKey)
 }
-
-/// What logs show of a request key: `sha256:` and the first 8 bytes of its SHA-256, in hex. Never
-/// the key itself: with deduplication (SPEC.md §17) a key can replay a stored result, and logs
-/// travel further than requests.
-#[cfg_attr(not(any(feature = "dedupe", feature = "client")), allow(dead_code))]
-pub(crate) fn key_fingerprint(key: RequestKey) -> String {
-    use sha2::Digest as _;
-    let digest = sha2::Sha256::digest(key.as_bytes());
-    let mut out = String::from("sha256:");
-    for byte in &digest[..8] {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
-}

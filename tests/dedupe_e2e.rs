@@ -5,6 +5,7 @@
 
 mod cut_support;
 mod dedupe_support;
+mod metrics_support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,8 +24,7 @@ use mcp_framing::http::{
 };
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{
-    Deduplication, DiscoverySource, FramingContract, FramingMetrics, RequestKey, ServerDiscovery,
-    StreamDecoder,
+    Deduplication, DiscoverySource, FramingContract, RequestKey, ServerDiscovery, StreamDecoder,
 };
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolRequestParams;
@@ -327,21 +327,25 @@ fn every_cut_call_executes_exactly_once_across_two_backends_and_is_verified() {
         ledger(1),
         Duration::from_secs(5),
     );
-    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // The client on this thread (a current-thread runtime), so that the test's recorder sees
+    // its metrics; the backends run on runtimes of their own.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let metrics = metrics_support::Recorded::new();
+    let _recording = metrics.install_local();
     runtime.block_on(async {
-        let metrics = Arc::new(FramingMetrics::new());
         let resolver = RoundRobin {
             endpoints: vec![a.url(), b.url()],
             next: AtomicUsize::new(0),
         };
-        let client = FramingHttpClient::new(reqwest::Client::new())
-            .metrics(metrics.clone())
-            .auto_retry(
-                resolver,
-                RetrySchedule::default()
-                    .max_attempts(6)
-                    .initial_backoff(Duration::from_millis(20)),
-            );
+        let client = FramingHttpClient::new(reqwest::Client::new()).auto_retry(
+            resolver,
+            RetrySchedule::default()
+                .max_attempts(6)
+                .initial_backoff(Duration::from_millis(20)),
+        );
         let retry_stats = client.retry_stats().unwrap();
         let transport = StreamableHttpClientTransport::with_client(
             client,
@@ -418,12 +422,17 @@ fn every_cut_call_executes_exactly_once_across_two_backends_and_is_verified() {
             "every cut retried once: {retries:?}"
         );
         assert_eq!(retries.gave_up, 0);
-        let m = metrics.snapshot();
+        use mcp_framing::telemetry::{CLIENT_RESPONSES, CLIENT_RETRIES, CLIENT_RETRY_DECISIONS};
         assert_eq!(
-            m.abandoned as usize, expected_cuts,
-            "every cut counted: {m:?}"
+            metrics.counter(CLIENT_RESPONSES, &[("outcome", "abandoned")]) as usize,
+            expected_cuts,
+            "every cut counted"
         );
-        assert_eq!(m.retried as usize, expected_cuts);
+        assert_eq!(
+            metrics.counter(CLIENT_RETRY_DECISIONS, &[("decision", "retry")]) as usize,
+            expected_cuts
+        );
+        assert_eq!(metrics.counter(CLIENT_RETRIES, &[]) as usize, expected_cuts);
         let (da, db) = (a.dedup.stats().snapshot(), b.dedup.stats().snapshot());
         assert_eq!((da.executed + db.executed) as usize, calls + 2);
         assert_eq!(

@@ -18,7 +18,7 @@ use crate::http::{Delivery, Mapping, ReceiveError, VerifiedResponse, opt_in_head
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
-use crate::telemetry::{AttemptContext, FramingMetrics};
+use crate::telemetry::{self, AttemptContext};
 
 /// Methods treated as idempotent (retried even without deduplication): MCP's reads and lists.
 pub const IDEMPOTENT_METHODS: &[&str] = &[
@@ -221,7 +221,6 @@ struct Inner {
     resolver: Arc<dyn EndpointResolver>,
     schedule: RetrySchedule,
     binary: bool,
-    metrics: Option<Arc<FramingMetrics>>,
     stats: Arc<RetryStats>,
     policy: Mutex<Option<ClientPolicy>>,
     idempotent: Vec<String>,
@@ -239,8 +238,10 @@ struct Inner {
 /// server declares deduplicated (SPEC.md §17.11); never an ambiguous close (Regime C: the policy
 /// cannot even be built without the contract), never a contract violation. Retryable
 /// deduplication refusals (`in_progress`, `store_unavailable`) are retried too, after at least
-/// their `retryAfterMs`. Every attempt's outcome and every decision is recorded in
-/// [`FramingMetrics`] (with the attempt number and endpoint) and as `tracing` events.
+/// their `retryAfterMs`. Every attempt's outcome, every decision and every retry is recorded
+/// through [`telemetry`](crate::telemetry) (the `metrics` facade and `tracing` events, with the
+/// attempt number, endpoint, method and tool), and each logical request's duration as
+/// `mcp.client.operation.duration`.
 ///
 /// [`FramingHttpClient::auto_retry`](crate::rmcp_http::FramingHttpClient::auto_retry) uses it
 /// under rmcp.
@@ -307,7 +308,6 @@ impl RetryingClient {
                 resolver,
                 schedule: RetrySchedule::default(),
                 binary: false,
-                metrics: None,
                 stats: Arc::default(),
                 policy: Mutex::new(None),
                 idempotent: IDEMPOTENT_METHODS.iter().map(|&m| m.to_owned()).collect(),
@@ -352,28 +352,6 @@ impl RetryingClient {
     #[must_use]
     pub fn binary(mut self, binary: bool) -> Self {
         self.inner_mut().binary = binary;
-        self
-    }
-
-    /// Records every attempt's outcome and every retry decision in `metrics`.
-    ///
-    /// # Panics
-    ///
-    /// If the client was cloned before.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use mcp_framing::client::*;
-    /// # use std::sync::Arc;
-    /// let metrics = Arc::new(mcp_framing::FramingMetrics::new());
-    /// let client = RetryingClient::new(reqwest::Client::new(),
-    ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"])).metrics(metrics);
-    /// # let _ = client;
-    /// ```
-    #[must_use]
-    pub fn metrics(mut self, metrics: Arc<FramingMetrics>) -> Self {
-        self.inner_mut().metrics = Some(metrics);
         self
     }
 
@@ -533,10 +511,15 @@ impl RetryingClient {
             is_idempotent: self.inner.idempotent.contains(&method),
             request_key: Some(key),
         };
+        let tool = (method == "tools/call")
+            .then(|| request["params"]["name"].as_str().map(str::to_owned))
+            .flatten();
         Ok(CallState {
             inner: self.inner.clone(),
             request,
             id,
+            tool,
+            started: std::time::Instant::now(),
             method,
             key,
             traits,
@@ -570,6 +553,10 @@ struct CallState {
     inner: Arc<Inner>,
     request: Value,
     id: Value,
+    /// `params.name` of a `tools/call`, for telemetry.
+    tool: Option<String>,
+    /// When the logical request started (the operation's duration).
+    started: std::time::Instant,
     method: String,
     key: RequestKey,
     traits: RequestTraits,
@@ -593,23 +580,27 @@ impl CallState {
         }
     }
 
-    fn record(&self, outcome: &Outcome, endpoint: &str) {
-        if let Some(metrics) = &self.inner.metrics {
-            let ctx = AttemptContext::default()
-                .request_key(self.key)
-                .endpoint(endpoint)
-                .attempt(self.attempt);
-            metrics.record(outcome, &ctx);
+    fn context<'a>(&'a self, endpoint: &'a str) -> AttemptContext<'a> {
+        let mut ctx = AttemptContext::default()
+            .request_key(self.key)
+            .endpoint(endpoint)
+            .method(&self.method)
+            .attempt(self.attempt);
+        if let Some(tool) = self.tool.as_deref() {
+            ctx = ctx.tool(tool);
         }
+        ctx
+    }
+
+    fn record(&self, outcome: &Outcome, endpoint: &str) {
+        telemetry::record_outcome(outcome, &self.context(endpoint));
     }
 
     fn record_decision(&self, decision: &RetryDecision, endpoint: &str) {
-        if let Some(metrics) = &self.inner.metrics {
-            metrics.record_decision(decision);
+        telemetry::record_decision(decision, &self.context(endpoint));
+        if decision.is_retry() {
+            telemetry::record_retry(decision, &self.context(endpoint));
         }
-        tracing::event!(target: "mcp_framing::client", tracing::Level::INFO,
-            request_key = %crate::request::key_fingerprint(self.key), attempt = self.attempt, endpoint = endpoint,
-            decision = decision.name(), reason = %decision.reason(), "retry decision");
     }
 
     /// Resolves, re-checks the contract, sends attempt `self.attempt`.
@@ -726,6 +717,12 @@ impl CallState {
     fn fail(&mut self, err: CallError) -> Option<CallItem> {
         self.done = true;
         bump(&self.inner.stats.gave_up);
+        let error_type = match &err {
+            CallError::Incomplete { outcome, .. } => outcome.verdict.name(),
+            CallError::Contract(_) => "contract_violation",
+            _ => "transport",
+        };
+        telemetry::record_operation(&self.context(""), self.started.elapsed(), Some(error_type));
         Some(Err(err))
     }
 
@@ -739,7 +736,7 @@ impl CallState {
                     let delay = self.inner.schedule.delay(self.attempt, self.retry_after);
                     bump(&self.inner.stats.retries);
                     tracing::event!(target: "mcp_framing::client", tracing::Level::INFO,
-                        request_key = %crate::request::key_fingerprint(self.key), next_attempt = self.attempt + 1,
+                        request_key = %self.key.fingerprint(), next_attempt = self.attempt + 1,
                         delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                         "retrying with the same request key");
                     tokio::time::sleep(delay).await;
@@ -792,6 +789,11 @@ impl CallState {
                     }
                     response["id"] = self.id.clone();
                     self.done = true;
+                    telemetry::record_operation(
+                        &self.context(&attempt.endpoint),
+                        self.started.elapsed(),
+                        None,
+                    );
                     return Some(Ok(response.to_string()));
                 }
                 Some(Err(err)) => {
@@ -835,7 +837,7 @@ impl CallState {
         };
         self.record_decision(&decision, &attempt.endpoint);
         tracing::event!(target: "mcp_framing::client", tracing::Level::INFO,
-            request_key = %crate::request::key_fingerprint(self.key), attempt = self.attempt, reason = reason,
+            request_key = %self.key.fingerprint(), attempt = self.attempt, reason = reason,
             retryable = retryable, "deduplication refusal");
         if !decision.is_retry() {
             return None;

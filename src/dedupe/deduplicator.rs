@@ -701,7 +701,7 @@ impl Deduplicator {
             target: "mcp_framing::dedupe",
             tracing::Level::DEBUG,
             decision = decision.name(),
-            request_key = %crate::request::key_fingerprint(call.request_key),
+            request_key = %call.request_key.fingerprint(),
             method = call.scope.method(),
             tool = call.scope.tool().unwrap_or(""),
             waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),

@@ -19,6 +19,7 @@ mod client;
 mod dedupe;
 mod layer;
 mod retrying;
+mod standalone;
 
 pub use client::{ClientStats, FramingClientError, FramingHttpClient};
 #[cfg(feature = "dedupe")]
@@ -27,3 +28,6 @@ pub use layer::{FramingBody, FramingLayer, FramingService};
 
 pub use crate::client::OUTCOME_DATA_KEY;
 pub(crate) use crate::client::is_final_response;
+
+/// An SSE event as rmcp's `StreamableHttpClient` hands it over.
+pub(crate) type SseItem = Result<sse_stream::Sse, sse_stream::Error>;

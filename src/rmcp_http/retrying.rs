@@ -14,13 +14,13 @@ use crate::client::{EndpointResolver, RetrySchedule, RetryingClient};
 use crate::ids::RequestKey;
 
 impl FramingHttpClient {
-    /// Sends every request through a [`RetryingClient`] over this client's reqwest client,
-    /// mapping and metrics: each attempt goes where `resolver` says (the transport's URI is not
-    /// used), and a cut, keyed request is retried by itself, with the same request key, where
+    /// Sends every request through a [`RetryingClient`] over this client's reqwest client and
+    /// mapping: each attempt goes where `resolver` says (the transport's URI is not used), and a cut, keyed request is retried by itself, with the same request key, where
     /// the server's contract declares deduplication (or the request is idempotent), under
     /// `schedule`. rmcp sees one response per request: the verified final response, or one
-    /// JSON-RPC error with the last attempt's classification and the attempts made. Call it
-    /// after [`metrics`](Self::metrics) and [`binary`](Self::binary).
+    /// JSON-RPC error with the last attempt's classification and the attempts made; every
+    /// attempt and decision is recorded through [`telemetry`](crate::telemetry). Call it after
+    /// [`binary`](Self::binary).
     ///
     /// # Examples
     ///
@@ -35,13 +35,9 @@ impl FramingHttpClient {
     /// ```
     #[must_use]
     pub fn auto_retry(mut self, resolver: impl EndpointResolver, schedule: RetrySchedule) -> Self {
-        let mut client =
-            RetryingClient::with_shared_resolver(self.http.clone(), Arc::new(resolver))
-                .schedule(schedule)
-                .binary(self.binary);
-        if let Some(metrics) = &self.metrics {
-            client = client.metrics(metrics.clone());
-        }
+        let client = RetryingClient::with_shared_resolver(self.http.clone(), Arc::new(resolver))
+            .schedule(schedule)
+            .binary(self.binary);
         self.retrying = Some(client);
         self
     }
