@@ -74,7 +74,7 @@ fn abandoned_stream_is_retried_when_the_request_carries_a_key_and_the_server_ded
 #[test]
 fn keyed_request_is_surfaced_when_the_server_does_not_declare_deduplication() {
     let keyed = RequestTraits::keyed(RequestKey::random());
-    for outcome in [truncated(), aborted(AbortCode::InternalError)] {
+    for outcome in [truncated(), aborted(AbortCode::Overloaded)] {
         let decision = RetryPolicy::default().decide(&outcome, &keyed);
         assert_eq!(
             decision,
