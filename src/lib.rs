@@ -89,15 +89,27 @@
 //! # Ok::<(), mcp_framing::CodecError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! # Exactly-once tool calls
+//!
+//! The request key makes a retry identifiable; `dedupe` (feature `dedupe`, Redis with feature
+//! `redis`) makes it safe on the server: a keyed `tools/call` executes at most once per
+//! principal, tool and key, on whichever backend of a fleet it lands, and retries get its
+//! result (SPEC.md §17). `client` (feature `client`) retries a cut, keyed request by itself
+//! where the server's contract declares that deduplication.
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 
 #[cfg(feature = "sse")]
 mod body;
+#[cfg(feature = "client")]
+pub mod client;
 #[cfg(feature = "codec")]
 mod codec;
 pub mod contract;
 mod decoder;
+#[cfg(feature = "dedupe")]
+pub mod dedupe;
 mod encoder;
 mod error;
 mod event;
@@ -132,8 +144,8 @@ pub use limits::{
 };
 
 pub use contract::{
-    ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,
-    Negotiated, PolicyBuilder, ServerDiscovery,
+    ClientPolicy, ContractChange, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY,
+    FramingContract, Negotiated, PolicyBuilder, ServerDiscovery,
 };
 pub use mapping::{Mapping, MappingViolation};
 pub use outcome::{
@@ -144,7 +156,9 @@ pub use request::{
     FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,
     set_request_key,
 };
-pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+pub use retry::{
+    DEDUPE_DATA_KEY, RequestTraits, RetryDecision, RetryPolicy, RetryReason, dedupe_refusal,
+};
 pub use telemetry::AttemptContext;
 
 // The README's examples use the integrations too: they are doctested with the features that

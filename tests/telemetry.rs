@@ -59,7 +59,12 @@ fn capture(f: impl FnOnce()) -> Vec<Captured> {
     let layer = Capture::default();
     let events = layer.0.clone();
     let subscriber = tracing_subscriber::registry().with(layer);
-    tracing::subscriber::with_default(subscriber, f);
+    tracing::subscriber::with_default(subscriber, || {
+        // A test running in parallel without a subscriber may have hit a callsite first and
+        // cached "no interest" for it: recompute with this subscriber in place.
+        tracing::callsite::rebuild_interest_cache();
+        f();
+    });
     events.lock().unwrap().clone()
 }
 
@@ -169,7 +174,9 @@ fn truncation_still_counts_when_the_retry_succeeds() {
             .method("tools/call")
             .attempt(1);
         telemetry::record_outcome(&first, &ctx);
-        let decision = RetryPolicy::default().decide(&first, &request);
+        // Against a server that declares deduplication (SPEC.md §17.11).
+        let policy = RetryPolicy::default().server_deduplicates(true);
+        let decision = policy.decide(&first, &request);
         assert!(decision.is_retry());
         telemetry::record_decision(&decision, &ctx);
         telemetry::record_retry(&decision, &ctx.attempt(2));

@@ -2,9 +2,10 @@
 //!
 //! One file a job:
 //!
-//! - The opt-in — [`OptIn`] reads a request's `Mcp-Framing` /
-//!   `Mcp-Framing-Request-Key` headers (server side); [`opt_in_headers`] writes them and
-//!   [`response_headers`] are a framed response's headers.
+//! - The opt-in — [`OptIn`] reads a request's `Mcp-Framing` / `Mcp-Framing-Request-Key` /
+//!   `Mcp-Framing-Limits` headers (server side) and builds an encoder within the client's limits;
+//!   [`opt_in_headers`] and [`opt_in_headers_for`] write them and [`response_headers`] are a
+//!   framed response's headers.
 //! - `_meta` edits — [`declare_framing_capability`] and
 //!   [`set_request_key`](crate::set_request_key) write the `_meta` entries of a request (client
 //!   side).
@@ -24,16 +25,25 @@
 use http::HeaderName;
 
 mod client_body;
+#[cfg(feature = "dedupe")]
+mod dedupe;
 mod meta;
 mod opt_in;
 mod server_body;
 
-pub use client_body::{Delivery, ReceiveError, VerifiedResponse, collect_messages};
+pub use client_body::{
+    DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, collect_messages,
+};
+#[cfg(feature = "dedupe")]
+pub use dedupe::{
+    DEDUPE_HEADER, DEFAULT_MAX_REQUEST_BYTES, DedupeBody, DedupeBodyError, DedupeLayer,
+    DedupeService,
+};
 pub use meta::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
     declares_framing_capability,
 };
-pub use opt_in::{OptIn, OptInError, opt_in_headers, response_headers};
+pub use opt_in::{OptIn, OptInError, opt_in_headers, opt_in_headers_for, response_headers};
 pub use server_body::{FramedBody, abort_for};
 
 pub use crate::mapping::{EVENT_STREAM, MEDIA_TYPE, Mapping};
@@ -49,6 +59,10 @@ pub const VERSION_TOKEN: &str = match crate::frame::VERSION {
     1 => "1",
     _ => panic!("VERSION_TOKEN must spell frame::VERSION"),
 };
+/// Request header carrying the limits the client decodes with (SPEC.md §11.3, §16):
+/// `Mcp-Framing-Limits: frame=65536, message=16777216`, in bytes. A server frames within the
+/// smaller of these and its own ([`OptIn::encoder`]).
+pub const LIMITS_HEADER: HeaderName = HeaderName::from_static("mcp-framing-limits");
 
 /// A response's mapping, decided from its headers (the `http` crate's types, hence here).
 impl Mapping {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 use super::{OUTCOME_DATA_KEY, SseItem, is_final_response};
 use crate::decoder::StreamDecoder;
 use crate::frame::HEADER_LEN;
-use crate::http::{Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
+use crate::http::{
+    DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, opt_in_headers_for,
+};
 use crate::ids::RequestKey;
 use crate::limits::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD};
 use crate::outcome::Outcome;
@@ -117,6 +119,15 @@ pub enum FramingClientError {
 /// rmcp's `StreamableHttpClient` over reqwest that opts in to framing and hands rmcp only
 /// verified messages (client side).
 ///
+/// Limits: the ones configured in rmcp's `StreamableHttpClientTransportConfig` hold. Each framed
+/// message is bounded by both `max_sse_event_size` and `max_json_response_size` (it stands for an
+/// SSE event or a JSON body), SSE-mapped frames are kept small enough for their events to fit
+/// `max_sse_event_size`, and these limits travel with every request (`Mcp-Framing-Limits`,
+/// SPEC.md §11.3) so that the server frames within them and aborts a message that cannot fit
+/// (code 5) rather than send it. Each response also has an [idle timeout](Self::idle_timeout)
+/// between frames (default 60 s). The standalone GET stream is not framed; a JSON-RPC response on
+/// it is refused ([`FramingClientError::ResponseOnGetStream`]).
+///
 /// # Examples
 ///
 /// ```no_run
@@ -133,9 +144,12 @@ pub enum FramingClientError {
 /// ```
 #[derive(Clone, Debug)]
 pub struct FramingHttpClient {
-    http: reqwest::Client,
-    binary: bool,
+    pub(super) http: reqwest::Client,
+    pub(super) binary: bool,
+    idle_timeout: Option<Duration>,
     stats: Arc<ClientStats>,
+    /// Set by `auto_retry` (rmcp_http/retrying.rs): requests go through it.
+    pub(super) retrying: Option<crate::client::RetryingClient>,
 }
 
 impl FramingHttpClient {
@@ -149,8 +163,30 @@ impl FramingHttpClient {
         Self {
             http,
             binary: false,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             stats: Arc::default(),
+            retrying: None,
         }
+    }
+
+    /// Sets the idle timeout of every response: the longest time between two frames before the
+    /// response is abandoned (default [`DEFAULT_IDLE_TIMEOUT`], 60 s; `None`: wait for ever). The
+    /// pending request then gets a JSON-RPC error with the classification `abandoned` and the
+    /// kind `IdleTimeout`, retried like any abandoned response. See
+    /// [`VerifiedResponse::idle_timeout`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let client = mcp_framing::rmcp_http::FramingHttpClient::new(reqwest::Client::new())
+    ///     .idle_timeout(Some(Duration::from_secs(300)));
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self
     }
 
     /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE.
@@ -295,7 +331,7 @@ fn outcome_error<E: std::error::Error>(
     request_error(id, &message, data)
 }
 
-fn message_event(data: String) -> sse_stream::Sse {
+pub(super) fn message_event(data: String) -> sse_stream::Sse {
     sse_stream::Sse {
         event: Some("message".to_owned()),
         data: Some(data),
@@ -508,6 +544,13 @@ impl StreamableHttpClient for FramingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        if let (Some(retrying), ClientJsonRpcMessage::Request(_)) = (&self.retrying, &message) {
+            // auto_retry: every attempt resolved, verified and retried by the RetryingClient
+            // (its limits are the negotiated contract's).
+            let request = serde_json::to_value(&message)
+                .map_err(|e| StreamableHttpError::Client(e.into()))?;
+            return super::retrying::post_request(retrying, request, auth_header, custom_headers);
+        }
         let receive = ReceiveLimits::new(&limits, self.binary);
         let key = RequestKey::random();
         let mut value =
@@ -525,7 +568,10 @@ impl StreamableHttpClient for FramingHttpClient {
         for (name, value) in custom_headers {
             headers.insert(name, value);
         }
-        headers.extend(opt_in_headers(key, self.binary));
+        // The limits it decodes with travel with the opt-in, so the server frames within them
+        // (SPEC.md §11.3, §16).
+        let decoder = receive.decoder(key);
+        headers.extend(opt_in_headers_for(key, self.binary, &decoder));
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -568,9 +614,12 @@ impl StreamableHttpClient for FramingHttpClient {
         // Decided from the headers, before the body (SPEC.md §16): a response that is not
         // framed is a contract violation whatever its body holds, never a truncation.
         let headers = response.headers().clone();
-        let verified =
-            VerifiedResponse::from_headers(response.bytes_stream(), &headers, receive.decoder(key))
-                .map(|verified| verified.max_event_data(receive.max_event_data));
+        let verified = VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder)
+            .map(|verified| {
+                verified
+                    .max_event_data(receive.max_event_data)
+                    .idle_timeout(self.idle_timeout)
+            });
         let verified = match verified {
             Ok(verified) => verified,
             Err(err) => {

@@ -18,7 +18,6 @@ use http_body_util::combinators::UnsyncBoxBody;
 use super::is_final_response;
 use crate::codec::Outgoing;
 use crate::encoder::StreamEncoder;
-use crate::event::StreamHead;
 use crate::event::{Abort, AbortCode};
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
 use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
@@ -74,10 +73,11 @@ impl FramingLayer {
     }
 
     /// Sets the largest message the layer frames (default 16 MiB, as the decoder's default and
-    /// rmcp's default JSON and SSE event limits, SPEC.md §6). The inner service's messages are
-    /// read with this bound, whether they come as SSE events or as a JSON body; a larger one is
-    /// not framed: the stream ends with an ABORT of code 5, message too large (SPEC.md §3.1),
-    /// which a client does not retry.
+    /// rmcp's default JSON and SSE event limits, SPEC.md §6), lowered for each request to the
+    /// client's own limit when it sent one (`Mcp-Framing-Limits`, SPEC.md §11.3, §16; the frame
+    /// size likewise). The inner service's messages are read with this bound, whether they come
+    /// as SSE events or as a JSON body; a larger one is not framed: the stream ends with an ABORT
+    /// of code 5, message too large (SPEC.md §3.1), which a client does not retry.
     ///
     /// # Examples
     ///
@@ -187,9 +187,16 @@ where
         return response.map(|body| body.boxed_unsync());
     }
     let (mut parts, body) = response.into_parts();
+    // Within the smaller of the layer's limits and the client's (SPEC.md §11.3, §16).
+    let mapping = opt_in.mapping();
+    let encoder = opt_in.encoder(
+        StreamEncoder::builder()
+            .frame_size(config.frame_size)
+            .max_message_size(config.max_message_size),
+    );
     // Every inner message is read within the message limit, as an SSE event or a JSON body
-    // (SPEC.md §6): the same bound the encoder and a default client apply.
-    let max_message = usize::try_from(config.max_message_size)
+    // (SPEC.md §6, §16): the bound the encoder applies, so one byte more is an ABORT of code 5.
+    let max_message = usize::try_from(encoder.max_message_size())
         .unwrap_or(usize::MAX)
         .min(isize::MAX as usize);
     let messages = InnerMessages {
@@ -202,11 +209,6 @@ where
         done: false,
         comments: 0,
     };
-    let mapping = opt_in.mapping();
-    let encoder = StreamEncoder::builder()
-        .frame_size(config.frame_size)
-        .max_message_size(config.max_message_size)
-        .build(StreamHead::for_request(opt_in.request_key));
     let framed = FramedBody::new(messages, encoder, mapping);
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(mapping));
