@@ -18,9 +18,9 @@ use serde_json::Value;
 use crate::dedupe::{
     AuthorizationPrincipal, Decision, Deduplicator, ExecutionGuard, KeyedCall, PrincipalExtractor,
 };
-use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::http::REQUEST_KEY_HEADER;
 use crate::ids::RequestKey;
+use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::sse::{SseEvent, SseParser};
 
 /// Response header a [`DedupeService`] sets on a deduplicated call's response: `execute`,

@@ -5,10 +5,10 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::{LIMITS_HEADER, Mapping, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN};
 use crate::decoder::StreamDecoder;
-use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::event::StreamHead;
 use crate::ids::RequestKey;
+use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 
 /// A malformed opt-in.
 ///
