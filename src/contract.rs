@@ -559,57 +559,10 @@ impl PolicyBuilder {
         self
     }
 
-    /// The client's own limits (default [`Limits::DEFAULT`]): negotiation takes the smaller of
-    /// these and the server's declared frame and message limits (SPEC.md §11.3), and every
-    /// decoder the policy builds enforces the result.
-    ///
-    /// # Panics
-    ///
-    /// If the limits break the format's bounds (see [`Limits::checked`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let b = mcp_framing::ClientPolicy::builder().limits(mcp_framing::Limits::default());
-    /// # let _ = b;
-    /// ```
-    #[must_use]
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits.checked();
-        self
-    }
-
-    /// Sets the client's [`Limits::max_frame_payload`].
-    ///
-    /// # Panics
-    ///
-    /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let b = mcp_framing::ClientPolicy::builder().max_frame_payload(16 * 1024);
-    /// # let _ = b;
-    /// ```
-    #[must_use]
-    pub fn max_frame_payload(mut self, max: u32) -> Self {
-        self.limits = self.limits.max_frame_payload(max);
-        self
-    }
-
-    /// Sets the client's [`Limits::max_message_size`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let b = mcp_framing::ClientPolicy::builder().max_message_size(4 << 20);
-    /// # let _ = b;
-    /// ```
-    #[must_use]
-    pub fn max_message_size(mut self, max: u64) -> Self {
-        self.limits = self.limits.max_message_size(max);
-        self
-    }
+    // The client's own limits: negotiation takes the smaller of these and the server's declared
+    // frame and message limits (SPEC.md §11.3), and every decoder the policy builds enforces the
+    // result with the client's per-stream bounds.
+    crate::limits::limit_setters!(limits, "mcp_framing::ClientPolicy::builder()");
 
     /// The transports the client can read, in order of preference. Default `["binary", "sse"]`.
     ///

@@ -335,6 +335,68 @@ impl Limits {
     }
 }
 
+/// The setters of a builder that holds a [`Limits`] in the field `$field`: `limits`,
+/// `max_frame_payload` and `max_message_size`, written once for the decoder's and the client
+/// policy's builders (each delegates to [`Limits`], where the defaults, reasons and checks are).
+/// `$example` is an expression that makes such a builder, for the doc examples.
+macro_rules! limit_setters {
+    ($field:ident, $example:literal) => {
+        /// The receiver's limits, all at once (default [`Limits::DEFAULT`](crate::Limits::DEFAULT)).
+        ///
+        /// # Panics
+        ///
+        /// If the limits break the format's bounds (see
+        /// [`Limits::checked`](crate::Limits::checked)).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("let b = ", $example, ".limits(mcp_framing::Limits::default().max_message_size(1 << 20));")]
+        /// # let _ = b;
+        /// ```
+        #[must_use]
+        pub fn limits(mut self, limits: crate::Limits) -> Self {
+            self.$field = limits.checked();
+            self
+        }
+
+        /// Sets [`Limits::max_frame_payload`](crate::Limits::max_frame_payload) (default and
+        /// reason written there).
+        ///
+        /// # Panics
+        ///
+        /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`](crate::MIN_MAX_FRAME_PAYLOAD).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("let b = ", $example, ".max_frame_payload(1 << 20);")]
+        /// # let _ = b;
+        /// ```
+        #[must_use]
+        pub fn max_frame_payload(mut self, max: u32) -> Self {
+            self.$field = self.$field.max_frame_payload(max);
+            self
+        }
+
+        /// Sets [`Limits::max_message_size`](crate::Limits::max_message_size) (default and
+        /// reason written there).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("let b = ", $example, ".max_message_size(4 << 20);")]
+        /// # let _ = b;
+        /// ```
+        #[must_use]
+        pub fn max_message_size(mut self, max: u64) -> Self {
+            self.$field = self.$field.max_message_size(max);
+            self
+        }
+    };
+}
+pub(crate) use limit_setters;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,56 +41,7 @@ pub struct DecoderBuilder {
 }
 
 impl DecoderBuilder {
-    /// The receiver's limits, all at once (default [`Limits::DEFAULT`]).
-    ///
-    /// # Panics
-    ///
-    /// If the limits break the format's bounds (see [`Limits::checked`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{Limits, StreamDecoder};
-    /// let d = StreamDecoder::builder().limits(Limits::default().max_message_size(1 << 20)).build();
-    /// assert_eq!(d.limits().max_message_size, 1 << 20);
-    /// ```
-    #[must_use]
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits.checked();
-        self
-    }
-
-    /// Sets [`Limits::max_frame_payload`] (default and reason written there).
-    ///
-    /// # Panics
-    ///
-    /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`](crate::MIN_MAX_FRAME_PAYLOAD).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let d = mcp_framing::StreamDecoder::builder().max_frame_payload(1 << 20).build();
-    /// # let _ = d;
-    /// ```
-    #[must_use]
-    pub fn max_frame_payload(mut self, max: u32) -> Self {
-        self.limits = self.limits.max_frame_payload(max);
-        self
-    }
-
-    /// Sets [`Limits::max_message_size`] (default and reason written there).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let d = mcp_framing::StreamDecoder::builder().max_message_size(1 << 20).build();
-    /// # let _ = d;
-    /// ```
-    #[must_use]
-    pub fn max_message_size(mut self, max: u64) -> Self {
-        self.limits = self.limits.max_message_size(max);
-        self
-    }
+    crate::limits::limit_setters!(limits, "mcp_framing::StreamDecoder::builder()");
 
     /// Requires the stream head to echo this request key; another key (or none) is
     /// [`DecodeError::RequestKeyMismatch`]: a response that belongs to another request.
