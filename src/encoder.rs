@@ -34,7 +34,7 @@ enum State {
 ///     .build(StreamHead::for_request(None));
 /// # let _ = enc;
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct EncoderBuilder {
     frame_size: usize,
     max_message_size: u64,

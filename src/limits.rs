@@ -133,6 +133,26 @@ pub fn event_data_limit(max_frame_payload: u32) -> usize {
         .max(DEFAULT_MAX_EVENT_DATA)
 }
 
+/// The setters of the [`Limits`] fields that need no check beyond their type: one each, with a
+/// doc example that sets `$example`.
+macro_rules! bound_setters {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty = $example:expr;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("let limits = mcp_framing::Limits::default().", stringify!($field), "(", stringify!($example), ");")]
+        #[doc = concat!("assert_eq!(limits.", stringify!($field), ", ", stringify!($example), ");")]
+        /// ```
+        #[must_use]
+        pub fn $field(mut self, max: $ty) -> Self {
+            self.$field = max;
+            self
+        }
+    )*};
+}
+
 const fn max_u32(a: u32, b: u32) -> u32 {
     if a > b { a } else { b }
 }
@@ -228,88 +248,19 @@ impl Limits {
         self.checked()
     }
 
-    /// Sets [`max_message_size`](Self::max_message_size).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let limits = mcp_framing::Limits::default().max_message_size(1 << 20);
-    /// assert_eq!(limits.max_message_size, 1 << 20);
-    /// ```
-    #[must_use]
-    pub fn max_message_size(mut self, max: u64) -> Self {
-        self.max_message_size = max;
-        self.checked()
-    }
-
-    /// Sets [`max_stream_bytes`](Self::max_stream_bytes).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let limits = mcp_framing::Limits::default().max_stream_bytes(1 << 30);
-    /// assert_eq!(limits.max_stream_bytes, 1 << 30);
-    /// ```
-    #[must_use]
-    pub fn max_stream_bytes(mut self, max: u64) -> Self {
-        self.max_stream_bytes = max;
-        self
-    }
-
-    /// Sets [`max_messages`](Self::max_messages).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let limits = mcp_framing::Limits::default().max_messages(100);
-    /// assert_eq!(limits.max_messages, 100);
-    /// ```
-    #[must_use]
-    pub fn max_messages(mut self, max: u64) -> Self {
-        self.max_messages = max;
-        self
-    }
-
-    /// Sets [`max_keepalives_in_a_row`](Self::max_keepalives_in_a_row).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let limits = mcp_framing::Limits::default().max_keepalives_in_a_row(10);
-    /// assert_eq!(limits.max_keepalives_in_a_row, 10);
-    /// ```
-    #[must_use]
-    pub fn max_keepalives_in_a_row(mut self, max: u32) -> Self {
-        self.max_keepalives_in_a_row = max;
-        self
-    }
-
-    /// Sets [`max_ignorable_in_a_row`](Self::max_ignorable_in_a_row).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let limits = mcp_framing::Limits::default().max_ignorable_in_a_row(0);
-    /// assert_eq!(limits.max_ignorable_in_a_row, 0);
-    /// ```
-    #[must_use]
-    pub fn max_ignorable_in_a_row(mut self, max: u32) -> Self {
-        self.max_ignorable_in_a_row = max;
-        self
-    }
-
-    /// Sets [`max_sse_comments_in_a_row`](Self::max_sse_comments_in_a_row).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let limits = mcp_framing::Limits::default().max_sse_comments_in_a_row(100);
-    /// assert_eq!(limits.max_sse_comments_in_a_row, 100);
-    /// ```
-    #[must_use]
-    pub fn max_sse_comments_in_a_row(mut self, max: u32) -> Self {
-        self.max_sse_comments_in_a_row = max;
-        self
+    bound_setters! {
+        /// Sets [`max_message_size`](Self::max_message_size).
+        max_message_size: u64 = 1 << 20;
+        /// Sets [`max_stream_bytes`](Self::max_stream_bytes).
+        max_stream_bytes: u64 = 1 << 30;
+        /// Sets [`max_messages`](Self::max_messages).
+        max_messages: u64 = 100;
+        /// Sets [`max_keepalives_in_a_row`](Self::max_keepalives_in_a_row).
+        max_keepalives_in_a_row: u32 = 10;
+        /// Sets [`max_ignorable_in_a_row`](Self::max_ignorable_in_a_row).
+        max_ignorable_in_a_row: u32 = 0;
+        /// Sets [`max_sse_comments_in_a_row`](Self::max_sse_comments_in_a_row).
+        max_sse_comments_in_a_row: u32 = 100;
     }
 
     /// Checks every field against the format's bounds; the one place these checks are written.

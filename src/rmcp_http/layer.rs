@@ -17,10 +17,9 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use super::is_final_response;
 use crate::codec::Outgoing;
-use crate::encoder::StreamEncoder;
+use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::event::{Abort, AbortCode};
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
-use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::sse::{SseError, SseEvent, SseParser};
 
 /// The response body of [`FramingService`].
@@ -37,8 +36,8 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct FramingLayer {
-    frame_size: usize,
-    max_message_size: u64,
+    /// The encoder settings (frame size, message limit); each request's encoder starts here.
+    encoder: EncoderBuilder,
 }
 
 impl Default for FramingLayer {
@@ -56,19 +55,22 @@ impl FramingLayer {
     #[must_use]
     pub fn new() -> Self {
         Self {
-            frame_size: crate::limits::DEFAULT_FRAME_SIZE,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            encoder: StreamEncoder::builder(),
         }
     }
 
-    /// Sets the DATA frame size (default 16 KiB; see `EncoderBuilder::frame_size`).
+    /// Sets the DATA frame size ([`EncoderBuilder::frame_size`], default 16 KiB).
+    ///
+    /// # Panics
+    ///
+    /// If `size` is 0 or above `u32::MAX`.
     ///
     /// # Examples
     ///
     /// See [`FramingLayer`].
     #[must_use]
     pub fn frame_size(mut self, size: usize) -> Self {
-        self.frame_size = size;
+        self.encoder = self.encoder.frame_size(size);
         self
     }
 
@@ -84,7 +86,7 @@ impl FramingLayer {
     /// See [`FramingLayer`].
     #[must_use]
     pub fn max_message_size(mut self, max: u64) -> Self {
-        self.max_message_size = max;
+        self.encoder = self.encoder.max_message_size(max);
         self
     }
 }
@@ -189,11 +191,7 @@ where
     let (mut parts, body) = response.into_parts();
     // Within the smaller of the layer's limits and the client's (SPEC.md §11.3, §16).
     let mapping = opt_in.mapping();
-    let encoder = opt_in.encoder(
-        StreamEncoder::builder()
-            .frame_size(config.frame_size)
-            .max_message_size(config.max_message_size),
-    );
+    let encoder = opt_in.encoder(config.encoder);
     // Every inner message is read within the message limit, as an SSE event or a JSON body
     // (SPEC.md §6, §16): the bound the encoder applies, so one byte more is an ABORT of code 5.
     let max_message = usize::try_from(encoder.max_message_size())

@@ -6,16 +6,15 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use crate::CliError;
-use crate::input::{DecoderArgs, InputPath, MappingArgs, open_output};
+use crate::input::{DecoderArgs, InputPath, StreamArgs, open_output};
 use crate::verdict::{Outcome, ReadOrWrite, Session, decode_reader};
 use mcp_framing::Mapping;
 
 /// Options of `decode`.
 #[derive(Debug, Args)]
 pub(crate) struct DecodeArgs {
-    /// The framed stream: a file, or `-` for stdin.
-    #[arg(default_value = "-")]
-    input: PathBuf,
+    #[command(flatten)]
+    stream: StreamArgs,
     /// Write the messages to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -25,28 +24,19 @@ pub(crate) struct DecodeArgs {
     /// Print the verdict on stderr as JSON instead of one line.
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    mapping: MappingArgs,
-    #[command(flatten)]
-    decoder: DecoderArgs,
 }
 
 /// Options of `verify`.
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
-    /// The framed stream: a file, or `-` for stdin.
-    #[arg(default_value = "-")]
-    input: PathBuf,
+    #[command(flatten)]
+    stream: StreamArgs,
     /// Print the verdict on stdout as JSON.
     #[arg(long)]
     json: bool,
     /// Print nothing; the exit status is the verdict.
     #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
-    #[command(flatten)]
-    mapping: MappingArgs,
-    #[command(flatten)]
-    decoder: DecoderArgs,
 }
 
 /// Separator written after each decoded message.
@@ -91,7 +81,7 @@ fn decode_input(
 ///
 /// Reading the input or writing the output failed.
 pub(crate) fn run_decode(args: &DecodeArgs) -> Result<u8, CliError> {
-    let input = InputPath::from(args.input.as_path());
+    let input = InputPath::from(args.stream.input.as_path());
     let output_name = args
         .output
         .as_ref()
@@ -105,8 +95,8 @@ pub(crate) fn run_decode(args: &DecodeArgs) -> Result<u8, CliError> {
     };
     let outcome = decode_input(
         &input,
-        &args.decoder,
-        args.mapping.mapping,
+        &args.stream.decoder,
+        args.stream.mapping.mapping,
         &mut write,
         &output_name,
     )?;
@@ -126,11 +116,11 @@ pub(crate) fn run_decode(args: &DecodeArgs) -> Result<u8, CliError> {
 ///
 /// Reading the input failed.
 pub(crate) fn run_verify(args: &VerifyArgs) -> Result<u8, CliError> {
-    let input = InputPath::from(args.input.as_path());
+    let input = InputPath::from(args.stream.input.as_path());
     let outcome = decode_input(
         &input,
-        &args.decoder,
-        args.mapping.mapping,
+        &args.stream.decoder,
+        args.stream.mapping.mapping,
         &mut |_| Ok(()),
         "nowhere",
     )?;

@@ -76,6 +76,19 @@ pub(crate) fn open_output(path: Option<&Path>, binary: bool) -> Result<Box<dyn W
     }
 }
 
+/// The stream a reading command works on: where it comes from, how it is carried and how it is
+/// decoded.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct StreamArgs {
+    /// The framed stream: a file, or `-` for stdin.
+    #[arg(default_value = "-")]
+    pub(crate) input: PathBuf,
+    #[command(flatten)]
+    pub(crate) mapping: MappingArgs,
+    #[command(flatten)]
+    pub(crate) decoder: DecoderArgs,
+}
+
 /// How the stream is carried (SPEC.md §15, §16), shared by every command.
 #[derive(Clone, Copy, Debug, Args)]
 pub(crate) struct MappingArgs {

@@ -1,8 +1,6 @@
 //! `inspect`: a table of the frames of a capture, as far as they can be parsed, with the
 //! decoder's verdict and the frame where it stopped.
 
-use std::path::PathBuf;
-
 use bytes::BytesMut;
 use clap::Args;
 use mcp_framing::frame::{
@@ -13,24 +11,19 @@ use mcp_framing::{Abort, AbortCode, DecodeError, StreamHead};
 use serde_json::{Value, json};
 
 use crate::CliError;
-use crate::input::{DecoderArgs, InputPath, MappingArgs, hex};
+use crate::input::{InputPath, StreamArgs, hex};
 use crate::verdict::Session;
 use mcp_framing::{BodyError, Limits, Mapping};
 
 /// Options of `inspect`.
 #[derive(Debug, Args)]
 pub(crate) struct InspectArgs {
-    /// The framed stream: a file, or `-` for stdin.
-    #[arg(default_value = "-")]
-    input: PathBuf,
+    /// The stream (with `--mapping sse`, the frames of the `mcp-frame` events are listed).
+    #[command(flatten)]
+    stream: StreamArgs,
     /// Print the frames and the verdict as one JSON object.
     #[arg(long)]
     json: bool,
-    /// How the stream is carried (with `sse`, the frames of the `mcp-frame` events are listed).
-    #[command(flatten)]
-    mapping: MappingArgs,
-    #[command(flatten)]
-    decoder: DecoderArgs,
 }
 
 /// One frame as found in the input, checked only for its own checksums.
@@ -307,10 +300,11 @@ fn sse_frames(body: &[u8], limits: &Limits) -> SseFrames {
 ///
 /// Reading the input failed.
 pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
-    let input = InputPath::from(args.input.as_path());
+    let input = InputPath::from(args.stream.input.as_path());
     let body = input.read_all()?;
-    let decoder = args.decoder.decoder();
-    let sse = (args.mapping.mapping == Mapping::Sse).then(|| sse_frames(&body, decoder.limits()));
+    let decoder = args.stream.decoder.decoder();
+    let sse =
+        (args.stream.mapping.mapping == Mapping::Sse).then(|| sse_frames(&body, decoder.limits()));
     let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
     let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
