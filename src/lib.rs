@@ -110,7 +110,7 @@ mod retry;
 pub mod rmcp_http;
 #[cfg(feature = "sse")]
 pub mod sse;
-mod telemetry;
+pub mod telemetry;
 
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
@@ -124,7 +124,7 @@ pub use event::{
     Abort, AbortCode, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk,
     VerifiedMessage,
 };
-pub use ids::{AttemptId, ParseIdError, RequestKey};
+pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 
 pub use contract::{
     ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,
@@ -139,8 +139,10 @@ pub use request::{
     set_request_key,
 };
 pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
-pub use telemetry::{AttemptContext, FramingMetrics, MetricsSnapshot};
+pub use telemetry::AttemptContext;
 
-#[cfg(doctest)]
+// The README's examples use the integrations too: they are doctested with the features that
+// `scripts/test` turns on (all of them).
+#[cfg(all(doctest, feature = "rmcp"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use bytes::BytesMut;
 use clap::Args;
 use mcp_framing::frame::{FrameKind, HEADER_LEN, MAGIC, VERSION};
-use mcp_framing::sse::{SseError, SseFrameDecoder};
-use mcp_framing::{AbortCode, DecodeError};
+use mcp_framing::sse::{SseError, SseFrameDecoder, event_data_limit};
+use mcp_framing::{Abort, AbortCode, DecodeError};
 use serde_json::{Value, json};
 
 use crate::CliError;
@@ -165,10 +165,11 @@ fn describe(kind: u8, payload: &[u8], state: &mut WalkState) -> String {
         }
         Some(FrameKind::Abort) if payload.len() >= 2 => {
             let code = u16::from_be_bytes([payload[0], payload[1]]);
+            // Shown through `Abort`'s Display: the peer-chosen reason, control characters escaped.
+            let reason = String::from_utf8_lossy(&payload[2..]);
             format!(
-                "abort {code} ({}): {}",
-                AbortCode::from(code),
-                String::from_utf8_lossy(&payload[2..])
+                "abort {code}: {}",
+                Abort::new(AbortCode::from(code), reason)
             )
         }
         Some(FrameKind::KeepAlive) => "keep-alive".to_owned(),
@@ -263,8 +264,9 @@ struct SseFrames {
     error: Option<SseError>,
 }
 
-fn sse_frames(body: &[u8]) -> SseFrames {
-    let mut decoder = SseFrameDecoder::new();
+fn sse_frames(body: &[u8], max_frame_payload: u32) -> SseFrames {
+    // The event bound follows the frame limit in force (SPEC.md §15).
+    let mut decoder = SseFrameDecoder::with_max_event_data(event_data_limit(max_frame_payload));
     let mut frames = BytesMut::new();
     let mut events = Vec::new();
     let mut error = None;
@@ -297,11 +299,13 @@ fn sse_frames(body: &[u8]) -> SseFrames {
 pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let input = InputPath::from(args.input.as_path());
     let body = input.read_all()?;
-    let sse = (args.mapping == Mapping::Sse).then(|| sse_frames(&body));
+    let decoder = args.decoder.decoder();
+    let sse =
+        (args.mapping == Mapping::Sse).then(|| sse_frames(&body, decoder.max_frame_payload()));
     let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
     let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
-    let mut session = Session::new(args.decoder.decoder(), Mapping::Binary);
+    let mut session = Session::new(decoder, Mapping::Binary);
     let mut no_output = |_: &mcp_framing::VerifiedMessage| Ok(());
     let mut fed = 0;
     let mut stopped_in_tail = None;

@@ -6,7 +6,7 @@ use std::io;
 use bytes::BytesMut;
 use clap::ValueEnum;
 use mcp_framing::frame::MAGIC;
-use mcp_framing::sse::{SseError, SseFrameDecoder};
+use mcp_framing::sse::{SseError, SseFrameDecoder, event_data_limit};
 use mcp_framing::{
     DecodeError, Event, MappingViolation, MessageSummary, Outcome as Classification, Progress,
     StreamDecoder, StreamHead, Truncation, Verdict, VerifiedMessage,
@@ -152,9 +152,13 @@ const FIRST_BYTES: usize = 8;
 
 impl Session {
     pub(crate) fn new(decoder: StreamDecoder, mapping: Mapping) -> Self {
+        // The event bound follows the frame limit in force (SPEC.md §15).
+        let sse = (mapping == Mapping::Sse).then(|| {
+            SseFrameDecoder::with_max_event_data(event_data_limit(decoder.max_frame_payload()))
+        });
         Self {
             decoder,
-            sse: (mapping == Mapping::Sse).then(SseFrameDecoder::new),
+            sse,
             buf: BytesMut::new(),
             failure: None,
             messages: Vec::new(),

@@ -1,0 +1,556 @@
+//! The client body: a framed response verified as it arrives.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use futures_core::Stream;
+
+use super::Mapping;
+use crate::decoder::StreamDecoder;
+use crate::error::{DecodeError, Progress};
+use crate::event::{Event, StreamSummary, VerifiedMessage};
+use crate::outcome::{MappingViolation, Outcome};
+use crate::sse::{SseError, SseFrameDecoder, event_data_limit};
+
+/// What a [`VerifiedResponse`] yields.
+///
+/// # Examples
+///
+/// See [`VerifiedResponse`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Delivery {
+    /// A message whose length and SHA-256 were verified.
+    Message(VerifiedMessage),
+    /// The body ended after the STREAM_END sentinel: the response is complete. Always the last
+    /// item of a clean response.
+    Complete(StreamSummary),
+}
+
+/// Why a framed response did not complete (client side).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::http::ReceiveError;
+/// let err = ReceiveError::<std::io::Error>::NotFramed { content_type: Some("application/json".into()) };
+/// assert_eq!(err.kind(), "NotFramed");
+/// assert!(!err.is_abandoned());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReceiveError<E> {
+    /// The client opted in but the response is not framed: its headers lack `Mcp-Framing` or
+    /// carry a content type of neither mapping (a backend that ignored the opt-in, or a proxy
+    /// that rewrote the response), whatever its body holds. Fail closed, nothing in it is
+    /// trusted (SPEC.md §16).
+    #[error(
+        "response is not framed (content-type {content_type:?}) although framing was requested"
+    )]
+    NotFramed {
+        /// The response's content type.
+        content_type: Option<String>,
+    },
+    /// The SSE mapping is broken (an unframed event, invalid base64, an oversized event).
+    #[error("SSE mapping: {0}")]
+    Sse(#[source] SseError),
+    /// The framed stream is invalid, truncated ([`DecodeError::Truncated`]) or aborted by the
+    /// server ([`DecodeError::PeerAbort`]).
+    #[error(transparent)]
+    Decode(DecodeError),
+    /// The body failed (connection reset) before the sentinel: the response was abandoned.
+    #[error("response body failed after {} frames, {} bytes: {source}", progress.frames, progress.bytes)]
+    Body {
+        /// The body's error.
+        source: E,
+        /// What had been received.
+        progress: Progress,
+    },
+}
+
+impl<E> ReceiveError<E> {
+    /// A stable name for telemetry: the [`DecodeError::kind`] for decode errors, otherwise
+    /// `NotFramed`, `Sse` or `Body`.
+    ///
+    /// # Examples
+    ///
+    /// See [`ReceiveError`].
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotFramed { .. } => "NotFramed",
+            Self::Sse(_) => "Sse",
+            Self::Decode(err) => err.kind(),
+            Self::Body { .. } => "Body",
+        }
+    }
+
+    /// Whether the response was abandoned mid-way: the stream was cut before its sentinel
+    /// ([`DecodeError::Truncated`]) or its body failed. (A server ABORT is deliberate, and an
+    /// invalid stream is corruption; neither is reported as abandoned.)
+    ///
+    /// # Examples
+    ///
+    /// See [`VerifiedResponse`].
+    #[must_use]
+    pub fn is_abandoned(&self) -> bool {
+        matches!(
+            self,
+            Self::Decode(DecodeError::Truncated { .. }) | Self::Body { .. }
+        )
+    }
+
+    /// The classification of this error as issue 3's [`Outcome`] (verdict, regime, what was
+    /// received), for telemetry and retry decisions. [`ReceiveError::NotFramed`] and
+    /// [`ReceiveError::Sse`] are [`Verdict::MappingViolation`](crate::Verdict::MappingViolation)
+    /// (a contract violation, not retried). Always `Some`; [`VerifiedResponse::outcome`] has the
+    /// same verdict with what was received before the error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DecodeError, MappingViolation, Progress, Truncation, Verdict};
+    /// use mcp_framing::http::ReceiveError;
+    /// let err = ReceiveError::<std::io::Error>::Decode(DecodeError::Truncated {
+    ///     at: Truncation::BetweenMessages { messages: 1 },
+    ///     progress: Progress::default(),
+    /// });
+    /// assert!(matches!(err.outcome().unwrap().verdict, Verdict::Abandoned { .. }));
+    ///
+    /// let err = ReceiveError::<std::io::Error>::NotFramed { content_type: Some("application/json".into()) };
+    /// let outcome = err.outcome().unwrap();
+    /// assert!(matches!(outcome.verdict, Verdict::MappingViolation(MappingViolation::NotFramed { .. })));
+    /// assert_eq!(outcome.verdict.name(), "contract_violation");
+    /// ```
+    #[must_use]
+    pub fn outcome(&self) -> Option<Outcome> {
+        match self {
+            Self::Decode(err) => Some(Outcome::from_eof(&Err(err.clone()))),
+            Self::Body { progress, .. } => {
+                // The transport failed before the sentinel: abandoned, as the table decides.
+                let mut outcome = Outcome::from_eof(&Ok(Some(Event::KeepAlive)));
+                outcome.received = *progress;
+                Some(outcome)
+            }
+            Self::NotFramed { content_type } => {
+                Some(Outcome::mapping_violation(MappingViolation::NotFramed {
+                    content_type: content_type.clone(),
+                }))
+            }
+            Self::Sse(err) => Some(Outcome::mapping_violation(MappingViolation::Sse(
+                err.clone(),
+            ))),
+        }
+    }
+
+    /// What had been received when the response stopped, if known.
+    ///
+    /// # Examples
+    ///
+    /// See [`VerifiedResponse`].
+    #[must_use]
+    pub fn progress(&self) -> Option<Progress> {
+        match self {
+            Self::Decode(DecodeError::Truncated { progress, .. }) | Self::Body { progress, .. } => {
+                Some(*progress)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Verifies a framed response body as it arrives (client side).
+///
+/// Yields every message once verified, then [`Delivery::Complete`] when the body ended after
+/// the sentinel; or a [`ReceiveError`] as its last item. It never yields a message that failed
+/// verification or was cut, and a body that ends without the sentinel is always an error.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::Bytes;
+/// use futures::{StreamExt, stream};
+/// use mcp_framing::http::{Delivery, Mapping, VerifiedResponse};
+/// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let mut wire = bytes::BytesMut::new();
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+/// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+/// enc.end(&mut wire)?;
+///
+/// # tokio_test::block_on(async {
+/// // A proxy cut the body 10 bytes early, with a normal HTTP ending:
+/// let body = stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(&wire[..wire.len() - 10]))]);
+/// let mut response = VerifiedResponse::new(body, Mapping::Binary, StreamDecoder::new());
+/// // The message itself was complete and verified (its MESSAGE_END arrived):
+/// assert!(matches!(response.next().await, Some(Ok(Delivery::Message(_)))));
+/// // but the stream lacks its sentinel: abandoned, never `Complete`.
+/// let Some(Err(err)) = response.next().await else { panic!() };
+/// assert!(err.is_abandoned());
+/// assert_eq!(err.progress().unwrap().messages, 1);
+/// assert!(response.next().await.is_none());
+/// # });
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+pub struct VerifiedResponse<S> {
+    body: S,
+    mapping: Mapping,
+    sse: SseFrameDecoder,
+    decoder: StreamDecoder,
+    buf: BytesMut,
+    /// An SSE error waiting until the frames buffered before it are decoded (body order).
+    sse_error: Option<SseError>,
+    summary: Option<StreamSummary>,
+    body_ended: bool,
+    done: bool,
+    outcome: Option<Outcome>,
+}
+
+impl<S> fmt::Debug for VerifiedResponse<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VerifiedResponse")
+            .field("mapping", &self.mapping)
+            .field("progress", &self.decoder.progress())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> VerifiedResponse<S> {
+    /// Verifies `body`, carried in `mapping`, with `decoder` (configure its limits and the
+    /// expected request key with [`StreamDecoder::builder`]). In the SSE mapping, the bound on
+    /// one event's data follows the decoder's frame limit
+    /// ([`event_data_limit`](crate::sse::event_data_limit), SPEC.md §15).
+    ///
+    /// # Examples
+    ///
+    /// See [`VerifiedResponse`].
+    pub fn new(body: S, mapping: Mapping, decoder: StreamDecoder) -> Self {
+        Self {
+            body,
+            mapping,
+            sse: SseFrameDecoder::with_max_event_data(event_data_limit(
+                decoder.max_frame_payload(),
+            )),
+            decoder,
+            buf: BytesMut::new(),
+            sse_error: None,
+            summary: None,
+            body_ended: false,
+            done: false,
+            outcome: None,
+        }
+    }
+
+    /// Bounds the data of one SSE event at `max` bytes instead of the bound derived from the
+    /// decoder's frame limit (for a transport configured with its own event limit, such as
+    /// rmcp's `max_sse_event_size`). Call it before the first poll: it replaces the SSE parser.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use mcp_framing::http::{Mapping, ReceiveError, VerifiedResponse};
+    /// use mcp_framing::sse::SseError;
+    /// use mcp_framing::StreamDecoder;
+    /// # tokio_test::block_on(async {
+    /// let body = format!("event: mcp-frame\ndata: {}\n\n", "A".repeat(2048));
+    /// let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+    /// let mut response = VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).max_event_data(1024);
+    /// let Some(Err(ReceiveError::Sse(err))) = response.next().await else { panic!() };
+    /// assert_eq!(err, SseError::EventTooLarge { max: 1024 });
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn max_event_data(mut self, max: usize) -> Self {
+        self.sse = SseFrameDecoder::with_max_event_data(max);
+        self
+    }
+
+    /// The classification of the response (issue 3's [`Outcome`]: clean, abandoned with what was
+    /// received, aborted, corrupt, spliced, cross-wired, contract violation), once the stream
+    /// yielded its last item; `None` before. A [`ReceiveError::Sse`] is a
+    /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation), with the frames and
+    /// messages received before it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use mcp_framing::{StreamDecoder, Verdict, http::{Mapping, VerifiedResponse}};
+    /// # tokio_test::block_on(async {
+    /// let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"\x9f\x4d\x01"))]);
+    /// let mut response = VerifiedResponse::new(body, Mapping::Binary, StreamDecoder::new());
+    /// while response.next().await.is_some() {}
+    /// let outcome = response.outcome().unwrap();
+    /// assert!(matches!(outcome.verdict, Verdict::Abandoned { .. }));
+    /// assert_eq!(outcome.received.bytes, 3);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.outcome.as_ref()
+    }
+
+    /// What has been received so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamDecoder, http::{Mapping, VerifiedResponse}};
+    /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
+    /// assert_eq!(VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).progress().frames, 0);
+    /// ```
+    #[must_use]
+    pub fn progress(&self) -> Progress {
+        self.decoder.progress()
+    }
+
+    /// The stream head (request key, attempt id) once HEAD arrived.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamDecoder, http::{Mapping, VerifiedResponse}};
+    /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
+    /// assert!(VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).head().is_none());
+    /// ```
+    #[must_use]
+    pub fn head(&self) -> Option<crate::event::StreamHead> {
+        self.decoder.head()
+    }
+
+    /// `:` comment lines (keep-alives) skipped in an SSE-mapped body.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamDecoder, http::{Mapping, VerifiedResponse}};
+    /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
+    /// assert_eq!(VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).sse_comments(), 0);
+    /// ```
+    #[must_use]
+    pub fn sse_comments(&self) -> u64 {
+        self.sse.comments()
+    }
+
+    fn next_event<E>(&mut self) -> Option<Result<Delivery, ReceiveError<E>>> {
+        loop {
+            let result = if self.body_ended {
+                self.decoder.decode_eof(&mut self.buf)
+            } else {
+                self.decoder.decode(&mut self.buf)
+            };
+            match result {
+                Ok(Some(Event::Message(message))) => return Some(Ok(Delivery::Message(message))),
+                Ok(Some(Event::End(summary))) => self.summary = Some(summary),
+                Ok(Some(Event::Aborted(abort))) => {
+                    return Some(Err(ReceiveError::Decode(DecodeError::PeerAbort(abort))));
+                }
+                Ok(Some(_)) => {}
+                Ok(None) if self.body_ended => {
+                    let summary = self.summary.take()?;
+                    return Some(Ok(Delivery::Complete(summary)));
+                }
+                Ok(None) => return None,
+                Err(err) => return Some(Err(ReceiveError::Decode(err))),
+            }
+        }
+    }
+}
+
+impl<S, E> VerifiedResponse<S>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+{
+    /// Like [`new`](Self::new), with the mapping decided from the response headers before the
+    /// body is read ([`Mapping::from_response_headers`], SPEC.md §16): the `Content-Type` of a
+    /// mapping and the `Mcp-Framing` header naming our version.
+    ///
+    /// # Errors
+    ///
+    /// [`ReceiveError::NotFramed`] when the response is not framed: a backend that ignored the
+    /// opt-in answered `application/json`, or plain SSE (even one whose body holds only a
+    /// priming event or comments), or an empty body. A contract violation, never a truncation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::StreamDecoder;
+    /// use mcp_framing::http::{Mapping, VerifiedResponse, response_headers};
+    /// let body = || futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
+    /// assert!(VerifiedResponse::from_headers(body(), &response_headers(Mapping::Sse), StreamDecoder::new()).is_ok());
+    ///
+    /// let mut plain_sse = http::HeaderMap::new();
+    /// plain_sse.insert("content-type", "text/event-stream".parse().unwrap());
+    /// let err = VerifiedResponse::from_headers(body(), &plain_sse, StreamDecoder::new()).unwrap_err();
+    /// assert_eq!(err.kind(), "NotFramed");
+    /// ```
+    pub fn from_headers(
+        body: S,
+        headers: &http::HeaderMap,
+        decoder: StreamDecoder,
+    ) -> Result<Self, ReceiveError<E>> {
+        match Mapping::from_response_headers(headers) {
+            Some(mapping) => Ok(Self::new(body, mapping, decoder)),
+            None => Err(ReceiveError::NotFramed {
+                content_type: headers
+                    .get(http::header::CONTENT_TYPE)
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+            }),
+        }
+    }
+
+    /// Like [`new`](Self::new), with the mapping taken from the response's `Content-Type` only.
+    ///
+    /// # Errors
+    ///
+    /// [`ReceiveError::NotFramed`] when the content type is neither mapping's (e.g. a backend
+    /// that ignored the opt-in answered `application/json`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #![allow(deprecated)]
+    /// use mcp_framing::StreamDecoder;
+    /// use mcp_framing::http::VerifiedResponse;
+    /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
+    /// let err = VerifiedResponse::from_content_type(body, Some("application/json"), StreamDecoder::new()).unwrap_err();
+    /// assert_eq!(err.kind(), "NotFramed");
+    /// ```
+    #[deprecated(
+        note = "a server that ignored the opt-in and answered plain `text/event-stream` passes \
+                this check, and its body is then reported as a truncation; use `from_headers`, \
+                which also requires the `Mcp-Framing` response header (SPEC.md §16)"
+    )]
+    pub fn from_content_type(
+        body: S,
+        content_type: Option<&str>,
+        decoder: StreamDecoder,
+    ) -> Result<Self, ReceiveError<E>> {
+        match Mapping::from_content_type(content_type) {
+            Some(mapping) => Ok(Self::new(body, mapping, decoder)),
+            None => Err(ReceiveError::NotFramed {
+                content_type: content_type.map(str::to_owned),
+            }),
+        }
+    }
+}
+
+impl<S, E> Stream for VerifiedResponse<S>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    type Item = Result<Delivery, ReceiveError<E>>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if let Some(item) = this.next_event() {
+                match &item {
+                    Ok(Delivery::Message(_)) => {}
+                    Ok(Delivery::Complete(_)) => {
+                        this.done = true;
+                        this.outcome = Some(Outcome::from_decoder(&this.decoder, &Ok(None)));
+                    }
+                    Err(ReceiveError::Decode(err)) => {
+                        this.done = true;
+                        this.outcome =
+                            Some(Outcome::from_decoder(&this.decoder, &Err(err.clone())));
+                    }
+                    Err(_) => this.done = true,
+                }
+                return Poll::Ready(Some(item));
+            }
+            if let Some(err) = this.sse_error.take() {
+                // The frames buffered before the failing SSE line are decoded and verified: the
+                // SSE error is next in body order (SPEC.md §15).
+                this.done = true;
+                let mut outcome = Outcome::mapping_violation(MappingViolation::Sse(err.clone()));
+                outcome.received = this.decoder.progress();
+                outcome.received.bytes += this.buf.len() as u64;
+                outcome.head = this.decoder.head();
+                this.outcome = Some(outcome);
+                return Poll::Ready(Some(Err(ReceiveError::Sse(err))));
+            }
+            if this.body_ended {
+                // decode_eof answered Ok(None) without a summary: only after an earlier
+                // terminal item, which set `done`.
+                this.done = true;
+                continue;
+            }
+            match Pin::new(&mut this.body).poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(bytes))) => match this.mapping {
+                    Mapping::Binary => this.buf.extend_from_slice(&bytes),
+                    Mapping::Sse => {
+                        // On an error the frames of the events before the failing line are in
+                        // `buf`: decode them first, an error in them comes earlier in the body.
+                        if let Err(err) = this.sse.feed(&bytes, &mut this.buf) {
+                            this.sse_error = Some(err);
+                        }
+                    }
+                },
+                Poll::Ready(Some(Err(source))) => {
+                    this.done = true;
+                    this.outcome = Some(Outcome::transport_failed(&this.decoder));
+                    let mut progress = this.decoder.progress();
+                    progress.bytes += this.buf.len() as u64;
+                    return Poll::Ready(Some(Err(ReceiveError::Body { source, progress })));
+                }
+                Poll::Ready(None) => {
+                    this.sse.finish();
+                    this.body_ended = true;
+                }
+            }
+        }
+    }
+}
+
+/// Collects a [`VerifiedResponse`]: all verified messages if the response completed.
+///
+/// # Errors
+///
+/// The [`ReceiveError`] that ended the response; the messages verified before it are dropped
+/// with it (use the stream directly to act on them as they arrive).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::http::{Mapping, VerifiedResponse, collect_messages};
+/// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+/// let mut wire = bytes::BytesMut::new();
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+/// enc.message(b"{}", &mut wire)?;
+/// enc.end(&mut wire)?;
+/// let body = futures::stream::iter([Ok::<_, std::io::Error>(wire.freeze())]);
+/// # tokio_test::block_on(async {
+/// let messages = collect_messages(VerifiedResponse::new(body, Mapping::Binary, StreamDecoder::new())).await.unwrap();
+/// assert_eq!(messages.len(), 1);
+/// # });
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+pub async fn collect_messages<S, E>(
+    mut response: VerifiedResponse<S>,
+) -> Result<Vec<VerifiedMessage>, ReceiveError<E>>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    let mut messages = Vec::new();
+    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut response).poll_next(cx)).await {
+        match item? {
+            Delivery::Message(message) => messages.push(message),
+            Delivery::Complete(_) => return Ok(messages),
+        }
+    }
+    // Not reached: a verified response ends with `Complete` or an error. Fail closed anyway.
+    Err(ReceiveError::Decode(DecodeError::Truncated {
+        at: crate::error::Truncation::NoFrame,
+        progress: response.progress(),
+    }))
+}

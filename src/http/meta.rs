@@ -1,0 +1,72 @@
+//! `_meta` edits of a JSON-RPC request (SPEC.md §16): the framing capability of a 2026-07-28
+//! request.
+
+/// `_meta` key under which a 2026-07-28 request carries its client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of a 2026-07-28 request's protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Declares the framing capability in a 2026-07-28 request (SPEC.md §16):
+/// `params._meta["io.modelcontextprotocol/clientCapabilities"].extensions["io.github.mcp-framing/framing"]
+/// = {"versions": [1]}`. Only requests that carry `_meta["io.modelcontextprotocol/protocolVersion"]`
+/// (stateless requests carry their capabilities with them) are changed; returns whether it did.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::http::{declare_framing_capability, declares_framing_capability};
+/// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+///     "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+/// assert!(declare_framing_capability(&mut request));
+/// assert!(declares_framing_capability(&request));
+/// let mut legacy = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+/// assert!(!declare_framing_capability(&mut legacy));
+/// ```
+pub fn declare_framing_capability(request: &mut serde_json::Value) -> bool {
+    let Some(meta) = request
+        .get_mut("params")
+        .and_then(|p| p.get_mut("_meta"))
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return false;
+    };
+    if !meta.contains_key(META_PROTOCOL_VERSION) {
+        return false;
+    }
+    let capabilities = meta
+        .entry(META_CLIENT_CAPABILITIES)
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(extensions) = capabilities
+        .as_object_mut()
+        .map(|c| {
+            c.entry("extensions")
+                .or_insert_with(|| serde_json::json!({}))
+        })
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return false;
+    };
+    extensions.insert(
+        crate::contract::EXTENSION_KEY.to_owned(),
+        serde_json::json!({"versions": [1]}),
+    );
+    true
+}
+
+/// Whether a request declares the framing capability in its `_meta` (SPEC.md §16).
+///
+/// # Examples
+///
+/// See [`declare_framing_capability`].
+#[must_use]
+pub fn declares_framing_capability(request: &serde_json::Value) -> bool {
+    request
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(crate::contract::EXTENSION_KEY))
+        .and_then(|f| f.get("versions"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|versions| versions.iter().any(|v| v == 1))
+}

@@ -1,0 +1,131 @@
+//! The HTTP binding (SPEC.md §10, §15, §16): per-request opt-in, and body adapters.
+//!
+//! One file a job:
+//!
+//! - The opt-in — [`OptIn`] reads a request's `Mcp-Framing` /
+//!   `Mcp-Framing-Request-Key` headers (server side); [`opt_in_headers`] writes them and
+//!   [`response_headers`] are a framed response's headers.
+//! - `_meta` edits — [`declare_framing_capability`] and
+//!   [`set_request_key`](crate::set_request_key) write the `_meta` entries of a request (client
+//!   side).
+//! - The server body — [`FramedBody`] turns a stream of [`Outgoing`](crate::Outgoing) items into a
+//!   response body (axum's `Body::from_stream`, hyper via `http_body_util::StreamBody`): HEAD
+//!   first, ABORT if the source fails, the STREAM_END sentinel when it ends.
+//! - The client body — [`VerifiedResponse`] turns any `Stream<Item = Result<Bytes, E>>`
+//!   (reqwest's `bytes_stream()`, an http-body `BodyDataStream`) into verified messages, ending in
+//!   [`Delivery::Complete`] or a [`ReceiveError`] that says whether the response was abandoned.
+//!
+//! # Opt-in
+//!
+//! A framed response uses one of two mappings ([`Mapping`]): the binary body
+//! (`application/vnd.mcp-framing`, only if the client listed it in `Accept`) or SSE events named
+//! `mcp-frame` inside `text/event-stream` (what MCP infrastructure expects).
+
+use http::HeaderName;
+
+mod client_body;
+mod meta;
+mod opt_in;
+mod server_body;
+
+pub use client_body::{Delivery, ReceiveError, VerifiedResponse, collect_messages};
+pub use meta::{
+    META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
+    declares_framing_capability,
+};
+pub use opt_in::{OptIn, OptInError, opt_in_headers, response_headers};
+pub use server_body::{FramedBody, abort_for};
+
+/// Request header by which a client opts in: the framing versions it accepts, comma separated
+/// (`Mcp-Framing: 1`). A server echoes the version it used in the response (SPEC.md §10).
+pub const OPT_IN_HEADER: HeaderName = HeaderName::from_static("mcp-framing");
+/// Request header carrying the request key, 32 lowercase hex digits (SPEC.md §10).
+pub const REQUEST_KEY_HEADER: HeaderName = HeaderName::from_static("mcp-framing-request-key");
+/// Media type of the binary mapping (SPEC.md §16).
+pub const MEDIA_TYPE: &str = "application/vnd.mcp-framing";
+/// Media type of the SSE mapping (SPEC.md §15).
+pub const EVENT_STREAM: &str = "text/event-stream";
+/// The framing version this crate speaks, as it appears in [`OPT_IN_HEADER`].
+pub const VERSION_TOKEN: &str = "1";
+
+/// How a framed stream travels in an HTTP body.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::http::Mapping;
+/// assert_eq!(Mapping::from_content_type(Some("text/event-stream; charset=utf-8")), Some(Mapping::Sse));
+/// assert_eq!(Mapping::from_content_type(Some("application/json")), None);
+/// assert_eq!(Mapping::Binary.content_type(), "application/vnd.mcp-framing");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Mapping {
+    /// The frames are the body (`application/vnd.mcp-framing`, SPEC.md §16).
+    Binary,
+    /// The frames travel base64-encoded in `mcp-frame` SSE events (SPEC.md §15).
+    Sse,
+}
+
+impl Mapping {
+    /// The response `Content-Type` of this mapping.
+    ///
+    /// # Examples
+    ///
+    /// See [`Mapping`].
+    #[must_use]
+    pub const fn content_type(self) -> &'static str {
+        match self {
+            Self::Binary => MEDIA_TYPE,
+            Self::Sse => EVENT_STREAM,
+        }
+    }
+
+    /// The mapping of a response to a request that opted in, decided from its headers alone,
+    /// before any byte of the body (SPEC.md §16): `Some` only if its `Content-Type` is one of the
+    /// two mappings' **and** its [`OPT_IN_HEADER`] (`Mcp-Framing`) names the version this crate
+    /// speaks. Anything else is not framed, whatever its body holds (a JSON result, an SSE body
+    /// with only a priming event or comments, an empty body): a backend that ignored the opt-in,
+    /// never a truncation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::http::{Mapping, response_headers};
+    /// assert_eq!(Mapping::from_response_headers(&response_headers(Mapping::Sse)), Some(Mapping::Sse));
+    ///
+    /// // A server that ignored the opt-in answers plain SSE: not framed.
+    /// let mut plain = http::HeaderMap::new();
+    /// plain.insert("content-type", "text/event-stream".parse().unwrap());
+    /// assert_eq!(Mapping::from_response_headers(&plain), None);
+    /// ```
+    #[must_use]
+    pub fn from_response_headers(headers: &http::HeaderMap) -> Option<Self> {
+        let version = headers.get(OPT_IN_HEADER)?.to_str().ok()?;
+        if version.trim() != VERSION_TOKEN {
+            return None;
+        }
+        let content_type = headers.get(http::header::CONTENT_TYPE)?.to_str().ok();
+        Self::from_content_type(content_type)
+    }
+
+    /// The mapping a response `Content-Type` announces, if it is one of ours. Anything else
+    /// (e.g. `application/json`) is not a framed body. A client decides with
+    /// [`from_response_headers`](Self::from_response_headers), which also requires the
+    /// `Mcp-Framing` response header.
+    ///
+    /// # Examples
+    ///
+    /// See [`Mapping`].
+    #[must_use]
+    pub fn from_content_type(content_type: Option<&str>) -> Option<Self> {
+        let essence = content_type?.split(';').next()?.trim();
+        if essence.eq_ignore_ascii_case(MEDIA_TYPE) {
+            Some(Self::Binary)
+        } else if essence.eq_ignore_ascii_case(EVENT_STREAM) {
+            Some(Self::Sse)
+        } else {
+            None
+        }
+    }
+}
