@@ -456,11 +456,9 @@ async fn call(
             )));
         }
         let decoder = StreamDecoder::builder().expect_request_key(key).build();
-        let mut verified = VerifiedResponse::from_content_type(
-            response.bytes_stream(),
-            content_type.as_deref(),
-            decoder,
-        )?;
+        let headers = response.headers().clone();
+        let mut verified =
+            VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder)?;
         let mut last = 0;
         loop {
             match verified.next().await {

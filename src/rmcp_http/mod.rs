@@ -29,10 +29,7 @@ pub const OUTCOME_DATA_KEY: &str = "io.github.mcp-framing/outcome";
 pub(crate) type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
 
 /// Whether a JSON-RPC message is a response (it has an `id` and a `result` or an `error`): the
-/// last message of a request's response stream.
+/// last message of a request's response stream. Read without building a JSON tree (issue 14).
 pub(crate) fn is_final_response(data: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(data).is_ok_and(|message| {
-        message.get("id").is_some()
-            && (message.get("result").is_some() || message.get("error").is_some())
-    })
+    crate::jsonrpc::is_response(data)
 }
