@@ -237,20 +237,6 @@ impl StreamEncoder {
         self.state == State::InMessage
     }
 
-    /// The largest message this encoder frames (see `EncoderBuilder::max_message_size`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder, StreamHead};
-    /// let enc = StreamEncoder::new(StreamHead::for_request(None));
-    /// assert_eq!(enc.max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
-    /// ```
-    #[must_use]
-    pub fn max_message_size(&self) -> u64 {
-        self.max_message_size
-    }
-
     /// Writes the HEAD frame now, if it was not written yet. Useful to commit the response
     /// headers and the attempt id before the first byte of a message exists.
     ///

@@ -117,25 +117,43 @@ async fn holds_the_head_until_the_first_item_and_flushes_each_item_while_the_sou
 }
 
 #[tokio::test]
-async fn a_large_message_goes_out_in_pieces_of_about_64_kib() {
+async fn a_large_message_goes_out_with_its_ends_in_one_chunk() {
     let message = Bytes::from(vec![b'x'; 1 << 20]);
     let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(message.clone()))]);
     let chunks: Vec<Bytes> = FramedBody::new(source, encoder(), Mapping::Binary)
         .map(|chunk| chunk.unwrap())
         .collect()
         .await;
-    assert_eq!(chunks.len(), 16);
-    // The last piece carries MESSAGE_END and STREAM_END too.
-    assert_eq!(
-        kinds(&chunks[15]),
-        [DATA, DATA, DATA, DATA, MESSAGE_END, STREAM_END]
-    );
-    for chunk in &chunks {
-        // Four 16 KiB DATA frames (the first with the HEAD, the last with the ends).
-        assert!(chunk.len() <= 4 * (20 + 16 * 1024) + 200, "{}", chunk.len());
+    assert_eq!(chunks.len(), 1);
+    let kinds = kinds(&chunks[0]);
+    assert_eq!(kinds.len(), 1 + 64 + 2);
+    assert_eq!(kinds[kinds.len() - 2..], [MESSAGE_END, STREAM_END]);
+    let stream = StreamDecoder::new().decode_all(&chunks[0]).unwrap();
+    assert_eq!(stream.messages[0].bytes(), &message);
+}
+
+#[tokio::test]
+async fn ready_items_are_gathered_up_to_about_64_kib_a_chunk() {
+    // 100 ready messages of 4 KiB: chunks of about 64 KiB (the last item past it, and one more
+    // look at the source), never one item split.
+    const ITEM: usize = 4096 + 20 + 60; // its DATA and MESSAGE_END frames
+    let items =
+        (0..100).map(|_| Ok::<_, std::io::Error>(Outgoing::Message(Bytes::from(vec![b'y'; 4096]))));
+    let chunks: Vec<Bytes> = FramedBody::new(stream::iter(items), encoder(), Mapping::Binary)
+        .map(|chunk| chunk.unwrap())
+        .collect()
+        .await;
+    assert!(chunks.len() >= 6, "{}", chunks.len());
+    for chunk in &chunks[..chunks.len() - 1] {
+        assert!(
+            (64 * 1024..64 * 1024 + 2 * ITEM + 52).contains(&chunk.len()),
+            "{}",
+            chunk.len()
+        );
+        assert_eq!(kinds(chunk).last(), Some(&MESSAGE_END));
     }
     let stream = StreamDecoder::new().decode_all(&chunks.concat()).unwrap();
-    assert_eq!(stream.messages[0].bytes(), &message);
+    assert_eq!(stream.messages.len(), 100);
 }
 
 #[tokio::test]

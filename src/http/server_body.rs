@@ -16,9 +16,8 @@ use crate::event::{Abort, AbortCode};
 use crate::frame::MAX_ABORT_REASON_LEN;
 use crate::sse::SseFrameEncoder;
 
-/// The most frames a [`FramedBody`] gathers into one chunk (about four 16 KiB DATA frames): a
-/// large message is framed piece by piece, so that the body holds no more than this beyond its
-/// source's item.
+/// The frames a [`FramedBody`] gathers from several ready items before it hands them out (one
+/// item's frames always go together, whatever their size).
 const CHUNK_TARGET: usize = 64 * 1024;
 
 /// A framed response body built from a stream of [`Outgoing`] items (server side).
@@ -29,9 +28,9 @@ const CHUNK_TARGET: usize = 64 * 1024;
 /// with the matching code. After the terminal frame the body ends; it never fails, so a client
 /// always gets an explicit ending.
 ///
-/// Each chunk holds everything that is ready (up to about 64 KiB, a large message is cut into
-/// pieces of that size): the HEAD frame goes out with the first item, the DATA frames of a
-/// message with its MESSAGE_END, and the sentinel with the last message when the source ends at
+/// Each chunk holds everything that is ready (several items up to about 64 KiB; one item's
+/// frames, whatever their size): the HEAD frame goes out with the first item, the DATA frames of
+/// a message with its MESSAGE_END, and the sentinel with the last message when the source ends at
 /// once. A chunk is handed out as soon as the source has nothing more ready, so a streamed
 /// response stays live; and since small writes come together, a server with Nagle's algorithm on
 /// (`axum::serve` as is) does not stall a response behind a delayed ACK.
@@ -60,8 +59,6 @@ pub struct FramedBody<S> {
     mapping: Mapping,
     /// Frames encoded and not handed out yet (the HEAD waits here for the first item).
     out: BytesMut,
-    /// The rest of a large message being framed piece by piece.
-    rest: Option<Bytes>,
     /// An item was encoded: from now on a pending source flushes what is ready.
     started: bool,
     done: bool,
@@ -89,7 +86,6 @@ impl<S> FramedBody<S> {
             encoder,
             mapping,
             out: BytesMut::new(),
-            rest: None,
             started: false,
             done: false,
         }
@@ -110,18 +106,7 @@ impl<S> FramedBody<S> {
         // Only fails if the stream already ended or the sequence space is exhausted; then
         // there is nothing more to write.
         let _ = self.encoder.abort(code, cut_reason(reason), &mut self.out);
-        self.rest = None;
         self.done = true;
-    }
-
-    fn check(&mut self, result: Result<(), EncodeError>) {
-        match result {
-            Ok(()) => self.done = self.encoder.is_finished(),
-            Err(err @ EncodeError::MessageTooLarge { .. }) => {
-                self.abort(AbortCode::MessageTooLarge, &err.to_string());
-            }
-            Err(err) => self.abort(AbortCode::InternalError, &err.to_string()),
-        }
     }
 
     fn encode(&mut self, item: Outgoing) {
@@ -130,41 +115,18 @@ impl<S> FramedBody<S> {
         let result = match item {
             Outgoing::Chunk(bytes) => self.encoder.push(&bytes, dst),
             Outgoing::FinishMessage => self.encoder.finish_message(dst).map(drop),
-            Outgoing::Message(bytes) if bytes.len() > CHUNK_TARGET => {
-                if self.encoder.in_message() {
-                    // Refused as a whole (its bytes would be merged with the open message's).
-                    self.encoder.message(&bytes, dst).map(drop)
-                } else if bytes.len() as u64 > self.encoder.max_message_size() {
-                    // Refused before any of it is written, as `StreamEncoder::message` would.
-                    self.encoder.message(&bytes, dst).map(drop)
-                } else {
-                    self.rest = Some(bytes);
-                    Ok(())
-                }
-            }
             Outgoing::Message(bytes) => self.encoder.message(&bytes, dst).map(drop),
             Outgoing::KeepAlive => self.encoder.keep_alive(dst),
             Outgoing::End => self.encoder.end(dst),
             Outgoing::Abort(abort) => self.encoder.abort_with(&abort, dst),
         };
-        self.check(result);
-    }
-
-    /// Frames the next piece of a large message; its MESSAGE_END with the last piece.
-    fn encode_piece(&mut self) {
-        let Some(rest) = self.rest.as_mut() else {
-            return;
-        };
-        let piece = rest.split_to(rest.len().min(CHUNK_TARGET));
-        let last = rest.is_empty();
-        let mut result = self.encoder.push(&piece, &mut self.out);
-        if last {
-            self.rest = None;
-            if result.is_ok() {
-                result = self.encoder.finish_message(&mut self.out).map(drop);
+        match result {
+            Ok(()) => self.done = self.encoder.is_finished(),
+            Err(err @ EncodeError::MessageTooLarge { .. }) => {
+                self.abort(AbortCode::MessageTooLarge, &err.to_string());
             }
+            Err(err) => self.abort(AbortCode::InternalError, &err.to_string()),
         }
-        self.check(result);
     }
 }
 
@@ -183,13 +145,6 @@ where
         }
         let mut extra_look = true;
         while !this.done {
-            if this.rest.is_some() {
-                this.encode_piece();
-                if this.rest.is_some() && this.out.len() >= CHUNK_TARGET {
-                    break;
-                }
-                continue;
-            }
             if this.out.len() >= CHUNK_TARGET {
                 // Over the target, one more look at the source when a message just ended: its
                 // end (MESSAGE_END with STREAM_END) goes in the same chunk.
