@@ -285,6 +285,39 @@ def before_after(before, after):
     return lines
 
 
+ISSUE_ROWS = [(1024, False), (1024, True), (64 * 1024, True), (128 * 1024, True), (200 * 1024, True), (1024 * 1024, True)]
+
+
+def issue_table(before, after):
+    """Issue 14's table (rmcp behind FramingLayer), before and after: median ms (ratio)."""
+    lines = [
+        "| result size | unframed | framed SSE (ratio) | framed binary (ratio) |",
+        "|---|---:|---:|---:|",
+    ]
+    for size, nodelay in ISSUE_ROWS:
+        label = f"{size_name(size)}, {'TCP_NODELAY' if nodelay else '`axum::serve` as is'}"
+        for name, run in (("before", before), ("after", after)):
+            lat = index(run["latency"])
+            unframed = lat.get(("rmcp", "unframed", size, nodelay))
+            base = value(unframed, "median_ms")
+            stalled = (unframed or {}).get("stalled_calls", 0)
+            note = f" ({stalled}/{unframed['calls']} stalled)" if stalled else ""
+            cells = ["–" if base is None else f"{base:.3f}{note}"]
+            for framing in ("sse", "binary"):
+                row = lat.get(("rmcp", framing, size, nodelay))
+                ms = value(row, "median_ms")
+                if row is not None and row.get("failure"):
+                    cells.append("failed")
+                elif ms is None or not base:
+                    cells.append("–")
+                else:
+                    stalled = row.get("stalled_calls", 0)
+                    note = f", {stalled}/{row['calls']} stalled" if stalled else ""
+                    cells.append(f"{ms:.3f} ({ms / base:.2f}{note})")
+            lines.append(f"| {label}, {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def write_markdown(results, before, out):
     info = results["machine"]
     lines = [
@@ -324,7 +357,11 @@ def write_markdown(results, before, out):
               "unframed call's server and client CPU over that plus the same floor.",
               ""] + goal_lines(results) + [""]
     if before is not None and before.get("machine", {}).get("commit") != info["commit"]:
-        lines += ["## Before and after (issue 14)", ""] + before_after(before, results) + [""]
+        lines += ["## Issue 14's table, before and after", "",
+                  f"rmcp behind `FramingLayer`, median ms (ratio to unframed in the same run). Before: commit "
+                  f"{before['machine']['commit']} ({before['machine'].get('date', '?')}); after: commit {info['commit']}.",
+                  ""] + issue_table(before, results) + [""]
+        lines += ["## Before and after, every configuration", ""] + before_after(before, results) + [""]
     lines += ["![end-to-end latency ratios and throughput](e2e.png)", ""]
     (out / "e2e.md").write_text("\n".join(lines))
     return lines
@@ -347,7 +384,7 @@ def update_readme(lines, results, readme):
     keep = False
     for line in lines:
         if line.startswith("## "):
-            keep = line.startswith("## Latency") or line.startswith("## Throughput") or line.startswith("## Before")
+            keep = line.startswith("## Latency") or line.startswith("## Throughput") or line.startswith("## Issue 14")
             line = "##" + line  # inside the README's "### End to end" section
         if line.startswith("![end-to-end"):
             break

@@ -498,7 +498,7 @@ impl SseFrameDecoder {
                     // the base64 over several lines loses nothing.
                     let data = event.data.as_bytes();
                     let joined: Vec<u8>;
-                    let text = if data.contains(&b'\n') {
+                    let text = if memchr::memchr(b'\n', data).is_some() {
                         joined = data.iter().copied().filter(|&b| b != b'\n').collect();
                         &joined[..]
                     } else {
