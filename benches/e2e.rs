@@ -200,11 +200,10 @@ fn parse_size(text: &str) -> usize {
 fn text(size: usize) -> &'static str {
     static PROSE: OnceLock<String> = OnceLock::new();
     let prose = PROSE.get_or_init(|| {
-        "The quick brown fox jumps over the lazy dog; 0123456789 tokens stream by. "
-            .chars()
-            .cycle()
-            .take(4 * 1024 * 1024)
-            .collect()
+        let line = "The quick brown fox jumps over the lazy dog; 0123456789 tokens stream by. ";
+        let mut prose = line.repeat(4 * 1024 * 1024 / line.len() + 1);
+        prose.truncate(4 * 1024 * 1024);
+        prose
     });
     &prose[..size]
 }

@@ -194,8 +194,10 @@ def goals(results):
                     bound = None if extra is None or not base else (base + extra) / base
                     overlapped = bound_ms(results, size, framing, overlap=True)
                     bound_o = None if overlapped is None or not base else (base + overlapped) / base
+                    base_stalls = (lat.get((server, "unframed", size, nodelay)) or {}).get("stalled_calls", 0)
+                    shown = f"{fmt(ratio, 2)} (unframed: {base_stalls} stalled)" if base_stalls else None
                     rows.append((f"{size_name(size)} {LABELS[framing]}: latency ratio", server, socket,
-                                 ratio, f"≤ {limit}", ratio is not None and ratio <= limit, (bound, bound_o), None))
+                                 ratio, f"≤ {limit}", ratio is not None and ratio <= limit, (bound, bound_o), shown))
                 if size == 1024 * 1024 and lat.get((server, "compat", size, nodelay)) is not None:
                     # Issue 13 §5: bytes per second of one call, compat over unframed.
                     ms = value(lat.get((server, "compat", size, nodelay)), "median_ms")
@@ -419,6 +421,15 @@ def plot(results, out):
                 if pts:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], styles[server], color=color, marker="o",
                             label=f"{server} {LABELS[framing]}")
+        pts = []
+        for size in xs:
+            base = value(lat.get(("rmcp", "unframed", size, nodelay)), "median_ms")
+            extra = bound_ms(results, size, "binary", overlap=False)
+            if base and extra is not None:
+                pts.append((xs.index(size), (base + extra) / base))
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], ":", color="black", marker="_",
+                    label="bound: rmcp + CRC-32/SHA-256 on both sides")
         for framing, (small, large) in RATIO_LIMITS.items():
             if large and any(r["framing"] == framing for r in results["latency"]):
                 ax.axhline(large, color=colors[framing], linestyle=":", linewidth=1)

@@ -231,6 +231,20 @@ impl SseParser {
                 }
             }
             match memchr::memchr2(b'\n', b'\r', input) {
+                Some(end) if self.line.is_empty() => {
+                    // The whole line is in this input: read it in place, without a copy (the
+                    // same bound as `extend_line`).
+                    if end > self.max_event_data.saturating_add(16) {
+                        return Err(SseError::EventTooLarge {
+                            max: self.max_event_data,
+                        });
+                    }
+                    self.after_cr = input[end] == b'\r';
+                    self.pending_bytes += end + 1;
+                    let line = &input[..end];
+                    input = &input[end + 1..];
+                    self.process_line(line, events)?;
+                }
                 Some(end) => {
                     self.extend_line(&input[..end])?;
                     self.after_cr = input[end] == b'\r';
