@@ -115,6 +115,7 @@ pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
+pub mod jsonrpc;
 mod outcome;
 mod request;
 mod retry;
