@@ -117,6 +117,7 @@ pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
+pub mod jsonrpc;
 pub mod limits;
 pub mod mapping;
 mod outcome;

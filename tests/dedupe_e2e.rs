@@ -440,10 +440,9 @@ fn every_cut_call_executes_exactly_once_across_two_backends_and_is_verified() {
             expected_cuts,
             "every retry replayed"
         );
-        assert!(
-            da.waited + db.waited >= 1,
-            "some retries waited for their call in flight"
-        );
+        // Whether a retry found its call still in flight depends on timing (the retries that
+        // did are printed below); `two_attempts_of_one_key_in_flight_at_once_on_two_backends_
+        // execute_once` covers that path deterministically.
         println!(
             "cut-proxy run: {calls} logical calls, {expected_cuts} cuts, {executions} executions \
              ({:.2} per call), {} retries, replays {}+{}, waits {}+{}",

@@ -26,10 +26,7 @@ pub use schedule::RetrySchedule;
 pub const OUTCOME_DATA_KEY: &str = "io.github.mcp-framing/outcome";
 
 /// Whether a JSON-RPC message is a response (it has an `id` and a `result` or an `error`): the
-/// last message of a request's response stream.
+/// last message of a request's response stream. Read without building a JSON tree.
 pub(crate) fn is_final_response(data: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(data).is_ok_and(|message| {
-        message.get("id").is_some()
-            && (message.get("result").is_some() || message.get("error").is_some())
-    })
+    crate::jsonrpc::is_response(data)
 }

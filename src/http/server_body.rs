@@ -16,13 +16,24 @@ use crate::event::{Abort, AbortCode};
 use crate::frame::MAX_ABORT_REASON_LEN;
 use crate::sse::SseFrameEncoder;
 
+/// The frames a [`FramedBody`] gathers from several ready items before it hands them out (one
+/// item's frames always go together, whatever their size).
+const CHUNK_TARGET: usize = 64 * 1024;
+
 /// A framed response body built from a stream of [`Outgoing`] items (server side).
 ///
-/// The HEAD frame is emitted at the first poll. An `Err` from the source becomes an ABORT frame
-/// (code internal error, reason the error's text); the end of the source becomes the STREAM_END
-/// sentinel, or an ABORT if the producer left a message open; an item the encoder refuses
-/// (e.g. a message over the limit) becomes an ABORT with the matching code. After the terminal
-/// frame the body ends; it never fails, so a client always gets an explicit ending.
+/// An `Err` from the source becomes an ABORT frame (code internal error, reason the error's
+/// text); the end of the source becomes the STREAM_END sentinel, or an ABORT if the producer left
+/// a message open; an item the encoder refuses (e.g. a message over the limit) becomes an ABORT
+/// with the matching code. After the terminal frame the body ends; it never fails, so a client
+/// always gets an explicit ending.
+///
+/// Each chunk holds everything that is ready (several items up to about 64 KiB; one item's
+/// frames, whatever their size): the HEAD frame goes out with the first item, the DATA frames of
+/// a message with its MESSAGE_END, and the sentinel with the last message when the source ends at
+/// once. A chunk is handed out as soon as the source has nothing more ready, so a streamed
+/// response stays live; and since small writes come together, a server with Nagle's algorithm on
+/// (`axum::serve` as is) does not stall a response behind a delayed ACK.
 ///
 /// # Examples
 ///
@@ -37,6 +48,7 @@ use crate::sse::SseFrameEncoder;
 /// ]);
 /// let body = FramedBody::new(source, StreamEncoder::new(StreamHead::for_request(None)), Mapping::Binary);
 /// let chunks: Vec<_> = body.map(|chunk| chunk.unwrap()).collect().await;
+/// assert_eq!(chunks.len(), 1); // HEAD, DATA, MESSAGE_END and STREAM_END in one write
 /// let stream = StreamDecoder::new().decode_all(&chunks.concat()).unwrap();
 /// assert_eq!(stream.messages.len(), 1); // and the sentinel was there
 /// # });
@@ -45,6 +57,10 @@ pub struct FramedBody<S> {
     source: S,
     encoder: StreamEncoder,
     mapping: Mapping,
+    /// Frames encoded and not handed out yet (the HEAD waits here for the first item).
+    out: BytesMut,
+    /// An item was encoded: from now on a pending source flushes what is ready.
+    started: bool,
     done: bool,
 }
 
@@ -52,6 +68,7 @@ impl<S> fmt::Debug for FramedBody<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FramedBody")
             .field("mapping", &self.mapping)
+            .field("buffered", &self.out.len())
             .field("done", &self.done)
             .finish_non_exhaustive()
     }
@@ -68,25 +85,33 @@ impl<S> FramedBody<S> {
             source,
             encoder,
             mapping,
+            out: BytesMut::new(),
+            started: false,
             done: false,
         }
     }
 
-    fn output(&self, frames: BytesMut) -> Bytes {
+    fn output(&mut self) -> Bytes {
         match self.mapping {
-            Mapping::Binary => frames.freeze(),
-            Mapping::Sse => SseFrameEncoder::new().to_events(&frames),
+            Mapping::Binary => self.out.split().freeze(),
+            Mapping::Sse => {
+                let events = SseFrameEncoder::new().to_events(&self.out);
+                self.out.clear();
+                events
+            }
         }
     }
 
-    fn abort(&mut self, code: AbortCode, reason: &str, dst: &mut BytesMut) {
+    fn abort(&mut self, code: AbortCode, reason: &str) {
         // Only fails if the stream already ended or the sequence space is exhausted; then
         // there is nothing more to write.
-        let _ = self.encoder.abort(code, cut_reason(reason), dst);
+        let _ = self.encoder.abort(code, cut_reason(reason), &mut self.out);
         self.done = true;
     }
 
-    fn encode(&mut self, item: Outgoing, dst: &mut BytesMut) {
+    fn encode(&mut self, item: Outgoing) {
+        self.started = true;
+        let dst = &mut self.out;
         let result = match item {
             Outgoing::Chunk(bytes) => self.encoder.push(&bytes, dst),
             Outgoing::FinishMessage => self.encoder.finish_message(dst).map(drop),
@@ -98,9 +123,9 @@ impl<S> FramedBody<S> {
         match result {
             Ok(()) => self.done = self.encoder.is_finished(),
             Err(err @ EncodeError::MessageTooLarge { .. }) => {
-                self.abort(AbortCode::MessageTooLarge, &err.to_string(), dst);
+                self.abort(AbortCode::MessageTooLarge, &err.to_string());
             }
-            Err(err) => self.abort(AbortCode::InternalError, &err.to_string(), dst),
+            Err(err) => self.abort(AbortCode::InternalError, &err.to_string()),
         }
     }
 }
@@ -114,33 +139,41 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        let mut frames = BytesMut::new();
-        if this.encoder.messages() == 0 && !this.encoder.in_message() && !this.done {
-            // Commit the HEAD (idempotent once written).
-            let _ = this.encoder.open(&mut frames);
+        if !this.started && !this.done {
+            // The HEAD, held until the first item (idempotent once written).
+            let _ = this.encoder.open(&mut this.out);
         }
-        while frames.is_empty() && !this.done {
+        let mut extra_look = true;
+        while !this.done {
+            if this.out.len() >= CHUNK_TARGET {
+                // Over the target, one more look at the source when a message just ended: its
+                // end (MESSAGE_END with STREAM_END) goes in the same chunk.
+                if !extra_look || this.encoder.in_message() {
+                    break;
+                }
+                extra_look = false;
+            }
             match Pin::new(&mut this.source).poll_next(cx) {
+                Poll::Pending if this.started && !this.out.is_empty() => break,
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(item))) => this.encode(item, &mut frames),
+                Poll::Ready(Some(Ok(item))) => this.encode(item),
                 Poll::Ready(Some(Err(err))) => {
-                    this.abort(AbortCode::InternalError, &err.to_string(), &mut frames);
+                    this.abort(AbortCode::InternalError, &err.to_string());
                 }
                 Poll::Ready(None) if this.encoder.in_message() => this.abort(
                     AbortCode::InternalError,
                     "the producer ended inside a message",
-                    &mut frames,
                 ),
                 Poll::Ready(None) => {
-                    let _ = this.encoder.end(&mut frames);
+                    let _ = this.encoder.end(&mut this.out);
                     this.done = true;
                 }
             }
         }
-        if frames.is_empty() {
+        if this.out.is_empty() {
             Poll::Ready(None)
         } else {
-            Poll::Ready(Some(Ok(this.output(frames))))
+            Poll::Ready(Some(Ok(this.output())))
         }
     }
 }

@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
@@ -38,7 +39,12 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 pub struct FramingLayer {
     /// The encoder settings (frame size, message limit); each request's encoder starts here.
     encoder: EncoderBuilder,
+    head_wait: Duration,
 }
+
+/// How long a framed response's head waits for the first message by default: more than the
+/// 40 ms a client may delay its ACK (see [`FramingLayer::head_wait`]).
+const DEFAULT_HEAD_WAIT: Duration = Duration::from_millis(50);
 
 impl Default for FramingLayer {
     fn default() -> Self {
@@ -56,6 +62,7 @@ impl FramingLayer {
     pub fn new() -> Self {
         Self {
             encoder: StreamEncoder::builder(),
+            head_wait: DEFAULT_HEAD_WAIT,
         }
     }
 
@@ -87,6 +94,30 @@ impl FramingLayer {
     #[must_use]
     pub fn max_message_size(mut self, max: u64) -> Self {
         self.encoder = self.encoder.max_message_size(max);
+        self
+    }
+
+    /// Sets how long a framed response's head (status and headers) waits for the inner
+    /// service's first message, so that both leave in one write (default 50 ms; zero sends the
+    /// head at once).
+    ///
+    /// A head written alone is a small segment; with Nagle's algorithm on (TCP_NODELAY off, as
+    /// `axum::serve` and hyper leave it) the next small segment, a short result, waits until the
+    /// client acknowledges the head, and clients delay that ACK by up to 40 ms. Waiting a little
+    /// longer than that for the first message spares every quick tool call the stall; a slower
+    /// one gets its head when the wait ends, as before (a keep-alive also ends it). Needs tokio's
+    /// timer, as rmcp's service does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let layer = mcp_framing::rmcp_http::FramingLayer::new().head_wait(Duration::ZERO);
+    /// # let _ = layer;
+    /// ```
+    #[must_use]
+    pub fn head_wait(mut self, wait: Duration) -> Self {
+        self.head_wait = wait;
         self
     }
 }
@@ -154,7 +185,7 @@ where
             let Some(opt_in) = opt_in else {
                 return Ok(response.map(|body| body.boxed_unsync()));
             };
-            Ok(frame_response(response, opt_in, config))
+            Ok(frame_response(response, opt_in, config).await)
         })
     }
 }
@@ -165,7 +196,7 @@ fn fixed_body<E: 'static>(text: String) -> FramingBody<E> {
         .boxed_unsync()
 }
 
-fn frame_response<B>(
+async fn frame_response<B>(
     response: Response<B>,
     opt_in: OptIn,
     config: FramingLayer,
@@ -207,10 +238,21 @@ where
         done: false,
         comments: 0,
     };
-    let framed = FramedBody::new(messages, encoder, mapping);
+    let mut framed = FramedBody::new(messages, encoder, mapping);
+    // The head waits (a little) for the first chunk, which holds the HEAD frame and the first
+    // message, so that they leave together (see `FramingLayer::head_wait`).
+    let first = if config.head_wait.is_zero() {
+        None
+    } else {
+        tokio::time::timeout(config.head_wait, framed.next())
+            .await
+            .ok()
+            .flatten()
+    };
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(mapping));
-    let body = http_body_util::StreamBody::new(framed.map(|piece| piece.map(Frame::data)))
+    let pieces = futures_util::stream::iter(first).chain(framed);
+    let body = http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data)))
         .map_err(|never: Infallible| match never {})
         .boxed_unsync();
     Response::from_parts(parts, body)
