@@ -279,6 +279,17 @@ impl StreamEncoder {
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     pub fn push(&mut self, chunk: &[u8], dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.push_frames(chunk, dst, true)
+    }
+
+    /// [`push`](Self::push), writing the DATA frames' payloads only if `payloads` (otherwise
+    /// their headers alone: the compatible SSE mapping carries the bytes in an event, SPEC.md §17).
+    fn push_frames(
+        &mut self,
+        chunk: &[u8],
+        dst: &mut BytesMut,
+        payloads: bool,
+    ) -> Result<(), EncodeError> {
         if chunk.is_empty() {
             return self.check_not_finished();
         }
@@ -291,9 +302,13 @@ impl StreamEncoder {
                 max: self.max_message_size,
             });
         }
-        self.prepare(frames as u64, chunk.len() + frames * HEADER_LEN, dst)?;
+        let inline = if payloads { chunk.len() } else { 0 };
+        self.prepare(frames as u64, inline + frames * HEADER_LEN, dst)?;
         for piece in chunk.chunks(self.frame_size) {
-            self.write_frame(FrameKind::Data, piece, dst);
+            self.write_header(FrameKind::Data, piece, dst);
+            if payloads {
+                dst.put_slice(piece);
+            }
         }
         self.hasher.update(chunk);
         self.message_len = len;
@@ -358,6 +373,25 @@ impl StreamEncoder {
         message: &[u8],
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, EncodeError> {
+        self.message_frames(message, dst, true)
+    }
+
+    /// [`message`](Self::message) with the DATA frames' headers only, their payloads left out:
+    /// the compatible SSE mapping carries the message in a `message` event (SPEC.md §17).
+    pub(crate) fn message_detached(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, EncodeError> {
+        self.message_frames(message, dst, false)
+    }
+
+    fn message_frames(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+        payloads: bool,
+    ) -> Result<MessageSummary, EncodeError> {
         if self.state == State::InMessage {
             return Err(EncodeError::MessageOpen);
         }
@@ -370,8 +404,9 @@ impl StreamEncoder {
             });
         }
         // Check the sequence space for the whole message so that nothing is written on error.
-        self.prepare(frames as u64, message.len() + frames * HEADER_LEN + 40, dst)?;
-        self.push(message, dst)?;
+        let inline = if payloads { message.len() } else { 0 };
+        self.prepare(frames as u64, inline + frames * HEADER_LEN + 40, dst)?;
+        self.push_frames(message, dst, payloads)?;
         self.finish_message(dst)
     }
 
@@ -539,9 +574,14 @@ impl StreamEncoder {
     }
 
     fn write_frame(&mut self, kind: FrameKind, payload: &[u8], dst: &mut BytesMut) {
+        self.write_header(kind, payload, dst);
+        dst.put_slice(payload);
+    }
+
+    /// Writes the header of a frame carrying `payload` (not the payload) and counts the frame.
+    fn write_header(&mut self, kind: FrameKind, payload: &[u8], dst: &mut BytesMut) {
         let header = FrameHeader::for_payload(kind.to_byte(), self.next_sequence, payload);
         dst.put_slice(&header.to_bytes());
-        dst.put_slice(payload);
         self.next_sequence = self.next_sequence.wrapping_add(1);
         self.frames += 1;
     }

@@ -110,6 +110,8 @@ mod retry;
 pub mod rmcp_http;
 #[cfg(feature = "sse")]
 pub mod sse;
+#[cfg(feature = "sse")]
+pub mod sse_compat;
 mod telemetry;
 
 #[cfg(feature = "codec")]

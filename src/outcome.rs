@@ -401,6 +401,13 @@ pub enum MappingViolation {
     #[cfg(feature = "sse")]
     #[error("SSE mapping: {0}")]
     Sse(crate::sse::SseError),
+    /// The compatible SSE mapping is broken: a framing record is invalid, a message event is
+    /// not announced by a record (the comments were stripped), an event is missing or has
+    /// another length than its DATA frames, or an event of another type carried data
+    /// (SPEC.md §17.5).
+    #[cfg(feature = "sse")]
+    #[error("compatible SSE mapping: {0}")]
+    Compat(crate::sse_compat::CompatError),
 }
 
 impl Verdict {

@@ -117,20 +117,80 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Decodes an SSE body (SPEC.md §15) fed in `pieces`: the SSE decoder's frame bytes go to the
-/// frame decoder after every piece, so an error in frames of earlier events comes before the SSE
-/// error of a later line (body order). Returns the frame-level outcome and the SSE error, if one
-/// ended the body first.
+/// A body decoder of one of the SSE mappings (SPEC.md §15, §17): body bytes in, frame bytes out.
+#[cfg(feature = "sse")]
+trait BodyDecoder {
+    /// Feeds body bytes; an error is the mapping's, as `(kind, detail)`.
+    fn feed(
+        &mut self,
+        input: &[u8],
+        frames: &mut bytes::BytesMut,
+    ) -> Result<(), (&'static str, String)>;
+    fn finish(&mut self);
+}
+
+#[cfg(feature = "sse")]
+impl BodyDecoder for mcp_framing::sse::SseFrameDecoder {
+    fn feed(
+        &mut self,
+        input: &[u8],
+        frames: &mut bytes::BytesMut,
+    ) -> Result<(), (&'static str, String)> {
+        self.feed(input, frames)
+            .map_err(|err| (sse_kind(&err), format!("{err:?}")))
+    }
+    fn finish(&mut self) {
+        self.finish();
+    }
+}
+
+#[cfg(feature = "sse")]
+impl BodyDecoder for mcp_framing::sse_compat::CompatDecoder {
+    fn feed(
+        &mut self,
+        input: &[u8],
+        frames: &mut bytes::BytesMut,
+    ) -> Result<(), (&'static str, String)> {
+        self.feed(input, frames)
+            .map_err(|err| (err.kind(), format!("{err:?}")))
+    }
+    fn finish(&mut self) {
+        self.finish();
+    }
+}
+
+/// The body decoder a manifest entry asks for (SSE parameters at their defaults unless
+/// `decoder.max_event_data` is given).
+#[cfg(feature = "sse")]
+fn body_decoder_for(entry: &Value) -> Box<dyn BodyDecoder> {
+    let max = entry["decoder"]["max_event_data"].as_u64();
+    match entry["mapping"].as_str() {
+        Some("sse") => Box::new(match max {
+            Some(max) => mcp_framing::sse::SseFrameDecoder::with_max_event_data(max as usize),
+            None => mcp_framing::sse::SseFrameDecoder::new(),
+        }),
+        Some("compat") => Box::new(match max {
+            Some(max) => mcp_framing::sse_compat::CompatDecoder::with_max_event_data(max as usize),
+            None => mcp_framing::sse_compat::CompatDecoder::new(),
+        }),
+        other => panic!("not an SSE mapping: {other:?}"),
+    }
+}
+
+/// Decodes an SSE body (SPEC.md §15, §17) fed in `pieces`: the body decoder's frame bytes go to
+/// the frame decoder after every piece, so an error in frames handed over before a mapping error
+/// comes first (body order). Returns the frame-level outcome and the mapping error (kind and
+/// detail), if one ended the body first.
 #[cfg(feature = "sse")]
 fn decode_sse_pieces<'a>(
     mut decoder: StreamDecoder,
+    mut body: Box<dyn BodyDecoder>,
     pieces: impl IntoIterator<Item = &'a [u8]>,
-) -> (Outcome, Option<mcp_framing::sse::SseError>) {
-    let mut sse = mcp_framing::sse::SseFrameDecoder::new();
+) -> (Outcome, Option<(&'static str, String)>) {
     let mut buf = bytes::BytesMut::new();
     let mut events = Vec::new();
     for piece in pieces {
-        let fed = sse.feed(piece, &mut buf);
+        let fed = body.feed(piece, &mut buf);
         loop {
             match decoder.decode(&mut buf) {
                 Ok(Some(event)) => events.push(event),
@@ -143,9 +203,9 @@ fn decode_sse_pieces<'a>(
         }
         if let Err(err) = fed {
             assert_eq!(
-                sse.feed(b"\n\n", &mut buf),
+                body.feed(b"\n\n", &mut buf),
                 Err(err.clone()),
-                "SSE errors are final"
+                "mapping errors are final"
             );
             return (
                 Outcome {
@@ -156,7 +216,7 @@ fn decode_sse_pieces<'a>(
             );
         }
     }
-    sse.finish();
+    body.finish();
     let outcome = decode_pieces(decoder, [&buf[..]]);
     let mut all = events;
     all.extend(outcome.events);
@@ -181,22 +241,22 @@ fn sse_kind(err: &mcp_framing::sse::SseError) -> &'static str {
     }
 }
 
-/// Checks an SSE decoding against the manifest: an SSE error is the verdict when it ended the
-/// body, with the messages verified before it.
+/// Checks an SSE decoding against the manifest: a mapping error is the verdict when it ended
+/// the body, with the messages verified before it.
 #[cfg(feature = "sse")]
 fn check_sse(
-    (outcome, sse_error): &(Outcome, Option<mcp_framing::sse::SseError>),
+    (outcome, mapping_error): &(Outcome, Option<(&'static str, String)>),
     expect: &Value,
 ) -> Result<(), String> {
-    let Some(err) = sse_error else {
+    let Some((kind, detail)) = mapping_error else {
         return check(outcome, expect);
     };
     check_messages(outcome, expect)?;
-    if expect["verdict"] != "error" || Some(sse_kind(err)) != expect["error"].as_str() {
-        return Err(format!("SSE error {err:?}, expected {expect}"));
+    if expect["verdict"] != "error" || Some(*kind) != expect["error"].as_str() {
+        return Err(format!("mapping error {detail}, expected {expect}"));
     }
     if !expect["truncation"].is_null() {
-        return Err(format!("SSE error {err:?}, expected a truncation"));
+        return Err(format!("mapping error {detail}, expected a truncation"));
     }
     Ok(())
 }
@@ -231,12 +291,12 @@ fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_sp
         match entry["mapping"].as_str() {
             Some("binary") => {}
             #[cfg(feature = "sse")]
-            Some("sse") => {
+            Some("sse" | "compat") => {
                 check_sse_vector(file, entry, &mut failures);
                 continue;
             }
             #[cfg(not(feature = "sse"))]
-            Some("sse") => continue, // needs the `sse` feature (CI runs --all-features)
+            Some("sse" | "compat") => continue, // needs the `sse` feature (CI runs --all-features)
             other => panic!("{file}: unknown mapping {other:?}"),
         }
         let bytes = std::fs::read(vectors_dir().join(file)).expect(file);
@@ -257,18 +317,23 @@ fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_sp
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// One SSE vector (SPEC.md §15): in one read and split in two at every cut point.
+/// One vector of an SSE mapping (SPEC.md §15, §17): in one read and split in two at every cut
+/// point.
 #[cfg(feature = "sse")]
 fn check_sse_vector(file: &str, entry: &Value, failures: &mut Vec<String>) {
     let body = std::fs::read(vectors_dir().join(file)).expect(file);
-    let whole = decode_sse_pieces(decoder_for(entry), [&body[..]]);
+    let whole = decode_sse_pieces(decoder_for(entry), body_decoder_for(entry), [&body[..]]);
     if let Err(why) = check_sse(&whole, &entry["expect"]) {
         failures.push(format!("{file} (one read): {why}"));
         return;
     }
     let whole = (whole.0.split_independent(), whole.1);
     for at in sse_cut_points(&body) {
-        let (outcome, err) = decode_sse_pieces(decoder_for(entry), [&body[..at], &body[at..]]);
+        let (outcome, err) = decode_sse_pieces(
+            decoder_for(entry),
+            body_decoder_for(entry),
+            [&body[..at], &body[at..]],
+        );
         if (outcome.split_independent(), err) != whole {
             failures.push(format!("{file}: split at {at} changes the verdict"));
             return;
@@ -284,12 +349,23 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
     let mut kinds = BTreeSet::new();
     let mut verdicts = BTreeSet::new();
     let mut sse_verdicts = BTreeSet::new();
+    let mut compat_verdicts = BTreeSet::new();
+    let mut compat_truncations = BTreeSet::new();
     for entry in entries(&manifest) {
         let expect = &entry["expect"];
         verdicts.insert(expect["verdict"].as_str().expect("verdict").to_owned());
         if entry["mapping"] == "sse" {
             // Of the SSE mapping: every verdict, every SSE error, truncation, a frame-level error.
             sse_verdicts.insert(expect["error"].as_str().unwrap_or("clean").to_owned());
+            continue;
+        }
+        if entry["mapping"] == "compat" {
+            // Of the compatible mapping: every verdict, every mapping error, every truncation
+            // point it can reach, and frame-level errors.
+            compat_verdicts.insert(expect["error"].as_str().unwrap_or("clean").to_owned());
+            if let Some(at) = expect["truncation"].as_str() {
+                compat_truncations.insert(at.to_owned());
+            }
             continue;
         }
         if let Some(error) = expect["error"].as_str() {
@@ -360,6 +436,31 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
         "Truncated",
     ];
     assert_eq!(sse_verdicts, sse.iter().map(|s| s.to_string()).collect());
+    let compat = [
+        "clean",
+        "PeerAbort",
+        "UnframedEvent",
+        "EventMissing",
+        "EventLengthMismatch",
+        "InvalidRecord",
+        "UnexpectedEvent",
+        "EventTooLarge",
+        "PayloadChecksumMismatch",
+        "HeaderChecksumMismatch",
+        "DigestMismatch",
+        "ForeignFrame",
+        "TrailingData",
+        "MessageTooLarge",
+        "Truncated",
+    ];
+    assert_eq!(
+        compat_verdicts,
+        compat.iter().map(|s| s.to_string()).collect()
+    );
+    assert_eq!(
+        compat_truncations,
+        BTreeSet::from(["NoFrame", "InPayload", "InMessage", "BetweenMessages"].map(str::to_owned))
+    );
 }
 
 #[test]

@@ -58,25 +58,41 @@ fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
 }
 
 /// Decoder settings of one case, in the manifest's `decoder` shape.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Config {
-    /// The SSE mapping (SPEC.md §15) instead of the binary one.
-    sse: bool,
+    /// The transport mapping: `"binary"` (the default), `"sse"` (SPEC.md §15) or `"compat"`
+    /// (§17).
+    mapping: &'static str,
     max_frame_payload: Option<u32>,
     max_message_size: Option<u64>,
     request_key: Option<RequestKey>,
+    /// The SSE event bound, when not the mapping's default.
+    max_event_data: Option<usize>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            mapping: "binary",
+            max_frame_payload: None,
+            max_message_size: None,
+            request_key: None,
+            max_event_data: None,
+        }
+    }
 }
 
 impl Config {
-    fn from_manifest(value: Option<&Value>, sse: bool) -> Self {
+    fn from_manifest(value: Option<&Value>, mapping: &'static str) -> Self {
         let Some(value) = value.filter(|v| !v.is_null()) else {
             return Self {
-                sse,
+                mapping,
                 ..Self::default()
             };
         };
         Self {
-            sse,
+            mapping,
+            max_event_data: value["max_event_data"].as_u64().map(|n| n as usize),
             max_frame_payload: value["max_frame_payload"]
                 .as_u64()
                 .map(|n| u32::try_from(n).expect("max_frame_payload fits u32")),
@@ -97,6 +113,9 @@ impl Config {
         }
         if let Some(key) = self.request_key {
             out.insert("request_key".into(), json!(key.to_string()));
+        }
+        if let Some(n) = self.max_event_data {
+            out.insert("max_event_data".into(), json!(n));
         }
         Value::Object(out)
     }
@@ -142,7 +161,7 @@ fn hex(bytes: &[u8]) -> String {
 /// The crate decoder's verdict, in the manifest's `expect` shape, feeding `data` cut at `cuts`.
 fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
     let mut decoder = config.decoder();
-    let mut input = Input::new(config.sse);
+    let mut input = Input::new(config);
     let mut buf = BytesMut::new();
     let mut messages = Vec::new();
     // Runs `step` until it needs more input or fails (then returns the error).
@@ -201,22 +220,37 @@ fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
     })
 }
 
-/// How the bytes of a case become frame bytes (SPEC.md §15, §16).
+/// How the bytes of a case become frame bytes (SPEC.md §15, §16, §17).
 enum Input {
     Binary,
     #[cfg(feature = "sse")]
     Sse(mcp_framing::sse::SseFrameDecoder),
+    #[cfg(feature = "sse")]
+    Compat(mcp_framing::sse_compat::CompatDecoder),
 }
 
 impl Input {
-    fn new(sse: bool) -> Self {
-        if !sse {
-            return Self::Binary;
-        }
+    fn new(config: &Config) -> Self {
         #[cfg(feature = "sse")]
-        return Self::Sse(mcp_framing::sse::SseFrameDecoder::new());
-        #[cfg(not(feature = "sse"))]
-        panic!("an SSE case needs the `sse` feature (cargo test --all-features)");
+        {
+            use mcp_framing::sse::SseFrameDecoder;
+            use mcp_framing::sse_compat::CompatDecoder;
+            match (config.mapping, config.max_event_data) {
+                ("sse", None) => return Self::Sse(SseFrameDecoder::new()),
+                ("sse", Some(max)) => return Self::Sse(SseFrameDecoder::with_max_event_data(max)),
+                ("compat", None) => return Self::Compat(CompatDecoder::new()),
+                ("compat", Some(max)) => {
+                    return Self::Compat(CompatDecoder::with_max_event_data(max));
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            config.mapping == "binary",
+            "mapping {:?} needs the `sse` feature (cargo test --all-features)",
+            config.mapping
+        );
+        Self::Binary
     }
 
     /// Appends the frame bytes `piece` carries to `buf`; the mapping's error kind if it fails.
@@ -239,6 +273,11 @@ impl Input {
                     .to_owned()
                 })
             }
+            #[cfg(feature = "sse")]
+            Self::Compat(compat) => compat
+                .feed(piece, buf)
+                .err()
+                .map(|err| err.kind().to_owned()),
         }
     }
 }
@@ -282,7 +321,7 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
         .map(|c| {
             json!({
                 "hex": hex(&c.data),
-                "mapping": if c.config.sse { "sse" } else { "binary" },
+                "mapping": c.config.mapping,
                 "decoder": c.config.to_json(),
                 "splits": c.splits,
             })
@@ -403,13 +442,14 @@ fn reference_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
     let mut cases = Vec::new();
     for vector in vectors {
         let file = vector["file"].as_str().expect("file name");
-        let sse = match vector["mapping"].as_str().unwrap_or("binary") {
-            "binary" => false,
-            "sse" => true,
+        let mapping = match vector["mapping"].as_str().unwrap_or("binary") {
+            "binary" => "binary",
+            "sse" => "sse",
+            "compat" => "compat",
             other => panic!("{file}: unknown mapping {other}"),
         };
         let data = std::fs::read(vectors_dir().join(file)).expect("vector file");
-        let config = Config::from_manifest(vector.get("decoder"), sse);
+        let config = Config::from_manifest(vector.get("decoder"), mapping);
         let mut case = Case::new(file, data, config);
         if case.data.len() <= ALL_SPLITS_MAX {
             case = case.with_every_split();
@@ -775,7 +815,7 @@ fn reference_decoder_agrees_with_the_crate_on_sse_bodies() {
     use mcp_framing::sse::SseFrameEncoder;
 
     let sse = Config {
-        sse: true,
+        mapping: "sse",
         ..Config::default()
     };
     let sse_keyed = Config {

@@ -89,6 +89,10 @@ pub(crate) struct DecoderArgs {
     /// contract violation.
     #[arg(long, value_name = "HEX")]
     pub(crate) expect_request_key: Option<RequestKey>,
+    /// Largest SSE event (its data) or line accepted, in bytes; default 262144 for `sse`,
+    /// 16842752 for `compat` (whose events carry whole messages).
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_event_data: Option<usize>,
 }
 
 impl DecoderArgs {

@@ -6,13 +6,12 @@ use std::path::PathBuf;
 use bytes::BytesMut;
 use clap::Args;
 use mcp_framing::frame::{FrameKind, HEADER_LEN, MAGIC, VERSION};
-use mcp_framing::sse::{SseError, SseFrameDecoder};
 use mcp_framing::{AbortCode, DecodeError};
 use serde_json::{Value, json};
 
 use crate::CliError;
 use crate::input::{DecoderArgs, InputPath, hex};
-use crate::verdict::{Failure, Mapping, Session, lines};
+use crate::verdict::{EventDecoder, Failure, Mapping, Session, lines};
 
 /// Options of `inspect`.
 #[derive(Debug, Args)]
@@ -23,7 +22,8 @@ pub(crate) struct InspectArgs {
     /// Print the frames and the verdict as one JSON object.
     #[arg(long)]
     json: bool,
-    /// How the stream is carried (with `sse`, the frames of the `mcp-frame` events are listed).
+    /// How the stream is carried (with `sse` or `compat`, the frames the body carries are
+    /// listed).
     #[arg(long, value_enum, default_value_t = Mapping::Binary)]
     mapping: Mapping,
     #[command(flatten)]
@@ -255,36 +255,28 @@ fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
     (rows, None)
 }
 
-/// The frame bytes an SSE body carries, up to its first SSE error (SPEC.md §15).
-struct SseFrames {
+/// The frame bytes an SSE body carries, up to its first mapping error (SPEC.md §15, §17).
+struct EventFrames {
     frames: Vec<u8>,
-    /// Offset in `frames` where each `mcp-frame` event's bytes start.
-    events: Vec<usize>,
-    error: Option<SseError>,
+    /// What the body carried (events, records).
+    carried: String,
+    error: Option<Failure>,
 }
 
-fn sse_frames(body: &[u8]) -> SseFrames {
-    let mut decoder = SseFrameDecoder::new();
+fn event_frames(body: &[u8], mut decoder: EventDecoder) -> EventFrames {
     let mut frames = BytesMut::new();
-    let mut events = Vec::new();
     let mut error = None;
-    // Line by line, so that the events before a failing line are kept (body order).
+    // Line by line, so that the frames handed over before a failing line are kept (body order).
     for line in lines(body) {
-        let before = decoder.frame_events();
-        let start = frames.len();
-        let result = decoder.feed(line, &mut frames);
-        if decoder.frame_events() > before {
-            events.push(start);
-        }
-        if let Err(err) = result {
+        if let Err(err) = decoder.feed(line, &mut frames) {
             error = Some(err);
             break;
         }
     }
     decoder.finish();
-    SseFrames {
+    EventFrames {
         frames: frames.to_vec(),
-        events,
+        carried: decoder.describe(),
         error,
     }
 }
@@ -297,11 +289,12 @@ fn sse_frames(body: &[u8]) -> SseFrames {
 pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let input = InputPath::from(args.input.as_path());
     let body = input.read_all()?;
-    let sse = (args.mapping == Mapping::Sse).then(|| sse_frames(&body));
+    let sse = EventDecoder::new(args.mapping, args.decoder.max_event_data)
+        .map(|decoder| event_frames(&body, decoder));
     let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
     let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
-    let mut session = Session::new(args.decoder.decoder(), Mapping::Binary);
+    let mut session = Session::new(args.decoder.decoder(), Mapping::Binary, None);
     let mut no_output = |_: &mcp_framing::VerifiedMessage| Ok(());
     let mut fed = 0;
     let mut stopped_in_tail = None;
@@ -321,15 +314,14 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
         feed(&mut session, &data[fed..]);
         stopped_in_tail = session.failure().map(describe_failure);
     }
-    let sse_error = sse.as_ref().and_then(|s| s.error.clone());
-    if let Some(err) = &sse_error {
-        session.fail(Failure::Sse(err.clone()));
+    if let Some(err) = sse.as_ref().and_then(|s| s.error.clone()) {
+        session.fail(err);
     }
     let mut outcome = session
         .finish(&mut no_output)
         .map_err(|e| CliError::io("cannot decode", e))?;
     if sse.is_some() {
-        outcome.mapping = Mapping::Sse;
+        outcome.mapping = args.mapping;
         outcome.input_bytes = body.len() as u64;
     }
     let eof_error = match (&outcome.failure, &stopped_in_tail) {
@@ -343,18 +335,19 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
         _ => None,
     };
     let sse_note = sse.as_ref().map(|s| {
-        let events = s.events.len();
+        let name = args.mapping.name();
         match &s.error {
             Some(err) => format!(
-                "SSE body of {} bytes: {events} mcp-frame events decoded, then {} ({err}); \
-                 offsets are in the decoded frame bytes",
+                "{name} body of {} bytes: {}, then {} ({err}); offsets are in the decoded frame \
+                 bytes",
                 body.len(),
-                Failure::Sse(err.clone()).kind()
+                s.carried,
+                err.kind()
             ),
             None => format!(
-                "SSE body of {} bytes: {events} mcp-frame events; offsets are in the decoded \
-                 frame bytes",
-                body.len()
+                "{name} body of {} bytes: {}; offsets are in the decoded frame bytes",
+                body.len(),
+                s.carried
             ),
         }
     });
@@ -368,9 +361,8 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
                 "decoder_stopped_in_tail": stopped_in_tail,
                 "end_of_input": eof_error,
                 "sse": sse.as_ref().map(|s| json!({
-                    "events": s.events.len(),
-                    "event_offsets": s.events,
-                    "error": s.error.as_ref().map(|e| Failure::Sse(e.clone()).kind()),
+                    "carried": s.carried,
+                    "error": s.error.as_ref().map(Failure::kind),
                     "note": sse_note,
                 })),
                 "verdict": outcome.to_json(),

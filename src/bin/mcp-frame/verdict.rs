@@ -7,6 +7,7 @@ use bytes::BytesMut;
 use clap::ValueEnum;
 use mcp_framing::frame::MAGIC;
 use mcp_framing::sse::{SseError, SseFrameDecoder};
+use mcp_framing::sse_compat::{CompatDecoder, CompatError};
 use mcp_framing::{
     DecodeError, Event, MappingViolation, MessageSummary, Outcome as Classification, Progress,
     StreamDecoder, StreamHead, Truncation, Verdict, VerifiedMessage,
@@ -15,13 +16,27 @@ use serde_json::{Value, json};
 
 use crate::input::hex;
 
-/// How a stream is carried (SPEC.md §15, §16).
+/// How a stream is carried (SPEC.md §15, §16, §17).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Mapping {
     /// The frames are the bytes (`application/vnd.mcp-framing`, a pipe, a file).
     Binary,
     /// `text/event-stream`: `mcp-frame` events carrying base64 of whole frames.
     Sse,
+    /// `text/event-stream`: the messages as plain `message` events, the frames in
+    /// `:mcp-framing` comment records (the compatible mapping).
+    Compat,
+}
+
+impl Mapping {
+    /// The name used on the command line and in JSON output.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Self::Binary => "binary",
+            Self::Sse => "sse",
+            Self::Compat => "compat",
+        }
+    }
 }
 
 /// Why a stream is not clean: the frame decoder's verdict or the SSE layer's.
@@ -29,6 +44,60 @@ pub(crate) enum Mapping {
 pub(crate) enum Failure {
     Decode(DecodeError),
     Sse(SseError),
+    Compat(CompatError),
+}
+
+/// The body decoder of an SSE mapping: body bytes in, frame bytes out.
+#[derive(Debug)]
+pub(crate) enum EventDecoder {
+    Sse(SseFrameDecoder),
+    Compat(CompatDecoder),
+}
+
+impl EventDecoder {
+    /// The body decoder of `mapping`, with an event bound if given; `None` for the binary
+    /// mapping.
+    pub(crate) fn new(mapping: Mapping, max_event_data: Option<usize>) -> Option<Self> {
+        match (mapping, max_event_data) {
+            (Mapping::Binary, _) => None,
+            (Mapping::Sse, None) => Some(Self::Sse(SseFrameDecoder::new())),
+            (Mapping::Sse, Some(max)) => Some(Self::Sse(SseFrameDecoder::with_max_event_data(max))),
+            (Mapping::Compat, None) => Some(Self::Compat(CompatDecoder::new())),
+            (Mapping::Compat, Some(max)) => {
+                Some(Self::Compat(CompatDecoder::with_max_event_data(max)))
+            }
+        }
+    }
+
+    pub(crate) fn feed(&mut self, bytes: &[u8], frames: &mut BytesMut) -> Result<(), Failure> {
+        match self {
+            Self::Sse(decoder) => decoder.feed(bytes, frames).map_err(Failure::Sse),
+            Self::Compat(decoder) => decoder.feed(bytes, frames).map_err(Failure::Compat),
+        }
+    }
+
+    pub(crate) fn finish(&mut self) {
+        match self {
+            Self::Sse(decoder) => {
+                decoder.finish();
+            }
+            Self::Compat(decoder) => {
+                decoder.finish();
+            }
+        }
+    }
+
+    /// What the body carried so far, for `inspect`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Self::Sse(decoder) => format!("{} mcp-frame events", decoder.frame_events()),
+            Self::Compat(decoder) => format!(
+                "{} framing records, {} message events",
+                decoder.records(),
+                decoder.message_events()
+            ),
+        }
+    }
 }
 
 impl Failure {
@@ -40,6 +109,7 @@ impl Failure {
             Self::Sse(SseError::InvalidBase64 { .. }) => "InvalidBase64",
             Self::Sse(SseError::EventTooLarge { .. }) => "EventTooLarge",
             Self::Sse(_) => "SseError",
+            Self::Compat(err) => err.kind(),
         }
     }
 }
@@ -49,6 +119,7 @@ impl fmt::Display for Failure {
         match self {
             Self::Decode(err) => err.fmt(f),
             Self::Sse(err) => err.fmt(f),
+            Self::Compat(err) => err.fmt(f),
         }
     }
 }
@@ -80,6 +151,9 @@ impl Status {
             Some(Failure::Decode(err)) => Classification::from_eof(&Err(err.clone())),
             Some(Failure::Sse(err)) => {
                 Classification::mapping_violation(MappingViolation::Sse(err.clone()))
+            }
+            Some(Failure::Compat(err)) => {
+                Classification::mapping_violation(MappingViolation::Compat(err.clone()))
             }
         };
         match outcome.verdict {
@@ -134,7 +208,7 @@ pub(crate) struct Outcome {
 /// Feeds a decoder in pieces as they are read and collects what it reports.
 pub(crate) struct Session {
     decoder: StreamDecoder,
-    sse: Option<SseFrameDecoder>,
+    events: Option<EventDecoder>,
     /// Frame bytes not yet decoded.
     buf: BytesMut,
     failure: Option<Failure>,
@@ -151,10 +225,14 @@ pub(crate) type OnMessage<'a> = &'a mut dyn FnMut(&VerifiedMessage) -> io::Resul
 const FIRST_BYTES: usize = 8;
 
 impl Session {
-    pub(crate) fn new(decoder: StreamDecoder, mapping: Mapping) -> Self {
+    pub(crate) fn new(
+        decoder: StreamDecoder,
+        mapping: Mapping,
+        max_event_data: Option<usize>,
+    ) -> Self {
         Self {
             decoder,
-            sse: (mapping == Mapping::Sse).then(SseFrameDecoder::new),
+            events: EventDecoder::new(mapping, max_event_data),
             buf: BytesMut::new(),
             failure: None,
             messages: Vec::new(),
@@ -182,31 +260,31 @@ impl Session {
         let want = FIRST_BYTES.saturating_sub(self.first_bytes.len());
         self.first_bytes
             .extend_from_slice(&bytes[..want.min(bytes.len())]);
-        let Some(mut sse) = self.sse.take() else {
+        let Some(mut events) = self.events.take() else {
             self.buf.extend_from_slice(bytes);
             return self.drain(on_message);
         };
-        let result = self.feed_sse(&mut sse, bytes, on_message);
-        self.sse = Some(sse);
+        let result = self.feed_events(&mut events, bytes, on_message);
+        self.events = Some(events);
         result
     }
 
-    /// One line at a time: the frames of every event completed before a failing line are
-    /// decoded first (SPEC.md §15 "errors come in body order"), whatever the reads.
-    fn feed_sse(
+    /// One line at a time: the frames handed over before a failing line are decoded first
+    /// (SPEC.md §15, §17.5 "errors come in body order"), whatever the reads.
+    fn feed_events(
         &mut self,
-        sse: &mut SseFrameDecoder,
+        events: &mut EventDecoder,
         bytes: &[u8],
         on_message: OnMessage<'_>,
     ) -> io::Result<()> {
         for line in lines(bytes) {
-            let result = sse.feed(line, &mut self.buf);
+            let result = events.feed(line, &mut self.buf);
             self.drain(on_message)?;
             if self.failure.is_some() {
                 break;
             }
-            if let Err(err) = result {
-                self.failure = Some(Failure::Sse(err));
+            if let Err(failure) = result {
+                self.failure = Some(failure);
                 break;
             }
         }
@@ -247,8 +325,8 @@ impl Session {
     ///
     /// Only what `on_message` returns.
     pub(crate) fn finish(mut self, on_message: OnMessage<'_>) -> io::Result<Outcome> {
-        if let Some(sse) = &mut self.sse {
-            sse.finish();
+        if let Some(events) = &mut self.events {
+            events.finish();
         }
         while self.failure.is_none() {
             match self.decoder.decode_eof(&mut self.buf) {
@@ -363,10 +441,14 @@ impl Outcome {
                 self.failure,
                 Some(Failure::Decode(DecodeError::BadMagic { offset: 0, .. }))
             );
-        if self.mapping == Mapping::Binary && unframed && looks_like_sse(&self.first_bytes) {
-            " (this looks like an SSE body: try --mapping sse)"
-        } else {
+        let start = self.first_bytes.strip_prefix(b"\xef\xbb\xbf");
+        let start = start.unwrap_or(&self.first_bytes);
+        if self.mapping != Mapping::Binary || !unframed || !looks_like_sse(start) {
             ""
+        } else if b":mcp-framing ".starts_with(start) || start.starts_with(b":mcp-fr") {
+            " (this looks like the compatible SSE mapping: try --mapping compat)"
+        } else {
+            " (this looks like an SSE body: try --mapping sse or --mapping compat)"
         }
     }
 
@@ -424,10 +506,7 @@ impl Outcome {
             "truncation": truncation,
             "abort": abort,
             "detail": self.failure.as_ref().map(ToString::to_string),
-            "mapping": match self.mapping {
-                Mapping::Binary => "binary",
-                Mapping::Sse => "sse",
-            },
+            "mapping": self.mapping.name(),
             "messages": self.messages.iter().map(|m| json!({
                 "index": m.index,
                 "len": m.len,
