@@ -137,6 +137,14 @@ pub enum CompatError {
         /// Index of the record in the body (0-based).
         record: u64,
     },
+    /// A DATA frame of a message whose event was already received (no MESSAGE_END or ABORT
+    /// since): the message would span two events, and a stock client would read two messages
+    /// where the frames verify one. Each message travels in exactly one event.
+    #[error("framing record {record} continues a message whose event was already received")]
+    SplitMessage {
+        /// Index of the record in the body (0-based).
+        record: u64,
+    },
     /// A message event's data is not exactly as long as the DATA frames it fills declare.
     #[error("SSE message event carries {carried} bytes, its DATA frames declare {declared}")]
     EventLengthMismatch {
@@ -168,6 +176,7 @@ impl CompatError {
             Self::InvalidRecord { .. } => "InvalidRecord",
             Self::UnframedEvent { .. } => "UnframedEvent",
             Self::EventMissing { .. } => "EventMissing",
+            Self::SplitMessage { .. } => "SplitMessage",
             Self::EventLengthMismatch { .. } => "EventLengthMismatch",
             Self::Sse(SseError::UnexpectedEvent { .. }) => "UnexpectedEvent",
             Self::Sse(SseError::InvalidBase64 { .. }) => "InvalidBase64",
@@ -224,6 +233,9 @@ pub struct CompatDecoder {
     /// Payload length of the DATA frame whose header was handed over and which waits for its
     /// message event.
     waiting: Option<u32>,
+    /// A message event filled DATA frames of a message whose MESSAGE_END (or an ABORT) was not
+    /// handed over yet.
+    open_message: bool,
     failed: Option<CompatError>,
     records: u64,
     message_events: u64,
@@ -268,6 +280,7 @@ impl CompatDecoder {
             items: Vec::new(),
             queue: VecDeque::new(),
             waiting: None,
+            open_message: false,
             failed: None,
             records: 0,
             message_events: 0,
@@ -442,11 +455,24 @@ impl CompatDecoder {
     fn flush(&mut self, frames: &mut BytesMut, record: u64) -> Result<(), CompatError> {
         while let Some(item) = self.queue.pop_front() {
             match item {
-                Queued::Frame(frame) => frames.extend_from_slice(&frame),
+                Queued::Frame(frame) => {
+                    frames.extend_from_slice(&frame);
+                    // The kind byte of a header that passed its checks (`queue_frames`).
+                    if matches!(
+                        FrameKind::from_byte(frame[3]),
+                        Some(FrameKind::MessageEnd | FrameKind::Abort)
+                    ) {
+                        self.open_message = false;
+                    }
+                }
                 Queued::Data { header, len } => {
                     // Handed over now: the frame decoder checks the header (its sequence number,
                     // the limits) before the payload arrives (SPEC.md §2).
                     frames.extend_from_slice(&header);
+                    if self.open_message {
+                        // One message, one event (SPEC.md §17.5 step 2).
+                        return Err(CompatError::SplitMessage { record });
+                    }
                     self.waiting = Some(len);
                     return Ok(());
                 }
@@ -491,6 +517,7 @@ impl CompatDecoder {
             });
         }
         self.waiting = None;
+        self.open_message = true;
         let (mut at, mut len) = (0, first as usize);
         for index in 0..run {
             if index > 0 {
@@ -505,9 +532,11 @@ impl CompatDecoder {
         self.flush(frames, self.records.saturating_sub(1))
     }
 
-    /// Ends the body; returns the bytes of an event or line left open (discarded, SPEC.md §15,
-    /// §17.5 step 5). What the receiver has handed over decides the verdict: call the frame
-    /// decoder's `decode_eof` next.
+    /// Ends the body; returns the bytes received since the last blank line (as
+    /// [`SseParser::finish`]): an event left open among them is discarded (SPEC.md §15, §17.5
+    /// step 5), while complete comment lines among them, records included, were already handled.
+    /// What the receiver has handed over decides the verdict: call the frame decoder's
+    /// `decode_eof` next.
     ///
     /// # Examples
     ///

@@ -140,6 +140,7 @@ fn expected_exit(v: &Vector) -> i32 {
                 | "InvalidRecord"
                 | "UnframedEvent"
                 | "EventMissing"
+                | "SplitMessage"
                 | "EventLengthMismatch",
             ),
         ) => 6,
@@ -317,6 +318,7 @@ fn inspect_lists_the_frames_and_marks_the_frame_where_the_decoder_stopped() {
                     | "InvalidRecord"
                     | "UnframedEvent"
                     | "EventMissing"
+                    | "SplitMessage"
                     | "EventLengthMismatch"),
                 ),
             ) => {

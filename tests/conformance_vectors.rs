@@ -441,6 +441,7 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
         "PeerAbort",
         "UnframedEvent",
         "EventMissing",
+        "SplitMessage",
         "EventLengthMismatch",
         "InvalidRecord",
         "UnexpectedEvent",

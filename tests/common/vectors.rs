@@ -1289,6 +1289,20 @@ fn compat(set: &mut Set) {
         Expect::error("UnframedEvent", &[PROGRESS]),
     );
 
+    let split = Raw::head(Some(KEY), ATTEMPT)
+        .data(br#"{"ok""#)
+        .keep_alive()
+        .data(b":true}")
+        .message_end(OK_MESSAGE)
+        .stream_end(1)
+        .build();
+    set.add_compat(
+        "invalid_compat_message_split_over_two_events.sse",
+        "§13 message in two DATA frames with a KEEPALIVE between them, each DATA frame filled by its own event (`{\"ok\"`, then `:true}`): a stock client would read two messages; the second DATA header is SplitMessage",
+        compat_body(&split),
+        Expect::error("SplitMessage", &[]),
+    );
+
     let short = format!("data: {}\n\n", r#"{"ok":tru}"#);
     set.add_compat(
         "invalid_compat_event_shorter.sse",

@@ -488,6 +488,7 @@ class CompatDecoder(SseDecoder):
         super().__init__(max_event_data=max_event_data, **config)
         self.queue = []  # ("frame", bytes) | ("data", header, length) | ("broken", bytes)
         self.waiting = None  # payload length of the DATA frame waiting for its event
+        self.open_message = False  # an event filled DATA frames; no MESSAGE_END/ABORT moved since
         self.records = 0
         self.message_events = 0
 
@@ -536,12 +537,18 @@ class CompatDecoder(SseDecoder):
             item = self.queue.pop(0)
             if item[0] == "frame":
                 self.inner.feed(item[1])
+                if item[1][3] in (MESSAGE_END, ABORT):
+                    self.open_message = False
             elif item[0] == "broken":
                 self.inner.feed(item[1])
                 self._fail("InvalidRecord", record=record)
                 return
             else:
                 self.inner.feed(item[1])
+                if self.open_message:
+                    # one message, one event: a stock client would read two messages
+                    self._fail("SplitMessage", record=record)
+                    return
                 self.waiting = item[2]
                 return
 
@@ -570,6 +577,7 @@ class CompatDecoder(SseDecoder):
             return
         del self.queue[: len(headers)]
         self.waiting = None
+        self.open_message = True
         at = 0
         for i, length in enumerate(run):
             if i > 0:
