@@ -518,6 +518,8 @@ impl CompatDecoder {
         }
         self.waiting = None;
         self.open_message = true;
+        // Room for the payloads and the headers between them at once, not by doubling.
+        frames.reserve(data.len() + (run - 1) * HEADER_LEN);
         let (mut at, mut len) = (0, first as usize);
         for index in 0..run {
             if index > 0 {
@@ -797,7 +799,7 @@ fn check_event_data(data: &[u8]) -> Result<(), CompatEncodeError> {
             valid_up_to: err.valid_up_to(),
         });
     }
-    match data.iter().position(|&b| b == b'\r') {
+    match memchr::memchr(b'\r', data) {
         Some(at) => Err(CompatEncodeError::CarriageReturn { at }),
         None => Ok(()),
     }
@@ -820,12 +822,14 @@ fn write_record(frames: &[u8], dst: &mut BytesMut) {
 /// Writes a `message` event carrying `message` (checked by [`check_event_data`]): one `data: `
 /// line per LF-separated piece, then the blank line (SPEC.md §17.3).
 fn write_message_event(message: &[u8], dst: &mut BytesMut) {
-    let lines = 1 + message.iter().filter(|&&b| b == b'\n').count();
-    dst.reserve(message.len() + lines * 6 + 2);
-    for line in message.split(|&b| b == b'\n') {
+    let lines = 1 + memchr::memchr_iter(b'\n', message).count();
+    dst.reserve(message.len() + lines * 7 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', message).chain([message.len()]) {
         dst.put_slice(b"data: ");
-        dst.put_slice(line);
+        dst.put_slice(&message[start..end]);
         dst.put_u8(b'\n');
+        start = end + 1;
     }
     dst.put_u8(b'\n');
 }
