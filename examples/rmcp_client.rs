@@ -7,11 +7,28 @@
 
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-#[path = "../tests/rmcp_support/mod.rs"]
-mod rmcp_support;
+/// A document of about 31 KiB: tool-call arguments that span many frames.
+fn document() -> String {
+    (0..400)
+        .map(|i| format!("line {i} of a long report body, {}\n", "x".repeat(40)))
+        .collect()
+}
+
+/// The server's `render_report` call for `document`, with a progress token so that the tool
+/// reports progress (a notification, verified too) before its result.
+fn render_report_call(title: &str, document: &str) -> CallToolRequestParams {
+    let arguments = serde_json::json!({"title": title, "body": document});
+    let mut params = CallToolRequestParams::new("render_report")
+        .with_arguments(arguments.as_object().expect("an object").clone());
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        NumberOrString::Number(1),
+    )));
+    params
+}
 
 #[tokio::main]
 async fn main() {
@@ -27,9 +44,9 @@ async fn main() {
         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
     );
     let peer = ().serve(transport).await.expect("connect and initialize");
-    let document = rmcp_support::document();
+    let document = document();
     let result = peer
-        .call_tool(rmcp_support::render_report_call("Quarterly report"))
+        .call_tool(render_report_call("Quarterly report", &document))
         .await;
     match result {
         Ok(result) => {

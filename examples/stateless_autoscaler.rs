@@ -32,11 +32,13 @@ use mcp_framing::AttemptContext;
 use mcp_framing::http::{
     Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers, response_headers,
 };
+use mcp_framing::telemetry;
 use mcp_framing::{
     ClientPolicy, ContractError, DiscoverySource, EXTENSION_KEY, EncodeError, FramingContract,
-    FramingMetrics, Outgoing, RequestKey, RequestTraits, RetryPolicy, ServerDiscovery,
-    StreamEncoder, StreamHead, Verdict,
+    Outgoing, RequestKey, RequestTraits, RetryPolicy, ServerDiscovery, StreamEncoder, StreamHead,
+    Verdict,
 };
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use serde_json::{Value, json};
 
 /// The proxy forwards bodies in pieces of this size (its chunk boundaries).
@@ -360,7 +362,6 @@ async fn discover(
 async fn framed_run(
     http: &reqwest::Client,
     resolver: &Resolver,
-    metrics: &FramingMetrics,
     log: &mut Vec<String>,
 ) -> Counters {
     let mut counters = Counters::default();
@@ -391,24 +392,17 @@ async fn framed_run(
                 .send()
                 .await
                 .expect("loopback request");
-            let content_type = response
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            let headers = response.headers().clone();
             let decoder = policy.decoder(key).expect("framing negotiated");
-            let mut verified = match VerifiedResponse::from_content_type(
-                response.bytes_stream(),
-                content_type.as_deref(),
-                decoder,
-            ) {
-                Ok(verified) => verified,
-                Err(err) => {
-                    log.push(format!("call {call}: {err}; failing closed"));
-                    counters.failed += 1;
-                    break;
-                }
-            };
+            let mut verified =
+                match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
+                    Ok(verified) => verified,
+                    Err(err) => {
+                        log.push(format!("call {call}: {err}; failing closed"));
+                        counters.failed += 1;
+                        break;
+                    }
+                };
             let mut result = None;
             while let Some(item) = verified.next().await {
                 if let Ok(Delivery::Message(message)) = item {
@@ -419,13 +413,13 @@ async fn framed_run(
                 .outcome()
                 .expect("a framed stream ends with an outcome")
                 .clone();
-            metrics.record(
-                &outcome,
-                &AttemptContext::default()
-                    .request_key(key)
-                    .endpoint(name)
-                    .attempt(attempt),
-            );
+            let ctx = AttemptContext::default()
+                .request_key(key)
+                .endpoint(name)
+                .method("tools/call")
+                .tool("plan_next_step")
+                .attempt(attempt);
+            telemetry::record_outcome(&outcome, &ctx);
             if outcome.is_clean() {
                 let message = result.expect("a complete response has its result");
                 let summary = message.summary();
@@ -464,7 +458,7 @@ async fn framed_run(
             // request carries a key the server can deduplicate on.
             let decision = retry_policy.decide(&outcome, &RequestTraits::keyed(key));
             let unkeyed = retry_policy.decide(&outcome, &RequestTraits::default());
-            metrics.record_decision(&decision);
+            telemetry::record_decision(&decision, &ctx);
             log.push(format!(
                 "    retry decision: {} ({}); without the request key it would be: {} ({})",
                 decision.name(),
@@ -473,6 +467,7 @@ async fn framed_run(
                 unkeyed.reason()
             ));
             if decision.is_retry() && attempt < 3 {
+                telemetry::record_retry(&decision, &ctx.attempt(attempt + 1));
                 counters.retries += 1;
                 counters.keyed_retries += 1;
             } else {
@@ -486,6 +481,13 @@ async fn framed_run(
 
 #[tokio::main]
 async fn main() {
+    // The crate emits through the `metrics` facade; a real service installs its Prometheus or
+    // OpenTelemetry exporter here. The demo installs the debugging recorder and prints it.
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install().expect("the only recorder");
+    telemetry::describe();
+    METRICS.set(snapshotter).expect("set once");
     tokio::time::timeout(Duration::from_secs(60), run())
         .await
         .expect("the demo finishes in seconds");
@@ -550,8 +552,7 @@ async fn run() {
 
     resolver.next.store(0, Ordering::SeqCst);
     let mut framed_log = Vec::new();
-    let metrics = FramingMetrics::new();
-    let framed = framed_run(&http, &resolver, &metrics, &mut framed_log).await;
+    let framed = framed_run(&http, &resolver, &mut framed_log).await;
     let framed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
     let framed_executions = executions(&backends);
     println!("\n== run 2: framed (SSE mapping, event: mcp-frame)");
@@ -570,14 +571,11 @@ async fn run() {
         }
         Ok(_) => false,
     };
-    println!("\n== framed client's counters (FramingMetrics)");
-    let snapshot = metrics.snapshot();
-    let nonzero: Vec<String> = snapshot
-        .iter()
-        .filter(|(_, v)| *v > 0)
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    println!("  {}", nonzero.join(" "));
+    println!("\n== framed client's metrics (the `metrics` facade, read from the recorder)");
+    let metric_lines = metric_lines(METRICS.get().expect("installed"));
+    for line in &metric_lines {
+        println!("  {line}");
+    }
 
     println!(
         "\n== summary ({CALLS} tool calls per run; the proxy cut {unframed_cuts} and {framed_cuts} responses)"
@@ -660,8 +658,52 @@ async fn run() {
         [CALLS, 0],
         "keyed retries are deduplicated"
     );
+    let counted = |prefix: &str| {
+        metric_lines
+            .iter()
+            .filter(|line| line.starts_with(prefix))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>()
+    };
     assert_eq!(
-        (snapshot.abandoned, snapshot.clean, snapshot.retried),
-        (3, 3, 3)
+        (
+            counted("mcp_framing.client.responses{outcome=abandoned"),
+            counted("mcp_framing.client.responses{outcome=clean"),
+            counted("mcp_framing.client.retries{"),
+            counted("mcp_framing.client.truncations{"),
+        ),
+        (3, 3, 3, 3)
     );
+}
+
+/// The debugging recorder's reader, set once in `main`.
+static METRICS: std::sync::OnceLock<Snapshotter> = std::sync::OnceLock::new();
+
+/// Every counter, and every histogram's count and sum, as `name{labels} value` lines.
+fn metric_lines(snapshotter: &Snapshotter) -> Vec<String> {
+    let mut lines: Vec<String> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter_map(|(key, _, _, value)| {
+            let labels: Vec<String> = key
+                .key()
+                .labels()
+                .filter(|l| !l.value().is_empty())
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            let series = format!("{}{{{}}}", key.key().name(), labels.join(","));
+            match value {
+                DebugValue::Counter(0) => None,
+                DebugValue::Counter(n) => Some(format!("{series} {n}")),
+                DebugValue::Histogram(values) => {
+                    let sum: f64 = values.iter().map(|v| v.0).sum();
+                    Some(format!("{series} count={} sum={sum:.4}s", values.len()))
+                }
+                DebugValue::Gauge(g) => Some(format!("{series} {}", g.0)),
+            }
+        })
+        .collect();
+    lines.sort();
+    lines
 }

@@ -276,6 +276,35 @@ impl StreamDecoder {
         }
     }
 
+    /// The largest frame payload this decoder accepts (SPEC.md §6). Bounds that derive from it,
+    /// such as the SSE event bound ([`sse::event_data_limit`](crate::sse::event_data_limit)),
+    /// read it here.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DEFAULT_MAX_FRAME_PAYLOAD, StreamDecoder};
+    /// assert_eq!(StreamDecoder::new().max_frame_payload(), DEFAULT_MAX_FRAME_PAYLOAD);
+    /// assert_eq!(StreamDecoder::builder().max_frame_payload(1 << 20).build().max_frame_payload(), 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn max_frame_payload(&self) -> u32 {
+        self.config.max_frame_payload
+    }
+
+    /// The largest message this decoder accepts (SPEC.md §6).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DEFAULT_MAX_MESSAGE_SIZE, StreamDecoder};
+    /// assert_eq!(StreamDecoder::new().max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
+    /// ```
+    #[must_use]
+    pub fn max_message_size(&self) -> u64 {
+        self.config.max_message_size
+    }
+
     /// The stream head, once HEAD arrived.
     ///
     /// # Examples
@@ -825,7 +854,8 @@ impl StreamDecoder {
                 found: header.sequence,
             });
         }
-        let request_key = (key != [0u8; 16]).then(|| RequestKey::from_bytes(key));
+        // 16 zero bytes: the request carried no key (SPEC.md §3); never a key itself.
+        let request_key = RequestKey::try_from(key).ok();
         if let Some(expected) = self.config.request_key {
             if request_key != Some(expected) {
                 return Err(DecodeError::RequestKeyMismatch {

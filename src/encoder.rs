@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode, MessageSummary, StreamHead};
 use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAX_ABORT_REASON_LEN};
-use crate::ids::RequestKey;
+use crate::ids::NO_KEY;
 
 /// Default payload size of the DATA frames an encoder cuts a large chunk into: 16 KiB, a quarter
 /// of the receiver's default limit (SPEC.md §6).
@@ -562,8 +562,9 @@ impl StreamEncoder {
         if head == 1 {
             dst.reserve(bytes + HEADER_LEN + 32);
             let mut payload = [0u8; 32];
-            let key = self.head.request_key.unwrap_or(RequestKey::NONE);
-            payload[..16].copy_from_slice(key.as_bytes());
+            // 16 zero bytes: the request carried no key (SPEC.md §3).
+            let key = self.head.request_key.map_or(NO_KEY, |key| *key.as_bytes());
+            payload[..16].copy_from_slice(&key);
             payload[16..].copy_from_slice(self.head.attempt_id.as_bytes());
             self.write_frame(FrameKind::Head, &payload, dst);
             self.state = State::BetweenMessages;

@@ -292,7 +292,8 @@ pub enum DecodeError {
         received: u64,
     },
     /// The stream answers another request than the one the decoder expects (SPEC.md §3, §10).
-    #[error("request key mismatch: expected {expected}, stream is for {}", found.map_or_else(|| "no key".to_owned(), |k| k.to_string()))]
+    /// The message shows the keys' fingerprints ([`RequestKey::fingerprint`]), never the keys.
+    #[error("request key mismatch: expected {}, stream is for {}", expected.fingerprint(), found.map_or_else(|| "no key".to_owned(), |k| k.fingerprint().to_string()))]
     RequestKeyMismatch {
         /// Key the client sent.
         expected: RequestKey,

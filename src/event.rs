@@ -275,7 +275,8 @@ pub struct StreamSummary {
     pub bytes: u64,
 }
 
-/// A reason code of an ABORT frame (SPEC.md §3).
+/// A reason code of an ABORT frame (SPEC.md §3, registry §3.1). The code decides whether a
+/// client retries ([`RetryPolicy`](crate::RetryPolicy), SPEC.md §11.6).
 ///
 /// # Examples
 ///
@@ -288,19 +289,20 @@ pub struct StreamSummary {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AbortCode {
-    /// `0`: no reason given.
+    /// `0`: no reason given. Surfaced to the caller.
     Unspecified,
-    /// `1`: the server failed while producing the response.
+    /// `1`: the server failed while producing the response. Deterministic: not retried.
     InternalError,
-    /// `2`: the request was cancelled.
+    /// `2`: the request was cancelled. Not retried.
     Cancelled,
-    /// `3`: the server is overloaded or shutting down.
+    /// `3`: the server is overloaded or shutting down. Transient: retried when safe.
     Overloaded,
-    /// `4`: something the server depends on failed.
+    /// `4`: something the server depends on failed. Transient: retried when safe.
     UpstreamFailed,
-    /// `5`: the message would exceed the sender's limit.
+    /// `5`: a message would exceed the sender's limit or the receiver's (SPEC.md §6).
+    /// Deterministic: not retried.
     MessageTooLarge,
-    /// A reserved code, reported as received.
+    /// A reserved code, reported as received. Surfaced to the caller.
     Other(u16),
 }
 
@@ -360,7 +362,9 @@ impl fmt::Display for AbortCode {
 pub struct Abort {
     /// Why the sender gave up.
     pub code: AbortCode,
-    /// Human-readable reason (at most 1024 bytes of UTF-8 on the wire).
+    /// Human-readable reason (at most 1024 bytes of UTF-8 on the wire), as received. The peer
+    /// chose it: display it through the `Display` of [`Abort`], which escapes control
+    /// characters.
     pub reason: String,
 }
 
@@ -380,12 +384,41 @@ impl Abort {
 }
 
 impl fmt::Display for Abort {
+    /// `code: reason`, the reason with its control characters escaped: the peer chose it, and
+    /// printed raw it could rewrite a terminal or forge a log line (SPEC.md §3.1).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.reason.is_empty() {
             write!(f, "{}", self.code)
         } else {
-            write!(f, "{}: {}", self.code, self.reason)
+            write!(f, "{}: {}", self.code, Escaped(&self.reason))
         }
+    }
+}
+
+/// Displays peer-chosen text with control characters (C0, DEL, C1) and the invisible format
+/// characters that reorder or hide text (bidirectional overrides and isolates, zero-width
+/// characters, the BOM) escaped as Rust escapes them (`\n`, `\u{1b}`, `\u{202e}`); everything
+/// else, non-ASCII text included, is shown as is.
+pub(crate) struct Escaped<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hazardous = |c: char| {
+            c.is_control()
+                || matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+                    | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+        };
+        let mut rest = self.0;
+        while let Some(at) = rest.find(hazardous) {
+            f.write_str(&rest[..at])?;
+            let c = rest[at..].chars().next().expect("found a char at `at`");
+            match c {
+                '\0' => f.write_str("\\0")?,
+                _ => write!(f, "{}", c.escape_default())?,
+            }
+            rest = &rest[at + c.len_utf8()..];
+        }
+        f.write_str(rest)
     }
 }
 

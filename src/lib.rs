@@ -112,7 +112,7 @@ pub mod rmcp_http;
 pub mod sse;
 #[cfg(feature = "sse")]
 pub mod sse_compat;
-mod telemetry;
+pub mod telemetry;
 
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
@@ -126,7 +126,7 @@ pub use event::{
     Abort, AbortCode, Event, MessageSummary, StreamHead, StreamSummary, UnverifiedChunk,
     VerifiedMessage,
 };
-pub use ids::{AttemptId, ParseIdError, RequestKey};
+pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 
 pub use contract::{
     ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,
@@ -141,8 +141,10 @@ pub use request::{
     set_request_key,
 };
 pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
-pub use telemetry::{AttemptContext, FramingMetrics, MetricsSnapshot};
+pub use telemetry::AttemptContext;
 
-#[cfg(doctest)]
+// The README's examples use the integrations too: they are doctested with the features that
+// `scripts/test` turns on (all of them).
+#[cfg(all(doctest, feature = "rmcp"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -15,11 +15,15 @@
 //! instance whose response was lost. No probe can tell, since the first instance is gone or
 //! unreachable by design. Hence the rules:
 //!
-//! - an abandoned (or corrupt, spliced, cross-wired, aborted) stream is retried only when
-//!   repeating the request is harmless: it is idempotent, or it carries a request key (the same
-//!   key on every retry, so the server can deduplicate it, SPEC.md §10);
+//! - an abandoned (or corrupt, spliced, cross-wired) stream is retried only when repeating the
+//!   request is harmless: it is idempotent, or it carries a request key (the same key on every
+//!   retry, so the server can deduplicate it, SPEC.md §10);
+//! - a stream the server aborted is decided by the ABORT code (SPEC.md §3.1): overloaded or
+//!   shutting down and upstream failures follow the rule above, an internal error or a message
+//!   too large is final (a retry would fail the same way), a cancellation is final, and an
+//!   unspecified or reserved code is surfaced to the caller;
 //! - an ambiguous close (Regime C) is never retried by default: whether it completed is unknown;
-//! - every non-clean outcome is recorded ([`FramingMetrics::record`](crate::FramingMetrics::record))
+//! - every non-clean outcome is recorded ([`telemetry::record_outcome`](crate::telemetry::record_outcome))
 //!   *before* the retry, so it shows even when the retry succeeds.
 //!
 //! ```
@@ -110,11 +114,40 @@ pub enum RetryReason {
     Ambiguous,
     /// The server aborted because the request was cancelled.
     Cancelled,
-    /// The server refused for a reason a retry would meet again (message too large).
+    /// The server failed in a way a retry would meet again: an internal error or a message
+    /// too large (ABORT codes 1 and 5, SPEC.md §3.1).
     WouldRepeat,
+    /// The server aborted without a known reason (ABORT code 0, or a reserved code): neither a
+    /// retry nor finality is implied, so the caller decides.
+    UnknownAbort,
     /// The server broke the negotiated framing contract: re-resolve discovery and rebuild the
     /// policy rather than retrying.
     ContractViolation,
+}
+
+impl RetryReason {
+    /// A stable snake_case name for telemetry (the `reason` label of the retry metrics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::RetryReason;
+    /// assert_eq!(RetryReason::OutcomeUnknown.name(), "outcome_unknown");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Idempotent => "idempotent",
+            Self::Keyed => "keyed",
+            Self::OutcomeUnknown => "outcome_unknown",
+            Self::Ambiguous => "ambiguous",
+            Self::Cancelled => "cancelled",
+            Self::WouldRepeat => "would_repeat",
+            Self::UnknownAbort => "unknown_abort",
+            Self::ContractViolation => "contract_violation",
+        }
+    }
 }
 
 impl fmt::Display for RetryReason {
@@ -131,6 +164,7 @@ impl fmt::Display for RetryReason {
             Self::Ambiguous => "stream completion is ambiguous (Regime C): not retried by default",
             Self::Cancelled => "the request was cancelled",
             Self::WouldRepeat => "a retry would fail the same way",
+            Self::UnknownAbort => "the server aborted without a known reason",
             Self::ContractViolation => "the server broke the framing contract",
         })
     }
@@ -210,13 +244,18 @@ impl fmt::Display for RetryDecision {
     }
 }
 
-/// The retry rules (SPEC.md §11.6). The default never retries an ambiguous close.
+/// The retry rules (SPEC.md §11.6). The default never retries an ambiguous close. An ABORT is
+/// decided by its code (SPEC.md §3.1): a transient one follows the abandoned rule, a
+/// deterministic one is final.
 ///
 /// | verdict | idempotent | keyed | neither |
 /// |---|---|---|---|
 /// | clean | do not retry | do not retry | do not retry |
-/// | abandoned, corrupt, spliced, cross-wired, aborted (but cancelled / too large) | retry | retry | surface |
-/// | aborted: cancelled, or message too large | do not retry | do not retry | do not retry |
+/// | abandoned, corrupt, spliced, cross-wired | retry | retry | surface |
+/// | aborted: overloaded or shutting down (3), upstream failed (4) | retry | retry | surface |
+/// | aborted: internal error (1), message too large (5) | do not retry | do not retry | do not retry |
+/// | aborted: cancelled (2) | do not retry | do not retry | do not retry |
+/// | aborted: unspecified (0) or a reserved code | surface | surface | surface |
 /// | contract violation | do not retry | do not retry | do not retry |
 /// | ambiguous | surface (retry if opted in) | surface | surface |
 ///
@@ -269,12 +308,17 @@ impl RetryPolicy {
         };
         match &outcome.verdict {
             Verdict::Clean => RetryDecision::DoNotRetry(RetryReason::Complete),
-            Verdict::Aborted(abort) if abort.code == AbortCode::Cancelled => {
-                RetryDecision::DoNotRetry(RetryReason::Cancelled)
-            }
-            Verdict::Aborted(abort) if abort.code == AbortCode::MessageTooLarge => {
-                RetryDecision::DoNotRetry(RetryReason::WouldRepeat)
-            }
+            // SPEC.md §3.1: the ABORT code says whether a retry can help.
+            Verdict::Aborted(abort) => match abort.code {
+                AbortCode::Overloaded | AbortCode::UpstreamFailed => if_safe(),
+                AbortCode::InternalError | AbortCode::MessageTooLarge => {
+                    RetryDecision::DoNotRetry(RetryReason::WouldRepeat)
+                }
+                AbortCode::Cancelled => RetryDecision::DoNotRetry(RetryReason::Cancelled),
+                AbortCode::Unspecified | AbortCode::Other(_) => {
+                    RetryDecision::SurfaceToCaller(RetryReason::UnknownAbort)
+                }
+            },
             Verdict::ContractViolation(_) | Verdict::MappingViolation(_) => {
                 RetryDecision::DoNotRetry(RetryReason::ContractViolation)
             }
@@ -285,7 +329,6 @@ impl RetryPolicy {
             }
             Verdict::Ambiguous(_) => RetryDecision::SurfaceToCaller(RetryReason::Ambiguous),
             Verdict::Abandoned { .. }
-            | Verdict::Aborted(_)
             | Verdict::Corrupt(_)
             | Verdict::Spliced(_)
             | Verdict::CrossWired { .. } => if_safe(),

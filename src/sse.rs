@@ -38,6 +38,29 @@ pub const FRAME_EVENT: &str = "mcp-frame";
 /// bounds the memory a peer can make us buffer before an event ends.
 pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
 
+/// The bound on one event's data for a receiver whose frame limit is `max_frame_payload`
+/// (SPEC.md §15): the base64 of one whole frame of that payload (header included), and never
+/// less than [`DEFAULT_MAX_EVENT_DATA`]. Deriving it from the frame limit in force means that a
+/// receiver configured for larger frames accepts the events that carry them, and that the bound
+/// stays within about 4/3 of the frame limit (plus the default) of memory.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::sse::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
+/// assert_eq!(event_data_limit(mcp_framing::DEFAULT_MAX_FRAME_PAYLOAD), DEFAULT_MAX_EVENT_DATA);
+/// // A frame of 1 MiB is 1,398,128 bytes of base64 (20 header bytes included).
+/// assert_eq!(event_data_limit(1 << 20), 1_398_128);
+/// ```
+#[must_use]
+pub fn event_data_limit(max_frame_payload: u32) -> usize {
+    let frame = HEADER_LEN as u64 + u64::from(max_frame_payload);
+    let base64 = frame.div_ceil(3) * 4;
+    usize::try_from(base64)
+        .unwrap_or(usize::MAX)
+        .max(DEFAULT_MAX_EVENT_DATA)
+}
+
 /// Errors of the SSE mapping.
 ///
 /// # Examples
@@ -310,7 +333,7 @@ impl SseParser {
 
     fn extend_line(&mut self, bytes: &[u8]) -> Result<(), SseError> {
         // A line holds at most a field name, `: ` and the data it adds.
-        if self.line.len() + bytes.len() > self.max_event_data + 16 {
+        if self.line.len() + bytes.len() > self.max_event_data.saturating_add(16) {
             return Err(SseError::EventTooLarge {
                 max: self.max_event_data,
             });

@@ -92,7 +92,29 @@ const RECORD_MARK: &[u8] = b"mcp-framing";
 /// accepts (the default max message size, 16 MiB, SPEC.md §6), plus room for the `data: `
 /// prefixes of a message sent over several lines. It bounds what a peer can make a receiver
 /// buffer before an event or a line ends (SPEC.md §17.7).
-pub const DEFAULT_MAX_EVENT_DATA: usize = DEFAULT_MAX_MESSAGE_SIZE as usize + 64 * 1024;
+pub const DEFAULT_MAX_EVENT_DATA: usize = DEFAULT_MAX_MESSAGE_SIZE as usize + EVENT_SLACK;
+
+/// Room above the message limit in the event bound: the `data: ` prefixes and LFs of a message
+/// sent over many lines.
+const EVENT_SLACK: usize = 64 * 1024;
+
+/// The event bound for a receiver whose message limit is `max_message_size` (SPEC.md §17.7): an
+/// event carries a whole message, so one message plus 64 KiB. Deriving it from the limit in
+/// force means that a receiver configured for larger messages accepts the events that carry them.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::sse_compat::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
+/// assert_eq!(event_data_limit(mcp_framing::DEFAULT_MAX_MESSAGE_SIZE), DEFAULT_MAX_EVENT_DATA);
+/// assert_eq!(event_data_limit(1 << 20), (1 << 20) + 65_536);
+/// ```
+#[must_use]
+pub fn event_data_limit(max_message_size: u64) -> usize {
+    usize::try_from(max_message_size)
+        .unwrap_or(usize::MAX)
+        .saturating_add(EVENT_SLACK)
+}
 
 /// Errors of the compatible SSE mapping (receiver side, SPEC.md §17.5).
 ///
@@ -262,7 +284,7 @@ impl CompatDecoder {
     }
 
     /// A decoder whose events (their data, and every line) may hold at most `max` bytes; set it
-    /// to the largest message the client accepts, plus room for `data: ` prefixes.
+    /// to [`event_data_limit`] of the frame decoder's max message size.
     ///
     /// # Examples
     ///

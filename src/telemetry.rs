@@ -1,38 +1,141 @@
-//! Telemetry: a `tracing` event per outcome and counters a user can read or export.
+//! Telemetry: a `tracing` event per outcome, and counters and histograms through the
+//! [`metrics`] facade.
 //!
-//! [`FramingMetrics::record`] emits one event with target `mcp_framing` (`WARN` for every outcome
-//! that is not clean, `DEBUG` for a clean one) with the structured fields `outcome`, `regime`,
-//! `frames`, `bytes`, `messages`, `message_bytes`, `last_sequence`, `request_key`, `attempt_id`,
-//! `endpoint`, `attempt` and `detail`, and bumps the outcome's counter. Record every attempt,
-//! the failed ones before retrying: a truncation then shows in dashboards even when the retry
-//! succeeds. The crate installs no subscriber; any `tracing` subscriber receives the events.
+//! The crate installs nothing: any `tracing` subscriber receives the events, and any `metrics`
+//! recorder (a Prometheus or OpenTelemetry exporter, or `metrics-util`'s debugging recorder in
+//! tests) collects the metrics, with no glue. Without a recorder a metric costs an atomic load.
+//!
+//! The `request_key` field of every event is the key's fingerprint
+//! ([`RequestKey::fingerprint`](crate::RequestKey::fingerprint)), never the key: with
+//! deduplication a key can replay a stored result, and logs travel further than requests.
+//!
+//! Record every attempt, the failed ones before retrying: a truncation then shows in dashboards
+//! even when the retry succeeds. [`FramingHttpClient`](crate::rmcp_http::FramingHttpClient)
+//! records all of this by itself; these functions are for clients built on the sans-I/O parts.
+//!
+//! | metric | kind | labels | what |
+//! |---|---|---|---|
+//! | [`CLIENT_OPERATION_DURATION`] (`mcp.client.operation.duration`) | histogram, seconds | `mcp.method.name`, `gen_ai.tool.name`, `error.type` (only when it failed), `server.address`, `server.port`, `network.transport`, `network.protocol.name` | a logical request, from sending to its final result, retries included (OpenTelemetry's MCP semantic conventions) |
+//! | [`CLIENT_RESPONSES`] (`mcp_framing.client.responses`) | counter | `outcome`, `regime`, `mcp.method.name` | every response stream (attempt), by verdict |
+//! | [`CLIENT_TRUNCATIONS`] (`mcp_framing.client.truncations`) | counter | `at`, `mcp.method.name` | abandoned streams, by where they stopped |
+//! | [`CLIENT_INCOMPLETE_BYTES`] (`mcp_framing.client.incomplete_bytes`) | counter, bytes | `outcome` | bytes received by streams that did not complete |
+//! | [`CLIENT_OPEN_MESSAGE_BYTES`] (`mcp_framing.client.open_message_bytes`) | counter, bytes | `outcome` | bytes of messages left open (never delivered) |
+//! | [`CLIENT_RETRY_DECISIONS`] (`mcp_framing.client.retry_decisions`) | counter | `decision`, `reason` | every retry decision |
+//! | [`CLIENT_RETRIES`] (`mcp_framing.client.retries`) | counter | `reason`, `mcp.method.name` | requests sent again ([`record_retry`]) |
+//!
+//! The `outcome` label takes the [`Verdict::name`] values (`clean`, `abandoned`, `aborted`,
+//! `corrupt`, `spliced`, `cross_wired`, `contract_violation`, `ambiguous`), which are also the
+//! `error.type` of a failed operation. [`describe`] registers the units and descriptions with the
+//! installed recorder.
 //!
 //! ```
-//! use mcp_framing::{AttemptContext, FramingMetrics, Outcome, StreamDecoder};
+//! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+//! use mcp_framing::telemetry::{self, AttemptContext};
+//! use mcp_framing::{Outcome, StreamDecoder};
 //!
-//! let metrics = FramingMetrics::new(); // or FramingMetrics::global()
-//! let outcome = Outcome::from_eof(&StreamDecoder::new().decode_all(b"").map(|_| None));
-//! metrics.record(&outcome, &AttemptContext::default().endpoint("https://mcp.example.com/mcp"));
-//! let snapshot = metrics.snapshot();
-//! assert_eq!((snapshot.abandoned, snapshot.clean), (1, 0));
+//! let recorder = DebuggingRecorder::new();
+//! let snapshotter = recorder.snapshotter();
+//! metrics::with_local_recorder(&recorder, || {
+//!     // Nothing arrived: abandoned.
+//!     let outcome = Outcome::from_eof(&StreamDecoder::new().decode_all(b"").map(|_| None));
+//!     telemetry::record_outcome(&outcome, &AttemptContext::default().method("tools/call"));
+//! });
+//! let abandoned = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
+//!     key.key().name() == telemetry::CLIENT_RESPONSES
+//!         && key.key().labels().any(|l| l.key() == "outcome" && l.value() == "abandoned")
+//!         && value == DebugValue::Counter(1)
+//! });
+//! assert!(abandoned);
 //! ```
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
+use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
+
+use crate::error::Truncation;
 use crate::ids::RequestKey;
 use crate::outcome::{Outcome, Verdict};
 use crate::retry::RetryDecision;
 
-/// Who the outcome belongs to, for the telemetry event. The attempt id comes from the outcome's
-/// stream head.
+/// `mcp.client.operation.duration`: histogram, seconds (OpenTelemetry semantic conventions for
+/// MCP): a logical request from sending until its final result, retries included.
+pub const CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
+/// `mcp_framing.client.responses`: counter of response streams (attempts), by `outcome`.
+pub const CLIENT_RESPONSES: &str = "mcp_framing.client.responses";
+/// `mcp_framing.client.truncations`: counter of abandoned streams, by where they stopped (`at`).
+pub const CLIENT_TRUNCATIONS: &str = "mcp_framing.client.truncations";
+/// `mcp_framing.client.incomplete_bytes`: counter of bytes received by streams that did not
+/// complete.
+pub const CLIENT_INCOMPLETE_BYTES: &str = "mcp_framing.client.incomplete_bytes";
+/// `mcp_framing.client.open_message_bytes`: counter of the bytes of messages left open by
+/// streams that did not complete (received, never delivered).
+pub const CLIENT_OPEN_MESSAGE_BYTES: &str = "mcp_framing.client.open_message_bytes";
+/// `mcp_framing.client.retry_decisions`: counter of retry decisions, by `decision` and `reason`.
+pub const CLIENT_RETRY_DECISIONS: &str = "mcp_framing.client.retry_decisions";
+/// `mcp_framing.client.retries`: counter of requests sent again, by `reason`.
+pub const CLIENT_RETRIES: &str = "mcp_framing.client.retries";
+
+/// Registers the unit and description of every metric above with the installed recorder (call
+/// once after installing it; exporters use them for `# HELP` lines and units).
+///
+/// # Examples
+///
+/// ```
+/// mcp_framing::telemetry::describe(); // a no-op without a recorder
+/// ```
+pub fn describe() {
+    describe_histogram!(
+        CLIENT_OPERATION_DURATION,
+        Unit::Seconds,
+        "Duration of an MCP request from sending until its final result, retries included"
+    );
+    describe_counter!(
+        CLIENT_RESPONSES,
+        Unit::Count,
+        "Framed response streams received, by verdict"
+    );
+    describe_counter!(
+        CLIENT_TRUNCATIONS,
+        Unit::Count,
+        "Response streams abandoned before their sentinel, by where they stopped"
+    );
+    describe_counter!(
+        CLIENT_INCOMPLETE_BYTES,
+        Unit::Bytes,
+        "Bytes received by response streams that did not complete"
+    );
+    describe_counter!(
+        CLIENT_OPEN_MESSAGE_BYTES,
+        Unit::Bytes,
+        "Bytes of messages left open by response streams that did not complete"
+    );
+    describe_counter!(
+        CLIENT_RETRY_DECISIONS,
+        Unit::Count,
+        "Retry decisions after a response stream ended, by decision and reason"
+    );
+    describe_counter!(
+        CLIENT_RETRIES,
+        Unit::Count,
+        "Requests sent again after a response that did not complete"
+    );
+}
+
+/// What the telemetry knows of one attempt besides its outcome. The attempt id comes from the
+/// outcome's stream head.
 ///
 /// # Examples
 ///
 /// ```
 /// use mcp_framing::{AttemptContext, RequestKey};
 /// let key = RequestKey::random();
-/// let ctx = AttemptContext::default().request_key(key).endpoint("https://a.example/mcp").attempt(2);
-/// assert_eq!(ctx.attempt, 2);
+/// let ctx = AttemptContext::default()
+///     .request_key(key)
+///     .endpoint("https://a.example/mcp")
+///     .method("tools/call")
+///     .tool("send_email")
+///     .attempt(2);
+/// assert_eq!((ctx.attempt, ctx.tool), (2, Some("send_email")));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -41,6 +144,10 @@ pub struct AttemptContext<'a> {
     pub request_key: Option<RequestKey>,
     /// The endpoint the attempt was sent to, if known.
     pub endpoint: Option<&'a str>,
+    /// The JSON-RPC method (`mcp.method.name`), if known.
+    pub method: Option<&'a str>,
+    /// The tool name of a `tools/call` (`gen_ai.tool.name`), if known.
+    pub tool: Option<&'a str>,
     /// Which attempt of the logical request this was (1 for the first).
     pub attempt: u32,
 }
@@ -68,6 +175,28 @@ impl<'a> AttemptContext<'a> {
         self
     }
 
+    /// Sets the JSON-RPC method.
+    ///
+    /// # Examples
+    ///
+    /// See [`AttemptContext`].
+    #[must_use]
+    pub fn method(mut self, method: &'a str) -> Self {
+        self.method = Some(method);
+        self
+    }
+
+    /// Sets the tool name (for a `tools/call`).
+    ///
+    /// # Examples
+    ///
+    /// See [`AttemptContext`].
+    #[must_use]
+    pub fn tool(mut self, tool: &'a str) -> Self {
+        self.tool = Some(tool);
+        self
+    }
+
     /// Sets the attempt number (1 for the first).
     ///
     /// # Examples
@@ -80,132 +209,159 @@ impl<'a> AttemptContext<'a> {
     }
 }
 
-const OUTCOMES: usize = 8;
-
-/// Counters of stream outcomes and retry decisions: atomics, cheap to bump from any thread.
+/// Records one response stream: its `tracing` event (`WARN` for every outcome that is not clean,
+/// `DEBUG` for a clean one, target `mcp_framing`, with the structured fields `outcome`, `regime`,
+/// `frames`, `bytes`, `messages`, `message_bytes`, `last_sequence`, `request_key`, `attempt_id`,
+/// `endpoint`, `method`, `attempt` and `detail`; `request_key` is the key's
+/// [fingerprint](crate::RequestKey::fingerprint), never the key) and its metrics ([`CLIENT_RESPONSES`], and for a
+/// stream that did not complete [`CLIENT_TRUNCATIONS`], [`CLIENT_INCOMPLETE_BYTES`],
+/// [`CLIENT_OPEN_MESSAGE_BYTES`]).
 ///
-/// Read them with [`snapshot`](Self::snapshot) and export the [`MetricsSnapshot`] (it is
-/// `serde::Serialize`, and [`MetricsSnapshot::iter`] yields `(name, value)` pairs for a
-/// Prometheus or OpenTelemetry exporter).
+/// # Examples
+///
+/// See the [module docs](self).
+pub fn record_outcome(outcome: &Outcome, ctx: &AttemptContext<'_>) {
+    let name = outcome.verdict.name();
+    let method = ctx.method.unwrap_or("");
+    counter!(CLIENT_RESPONSES, "outcome" => name, "regime" => regime_label(outcome), "mcp.method.name" => method.to_owned())
+        .increment(1);
+    if !outcome.is_clean() {
+        if let Verdict::Abandoned { at } = &outcome.verdict {
+            counter!(CLIENT_TRUNCATIONS, "at" => truncation_label(at.as_ref()), "mcp.method.name" => method.to_owned())
+                .increment(1);
+        }
+        counter!(CLIENT_INCOMPLETE_BYTES, "outcome" => name).increment(outcome.received.bytes);
+        counter!(CLIENT_OPEN_MESSAGE_BYTES, "outcome" => name)
+            .increment(outcome.received.open_message_bytes);
+    }
+    emit(outcome, ctx);
+}
+
+/// Records a retry decision ([`CLIENT_RETRY_DECISIONS`]) and its `tracing` event. Whoever then
+/// sends the request again also calls [`record_retry`].
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{AttemptContext, DiscoveryMode, FramingMetrics, Outcome, RetryPolicy, RequestTraits};
-///
-/// let metrics = FramingMetrics::new();
-/// let outcome = Outcome::unframed_close(DiscoveryMode::Stateless, 512);
-/// metrics.record(&outcome, &AttemptContext::default());
-/// metrics.record_decision(&RetryPolicy::default().decide(&outcome, &RequestTraits::default()));
-/// let s = metrics.snapshot();
-/// assert_eq!((s.ambiguous, s.surfaced, s.incomplete_bytes), (1, 1, 512));
+/// use mcp_framing::telemetry::{self, AttemptContext};
+/// use mcp_framing::{RetryDecision, RetryReason};
+/// telemetry::record_decision(&RetryDecision::Retry(RetryReason::Keyed), &AttemptContext::default().attempt(1));
 /// ```
-#[derive(Debug, Default)]
-pub struct FramingMetrics {
-    outcomes: [AtomicU64; OUTCOMES],
-    retried: AtomicU64,
-    not_retried: AtomicU64,
-    surfaced: AtomicU64,
-    incomplete_bytes: AtomicU64,
+pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
+    let reason = reason_label(decision);
+    counter!(CLIENT_RETRY_DECISIONS, "decision" => decision.name(), "reason" => reason)
+        .increment(1);
+    tracing::event!(
+        target: "mcp_framing",
+        tracing::Level::INFO,
+        decision = decision.name(),
+        reason = reason,
+        request_key = ctx.request_key.map(|key| tracing::field::display(key.fingerprint())),
+        endpoint = ctx.endpoint,
+        method = ctx.method,
+        attempt = ctx.attempt,
+        detail = %decision,
+        "retry decision"
+    );
 }
 
-static GLOBAL: FramingMetrics = FramingMetrics::new();
+/// Records that a request is sent again after `decision` ([`CLIENT_RETRIES`]); `ctx.attempt`
+/// is the number of the attempt about to be sent (2 for the first retry).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::telemetry::{self, AttemptContext};
+/// use mcp_framing::{RetryDecision, RetryReason};
+/// let decision = RetryDecision::Retry(RetryReason::Keyed);
+/// let ctx = AttemptContext::default().method("tools/call").attempt(2);
+/// telemetry::record_decision(&decision, &ctx);
+/// telemetry::record_retry(&decision, &ctx);
+/// ```
+pub fn record_retry(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
+    let method = ctx.method.unwrap_or("").to_owned();
+    counter!(CLIENT_RETRIES, "reason" => reason_label(decision), "mcp.method.name" => method)
+        .increment(1);
+    tracing::event!(
+        target: "mcp_framing",
+        tracing::Level::INFO,
+        reason = reason_label(decision),
+        request_key = ctx.request_key.map(|key| tracing::field::display(key.fingerprint())),
+        endpoint = ctx.endpoint,
+        method = ctx.method,
+        attempt = ctx.attempt,
+        "sending the request again"
+    );
+}
 
-impl FramingMetrics {
-    /// Counters at zero.
-    ///
-    /// # Examples
-    ///
-    /// See [`FramingMetrics`].
-    #[must_use]
-    pub const fn new() -> Self {
-        Self {
-            outcomes: [const { AtomicU64::new(0) }; OUTCOMES],
-            retried: AtomicU64::new(0),
-            not_retried: AtomicU64::new(0),
-            surfaced: AtomicU64::new(0),
-            incomplete_bytes: AtomicU64::new(0),
-        }
+/// Records a logical request's duration in [`CLIENT_OPERATION_DURATION`] with OpenTelemetry's
+/// MCP attributes: `error_type` is the failure (a [`Verdict::name`], or a JSON-RPC error code)
+/// or `None` when the request got its result.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_framing::telemetry::{self, AttemptContext};
+/// let ctx = AttemptContext::default().endpoint("http://127.0.0.1:8080/mcp").method("tools/call").tool("search");
+/// telemetry::record_operation(&ctx, Duration::from_millis(12), Some("abandoned"));
+/// ```
+pub fn record_operation(ctx: &AttemptContext<'_>, elapsed: Duration, error_type: Option<&str>) {
+    let mut labels = vec![
+        ("mcp.method.name", ctx.method.unwrap_or("").to_owned()),
+        ("network.transport", "tcp".to_owned()),
+        ("network.protocol.name", "http".to_owned()),
+    ];
+    if let Some(tool) = ctx.tool {
+        labels.push(("gen_ai.tool.name", tool.to_owned()));
     }
-
-    /// The process-wide counters, for code that has no place to keep its own.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let before = mcp_framing::FramingMetrics::global().snapshot();
-    /// # let _ = before;
-    /// ```
-    #[must_use]
-    pub fn global() -> &'static Self {
-        &GLOBAL
+    if let Some(error_type) = error_type {
+        labels.push(("error.type", error_type.to_owned()));
     }
-
-    /// Emits the outcome's `tracing` event and bumps its counter (and `incomplete_bytes` by the
-    /// bytes received, for an outcome that is not clean).
-    ///
-    /// # Examples
-    ///
-    /// See [`FramingMetrics`].
-    pub fn record(&self, outcome: &Outcome, ctx: &AttemptContext<'_>) {
-        self.outcomes[slot(&outcome.verdict)].fetch_add(1, Ordering::Relaxed);
-        if !outcome.is_clean() {
-            self.incomplete_bytes
-                .fetch_add(outcome.received.bytes, Ordering::Relaxed);
-        }
-        emit(outcome, ctx);
+    if let Some((host, port)) = ctx.endpoint.and_then(server_address) {
+        labels.push(("server.address", host.to_owned()));
+        labels.push(("server.port", port.to_owned()));
     }
+    histogram!(CLIENT_OPERATION_DURATION, &labels).record(elapsed.as_secs_f64());
+}
 
-    /// Counts a retry decision (`retried`, `not_retried` or `surfaced`).
-    ///
-    /// # Examples
-    ///
-    /// See [`FramingMetrics`].
-    pub fn record_decision(&self, decision: &RetryDecision) {
-        let counter = match decision {
-            RetryDecision::Retry(_) => &self.retried,
-            RetryDecision::DoNotRetry(_) => &self.not_retried,
-            RetryDecision::SurfaceToCaller(_) => &self.surfaced,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
+/// Host and port of an `http(s)://host[:port]/...` endpoint (the default port when none).
+fn server_address(endpoint: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = endpoint.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    let default_port = if scheme.eq_ignore_ascii_case("https") {
+        "443"
+    } else {
+        "80"
+    };
+    Some(match authority.rsplit_once(':') {
+        Some((host, port)) if !port.is_empty() && !host.ends_with(':') => (host, port),
+        _ => (authority, default_port),
+    })
+}
 
-    /// The current values.
-    ///
-    /// # Examples
-    ///
-    /// See [`FramingMetrics`].
-    #[must_use]
-    pub fn snapshot(&self) -> MetricsSnapshot {
-        let outcome = |i: usize| self.outcomes[i].load(Ordering::Relaxed);
-        MetricsSnapshot {
-            clean: outcome(0),
-            abandoned: outcome(1),
-            aborted: outcome(2),
-            corrupt: outcome(3),
-            spliced: outcome(4),
-            cross_wired: outcome(5),
-            contract_violation: outcome(6),
-            ambiguous: outcome(7),
-            retried: self.retried.load(Ordering::Relaxed),
-            not_retried: self.not_retried.load(Ordering::Relaxed),
-            surfaced: self.surfaced.load(Ordering::Relaxed),
-            incomplete_bytes: self.incomplete_bytes.load(Ordering::Relaxed),
-        }
+fn regime_label(outcome: &Outcome) -> &'static str {
+    match outcome.regime {
+        crate::outcome::Regime::A => "A",
+        crate::outcome::Regime::B => "B",
+        crate::outcome::Regime::C => "C",
     }
 }
 
-fn slot(verdict: &Verdict) -> usize {
-    match verdict {
-        Verdict::Clean => 0,
-        Verdict::Abandoned { .. } => 1,
-        Verdict::Aborted(_) => 2,
-        Verdict::Corrupt(_) => 3,
-        Verdict::Spliced(_) => 4,
-        Verdict::CrossWired { .. } => 5,
-        Verdict::ContractViolation(_) | Verdict::MappingViolation(_) => 6,
-        Verdict::Ambiguous(_) => 7,
+fn truncation_label(at: Option<&Truncation>) -> &'static str {
+    match at {
+        None => "transport",
+        Some(Truncation::NoFrame) => "no_frame",
+        Some(Truncation::InHeader { .. }) => "in_header",
+        Some(Truncation::InPayload { .. }) => "in_payload",
+        Some(Truncation::InMessage { .. }) => "in_message",
+        Some(Truncation::BetweenMessages { .. }) => "between_messages",
     }
+}
+
+fn reason_label(decision: &RetryDecision) -> &'static str {
+    decision.reason().name()
 }
 
 fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {
@@ -225,9 +381,10 @@ fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {
                 messages = outcome.received.messages,
                 message_bytes = outcome.received.open_message_bytes,
                 last_sequence = outcome.received.last_sequence,
-                request_key = request_key.map(tracing::field::display),
+                request_key = request_key.map(|key| tracing::field::display(key.fingerprint())),
                 attempt_id = attempt_id.map(tracing::field::display),
                 endpoint = ctx.endpoint,
+                method = ctx.method,
                 attempt = ctx.attempt,
                 detail = %outcome.verdict,
                 $message
@@ -244,67 +401,24 @@ fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {
     }
 }
 
-/// The counters of a [`FramingMetrics`] at one moment.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::FramingMetrics;
-/// let snapshot = FramingMetrics::new().snapshot();
-/// assert!(snapshot.iter().all(|(_, value)| value == 0));
-/// assert_eq!(serde_json::to_value(snapshot).unwrap()["abandoned"], 0);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct MetricsSnapshot {
-    /// Streams that completed.
-    pub clean: u64,
-    /// Streams abandoned before their sentinel (truncated, transport failed).
-    pub abandoned: u64,
-    /// Streams the server aborted.
-    pub aborted: u64,
-    /// Streams with damaged bytes or broken framing rules.
-    pub corrupt: u64,
-    /// Streams with another attempt's frames spliced in.
-    pub spliced: u64,
-    /// Streams answering another request.
-    pub cross_wired: u64,
-    /// Streams breaking the negotiated contract (e.g. unframed where framing was promised).
-    pub contract_violation: u64,
-    /// Unframed closes in Regime C.
-    pub ambiguous: u64,
-    /// Retry decisions: retry.
-    pub retried: u64,
-    /// Retry decisions: do not retry.
-    pub not_retried: u64,
-    /// Retry decisions: surface to the caller.
-    pub surfaced: u64,
-    /// Bytes received by streams that did not complete.
-    pub incomplete_bytes: u64,
-}
+#[cfg(test)]
+mod tests {
+    use super::server_address;
 
-impl MetricsSnapshot {
-    /// `(name, value)` pairs, names as the field names (e.g. to export as
-    /// `mcp_framing_streams_total{outcome="abandoned"}`).
-    ///
-    /// # Examples
-    ///
-    /// See [`MetricsSnapshot`].
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> {
-        [
-            ("clean", self.clean),
-            ("abandoned", self.abandoned),
-            ("aborted", self.aborted),
-            ("corrupt", self.corrupt),
-            ("spliced", self.spliced),
-            ("cross_wired", self.cross_wired),
-            ("contract_violation", self.contract_violation),
-            ("ambiguous", self.ambiguous),
-            ("retried", self.retried),
-            ("not_retried", self.not_retried),
-            ("surfaced", self.surfaced),
-            ("incomplete_bytes", self.incomplete_bytes),
-        ]
-        .into_iter()
+    #[test]
+    fn server_address_reads_host_and_port_of_endpoints() {
+        assert_eq!(
+            server_address("http://127.0.0.1:8080/mcp"),
+            Some(("127.0.0.1", "8080"))
+        );
+        assert_eq!(
+            server_address("https://mcp.example.com/mcp?x=1"),
+            Some(("mcp.example.com", "443"))
+        );
+        assert_eq!(
+            server_address("http://user@[::1]:9/mcp"),
+            Some(("[::1]", "9"))
+        );
+        assert_eq!(server_address("not a url"), None);
     }
 }

@@ -884,3 +884,56 @@ fn sse_errors_come_in_body_order_whatever_the_reads() {
     assert_eq!(got["error"], "PayloadChecksumMismatch");
     assert_eq!(code(&out), 4);
 }
+
+#[test]
+fn abort_reasons_are_printed_with_control_characters_escaped() {
+    // The reason is chosen by the peer: printed raw it could clear the terminal, forge a line
+    // of output or reverse text.
+    let mut enc = mcp_framing::StreamEncoder::new(mcp_framing::StreamHead::for_request(None));
+    let mut wire = bytes::BytesMut::new();
+    enc.abort(
+        mcp_framing::AbortCode::InternalError,
+        "boom\x1b[2J\r\nforged line\u{202e}txet",
+        &mut wire,
+    )
+    .unwrap();
+    for command in ["verify", "decode", "inspect"] {
+        let out = run(&[command], &wire);
+        assert_eq!(code(&out), 5, "{command}: aborted");
+        let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(printed.contains("boom"), "{command}: {printed}");
+        assert!(
+            !printed.contains(['\x1b', '\r', '\u{202e}']) && !printed.contains("\nforged"),
+            "{command} printed the reason raw: {printed:?}"
+        );
+    }
+}
+
+#[test]
+fn the_sse_event_bound_follows_the_frame_limit_given() {
+    // One 1 MiB frame is one SSE event of about 1.4 MiB of base64.
+    let mut enc = mcp_framing::StreamEncoder::builder()
+        .frame_size(1 << 20)
+        .build(mcp_framing::StreamHead::for_request(None));
+    let mut wire = bytes::BytesMut::new();
+    enc.message(&vec![b'7'; 1 << 20], &mut wire).unwrap();
+    enc.end(&mut wire).unwrap();
+    let mut body = bytes::BytesMut::new();
+    mcp_framing::sse::SseFrameEncoder::new().encode(&wire, &mut body);
+    for command in ["verify", "decode", "inspect"] {
+        let out = run(
+            &[
+                command,
+                "--mapping",
+                "sse",
+                "--max-frame-payload",
+                "1048576",
+            ],
+            &body,
+        );
+        assert_eq!(code(&out), 0, "{command}: {}", stderr(&out));
+        // With the default frame limit the frame is over the limit: a contract violation.
+        let out = run(&[command, "--mapping", "sse"], &body);
+        assert_eq!(code(&out), 6, "{command}: {}", stderr(&out));
+    }
+}

@@ -1,16 +1,19 @@
 //! `FramingLayer` around a hand-written inner service whose SSE body is scripted: keep-alive
 //! comments become KEEPALIVE frames, a failing inner body becomes ABORT, an inner body that ends
-//! before the final response becomes ABORT, never a clean sentinel.
+//! before the final response becomes ABORT, never a clean sentinel; results up to exactly the
+//! message limit pass in both mappings, one byte more is an ABORT with the too-large code.
 
 use std::convert::Infallible;
 use std::future::Ready;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use futures_util::stream;
 use http::{Request, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
+use mcp_framing::http::{Delivery, ReceiveError, VerifiedResponse};
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{AbortCode, DecodeError, Event, RequestKey, StreamDecoder};
 use tower_layer::Layer;
@@ -19,11 +22,44 @@ use tower_service::Service;
 type Piece = Result<Frame<Bytes>, String>;
 type ScriptedBody = StreamBody<stream::Iter<std::vec::IntoIter<Piece>>>;
 
-/// An inner service that answers every request with the scripted SSE body.
+/// An inner service that answers every request with a body of `content_type` made of `pieces`
+/// (an `Err` piece makes the body fail there).
 #[derive(Clone)]
-struct Scripted(Vec<Result<&'static str, &'static str>>);
+struct Inner {
+    content_type: &'static str,
+    pieces: Vec<Result<Bytes, String>>,
+}
 
-impl Service<Request<String>> for Scripted {
+impl Inner {
+    /// An SSE body scripted piece by piece.
+    fn scripted(script: Vec<Result<&'static str, &'static str>>) -> Self {
+        let pieces = script
+            .into_iter()
+            .map(|piece| match piece {
+                Ok(text) => Ok(Bytes::from_static(text.as_bytes())),
+                Err(err) => Err(err.to_owned()),
+            })
+            .collect();
+        Self {
+            content_type: "text/event-stream",
+            pieces,
+        }
+    }
+
+    /// `body` in 64 KiB pieces, as a server writes a large response.
+    fn chunked(content_type: &'static str, body: Bytes) -> Self {
+        let pieces = (0..body.len())
+            .step_by(64 * 1024)
+            .map(|at| Ok(body.slice(at..(at + 64 * 1024).min(body.len()))))
+            .collect();
+        Self {
+            content_type,
+            pieces,
+        }
+    }
+}
+
+impl Service<Request<String>> for Inner {
     type Response = Response<ScriptedBody>;
     type Error = Infallible;
     type Future = Ready<Result<Self::Response, Infallible>>;
@@ -34,15 +70,12 @@ impl Service<Request<String>> for Scripted {
 
     fn call(&mut self, _: Request<String>) -> Self::Future {
         let pieces: Vec<Piece> = self
-            .0
+            .pieces
             .iter()
-            .map(|piece| match piece {
-                Ok(text) => Ok(Frame::data(Bytes::from_static(text.as_bytes()))),
-                Err(err) => Err((*err).to_owned()),
-            })
+            .map(|piece| piece.clone().map(Frame::data))
             .collect();
         let response = Response::builder()
-            .header("content-type", "text/event-stream")
+            .header("content-type", self.content_type)
             .body(StreamBody::new(stream::iter(pieces)))
             .unwrap();
         std::future::ready(Ok(response))
@@ -59,7 +92,7 @@ async fn through_layer(
     for (name, value) in &mcp_framing::http::opt_in_headers(key, true) {
         request = request.header(name, value);
     }
-    let mut service = FramingLayer::new().layer(Scripted(script));
+    let mut service = FramingLayer::new().layer(Inner::scripted(script));
     let response = service
         .call(request.body(String::new()).unwrap())
         .await
@@ -145,4 +178,129 @@ async fn aborts_when_the_inner_body_ends_before_the_final_response() {
         "{}",
         abort.reason
     );
+}
+
+/// A `tools/call` result message of exactly `len` bytes.
+fn result_of_len(len: usize) -> String {
+    let head = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""#;
+    let tail = r#""}]}}"#;
+    format!("{head}{}{tail}", "x".repeat(len - head.len() - tail.len()))
+}
+
+/// The inner answer carrying `message`: an rmcp SSE event, or a JSON body.
+fn answer(message: &str, sse: bool) -> Inner {
+    if sse {
+        let event = format!("id: 0\nretry: 3000\n\nevent: message\ndata: {message}\n\n");
+        Inner::chunked("text/event-stream", Bytes::from(event))
+    } else {
+        Inner::chunked("application/json", Bytes::from(message.to_owned()))
+    }
+}
+
+/// Sends an opted-in request through `layer` around `inner` and verifies the response as a
+/// client does (`VerifiedResponse`, headers first) with `decoder`.
+async fn verified_through(
+    layer: FramingLayer,
+    inner: Inner,
+    binary: bool,
+    decoder: mcp_framing::DecoderBuilder,
+) -> (
+    Vec<mcp_framing::VerifiedMessage>,
+    Result<(), ReceiveError<String>>,
+) {
+    let key = RequestKey::random();
+    let mut request = Request::builder().method("POST").uri("/mcp");
+    for (name, value) in &mcp_framing::http::opt_in_headers(key, binary) {
+        request = request.header(name, value);
+    }
+    let response = layer
+        .layer(inner)
+        .call(request.body(String::new()).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let mut verified = VerifiedResponse::from_headers(
+        body.into_data_stream(),
+        &parts.headers,
+        decoder.expect_request_key(key).build(),
+    )
+    .expect("a framed response");
+    let mut messages = Vec::new();
+    while let Some(item) = verified.next().await {
+        match item {
+            Ok(Delivery::Message(message)) => messages.push(message),
+            Ok(_) => return (messages, Ok(())),
+            Err(err) => return (messages, Err(err)),
+        }
+    }
+    panic!("a verified response ends with Complete or an error");
+}
+
+#[tokio::test]
+async fn large_tool_results_pass_through_the_layer_up_to_exactly_the_message_limit() {
+    // Before, the layer parsed rmcp's SSE with a 256 KiB event bound: a 300 KiB result came
+    // back as an ABORT "internal error: SSE event data exceeds 262144 bytes", retried for ever.
+    let limit = mcp_framing::DEFAULT_MAX_MESSAGE_SIZE as usize;
+    for len in [300 * 1024, 4 << 20, limit] {
+        let message = result_of_len(len);
+        for sse in [true, false] {
+            for binary in [true, false] {
+                let (messages, end) = verified_through(
+                    FramingLayer::new(),
+                    answer(&message, sse),
+                    binary,
+                    StreamDecoder::builder(),
+                )
+                .await;
+                let what = format!("{len} bytes, inner SSE {sse}, binary {binary}");
+                end.unwrap_or_else(|err| panic!("{what}: {err}"));
+                assert_eq!(messages.len(), 1, "{what}");
+                assert_eq!(messages[0].bytes(), message.as_bytes(), "{what}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_tool_result_one_byte_over_the_message_limit_is_an_abort_with_the_too_large_code() {
+    for (limit, layer) in [
+        (mcp_framing::DEFAULT_MAX_MESSAGE_SIZE, FramingLayer::new()),
+        (1 << 20, FramingLayer::new().max_message_size(1 << 20)),
+    ] {
+        let message = result_of_len(limit as usize + 1);
+        for sse in [true, false] {
+            for binary in [true, false] {
+                let what = format!("limit {limit}, inner SSE {sse}, binary {binary}");
+                let (messages, end) = verified_through(
+                    layer,
+                    answer(&message, sse),
+                    binary,
+                    StreamDecoder::builder(),
+                )
+                .await;
+                assert!(messages.is_empty(), "{what}");
+                let Err(ReceiveError::Decode(DecodeError::PeerAbort(abort))) = end else {
+                    panic!("{what}: expected an ABORT, got {end:?}");
+                };
+                assert_eq!(abort.code, AbortCode::MessageTooLarge, "{what}: {abort}");
+                assert!(abort.reason.contains(&limit.to_string()), "{what}: {abort}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_client_sse_event_bound_follows_its_frame_limit() {
+    // Frames of 1 MiB travel in SSE events of about 1.4 MiB of base64: a client whose decoder
+    // accepts such frames accepts their events (before, its event bound was a fixed 256 KiB).
+    let message = result_of_len(3 << 20);
+    let (messages, end) = verified_through(
+        FramingLayer::new().frame_size(1 << 20),
+        answer(&message, true),
+        false,
+        StreamDecoder::builder().max_frame_payload(1 << 20),
+    )
+    .await;
+    end.unwrap();
+    assert_eq!(messages[0].bytes(), message.as_bytes());
 }

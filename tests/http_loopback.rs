@@ -65,6 +65,9 @@ async fn handler(Query(q): Query<HashMap<String, String>>, headers: HeaderMap) -
                 "application/json",
                 r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
             ),
+            // Nothing in the body looks unframed: only the headers tell.
+            "priming" => ("text/event-stream", "id: 0\nretry: 3000\n\n: ping\n\n"),
+            "empty" => ("text/event-stream", ""),
             _ => (
                 "text/event-stream",
                 "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
@@ -126,25 +129,19 @@ async fn call(addr: SocketAddr, query: &str, binary: bool) -> Received {
         .send()
         .await
         .unwrap();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned());
+    let headers = response.headers().clone();
     let decoder = StreamDecoder::builder().expect_request_key(key).build();
-    let mut verified = match VerifiedResponse::from_content_type(
-        response.bytes_stream(),
-        content_type.as_deref(),
-        decoder,
-    ) {
-        Ok(verified) => verified,
-        Err(err) => {
-            return Received {
-                messages: vec![],
-                outcome: Err(err),
-                comments: 0,
-            };
-        }
-    };
+    let mut verified =
+        match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
+            Ok(verified) => verified,
+            Err(err) => {
+                return Received {
+                    messages: vec![],
+                    outcome: Err(err),
+                    comments: 0,
+                };
+            }
+        };
     let mut messages = Vec::new();
     let mut outcome = Err(ReceiveError::NotFramed { content_type: None });
     while let Some(item) = verified.next().await {
@@ -269,15 +266,21 @@ async fn skips_keep_alive_comments_and_accepts_crlf_line_endings() {
 #[tokio::test]
 async fn fails_closed_when_a_backend_ignores_the_opt_in() {
     let addr = server().await;
-    let received = call(addr, "unframed=json", false).await;
-    assert_eq!(received.outcome.unwrap_err().kind(), "NotFramed");
-    let received = call(addr, "unframed=sse", false).await;
-    let err = received.outcome.unwrap_err();
-    assert!(matches!(err, ReceiveError::Sse(_)), "{err}");
-    assert!(
-        received.messages.is_empty(),
-        "nothing unframed is delivered"
-    );
+    // Decided from the response headers (no `Mcp-Framing`), before the body: a contract
+    // violation whatever the body holds, never a truncation (SPEC.md §16).
+    for kind in ["json", "sse", "priming", "empty"] {
+        let received = call(addr, &format!("unframed={kind}"), false).await;
+        let err = received.outcome.unwrap_err();
+        assert!(
+            matches!(err, ReceiveError::NotFramed { .. }),
+            "{kind}: {err}"
+        );
+        assert!(!err.is_abandoned(), "{kind}");
+        assert!(
+            received.messages.is_empty(),
+            "nothing unframed is delivered"
+        );
+    }
 }
 
 #[tokio::test]

@@ -15,8 +15,13 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ServiceError, ServiceExt};
 
+mod metrics_support;
 #[path = "rmcp_support/mod.rs"]
 mod rmcp_support;
+use mcp_framing::telemetry::{
+    CLIENT_OPERATION_DURATION, CLIENT_RESPONSES, CLIENT_RETRY_DECISIONS, CLIENT_TRUNCATIONS,
+};
+use metrics_support::Recorded;
 use rmcp_support::{framed_service, render_report_call};
 
 /// The test proxy: cuts response bodies after `limit` bytes (`usize::MAX`: never) and counts
@@ -93,6 +98,8 @@ async fn rmcp_client_gets_a_verified_result_through_the_layer() {
     let cut = new_cut();
     let addr = server(cut.clone()).await;
     for binary in [false, true] {
+        let metrics = Recorded::new();
+        let _recording = metrics.install_local(); // this runtime's tasks run on this thread
         let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
         let stats = client.stats();
         let result = call(addr, client, &cut, usize::MAX)
@@ -109,6 +116,27 @@ async fn rmcp_client_gets_a_verified_result_through_the_layer() {
         assert_eq!(stats.abandoned(), 0);
         // The tool's log notification came before its result, verified on the same stream.
         assert_eq!(stats.verified_messages(), stats.complete() + 1, "{stats:?}");
+        // Through the metrics facade: every response clean, one tool call timed, no error.
+        let port = addr.port().to_string();
+        assert_eq!(
+            metrics.counter(CLIENT_RESPONSES, &[("outcome", "clean")]),
+            stats.complete()
+        );
+        assert_eq!(metrics.counter(CLIENT_TRUNCATIONS, &[]), 0);
+        let call = [
+            ("mcp.method.name", "tools/call"),
+            ("gen_ai.tool.name", "render_report"),
+            ("server.address", "127.0.0.1"),
+            ("server.port", port.as_str()),
+        ];
+        let durations = metrics.histogram(CLIENT_OPERATION_DURATION, &call);
+        assert_eq!(durations.len(), 1, "one tools/call timed");
+        assert!(durations[0] > 0.0);
+        assert!(
+            metrics
+                .histogram(CLIENT_OPERATION_DURATION, &[("error.type", "abandoned")])
+                .is_empty()
+        );
     }
 }
 
@@ -133,8 +161,9 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
             total - sentinel,
             total - 1,
         ] {
-            let metrics = Arc::new(mcp_framing::FramingMetrics::new());
-            let client = client().metrics(metrics.clone());
+            let metrics = Recorded::new();
+            let _recording = metrics.install_local(); // this runtime's tasks run on this thread
+            let client = client();
             let stats = client.stats();
             let (result, _) = call(addr, client, &cut, limit).await;
             let Err(ServiceError::McpError(error)) = result else {
@@ -154,13 +183,31 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
             assert!(error.message.starts_with("mcp-framing: response abandoned"));
             assert_eq!(outcome["retryDecision"], "retry", "keyed, so retryable");
             assert_eq!(stats.abandoned(), 1, "cut at {limit}");
-            // Issue 3's counters: the handshake was clean, the cut call abandoned.
-            let snapshot = metrics.snapshot();
+            // Through the metrics facade: the handshake was clean, the cut call abandoned,
+            // counted as a truncation, judged retryable, and timed with `error.type`.
+            let responses = |outcome| metrics.counter(CLIENT_RESPONSES, &[("outcome", outcome)]);
             assert_eq!(
-                (snapshot.clean, snapshot.abandoned),
+                (responses("clean"), responses("abandoned")),
                 (1, 1),
                 "cut at {limit}"
             );
+            assert_eq!(
+                metrics.counter(CLIENT_TRUNCATIONS, &[("mcp.method.name", "tools/call")]),
+                1
+            );
+            assert_eq!(
+                metrics.counter(CLIENT_RETRY_DECISIONS, &[("decision", "retry")]),
+                1
+            );
+            let failed = metrics.histogram(
+                CLIENT_OPERATION_DURATION,
+                &[
+                    ("mcp.method.name", "tools/call"),
+                    ("gen_ai.tool.name", "render_report"),
+                    ("error.type", "abandoned"),
+                ],
+            );
+            assert_eq!(failed.len(), 1, "cut at {limit}");
         }
     }
 }

@@ -36,7 +36,9 @@ fn streams() -> impl Strategy<Value = (Vec<Vec<u8>>, usize, Option<RequestKey>)>
     (
         prop::collection::vec(prop::collection::vec(any::<u8>(), 0..100), 0..4),
         1usize..48,
-        prop::option::of(any::<[u8; 16]>().prop_map(RequestKey::from_bytes)),
+        prop::option::of(
+            any::<[u8; 16]>().prop_filter_map("non-zero key", |b| RequestKey::try_from(b).ok()),
+        ),
     )
 }
 

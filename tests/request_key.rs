@@ -106,3 +106,39 @@ fn echoed_request_key_is_accepted_and_another_one_is_cross_wired() {
     assert_eq!((outcome.received.frames, outcome.received.messages), (1, 0));
     assert_eq!(outcome.head, None);
 }
+
+#[test]
+fn the_all_zero_request_key_is_refused_wherever_a_key_is_read() {
+    // On the wire, 16 zero bytes in HEAD mean "the request carried no key" (SPEC.md §3, §10):
+    // a key with that value would be read back as none, so it cannot be a key.
+    let zeros = "0".repeat(32);
+    assert!(zeros.parse::<RequestKey>().is_err());
+    assert!(serde_json::from_value::<RequestKey>(serde_json::json!(zeros)).is_err());
+    let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"_meta": {REQUEST_KEY_META: zeros}}});
+    assert!(matches!(
+        request_key(&request),
+        Err(RequestKeyError::InvalidKey(_))
+    ));
+    assert!(RequestKey::try_from([0; 16]).is_err());
+    assert!(std::panic::catch_unwind(|| RequestKey::from_bytes([0; 16])).is_err());
+    let mut one = [0; 16];
+    one[15] = 1;
+    assert_eq!(
+        RequestKey::from_bytes(one).to_string(),
+        format!("{}01", "0".repeat(30))
+    );
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn a_server_rejects_an_opt_in_whose_key_is_all_zero() {
+    use mcp_framing::http::{OptIn, OptInError};
+    let mut headers = http::HeaderMap::new();
+    headers.insert("mcp-framing", "1".parse().unwrap());
+    headers.insert("mcp-framing-request-key", "0".repeat(32).parse().unwrap());
+    assert_eq!(
+        OptIn::from_headers(&headers),
+        Err(OptInError::InvalidRequestKey)
+    );
+}

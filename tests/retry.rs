@@ -112,33 +112,51 @@ fn ambiguous_close_is_retried_only_for_idempotent_requests_after_an_explicit_opt
 }
 
 #[test]
-fn server_abort_follows_the_abandoned_rule_unless_cancelled_or_too_large() {
+fn server_abort_is_decided_by_its_code() {
+    // SPEC.md §3.1 and §11.6: the code says whether a retry can help.
     let keyed = RequestTraits::keyed(RequestKey::random());
-    for code in [
-        AbortCode::Overloaded,
-        AbortCode::UpstreamFailed,
-        AbortCode::InternalError,
-    ] {
+    let idempotent = RequestTraits::idempotent();
+    // Transient: overloaded or shutting down, an upstream dependency failed. Retried when
+    // repeating the request is harmless, surfaced otherwise.
+    for code in [AbortCode::Overloaded, AbortCode::UpstreamFailed] {
         assert_eq!(
             decide(&aborted(code), &keyed),
             RetryDecision::Retry(RetryReason::Keyed)
+        );
+        assert_eq!(
+            decide(&aborted(code), &idempotent),
+            RetryDecision::Retry(RetryReason::Idempotent)
         );
         assert_eq!(
             decide(&aborted(code), &PLAIN),
             RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown)
         );
     }
-    assert_eq!(
-        decide(&aborted(AbortCode::Cancelled), &keyed),
-        RetryDecision::DoNotRetry(RetryReason::Cancelled)
-    );
-    assert_eq!(
-        decide(
-            &aborted(AbortCode::MessageTooLarge),
-            &RequestTraits::idempotent()
-        ),
-        RetryDecision::DoNotRetry(RetryReason::WouldRepeat)
-    );
+    // Deterministic server-side failures: a retry would fail the same way.
+    for code in [AbortCode::InternalError, AbortCode::MessageTooLarge] {
+        for request in [keyed, idempotent, PLAIN] {
+            assert_eq!(
+                decide(&aborted(code), &request),
+                RetryDecision::DoNotRetry(RetryReason::WouldRepeat),
+                "{code}"
+            );
+        }
+    }
+    for request in [keyed, idempotent, PLAIN] {
+        assert_eq!(
+            decide(&aborted(AbortCode::Cancelled), &request),
+            RetryDecision::DoNotRetry(RetryReason::Cancelled)
+        );
+        // No known reason (unspecified, or a reserved code): neither a retry nor finality is
+        // implied, so the caller decides.
+        for code in [AbortCode::Unspecified, AbortCode::from(700)] {
+            assert_eq!(
+                decide(&aborted(code), &request),
+                RetryDecision::SurfaceToCaller(RetryReason::UnknownAbort),
+                "{code}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -8,13 +8,16 @@ use futures::{StreamExt, executor::block_on, stream};
 use mcp_framing::frame::HEADER_LEN;
 use mcp_framing::http::{Delivery, Mapping, ReceiveError, VerifiedResponse};
 use mcp_framing::sse::{DEFAULT_MAX_EVENT_DATA, SseError, SseFrameDecoder, SseFrameEncoder};
+use mcp_framing::telemetry;
 use mcp_framing::{
-    AttemptContext, DecodeError, FramingMetrics, MappingViolation, Outcome, RequestKey,
-    RequestTraits, RetryDecision, RetryPolicy, RetryReason, StreamDecoder, Verdict,
+    AttemptContext, DecodeError, MappingViolation, Outcome, RequestKey, RequestTraits,
+    RetryDecision, RetryPolicy, RetryReason, StreamDecoder, Verdict,
 };
 use proptest::prelude::*;
 
 mod common;
+mod metrics_support;
+use metrics_support::Recorded;
 
 use common::{encode_messages as binary, frame_spans};
 
@@ -180,7 +183,7 @@ fn unframed_responses_and_sse_errors_are_contract_violations_that_are_not_retrie
         content_type: Some("application/json".into()),
     };
     let sse = ReceiveError::<std::io::Error>::Sse(SseError::InvalidBase64 { event: 3 });
-    let metrics = FramingMetrics::new();
+    let metrics = Recorded::new();
     for err in [not_framed, sse] {
         let outcome = err.outcome().expect("every receive error has an outcome");
         assert!(
@@ -207,15 +210,21 @@ fn unframed_responses_and_sse_errors_are_contract_violations_that_are_not_retrie
                 RetryDecision::DoNotRetry(RetryReason::ContractViolation)
             );
         }
-        metrics.record(&outcome, &AttemptContext::default());
+        metrics.run(|| telemetry::record_outcome(&outcome, &AttemptContext::default()));
     }
-    assert_eq!(metrics.snapshot().contract_violation, 2);
+    assert_eq!(
+        metrics.counter(
+            telemetry::CLIENT_RESPONSES,
+            &[("outcome", "contract_violation")]
+        ),
+        2
+    );
 
-    // Through `from_content_type`, as a client sees a backend that ignored the opt-in.
+    // Through `from_headers`, as a client sees a backend that ignored the opt-in.
     let body = stream::empty::<Result<Bytes, std::io::Error>>();
-    let err =
-        VerifiedResponse::from_content_type(body, Some("application/json"), StreamDecoder::new())
-            .unwrap_err();
+    let mut headers = http::HeaderMap::new();
+    headers.insert("content-type", "application/json".parse().unwrap());
+    let err = VerifiedResponse::from_headers(body, &headers, StreamDecoder::new()).unwrap_err();
     assert_eq!(
         err.outcome().unwrap().verdict,
         Verdict::MappingViolation(MappingViolation::NotFramed {

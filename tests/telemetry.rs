@@ -1,14 +1,20 @@
-//! Telemetry: a `tracing` event with structured fields per outcome, and counters.
+//! Telemetry: a `tracing` event with structured fields per outcome, and metrics through the
+//! `metrics` facade.
 
+mod metrics_support;
 mod outcome_support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use mcp_framing::{
-    AttemptContext, DiscoveryMode, FramingMetrics, Outcome, RequestKey, RequestTraits, RetryPolicy,
-    StreamDecoder,
+use mcp_framing::telemetry::{
+    self, CLIENT_INCOMPLETE_BYTES, CLIENT_OPEN_MESSAGE_BYTES, CLIENT_RESPONSES, CLIENT_RETRIES,
+    CLIENT_RETRY_DECISIONS, CLIENT_TRUNCATIONS,
 };
+use mcp_framing::{
+    AttemptContext, DiscoveryMode, Outcome, RequestKey, RequestTraits, RetryPolicy, StreamDecoder,
+};
+use metrics_support::Recorded;
 use outcome_support::{complete_stream, final_result};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
@@ -69,12 +75,12 @@ fn truncated_outcome(key: RequestKey) -> (Outcome, mcp_framing::StreamHead) {
 fn abandoned_outcome_emits_a_warning_with_every_structured_field() {
     let key = RequestKey::random();
     let (outcome, head) = truncated_outcome(key);
-    let metrics = FramingMetrics::new();
     let ctx = AttemptContext::default()
         .request_key(key)
         .endpoint("https://mcp.example.com/mcp")
+        .method("tools/call")
         .attempt(1);
-    let events = capture(|| metrics.record(&outcome, &ctx));
+    let events = capture(|| telemetry::record_outcome(&outcome, &ctx));
     assert_eq!(events.len(), 1);
     let e = &events[0];
     assert_eq!(e.level, tracing::Level::WARN);
@@ -90,9 +96,10 @@ fn abandoned_outcome_emits_a_warning_with_every_structured_field() {
         f["last_sequence"],
         head.initial_sequence().wrapping_add(5).to_string()
     );
-    assert_eq!(f["request_key"], key.to_string());
+    assert_eq!(f["request_key"], key.fingerprint().to_string());
     assert_eq!(f["attempt_id"], head.attempt_id.to_string());
     assert_eq!(f["endpoint"], "https://mcp.example.com/mcp");
+    assert_eq!(f["method"], "tools/call");
     assert_eq!(f["attempt"], "1");
     assert!(
         f["detail"].contains("truncated between messages"),
@@ -106,8 +113,11 @@ fn abandoned_outcome_emits_a_warning_with_every_structured_field() {
 fn request_key_falls_back_to_the_echo_in_the_stream_head() {
     let key = RequestKey::random();
     let (outcome, _) = truncated_outcome(key);
-    let events = capture(|| FramingMetrics::new().record(&outcome, &AttemptContext::default()));
-    assert_eq!(events[0].fields["request_key"], key.to_string());
+    let events = capture(|| telemetry::record_outcome(&outcome, &AttemptContext::default()));
+    assert_eq!(
+        events[0].fields["request_key"],
+        key.fingerprint().to_string()
+    );
     assert!(
         !events[0].fields.contains_key("endpoint"),
         "unknown endpoint is left empty"
@@ -120,19 +130,25 @@ fn clean_outcome_is_recorded_at_debug_level() {
     let mut decoder = StreamDecoder::new();
     let last = final_result(&mut decoder, &wire);
     let outcome = Outcome::from_decoder(&decoder, &last);
-    let metrics = FramingMetrics::new();
-    let events = capture(|| metrics.record(&outcome, &AttemptContext::default()));
+    let metrics = Recorded::new();
+    let events =
+        capture(|| metrics.run(|| telemetry::record_outcome(&outcome, &AttemptContext::default())));
     assert_eq!(events[0].level, tracing::Level::DEBUG);
     assert_eq!(events[0].fields["outcome"], "clean");
     assert_eq!(events[0].fields["regime"], "A");
-    assert_eq!(metrics.snapshot().clean, 1);
-    assert_eq!(metrics.snapshot().incomplete_bytes, 0);
+    assert_eq!(
+        metrics.counter(CLIENT_RESPONSES, &[("outcome", "clean")]),
+        1
+    );
+    assert_eq!(metrics.counter(CLIENT_RESPONSES, &[("regime", "A")]), 1);
+    assert_eq!(metrics.counter(CLIENT_INCOMPLETE_BYTES, &[]), 0);
+    assert_eq!(metrics.counter(CLIENT_TRUNCATIONS, &[]), 0);
 }
 
 #[test]
 fn ambiguous_close_emits_a_warning_naming_regime_c() {
     let outcome = Outcome::unframed_close(DiscoveryMode::Stateless, 77);
-    let events = capture(|| FramingMetrics::new().record(&outcome, &AttemptContext::default()));
+    let events = capture(|| telemetry::record_outcome(&outcome, &AttemptContext::default()));
     assert_eq!(events[0].level, tracing::Level::WARN);
     assert_eq!(events[0].fields["outcome"], "ambiguous");
     assert_eq!(events[0].fields["regime"], "C");
@@ -143,42 +159,61 @@ fn ambiguous_close_emits_a_warning_naming_regime_c() {
 #[test]
 fn truncation_still_counts_when_the_retry_succeeds() {
     let key = RequestKey::random();
-    let metrics = FramingMetrics::new();
+    let metrics = Recorded::new();
     let request = RequestTraits::keyed(key);
-    // Attempt 1: truncated, recorded, retried.
     let (first, _) = truncated_outcome(key);
-    metrics.record(
-        &first,
-        &AttemptContext::default().request_key(key).attempt(1),
-    );
-    let decision = RetryPolicy::default().decide(&first, &request);
-    assert!(decision.is_retry());
-    metrics.record_decision(&decision);
-    // Attempt 2: complete.
-    let (_, wire) = complete_stream(Some(key));
-    let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
-    let last = final_result(&mut decoder, &wire);
-    let second = Outcome::from_decoder(&decoder, &last);
-    metrics.record(
-        &second,
-        &AttemptContext::default().request_key(key).attempt(2),
-    );
-    metrics.record_decision(&RetryPolicy::default().decide(&second, &request));
-
-    let s = metrics.snapshot();
+    metrics.run(|| {
+        // Attempt 1: truncated, recorded, retried.
+        let ctx = AttemptContext::default()
+            .request_key(key)
+            .method("tools/call")
+            .attempt(1);
+        telemetry::record_outcome(&first, &ctx);
+        let decision = RetryPolicy::default().decide(&first, &request);
+        assert!(decision.is_retry());
+        telemetry::record_decision(&decision, &ctx);
+        telemetry::record_retry(&decision, &ctx.attempt(2));
+        // Attempt 2: complete.
+        let (_, wire) = complete_stream(Some(key));
+        let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
+        let last = final_result(&mut decoder, &wire);
+        let second = Outcome::from_decoder(&decoder, &last);
+        telemetry::record_outcome(&second, &ctx.attempt(2));
+    });
+    let counter = |name, labels: &[(&str, &str)]| metrics.counter(name, labels);
+    assert_eq!(counter(CLIENT_RESPONSES, &[("outcome", "abandoned")]), 1);
+    assert_eq!(counter(CLIENT_RESPONSES, &[("outcome", "clean")]), 1);
     assert_eq!(
-        (s.abandoned, s.clean, s.retried, s.not_retried),
-        (1, 1, 1, 1)
+        counter(CLIENT_TRUNCATIONS, &[("at", "between_messages")]),
+        1
     );
-    assert_eq!(s.incomplete_bytes, first.received.bytes);
-    let exported: BTreeMap<_, _> = s.iter().collect();
-    assert_eq!(exported["abandoned"], 1);
-    assert_eq!(exported.len(), 12);
-    assert_eq!(serde_json::to_value(s).unwrap()["retried"], 1);
+    assert_eq!(
+        counter(
+            CLIENT_RETRY_DECISIONS,
+            &[("decision", "retry"), ("reason", "keyed")]
+        ),
+        1
+    );
+    assert_eq!(
+        counter(
+            CLIENT_RETRIES,
+            &[("reason", "keyed"), ("mcp.method.name", "tools/call")]
+        ),
+        1
+    );
+    assert_eq!(
+        counter(CLIENT_INCOMPLETE_BYTES, &[("outcome", "abandoned")]),
+        first.received.bytes
+    );
+    assert_eq!(
+        counter(CLIENT_OPEN_MESSAGE_BYTES, &[]),
+        0,
+        "cut between messages"
+    );
 }
 
 #[test]
-fn every_verdict_has_its_own_counter() {
+fn every_verdict_has_its_own_outcome_label() {
     use mcp_framing::{Abort, AbortCode, DecodeError};
     let key = RequestKey::random();
     let outcomes = [
@@ -206,39 +241,62 @@ fn every_verdict_has_its_own_counter() {
         })),
         Outcome::unframed_close(DiscoveryMode::Sticky, 0),
     ];
-    let metrics = FramingMetrics::new();
-    for (i, outcome) in outcomes.iter().enumerate() {
-        for _ in 0..=i {
-            metrics.record(outcome, &AttemptContext::default());
+    let metrics = Recorded::new();
+    metrics.run(|| {
+        for (i, outcome) in outcomes.iter().enumerate() {
+            for _ in 0..=i {
+                telemetry::record_outcome(outcome, &AttemptContext::default());
+            }
         }
-    }
-    let s = metrics.snapshot();
-    let got = [
-        s.clean,
-        s.abandoned,
-        s.aborted,
-        s.corrupt,
-        s.spliced,
-        s.cross_wired,
-        s.contract_violation,
-        s.ambiguous,
+    });
+    let names = [
+        "clean",
+        "abandoned",
+        "aborted",
+        "corrupt",
+        "spliced",
+        "cross_wired",
+        "contract_violation",
+        "ambiguous",
     ];
+    let got: Vec<u64> = names
+        .iter()
+        .map(|name| metrics.counter(CLIENT_RESPONSES, &[("outcome", name)]))
+        .collect();
     assert_eq!(got, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(
+        metrics.counter(CLIENT_TRUNCATIONS, &[("at", "no_frame")]),
+        2
+    );
 }
 
 #[test]
-fn global_metrics_are_shared_across_threads() {
-    let before = FramingMetrics::global().snapshot().ambiguous;
-    let threads: Vec<_> = (0..4)
-        .map(|_| {
-            std::thread::spawn(|| {
-                let outcome = Outcome::unframed_close(DiscoveryMode::Stateless, 1);
-                FramingMetrics::global().record(&outcome, &AttemptContext::default());
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
+fn request_keys_are_traced_as_fingerprints_never_in_full() {
+    // With deduplication a request key can replay a stored result: logs must not carry it.
+    let key = RequestKey::random();
+    let (outcome, _) = truncated_outcome(key);
+    for ctx in [
+        AttemptContext::default().request_key(key),
+        AttemptContext::default(), // the key echoed in the stream head
+    ] {
+        let events = capture(|| {
+            telemetry::record_outcome(&outcome, &ctx);
+            let decision = RetryPolicy::default().decide(&outcome, &RequestTraits::keyed(key));
+            telemetry::record_decision(&decision, &ctx);
+            telemetry::record_retry(&decision, &ctx.attempt(2));
+        });
+        assert_eq!(events.len(), 3);
+        for event in &events {
+            for (name, value) in &event.fields {
+                assert!(
+                    !value.contains(&key.to_string()),
+                    "field {name} shows the full request key: {value}"
+                );
+            }
+        }
+        assert_eq!(
+            events[0].fields["request_key"],
+            key.fingerprint().to_string()
+        );
     }
-    assert!(FramingMetrics::global().snapshot().ambiguous >= before + 4);
 }

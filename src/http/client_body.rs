@@ -12,7 +12,7 @@ use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::{Event, StreamSummary, VerifiedMessage};
 use crate::outcome::{MappingViolation, Outcome};
-use crate::sse::{SseError, SseFrameDecoder};
+use crate::sse::{SseError, SseFrameDecoder, event_data_limit};
 
 /// What a [`VerifiedResponse`] yields.
 ///
@@ -42,8 +42,10 @@ pub enum Delivery {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReceiveError<E> {
-    /// The client opted in but the response is not framed (a backend that ignored the opt-in,
-    /// or a proxy that rewrote the response): fail closed, nothing in it is trusted.
+    /// The client opted in but the response is not framed: its headers lack `Mcp-Framing` or
+    /// carry a content type of neither mapping (a backend that ignored the opt-in, or a proxy
+    /// that rewrote the response), whatever its body holds. Fail closed, nothing in it is
+    /// trusted (SPEC.md §16).
     #[error(
         "response is not framed (content-type {content_type:?}) although framing was requested"
     )]
@@ -218,7 +220,9 @@ impl<S> fmt::Debug for VerifiedResponse<S> {
 
 impl<S> VerifiedResponse<S> {
     /// Verifies `body`, carried in `mapping`, with `decoder` (configure its limits and the
-    /// expected request key with [`StreamDecoder::builder`]).
+    /// expected request key with [`StreamDecoder::builder`]). In the SSE mapping, the bound on
+    /// one event's data follows the decoder's frame limit
+    /// ([`event_data_limit`](crate::sse::event_data_limit), SPEC.md §15).
     ///
     /// # Examples
     ///
@@ -227,7 +231,9 @@ impl<S> VerifiedResponse<S> {
         Self {
             body,
             mapping,
-            sse: SseFrameDecoder::new(),
+            sse: SseFrameDecoder::with_max_event_data(event_data_limit(
+                decoder.max_frame_payload(),
+            )),
             decoder,
             buf: BytesMut::new(),
             sse_error: None,
@@ -236,6 +242,31 @@ impl<S> VerifiedResponse<S> {
             done: false,
             outcome: None,
         }
+    }
+
+    /// Bounds the data of one SSE event at `max` bytes instead of the bound derived from the
+    /// decoder's frame limit (for a transport configured with its own event limit, such as
+    /// rmcp's `max_sse_event_size`). Call it before the first poll: it replaces the SSE parser.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use mcp_framing::http::{Mapping, ReceiveError, VerifiedResponse};
+    /// use mcp_framing::sse::SseError;
+    /// use mcp_framing::StreamDecoder;
+    /// # tokio_test::block_on(async {
+    /// let body = format!("event: mcp-frame\ndata: {}\n\n", "A".repeat(2048));
+    /// let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+    /// let mut response = VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).max_event_data(1024);
+    /// let Some(Err(ReceiveError::Sse(err))) = response.next().await else { panic!() };
+    /// assert_eq!(err, SseError::EventTooLarge { max: 1024 });
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn max_event_data(mut self, max: usize) -> Self {
+        self.sse = SseFrameDecoder::with_max_event_data(max);
+        self
     }
 
     /// The classification of the response (issue 3's [`Outcome`]: clean, abandoned with what was
@@ -334,7 +365,45 @@ impl<S, E> VerifiedResponse<S>
 where
     S: Stream<Item = Result<Bytes, E>>,
 {
-    /// Like [`new`](Self::new), with the mapping taken from the response's `Content-Type`.
+    /// Like [`new`](Self::new), with the mapping decided from the response headers before the
+    /// body is read ([`Mapping::from_response_headers`], SPEC.md §16): the `Content-Type` of a
+    /// mapping and the `Mcp-Framing` header naming our version.
+    ///
+    /// # Errors
+    ///
+    /// [`ReceiveError::NotFramed`] when the response is not framed: a backend that ignored the
+    /// opt-in answered `application/json`, or plain SSE (even one whose body holds only a
+    /// priming event or comments), or an empty body. A contract violation, never a truncation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::StreamDecoder;
+    /// use mcp_framing::http::{Mapping, VerifiedResponse, response_headers};
+    /// let body = || futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
+    /// assert!(VerifiedResponse::from_headers(body(), &response_headers(Mapping::Sse), StreamDecoder::new()).is_ok());
+    ///
+    /// let mut plain_sse = http::HeaderMap::new();
+    /// plain_sse.insert("content-type", "text/event-stream".parse().unwrap());
+    /// let err = VerifiedResponse::from_headers(body(), &plain_sse, StreamDecoder::new()).unwrap_err();
+    /// assert_eq!(err.kind(), "NotFramed");
+    /// ```
+    pub fn from_headers(
+        body: S,
+        headers: &http::HeaderMap,
+        decoder: StreamDecoder,
+    ) -> Result<Self, ReceiveError<E>> {
+        match Mapping::from_response_headers(headers) {
+            Some(mapping) => Ok(Self::new(body, mapping, decoder)),
+            None => Err(ReceiveError::NotFramed {
+                content_type: headers
+                    .get(http::header::CONTENT_TYPE)
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+            }),
+        }
+    }
+
+    /// Like [`new`](Self::new), with the mapping taken from the response's `Content-Type` only.
     ///
     /// # Errors
     ///
@@ -344,12 +413,18 @@ where
     /// # Examples
     ///
     /// ```
+    /// # #![allow(deprecated)]
     /// use mcp_framing::StreamDecoder;
     /// use mcp_framing::http::VerifiedResponse;
     /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
     /// let err = VerifiedResponse::from_content_type(body, Some("application/json"), StreamDecoder::new()).unwrap_err();
     /// assert_eq!(err.kind(), "NotFramed");
     /// ```
+    #[deprecated(
+        note = "a server that ignored the opt-in and answered plain `text/event-stream` passes \
+                this check, and its body is then reported as a truncation; use `from_headers`, \
+                which also requires the `Mcp-Framing` response header (SPEC.md §16)"
+    )]
     pub fn from_content_type(
         body: S,
         content_type: Option<&str>,

@@ -81,8 +81,38 @@ impl Mapping {
         }
     }
 
+    /// The mapping of a response to a request that opted in, decided from its headers alone,
+    /// before any byte of the body (SPEC.md §16): `Some` only if its `Content-Type` is one of the
+    /// two mappings' **and** its [`OPT_IN_HEADER`] (`Mcp-Framing`) names the version this crate
+    /// speaks. Anything else is not framed, whatever its body holds (a JSON result, an SSE body
+    /// with only a priming event or comments, an empty body): a backend that ignored the opt-in,
+    /// never a truncation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::http::{Mapping, response_headers};
+    /// assert_eq!(Mapping::from_response_headers(&response_headers(Mapping::Sse)), Some(Mapping::Sse));
+    ///
+    /// // A server that ignored the opt-in answers plain SSE: not framed.
+    /// let mut plain = http::HeaderMap::new();
+    /// plain.insert("content-type", "text/event-stream".parse().unwrap());
+    /// assert_eq!(Mapping::from_response_headers(&plain), None);
+    /// ```
+    #[must_use]
+    pub fn from_response_headers(headers: &http::HeaderMap) -> Option<Self> {
+        let version = headers.get(OPT_IN_HEADER)?.to_str().ok()?;
+        if version.trim() != VERSION_TOKEN {
+            return None;
+        }
+        let content_type = headers.get(http::header::CONTENT_TYPE)?.to_str().ok();
+        Self::from_content_type(content_type)
+    }
+
     /// The mapping a response `Content-Type` announces, if it is one of ours. Anything else
-    /// (e.g. `application/json`) is not a framed body.
+    /// (e.g. `application/json`) is not a framed body. A client decides with
+    /// [`from_response_headers`](Self::from_response_headers), which also requires the
+    /// `Mcp-Framing` response header.
     ///
     /// # Examples
     ///

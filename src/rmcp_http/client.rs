@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -12,15 +13,19 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
 };
 use serde_json::{Value, json};
 
-use super::{OUTCOME_DATA_KEY, is_final_response};
-use crate::decoder::StreamDecoder;
-use crate::http::{Delivery, Mapping, ReceiveError, VerifiedResponse, opt_in_headers};
+use super::{OUTCOME_DATA_KEY, SseItem, is_final_response};
+use crate::decoder::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD, StreamDecoder};
+use crate::frame::HEADER_LEN;
+use crate::http::{Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
-use crate::telemetry::{AttemptContext, FramingMetrics};
+use crate::retry::{RequestTraits, RetryDecision, RetryPolicy};
+use crate::sse::event_data_limit;
+use crate::telemetry::{self, AttemptContext};
 
 /// Counters a [`FramingHttpClient`] keeps (shared by its clones).
 ///
@@ -66,7 +71,8 @@ impl ClientStats {
     pub fn abandoned(&self) -> u64 {
         self.abandoned.load(Ordering::Relaxed)
     }
-    /// Responses that failed otherwise (aborted by the server, corrupt, unframed).
+    /// Responses that failed otherwise (aborted by the server, corrupt, unframed, or carrying a
+    /// verified message that is not UTF-8).
     ///
     /// # Examples
     ///
@@ -83,8 +89,8 @@ impl ClientStats {
 ///
 /// ```
 /// use mcp_framing::rmcp_http::FramingClientError;
-/// let err = FramingClientError::NotFramed { content_type: None };
-/// assert!(err.to_string().contains("not framed"));
+/// let err = FramingClientError::from(serde_json::from_str::<u8>("x").unwrap_err());
+/// assert!(err.to_string().starts_with("serialize request: "));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -98,14 +104,13 @@ pub enum FramingClientError {
     /// The request key could not be written into `params._meta`.
     #[error("request key: {0}")]
     RequestKey(#[from] crate::request::RequestKeyError),
-    /// A request's response was not framed although the client opted in (fail closed).
+    /// A JSON-RPC response arrived on the standalone GET stream. Responses are framed and
+    /// verified on the POST that asked for them; one on the GET stream (a replay after a
+    /// reconnection, a misbehaving server) cannot be verified, so the stream ends there.
     #[error(
-        "response is not framed (content-type {content_type:?}) although framing was requested"
+        "a JSON-RPC response on the GET stream cannot be verified (responses are framed on the POST that asked for them)"
     )]
-    NotFramed {
-        /// The response's content type.
-        content_type: Option<String>,
-    },
+    ResponseOnGetStream,
 }
 
 /// rmcp's `StreamableHttpClient` over reqwest that opts in to framing and hands rmcp only
@@ -130,7 +135,6 @@ pub struct FramingHttpClient {
     http: reqwest::Client,
     binary: bool,
     stats: Arc<ClientStats>,
-    metrics: Option<Arc<FramingMetrics>>,
 }
 
 impl FramingHttpClient {
@@ -145,28 +149,7 @@ impl FramingHttpClient {
             http,
             binary: false,
             stats: Arc::default(),
-            metrics: None,
         }
-    }
-
-    /// Records every response's [`Outcome`] in `metrics` (issue 3's counters and `tracing`
-    /// events), with the request key and the endpoint.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use mcp_framing::FramingMetrics;
-    /// use mcp_framing::rmcp_http::FramingHttpClient;
-    /// let metrics = Arc::new(FramingMetrics::new());
-    /// let client = FramingHttpClient::new(reqwest::Client::new()).metrics(metrics.clone());
-    /// assert_eq!(metrics.snapshot().abandoned, 0);
-    /// # let _ = client;
-    /// ```
-    #[must_use]
-    pub fn metrics(mut self, metrics: Arc<FramingMetrics>) -> Self {
-        self.metrics = Some(metrics);
-        self
     }
 
     /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE.
@@ -194,45 +177,122 @@ impl FramingHttpClient {
     }
 }
 
+/// How a framed response is bounded under rmcp's transport limits (rmcp 3.11
+/// `StreamableHttpResponseLimits`): each framed message is one JSON-RPC message, which rmcp would
+/// otherwise have received as an SSE event or a JSON body, so it is bounded by both limits; in the
+/// SSE mapping the frames are also kept small enough for their events to fit the SSE limit.
+#[derive(Clone, Copy, Debug)]
+struct ReceiveLimits {
+    max_frame_payload: u32,
+    max_message_size: u64,
+    max_event_data: usize,
+}
+
+impl ReceiveLimits {
+    fn new(limits: &StreamableHttpResponseLimits, binary: bool) -> Self {
+        let max_message_size = limits.max_sse_event_size.min(limits.max_json_response_size) as u64;
+        // The largest frame whose event data, 4 * ceil((20 + payload) / 3), fits the SSE limit.
+        let fitting = (limits.max_sse_event_size / 4 * 3).saturating_sub(HEADER_LEN);
+        let max_frame_payload = if binary {
+            DEFAULT_MAX_FRAME_PAYLOAD
+        } else {
+            u32::try_from(fitting)
+                .unwrap_or(u32::MAX)
+                .clamp(MIN_MAX_FRAME_PAYLOAD, DEFAULT_MAX_FRAME_PAYLOAD)
+        };
+        Self {
+            max_frame_payload,
+            max_message_size,
+            max_event_data: event_data_limit(max_frame_payload).min(limits.max_sse_event_size),
+        }
+    }
+
+    fn decoder(&self, key: RequestKey) -> StreamDecoder {
+        StreamDecoder::builder()
+            .max_frame_payload(self.max_frame_payload)
+            .max_message_size(self.max_message_size)
+            .expect_request_key(key)
+            .build()
+    }
+}
+
+/// At most `max` bytes of an error response's body, as diagnostic text (rmcp's
+/// `max_error_response_size`): the body is not drained, and its bytes are shown, never trusted.
+async fn error_text(
+    mut body: impl Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
+    max: usize,
+) -> String {
+    let mut prefix = Vec::new();
+    while prefix.len() < max {
+        match body.next().await {
+            Some(Ok(bytes)) => {
+                let take = bytes.len().min(max - prefix.len());
+                prefix.extend_from_slice(&bytes[..take]);
+            }
+            _ => break,
+        }
+    }
+    // Diagnostics only, never a message: lossy is fine, and the peer-chosen text is shown with
+    // its control characters escaped (SPEC.md §3.1).
+    crate::event::Escaped(&String::from_utf8_lossy(&prefix)).to_string()
+}
+
+/// The JSON-RPC error for the pending request `id`: code `-32603`, `message`, and
+/// `data[OUTCOME_DATA_KEY]` = `data`.
+fn request_error(id: &Value, message: &str, data: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: data}}})
+    .to_string()
+}
+
+/// The JSON-RPC error a caller gets for a verified message that is not UTF-8. JSON-RPC text is
+/// UTF-8 (RFC 8259), and replacing bytes would alter a message whose digest was verified, so
+/// the request fails. The bytes are what the server sent: a retry would get them again.
+fn invalid_utf8_error(id: &Value, key: RequestKey, index: u64, err: std::str::Utf8Error) -> String {
+    let detail = format!(
+        "verified message {index} is not valid UTF-8 (invalid byte at offset {})",
+        err.valid_up_to()
+    );
+    let data = json!({
+        "classification": "invalid_message",
+        "kind": "InvalidUtf8",
+        "detail": detail,
+        "requestKeyFingerprint": key.fingerprint().to_string(),
+        "retryDecision": "do_not_retry",
+    });
+    request_error(id, &format!("mcp-framing: {detail}"), data)
+}
+
 /// The JSON-RPC error a caller gets for a response that did not complete: code `-32603`,
 /// a message naming the classification, and `data[OUTCOME_DATA_KEY]` with its fields.
 fn outcome_error<E: std::error::Error>(
     id: &Value,
     key: RequestKey,
     err: &ReceiveError<E>,
+    outcome: Option<&Outcome>,
+    retry: Option<&RetryDecision>,
 ) -> String {
-    let outcome = err.outcome();
-    let classification = outcome
-        .as_ref()
-        .map_or("contract_violation", |o| o.verdict.name());
-    // Issue 3's retry decision for this request, which carried a key.
-    let retry = outcome.as_ref().map(|o| {
-        crate::retry::RetryPolicy::default().decide(o, &crate::retry::RequestTraits::keyed(key))
-    });
+    let classification = outcome.map_or("contract_violation", |o| o.verdict.name());
     let mut data = json!({
         "classification": classification,
         "kind": err.kind(),
         "detail": err.to_string(),
-        "requestKey": key.to_string(),
-        "retryDecision": retry.as_ref().map_or("do_not_retry", |r| r.name()),
+        "requestKeyFingerprint": key.fingerprint().to_string(),
+        "retryDecision": retry.map_or("do_not_retry", RetryDecision::name),
     });
-    if let Some(outcome) = &outcome {
+    if let Some(outcome) = outcome {
         data["regime"] = format!("{:?}", outcome.regime).into();
         data["framesReceived"] = outcome.received.frames.into();
         data["bytesReceived"] = outcome.received.bytes.into();
         data["messagesVerified"] = outcome.received.messages.into();
         data["openMessageBytes"] = outcome.received.open_message_bytes.into();
     }
-    let message = match &outcome {
+    let message = match outcome {
         Some(outcome) => format!("mcp-framing: response {}", outcome.verdict),
         None => format!("mcp-framing: response failed: {err}"),
     };
-    json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32603, "message": message, "data": {OUTCOME_DATA_KEY: data}}})
-    .to_string()
+    request_error(id, &message, data)
 }
-
-type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
 
 fn message_event(data: String) -> sse_stream::Sse {
     sse_stream::Sse {
@@ -252,30 +312,101 @@ struct Pending<S> {
     id: Value,
     key: RequestKey,
     stats: Arc<ClientStats>,
-    metrics: Option<Arc<FramingMetrics>>,
+    call: CallLabels,
+}
+
+/// What the telemetry records of a request besides its outcome.
+struct CallLabels {
     endpoint: Arc<str>,
+    method: String,
+    tool: Option<String>,
+    started: Instant,
+}
+
+impl CallLabels {
+    fn new(endpoint: Arc<str>, request: &Value) -> Self {
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+        Self {
+            endpoint,
+            method: text(request.get("method")).unwrap_or_default(),
+            tool: text(request.get("params").and_then(|p| p.get("name"))),
+            started: Instant::now(),
+        }
+    }
+
+    fn context(&self, key: RequestKey) -> AttemptContext<'_> {
+        let ctx = AttemptContext::default()
+            .request_key(key)
+            .endpoint(&self.endpoint)
+            .method(&self.method)
+            .attempt(1);
+        match &self.tool {
+            Some(tool) => ctx.tool(tool),
+            None => ctx,
+        }
+    }
+
+    /// Records the request's outcome, the retry decision for it (a request carrying a key)
+    /// and, since this is the request's last attempt, its duration.
+    fn record(
+        &self,
+        key: RequestKey,
+        outcome: &Outcome,
+        error_type: Option<&str>,
+    ) -> RetryDecision {
+        let ctx = self.context(key);
+        telemetry::record_outcome(outcome, &ctx);
+        let decision = RetryPolicy::default().decide(outcome, &RequestTraits::keyed(key));
+        if !outcome.is_clean() {
+            telemetry::record_decision(&decision, &ctx);
+        }
+        telemetry::record_operation(&ctx, self.started.elapsed(), error_type);
+        decision
+    }
+}
+
+/// The JSON-RPC error code of a response message, if it is an error response.
+fn error_code(response: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Response {
+        error: Option<ErrorObject>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ErrorObject {
+        code: i64,
+    }
+    serde_json::from_str::<Response>(response)
+        .ok()?
+        .error
+        .map(|e| e.code)
 }
 
 impl<S> Pending<S>
 where
     S: Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
 {
-    fn record(&self, outcome: Option<&Outcome>) {
-        if let (Some(metrics), Some(outcome)) = (&self.metrics, outcome) {
-            let ctx = AttemptContext::default()
-                .request_key(self.key)
-                .endpoint(&self.endpoint);
-            metrics.record(outcome, &ctx);
-        }
-    }
-
     /// The next message for rmcp, and whether more may follow.
     async fn next_event(&mut self) -> Option<(String, bool)> {
         loop {
             match self.verified.next().await? {
                 Ok(Delivery::Message(message)) => {
+                    let text = match std::str::from_utf8(message.bytes()) {
+                        Ok(text) => text.to_owned(),
+                        Err(err) => {
+                            // Never altered (no lossy replacement): the request fails.
+                            self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                            self.held = None;
+                            let ctx = self.call.context(self.key);
+                            let elapsed = self.call.started.elapsed();
+                            telemetry::record_operation(&ctx, elapsed, Some("invalid_message"));
+                            let index = message.summary().index;
+                            return Some((
+                                invalid_utf8_error(&self.id, self.key, index, err),
+                                false,
+                            ));
+                        }
+                    };
                     self.stats.verified_messages.fetch_add(1, Ordering::Relaxed);
-                    let text = String::from_utf8_lossy(message.bytes()).into_owned();
                     if !is_final_response(&text) {
                         return Some((text, true));
                     }
@@ -284,7 +415,11 @@ where
                 Ok(_) => {
                     // Delivery::Complete: the sentinel arrived.
                     self.stats.complete.fetch_add(1, Ordering::Relaxed);
-                    self.record(self.verified.outcome());
+                    if let Some(outcome) = self.verified.outcome() {
+                        let code = self.held.as_deref().and_then(error_code);
+                        let error_type = code.map(|c| c.to_string());
+                        self.call.record(self.key, outcome, error_type.as_deref());
+                    }
                     return self.held.take().map(|text| (text, false));
                 }
                 Err(err) => {
@@ -294,15 +429,20 @@ where
                         &self.stats.failed
                     };
                     counter.fetch_add(1, Ordering::Relaxed);
-                    self.record(
-                        self.verified
-                            .outcome()
-                            .cloned()
-                            .or_else(|| err.outcome())
-                            .as_ref(),
-                    );
+                    let outcome = self.verified.outcome().cloned().or_else(|| err.outcome());
+                    let decision = outcome.as_ref().map(|outcome| {
+                        self.call
+                            .record(self.key, outcome, Some(outcome.verdict.name()))
+                    });
                     self.held = None;
-                    return Some((outcome_error(&self.id, self.key, &err), false));
+                    let error = outcome_error(
+                        &self.id,
+                        self.key,
+                        &err,
+                        outcome.as_ref(),
+                        decision.as_ref(),
+                    );
+                    return Some((error, false));
                 }
             }
         }
@@ -320,6 +460,54 @@ impl StreamableHttpClient for FramingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    /// Sends `message`, opted in, and verifies the response within `limits` (rmcp 3.11): a
+    /// framed message is bounded by both `max_sse_event_size` and `max_json_response_size`, an
+    /// SSE-mapped frame's event by `max_sse_event_size`, and the diagnostic text kept from an
+    /// error response by `max_error_response_size`.
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        let receive = ReceiveLimits::new(&limits, self.binary);
         let key = RequestKey::random();
         let mut value =
             serde_json::to_value(&message).map_err(|e| StreamableHttpError::Client(e.into()))?;
@@ -365,36 +553,44 @@ impl StreamableHttpClient for FramingHttpClient {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
         if !status.is_success() {
+            let text = error_text(response.bytes_stream(), limits.max_error_response_size).await;
             return Err(StreamableHttpError::UnexpectedServerResponse(
-                format!("HTTP {status}").into(),
+                format!("HTTP {status}: {text}").into(),
             ));
         }
         let Some(id) = request_id else {
             // A notification or a response: nothing is awaited, the body is ignored.
             return Ok(StreamableHttpPostResponse::Accepted);
         };
-        let Some(mapping) = Mapping::from_content_type(content_type.as_deref()) else {
-            self.stats.failed.fetch_add(1, Ordering::Relaxed);
-            return Err(StreamableHttpError::Client(FramingClientError::NotFramed {
-                content_type,
-            }));
+        let call = CallLabels::new(uri, &value);
+        // Decided from the headers, before the body (SPEC.md §16): a response that is not
+        // framed is a contract violation whatever its body holds, never a truncation.
+        let headers = response.headers().clone();
+        let verified =
+            VerifiedResponse::from_headers(response.bytes_stream(), &headers, receive.decoder(key))
+                .map(|verified| verified.max_event_data(receive.max_event_data));
+        let verified = match verified {
+            Ok(verified) => verified,
+            Err(err) => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                let outcome = err.outcome();
+                let decision = outcome
+                    .as_ref()
+                    .map(|outcome| call.record(key, outcome, Some(outcome.verdict.name())));
+                let error = outcome_error(&id, key, &err, outcome.as_ref(), decision.as_ref());
+                let event = Ok(message_event(error));
+                let events = futures_util::stream::iter([event]).boxed();
+                return Ok(StreamableHttpPostResponse::Sse(events, session));
+            }
         };
-        let decoder = StreamDecoder::builder().expect_request_key(key).build();
-        let verified = VerifiedResponse::new(response.bytes_stream(), mapping, decoder);
         let state = Pending {
             verified,
             held: None,
             id,
             key,
             stats: self.stats.clone(),
-            metrics: self.metrics.clone(),
-            endpoint: uri,
+            call,
         };
         let events = futures_util::stream::unfold(Some(state), |state| async move {
             let mut state = state?;
@@ -432,17 +628,84 @@ impl StreamableHttpClient for FramingHttpClient {
 
     async fn get_stream(
         &self,
-        _uri: Arc<str>,
-        _session_id: Option<Arc<str>>,
-        _last_event_id: Option<String>,
-        _auth_header: Option<String>,
-        _custom_headers: HashMap<HeaderName, HeaderValue>,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<
         futures_util::stream::BoxStream<'static, SseItem>,
         StreamableHttpError<FramingClientError>,
     > {
-        // The standalone GET stream carries no response to a request; it is not framed, and a
-        // stateless server offers none.
-        Err(StreamableHttpError::ServerDoesNotSupportSse)
+        let max = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max,
+        )
+        .await
+    }
+
+    /// Opens the standalone GET stream (server-initiated requests and notifications of a
+    /// session): not framed, since it answers no request, so every event is bounded by
+    /// `max_sse_event_size` (rmcp 3.11) and a JSON-RPC response on it ends it with
+    /// [`FramingClientError::ResponseOnGetStream`] (responses are only accepted framed, on
+    /// their POST). A server without one (`405`) is `ServerDoesNotSupportSse`, which rmcp skips.
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<
+        futures_util::stream::BoxStream<'static, SseItem>,
+        StreamableHttpError<FramingClientError>,
+    > {
+        let mut request = self
+            .http
+            .get(uri.as_ref())
+            .header(http::header::ACCEPT, crate::http::EVENT_STREAM);
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        if let Some(session_id) = session_id {
+            request = request.header("mcp-session-id", session_id.as_ref());
+        }
+        if let Some(last_event_id) = last_event_id {
+            request = request.header("last-event-id", last_event_id);
+        }
+        if let Some(auth) = auth_header {
+            request = request.bearer_auth(auth);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| StreamableHttpError::Client(e.into()))?;
+        let status = response.status();
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
+        if !status.is_success() {
+            let max = StreamableHttpResponseLimits::default().max_error_response_size;
+            let text = error_text(response.bytes_stream(), max).await;
+            return Err(StreamableHttpError::UnexpectedServerResponse(
+                format!("HTTP {status}: {text}").into(),
+            ));
+        }
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if crate::http::Mapping::from_content_type(content_type.as_deref())
+            != Some(crate::http::Mapping::Sse)
+        {
+            return Err(StreamableHttpError::UnexpectedContentType(content_type));
+        }
+        Ok(super::standalone::events(response.bytes_stream(), max_sse_event_size).boxed())
     }
 }

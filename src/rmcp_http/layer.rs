@@ -19,8 +19,9 @@ use super::is_final_response;
 use crate::codec::Outgoing;
 use crate::encoder::{DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder};
 use crate::event::StreamHead;
+use crate::event::{Abort, AbortCode};
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
-use crate::sse::{SseEvent, SseParser};
+use crate::sse::{SseError, SseEvent, SseParser};
 
 /// The response body of [`FramingService`].
 pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
@@ -31,12 +32,13 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 ///
 /// ```
 /// use mcp_framing::rmcp_http::FramingLayer;
-/// let layer = FramingLayer::new().frame_size(4096);
+/// let layer = FramingLayer::new().frame_size(4096).max_message_size(64 << 20);
 /// # let _ = layer;
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct FramingLayer {
     frame_size: usize,
+    max_message_size: u64,
 }
 
 impl Default for FramingLayer {
@@ -55,6 +57,7 @@ impl FramingLayer {
     pub fn new() -> Self {
         Self {
             frame_size: crate::encoder::DEFAULT_FRAME_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
         }
     }
 
@@ -68,6 +71,21 @@ impl FramingLayer {
         self.frame_size = size;
         self
     }
+
+    /// Sets the largest message the layer frames (default 16 MiB, as the decoder's default and
+    /// rmcp's default JSON and SSE event limits, SPEC.md §6). The inner service's messages are
+    /// read with this bound, whether they come as SSE events or as a JSON body; a larger one is
+    /// not framed: the stream ends with an ABORT of code 5, message too large (SPEC.md §3.1),
+    /// which a client does not retry.
+    ///
+    /// # Examples
+    ///
+    /// See [`FramingLayer`].
+    #[must_use]
+    pub fn max_message_size(mut self, max: u64) -> Self {
+        self.max_message_size = max;
+        self
+    }
 }
 
 impl<S> tower_layer::Layer<S> for FramingLayer {
@@ -76,7 +94,7 @@ impl<S> tower_layer::Layer<S> for FramingLayer {
     fn layer(&self, inner: S) -> Self::Service {
         FramingService {
             inner,
-            frame_size: self.frame_size,
+            config: *self,
         }
     }
 }
@@ -95,7 +113,7 @@ impl<S> tower_layer::Layer<S> for FramingLayer {
 #[derive(Clone, Debug)]
 pub struct FramingService<S> {
     inner: S,
-    frame_size: usize,
+    config: FramingLayer,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -126,14 +144,14 @@ where
                 return Box::pin(async move { Ok(response) });
             }
         };
-        let frame_size = self.frame_size;
+        let config = self.config;
         let future = self.inner.call(request);
         Box::pin(async move {
             let response = future.await?;
             let Some(opt_in) = opt_in else {
                 return Ok(response.map(|body| body.boxed_unsync()));
             };
-            Ok(frame_response(response, opt_in, frame_size))
+            Ok(frame_response(response, opt_in, config))
         })
     }
 }
@@ -147,7 +165,7 @@ fn fixed_body<E: 'static>(text: String) -> FramingBody<E> {
 fn frame_response<B>(
     response: Response<B>,
     opt_in: OptIn,
-    frame_size: usize,
+    config: FramingLayer,
 ) -> Response<FramingBody<B::Error>>
 where
     B: Body<Data = Bytes> + Send + 'static,
@@ -168,9 +186,15 @@ where
         return response.map(|body| body.boxed_unsync());
     }
     let (mut parts, body) = response.into_parts();
+    // Every inner message is read within the message limit, as an SSE event or a JSON body
+    // (SPEC.md §6): the same bound the encoder and a default client apply.
+    let max_message = usize::try_from(config.max_message_size)
+        .unwrap_or(usize::MAX)
+        .min(isize::MAX as usize);
     let messages = InnerMessages {
         body: Box::pin(body),
-        parser: if sse { Some(SseParser::new()) } else { None },
+        parser: sse.then(|| SseParser::with_max_event_data(max_message)),
+        max_message,
         json: BytesMut::new(),
         queue: VecDeque::new(),
         final_seen: false,
@@ -179,7 +203,8 @@ where
     };
     let mapping = opt_in.mapping();
     let encoder = StreamEncoder::builder()
-        .frame_size(frame_size)
+        .frame_size(config.frame_size)
+        .max_message_size(config.max_message_size)
         .build(StreamHead::for_request(opt_in.request_key));
     let framed = FramedBody::new(messages, encoder, mapping);
     parts.headers.remove(http::header::CONTENT_LENGTH);
@@ -194,6 +219,7 @@ where
 struct InnerMessages<B> {
     body: Pin<Box<B>>,
     parser: Option<SseParser>,
+    max_message: usize,
     json: BytesMut,
     queue: VecDeque<Outgoing>,
     final_seen: bool,
@@ -233,7 +259,14 @@ where
                             let mut events: Vec<SseEvent> = Vec::new();
                             if let Err(err) = parser.feed(&data, &mut events) {
                                 this.done = true;
-                                return Poll::Ready(Some(Err(err.to_string())));
+                                return Poll::Ready(Some(Ok(match err {
+                                    // An event (one JSON-RPC message) over the message limit.
+                                    SseError::EventTooLarge { .. } => too_large(this.max_message),
+                                    other => Outgoing::Abort(Abort::new(
+                                        AbortCode::InternalError,
+                                        other.to_string(),
+                                    )),
+                                })));
                             }
                             // rmcp's `:` keep-alive comments become KEEPALIVE frames, so that
                             // intermediaries keep seeing traffic during a long tool call.
@@ -253,11 +286,9 @@ where
                             }
                         }
                         None => {
-                            if this.json.len() + data.len() > DEFAULT_MAX_MESSAGE_SIZE as usize {
+                            if this.json.len() + data.len() > this.max_message {
                                 this.done = true;
-                                return Poll::Ready(Some(Err(
-                                    "upstream JSON response too large".to_owned()
-                                )));
+                                return Poll::Ready(Some(Ok(too_large(this.max_message))));
                             }
                             this.json.extend_from_slice(&data);
                         }
@@ -277,4 +308,13 @@ where
             }
         }
     }
+}
+
+/// The ABORT for an inner message over the limit: code 5, message too large (SPEC.md §3.1), a
+/// deterministic failure that a client does not retry.
+fn too_large(max: usize) -> Outgoing {
+    Outgoing::Abort(Abort::new(
+        AbortCode::MessageTooLarge,
+        format!("the response message exceeds the message limit of {max} bytes"),
+    ))
 }

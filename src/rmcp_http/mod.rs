@@ -16,6 +16,7 @@
 
 mod client;
 mod layer;
+mod standalone;
 
 pub use client::{ClientStats, FramingClientError, FramingHttpClient};
 pub use layer::{FramingBody, FramingLayer, FramingService};
@@ -23,6 +24,9 @@ pub use layer::{FramingBody, FramingLayer, FramingService};
 /// Key under the JSON-RPC error's `data` where [`FramingHttpClient`] puts the classification of a
 /// response that did not complete.
 pub const OUTCOME_DATA_KEY: &str = "io.github.mcp-framing/outcome";
+
+/// An SSE event as rmcp's `StreamableHttpClient` hands it over.
+pub(crate) type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
 
 /// Whether a JSON-RPC message is a response (it has an `id` and a `result` or an `error`): the
 /// last message of a request's response stream.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use bytes::BytesMut;
 use clap::Args;
 use mcp_framing::frame::{FrameKind, HEADER_LEN, MAGIC, VERSION};
-use mcp_framing::{AbortCode, DecodeError};
+use mcp_framing::{Abort, AbortCode, DecodeError};
 use serde_json::{Value, json};
 
 use crate::CliError;
@@ -165,10 +165,11 @@ fn describe(kind: u8, payload: &[u8], state: &mut WalkState) -> String {
         }
         Some(FrameKind::Abort) if payload.len() >= 2 => {
             let code = u16::from_be_bytes([payload[0], payload[1]]);
+            // Shown through `Abort`'s Display: the peer-chosen reason, control characters escaped.
+            let reason = String::from_utf8_lossy(&payload[2..]);
             format!(
-                "abort {code} ({}): {}",
-                AbortCode::from(code),
-                String::from_utf8_lossy(&payload[2..])
+                "abort {code}: {}",
+                Abort::new(AbortCode::from(code), reason)
             )
         }
         Some(FrameKind::KeepAlive) => "keep-alive".to_owned(),
@@ -289,12 +290,13 @@ fn event_frames(body: &[u8], mut decoder: EventDecoder) -> EventFrames {
 pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let input = InputPath::from(args.input.as_path());
     let body = input.read_all()?;
-    let sse = EventDecoder::new(args.mapping, args.decoder.max_event_data)
-        .map(|decoder| event_frames(&body, decoder));
+    let decoder = args.decoder.decoder();
+    let sse = EventDecoder::new(args.mapping, args.decoder.max_event_data, &decoder)
+        .map(|events| event_frames(&body, events));
     let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
     let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
-    let mut session = Session::new(args.decoder.decoder(), Mapping::Binary, None);
+    let mut session = Session::new(decoder, Mapping::Binary, None);
     let mut no_output = |_: &mcp_framing::VerifiedMessage| Ok(());
     let mut fed = 0;
     let mut stopped_in_tail = None;

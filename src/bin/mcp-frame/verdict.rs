@@ -6,7 +6,7 @@ use std::io;
 use bytes::BytesMut;
 use clap::ValueEnum;
 use mcp_framing::frame::MAGIC;
-use mcp_framing::sse::{SseError, SseFrameDecoder};
+use mcp_framing::sse::{SseError, SseFrameDecoder, event_data_limit};
 use mcp_framing::sse_compat::{CompatDecoder, CompatError};
 use mcp_framing::{
     DecodeError, Event, MappingViolation, MessageSummary, Outcome as Classification, Progress,
@@ -55,17 +55,24 @@ pub(crate) enum EventDecoder {
 }
 
 impl EventDecoder {
-    /// The body decoder of `mapping`, with an event bound if given; `None` for the binary
-    /// mapping.
-    pub(crate) fn new(mapping: Mapping, max_event_data: Option<usize>) -> Option<Self> {
-        match (mapping, max_event_data) {
-            (Mapping::Binary, _) => None,
-            (Mapping::Sse, None) => Some(Self::Sse(SseFrameDecoder::new())),
-            (Mapping::Sse, Some(max)) => Some(Self::Sse(SseFrameDecoder::with_max_event_data(max))),
-            (Mapping::Compat, None) => Some(Self::Compat(CompatDecoder::new())),
-            (Mapping::Compat, Some(max)) => {
-                Some(Self::Compat(CompatDecoder::with_max_event_data(max)))
-            }
+    /// The body decoder of `mapping`; `None` for the binary mapping. The event bound is
+    /// `max_event_data` if given, otherwise it follows the limits in force of `decoder`
+    /// (SPEC.md §15: one frame of the max frame payload; §17.7: one message).
+    pub(crate) fn new(
+        mapping: Mapping,
+        max_event_data: Option<usize>,
+        decoder: &StreamDecoder,
+    ) -> Option<Self> {
+        match mapping {
+            Mapping::Binary => None,
+            Mapping::Sse => Some(Self::Sse(SseFrameDecoder::with_max_event_data(
+                max_event_data.unwrap_or_else(|| event_data_limit(decoder.max_frame_payload())),
+            ))),
+            Mapping::Compat => Some(Self::Compat(CompatDecoder::with_max_event_data(
+                max_event_data.unwrap_or_else(|| {
+                    mcp_framing::sse_compat::event_data_limit(decoder.max_message_size())
+                }),
+            ))),
         }
     }
 
@@ -231,8 +238,8 @@ impl Session {
         max_event_data: Option<usize>,
     ) -> Self {
         Self {
+            events: EventDecoder::new(mapping, max_event_data, &decoder),
             decoder,
-            events: EventDecoder::new(mapping, max_event_data),
             buf: BytesMut::new(),
             failure: None,
             messages: Vec::new(),

@@ -1,0 +1,113 @@
+// A stock MCP client: the official TypeScript SDK (`@modelcontextprotocol/sdk`, pinned in
+// package.json / package-lock.json) over its own StreamableHTTPClientTransport, exactly as a user
+// would write it. It never opts in to framing.
+//
+// For every URL given it runs `initialize`, `tools/list` and `tools/call generate_text`, checks the
+// result byte for byte against the text it derives itself from the arguments (the server's rule,
+// written down in examples/rmcp_server.rs), and prints one JSON line:
+//
+//   {"client": "typescript", "url": ..., "outcome": "ok" | "error", "phase": ..., "tools": [...],
+//    "bytes": N, "sha256": hex, "match": bool, "error": ..., "code": JSON-RPC error code,
+//    "seconds": ..., "warnings": [...]}
+//
+// `warnings` holds everything written through console.warn / console.error, every process
+// warning, and every error the SDK reported through `onerror`. Exit status 0 when every URL gave
+// the exact text and no warning, 1 otherwise.
+//
+// Usage: node client.mjs [--seed S] [--lines N] [--timeout SECONDS] URL...
+// (--timeout sets the SDK's per-request timeout; without it the SDK's default applies.)
+
+import { createHash } from 'node:crypto';
+import { parseArgs } from 'node:util';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+/** The server's `generate_text` rule (examples/rmcp_server.rs). */
+function expectedText(seed, lines) {
+  const out = [];
+  for (let i = 0; i < lines; i++) {
+    const run = String.fromCharCode(97 + (i % 26)).repeat(i % 64);
+    out.push(`${String(i).padStart(6, '0')} ${seed} "quoted" back\\slash\ttab café ✓ ${run}\n`);
+  }
+  return out.join('');
+}
+
+const captured = [];
+const print = console.log.bind(console);
+for (const level of ['warn', 'error']) {
+  console[level] = (...args) => captured.push(`console.${level}: ${args.map(String).join(' ')}`);
+}
+process.on('warning', (warning) => captured.push(`process warning: ${warning.name}: ${warning.message}`));
+
+function describe(error) {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+async function run(url, seed, lines, timeout) {
+  const report = { client: 'typescript', url, phase: 'initialize' };
+  const client = new Client({ name: 'stock-typescript', version: '1.0.0' });
+  client.onerror = (error) => captured.push(`onerror: ${describe(error)}`);
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const options = timeout === undefined ? undefined : { timeout: timeout * 1000 };
+  let start = performance.now();
+  try {
+    await client.connect(transport, options);
+    report.protocol = transport.protocolVersion;
+    report.phase = 'tools/list';
+    const tools = await client.listTools(undefined, options);
+    report.tools = tools.tools.map((tool) => tool.name).sort();
+    report.phase = 'tools/call';
+    start = performance.now();
+    const result = await client.callTool(
+      { name: 'generate_text', arguments: { seed, lines } },
+      undefined,
+      options,
+    );
+    report.seconds = Math.round(performance.now() - start) / 1000;
+    if (result.isError) {
+      throw new Error(`tool error: ${JSON.stringify(result.content)}`);
+    }
+    const text = result.content[0].text;
+    const data = Buffer.from(text, 'utf8');
+    report.bytes = data.length;
+    report.sha256 = createHash('sha256').update(data).digest('hex');
+    report.match = text === expectedText(seed, lines);
+    report.outcome = 'ok';
+  } catch (error) {
+    report.seconds ??= Math.round(performance.now() - start) / 1000;
+    report.outcome = 'error';
+    report.error = describe(error);
+    if (Number.isInteger(error?.code)) {
+      report.code = error.code;
+    }
+  }
+  try {
+    await client.close();
+  } catch (error) {
+    captured.push(`close: ${describe(error)}`);
+  }
+  report.warnings = captured.splice(0);
+  return report;
+}
+
+const { values, positionals } = parseArgs({
+  options: {
+    seed: { type: 'string', default: 'stock-clients' },
+    lines: { type: 'string', default: '1200' },
+    timeout: { type: 'string' },
+  },
+  allowPositionals: true,
+});
+if (positionals.length === 0) {
+  print('usage: node client.mjs [--seed S] [--lines N] [--timeout SECONDS] URL...');
+  process.exit(2);
+}
+const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
+let clean = true;
+for (const url of positionals) {
+  const report = await run(url, values.seed, Number(values.lines), timeout);
+  clean &&= report.outcome === 'ok' && report.match === true && report.warnings.length === 0;
+  print(JSON.stringify(report));
+}
+process.exit(clean ? 0 : 1);
