@@ -189,6 +189,11 @@ impl StreamEncoder {
         self.head
     }
 
+    /// The largest message this encoder writes (for a caller that buffers a message first).
+    pub(crate) fn max_message_size(&self) -> u64 {
+        self.max_message_size
+    }
+
     /// Messages finished so far.
     ///
     /// # Examples

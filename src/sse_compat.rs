@@ -639,6 +639,8 @@ pub enum CompatEncodeError {
 pub struct CompatEncoder {
     encoder: StreamEncoder,
     frames: BytesMut,
+    /// The bytes of a message given in pieces ([`push`](Self::push)), written at its end.
+    message: BytesMut,
 }
 
 /// Bytes a record adds around its base64: [`RECORD_PREFIX`] and the final LF.
@@ -655,6 +657,7 @@ impl CompatEncoder {
         Self {
             encoder,
             frames: BytesMut::new(),
+            message: BytesMut::new(),
         }
     }
 
@@ -681,6 +684,93 @@ impl CompatEncoder {
     #[must_use]
     pub fn is_finished(&self) -> bool {
         self.encoder.is_finished()
+    }
+
+    /// Whether a message given in pieces is open ([`push`](Self::push) without
+    /// [`finish_message`](Self::finish_message)).
+    ///
+    /// # Examples
+    ///
+    /// See [`push`](Self::push).
+    #[must_use]
+    pub fn in_message(&self) -> bool {
+        !self.message.is_empty()
+    }
+
+    /// Appends `chunk` to the current message, which is written (record and event) by
+    /// [`finish_message`](Self::finish_message): an SSE event is dispatched whole, so a message
+    /// cannot be sent before its last byte is known. The message is buffered here, within the
+    /// frame encoder's message limit.
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] with [`EncodeError::MessageTooLarge`] past the limit (abort
+    /// the stream then), or [`EncodeError::StreamFinished`]. Nothing is buffered on error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// for token in ["{\"jsonrpc\":\"2.0\",", "\"id\":1,\"result\":{}}"] {
+    ///     enc.push(token.as_bytes())?; // as a producer streams them
+    /// }
+    /// assert!(enc.in_message() && body.is_empty());
+    /// enc.finish_message(&mut body)?;
+    /// assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
+        if self.encoder.is_finished() {
+            return Err(EncodeError::StreamFinished.into());
+        }
+        let len = (self.message.len() + chunk.len()) as u64;
+        let max = self.encoder.max_message_size();
+        if len > max {
+            return Err(EncodeError::MessageTooLarge { len, max }.into());
+        }
+        self.message.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// Writes the message given in pieces by [`push`](Self::push), as
+    /// [`message`](Self::message) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`message`](Self::message); [`CompatEncodeError::EmptyMessage`] if nothing was pushed.
+    /// The pushed bytes are dropped on error.
+    ///
+    /// # Examples
+    ///
+    /// See [`push`](Self::push).
+    pub fn finish_message(
+        &mut self,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        let message = self.message.split();
+        let summary = self.message_record(&message, false, dst)?;
+        write_message_event(&message, dst);
+        Ok(summary)
+    }
+
+    /// Writes a comment line (`:`) that keeps an idle connection alive; the frame layer does not
+    /// see it (SPEC.md §17.4).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.keep_alive(&mut body);
+    /// assert_eq!(&body[..], b":\n");
+    /// ```
+    pub fn keep_alive(&self, dst: &mut BytesMut) {
+        dst.put_slice(b":\n");
     }
 
     /// Writes `message` as a record and the `message` event that carries it.
@@ -753,6 +843,9 @@ impl CompatEncoder {
         end: bool,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
+        if self.in_message() {
+            return Err(EncodeError::MessageOpen.into());
+        }
         check_event_data(data)?;
         self.frames.clear();
         let summary = self.encoder.message_detached(data, &mut self.frames)?;
@@ -783,6 +876,9 @@ impl CompatEncoder {
     /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn end(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
+        if self.in_message() {
+            return Err(EncodeError::MessageOpen.into());
+        }
         self.frames.clear();
         self.encoder.end(&mut self.frames)?;
         write_record(&self.frames, dst);
@@ -806,6 +902,7 @@ impl CompatEncoder {
     ) -> Result<(), CompatEncodeError> {
         self.frames.clear();
         self.encoder.abort(code, reason, &mut self.frames)?;
+        self.message.clear();
         write_record(&self.frames, dst);
         Ok(())
     }

@@ -200,6 +200,7 @@ async fn classifies_a_cut_at_every_chunk_boundary_as_abandoned() {
     let opt_in = OptIn {
         request_key: None,
         accepts_binary: true,
+        accepts_compat: false,
     };
     let binary_pieces = framed_pieces(opt_in, None).await;
     let pieces = binary_pieces.len();

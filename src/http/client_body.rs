@@ -13,6 +13,7 @@ use crate::error::{DecodeError, Progress};
 use crate::event::{Event, StreamSummary, VerifiedMessage};
 use crate::outcome::{MappingViolation, Outcome};
 use crate::sse::{SseError, SseFrameDecoder, event_data_limit};
+use crate::sse_compat::{CompatDecoder, CompatError};
 
 /// What a [`VerifiedResponse`] yields.
 ///
@@ -56,6 +57,11 @@ pub enum ReceiveError<E> {
     /// The SSE mapping is broken (an unframed event, invalid base64, an oversized event).
     #[error("SSE mapping: {0}")]
     Sse(#[source] SseError),
+    /// The compatible SSE mapping is broken (SPEC.md §17.5): an invalid record, an event no
+    /// record announced (stripped comments), a missing or split event, an event of the wrong
+    /// length, an event of another type, an oversized event.
+    #[error("compatible SSE mapping: {0}")]
+    Compat(#[source] CompatError),
     /// The framed stream is invalid, truncated ([`DecodeError::Truncated`]) or aborted by the
     /// server ([`DecodeError::PeerAbort`]).
     #[error(transparent)]
@@ -72,7 +78,7 @@ pub enum ReceiveError<E> {
 
 impl<E> ReceiveError<E> {
     /// A stable name for telemetry: the [`DecodeError::kind`] for decode errors, otherwise
-    /// `NotFramed`, `Sse` or `Body`.
+    /// `NotFramed`, `Sse`, `Compat` or `Body`.
     ///
     /// # Examples
     ///
@@ -82,6 +88,7 @@ impl<E> ReceiveError<E> {
         match self {
             Self::NotFramed { .. } => "NotFramed",
             Self::Sse(_) => "Sse",
+            Self::Compat(_) => "Compat",
             Self::Decode(err) => err.kind(),
             Self::Body { .. } => "Body",
         }
@@ -103,8 +110,9 @@ impl<E> ReceiveError<E> {
     }
 
     /// The classification of this error as issue 3's [`Outcome`] (verdict, regime, what was
-    /// received), for telemetry and retry decisions. [`ReceiveError::NotFramed`] and
-    /// [`ReceiveError::Sse`] are [`Verdict::MappingViolation`](crate::Verdict::MappingViolation)
+    /// received), for telemetry and retry decisions. [`ReceiveError::NotFramed`],
+    /// [`ReceiveError::Sse`] and [`ReceiveError::Compat`] are
+    /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation)
     /// (a contract violation, not retried). Always `Some`; [`VerifiedResponse::outcome`] has the
     /// same verdict with what was received before the error.
     ///
@@ -140,6 +148,9 @@ impl<E> ReceiveError<E> {
                 }))
             }
             Self::Sse(err) => Some(Outcome::mapping_violation(MappingViolation::Sse(
+                err.clone(),
+            ))),
+            Self::Compat(err) => Some(Outcome::mapping_violation(MappingViolation::Compat(
                 err.clone(),
             ))),
         }
@@ -198,10 +209,14 @@ pub struct VerifiedResponse<S> {
     body: S,
     mapping: Mapping,
     sse: SseFrameDecoder,
+    /// The body decoder of the compatible mapping (used when `mapping` is `Compat`).
+    compat: CompatDecoder,
     decoder: StreamDecoder,
     buf: BytesMut,
     /// An SSE error waiting until the frames buffered before it are decoded (body order).
     sse_error: Option<SseError>,
+    /// The same for the compatible mapping.
+    compat_error: Option<CompatError>,
     summary: Option<StreamSummary>,
     body_ended: bool,
     done: bool,
@@ -222,7 +237,9 @@ impl<S> VerifiedResponse<S> {
     /// Verifies `body`, carried in `mapping`, with `decoder` (configure its limits and the
     /// expected request key with [`StreamDecoder::builder`]). In the SSE mapping, the bound on
     /// one event's data follows the decoder's frame limit
-    /// ([`event_data_limit`](crate::sse::event_data_limit), SPEC.md §15).
+    /// ([`event_data_limit`](crate::sse::event_data_limit), SPEC.md §15); in the compatible SSE
+    /// mapping, its message limit ([`sse_compat::event_data_limit`](crate::sse_compat::event_data_limit),
+    /// SPEC.md §17.7).
     ///
     /// # Examples
     ///
@@ -234,9 +251,13 @@ impl<S> VerifiedResponse<S> {
             sse: SseFrameDecoder::with_max_event_data(event_data_limit(
                 decoder.max_frame_payload(),
             )),
+            compat: CompatDecoder::with_max_event_data(crate::sse_compat::event_data_limit(
+                decoder.max_message_size(),
+            )),
             decoder,
             buf: BytesMut::new(),
             sse_error: None,
+            compat_error: None,
             summary: None,
             body_ended: false,
             done: false,
@@ -266,6 +287,7 @@ impl<S> VerifiedResponse<S> {
     #[must_use]
     pub fn max_event_data(mut self, max: usize) -> Self {
         self.sse = SseFrameDecoder::with_max_event_data(max);
+        self.compat = CompatDecoder::with_max_event_data(max);
         self
     }
 
@@ -333,7 +355,25 @@ impl<S> VerifiedResponse<S> {
     /// ```
     #[must_use]
     pub fn sse_comments(&self) -> u64 {
-        self.sse.comments()
+        match self.mapping {
+            Mapping::Compat => self.compat.keep_alives(),
+            _ => self.sse.comments(),
+        }
+    }
+
+    /// Ends the response with a broken mapping: the outcome keeps what was received before.
+    fn mapping_failed<E>(
+        &mut self,
+        violation: MappingViolation,
+        err: ReceiveError<E>,
+    ) -> ReceiveError<E> {
+        self.done = true;
+        let mut outcome = Outcome::mapping_violation(violation);
+        outcome.received = self.decoder.progress();
+        outcome.received.bytes += self.buf.len() as u64;
+        outcome.head = self.decoder.head();
+        self.outcome = Some(outcome);
+        err
     }
 
     fn next_event<E>(&mut self) -> Option<Result<Delivery, ReceiveError<E>>> {
@@ -467,16 +507,19 @@ where
                 }
                 return Poll::Ready(Some(item));
             }
+            // The frames buffered before a failing SSE line are decoded and verified first: the
+            // mapping's error is next in body order (SPEC.md §15, §17.5).
             if let Some(err) = this.sse_error.take() {
-                // The frames buffered before the failing SSE line are decoded and verified: the
-                // SSE error is next in body order (SPEC.md §15).
-                this.done = true;
-                let mut outcome = Outcome::mapping_violation(MappingViolation::Sse(err.clone()));
-                outcome.received = this.decoder.progress();
-                outcome.received.bytes += this.buf.len() as u64;
-                outcome.head = this.decoder.head();
-                this.outcome = Some(outcome);
-                return Poll::Ready(Some(Err(ReceiveError::Sse(err))));
+                let violation = MappingViolation::Sse(err.clone());
+                return Poll::Ready(Some(Err(
+                    this.mapping_failed(violation, ReceiveError::Sse(err))
+                )));
+            }
+            if let Some(err) = this.compat_error.take() {
+                let violation = MappingViolation::Compat(err.clone());
+                return Poll::Ready(Some(Err(
+                    this.mapping_failed(violation, ReceiveError::Compat(err))
+                )));
             }
             if this.body_ended {
                 // decode_eof answered Ok(None) without a summary: only after an earlier
@@ -495,6 +538,13 @@ where
                             this.sse_error = Some(err);
                         }
                     }
+                    Mapping::Compat => {
+                        // The binary stream rebuilt from records and events; on an error, the
+                        // bytes handed over before it are decoded first (body order).
+                        if let Err(err) = this.compat.feed(&bytes, &mut this.buf) {
+                            this.compat_error = Some(err);
+                        }
+                    }
                 },
                 Poll::Ready(Some(Err(source))) => {
                     this.done = true;
@@ -505,6 +555,7 @@ where
                 }
                 Poll::Ready(None) => {
                     this.sse.finish();
+                    this.compat.finish();
                     this.body_ended = true;
                 }
             }

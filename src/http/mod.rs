@@ -17,9 +17,11 @@
 //!
 //! # Opt-in
 //!
-//! A framed response uses one of two mappings ([`Mapping`]): the binary body
-//! (`application/vnd.mcp-framing`, only if the client listed it in `Accept`) or SSE events named
-//! `mcp-frame` inside `text/event-stream` (what MCP infrastructure expects).
+//! A framed response uses one of three mappings ([`Mapping`]): the binary body
+//! (`application/vnd.mcp-framing`, only if the client listed it in `Accept`), SSE events named
+//! `mcp-frame` inside `text/event-stream` (what MCP infrastructure expects), or the compatible
+//! SSE mapping (plain `message` events, the frames in comments, SPEC.md §17), which a client asks
+//! for with [`MAPPING_HEADER`] and which a server may use for every response.
 
 use http::HeaderName;
 
@@ -33,7 +35,7 @@ pub use meta::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
     declares_framing_capability,
 };
-pub use opt_in::{OptIn, OptInError, opt_in_headers, response_headers};
+pub use opt_in::{OptIn, OptInError, opt_in_headers, opt_in_headers_for, response_headers};
 pub use server_body::{FramedBody, abort_for};
 
 /// Request header by which a client opts in: the framing versions it accepts, comma separated
@@ -41,6 +43,9 @@ pub use server_body::{FramedBody, abort_for};
 pub const OPT_IN_HEADER: HeaderName = HeaderName::from_static("mcp-framing");
 /// Request header carrying the request key, 32 lowercase hex digits (SPEC.md §10).
 pub const REQUEST_KEY_HEADER: HeaderName = HeaderName::from_static("mcp-framing-request-key");
+/// Request header listing the mappings a client takes besides the §15 and binary ones, in order
+/// of preference, comma separated: `Mcp-Framing-Mapping: compat` (SPEC.md §17.8).
+pub const MAPPING_HEADER: HeaderName = HeaderName::from_static("mcp-framing-mapping");
 /// Media type of the binary mapping (SPEC.md §16).
 pub const MEDIA_TYPE: &str = "application/vnd.mcp-framing";
 /// Media type of the SSE mapping (SPEC.md §15).
@@ -57,6 +62,8 @@ pub const VERSION_TOKEN: &str = "1";
 /// assert_eq!(Mapping::from_content_type(Some("text/event-stream; charset=utf-8")), Some(Mapping::Sse));
 /// assert_eq!(Mapping::from_content_type(Some("application/json")), None);
 /// assert_eq!(Mapping::Binary.content_type(), "application/vnd.mcp-framing");
+/// assert_eq!(Mapping::Compat.content_type(), "text/event-stream");
+/// assert_eq!(Mapping::Compat.token(), "compat");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -65,6 +72,9 @@ pub enum Mapping {
     Binary,
     /// The frames travel base64-encoded in `mcp-frame` SSE events (SPEC.md §15).
     Sse,
+    /// Every message a plain MCP `message` event, the frames in `:mcp-framing` comment records
+    /// (SPEC.md §17): what stock clients read unchanged.
+    Compat,
 }
 
 impl Mapping {
@@ -77,16 +87,34 @@ impl Mapping {
     pub const fn content_type(self) -> &'static str {
         match self {
             Self::Binary => MEDIA_TYPE,
-            Self::Sse => EVENT_STREAM,
+            Self::Sse | Self::Compat => EVENT_STREAM,
+        }
+    }
+
+    /// The mapping's token (SPEC.md §8, §17.1): in the contract's `transports`, in the
+    /// `mapping` parameter of the `Mcp-Framing` response header, in [`MAPPING_HEADER`].
+    ///
+    /// # Examples
+    ///
+    /// See [`Mapping`].
+    #[must_use]
+    pub const fn token(self) -> &'static str {
+        match self {
+            Self::Binary => "binary",
+            Self::Sse => "sse",
+            Self::Compat => crate::sse_compat::MAPPING_TOKEN,
         }
     }
 
     /// The mapping of a response to a request that opted in, decided from its headers alone,
     /// before any byte of the body (SPEC.md §16): `Some` only if its `Content-Type` is one of the
-    /// two mappings' **and** its [`OPT_IN_HEADER`] (`Mcp-Framing`) names the version this crate
-    /// speaks. Anything else is not framed, whatever its body holds (a JSON result, an SSE body
-    /// with only a priming event or comments, an empty body): a backend that ignored the opt-in,
-    /// never a truncation.
+    /// mappings' **and** its [`OPT_IN_HEADER`] (`Mcp-Framing`) names the version this crate
+    /// speaks. A `mapping` parameter names the mapping (SPEC.md §17.8): `Mcp-Framing: 1;
+    /// mapping=compat` with `text/event-stream` is [`Mapping::Compat`]; without it, §15. A
+    /// parameter naming a mapping this crate does not know, or contradicting the content type,
+    /// is not framed. Anything else is not framed, whatever its body holds (a JSON result, an SSE
+    /// body with only a priming event or comments, an empty body): a backend that ignored the
+    /// opt-in, never a truncation.
     ///
     /// # Examples
     ///
@@ -98,15 +126,37 @@ impl Mapping {
     /// let mut plain = http::HeaderMap::new();
     /// plain.insert("content-type", "text/event-stream".parse().unwrap());
     /// assert_eq!(Mapping::from_response_headers(&plain), None);
+    ///
+    /// // The compatible mapping names itself.
+    /// let compat = response_headers(Mapping::Compat);
+    /// assert_eq!(compat["mcp-framing"], "1; mapping=compat");
+    /// assert_eq!(Mapping::from_response_headers(&compat), Some(Mapping::Compat));
     /// ```
     #[must_use]
     pub fn from_response_headers(headers: &http::HeaderMap) -> Option<Self> {
-        let version = headers.get(OPT_IN_HEADER)?.to_str().ok()?;
-        if version.trim() != VERSION_TOKEN {
+        let value = headers.get(OPT_IN_HEADER)?.to_str().ok()?;
+        let mut parts = value.split(';');
+        if parts.next()?.trim() != VERSION_TOKEN {
             return None;
         }
+        let mut named = None;
+        for parameter in parts {
+            let (name, token) = parameter.split_once('=')?;
+            if name.trim().eq_ignore_ascii_case("mapping") {
+                if named.is_some() {
+                    return None;
+                }
+                named = Some(token.trim().trim_matches('"').to_ascii_lowercase());
+            }
+        }
         let content_type = headers.get(http::header::CONTENT_TYPE)?.to_str().ok();
-        Self::from_content_type(content_type)
+        let carried = Self::from_content_type(content_type)?;
+        match named.as_deref() {
+            None => Some(carried),
+            Some(token) => [Self::Binary, Self::Sse, Self::Compat]
+                .into_iter()
+                .find(|m| m.token() == token && m.content_type() == carried.content_type()),
+        }
     }
 
     /// The mapping a response `Content-Type` announces, if it is one of ours. Anything else

@@ -3,7 +3,7 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use super::{Mapping, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN};
+use super::{MAPPING_HEADER, Mapping, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN};
 use crate::ids::RequestKey;
 
 /// A malformed opt-in.
@@ -53,6 +53,9 @@ pub struct OptIn {
     pub request_key: Option<RequestKey>,
     /// Whether the client accepts the binary mapping (`Accept` lists [`MEDIA_TYPE`](super::MEDIA_TYPE)).
     pub accepts_binary: bool,
+    /// Whether the client takes the compatible SSE mapping ([`MAPPING_HEADER`] lists `compat`,
+    /// SPEC.md §17.8).
+    pub accepts_compat: bool,
 }
 
 impl OptIn {
@@ -91,9 +94,16 @@ impl OptIn {
                     .any(|t| Mapping::from_content_type(Some(t)) == Some(Mapping::Binary))
             })
         });
+        let accepts_compat = headers.get_all(MAPPING_HEADER).iter().any(|value| {
+            value.to_str().is_ok_and(|v| {
+                v.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case(Mapping::Compat.token()))
+            })
+        });
         Ok(Some(Self {
             request_key,
             accepts_binary,
+            accepts_compat,
         }))
     }
 
@@ -110,7 +120,7 @@ impl OptIn {
     /// use mcp_framing::{RequestKey, set_request_key};
     /// use mcp_framing::http::OptIn;
     /// let key = RequestKey::random();
-    /// let opt_in = OptIn { request_key: Some(key), accepts_binary: false };
+    /// let opt_in = OptIn { request_key: Some(key), accepts_binary: false, accepts_compat: false };
     /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
     /// set_request_key(&mut request, key).unwrap();
     /// assert!(opt_in.check_meta(&request).is_ok());
@@ -126,15 +136,23 @@ impl OptIn {
         }
     }
 
-    /// The mapping to answer with: binary if the client accepts it, SSE otherwise.
+    /// The mapping to answer with (SPEC.md §17.8): binary if the client accepts it, else the
+    /// compatible SSE mapping if it asked for it, else the SSE mapping of §15.
     ///
     /// # Examples
     ///
-    /// See [`OptIn`].
+    /// ```
+    /// use mcp_framing::RequestKey;
+    /// use mcp_framing::http::{Mapping, OptIn, opt_in_headers_for};
+    /// let headers = opt_in_headers_for(RequestKey::random(), Mapping::Compat);
+    /// assert_eq!(OptIn::from_headers(&headers).unwrap().unwrap().mapping(), Mapping::Compat);
+    /// ```
     #[must_use]
     pub fn mapping(&self) -> Mapping {
         if self.accepts_binary {
             Mapping::Binary
+        } else if self.accepts_compat {
+            Mapping::Compat
         } else {
             Mapping::Sse
         }
@@ -153,29 +171,66 @@ impl OptIn {
 /// ```
 #[must_use]
 pub fn opt_in_headers(key: RequestKey, binary: bool) -> HeaderMap {
+    opt_in_headers_for(
+        key,
+        if binary {
+            Mapping::Binary
+        } else {
+            Mapping::Sse
+        },
+    )
+}
+
+/// The headers a client adds to opt in asking for `mapping` (SPEC.md §10, §16, §17.8):
+/// `Mcp-Framing: 1`, the request key, MCP's `Accept`, and for [`Mapping::Binary`] the binary
+/// media type first in `Accept`, for [`Mapping::Compat`] `Mcp-Framing-Mapping: compat`. The
+/// client then takes whichever mapping the response declares ([`Mapping::from_response_headers`]):
+/// a server that does not know the compatible mapping answers in the §15 one.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::RequestKey;
+/// use mcp_framing::http::{Mapping, opt_in_headers_for};
+/// let headers = opt_in_headers_for(RequestKey::from_bytes([0xab; 16]), Mapping::Compat);
+/// assert_eq!(headers["mcp-framing"], "1");
+/// assert_eq!(headers["mcp-framing-mapping"], "compat");
+/// assert_eq!(headers["accept"], "application/json, text/event-stream");
+/// ```
+#[must_use]
+pub fn opt_in_headers_for(key: RequestKey, mapping: Mapping) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(OPT_IN_HEADER, HeaderValue::from_static(VERSION_TOKEN));
     headers.insert(
         REQUEST_KEY_HEADER,
         HeaderValue::from_str(&key.to_string()).expect("hex digits are a valid header value"),
     );
-    let accept = if binary {
+    let accept = if mapping == Mapping::Binary {
         "application/vnd.mcp-framing, application/json, text/event-stream"
     } else {
         "application/json, text/event-stream"
     };
     headers.insert(http::header::ACCEPT, HeaderValue::from_static(accept));
+    if mapping == Mapping::Compat {
+        headers.insert(
+            MAPPING_HEADER,
+            HeaderValue::from_static(crate::sse_compat::MAPPING_TOKEN),
+        );
+    }
     headers
 }
 
-/// The headers of a framed response: `Content-Type` of the mapping, `Mcp-Framing: 1`,
-/// `Cache-Control: no-cache` and `X-Accel-Buffering: no` (so that proxies stream it).
+/// The headers of a framed response: `Content-Type` of the mapping, `Mcp-Framing: 1` (with
+/// `; mapping=compat` for the compatible mapping, SPEC.md §17.8), `Cache-Control: no-cache` and
+/// `X-Accel-Buffering: no` (so that proxies stream it).
 ///
 /// # Examples
 ///
 /// ```
 /// use mcp_framing::http::{Mapping, response_headers};
 /// assert_eq!(response_headers(Mapping::Sse)["content-type"], "text/event-stream");
+/// assert_eq!(response_headers(Mapping::Sse)["mcp-framing"], "1");
+/// assert_eq!(response_headers(Mapping::Compat)["mcp-framing"], "1; mapping=compat");
 /// ```
 #[must_use]
 pub fn response_headers(mapping: Mapping) -> HeaderMap {
@@ -184,7 +239,11 @@ pub fn response_headers(mapping: Mapping) -> HeaderMap {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static(mapping.content_type()),
     );
-    headers.insert(OPT_IN_HEADER, HeaderValue::from_static(VERSION_TOKEN));
+    let version = match mapping {
+        Mapping::Compat => "1; mapping=compat",
+        _ => VERSION_TOKEN,
+    };
+    headers.insert(OPT_IN_HEADER, HeaderValue::from_static(version));
     headers.insert(
         http::header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache"),

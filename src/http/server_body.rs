@@ -15,10 +15,13 @@ use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
 use crate::frame::MAX_ABORT_REASON_LEN;
 use crate::sse::SseFrameEncoder;
+use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 
 /// A framed response body built from a stream of [`Outgoing`] items (server side).
 ///
-/// The HEAD frame is emitted at the first poll. An `Err` from the source becomes an ABORT frame
+/// The HEAD frame is emitted at the first poll (in the compatible SSE mapping, with the first
+/// record: each message is written whole, as a record and a `message` event, once its last byte
+/// is known; keep-alives become `:` comments). An `Err` from the source becomes an ABORT frame
 /// (code internal error, reason the error's text); the end of the source becomes the STREAM_END
 /// sentinel, or an ABORT if the producer left a message open; an item the encoder refuses
 /// (e.g. a message over the limit) becomes an ABORT with the matching code. After the terminal
@@ -43,9 +46,15 @@ use crate::sse::SseFrameEncoder;
 /// ```
 pub struct FramedBody<S> {
     source: S,
-    encoder: StreamEncoder,
+    writer: Writer,
     mapping: Mapping,
     done: bool,
+}
+
+/// What writes the body: frames (binary, or base64 in events) or records and events.
+enum Writer {
+    Frames(StreamEncoder),
+    Compat(CompatEncoder),
 }
 
 impl<S> fmt::Debug for FramedBody<S> {
@@ -64,42 +73,74 @@ impl<S> FramedBody<S> {
     ///
     /// See [`FramedBody`].
     pub fn new(source: S, encoder: StreamEncoder, mapping: Mapping) -> Self {
+        let writer = match mapping {
+            Mapping::Compat => Writer::Compat(CompatEncoder::new(encoder)),
+            _ => Writer::Frames(encoder),
+        };
         Self {
             source,
-            encoder,
+            writer,
             mapping,
             done: false,
         }
     }
 
-    fn output(&self, frames: BytesMut) -> Bytes {
+    fn output(&self, written: BytesMut) -> Bytes {
         match self.mapping {
-            Mapping::Binary => frames.freeze(),
-            Mapping::Sse => SseFrameEncoder::new().to_events(&frames),
+            Mapping::Sse => SseFrameEncoder::new().to_events(&written),
+            _ => written.freeze(),
+        }
+    }
+
+    fn in_message(&self) -> bool {
+        match &self.writer {
+            Writer::Frames(encoder) => encoder.in_message(),
+            Writer::Compat(encoder) => encoder.in_message(),
         }
     }
 
     fn abort(&mut self, code: AbortCode, reason: &str, dst: &mut BytesMut) {
         // Only fails if the stream already ended or the sequence space is exhausted; then
         // there is nothing more to write.
-        let _ = self.encoder.abort(code, cut_reason(reason), dst);
+        let reason = cut_reason(reason);
+        let _written = match &mut self.writer {
+            Writer::Frames(encoder) => encoder.abort(code, reason, dst).is_ok(),
+            Writer::Compat(encoder) => encoder.abort(code, reason, dst).is_ok(),
+        };
         self.done = true;
     }
 
     fn encode(&mut self, item: Outgoing, dst: &mut BytesMut) {
-        let result = match item {
-            Outgoing::Chunk(bytes) => self.encoder.push(&bytes, dst),
-            Outgoing::FinishMessage => self.encoder.finish_message(dst).map(drop),
-            Outgoing::Message(bytes) => self.encoder.message(&bytes, dst).map(drop),
-            Outgoing::KeepAlive => self.encoder.keep_alive(dst),
-            Outgoing::End => self.encoder.end(dst),
-            Outgoing::Abort(abort) => self.encoder.abort_with(&abort, dst),
+        let result = match &mut self.writer {
+            Writer::Frames(encoder) => match item {
+                Outgoing::Chunk(bytes) => encoder.push(&bytes, dst),
+                Outgoing::FinishMessage => encoder.finish_message(dst).map(drop),
+                Outgoing::Message(bytes) => encoder.message(&bytes, dst).map(drop),
+                Outgoing::KeepAlive => encoder.keep_alive(dst),
+                Outgoing::End => encoder.end(dst),
+                Outgoing::Abort(abort) => encoder.abort_with(&abort, dst),
+            }
+            .map(|()| encoder.is_finished())
+            .map_err(CompatEncodeError::Encode),
+            Writer::Compat(encoder) => match item {
+                Outgoing::Chunk(bytes) => encoder.push(&bytes),
+                Outgoing::FinishMessage => encoder.finish_message(dst).map(drop),
+                Outgoing::Message(bytes) => encoder.message(&bytes, dst).map(drop),
+                Outgoing::KeepAlive => {
+                    encoder.keep_alive(dst);
+                    Ok(())
+                }
+                Outgoing::End => encoder.end(dst),
+                Outgoing::Abort(abort) => encoder.abort(abort.code, &abort.reason, dst),
+            }
+            .map(|()| encoder.is_finished()),
         };
         match result {
-            Ok(()) => self.done = self.encoder.is_finished(),
-            Err(err @ EncodeError::MessageTooLarge { .. }) => {
+            Ok(finished) => self.done = finished,
+            Err(CompatEncodeError::Encode(err @ EncodeError::MessageTooLarge { .. })) => {
                 self.abort(AbortCode::MessageTooLarge, &err.to_string(), dst);
             }
+            // A message an SSE event cannot carry unchanged, a call out of order.
             Err(err) => self.abort(AbortCode::InternalError, &err.to_string(), dst),
         }
     }
@@ -115,9 +156,11 @@ where
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         let mut frames = BytesMut::new();
-        if this.encoder.messages() == 0 && !this.encoder.in_message() && !this.done {
-            // Commit the HEAD (idempotent once written).
-            let _ = this.encoder.open(&mut frames);
+        if let Writer::Frames(encoder) = &mut this.writer {
+            if encoder.messages() == 0 && !encoder.in_message() && !this.done {
+                // Commit the HEAD (idempotent once written).
+                let _ = encoder.open(&mut frames);
+            }
         }
         while frames.is_empty() && !this.done {
             match Pin::new(&mut this.source).poll_next(cx) {
@@ -126,15 +169,12 @@ where
                 Poll::Ready(Some(Err(err))) => {
                     this.abort(AbortCode::InternalError, &err.to_string(), &mut frames);
                 }
-                Poll::Ready(None) if this.encoder.in_message() => this.abort(
+                Poll::Ready(None) if this.in_message() => this.abort(
                     AbortCode::InternalError,
                     "the producer ended inside a message",
                     &mut frames,
                 ),
-                Poll::Ready(None) => {
-                    let _ = this.encoder.end(&mut frames);
-                    this.done = true;
-                }
+                Poll::Ready(None) => this.encode(Outgoing::End, &mut frames),
             }
         }
         if frames.is_empty() {

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::{OUTCOME_DATA_KEY, SseItem, is_final_response};
 use crate::decoder::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD, StreamDecoder};
 use crate::frame::HEADER_LEN;
-use crate::http::{Delivery, ReceiveError, VerifiedResponse, opt_in_headers};
+use crate::http::{Delivery, Mapping, ReceiveError, VerifiedResponse, opt_in_headers_for};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy};
@@ -133,12 +133,13 @@ pub enum FramingClientError {
 #[derive(Clone, Debug)]
 pub struct FramingHttpClient {
     http: reqwest::Client,
-    binary: bool,
+    /// The mapping asked for (the response may declare another one the client also reads).
+    mapping: Mapping,
     stats: Arc<ClientStats>,
 }
 
 impl FramingHttpClient {
-    /// A client over `http` that asks for the SSE mapping.
+    /// A client over `http` that asks for the SSE mapping of SPEC.md §15.
     ///
     /// # Examples
     ///
@@ -147,12 +148,13 @@ impl FramingHttpClient {
     pub fn new(http: reqwest::Client) -> Self {
         Self {
             http,
-            binary: false,
+            mapping: Mapping::Sse,
             stats: Arc::default(),
         }
     }
 
-    /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE.
+    /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE; `false` goes
+    /// back to the SSE mapping of §15 if binary was asked for.
     ///
     /// # Examples
     ///
@@ -162,7 +164,33 @@ impl FramingHttpClient {
     /// ```
     #[must_use]
     pub fn binary(mut self, binary: bool) -> Self {
-        self.binary = binary;
+        if binary {
+            self.mapping = Mapping::Binary;
+        } else if self.mapping == Mapping::Binary {
+            self.mapping = Mapping::Sse;
+        }
+        self
+    }
+
+    /// Asks for the compatible SSE mapping (SPEC.md §17: `Mcp-Framing-Mapping: compat`), in
+    /// which the messages stay plain MCP events that gateways and tools can read; `false` goes
+    /// back to the SSE mapping of §15 if compat was asked for. Whatever it asks for, the client
+    /// reads the mapping the response declares (a server without the compatible mapping answers
+    /// in §15's).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let client = mcp_framing::rmcp_http::FramingHttpClient::new(reqwest::Client::new()).compat(true);
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn compat(mut self, compat: bool) -> Self {
+        if compat {
+            self.mapping = Mapping::Compat;
+        } else if self.mapping == Mapping::Compat {
+            self.mapping = Mapping::Sse;
+        }
         self
     }
 
@@ -180,7 +208,8 @@ impl FramingHttpClient {
 /// How a framed response is bounded under rmcp's transport limits (rmcp 3.11
 /// `StreamableHttpResponseLimits`): each framed message is one JSON-RPC message, which rmcp would
 /// otherwise have received as an SSE event or a JSON body, so it is bounded by both limits; in the
-/// SSE mapping the frames are also kept small enough for their events to fit the SSE limit.
+/// SSE mapping the frames are also kept small enough for their events to fit the SSE limit; in the
+/// compatible mapping an event carries a whole message, bounded by the SSE limit as rmcp would.
 #[derive(Clone, Copy, Debug)]
 struct ReceiveLimits {
     max_frame_payload: u32,
@@ -189,21 +218,26 @@ struct ReceiveLimits {
 }
 
 impl ReceiveLimits {
-    fn new(limits: &StreamableHttpResponseLimits, binary: bool) -> Self {
+    fn new(limits: &StreamableHttpResponseLimits, mapping: Mapping) -> Self {
         let max_message_size = limits.max_sse_event_size.min(limits.max_json_response_size) as u64;
         // The largest frame whose event data, 4 * ceil((20 + payload) / 3), fits the SSE limit.
         let fitting = (limits.max_sse_event_size / 4 * 3).saturating_sub(HEADER_LEN);
-        let max_frame_payload = if binary {
-            DEFAULT_MAX_FRAME_PAYLOAD
-        } else {
+        let max_frame_payload = if mapping == Mapping::Sse {
             u32::try_from(fitting)
                 .unwrap_or(u32::MAX)
                 .clamp(MIN_MAX_FRAME_PAYLOAD, DEFAULT_MAX_FRAME_PAYLOAD)
+        } else {
+            DEFAULT_MAX_FRAME_PAYLOAD
+        };
+        let max_event_data = if mapping == Mapping::Compat {
+            crate::sse_compat::event_data_limit(max_message_size)
+        } else {
+            event_data_limit(max_frame_payload)
         };
         Self {
             max_frame_payload,
             max_message_size,
-            max_event_data: event_data_limit(max_frame_payload).min(limits.max_sse_event_size),
+            max_event_data: max_event_data.min(limits.max_sse_event_size),
         }
     }
 
@@ -507,7 +541,6 @@ impl StreamableHttpClient for FramingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
-        let receive = ReceiveLimits::new(&limits, self.binary);
         let key = RequestKey::random();
         let mut value =
             serde_json::to_value(&message).map_err(|e| StreamableHttpError::Client(e.into()))?;
@@ -524,7 +557,7 @@ impl StreamableHttpClient for FramingHttpClient {
         for (name, value) in custom_headers {
             headers.insert(name, value);
         }
-        headers.extend(opt_in_headers(key, self.binary));
+        headers.extend(opt_in_headers_for(key, self.mapping));
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -567,6 +600,9 @@ impl StreamableHttpClient for FramingHttpClient {
         // Decided from the headers, before the body (SPEC.md §16): a response that is not
         // framed is a contract violation whatever its body holds, never a truncation.
         let headers = response.headers().clone();
+        // The limits follow the mapping the response declares (or, unframed, any: it fails).
+        let declared = Mapping::from_response_headers(&headers).unwrap_or(self.mapping);
+        let receive = ReceiveLimits::new(&limits, declared);
         let verified =
             VerifiedResponse::from_headers(response.bytes_stream(), &headers, receive.decoder(key))
                 .map(|verified| verified.max_event_data(receive.max_event_data));

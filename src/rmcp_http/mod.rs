@@ -15,6 +15,7 @@
 //!   `data` holds the classification under [`OUTCOME_DATA_KEY`], never as a parse error.
 
 mod client;
+mod compat_body;
 mod layer;
 mod standalone;
 
