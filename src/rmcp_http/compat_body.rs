@@ -37,6 +37,9 @@ pub(super) struct CompatPassthrough<B> {
     block: BytesMut,
     /// The last line ended with CR: a following LF belongs to it.
     after_cr: bool,
+    /// Bound on the bytes held (a line, an event's lines): the message limit and room for the
+    /// field names, `id` lines and comments around the data.
+    max_held: usize,
     done: bool,
 }
 
@@ -50,6 +53,7 @@ impl<B> CompatPassthrough<B> {
             partial: BytesMut::new(),
             block: BytesMut::new(),
             after_cr: false,
+            max_held: crate::sse_compat::event_data_limit(max_message as u64),
             done: false,
         }
     }
@@ -84,6 +88,7 @@ impl<B> CompatPassthrough<B> {
             }
             let Some(end) = memchr::memchr2(b'\n', b'\r', data) else {
                 self.partial.extend_from_slice(data);
+                self.check_held(out);
                 return;
             };
             self.after_cr = data[end] == b'\r';
@@ -91,6 +96,22 @@ impl<B> CompatPassthrough<B> {
             line.extend_from_slice(&data[..=end]);
             data = &data[end + 1..];
             self.line(&line, out);
+        }
+    }
+
+    /// Ends the stream (ABORT, message too large) when the bytes held for a line or an event pass
+    /// the bound: the parser bounds data lines, this also bounds lines and events it does not
+    /// count (comments, `id` lines), so that the inner server cannot make the layer buffer more.
+    fn check_held(&mut self, out: &mut BytesMut) {
+        if self.partial.len() + self.block.len() > self.max_held {
+            self.partial.clear();
+            self.block.clear();
+            let max = self.max_held;
+            self.abort(
+                AbortCode::MessageTooLarge,
+                &format!("an inner event holds more than {max} bytes"),
+                out,
+            );
         }
     }
 
@@ -113,6 +134,7 @@ impl<B> CompatPassthrough<B> {
         }
         self.block.extend_from_slice(line);
         if !blank {
+            self.check_held(out);
             return;
         }
         // The blank line dispatched the event (if it had any field).
