@@ -30,13 +30,12 @@ use axum::routing::post;
 use futures_util::{StreamExt, stream};
 use mcp_framing::AttemptContext;
 use mcp_framing::http::{
-    Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers, response_headers,
+    Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers_for, response_headers,
 };
 use mcp_framing::telemetry;
 use mcp_framing::{
     ClientPolicy, ContractError, DiscoverySource, EXTENSION_KEY, EncodeError, FramingContract,
-    Outgoing, RequestKey, RequestTraits, RetryPolicy, ServerDiscovery, StreamEncoder, StreamHead,
-    Verdict,
+    Outgoing, RequestKey, RequestTraits, RetryPolicy, ServerDiscovery, StreamEncoder, Verdict,
 };
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use serde_json::{Value, json};
@@ -154,9 +153,8 @@ async fn backend(State(backend): State<Arc<Backend>>, headers: HeaderMap, body: 
                     .map(|c| Outgoing::Chunk(Bytes::copy_from_slice(c))),
             );
             items.push(Outgoing::FinishMessage);
-            let encoder = StreamEncoder::builder()
-                .frame_size(512)
-                .build(StreamHead::for_request(opt_in.request_key));
+            // Within the client's limits (`Mcp-Framing-Limits`), echoing its request key.
+            let encoder = opt_in.encoder(StreamEncoder::builder().frame_size(512));
             let source = stream::iter(items.into_iter().map(Ok::<_, EncodeError>));
             let body = FramedBody::new(source, encoder, opt_in.mapping());
             (response_headers(opt_in.mapping()), Body::from_stream(body)).into_response()
@@ -385,15 +383,16 @@ async fn framed_run(
         let mut cut_at = None;
         for attempt in 1.. {
             let (url, name) = resolver.resolve();
+            // The negotiated limits: decoded with, and announced with the opt-in (SPEC.md §11.3).
+            let decoder = policy.decoder(key).expect("framing negotiated");
             let response = http
                 .post(url)
-                .headers(opt_in_headers(key, false))
+                .headers(opt_in_headers_for(key, false, &decoder))
                 .json(&request)
                 .send()
                 .await
                 .expect("loopback request");
             let headers = response.headers().clone();
-            let decoder = policy.decoder(key).expect("framing negotiated");
             let mut verified =
                 match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
                     Ok(verified) => verified,

@@ -84,6 +84,23 @@ impl EncoderBuilder {
         self
     }
 
+    /// Lowers the frame size and the message limit to a receiver's limits, where it sent them
+    /// (SPEC.md §11.3, §16): the encoder then sends nothing the receiver would refuse.
+    pub(crate) fn within(
+        mut self,
+        max_frame_payload: Option<u32>,
+        max_message_size: Option<u64>,
+    ) -> Self {
+        if let Some(max) = max_frame_payload {
+            let max = usize::try_from(max).unwrap_or(usize::MAX);
+            self.frame_size = self.frame_size.min(max);
+        }
+        if let Some(max) = max_message_size {
+            self.max_message_size = self.max_message_size.min(max);
+        }
+        self
+    }
+
     /// Creates the encoder for one response stream.
     ///
     /// # Examples
@@ -175,6 +192,11 @@ impl StreamEncoder {
         }
     }
 
+    /// The largest message this encoder accepts.
+    pub(crate) fn max_message_size(&self) -> u64 {
+        self.max_message_size
+    }
+
     /// The stream's head (request key and attempt id).
     ///
     /// # Examples
@@ -187,11 +209,6 @@ impl StreamEncoder {
     #[must_use]
     pub fn head(&self) -> StreamHead {
         self.head
-    }
-
-    /// The largest message this encoder writes (for a caller that buffers a message first).
-    pub(crate) fn max_message_size(&self) -> u64 {
-        self.max_message_size
     }
 
     /// Messages finished so far.

@@ -756,21 +756,32 @@ impl CompatEncoder {
         Ok(summary)
     }
 
-    /// Writes a comment line (`:`) that keeps an idle connection alive; the frame layer does not
-    /// see it (SPEC.md §17.4).
+    /// Writes a record carrying a KEEPALIVE frame (and HEAD, if nothing was written): a comment
+    /// line to a stock client, traffic that keeps intermediaries from timing out, and a frame to
+    /// a framing client, whose idle timeout it restarts (SPEC.md §17.4). Allowed while a message
+    /// is given in pieces: nothing of it has been written yet, so the frame is between messages.
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] as [`StreamEncoder::keep_alive`].
     ///
     /// # Examples
     ///
     /// ```
     /// use mcp_framing::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
-    /// enc.keep_alive(&mut body);
-    /// assert_eq!(&body[..], b":\n");
+    /// enc.keep_alive(&mut body)?; // HEAD (52 bytes) and KEEPALIVE (20)
+    /// assert!(body.starts_with(b":mcp-framing n00BA"));
+    /// assert_eq!(body.len(), 13 + 96 + 1);
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
     /// ```
-    pub fn keep_alive(&self, dst: &mut BytesMut) {
-        dst.put_slice(b":\n");
+    pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
+        self.frames.clear();
+        self.encoder.keep_alive(&mut self.frames)?;
+        write_record(&self.frames, dst);
+        Ok(())
     }
 
     /// Writes `message` as a record and the `message` event that carries it.

@@ -304,9 +304,10 @@ async fn a_request_that_opts_in_for_compat_gets_it_with_its_request_key() {
                 "clientInfo": {"name": "framing", "version": "1"}}});
         let response = reqwest::Client::new()
             .post(format!("http://{addr}/mcp"))
-            .headers(mcp_framing::http::opt_in_headers_for(
+            .headers(mcp_framing::http::opt_in_headers_with(
                 key,
                 mcp_framing::http::Mapping::Compat,
+                &StreamDecoder::new(),
             ))
             .header("content-type", "application/json")
             .body(initialize.to_string())

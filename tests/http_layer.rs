@@ -210,9 +210,29 @@ async fn verified_through(
     Vec<mcp_framing::VerifiedMessage>,
     Result<(), ReceiveError<String>>,
 ) {
+    verified_with_limits(layer, inner, binary, decoder, None).await
+}
+
+/// [`verified_through`], the request announcing `limits` in `Mcp-Framing-Limits` when given.
+async fn verified_with_limits(
+    layer: FramingLayer,
+    inner: Inner,
+    binary: bool,
+    decoder: mcp_framing::DecoderBuilder,
+    limits: Option<&str>,
+) -> (
+    Vec<mcp_framing::VerifiedMessage>,
+    Result<(), ReceiveError<String>>,
+) {
     let key = RequestKey::random();
+    let mut headers = mcp_framing::http::opt_in_headers(key, binary);
+    match limits {
+        Some(limits) => headers.insert("mcp-framing-limits", limits.parse().unwrap()),
+        // As a client that does not announce its limits.
+        None => headers.remove("mcp-framing-limits"),
+    };
     let mut request = Request::builder().method("POST").uri("/mcp");
-    for (name, value) in &mcp_framing::http::opt_in_headers(key, binary) {
+    for (name, value) in &headers {
         request = request.header(name, value);
     }
     let response = layer
@@ -374,8 +394,11 @@ async fn every_response_in_the_compatible_mapping_keeps_the_inner_bytes_and_fram
         through_compat_layer(FramingLayer::new(), Inner::scripted(script)).await;
     assert_eq!(framing, "1; mapping=compat");
     end.unwrap();
-    // What a stock client reads: the inner bytes up to the final response, unchanged.
-    assert_eq!(without_records(&body), inner.concat().into_bytes());
+    // What a stock client reads: the inner bytes up to the final response, unchanged but for
+    // the keep-alive comment, which became a record with a KEEPALIVE frame.
+    let expected = inner.concat().replacen(":\n", "", 1);
+    assert_eq!(without_records(&body), expected.into_bytes());
+    assert!(events.iter().any(|e| matches!(e, Event::KeepAlive)));
     let messages: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
@@ -468,4 +491,65 @@ async fn a_json_answer_an_event_cannot_carry_reaches_a_client_that_did_not_opt_i
         response.into_body().collect().await.unwrap().to_bytes(),
         json
     );
+}
+
+#[tokio::test]
+async fn the_layer_frames_within_the_limits_the_client_sent() {
+    // SPEC.md §11.3, §16: a client that decodes with frames of at most 4 KiB and messages of at
+    // most 64 KiB says so; the layer (16 KiB frames, 16 MiB messages of its own) honours the
+    // smaller limits. Before, the client was never told: it got 16 KiB frames and blamed the
+    // server (`FrameTooLarge`, a contract violation), and a message over its limit was its own
+    // `MessageTooLarge` instead of the server's ABORT.
+    let client = || {
+        StreamDecoder::builder()
+            .max_frame_payload(4096)
+            .max_message_size(64 * 1024)
+    };
+    let limits = Some("frame=4096, message=65536");
+    for sse in [true, false] {
+        for binary in [true, false] {
+            for len in [64 * 1024, 64 * 1024 + 1] {
+                let what = format!("{len} bytes, inner SSE {sse}, binary {binary}");
+                let message = result_of_len(len);
+                let inner = answer(&message, sse);
+                let (messages, end) =
+                    verified_with_limits(FramingLayer::new(), inner, binary, client(), limits)
+                        .await;
+                if len == 64 * 1024 {
+                    end.unwrap_or_else(|err| panic!("{what}: {err}"));
+                    assert_eq!(messages[0].bytes(), message.as_bytes(), "{what}");
+                    continue;
+                }
+                let Err(ReceiveError::Decode(DecodeError::PeerAbort(abort))) = end else {
+                    panic!("{what}: expected the server's ABORT, got {end:?}");
+                };
+                assert_eq!(abort.code, AbortCode::MessageTooLarge, "{what}: {abort}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_limits_header_is_a_bad_request() {
+    for limits in [
+        "frame=100",
+        "frame=4096, frame=4096",
+        "frame=lots",
+        "message=-1",
+        "frame",
+    ] {
+        let mut headers = mcp_framing::http::opt_in_headers(RequestKey::random(), true);
+        headers.insert("mcp-framing-limits", limits.parse().unwrap());
+        let mut request = Request::builder().method("POST").uri("/mcp");
+        for (name, value) in &headers {
+            request = request.header(name, value);
+        }
+        let request = request.body(String::new()).unwrap();
+        let response = FramingLayer::new()
+            .layer(answer("{}", false))
+            .call(request)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), http::StatusCode::BAD_REQUEST, "{limits}");
+    }
 }

@@ -201,6 +201,8 @@ async fn classifies_a_cut_at_every_chunk_boundary_as_abandoned() {
         request_key: None,
         accepts_binary: true,
         accepts_compat: false,
+        max_frame_payload: None,
+        max_message_size: None,
     };
     let binary_pieces = framed_pieces(opt_in, None).await;
     let pieces = binary_pieces.len();

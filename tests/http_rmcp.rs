@@ -235,3 +235,36 @@ async fn the_layer_answers_a_request_that_did_not_opt_in_exactly_as_before() {
         .unwrap();
     assert_eq!(stream.messages.len(), 1, "the initialize result, verified");
 }
+
+#[tokio::test]
+async fn rmcp_server_behind_the_layer_aborts_a_result_over_the_limit_the_client_announced() {
+    // The client's transport accepts JSON-RPC messages of at most 16 KiB; the tool's result is
+    // about 34 KiB. The client says so with its opt-in (`Mcp-Framing-Limits`, SPEC.md §11.3),
+    // so the layer aborts with code 5 (message too large, not retried) instead of sending a
+    // message the client would have to refuse and blame on the server.
+    let addr = server(new_cut()).await;
+    for binary in [false, true] {
+        let transport = StreamableHttpClientTransport::with_client(
+            FramingHttpClient::new(reqwest::Client::new()).binary(binary),
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"))
+                .max_json_response_size(16 * 1024),
+        );
+        let peer = ().serve(transport).await.expect("the handshake fits");
+        let result = peer.call_tool(render_report_call("Q3")).await;
+        let _ = peer.cancel().await;
+        let Err(ServiceError::McpError(error)) = result else {
+            panic!("binary {binary}: expected our classification, got an Ok or another error");
+        };
+        let outcome = &error.data.as_ref().expect("data")[OUTCOME_DATA_KEY];
+        assert_eq!(outcome["classification"], "aborted", "{outcome}");
+        assert_eq!(outcome["kind"], "PeerAbort", "{outcome}");
+        assert!(
+            outcome["detail"]
+                .as_str()
+                .unwrap()
+                .contains("message too large"),
+            "{outcome}"
+        );
+        assert_eq!(outcome["retryDecision"], "do_not_retry");
+    }
+}

@@ -15,7 +15,7 @@ use metrics_support::Recorded;
 mod scripted;
 use scripted::{
     call_tool, call_tool_with, framed, outcome_data, scripted_server, scripted_server_with_get,
-    tool_result,
+    stalled, tool_result,
 };
 
 #[tokio::test]
@@ -131,12 +131,14 @@ async fn the_limits_configured_in_rmcps_transport_hold_for_framed_responses() {
             let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
             let result = call_tool_with(small, client(), config).await;
             result.unwrap_or_else(|err| panic!("{what}, binary {binary}: {err}"));
+            // The client announced its limits (SPEC.md §11.3, §16): the server, told, aborts
+            // with code 5 rather than sending what the client would refuse.
             let result = call_tool_with(large, client(), config).await;
             let data = outcome_data(&result);
-            assert_eq!(
-                data["kind"], "MessageTooLarge",
-                "{what}, binary {binary}: {data}"
-            );
+            assert_eq!(data["kind"], "PeerAbort", "{what}, binary {binary}: {data}");
+            assert_eq!(data["classification"], "aborted", "{what}: {data}");
+            let detail = data["detail"].as_str().unwrap();
+            assert!(detail.contains("message too large"), "{what}: {detail}");
             assert_eq!(data["retryDecision"], "do_not_retry", "{what}: {data}");
         }
     }
@@ -249,4 +251,28 @@ async fn a_response_on_the_get_stream_is_refused_because_it_cannot_be_verified()
         .expect("a GET stream");
     let err = stream.next().await.expect("an item").expect_err("refused");
     assert!(err.to_string().contains("cannot be verified"), "{err}");
+}
+
+#[tokio::test]
+async fn a_server_that_stops_sending_frames_is_abandoned_after_the_idle_timeout() {
+    let addr = scripted_server(Arc::new(|_, headers| stalled(headers))).await;
+    for binary in [false, true] {
+        let idle = std::time::Duration::from_millis(300);
+        let client = FramingHttpClient::new(reqwest::Client::new())
+            .binary(binary)
+            .idle_timeout(Some(idle));
+        let stats = client.stats();
+        let started = std::time::Instant::now();
+        let result = call_tool(addr, client).await;
+        let data = outcome_data(&result);
+        assert_eq!(data["kind"], "IdleTimeout", "{data}");
+        assert_eq!(data["classification"], "abandoned");
+        assert_eq!(
+            data["retryDecision"], "retry",
+            "keyed: retried per the policy"
+        );
+        assert_eq!(data["framesReceived"], 1, "the HEAD frame");
+        assert_eq!(stats.abandoned(), 1);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
 }

@@ -59,7 +59,12 @@ fn capture(f: impl FnOnce()) -> Vec<Captured> {
     let layer = Capture::default();
     let events = layer.0.clone();
     let subscriber = tracing_subscriber::registry().with(layer);
-    tracing::subscriber::with_default(subscriber, f);
+    tracing::subscriber::with_default(subscriber, || {
+        // A test running in parallel without a subscriber may have hit a callsite first and
+        // cached "no interest" for it: recompute with this subscriber in place.
+        tracing::callsite::rebuild_interest_cache();
+        f();
+    });
     events.lock().unwrap().clone()
 }
 

@@ -1,8 +1,10 @@
 //! The client body: a framed response verified as it arrives.
 
 use std::fmt;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
@@ -14,6 +16,17 @@ use crate::event::{Event, StreamSummary, VerifiedMessage};
 use crate::outcome::{MappingViolation, Outcome};
 use crate::sse::{SseError, SseFrameDecoder, event_data_limit};
 use crate::sse_compat::{CompatDecoder, CompatError};
+
+/// Default idle timeout of a [`VerifiedResponse`]: the longest time between two frames (or from
+/// the first poll to the first frame) before the response is abandoned: 60 seconds.
+///
+/// Four times rmcp's default SSE keep-alive interval (15 s), which
+/// [`FramingLayer`](crate::rmcp_http::FramingLayer) turns into KEEPALIVE frames, so a live server
+/// behind the layer never comes near it; a server that computes longer without sending should
+/// send KEEPALIVE frames ([`Outgoing::KeepAlive`](crate::Outgoing::KeepAlive)), or the client
+/// raise the timeout. Without it, a peer that holds a response open without sending (or sending
+/// only SSE comments, or a frame a byte at a time) would be waited on for ever (SPEC.md §12).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a [`VerifiedResponse`] yields.
 ///
@@ -74,11 +87,22 @@ pub enum ReceiveError<E> {
         /// What had been received.
         progress: Progress,
     },
+    /// No frame arrived within the idle timeout ([`VerifiedResponse::idle_timeout`], default
+    /// [`DEFAULT_IDLE_TIMEOUT`]): the peer held the response open without sending frames (SSE
+    /// comments and bytes of an unfinished frame do not count). The response was abandoned; the
+    /// body is dropped, which closes the stream.
+    #[error("no frame for {} ms (idle timeout) after {} frames, {} bytes", idle.as_millis(), progress.frames, progress.bytes)]
+    IdleTimeout {
+        /// The idle timeout that ran out.
+        idle: Duration,
+        /// What had been received.
+        progress: Progress,
+    },
 }
 
 impl<E> ReceiveError<E> {
     /// A stable name for telemetry: the [`DecodeError::kind`] for decode errors, otherwise
-    /// `NotFramed`, `Sse`, `Compat` or `Body`.
+    /// `NotFramed`, `Sse`, `Compat`, `Body` or `IdleTimeout`.
     ///
     /// # Examples
     ///
@@ -91,12 +115,14 @@ impl<E> ReceiveError<E> {
             Self::Compat(_) => "Compat",
             Self::Decode(err) => err.kind(),
             Self::Body { .. } => "Body",
+            Self::IdleTimeout { .. } => "IdleTimeout",
         }
     }
 
     /// Whether the response was abandoned mid-way: the stream was cut before its sentinel
-    /// ([`DecodeError::Truncated`]) or its body failed. (A server ABORT is deliberate, and an
-    /// invalid stream is corruption; neither is reported as abandoned.)
+    /// ([`DecodeError::Truncated`]), its body failed, or no frame came within the idle timeout.
+    /// (A server ABORT is deliberate, and an invalid stream is corruption; neither is reported as
+    /// abandoned.)
     ///
     /// # Examples
     ///
@@ -105,7 +131,9 @@ impl<E> ReceiveError<E> {
     pub fn is_abandoned(&self) -> bool {
         matches!(
             self,
-            Self::Decode(DecodeError::Truncated { .. }) | Self::Body { .. }
+            Self::Decode(DecodeError::Truncated { .. })
+                | Self::Body { .. }
+                | Self::IdleTimeout { .. }
         )
     }
 
@@ -136,8 +164,9 @@ impl<E> ReceiveError<E> {
     pub fn outcome(&self) -> Option<Outcome> {
         match self {
             Self::Decode(err) => Some(Outcome::from_eof(&Err(err.clone()))),
-            Self::Body { progress, .. } => {
-                // The transport failed before the sentinel: abandoned, as the table decides.
+            Self::Body { progress, .. } | Self::IdleTimeout { progress, .. } => {
+                // The transport failed or went idle before the sentinel: abandoned, as the table
+                // decides.
                 let mut outcome = Outcome::from_eof(&Ok(Some(Event::KeepAlive)));
                 outcome.received = *progress;
                 Some(outcome)
@@ -164,9 +193,9 @@ impl<E> ReceiveError<E> {
     #[must_use]
     pub fn progress(&self) -> Option<Progress> {
         match self {
-            Self::Decode(DecodeError::Truncated { progress, .. }) | Self::Body { progress, .. } => {
-                Some(*progress)
-            }
+            Self::Decode(DecodeError::Truncated { progress, .. })
+            | Self::Body { progress, .. }
+            | Self::IdleTimeout { progress, .. } => Some(*progress),
             _ => None,
         }
     }
@@ -176,7 +205,9 @@ impl<E> ReceiveError<E> {
 ///
 /// Yields every message once verified, then [`Delivery::Complete`] when the body ended after
 /// the sentinel; or a [`ReceiveError`] as its last item. It never yields a message that failed
-/// verification or was cut, and a body that ends without the sentinel is always an error.
+/// verification or was cut, and a body that ends without the sentinel is always an error. A body
+/// that goes without a frame for the [idle timeout](Self::idle_timeout) (default 60 s) is
+/// abandoned ([`ReceiveError::IdleTimeout`]).
 ///
 /// # Examples
 ///
@@ -221,6 +252,12 @@ pub struct VerifiedResponse<S> {
     body_ended: bool,
     done: bool,
     outcome: Option<Outcome>,
+    /// The longest time between two frames; `None`: no limit.
+    idle_timeout: Option<Duration>,
+    /// Runs out `idle_timeout` after the last frame (created at the first poll).
+    idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Frames decoded when the idle timer was last restarted.
+    frames_seen: u64,
 }
 
 impl<S> fmt::Debug for VerifiedResponse<S> {
@@ -262,6 +299,88 @@ impl<S> VerifiedResponse<S> {
             body_ended: false,
             done: false,
             outcome: None,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            idle: None,
+            frames_seen: 0,
+        }
+    }
+
+    /// Sets the idle timeout: the longest time between two frames, and from the first poll to
+    /// the first frame (default [`DEFAULT_IDLE_TIMEOUT`], 60 s; `None`: wait for ever). When it
+    /// runs out the response ends with [`ReceiveError::IdleTimeout`], abandoned (retried by
+    /// [`RetryPolicy`](crate::RetryPolicy) like a cut stream). Only complete frames restart it,
+    /// KEEPALIVE frames included: SSE comments and the bytes of an unfinished frame do not, so a
+    /// peer cannot hold the response open by trickling them.
+    ///
+    /// The timer is Tokio's: polled inside a Tokio runtime (as reqwest, hyper and axum bodies
+    /// are), the response needs its time driver enabled (`#[tokio::main]` and `#[tokio::test]`
+    /// have it); polled outside one (e.g. by `futures::executor`), it has no idle timeout.
+    ///
+    /// # Panics
+    ///
+    /// When polled in a Tokio runtime built without its time driver (Tokio's rule for timers),
+    /// unless the idle timeout is `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures::StreamExt;
+    /// use mcp_framing::http::{Mapping, ReceiveError, VerifiedResponse};
+    /// use mcp_framing::StreamDecoder;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // A server that answers the headers, then sends nothing.
+    /// let body = futures::stream::pending::<Result<bytes::Bytes, std::io::Error>>();
+    /// let mut response = VerifiedResponse::new(body, Mapping::Binary, StreamDecoder::new())
+    ///     .idle_timeout(Some(Duration::from_millis(50)));
+    /// let Some(Err(err)) = response.next().await else { panic!() };
+    /// assert!(matches!(err, ReceiveError::IdleTimeout { .. }));
+    /// assert!(err.is_abandoned());
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self.idle = None;
+        self
+    }
+
+    /// Restarts the idle timer if a frame arrived since the last call, then says whether the
+    /// timer ran out: polled (registering the waker) with `cx`, compared with the clock without.
+    /// Outside a Tokio runtime there is no timer, and it never runs out.
+    fn idle_ran_out(&mut self, cx: Option<&mut Context<'_>>) -> bool {
+        let Some(limit) = self.idle_timeout else {
+            return false;
+        };
+        if self.idle.is_none() && tokio::runtime::Handle::try_current().is_err() {
+            // Not in a Tokio runtime (e.g. `futures::executor`): no timer to run.
+            return false;
+        }
+        let frames = self.decoder.progress().frames;
+        let timer = self
+            .idle
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        if frames != self.frames_seen {
+            self.frames_seen = frames;
+            timer.as_mut().reset(tokio::time::Instant::now() + limit);
+        }
+        match cx {
+            Some(cx) => timer.as_mut().poll(cx).is_ready(),
+            None => timer.deadline() <= tokio::time::Instant::now(),
+        }
+    }
+
+    /// Ends the response as abandoned: no frame within the idle timeout.
+    fn idle_error<E>(&mut self) -> ReceiveError<E> {
+        self.done = true;
+        let mut outcome = Outcome::transport_failed(&self.decoder);
+        outcome.received.bytes += self.buf.len() as u64;
+        let progress = outcome.received;
+        self.outcome = Some(outcome);
+        ReceiveError::IdleTimeout {
+            idle: self.idle_timeout.unwrap_or_default(),
+            progress,
         }
     }
 
@@ -527,7 +646,15 @@ where
                 this.done = true;
                 continue;
             }
+            // Bytes that complete no frame (SSE comments, a trickled frame) do not hold the
+            // response open: the time since the last frame is checked whatever arrives.
+            if this.idle_ran_out(None) {
+                return Poll::Ready(Some(Err(this.idle_error())));
+            }
             match Pin::new(&mut this.body).poll_next(cx) {
+                Poll::Pending if this.idle_ran_out(Some(cx)) => {
+                    return Poll::Ready(Some(Err(this.idle_error())));
+                }
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(bytes))) => match this.mapping {
                     Mapping::Binary => this.buf.extend_from_slice(&bytes),

@@ -2,9 +2,10 @@
 //!
 //! One file a job:
 //!
-//! - The opt-in — [`OptIn`] reads a request's `Mcp-Framing` /
-//!   `Mcp-Framing-Request-Key` headers (server side); [`opt_in_headers`] writes them and
-//!   [`response_headers`] are a framed response's headers.
+//! - The opt-in — [`OptIn`] reads a request's `Mcp-Framing` / `Mcp-Framing-Request-Key` /
+//!   `Mcp-Framing-Limits` headers (server side) and builds an encoder within the client's limits;
+//!   [`opt_in_headers`] and [`opt_in_headers_for`] write them and [`response_headers`] are a
+//!   framed response's headers.
 //! - `_meta` edits — [`declare_framing_capability`] and
 //!   [`set_request_key`](crate::set_request_key) write the `_meta` entries of a request (client
 //!   side).
@@ -30,12 +31,16 @@ mod meta;
 mod opt_in;
 mod server_body;
 
-pub use client_body::{Delivery, ReceiveError, VerifiedResponse, collect_messages};
+pub use client_body::{
+    DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, collect_messages,
+};
 pub use meta::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
     declares_framing_capability,
 };
-pub use opt_in::{OptIn, OptInError, opt_in_headers, opt_in_headers_for, response_headers};
+pub use opt_in::{
+    OptIn, OptInError, opt_in_headers, opt_in_headers_for, opt_in_headers_with, response_headers,
+};
 pub use server_body::{FramedBody, abort_for};
 
 /// Request header by which a client opts in: the framing versions it accepts, comma separated
@@ -46,6 +51,10 @@ pub const REQUEST_KEY_HEADER: HeaderName = HeaderName::from_static("mcp-framing-
 /// Request header listing the mappings a client takes besides the §15 and binary ones, in order
 /// of preference, comma separated: `Mcp-Framing-Mapping: compat` (SPEC.md §17.8).
 pub const MAPPING_HEADER: HeaderName = HeaderName::from_static("mcp-framing-mapping");
+/// Request header carrying the limits the client decodes with (SPEC.md §11.3, §16):
+/// `Mcp-Framing-Limits: frame=65536, message=16777216`, in bytes. A server frames within the
+/// smaller of these and its own ([`OptIn::encoder`]).
+pub const LIMITS_HEADER: HeaderName = HeaderName::from_static("mcp-framing-limits");
 /// Media type of the binary mapping (SPEC.md §16).
 pub const MEDIA_TYPE: &str = "application/vnd.mcp-framing";
 /// Media type of the SSE mapping (SPEC.md §15).

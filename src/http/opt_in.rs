@@ -3,7 +3,12 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use super::{MAPPING_HEADER, Mapping, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN};
+use super::{
+    LIMITS_HEADER, MAPPING_HEADER, Mapping, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN,
+};
+use crate::decoder::{MIN_MAX_FRAME_PAYLOAD, StreamDecoder};
+use crate::encoder::{EncoderBuilder, StreamEncoder};
+use crate::event::StreamHead;
 use crate::ids::RequestKey;
 
 /// A malformed opt-in.
@@ -23,6 +28,11 @@ pub enum OptInError {
     /// The request key header is not 32 hex digits.
     #[error("the Mcp-Framing-Request-Key header is not 32 hex digits")]
     InvalidRequestKey,
+    /// The limits header is malformed (SPEC.md §16): not `name=value` pairs separated by
+    /// commas, a value that is not a decimal number in range, `frame` below 1026, or a
+    /// parameter given twice.
+    #[error("the Mcp-Framing-Limits header is malformed")]
+    InvalidLimits,
     /// The request key in `params._meta` is malformed or differs from the header's.
     #[error(
         "the request key in params._meta is malformed or differs from the Mcp-Framing-Request-Key header"
@@ -56,6 +66,10 @@ pub struct OptIn {
     /// Whether the client takes the compatible SSE mapping ([`MAPPING_HEADER`] lists `compat`,
     /// SPEC.md §17.8).
     pub accepts_compat: bool,
+    /// The largest frame payload the client decodes (`frame` in [`LIMITS_HEADER`]), if it said.
+    pub max_frame_payload: Option<u32>,
+    /// The largest message the client decodes (`message` in [`LIMITS_HEADER`]), if it said.
+    pub max_message_size: Option<u64>,
 }
 
 impl OptIn {
@@ -64,7 +78,8 @@ impl OptIn {
     ///
     /// # Errors
     ///
-    /// [`OptInError::InvalidRequestKey`] when the key header is malformed.
+    /// [`OptInError::InvalidRequestKey`] when the key header is malformed (or all zero),
+    /// [`OptInError::InvalidLimits`] when the limits header is (SPEC.md §16). Answer `400`.
     ///
     /// # Examples
     ///
@@ -94,6 +109,20 @@ impl OptIn {
                     .any(|t| Mapping::from_content_type(Some(t)) == Some(Mapping::Binary))
             })
         });
+        // Several field lines of the header are one comma-separated list (RFC 9110 §5.3).
+        let mut limits = String::new();
+        for value in headers.get_all(LIMITS_HEADER) {
+            let value = value.to_str().map_err(|_| OptInError::InvalidLimits)?;
+            if !limits.is_empty() {
+                limits.push(',');
+            }
+            limits.push_str(value);
+        }
+        let (max_frame_payload, max_message_size) = if limits.is_empty() {
+            (None, None)
+        } else {
+            parse_limits(&limits)?
+        };
         let accepts_compat = headers.get_all(MAPPING_HEADER).iter().any(|value| {
             value.to_str().is_ok_and(|v| {
                 v.split(',')
@@ -104,7 +133,39 @@ impl OptIn {
             request_key,
             accepts_binary,
             accepts_compat,
+            max_frame_payload,
+            max_message_size,
         }))
+    }
+
+    /// The encoder for the response: the request key echoed in HEAD, a fresh attempt id, and
+    /// `builder`'s frame size and message limit lowered to the client's limits where it sent them
+    /// (SPEC.md §11.3, §16). A message over the client's limit is then refused by the encoder
+    /// (`EncodeError::MessageTooLarge`), which [`FramedBody`](super::FramedBody) turns into an
+    /// ABORT with code 5, instead of reaching a client that would refuse it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::http::{OptIn, opt_in_headers_for};
+    /// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder};
+    ///
+    /// let key = RequestKey::random();
+    /// let client = StreamDecoder::builder().max_frame_payload(4096).expect_request_key(key).build();
+    /// let opt_in = OptIn::from_headers(&opt_in_headers_for(key, false, &client)).unwrap().unwrap();
+    /// // The server's own frames are 16 KiB; this client's are at most 4 KiB.
+    /// let mut encoder = opt_in.encoder(StreamEncoder::builder());
+    /// let mut wire = bytes::BytesMut::new();
+    /// encoder.message(&[b'x'; 10_000], &mut wire)?;
+    /// encoder.end(&mut wire)?;
+    /// assert_eq!(client.decode_all(&wire).unwrap().messages[0].bytes().len(), 10_000);
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    #[must_use]
+    pub fn encoder(&self, builder: EncoderBuilder) -> StreamEncoder {
+        builder
+            .within(self.max_frame_payload, self.max_message_size)
+            .build(StreamHead::for_request(self.request_key))
     }
 
     /// Checks the JSON-RPC request's `params._meta` key against the header's (SPEC.md §10):
@@ -120,7 +181,7 @@ impl OptIn {
     /// use mcp_framing::{RequestKey, set_request_key};
     /// use mcp_framing::http::OptIn;
     /// let key = RequestKey::random();
-    /// let opt_in = OptIn { request_key: Some(key), accepts_binary: false, accepts_compat: false };
+    /// let opt_in = OptIn { request_key: Some(key), accepts_binary: false, accepts_compat: false, max_frame_payload: None, max_message_size: None };
     /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
     /// set_request_key(&mut request, key).unwrap();
     /// assert!(opt_in.check_meta(&request).is_ok());
@@ -142,9 +203,9 @@ impl OptIn {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::RequestKey;
-    /// use mcp_framing::http::{Mapping, OptIn, opt_in_headers_for};
-    /// let headers = opt_in_headers_for(RequestKey::random(), Mapping::Compat);
+    /// use mcp_framing::{RequestKey, StreamDecoder};
+    /// use mcp_framing::http::{Mapping, OptIn, opt_in_headers_with};
+    /// let headers = opt_in_headers_with(RequestKey::random(), Mapping::Compat, &StreamDecoder::new());
     /// assert_eq!(OptIn::from_headers(&headers).unwrap().unwrap().mapping(), Mapping::Compat);
     /// ```
     #[must_use]
@@ -159,8 +220,10 @@ impl OptIn {
     }
 }
 
-/// The headers a client adds to opt in (SPEC.md §10): `Mcp-Framing: 1`, the request key, and
-/// with `binary`, an `Accept` listing [`MEDIA_TYPE`](super::MEDIA_TYPE) before MCP's two types.
+/// The headers a client adds to opt in (SPEC.md §10, §16): `Mcp-Framing: 1`, the request key,
+/// the limits of a default decoder ([`LIMITS_HEADER`]), and with `binary`, an `Accept` listing
+/// [`MEDIA_TYPE`](super::MEDIA_TYPE) before MCP's two types. A client that decodes with other
+/// limits sends [`opt_in_headers_for`] its decoder instead.
 ///
 /// # Examples
 ///
@@ -168,38 +231,68 @@ impl OptIn {
 /// let headers = mcp_framing::http::opt_in_headers(mcp_framing::RequestKey::from_bytes([0xab; 16]), false);
 /// assert_eq!(headers["mcp-framing"], "1");
 /// assert_eq!(headers["mcp-framing-request-key"], "abababababababababababababababab");
+/// assert_eq!(headers["mcp-framing-limits"], "frame=65536, message=16777216");
 /// ```
 #[must_use]
 pub fn opt_in_headers(key: RequestKey, binary: bool) -> HeaderMap {
-    opt_in_headers_for(
-        key,
-        if binary {
-            Mapping::Binary
-        } else {
-            Mapping::Sse
-        },
-    )
+    opt_in_headers_for(key, binary, &StreamDecoder::new())
 }
 
-/// The headers a client adds to opt in asking for `mapping` (SPEC.md §10, §16, §17.8):
-/// `Mcp-Framing: 1`, the request key, MCP's `Accept`, and for [`Mapping::Binary`] the binary
-/// media type first in `Accept`, for [`Mapping::Compat`] `Mcp-Framing-Mapping: compat`. The
-/// client then takes whichever mapping the response declares ([`Mapping::from_response_headers`]):
-/// a server that does not know the compatible mapping answers in the §15 one.
+/// [`opt_in_headers`] announcing the limits `decoder` decodes with (SPEC.md §11.3, §16): the
+/// server then frames within them, so a frame or message over them is the server's contract
+/// violation, and a message that cannot fit is the server's ABORT (code 5), not the client's
+/// `MessageTooLarge`.
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::RequestKey;
-/// use mcp_framing::http::{Mapping, opt_in_headers_for};
-/// let headers = opt_in_headers_for(RequestKey::from_bytes([0xab; 16]), Mapping::Compat);
+/// use mcp_framing::{RequestKey, StreamDecoder};
+/// let decoder = StreamDecoder::builder().max_frame_payload(16384).max_message_size(1 << 20).build();
+/// let headers = mcp_framing::http::opt_in_headers_for(RequestKey::random(), true, &decoder);
+/// assert_eq!(headers["mcp-framing-limits"], "frame=16384, message=1048576");
+/// ```
+#[must_use]
+pub fn opt_in_headers_for(key: RequestKey, binary: bool, decoder: &StreamDecoder) -> HeaderMap {
+    let mapping = if binary {
+        Mapping::Binary
+    } else {
+        Mapping::Sse
+    };
+    opt_in_headers_with(key, mapping, decoder)
+}
+
+/// [`opt_in_headers_for`] asking for `mapping` (SPEC.md §10, §16, §17.8): for
+/// [`Mapping::Binary`] the binary media type first in `Accept`, for [`Mapping::Compat`]
+/// `Mcp-Framing-Mapping: compat`. The client then takes whichever mapping the response declares
+/// ([`Mapping::from_response_headers`]): a server that does not know the compatible mapping
+/// answers in the §15 one.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{RequestKey, StreamDecoder};
+/// use mcp_framing::http::{Mapping, opt_in_headers_with};
+/// let headers = opt_in_headers_with(RequestKey::from_bytes([0xab; 16]), Mapping::Compat, &StreamDecoder::new());
 /// assert_eq!(headers["mcp-framing"], "1");
 /// assert_eq!(headers["mcp-framing-mapping"], "compat");
 /// assert_eq!(headers["accept"], "application/json, text/event-stream");
 /// ```
 #[must_use]
-pub fn opt_in_headers_for(key: RequestKey, mapping: Mapping) -> HeaderMap {
+pub fn opt_in_headers_with(
+    key: RequestKey,
+    mapping: Mapping,
+    decoder: &StreamDecoder,
+) -> HeaderMap {
     let mut headers = HeaderMap::new();
+    let limits = format!(
+        "frame={}, message={}",
+        decoder.max_frame_payload(),
+        decoder.max_message_size()
+    );
+    headers.insert(
+        LIMITS_HEADER,
+        HeaderValue::from_str(&limits).expect("digits are a valid header value"),
+    );
     headers.insert(OPT_IN_HEADER, HeaderValue::from_static(VERSION_TOKEN));
     headers.insert(
         REQUEST_KEY_HEADER,
@@ -253,4 +346,41 @@ pub fn response_headers(mapping: Mapping) -> HeaderMap {
         HeaderValue::from_static("no"),
     );
     headers
+}
+
+/// Parses `Mcp-Framing-Limits` (SPEC.md §16): `name=value` pairs separated by commas, values in
+/// decimal bytes; `frame` (at least 1026) and `message` are known, other names are ignored.
+fn parse_limits(value: &str) -> Result<(Option<u32>, Option<u64>), OptInError> {
+    let (mut frame, mut message) = (None, None);
+    for param in value.split(',') {
+        let (name, number) = param
+            .trim()
+            .split_once('=')
+            .ok_or(OptInError::InvalidLimits)?;
+        let number = number.trim();
+        let decimal = !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit());
+        let slot = match name.trim().to_ascii_lowercase().as_str() {
+            "frame" => {
+                let max = decimal
+                    .then(|| number.parse::<u32>().ok())
+                    .flatten()
+                    .filter(|max| *max >= MIN_MAX_FRAME_PAYLOAD)
+                    .ok_or(OptInError::InvalidLimits)?;
+                frame.replace(max).map(drop)
+            }
+            "message" => {
+                let max = decimal
+                    .then(|| number.parse::<u64>().ok())
+                    .flatten()
+                    .ok_or(OptInError::InvalidLimits)?;
+                message.replace(max).map(drop)
+            }
+            // Another parameter: a later extension, ignored.
+            _ => None,
+        };
+        if slot.is_some() {
+            return Err(OptInError::InvalidLimits);
+        }
+    }
+    Ok((frame, message))
 }

@@ -21,7 +21,7 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 ///
 /// The HEAD frame is emitted at the first poll (in the compatible SSE mapping, with the first
 /// record: each message is written whole, as a record and a `message` event, once its last byte
-/// is known; keep-alives become `:` comments). An `Err` from the source becomes an ABORT frame
+/// is known; a keep-alive is a record with a KEEPALIVE frame). An `Err` from the source becomes an ABORT frame
 /// (code internal error, reason the error's text); the end of the source becomes the STREAM_END
 /// sentinel, or an ABORT if the producer left a message open; an item the encoder refuses
 /// (e.g. a message over the limit) becomes an ABORT with the matching code. After the terminal
@@ -126,10 +126,7 @@ impl<S> FramedBody<S> {
                 Outgoing::Chunk(bytes) => encoder.push(&bytes),
                 Outgoing::FinishMessage => encoder.finish_message(dst).map(drop),
                 Outgoing::Message(bytes) => encoder.message(&bytes, dst).map(drop),
-                Outgoing::KeepAlive => {
-                    encoder.keep_alive(dst);
-                    Ok(())
-                }
+                Outgoing::KeepAlive => encoder.keep_alive(dst),
                 Outgoing::End => encoder.end(dst),
                 Outgoing::Abort(abort) => encoder.abort(abort.code, &abort.reason, dst),
             }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 use super::{OUTCOME_DATA_KEY, SseItem, is_final_response};
 use crate::decoder::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD, StreamDecoder};
 use crate::frame::HEADER_LEN;
-use crate::http::{Delivery, Mapping, ReceiveError, VerifiedResponse, opt_in_headers_for};
+use crate::http::{
+    DEFAULT_IDLE_TIMEOUT, Delivery, Mapping, ReceiveError, VerifiedResponse, opt_in_headers_with,
+};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy};
@@ -116,6 +118,15 @@ pub enum FramingClientError {
 /// rmcp's `StreamableHttpClient` over reqwest that opts in to framing and hands rmcp only
 /// verified messages (client side).
 ///
+/// Limits: the ones configured in rmcp's `StreamableHttpClientTransportConfig` hold. Each framed
+/// message is bounded by both `max_sse_event_size` and `max_json_response_size` (it stands for an
+/// SSE event or a JSON body), SSE-mapped frames are kept small enough for their events to fit
+/// `max_sse_event_size`, and these limits travel with every request (`Mcp-Framing-Limits`,
+/// SPEC.md §11.3) so that the server frames within them and aborts a message that cannot fit
+/// (code 5) rather than send it. Each response also has an [idle timeout](Self::idle_timeout)
+/// between frames (default 60 s). The standalone GET stream is not framed; a JSON-RPC response on
+/// it is refused ([`FramingClientError::ResponseOnGetStream`]).
+///
 /// # Examples
 ///
 /// ```no_run
@@ -135,11 +146,12 @@ pub struct FramingHttpClient {
     http: reqwest::Client,
     /// The mapping asked for (the response may declare another one the client also reads).
     mapping: Mapping,
+    idle_timeout: Option<Duration>,
     stats: Arc<ClientStats>,
 }
 
 impl FramingHttpClient {
-    /// A client over `http` that asks for the SSE mapping of SPEC.md §15.
+    /// A client over `http` that asks for the SSE mapping.
     ///
     /// # Examples
     ///
@@ -149,8 +161,29 @@ impl FramingHttpClient {
         Self {
             http,
             mapping: Mapping::Sse,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             stats: Arc::default(),
         }
+    }
+
+    /// Sets the idle timeout of every response: the longest time between two frames before the
+    /// response is abandoned (default [`DEFAULT_IDLE_TIMEOUT`], 60 s; `None`: wait for ever). The
+    /// pending request then gets a JSON-RPC error with the classification `abandoned` and the
+    /// kind `IdleTimeout`, retried like any abandoned response. See
+    /// [`VerifiedResponse::idle_timeout`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let client = mcp_framing::rmcp_http::FramingHttpClient::new(reqwest::Client::new())
+    ///     .idle_timeout(Some(Duration::from_secs(300)));
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self
     }
 
     /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE; `false` goes
@@ -214,7 +247,6 @@ impl FramingHttpClient {
 struct ReceiveLimits {
     max_frame_payload: u32,
     max_message_size: u64,
-    max_event_data: usize,
 }
 
 impl ReceiveLimits {
@@ -229,16 +261,21 @@ impl ReceiveLimits {
         } else {
             DEFAULT_MAX_FRAME_PAYLOAD
         };
-        let max_event_data = if mapping == Mapping::Compat {
-            crate::sse_compat::event_data_limit(max_message_size)
-        } else {
-            event_data_limit(max_frame_payload)
-        };
         Self {
             max_frame_payload,
             max_message_size,
-            max_event_data: max_event_data.min(limits.max_sse_event_size),
         }
+    }
+
+    /// The bound on one SSE event of a response in `mapping`: one frame (§15) or one message
+    /// (the compatible mapping, §17.7), within rmcp's SSE event limit.
+    fn event_bound(&self, limits: &StreamableHttpResponseLimits, mapping: Mapping) -> usize {
+        let bound = if mapping == Mapping::Compat {
+            crate::sse_compat::event_data_limit(self.max_message_size)
+        } else {
+            event_data_limit(self.max_frame_payload)
+        };
+        bound.min(limits.max_sse_event_size)
     }
 
     fn decoder(&self, key: RequestKey) -> StreamDecoder {
@@ -541,6 +578,7 @@ impl StreamableHttpClient for FramingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        let receive = ReceiveLimits::new(&limits, self.mapping);
         let key = RequestKey::random();
         let mut value =
             serde_json::to_value(&message).map_err(|e| StreamableHttpError::Client(e.into()))?;
@@ -557,7 +595,10 @@ impl StreamableHttpClient for FramingHttpClient {
         for (name, value) in custom_headers {
             headers.insert(name, value);
         }
-        headers.extend(opt_in_headers_for(key, self.mapping));
+        // The limits it decodes with travel with the opt-in, so the server frames within them
+        // (SPEC.md §11.3, §16).
+        let decoder = receive.decoder(key);
+        headers.extend(opt_in_headers_with(key, self.mapping, &decoder));
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -600,12 +641,16 @@ impl StreamableHttpClient for FramingHttpClient {
         // Decided from the headers, before the body (SPEC.md §16): a response that is not
         // framed is a contract violation whatever its body holds, never a truncation.
         let headers = response.headers().clone();
-        // The limits follow the mapping the response declares (or, unframed, any: it fails).
+        // The event bound follows the mapping the response declares (a server without the
+        // compatible mapping answers in §15's); unframed, it fails below anyway.
         let declared = Mapping::from_response_headers(&headers).unwrap_or(self.mapping);
-        let receive = ReceiveLimits::new(&limits, declared);
-        let verified =
-            VerifiedResponse::from_headers(response.bytes_stream(), &headers, receive.decoder(key))
-                .map(|verified| verified.max_event_data(receive.max_event_data));
+        let max_event_data = receive.event_bound(&limits, declared);
+        let verified = VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder)
+            .map(|verified| {
+                verified
+                    .max_event_data(max_event_data)
+                    .idle_timeout(self.idle_timeout)
+            });
         let verified = match verified {
             Ok(verified) => verified,
             Err(err) => {

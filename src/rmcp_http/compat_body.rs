@@ -20,7 +20,9 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 /// Re-frames an inner SSE response body in the compatible mapping.
 ///
 /// The inner bytes are cut into lines. A comment line outside an event (a keep-alive) goes out at
-/// once; the lines of an event are held until its blank line, then go out unchanged, preceded by
+/// once as a record carrying a KEEPALIVE frame, a comment line to stock clients as before and a
+/// frame to framing clients, whose idle timeout it restarts; the lines of an event are held until
+/// its blank line, then go out unchanged, preceded by
 /// the event's record when it is a `message` event with data (the record holds HEAD before the
 /// first message, the DATA headers and MESSAGE_END, and STREAM_END after the final response).
 /// After the final response the body ends. An inner body that fails or ends first, or a message
@@ -129,7 +131,10 @@ impl<B> CompatPassthrough<B> {
         // A line ends at its first LF or CR (a CRLF's LF is handled in `lines`).
         let blank = line.len() == 1;
         if self.block.is_empty() && line.first() == Some(&b':') {
-            out.extend_from_slice(line); // a keep-alive between events
+            // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §17.4).
+            if let Err(err) = self.encoder.keep_alive(out) {
+                self.abort(AbortCode::InternalError, &err.to_string(), out);
+            }
             return;
         }
         self.block.extend_from_slice(line);

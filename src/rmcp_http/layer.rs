@@ -19,7 +19,6 @@ use super::compat_body::CompatPassthrough;
 use super::is_final_response;
 use crate::codec::Outgoing;
 use crate::encoder::{DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder};
-use crate::event::StreamHead;
 use crate::event::{Abort, AbortCode};
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
 use crate::sse::{SseError, SseEvent, SseParser};
@@ -100,10 +99,11 @@ impl FramingLayer {
     }
 
     /// Sets the largest message the layer frames (default 16 MiB, as the decoder's default and
-    /// rmcp's default JSON and SSE event limits, SPEC.md §6). The inner service's messages are
-    /// read with this bound, whether they come as SSE events or as a JSON body; a larger one is
-    /// not framed: the stream ends with an ABORT of code 5, message too large (SPEC.md §3.1),
-    /// which a client does not retry.
+    /// rmcp's default JSON and SSE event limits, SPEC.md §6), lowered for each request to the
+    /// client's own limit when it sent one (`Mcp-Framing-Limits`, SPEC.md §11.3, §16; the frame
+    /// size likewise). The inner service's messages are read with this bound, whether they come
+    /// as SSE events or as a JSON body; a larger one is not framed: the stream ends with an ABORT
+    /// of code 5, message too large (SPEC.md §3.1), which a client does not retry.
     ///
     /// # Examples
     ///
@@ -181,7 +181,7 @@ where
             let response = future.await?;
             Ok(match (opt_in, unsolicited) {
                 (Some(opt_in), _) if opt_in.mapping() == Mapping::Compat => {
-                    compat_response(response, opt_in.request_key, Unsolicited::No, config).await
+                    compat_response(response, Some(opt_in), Unsolicited::No, config).await
                 }
                 (Some(opt_in), _) => frame_response(response, opt_in, config),
                 (None, Some(json_to_sse)) => {
@@ -208,9 +208,9 @@ fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
     })
 }
 
-/// The message limit of `config` as a buffer size.
-fn max_message(config: FramingLayer) -> usize {
-    usize::try_from(config.max_message_size)
+/// A message limit as a buffer size.
+fn buffer_limit(max_message_size: u64) -> usize {
+    usize::try_from(max_message_size)
         .unwrap_or(usize::MAX)
         .min(isize::MAX as usize)
 }
@@ -232,7 +232,7 @@ enum Unsolicited {
 /// it.
 async fn compat_response<B>(
     response: Response<B>,
-    key: Option<crate::RequestKey>,
+    opt_in: Option<OptIn>,
     unsolicited: Unsolicited,
     config: FramingLayer,
 ) -> Response<FramingBody<B::Error>>
@@ -245,13 +245,18 @@ where
     if response.status() != StatusCode::OK || !(sse || json_to_sse && json) {
         return response.map(|body| body.boxed_unsync());
     }
-    let encoder = StreamEncoder::builder()
+    let builder = StreamEncoder::builder()
         .frame_size(config.frame_size)
-        .max_message_size(config.max_message_size)
-        .build(StreamHead::for_request(key));
+        .max_message_size(config.max_message_size);
+    // Within the smaller of the layer's limits and the client's, if it said (SPEC.md §11.3, §16).
+    let encoder = match opt_in {
+        Some(opt_in) => opt_in.encoder(builder),
+        None => builder.build(crate::event::StreamHead::for_request(None)),
+    };
+    let max_message = buffer_limit(encoder.max_message_size());
     let (mut parts, body) = response.into_parts();
     let framed = if sse {
-        let body = CompatPassthrough::new(body, encoder, max_message(config));
+        let body = CompatPassthrough::new(body, encoder, max_message);
         http_body_util::StreamBody::new(body.map(|piece| piece.map(Frame::data))).boxed_unsync()
     } else {
         // The whole JSON body, within the message limit, before the response head is sent.
@@ -263,7 +268,7 @@ where
                 Ok(frame) => {
                     if let Ok(data) = frame.into_data() {
                         json.extend_from_slice(&data);
-                        if json.len() > max_message(config) {
+                        if json.len() > max_message {
                             failure = Some(AbortCode::MessageTooLarge);
                             break;
                         }
@@ -357,9 +362,16 @@ where
         return response.map(|body| body.boxed_unsync());
     }
     let (mut parts, body) = response.into_parts();
+    // Within the smaller of the layer's limits and the client's (SPEC.md §11.3, §16).
+    let mapping = opt_in.mapping();
+    let encoder = opt_in.encoder(
+        StreamEncoder::builder()
+            .frame_size(config.frame_size)
+            .max_message_size(config.max_message_size),
+    );
     // Every inner message is read within the message limit, as an SSE event or a JSON body
-    // (SPEC.md §6): the same bound the encoder and a default client apply.
-    let max_message = max_message(config);
+    // (SPEC.md §6, §16): the bound the encoder applies, so one byte more is an ABORT of code 5.
+    let max_message = buffer_limit(encoder.max_message_size());
     let messages = InnerMessages {
         body: Box::pin(body),
         parser: sse.then(|| SseParser::with_max_event_data(max_message)),
@@ -370,11 +382,6 @@ where
         done: false,
         comments: 0,
     };
-    let mapping = opt_in.mapping();
-    let encoder = StreamEncoder::builder()
-        .frame_size(config.frame_size)
-        .max_message_size(config.max_message_size)
-        .build(StreamHead::for_request(opt_in.request_key));
     let framed = FramedBody::new(messages, encoder, mapping);
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(mapping));

@@ -12,7 +12,9 @@
 //!   every POST with a fresh request key (header and `params._meta`), verifies the framed
 //!   response and hands rmcp only verified messages. A response that is abandoned, aborted,
 //!   corrupt or unframed reaches the caller as a JSON-RPC error for the pending request whose
-//!   `data` holds the classification under [`OUTCOME_DATA_KEY`], never as a parse error.
+//!   `data` holds the classification under [`OUTCOME_DATA_KEY`], never as a parse error. It
+//!   honours rmcp's response limits (and announces them to the server), and bounds the time
+//!   between frames.
 
 mod client;
 mod compat_body;

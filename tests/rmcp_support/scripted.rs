@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use mcp_framing::http::{FramedBody, OptIn, response_headers};
 use mcp_framing::rmcp_http::FramingHttpClient;
-use mcp_framing::{Outgoing, StreamEncoder, StreamHead};
+use mcp_framing::{Outgoing, StreamEncoder};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -92,7 +92,8 @@ pub(crate) async fn scripted_server_with_get(
     addr
 }
 
-/// A framed response carrying `messages` then the sentinel, in the mapping the request asked for.
+/// A framed response carrying `messages` then the sentinel, in the mapping the request asked for
+/// and within the limits it announced (a message over them is an ABORT with code 5).
 pub(crate) fn framed(headers: &HeaderMap, messages: Vec<Bytes>) -> Response {
     framed_items(
         headers,
@@ -105,7 +106,7 @@ pub(crate) fn framed_items(headers: &HeaderMap, items: Vec<Outgoing>) -> Respons
     let opt_in = OptIn::from_headers(headers)
         .expect("a valid opt-in")
         .expect("the client opts in");
-    let encoder = StreamEncoder::new(StreamHead::for_request(opt_in.request_key));
+    let encoder = opt_in.encoder(StreamEncoder::builder());
     let body = FramedBody::new(
         stream::iter(items.into_iter().map(Ok::<_, std::io::Error>)),
         encoder,
@@ -114,11 +115,20 @@ pub(crate) fn framed_items(headers: &HeaderMap, items: Vec<Outgoing>) -> Respons
     (response_headers(opt_in.mapping()), Body::from_stream(body)).into_response()
 }
 
+/// A framed response that sends its HEAD frame, then nothing: a server that hangs.
+pub(crate) fn stalled(headers: &HeaderMap) -> Response {
+    let opt_in = OptIn::from_headers(headers).unwrap().unwrap();
+    let encoder = opt_in.encoder(StreamEncoder::builder());
+    let never = stream::pending::<Result<Outgoing, std::io::Error>>();
+    let body = FramedBody::new(never, encoder, opt_in.mapping());
+    (response_headers(opt_in.mapping()), Body::from_stream(body)).into_response()
+}
+
 /// The framed body pieces of `items`, without the response around them (for tests that cut or
 /// stall a body).
 pub(crate) async fn framed_pieces(headers: &HeaderMap, items: Vec<Outgoing>) -> Vec<Bytes> {
     let opt_in = OptIn::from_headers(headers).unwrap().unwrap();
-    let encoder = StreamEncoder::new(StreamHead::for_request(opt_in.request_key));
+    let encoder = opt_in.encoder(StreamEncoder::builder());
     FramedBody::new(
         stream::iter(items.into_iter().map(Ok::<_, std::io::Error>)),
         encoder,
