@@ -1,5 +1,5 @@
 //! The SSE mappings compared (issue 13 §2): bytes on the wire, encode and decode throughput of
-//! the compatible mapping (SPEC.md §17) against the base64 mapping (§15) and against unframed
+//! the compatible mapping (SPEC.md §18) against the base64 mapping (§15) and against unframed
 //! SSE (what a stock MCP server sends), for one JSON-RPC response of 1 KiB, 64 KiB and 1 MiB.
 //!
 //! In each group `mappings-<size>`, over the same message:
@@ -165,7 +165,7 @@ fn print_wire_sizes() {
     println!("bytes on the wire for one response (message = the JSON-RPC response):");
     println!(
         "{:>8} {:>10} {:>19} {:>19} {:>19} {:>19}",
-        "message", "", "unframed SSE", "base64 (§15)", "compat (§17)", "binary (§16)"
+        "message", "", "unframed SSE", "base64 (§15)", "compat (§18)", "binary (§16)"
     );
     for (name, len) in SIZES {
         let message = json_payload(len);

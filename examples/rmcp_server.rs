@@ -12,7 +12,7 @@
 //! - `--mode MODE`: `opt-in` (default: `FramingLayer`, which frames only the requests that opt
 //!   in), `compat` (`FramingLayer::frame_all_responses(true)`: every response framed, in the
 //!   compatible SSE mapping for requests that did not opt in, which stock clients read as a plain
-//!   MCP stream; SPEC.md §17) or `plain` (rmcp alone, no layer: the baseline).
+//!   MCP stream; SPEC.md §18) or `plain` (rmcp alone, no layer: the baseline).
 //! - `--json`: rmcp answers with `application/json` where it can (`json_response`) instead of
 //!   `text/event-stream`.
 //! - `--frame-size BYTES`: DATA frame size for framed responses (default 16384).

@@ -55,7 +55,7 @@ pub const MESSAGE_DIGEST_SHA256: &str = "sha256";
 
 /// The transport mappings known to this crate: a binary response body, frames in SSE events
 /// (SPEC.md §15), and frames in SSE comments beside plain message events (the compatible
-/// mapping, §17).
+/// mapping, §18).
 pub const KNOWN_TRANSPORTS: &[&str] = &["binary", "sse", "compat"];
 
 /// The framing contract a server declares (SPEC.md §11.1), as JSON:
@@ -101,7 +101,7 @@ pub struct FramingContract {
     /// Transport mappings the server supports, e.g. `["binary", "sse", "compat"]`.
     pub transports: Vec<String>,
     /// The mapping in which the server frames the response to every POST, whether the request
-    /// opted in or not (SPEC.md §11.1, §17.8); only `"compat"` is defined. `None`: only requests
+    /// opted in or not (SPEC.md §11.1, §18.8); only `"compat"` is defined. `None`: only requests
     /// that opt in are framed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub always_framed: Option<String>,
@@ -137,7 +137,7 @@ impl FramingContract {
     }
 
     /// Declares that the server frames every response, opted in or not, in `mapping` (SPEC.md
-    /// §17.8: `"compat"`, what `rmcp_http::FramingLayer::frame_all_responses` does), and lists
+    /// §18.8: `"compat"`, what `rmcp_http::FramingLayer::frame_all_responses` does), and lists
     /// it among the transports.
     ///
     /// # Examples

@@ -305,7 +305,7 @@ impl StreamEncoder {
     }
 
     /// [`push`](Self::push), writing the DATA frames' payloads only if `payloads` (otherwise
-    /// their headers alone: the compatible SSE mapping carries the bytes in an event, SPEC.md §17).
+    /// their headers alone: the compatible SSE mapping carries the bytes in an event, SPEC.md §18).
     fn push_frames(
         &mut self,
         chunk: &[u8],
@@ -399,7 +399,7 @@ impl StreamEncoder {
     }
 
     /// [`message`](Self::message) with the DATA frames' headers only, their payloads left out:
-    /// the compatible SSE mapping carries the message in a `message` event (SPEC.md §17).
+    /// the compatible SSE mapping carries the message in a `message` event (SPEC.md §18).
     pub(crate) fn message_detached(
         &mut self,
         message: &[u8],

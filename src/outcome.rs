@@ -404,7 +404,7 @@ pub enum MappingViolation {
     /// The compatible SSE mapping is broken: a framing record is invalid, a message event is
     /// not announced by a record (the comments were stripped), an event is missing or has
     /// another length than its DATA frames, or an event of another type carried data
-    /// (SPEC.md §17.5).
+    /// (SPEC.md §18.5).
     #[cfg(feature = "sse")]
     #[error("compatible SSE mapping: {0}")]
     Compat(crate::sse_compat::CompatError),

@@ -268,7 +268,7 @@ impl SseParser {
 
     /// Like [`feed`](Self::feed), but also returns every comment line, in body order with the
     /// events (a comment inside an event's lines comes before that event, which is dispatched at
-    /// its blank line). For mappings that carry information in comments (SPEC.md §17).
+    /// its blank line). For mappings that carry information in comments (SPEC.md §18).
     ///
     /// # Errors
     ///

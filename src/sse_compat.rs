@@ -1,4 +1,4 @@
-//! The compatible SSE mapping (SPEC.md §17): every JSON-RPC message stays a standard MCP
+//! The compatible SSE mapping (SPEC.md §18): every JSON-RPC message stays a standard MCP
 //! `message` event, the frames ride alongside in SSE comment lines.
 //!
 //! The SSE mapping of §15 ([`crate::sse`]) wraps every frame in base64 inside `mcp-frame`
@@ -76,11 +76,11 @@ use crate::sse::{SseError, SseItem, SseParser};
 
 /// The token that names this mapping: in the response header (`Mcp-Framing: 1; mapping=compat`),
 /// the request header `Mcp-Framing-Mapping`, the contract's `transports` and the CLI's
-/// `--mapping` (SPEC.md §17.1).
+/// `--mapping` (SPEC.md §18.1).
 pub const MAPPING_TOKEN: &str = "compat";
 
 /// What starts a record line: a comment whose text is `mcp-framing`, a space, then base64
-/// (SPEC.md §17.2). Keep-alive comments (`:`, `: keep-alive`) never start with it.
+/// (SPEC.md §18.2). Keep-alive comments (`:`, `: keep-alive`) never start with it.
 pub const RECORD_PREFIX: &str = ":mcp-framing ";
 
 /// The comment text that marks a record (the line without its leading `:`), up to the space.
@@ -91,14 +91,14 @@ const RECORD_MARK: &[u8] = b"mcp-framing";
 /// An event carries a whole message, so the bound must admit the largest message a receiver
 /// accepts (the default max message size, 16 MiB, SPEC.md §6), plus room for the `data: `
 /// prefixes of a message sent over several lines. It bounds what a peer can make a receiver
-/// buffer before an event or a line ends (SPEC.md §17.7).
+/// buffer before an event or a line ends (SPEC.md §18.7).
 pub const DEFAULT_MAX_EVENT_DATA: usize = DEFAULT_MAX_MESSAGE_SIZE as usize + EVENT_SLACK;
 
 /// Room above the message limit in the event bound: the `data: ` prefixes and LFs of a message
 /// sent over many lines.
 const EVENT_SLACK: usize = 64 * 1024;
 
-/// The event bound for a receiver whose message limit is `max_message_size` (SPEC.md §17.7): an
+/// The event bound for a receiver whose message limit is `max_message_size` (SPEC.md §18.7): an
 /// event carries a whole message, so one message plus 64 KiB. Deriving it from the limit in
 /// force means that a receiver configured for larger messages accepts the events that carry them.
 ///
@@ -116,7 +116,7 @@ pub fn event_data_limit(max_message_size: u64) -> usize {
         .saturating_add(EVENT_SLACK)
 }
 
-/// Errors of the compatible SSE mapping (receiver side, SPEC.md §17.5).
+/// Errors of the compatible SSE mapping (receiver side, SPEC.md §18.5).
 ///
 /// Every one is a contract violation of the mapping (SPEC.md §11.4), reported after the frame
 /// bytes that precede it in the body were handed over, so that an error in those frames, which
@@ -183,7 +183,7 @@ pub enum CompatError {
 }
 
 impl CompatError {
-    /// A stable name for telemetry and the conformance manifest (SPEC.md §14, §17).
+    /// A stable name for telemetry and the conformance manifest (SPEC.md §14, §18).
     ///
     /// # Examples
     ///
@@ -218,12 +218,12 @@ enum Queued {
     Broken(Bytes),
 }
 
-/// Decodes the compatible SSE mapping: body bytes in, binary frame bytes out (SPEC.md §17.5).
+/// Decodes the compatible SSE mapping: body bytes in, binary frame bytes out (SPEC.md §18.5).
 ///
 /// Feed the output to a [`StreamDecoder`](crate::StreamDecoder); at the end of the body call
 /// [`finish`](Self::finish) and then the stream decoder's `decode_eof`, which decides whether
 /// the stream was complete. On an error, decode the frame bytes handed over before it first: an
-/// error in them comes earlier in the body and is the verdict (SPEC.md §15, §17.5).
+/// error in them comes earlier in the body and is the verdict (SPEC.md §15, §18.5).
 ///
 /// Memory: one event (at most the event bound), one line, and the frames of one record.
 ///
@@ -427,7 +427,7 @@ impl CompatDecoder {
         }
         let record = self.records;
         self.records += 1;
-        // SPEC.md §17.5 step 1: no record while a DATA frame waits for its event.
+        // SPEC.md §18.5 step 1: no record while a DATA frame waits for its event.
         if self.waiting.is_some() {
             return Err(CompatError::EventMissing { record });
         }
@@ -441,7 +441,7 @@ impl CompatDecoder {
         self.flush(frames, record)
     }
 
-    /// Splits a record's bytes into frames (SPEC.md §17.5 step 1). Lengths and kinds are read
+    /// Splits a record's bytes into frames (SPEC.md §18.5 step 1). Lengths and kinds are read
     /// only from headers that pass the checks of §2 steps 1–2 (the decoder's own header parse).
     fn queue_frames(&mut self, bytes: Bytes) {
         let mut at = 0;
@@ -473,7 +473,7 @@ impl CompatDecoder {
     }
 
     /// Moves queued items into the binary stream up to a DATA header, which then waits for its
-    /// event (SPEC.md §17.5 step 2).
+    /// event (SPEC.md §18.5 step 2).
     fn flush(&mut self, frames: &mut BytesMut, record: u64) -> Result<(), CompatError> {
         while let Some(item) = self.queue.pop_front() {
             match item {
@@ -492,7 +492,7 @@ impl CompatDecoder {
                     // the limits) before the payload arrives (SPEC.md §2).
                     frames.extend_from_slice(&header);
                     if self.open_message {
-                        // One message, one event (SPEC.md §17.5 step 2).
+                        // One message, one event (SPEC.md §18.5 step 2).
                         return Err(CompatError::SplitMessage { record });
                     }
                     self.waiting = Some(len);
@@ -508,7 +508,7 @@ impl CompatDecoder {
     }
 
     /// A message event fills the waiting DATA frame and the DATA headers right after it
-    /// (SPEC.md §17.5 step 3).
+    /// (SPEC.md §18.5 step 3).
     fn message_event(&mut self, data: Bytes, frames: &mut BytesMut) -> Result<(), CompatError> {
         let event = self.message_events;
         self.message_events += 1;
@@ -557,7 +557,7 @@ impl CompatDecoder {
     }
 
     /// Ends the body; returns the bytes received since the last blank line (as
-    /// [`SseParser::finish`]): an event left open among them is discarded (SPEC.md §15, §17.5
+    /// [`SseParser::finish`]): an event left open among them is discarded (SPEC.md §15, §18.5
     /// step 5), while complete comment lines among them, records included, were already handled.
     /// What the receiver has handed over decides the verdict: call the frame decoder's
     /// `decode_eof` next.
@@ -610,7 +610,7 @@ pub enum CompatEncodeError {
     EmptyMessage,
 }
 
-/// Writes a response in the compatible SSE mapping (the server side, SPEC.md §17.4).
+/// Writes a response in the compatible SSE mapping (the server side, SPEC.md §18.4).
 ///
 /// Each message becomes one record (its DATA headers and MESSAGE_END, with HEAD before the first
 /// message and STREAM_END after the last one when known) followed by one `message` event
@@ -758,7 +758,7 @@ impl CompatEncoder {
 
     /// Writes a record carrying a KEEPALIVE frame (and HEAD, if nothing was written): a comment
     /// line to a stock client, traffic that keeps intermediaries from timing out, and a frame to
-    /// a framing client, whose idle timeout it restarts (SPEC.md §17.4). Allowed while a message
+    /// a framing client, whose idle timeout it restarts (SPEC.md §18.4). Allowed while a message
     /// is given in pieces: nothing of it has been written yet, so the frame is between messages.
     ///
     /// # Errors
@@ -919,7 +919,7 @@ impl CompatEncoder {
     }
 }
 
-/// Checks that an SSE event carries `data` unchanged (SPEC.md §17.3): UTF-8, no CR, not empty.
+/// Checks that an SSE event carries `data` unchanged (SPEC.md §18.3): UTF-8, no CR, not empty.
 fn check_event_data(data: &[u8]) -> Result<(), CompatEncodeError> {
     if data.is_empty() {
         return Err(CompatEncodeError::EmptyMessage);
@@ -935,7 +935,7 @@ fn check_event_data(data: &[u8]) -> Result<(), CompatEncodeError> {
     }
 }
 
-/// Writes a record line carrying `frames` (SPEC.md §17.2).
+/// Writes a record line carrying `frames` (SPEC.md §18.2).
 fn write_record(frames: &[u8], dst: &mut BytesMut) {
     let start = dst.len();
     let text_len = frames.len().div_ceil(3) * 4;
@@ -950,7 +950,7 @@ fn write_record(frames: &[u8], dst: &mut BytesMut) {
 }
 
 /// Writes a `message` event carrying `message` (checked by [`check_event_data`]): one `data: `
-/// line per LF-separated piece, then the blank line (SPEC.md §17.3).
+/// line per LF-separated piece, then the blank line (SPEC.md §18.3).
 fn write_message_event(message: &[u8], dst: &mut BytesMut) {
     let lines = 1 + memchr::memchr_iter(b'\n', message).count();
     dst.reserve(message.len() + lines * 7 + 1);

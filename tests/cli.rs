@@ -61,7 +61,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 struct Vector {
-    /// Carried in an SSE mapping (SPEC.md §15 or §17).
+    /// Carried in an SSE mapping (SPEC.md §15 or §18).
     sse: bool,
     compat: bool,
     file: String,
@@ -156,7 +156,7 @@ fn expected_exit(v: &Vector) -> i32 {
 }
 
 /// How many frame bytes a vector holds: the file itself in the binary mapping, the bytes its
-/// events (and records) carry in the SSE mappings (SPEC.md §15, §17).
+/// events (and records) carry in the SSE mappings (SPEC.md §15, §18).
 fn frame_bytes(v: &Vector) -> usize {
     let mut frames = bytes::BytesMut::new();
     if v.compat {
@@ -308,7 +308,7 @@ fn inspect_lists_the_frames_and_marks_the_frame_where_the_decoder_stopped() {
                 assert!(stops.is_empty(), "{}: {stops:?}", v.file);
                 assert!(got["end_of_input"].is_string(), "{}", v.file);
             }
-            // An SSE-level error stops the SSE pass, not the frame decoder (SPEC.md §15, §17).
+            // An SSE-level error stops the SSE pass, not the frame decoder (SPEC.md §15, §18).
             (
                 _,
                 Some(
@@ -809,7 +809,7 @@ fn encode_and_decode_the_compatible_mapping() {
         br#"{"ok":true}"#,
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    // Byte for byte the SPEC.md §17.4 example.
+    // Byte for byte the SPEC.md §18.4 example.
     assert_eq!(
         out.stdout,
         std::fs::read(vectors_dir().join("valid_compat_single_message.sse")).unwrap()

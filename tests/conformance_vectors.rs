@@ -117,7 +117,7 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// A body decoder of one of the SSE mappings (SPEC.md §15, §17): body bytes in, frame bytes out.
+/// A body decoder of one of the SSE mappings (SPEC.md §15, §18): body bytes in, frame bytes out.
 #[cfg(feature = "sse")]
 trait BodyDecoder {
     /// Feeds body bytes; an error is the mapping's, as `(kind, detail)`.
@@ -177,7 +177,7 @@ fn body_decoder_for(entry: &Value) -> Box<dyn BodyDecoder> {
     }
 }
 
-/// Decodes an SSE body (SPEC.md §15, §17) fed in `pieces`: the body decoder's frame bytes go to
+/// Decodes an SSE body (SPEC.md §15, §18) fed in `pieces`: the body decoder's frame bytes go to
 /// the frame decoder after every piece, so an error in frames handed over before a mapping error
 /// comes first (body order). Returns the frame-level outcome and the mapping error (kind and
 /// detail), if one ended the body first.
@@ -317,7 +317,7 @@ fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_sp
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// One vector of an SSE mapping (SPEC.md §15, §17): in one read and split in two at every cut
+/// One vector of an SSE mapping (SPEC.md §15, §18): in one read and split in two at every cut
 /// point.
 #[cfg(feature = "sse")]
 fn check_sse_vector(file: &str, entry: &Value, failures: &mut Vec<String>) {

@@ -1,4 +1,4 @@
-//! The compatible SSE mapping (SPEC.md §17) end to end over loopback HTTP: rmcp's server behind
+//! The compatible SSE mapping (SPEC.md §18) end to end over loopback HTTP: rmcp's server behind
 //! `FramingLayer` framing every response; the stock rmcp client reads it as a plain MCP stream;
 //! `FramingHttpClient` asking for it verifies it, reports a cut at any offset as abandoned and a
 //! gateway that strips the comments as a contract violation.

@@ -328,7 +328,7 @@ async fn the_client_sse_event_bound_follows_its_frame_limit() {
 }
 
 /// Sends a request that did not opt in through a layer framing every response (the compatible
-/// mapping, SPEC.md §17.8); returns the response's `Mcp-Framing` header, the body, and the body's
+/// mapping, SPEC.md §18.8); returns the response's `Mcp-Framing` header, the body, and the body's
 /// verdict (the events, then `Ok(())` for a clean end).
 async fn through_compat_layer(
     layer: FramingLayer,

@@ -61,7 +61,7 @@ fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
 #[derive(Clone, Debug)]
 struct Config {
     /// The transport mapping: `"binary"` (the default), `"sse"` (SPEC.md §15) or `"compat"`
-    /// (§17).
+    /// (§18).
     mapping: &'static str,
     max_frame_payload: Option<u32>,
     max_message_size: Option<u64>,
@@ -220,7 +220,7 @@ fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
     })
 }
 
-/// How the bytes of a case become frame bytes (SPEC.md §15, §16, §17).
+/// How the bytes of a case become frame bytes (SPEC.md §15, §16, §18).
 enum Input {
     Binary,
     #[cfg(feature = "sse")]
@@ -1050,7 +1050,7 @@ fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Bodies of the compatible SSE mapping (SPEC.md §17) made by the crate's compat encoder,
+/// Bodies of the compatible SSE mapping (SPEC.md §18) made by the crate's compat encoder,
 /// reformatted, cut, mutated, and with records or events stripped, dropped or duplicated.
 #[cfg(feature = "sse")]
 #[test]

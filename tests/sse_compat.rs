@@ -1,4 +1,4 @@
-//! The compatible SSE mapping (SPEC.md §17) through the public API, without a network: the
+//! The compatible SSE mapping (SPEC.md §18) through the public API, without a network: the
 //! binary stream rebuilt byte for byte whatever the chunking, line endings and keep-alives; a
 //! stock SSE parser sees exactly the messages; every strict prefix a truncation; every bit flip
 //! in a record or an event detected; stripped, dropped, duplicated and spliced pieces never clean.
@@ -35,7 +35,7 @@ struct Decoded {
     end: End,
 }
 
-/// Decodes `body` fed in `pieces` (SPEC.md §17.5), the frame decoder running after every piece.
+/// Decodes `body` fed in `pieces` (SPEC.md §18.5), the frame decoder running after every piece.
 fn decode_pieces<'a>(pieces: impl IntoIterator<Item = &'a [u8]>) -> Decoded {
     let mut compat = CompatDecoder::new();
     let mut decoder = StreamDecoder::builder().expect_request_key(KEY).build();
@@ -520,7 +520,7 @@ fn the_encoder_writes_the_committed_vectors() {
 
 #[test]
 fn the_record_of_a_one_frame_message_costs_230_bytes_with_head_and_sentinel() {
-    // SPEC.md §17.6: HEAD 52 + DATA header 20 + MESSAGE_END 60 + STREAM_END 28 = 160 bytes.
+    // SPEC.md §18.6: HEAD 52 + DATA header 20 + MESSAGE_END 60 + STREAM_END 28 = 160 bytes.
     for len in [1usize, 100, 1024, 16 * 1024] {
         let message = "x".repeat(len);
         let mut enc = CompatEncoder::new(encoder(ATTEMPT, 16 * 1024));

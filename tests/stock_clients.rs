@@ -39,7 +39,7 @@ use tracing_subscriber::layer::SubscriberExt;
 /// The server modes every stock client must not notice (`--mode` of the example server):
 /// rmcp alone, rmcp behind `FramingLayer` (which frames only the requests that opt in), and
 /// rmcp behind `FramingLayer::frame_all_responses(true)`, which frames every response in the
-/// compatible SSE mapping (issue 13 §2, SPEC.md §17).
+/// compatible SSE mapping (issue 13 §2, SPEC.md §18).
 const SERVER_MODES: &[&str] = &["plain", "opt-in", "compat"];
 
 /// The `generate_text` arguments: 1200 lines, 104 616 bytes of text (several 16 KiB frames).

@@ -1,4 +1,4 @@
-//! `compat_decode`: the compatible SSE mapping (SPEC.md §17) from arbitrary bytes, in any
+//! `compat_decode`: the compatible SSE mapping (SPEC.md §18) from arbitrary bytes, in any
 //! chunking.
 //!
 //! Input: one mode byte, one byte `n`, `n` schedule bytes (piece sizes as in
@@ -88,7 +88,7 @@ enum End {
 }
 
 /// The whole pipeline: the frame decoder runs after every piece, an error in frames handed over
-/// before a mapping error wins (SPEC.md §17.5).
+/// before a mapping error wins (SPEC.md §18.5).
 fn verdict(max: usize, pieces: &[&[u8]]) -> (Vec<Bytes>, End) {
     let mut compat = CompatDecoder::with_max_event_data(max);
     let mut decoder = StreamDecoder::new();

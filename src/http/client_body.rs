@@ -70,7 +70,7 @@ pub enum ReceiveError<E> {
     /// The SSE mapping is broken (an unframed event, invalid base64, an oversized event).
     #[error("SSE mapping: {0}")]
     Sse(#[source] SseError),
-    /// The compatible SSE mapping is broken (SPEC.md §17.5): an invalid record, an event no
+    /// The compatible SSE mapping is broken (SPEC.md §18.5): an invalid record, an event no
     /// record announced (stripped comments), a missing or split event, an event of the wrong
     /// length, an event of another type, an oversized event.
     #[error("compatible SSE mapping: {0}")]
@@ -276,7 +276,7 @@ impl<S> VerifiedResponse<S> {
     /// one event's data follows the decoder's frame limit
     /// ([`event_data_limit`](crate::sse::event_data_limit), SPEC.md §15); in the compatible SSE
     /// mapping, its message limit ([`sse_compat::event_data_limit`](crate::sse_compat::event_data_limit),
-    /// SPEC.md §17.7).
+    /// SPEC.md §18.7).
     ///
     /// # Examples
     ///
@@ -627,7 +627,7 @@ where
                 return Poll::Ready(Some(item));
             }
             // The frames buffered before a failing SSE line are decoded and verified first: the
-            // mapping's error is next in body order (SPEC.md §15, §17.5).
+            // mapping's error is next in body order (SPEC.md §15, §18.5).
             if let Some(err) = this.sse_error.take() {
                 let violation = MappingViolation::Sse(err.clone());
                 return Poll::Ready(Some(Err(

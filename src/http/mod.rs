@@ -21,7 +21,7 @@
 //! A framed response uses one of three mappings ([`Mapping`]): the binary body
 //! (`application/vnd.mcp-framing`, only if the client listed it in `Accept`), SSE events named
 //! `mcp-frame` inside `text/event-stream` (what MCP infrastructure expects), or the compatible
-//! SSE mapping (plain `message` events, the frames in comments, SPEC.md §17), which a client asks
+//! SSE mapping (plain `message` events, the frames in comments, SPEC.md §18), which a client asks
 //! for with [`MAPPING_HEADER`] and which a server may use for every response.
 
 use http::HeaderName;
@@ -49,7 +49,7 @@ pub const OPT_IN_HEADER: HeaderName = HeaderName::from_static("mcp-framing");
 /// Request header carrying the request key, 32 lowercase hex digits (SPEC.md §10).
 pub const REQUEST_KEY_HEADER: HeaderName = HeaderName::from_static("mcp-framing-request-key");
 /// Request header listing the mappings a client takes besides the §15 and binary ones, in order
-/// of preference, comma separated: `Mcp-Framing-Mapping: compat` (SPEC.md §17.8).
+/// of preference, comma separated: `Mcp-Framing-Mapping: compat` (SPEC.md §18.8).
 pub const MAPPING_HEADER: HeaderName = HeaderName::from_static("mcp-framing-mapping");
 /// Request header carrying the limits the client decodes with (SPEC.md §11.3, §16):
 /// `Mcp-Framing-Limits: frame=65536, message=16777216`, in bytes. A server frames within the
@@ -82,7 +82,7 @@ pub enum Mapping {
     /// The frames travel base64-encoded in `mcp-frame` SSE events (SPEC.md §15).
     Sse,
     /// Every message a plain MCP `message` event, the frames in `:mcp-framing` comment records
-    /// (SPEC.md §17): what stock clients read unchanged.
+    /// (SPEC.md §18): what stock clients read unchanged.
     Compat,
 }
 
@@ -100,7 +100,7 @@ impl Mapping {
         }
     }
 
-    /// The mapping's token (SPEC.md §8, §17.1): in the contract's `transports`, in the
+    /// The mapping's token (SPEC.md §8, §18.1): in the contract's `transports`, in the
     /// `mapping` parameter of the `Mcp-Framing` response header, in [`MAPPING_HEADER`].
     ///
     /// # Examples
@@ -118,7 +118,7 @@ impl Mapping {
     /// The mapping of a response to a request that opted in, decided from its headers alone,
     /// before any byte of the body (SPEC.md §16): `Some` only if its `Content-Type` is one of the
     /// mappings' **and** its [`OPT_IN_HEADER`] (`Mcp-Framing`) names the version this crate
-    /// speaks. A `mapping` parameter names the mapping (SPEC.md §17.8): `Mcp-Framing: 1;
+    /// speaks. A `mapping` parameter names the mapping (SPEC.md §18.8): `Mcp-Framing: 1;
     /// mapping=compat` with `text/event-stream` is [`Mapping::Compat`]; without it, §15. A
     /// parameter naming a mapping this crate does not know, or contradicting the content type,
     /// is not framed. Anything else is not framed, whatever its body holds (a JSON result, an SSE

@@ -64,7 +64,7 @@ pub struct OptIn {
     /// Whether the client accepts the binary mapping (`Accept` lists [`MEDIA_TYPE`](super::MEDIA_TYPE)).
     pub accepts_binary: bool,
     /// Whether the client takes the compatible SSE mapping ([`MAPPING_HEADER`] lists `compat`,
-    /// SPEC.md §17.8).
+    /// SPEC.md §18.8).
     pub accepts_compat: bool,
     /// The largest frame payload the client decodes (`frame` in [`LIMITS_HEADER`]), if it said.
     pub max_frame_payload: Option<u32>,
@@ -197,7 +197,7 @@ impl OptIn {
         }
     }
 
-    /// The mapping to answer with (SPEC.md §17.8): binary if the client accepts it, else the
+    /// The mapping to answer with (SPEC.md §18.8): binary if the client accepts it, else the
     /// compatible SSE mapping if it asked for it, else the SSE mapping of §15.
     ///
     /// # Examples
@@ -261,7 +261,7 @@ pub fn opt_in_headers_for(key: RequestKey, binary: bool, decoder: &StreamDecoder
     opt_in_headers_with(key, mapping, decoder)
 }
 
-/// [`opt_in_headers_for`] asking for `mapping` (SPEC.md §10, §16, §17.8): for
+/// [`opt_in_headers_for`] asking for `mapping` (SPEC.md §10, §16, §18.8): for
 /// [`Mapping::Binary`] the binary media type first in `Accept`, for [`Mapping::Compat`]
 /// `Mcp-Framing-Mapping: compat`. The client then takes whichever mapping the response declares
 /// ([`Mapping::from_response_headers`]): a server that does not know the compatible mapping
@@ -314,7 +314,7 @@ pub fn opt_in_headers_with(
 }
 
 /// The headers of a framed response: `Content-Type` of the mapping, `Mcp-Framing: 1` (with
-/// `; mapping=compat` for the compatible mapping, SPEC.md §17.8), `Cache-Control: no-cache` and
+/// `; mapping=compat` for the compatible mapping, SPEC.md §18.8), `Cache-Control: no-cache` and
 /// `X-Accel-Buffering: no` (so that proxies stream it).
 ///
 /// # Examples

@@ -205,7 +205,7 @@ impl FramingHttpClient {
         self
     }
 
-    /// Asks for the compatible SSE mapping (SPEC.md §17: `Mcp-Framing-Mapping: compat`), in
+    /// Asks for the compatible SSE mapping (SPEC.md §18: `Mcp-Framing-Mapping: compat`), in
     /// which the messages stay plain MCP events that gateways and tools can read; `false` goes
     /// back to the SSE mapping of §15 if compat was asked for. Whatever it asks for, the client
     /// reads the mapping the response declares (a server without the compatible mapping answers
@@ -268,7 +268,7 @@ impl ReceiveLimits {
     }
 
     /// The bound on one SSE event of a response in `mapping`: one frame (§15) or one message
-    /// (the compatible mapping, §17.7), within rmcp's SSE event limit.
+    /// (the compatible mapping, §18.7), within rmcp's SSE event limit.
     fn event_bound(&self, limits: &StreamableHttpResponseLimits, mapping: Mapping) -> usize {
         let bound = if mapping == Mapping::Compat {
             crate::sse_compat::event_data_limit(self.max_message_size)

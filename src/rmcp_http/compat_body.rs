@@ -1,4 +1,4 @@
-//! The layer's compatible-mapping body (SPEC.md §17): the inner server's SSE bytes pass through
+//! The layer's compatible-mapping body (SPEC.md §18): the inner server's SSE bytes pass through
 //! unchanged, with a framing record written before each `message` event.
 
 use std::fmt;
@@ -131,7 +131,7 @@ impl<B> CompatPassthrough<B> {
         // A line ends at its first LF or CR (a CRLF's LF is handled in `lines`).
         let blank = line.len() == 1;
         if self.block.is_empty() && line.first() == Some(&b':') {
-            // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §17.4).
+            // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §18.4).
             if let Err(err) = self.encoder.keep_alive(out) {
                 self.abort(AbortCode::InternalError, &err.to_string(), out);
             }

@@ -69,7 +69,7 @@ impl FramingLayer {
 
     /// Frames the response to every POST, whether the request opted in or not (default `false`:
     /// only requests that opted in are framed). A request that did not opt in is answered in the
-    /// compatible SSE mapping (SPEC.md §17, §17.8): its JSON-RPC messages stay plain MCP `message`
+    /// compatible SSE mapping (SPEC.md §18, §18.8): its JSON-RPC messages stay plain MCP `message`
     /// events, byte for byte what the inner server sent, and the frames ride in `:mcp-framing`
     /// comment lines, which every SSE parser drops; its HEAD carries no request key. A request
     /// that opted in gets the mapping it asked for, as without this switch. A JSON response is
@@ -173,7 +173,7 @@ where
         };
         let config = self.config;
         // Without an opt-in, a POST is framed in the compatible mapping when the layer frames
-        // every response (SPEC.md §17.8); a JSON answer only if the client also takes SSE.
+        // every response (SPEC.md §18.8); a JSON answer only if the client also takes SSE.
         let unsolicited = (config.all_responses && request.method() == http::Method::POST)
             .then(|| accepts_event_stream(request.headers()));
         let future = self.inner.call(request);
@@ -225,7 +225,7 @@ enum Unsolicited {
     Yes { json_to_sse: bool },
 }
 
-/// Frames a response in the compatible SSE mapping (SPEC.md §17): an SSE response passes
+/// Frames a response in the compatible SSE mapping (SPEC.md §18): an SSE response passes
 /// through with a record before each message event; a JSON response becomes one event. A JSON
 /// body an event cannot carry unchanged (over the limit, not UTF-8, with a CR) gets an ABORT
 /// record when the request opted in; otherwise it passes through unchanged, as the client expects

@@ -32,9 +32,9 @@ pub(crate) struct Vector {
     pub(crate) request_key: Option<RequestKey>,
     pub(crate) expect: Expect,
     /// `"binary"` (SPEC.md §2–§7), `"sse"` (§15: the body is a `text/event-stream`) or
-    /// `"compat"` (§17).
+    /// `"compat"` (§18).
     pub(crate) mapping: &'static str,
-    /// The SSE event bound, when not the mapping's default (SPEC.md §15, §17.7).
+    /// The SSE event bound, when not the mapping's default (SPEC.md §15, §18.7).
     pub(crate) max_event_data: Option<usize>,
 }
 
@@ -143,7 +143,7 @@ impl Set {
         vector
     }
 
-    /// A vector of the compatible SSE mapping (SPEC.md §17): `body` is the `text/event-stream`
+    /// A vector of the compatible SSE mapping (SPEC.md §18): `body` is the `text/event-stream`
     /// body.
     fn add_compat(
         &mut self,
@@ -208,7 +208,7 @@ pub(crate) fn all() -> Vec<Vector> {
 }
 
 /// Every vector of every mapping, in manifest order: [`all`], then the SSE bodies (SPEC.md §15),
-/// then the bodies of the compatible SSE mapping (§17).
+/// then the bodies of the compatible SSE mapping (§18).
 pub(crate) fn all_mappings() -> Vec<Vector> {
     let mut set = binary();
     sse(&mut set);
@@ -1082,12 +1082,12 @@ fn sse(set: &mut Set) {
     );
 }
 
-/// A record line of the compatible mapping carrying `frames` (SPEC.md §17.2), ended with `eol`.
+/// A record line of the compatible mapping carrying `frames` (SPEC.md §18.2), ended with `eol`.
 fn record(frames: &[u8], eol: &str) -> String {
     format!(":mcp-framing {}{eol}", base64(frames))
 }
 
-/// A `message` event carrying `message` (SPEC.md §17.3): one `data: ` line per LF-separated piece.
+/// A `message` event carrying `message` (SPEC.md §18.3): one `data: ` line per LF-separated piece.
 fn message_event(message: &[u8], eol: &str) -> String {
     let text = std::str::from_utf8(message).expect("event data is UTF-8");
     let mut event: String = text
@@ -1098,7 +1098,7 @@ fn message_event(message: &[u8], eol: &str) -> String {
     event
 }
 
-/// A binary stream in the compatible mapping as the SPEC.md §17.4 sender writes it, piece by
+/// A binary stream in the compatible mapping as the SPEC.md §18.4 sender writes it, piece by
 /// piece (a record or an event): each run of DATA frames becomes one record (the frames written
 /// since the previous record, the run's DATA headers, the MESSAGE_END right after the run and the
 /// STREAM_END right after that) and one event (the payloads). Frames after the last record make
@@ -1140,7 +1140,7 @@ fn compat_pieces(stream: &[u8]) -> Vec<String> {
     pieces
 }
 
-/// The compatible-mapping body of a binary stream (SPEC.md §17.4).
+/// The compatible-mapping body of a binary stream (SPEC.md §18.4).
 pub(crate) fn compat_body(stream: &[u8]) -> String {
     compat_pieces(stream).concat()
 }
@@ -1152,7 +1152,7 @@ fn compat(set: &mut Set) {
     let single = single_message();
     set.add_compat(
         "valid_compat_single_message.sse",
-        "SPEC.md §13 worked example in the compatible mapping (§17.4): one record (HEAD, DATA header, MESSAGE_END, STREAM_END), then `data: {\"ok\":true}` (249 bytes)",
+        "SPEC.md §13 worked example in the compatible mapping (§18.4): one record (HEAD, DATA header, MESSAGE_END, STREAM_END), then `data: {\"ok\":true}` (249 bytes)",
         compat_body(&single),
         Expect::clean(&[OK_MESSAGE]),
     );
@@ -1212,7 +1212,7 @@ fn compat(set: &mut Set) {
     );
     set.add_compat(
         "valid_compat_end_record_after_event.sse",
-        "§13 example with HEAD alone in a first record, the DATA header in a second, MESSAGE_END and STREAM_END in a record after the event (§17.5 allows records after their event)",
+        "§13 example with HEAD alone in a first record, the DATA header in a second, MESSAGE_END and STREAM_END in a record after the event (§18.5 allows records after their event)",
         body,
         Expect::clean(&[OK_MESSAGE]),
     );
@@ -1238,14 +1238,14 @@ fn compat(set: &mut Set) {
     .expect("abort");
     set.add_compat(
         "valid_compat_aborted.sse",
-        "a message, then ABORT (code 4) in a record of its own after the event, as the §17.4 sender writes it",
+        "a message, then ABORT (code 4) in a record of its own after the event, as the §18.4 sender writes it",
         compat_body(&wire),
         Expect::aborted(&[PROGRESS], 4, "model backend timed out"),
     );
 
     set.add_compat(
         "valid_compat_aborted_mid_message.sse",
-        "valid_aborted_mid_message.bin in the compatible mapping: the second record holds the DATA headers of a message that the next event fills and the ABORT record after it discards (a §17.4 sender never writes this)",
+        "valid_aborted_mid_message.bin in the compatible mapping: the second record holds the DATA headers of a message that the next event fills and the ABORT record after it discards (a §18.4 sender never writes this)",
         compat_body(&bytes_of(set, "valid_aborted_mid_message.bin")),
         Expect::aborted(&[PROGRESS], 4, "model backend timed out"),
     );

@@ -5,7 +5,7 @@ Written from SPEC.md alone (standard library only: zlib.crc32, hashlib.sha256), 
 implementation that the Rust crate is checked against. Section numbers (§) cite SPEC.md.
 
 All three transport mappings: the binary one (the frames are the body), SSE (§15: `mcp-frame`
-events carrying base64 of whole frames, `SseDecoder`) and the compatible SSE mapping (§17: the
+events carrying base64 of whole frames, `SseDecoder`) and the compatible SSE mapping (§18: the
 messages as plain `message` events, the frames in `:mcp-framing` comment records,
 `CompatDecoder`).
 
@@ -398,7 +398,7 @@ class SseDecoder:
 
     def _fail(self, name, **detail):
         # The first error in body order wins: an error the frame decoder found in bytes handed
-        # over before this one stays (§15, §17.5).
+        # over before this one stays (§15, §18.5).
         if self.inner.error is None:
             self.inner.error = DecodeError(name, **detail)
 
@@ -462,11 +462,11 @@ class SseDecoder:
         return self.inner.finish()
 
 
-# -- compatible SSE mapping (§17) -----------------------------------------------------------------
+# -- compatible SSE mapping (§18) -----------------------------------------------------------------
 
-RECORD_MARK = b"mcp-framing"  # §17.2: a comment whose text starts with it is a record
+RECORD_MARK = b"mcp-framing"  # §18.2: a comment whose text starts with it is a record
 RECORD_PREFIX = RECORD_MARK + b" "
-DEFAULT_COMPAT_MAX_EVENT_DATA = DEFAULT_MAX_MESSAGE_SIZE + 64 * 1024  # §17.7
+DEFAULT_COMPAT_MAX_EVENT_DATA = DEFAULT_MAX_MESSAGE_SIZE + 64 * 1024  # §18.7
 
 
 def header_passes(h):
@@ -480,7 +480,7 @@ def header_passes(h):
 
 
 class CompatDecoder(SseDecoder):
-    """The compatible SSE mapping (§17.5): records (`:mcp-framing` comments) carry whole frames,
+    """The compatible SSE mapping (§18.5): records (`:mcp-framing` comments) carry whole frames,
     DATA frames as their header alone; each `message` event carries the payloads of the DATA
     frames waiting for it. The binary stream rebuilt from both is fed to a binary Decoder."""
 
@@ -507,7 +507,7 @@ class CompatDecoder(SseDecoder):
         except (binascii.Error, ValueError):
             data = b""
         if not data or base64.b64encode(data) != b64:
-            # canonical padded base64 of at least one byte (§17.2)
+            # canonical padded base64 of at least one byte (§18.2)
             self._fail("InvalidRecord", record=record)
             return
         # Split into frames; kinds and lengths come only from headers that pass §2 checks 1-2.

@@ -138,7 +138,7 @@ pub(crate) fn run(args: &EncodeArgs) -> Result<u8, CliError> {
     Ok(0)
 }
 
-/// The compatible SSE mapping (SPEC.md §17.4): per message a record and a `message` event, the
+/// The compatible SSE mapping (SPEC.md §18.4): per message a record and a `message` event, the
 /// last record carrying STREAM_END. A message an event cannot carry unchanged, or one over the
 /// limit, aborts the stream (ABORT code 1 or 5) after the messages before it.
 fn write_compat(

@@ -256,7 +256,7 @@ fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
     (rows, None)
 }
 
-/// The frame bytes an SSE body carries, up to its first mapping error (SPEC.md §15, §17).
+/// The frame bytes an SSE body carries, up to its first mapping error (SPEC.md §15, §18).
 struct EventFrames {
     frames: Vec<u8>,
     /// What the body carried (events, records).

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::input::hex;
 
-/// How a stream is carried (SPEC.md §15, §16, §17).
+/// How a stream is carried (SPEC.md §15, §16, §18).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Mapping {
     /// The frames are the bytes (`application/vnd.mcp-framing`, a pipe, a file).
@@ -57,7 +57,7 @@ pub(crate) enum EventDecoder {
 impl EventDecoder {
     /// The body decoder of `mapping`; `None` for the binary mapping. The event bound is
     /// `max_event_data` if given, otherwise it follows the limits in force of `decoder`
-    /// (SPEC.md §15: one frame of the max frame payload; §17.7: one message).
+    /// (SPEC.md §15: one frame of the max frame payload; §18.7: one message).
     pub(crate) fn new(
         mapping: Mapping,
         max_event_data: Option<usize>,
@@ -277,7 +277,7 @@ impl Session {
     }
 
     /// One line at a time: the frames handed over before a failing line are decoded first
-    /// (SPEC.md §15, §17.5 "errors come in body order"), whatever the reads.
+    /// (SPEC.md §15, §18.5 "errors come in body order"), whatever the reads.
     fn feed_events(
         &mut self,
         events: &mut EventDecoder,
