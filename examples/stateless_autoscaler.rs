@@ -6,9 +6,13 @@
 //! The same workload runs twice:
 //! 1. unframed: the client gets a JSON parse error, retries on the other backend, "succeeds",
 //!    and the truncation is in no counter;
-//! 2. framed (SSE mapping): the cut is classified as abandoned with the frames and bytes that
-//!    arrived, counted, retried only because the request carries a request key, and the final
-//!    result is verified (length + SHA-256, sentinel).
+//! 2. framed (SSE mapping): the client (`mcp_framing::client::RetryingClient`) classifies the cut
+//!    as abandoned with the frames and bytes that arrived, counts it, and retries by itself with
+//!    the same request key, because the contract says the backends deduplicate keyed tool calls
+//!    (`mcp_framing::dedupe`, one `MemoryStore` shared by both backends here; a `RedisStore` for
+//!    separate processes, see `scripts/fleet-demo`); the retry lands on the other backend, which
+//!    answers from the store without running the tool again; the final result is verified
+//!    (length + SHA-256, sentinel).
 //!
 //! 3. Then discovery stops declaring the framing contract, and the framed client refuses to
 //!    start (Regime C: a clean end would be indistinguishable from an abandoned one).
@@ -27,15 +31,14 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use futures_util::{StreamExt, stream};
-use mcp_framing::AttemptContext;
-use mcp_framing::http::{
-    Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers_for, response_headers,
-};
+use futures_util::stream;
+use mcp_framing::client::{AttemptReport, DiscoveringResolver, RetrySchedule, RetryingClient};
+use mcp_framing::dedupe::{Decision, Deduplicator, KeyedCall, MemoryStore, Principal};
+use mcp_framing::http::{FramedBody, OptIn, response_headers};
 use mcp_framing::telemetry;
 use mcp_framing::{
-    ClientPolicy, ContractError, DiscoverySource, EXTENSION_KEY, EncodeError, FramingContract,
-    Outgoing, RequestKey, RequestTraits, RetryPolicy, ServerDiscovery, StreamEncoder, Verdict,
+    ClientPolicy, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY, EncodeError,
+    FramingContract, Outgoing, ServerDiscovery, StreamEncoder, Verdict,
 };
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use serde_json::{Value, json};
@@ -51,9 +54,9 @@ struct Backend {
     name: &'static str,
     advertise_contract: Arc<AtomicBool>,
     executions: AtomicUsize,
-    /// Results by request key, shared by all backends (a Redis in production): what makes a
-    /// keyed retry of a non-idempotent tool safe on a stateless fleet.
-    results: Arc<Mutex<HashMap<RequestKey, Value>>>,
+    /// The deduplication engine over the store every backend shares (SPEC.md §17): what makes
+    /// a keyed retry of a non-idempotent tool safe on a stateless fleet.
+    dedup: Deduplicator,
 }
 
 /// The tool's result: the next tool call an agent should make, with large JSON arguments.
@@ -77,6 +80,14 @@ fn plan_next_step(id: &Value, task: &str) -> Value {
     })
 }
 
+fn run_tool(backend: &Backend, id: &Value, request: &Value) -> Value {
+    backend.executions.fetch_add(1, Ordering::SeqCst);
+    let task = request["params"]["arguments"]["task"]
+        .as_str()
+        .unwrap_or("task");
+    plan_next_step(id, task)
+}
+
 async fn backend(State(backend): State<Arc<Backend>>, headers: HeaderMap, body: Bytes) -> Response {
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
@@ -91,35 +102,40 @@ async fn backend(State(backend): State<Arc<Backend>>, headers: HeaderMap, body: 
             });
             if backend.advertise_contract.load(Ordering::SeqCst) {
                 FramingContract::v1()
+                    .with_deduplication(Deduplication::new(backend.dedup.window_duration()))
                     .declare_in(&mut result, DiscoverySource::Discover)
                     .expect("a discovery result");
             }
             json!({"jsonrpc": "2.0", "id": id, "result": result})
         }
         Some("tools/call") => {
-            let key = OptIn::from_headers(&headers)
+            let header_key = OptIn::from_headers(&headers)
                 .ok()
                 .flatten()
                 .and_then(|o| o.request_key);
-            let known = key.and_then(|k| backend.results.lock().expect("lock").get(&k).cloned());
-            match known {
-                // A retry of a request that already ran: answer it, do not run the tool again.
-                Some(result) => result,
-                None => {
-                    backend.executions.fetch_add(1, Ordering::SeqCst);
-                    let task = request["params"]["arguments"]["task"]
-                        .as_str()
-                        .unwrap_or("task");
-                    let result = plan_next_step(&id, task);
-                    if let Some(key) = key {
-                        backend
-                            .results
-                            .lock()
-                            .expect("lock")
-                            .insert(key, result.clone());
+            let principal = Principal::from_authorization(&headers);
+            match KeyedCall::from_request(principal, header_key, &request, backend.dedup.rules()) {
+                Ok(Some(call)) => match backend.dedup.begin(&call).await {
+                    // First attempt of this key on any backend: run the tool, record the result.
+                    Decision::Execute(guard) => {
+                        let result = run_tool(&backend, &id, &request);
+                        let bytes = serde_json::to_vec(&result).expect("serializable");
+                        guard.complete(&bytes).await.expect("the store records it");
+                        result
                     }
-                    result
-                }
+                    // A retry of a call that already ran: its result, under this attempt's id.
+                    Decision::Replay(stored) => {
+                        serde_json::from_str(&stored.to_response(&id)).expect("stored JSON")
+                    }
+                    Decision::Refused(refusal) => {
+                        serde_json::from_str(&refusal.to_response(&id, call.request_key()))
+                            .expect("a JSON-RPC error")
+                    }
+                    Decision::Unprotected(_) => run_tool(&backend, &id, &request),
+                },
+                // No key: nothing to deduplicate on.
+                Ok(None) => run_tool(&backend, &id, &request),
+                Err(err) => return (StatusCode::BAD_REQUEST, err.to_string()).into_response(),
             }
         }
         _ => {
@@ -271,6 +287,8 @@ struct Counters {
     retries: usize,
     keyed_retries: usize,
     verified: usize,
+    /// Attempts per logical call (framed run).
+    attempts: Vec<u32>,
 }
 
 async fn unframed_run(
@@ -368,113 +386,94 @@ async fn framed_run(
         .expect("the contract is declared");
     let negotiated = policy.negotiated().expect("framing negotiated");
     log.push(format!(
-        "discovery: {EXTENSION_KEY} on every endpoint; negotiated version {}, regime {:?}",
+        "discovery: {EXTENSION_KEY} on every endpoint; negotiated version {}, regime {:?}, \
+         deduplication of tools/call declared: {}",
         negotiated.version,
-        policy.regime()
+        policy.regime(),
+        policy.deduplicates("tools/call")
     ));
-    let retry_policy = RetryPolicy::default();
+    // The client retries by itself: before each attempt it re-resolves the endpoint (round
+    // robin, server/discover every time) and re-checks the contract there.
+    let endpoints: Vec<&str> = resolver
+        .endpoints
+        .iter()
+        .map(|(url, _)| url.as_str())
+        .collect();
+    let names: HashMap<String, &'static str> = resolver
+        .endpoints
+        .iter()
+        .map(|(url, name)| (url.clone(), *name))
+        .collect();
+    let attempts_log = Arc::new(Mutex::new(Vec::new()));
+    let truncations = Arc::new(AtomicUsize::new(0));
+    let client = RetryingClient::new(
+        http.clone(),
+        DiscoveringResolver::new(http.clone(), endpoints),
+    )
+    .schedule(
+        RetrySchedule::default()
+            .max_attempts(3)
+            .initial_backoff(Duration::from_millis(20)),
+    )
+    .observe({
+        let attempts_log = attempts_log.clone();
+        let truncations = truncations.clone();
+        move |report: &AttemptReport<'_>| {
+            if matches!(report.outcome.verdict, Verdict::Abandoned { .. }) {
+                truncations.fetch_add(1, Ordering::SeqCst);
+            }
+            let name = names.get(report.endpoint).copied().unwrap_or("?");
+            let received = report.outcome.received;
+            let line = match report.decision {
+                None => format!(
+                    "attempt {} via {name}: {}, result verified",
+                    report.attempt, report.outcome.verdict
+                ),
+                Some(decision) => format!(
+                    "attempt {} via {name}: {}; {} frames, {} bytes received, {} message(s) \
+                         verified, {} bytes of the result open\n      retry decision: {} ({})",
+                    report.attempt,
+                    report.outcome.verdict,
+                    received.frames,
+                    received.bytes,
+                    received.messages,
+                    received.open_message_bytes,
+                    decision.name(),
+                    decision.reason()
+                ),
+            };
+            attempts_log.lock().expect("lock").push(line);
+        }
+    });
     for call in 0..CALLS {
         let task = format!("task-{call}");
-        // One key per logical request, reused by every retry of it (SPEC.md §10).
-        let key = RequestKey::random();
-        let mut request = tool_call(call as u64 + 1, &task);
-        mcp_framing::set_request_key(&mut request, key).expect("params is an object");
-        mcp_framing::http::declare_framing_capability(&mut request);
-        let mut cut_at = None;
-        for attempt in 1.. {
-            let (url, name) = resolver.resolve();
-            // The negotiated limits: decoded with, and announced with the opt-in (SPEC.md §11.3).
-            let decoder = policy.decoder(key).expect("framing negotiated");
-            let response = http
-                .post(url)
-                .headers(opt_in_headers_for(key, false, &decoder))
-                .json(&request)
-                .send()
-                .await
-                .expect("loopback request");
-            let headers = response.headers().clone();
-            let mut verified =
-                match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
-                    Ok(verified) => verified,
-                    Err(err) => {
-                        log.push(format!("call {call}: {err}; failing closed"));
-                        counters.failed += 1;
-                        break;
-                    }
-                };
-            let mut result = None;
-            while let Some(item) = verified.next().await {
-                if let Ok(Delivery::Message(message)) = item {
-                    result = Some(message);
-                }
-            }
-            let outcome = verified
-                .outcome()
-                .expect("a framed stream ends with an outcome")
-                .clone();
-            let ctx = AttemptContext::default()
-                .request_key(key)
-                .endpoint(name)
-                .method("tools/call")
-                .tool("plan_next_step")
-                .attempt(attempt);
-            telemetry::record_outcome(&outcome, &ctx);
-            if outcome.is_clean() {
-                let message = result.expect("a complete response has its result");
-                let summary = message.summary();
+        // The client draws one key per logical request and reuses it on every retry.
+        match client.call(tool_call(call as u64 + 1, &task)).await {
+            Ok(outcome) => {
+                let message = serde_json::to_vec(&outcome.response).expect("serializable");
                 log.push(format!(
-                    "call {call} attempt {attempt} via {name}: {}, result verified \
-                     ({} bytes, sha256 {:02x}{:02x}{:02x}{:02x}...)",
-                    outcome.verdict,
-                    summary.len,
-                    summary.sha256[0],
-                    summary.sha256[1],
-                    summary.sha256[2],
-                    summary.sha256[3]
+                    "call {call} (request key {}): ok after {} attempt(s), {} bytes",
+                    outcome.request_key,
+                    outcome.attempts,
+                    message.len()
                 ));
-                if let Some(cut) = cut_at {
-                    log.push(cut_position(cut, message.bytes()));
+                for line in attempts_log.lock().expect("lock").drain(..) {
+                    log.push(format!("    {line}"));
                 }
                 counters.ok += 1;
                 counters.verified += 1;
-                break;
+                counters.attempts.push(outcome.attempts);
             }
-            let received = outcome.received;
-            log.push(format!(
-                "call {call} attempt {attempt} via {name}: {}; {} frames, {} bytes received, \
-                 {} message(s) verified, {} bytes of the result open",
-                outcome.verdict,
-                received.frames,
-                received.bytes,
-                received.messages,
-                received.open_message_bytes
-            ));
-            if matches!(outcome.verdict, Verdict::Abandoned { .. }) {
-                counters.truncations += 1;
-                cut_at = Some(received.open_message_bytes as usize);
-            }
-            // `plan_next_step` is not declared idempotent: a retry is allowed only because the
-            // request carries a key the server can deduplicate on.
-            let decision = retry_policy.decide(&outcome, &RequestTraits::keyed(key));
-            let unkeyed = retry_policy.decide(&outcome, &RequestTraits::default());
-            telemetry::record_decision(&decision, &ctx);
-            log.push(format!(
-                "    retry decision: {} ({}); without the request key it would be: {} ({})",
-                decision.name(),
-                decision.reason(),
-                unkeyed.name(),
-                unkeyed.reason()
-            ));
-            if decision.is_retry() && attempt < 3 {
-                telemetry::record_retry(&decision, &ctx.attempt(attempt + 1));
-                counters.retries += 1;
-                counters.keyed_retries += 1;
-            } else {
+            Err(err) => {
+                log.push(format!("call {call}: {err}"));
                 counters.failed += 1;
-                break;
             }
         }
     }
+    let stats = client.stats().snapshot();
+    counters.retries = stats.retries as usize;
+    counters.keyed_retries = stats.retries as usize;
+    counters.truncations = truncations.load(Ordering::SeqCst);
     counters
 }
 
@@ -494,14 +493,16 @@ async fn main() {
 
 async fn run() {
     let advertise = Arc::new(AtomicBool::new(true));
-    let results = Arc::new(Mutex::new(HashMap::new()));
+    // One store for both backends (they share this process); separate processes share a
+    // RedisStore instead (scripts/fleet-demo).
+    let store = Arc::new(MemoryStore::new());
     let mut backends = Vec::new();
     for name in ["backend-a", "backend-b"] {
         let state = Arc::new(Backend {
             name,
             advertise_contract: advertise.clone(),
             executions: AtomicUsize::new(0),
-            results: results.clone(),
+            dedup: Deduplicator::with_shared_store(store.clone()),
         });
         let addr = serve(
             Router::new()
@@ -603,7 +604,17 @@ async fn run() {
         (
             "retries counted",
             unframed.retries.to_string(),
-            format!("{} (all keyed)", framed.keyed_retries),
+            format!("{} (automatic, keyed)", framed.keyed_retries),
+        ),
+        (
+            "attempts per call",
+            "2 (hand-made retry)".to_owned(),
+            framed
+                .attempts
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
         ),
         (
             "results verified (len+sha256+sentinel)",
@@ -631,8 +642,9 @@ async fn run() {
         format!("{} / {}", framed_executions[0], framed_executions[1]),
     );
     println!(
-        "  (framed retries carry the request key: backend-b answers them from the shared result\n   \
-         store instead of running the non-idempotent tool a second time)"
+        "  (framed retries carry the request key: backend-b finds the call in the deduplication\n   \
+         store (mcp_framing::dedupe) and replays its result instead of running the\n   \
+         non-idempotent tool a second time)"
     );
 
     assert_eq!(
@@ -672,6 +684,10 @@ async fn run() {
             counted("mcp_framing.client.truncations{"),
         ),
         (3, 3, 3, 3)
+    );
+    assert_eq!(
+        framed.attempts, [2; CALLS],
+        "one cut, one automatic retry per call"
     );
 }
 

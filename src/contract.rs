@@ -105,6 +105,74 @@ pub struct FramingContract {
     /// that opt in are framed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub always_framed: Option<String>,
+    /// Request-key deduplication, if the server deduplicates (SPEC.md §17.11). Clients that do
+    /// not know the member ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deduplication: Option<Deduplication>,
+}
+
+/// The `deduplication` member of a [`FramingContract`] (SPEC.md §17.11): which methods the server
+/// deduplicates by request key, for how long, and in which scope.
+///
+/// ```json
+/// {"methods": ["tools/call"], "windowMs": 86400000, "scope": "principal"}
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_framing::{Deduplication, FramingContract};
+///
+/// let contract = FramingContract::v1().with_deduplication(Deduplication::new(Duration::from_secs(3600)));
+/// let json = serde_json::to_value(&contract).unwrap();
+/// assert_eq!(json["deduplication"]["windowMs"], 3_600_000);
+/// assert!(contract.deduplication.unwrap().covers("tools/call"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Deduplication {
+    /// The deduplicated JSON-RPC methods.
+    pub methods: Vec<String>,
+    /// How long a completed call's record is kept, in milliseconds.
+    pub window_ms: u64,
+    /// What a key is scoped to: `"principal"` (the caller's principal, the method and the tool).
+    pub scope: String,
+}
+
+impl Deduplication {
+    /// `tools/call` deduplicated for `window`, in the principal scope.
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplication`].
+    #[must_use]
+    pub fn new(window: std::time::Duration) -> Self {
+        Self {
+            methods: vec!["tools/call".to_owned()],
+            window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+            scope: "principal".to_owned(),
+        }
+    }
+
+    /// Whether `method` is deduplicated.
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplication`].
+    #[must_use]
+    pub fn covers(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method)
+    }
+
+    /// Whether `later` still promises at least this: every method, a window at least as long,
+    /// the same scope (SPEC.md §17.11).
+    fn kept_by(&self, later: &Self) -> bool {
+        self.methods.iter().all(|m| later.covers(m))
+            && later.window_ms >= self.window_ms
+            && later.scope == self.scope
+    }
 }
 
 fn default_max_frame_payload() -> u32 {
@@ -133,7 +201,19 @@ impl FramingContract {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             transports: KNOWN_TRANSPORTS.iter().map(|&t| t.to_owned()).collect(),
             always_framed: None,
+            deduplication: None,
         }
+    }
+
+    /// Declares request-key deduplication (SPEC.md §17.11).
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplication`].
+    #[must_use]
+    pub fn with_deduplication(mut self, deduplication: Deduplication) -> Self {
+        self.deduplication = Some(deduplication);
+        self
     }
 
     /// Declares that the server frames every response, opted in or not, in `mapping` (SPEC.md
@@ -452,6 +532,8 @@ pub struct Negotiated {
     pub max_message_size: u64,
     /// The transports both sides support, in the client's order of preference.
     pub transports: Vec<String>,
+    /// The server's request-key deduplication (SPEC.md §17.11), if it declared it.
+    pub deduplication: Option<Deduplication>,
 }
 
 /// Builds a [`ClientPolicy`] with the client's own versions, limits, transports and whether it
@@ -645,6 +727,7 @@ impl PolicyBuilder {
             max_frame_payload: self.max_frame_payload.min(server.max_frame_payload),
             max_message_size: self.max_message_size.min(server.max_message_size),
             transports,
+            deduplication: server.deduplication.clone(),
         })
     }
 }
@@ -884,7 +967,44 @@ impl ClientPolicy {
                 negotiated: transports.clone(),
             }));
         }
+        if let Some(promised) = &negotiated.deduplication {
+            // SPEC.md §17.11: retries rely on it, so losing it is a downgrade.
+            if !contract
+                .deduplication
+                .as_ref()
+                .is_some_and(|later| promised.kept_by(later))
+            {
+                return Err(downgrade(ContractChange::DeduplicationWeakened));
+            }
+        }
         Ok(())
+    }
+
+    /// Whether the server declared request-key deduplication for `method` (SPEC.md §17.11):
+    /// what makes a keyed retry of a non-idempotent request safe
+    /// ([`RetryPolicy::for_method`](crate::RetryPolicy::for_method)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::{ClientPolicy, Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
+    ///
+    /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
+    /// FramingContract::v1()
+    ///     .with_deduplication(Deduplication::new(Duration::from_secs(86400)))
+    ///     .declare_in(&mut result, DiscoverySource::Initialize)?;
+    /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
+    /// assert!(policy.deduplicates("tools/call"));
+    /// assert!(!policy.deduplicates("resources/read"));
+    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// ```
+    #[must_use]
+    pub fn deduplicates(&self, method: &str) -> bool {
+        self.framing
+            .as_ref()
+            .and_then(|n| n.deduplication.as_ref())
+            .is_some_and(|d| d.covers(method))
     }
 }
 
@@ -924,6 +1044,9 @@ pub enum ContractChange {
         /// The negotiated transports.
         negotiated: Vec<String>,
     },
+    /// Request-key deduplication is no longer declared, or covers fewer methods, a shorter
+    /// window or another scope (SPEC.md §17.11).
+    DeduplicationWeakened,
 }
 
 impl fmt::Display for ContractChange {
@@ -950,6 +1073,9 @@ impl fmt::Display for ContractChange {
                     f,
                     "none of the negotiated transports {negotiated:?} is offered any more"
                 )
+            }
+            Self::DeduplicationWeakened => {
+                f.write_str("request-key deduplication is no longer declared as negotiated")
             }
         }
     }

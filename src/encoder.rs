@@ -86,6 +86,7 @@ impl EncoderBuilder {
 
     /// Lowers the frame size and the message limit to a receiver's limits, where it sent them
     /// (SPEC.md §11.3, §16): the encoder then sends nothing the receiver would refuse.
+    #[cfg(feature = "http")]
     pub(crate) fn within(
         mut self,
         max_frame_payload: Option<u32>,
@@ -193,6 +194,7 @@ impl StreamEncoder {
     }
 
     /// The largest message this encoder accepts.
+    #[cfg(feature = "rmcp")]
     pub(crate) fn max_message_size(&self) -> u64 {
         self.max_message_size
     }

@@ -89,13 +89,25 @@
 //! # Ok::<(), mcp_framing::CodecError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! # Exactly-once tool calls
+//!
+//! The request key makes a retry identifiable; `dedupe` (feature `dedupe`, Redis with feature
+//! `redis`) makes it safe on the server: a keyed `tools/call` executes at most once per
+//! principal, tool and key, on whichever backend of a fleet it lands, and retries get its
+//! result (SPEC.md §17). `client` (feature `client`) retries a cut, keyed request by itself
+//! where the server's contract declares that deduplication.
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 
+#[cfg(feature = "client")]
+pub mod client;
 #[cfg(feature = "codec")]
 mod codec;
 pub mod contract;
 mod decoder;
+#[cfg(feature = "dedupe")]
+pub mod dedupe;
 mod encoder;
 mod error;
 mod event;
@@ -103,6 +115,7 @@ pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
+pub mod jsonrpc;
 mod outcome;
 mod request;
 mod retry;
@@ -129,8 +142,8 @@ pub use event::{
 pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 
 pub use contract::{
-    ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY, FramingContract,
-    Negotiated, PolicyBuilder, ServerDiscovery,
+    ClientPolicy, ContractChange, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY,
+    FramingContract, Negotiated, PolicyBuilder, ServerDiscovery,
 };
 pub use outcome::{
     Completion, DiscoveryMode, MappingViolation, Observations, Outcome, Regime,
@@ -140,7 +153,9 @@ pub use request::{
     FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,
     set_request_key,
 };
-pub use retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+pub use retry::{
+    DEDUPE_DATA_KEY, RequestTraits, RetryDecision, RetryPolicy, RetryReason, dedupe_refusal,
+};
 pub use telemetry::AttemptContext;
 
 // The README's examples use the integrations too: they are doctested with the features that

@@ -17,7 +17,8 @@
 //!
 //! - an abandoned (or corrupt, spliced, cross-wired) stream is retried only when repeating the
 //!   request is harmless: it is idempotent, or it carries a request key (the same key on every
-//!   retry, so the server can deduplicate it, SPEC.md §10);
+//!   retry) **and** the server declares that it deduplicates keyed requests of that method
+//!   (SPEC.md §17.11, [`RetryPolicy::server_deduplicates`]);
 //! - a stream the server aborted is decided by the ABORT code (SPEC.md §3.1): overloaded or
 //!   shutting down and upstream failures follow the rule above, an internal error or a message
 //!   too large is final (a retry would fail the same way), a cancellation is final, and an
@@ -31,7 +32,10 @@
 //!
 //! let outcome = Outcome::from_eof(&StreamDecoder::new().decode_all(b"").map(|_| None));
 //! let keyed = RequestTraits::keyed(RequestKey::random());
-//! assert!(matches!(RetryPolicy::default().decide(&outcome, &keyed), RetryDecision::Retry(_)));
+//! // A key is enough only when the server declares deduplication (SPEC.md §17.11):
+//! let deduplicating = RetryPolicy::default().server_deduplicates(true);
+//! assert!(matches!(deduplicating.decide(&outcome, &keyed), RetryDecision::Retry(_)));
+//! assert!(matches!(RetryPolicy::default().decide(&outcome, &keyed), RetryDecision::SurfaceToCaller(_)));
 //! let plain = RequestTraits::default(); // a tools/call: not idempotent, no key
 //! assert!(matches!(RetryPolicy::default().decide(&outcome, &plain), RetryDecision::SurfaceToCaller(_)));
 //! ```
@@ -41,6 +45,33 @@ use std::fmt;
 use crate::event::AbortCode;
 use crate::ids::RequestKey;
 use crate::outcome::{Outcome, Verdict};
+
+/// Key under a JSON-RPC error's `data` where a deduplicating server describes a refusal
+/// (SPEC.md §17.9): `{"reason": "...", "retryable": bool, "requestKey": "...", "retryAfterMs": n}`.
+pub const DEDUPE_DATA_KEY: &str = "io.github.mcp-framing/dedupe";
+
+/// The reason and retryability of a JSON-RPC error object that carries a deduplication refusal
+/// (SPEC.md §17.9), read back on the client side: `None` when the error is not one. A retryable
+/// refusal (`in_progress`, `store_unavailable`) may be retried with the same key; a final one
+/// (`key_conflict`, `result_not_stored`, `outcome_unknown`, `lease_lost`) may not.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe_refusal;
+/// let error = serde_json::json!({"code": -32081, "message": "in progress", "data": {
+///     "io.github.mcp-framing/dedupe": {"reason": "in_progress", "retryable": true}}});
+/// assert_eq!(dedupe_refusal(&error), Some(("in_progress", true)));
+/// assert_eq!(dedupe_refusal(&serde_json::json!({"code": -32603, "message": "x"})), None);
+/// ```
+#[must_use]
+pub fn dedupe_refusal(error: &serde_json::Value) -> Option<(&str, bool)> {
+    let data = error.get("data")?.get(DEDUPE_DATA_KEY)?;
+    Some((
+        data.get("reason")?.as_str()?,
+        data.get("retryable")?.as_bool()?,
+    ))
+}
 
 /// What the request is, as far as repeating it goes.
 ///
@@ -112,6 +143,9 @@ pub enum RetryReason {
     OutcomeUnknown,
     /// Regime C: whether the stream completed cannot be told.
     Ambiguous,
+    /// The request carries a key, but the server does not declare that it deduplicates the
+    /// method (SPEC.md §17.11): a retry could execute it again.
+    NotDeduplicated,
     /// The server aborted because the request was cancelled.
     Cancelled,
     /// The server failed in a way a retry would meet again: an internal error or a message
@@ -141,6 +175,7 @@ impl RetryReason {
             Self::Idempotent => "idempotent",
             Self::Keyed => "keyed",
             Self::OutcomeUnknown => "outcome_unknown",
+            Self::NotDeduplicated => "not_deduplicated",
             Self::Ambiguous => "ambiguous",
             Self::Cancelled => "cancelled",
             Self::WouldRepeat => "would_repeat",
@@ -160,6 +195,9 @@ impl fmt::Display for RetryReason {
             }
             Self::OutcomeUnknown => {
                 "the request may have executed and is neither idempotent nor keyed"
+            }
+            Self::NotDeduplicated => {
+                "the request carries a key, but the server does not declare deduplication"
             }
             Self::Ambiguous => "stream completion is ambiguous (Regime C): not retried by default",
             Self::Cancelled => "the request was cancelled",
@@ -248,7 +286,7 @@ impl fmt::Display for RetryDecision {
 /// decided by its code (SPEC.md §3.1): a transient one follows the abandoned rule, a
 /// deterministic one is final.
 ///
-/// | verdict | idempotent | keyed | neither |
+/// | verdict | idempotent | keyed (server deduplicates) | neither (or keyed, no deduplication) |
 /// |---|---|---|---|
 /// | clean | do not retry | do not retry | do not retry |
 /// | abandoned, corrupt, spliced, cross-wired | retry | retry | surface |
@@ -274,9 +312,42 @@ impl fmt::Display for RetryDecision {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetryPolicy {
     retry_ambiguous_if_idempotent: bool,
+    server_deduplicates: bool,
 }
 
 impl RetryPolicy {
+    /// Whether the server deduplicates keyed requests (default `false`): only then is a keyed,
+    /// non-idempotent request retried (SPEC.md §17.11, §17.13). Set it from the discovery
+    /// contract ([`for_method`](Self::for_method)), never by assumption.
+    ///
+    /// # Examples
+    ///
+    /// See the module docs.
+    #[must_use]
+    pub fn server_deduplicates(mut self, deduplicates: bool) -> Self {
+        self.server_deduplicates = deduplicates;
+        self
+    }
+
+    /// The default policy, with [`server_deduplicates`](Self::server_deduplicates) set from
+    /// what `policy`'s contract declares for `method`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{ClientPolicy, DiscoverySource, FramingContract, RetryPolicy, ServerDiscovery};
+    /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
+    /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
+    /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
+    /// // No `deduplication` member: keyed tool calls are not retried.
+    /// assert_eq!(RetryPolicy::for_method(&policy, "tools/call"), RetryPolicy::default());
+    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// ```
+    #[must_use]
+    pub fn for_method(policy: &crate::contract::ClientPolicy, method: &str) -> Self {
+        Self::default().server_deduplicates(policy.deduplicates(method))
+    }
+
     /// Opt in to retrying an ambiguous close when the request is idempotent (default `false`:
     /// an ambiguous close is surfaced). A request key alone is not enough here: in Regime C the
     /// server declared no contract, so nothing says it deduplicates keys.
@@ -300,8 +371,10 @@ impl RetryPolicy {
         let if_safe = || {
             if request.is_idempotent {
                 RetryDecision::Retry(RetryReason::Idempotent)
-            } else if request.request_key.is_some() {
+            } else if request.request_key.is_some() && self.server_deduplicates {
                 RetryDecision::Retry(RetryReason::Keyed)
+            } else if request.request_key.is_some() {
+                RetryDecision::SurfaceToCaller(RetryReason::NotDeduplicated)
             } else {
                 RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown)
             }

@@ -292,6 +292,20 @@ impl SseParser {
                 }
             }
             match memchr::memchr2(b'\n', b'\r', input) {
+                Some(end) if self.line.is_empty() => {
+                    // The whole line is in this input: read it in place, without a copy (the
+                    // same bound as `extend_line`).
+                    if end > self.max_event_data.saturating_add(16) {
+                        return Err(SseError::EventTooLarge {
+                            max: self.max_event_data,
+                        });
+                    }
+                    self.after_cr = input[end] == b'\r';
+                    self.pending_bytes += end + 1;
+                    let line = &input[..end];
+                    input = &input[end + 1..];
+                    self.process_line(line, events)?;
+                }
                 Some(end) => {
                     self.extend_line(&input[..end])?;
                     self.after_cr = input[end] == b'\r';
@@ -554,13 +568,27 @@ impl SseFrameDecoder {
                 Some(FRAME_EVENT) => {
                     // SSE joins data lines with `\n`, which is not base64: a sender that split
                     // the base64 over several lines loses nothing.
-                    let text: Vec<u8> = event.data.bytes().filter(|&b| b != b'\n').collect();
-                    let decoded = STANDARD
-                        .decode(&text)
-                        .map_err(|_| SseError::InvalidBase64 {
-                            event: self.frame_events,
-                        })?;
-                    frames.extend_from_slice(&decoded);
+                    let data = event.data.as_bytes();
+                    let joined: Vec<u8>;
+                    let text = if memchr::memchr(b'\n', data).is_some() {
+                        joined = data.iter().copied().filter(|&b| b != b'\n').collect();
+                        &joined[..]
+                    } else {
+                        data
+                    };
+                    // Decoded in place at the end of `frames`: the event's data, already within
+                    // the event limit, bounds what is reserved.
+                    let start = frames.len();
+                    frames.resize(start + base64::decoded_len_estimate(text.len()), 0);
+                    match STANDARD.decode_slice(text, &mut frames[start..]) {
+                        Ok(len) => frames.truncate(start + len),
+                        Err(_) => {
+                            frames.truncate(start);
+                            return Err(SseError::InvalidBase64 {
+                                event: self.frame_events,
+                            });
+                        }
+                    }
                     self.frame_events += 1;
                 }
                 name => {
@@ -656,13 +684,18 @@ impl SseFrameEncoder {
     /// assert_eq!(body.len(), EVENT_OVERHEAD + 28); // base64 of 20 bytes is 28 characters
     /// ```
     pub fn encode_event(&self, bytes: &[u8], dst: &mut BytesMut) {
-        dst.reserve(EVENT_OVERHEAD + bytes.len().div_ceil(3) * 4);
+        let text_len = bytes.len().div_ceil(3) * 4;
+        dst.reserve(EVENT_OVERHEAD + text_len);
         dst.put_slice(b"event: ");
         dst.put_slice(FRAME_EVENT.as_bytes());
         dst.put_slice(b"\ndata: ");
-        let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
-        STANDARD.encode_string(bytes, &mut text);
-        dst.put_slice(text.as_bytes());
+        // Encoded in place, without an intermediate string.
+        let start = dst.len();
+        dst.resize(start + text_len, 0);
+        let written = STANDARD
+            .encode_slice(bytes, &mut dst[start..])
+            .expect("room for the padded encoding");
+        debug_assert_eq!(written, text_len);
         dst.put_slice(b"\n\n");
     }
 

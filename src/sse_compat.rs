@@ -750,8 +750,42 @@ impl CompatEncoder {
         &mut self,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
+        self.finish_pushed(false, dst)
+    }
+
+    /// [`finish_message`](Self::finish_message) for the last message of the stream: its record
+    /// also carries the STREAM_END sentinel, as with [`final_message`](Self::final_message).
+    ///
+    /// # Errors
+    ///
+    /// As [`finish_message`](Self::finish_message).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)?;
+    /// enc.finish_final_message(&mut body)?;
+    /// assert!(enc.is_finished());
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn finish_final_message(
+        &mut self,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.finish_pushed(true, dst)
+    }
+
+    fn finish_pushed(
+        &mut self,
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
         let message = self.message.split();
-        let summary = self.message_record(&message, false, dst)?;
+        let summary = self.message_record(&message, end, dst)?;
         write_message_event(&message, dst);
         Ok(summary)
     }

@@ -459,8 +459,16 @@ fn spec_examples_parse_to_the_default_contract() {
 #[test]
 fn spec_schema_requires_exactly_the_fields_the_parser_requires() {
     let schema = &spec_json_blocks()[0];
-    // Every field, optional ones included.
-    let full = serde_json::to_value(FramingContract::v1().with_always_framed("compat")).unwrap();
+    // Every member present, the optional ones included: `deduplication` (SPEC.md §17.11) and
+    // `alwaysFramed` (§18.8).
+    let full = serde_json::to_value(
+        FramingContract::v1()
+            .with_deduplication(mcp_framing::Deduplication::new(
+                std::time::Duration::from_secs(86400),
+            ))
+            .with_always_framed("compat"),
+    )
+    .unwrap();
     let required: Vec<&str> = schema["required"]
         .as_array()
         .unwrap()
@@ -482,4 +490,68 @@ fn spec_schema_requires_exactly_the_fields_the_parser_requires() {
             "{field}"
         );
     }
+}
+
+fn discovery_with(contract: FramingContract) -> ServerDiscovery {
+    let mut result = serde_json::json!({"supportedVersions": ["2026-07-28"], "capabilities": {}});
+    contract
+        .declare_in(&mut result, DiscoverySource::Discover)
+        .unwrap();
+    ServerDiscovery::from_discover(&result).unwrap()
+}
+
+#[test]
+fn deduplication_is_negotiated_and_weakening_it_is_a_downgrade() {
+    use mcp_framing::{Deduplication, RetryPolicy};
+    use std::time::Duration;
+    let day = Deduplication::new(Duration::from_secs(86400));
+    let policy = ClientPolicy::new(&discovery_with(
+        FramingContract::v1().with_deduplication(day.clone()),
+    ))
+    .unwrap();
+    assert!(policy.deduplicates("tools/call"));
+    assert!(!policy.deduplicates("resources/read"));
+    assert_eq!(
+        RetryPolicy::for_method(&policy, "tools/call"),
+        RetryPolicy::default().server_deduplicates(true)
+    );
+    // The same, or more, is fine.
+    let mut more = Deduplication::new(Duration::from_secs(2 * 86400));
+    more.methods.push("sampling/createMessage".to_owned());
+    policy
+        .recheck(&discovery_with(
+            FramingContract::v1().with_deduplication(day),
+        ))
+        .unwrap();
+    policy
+        .recheck(&discovery_with(
+            FramingContract::v1().with_deduplication(more),
+        ))
+        .unwrap();
+    // Dropped, a shorter window, fewer methods: a downgrade, fail closed.
+    let mut fewer = Deduplication::new(Duration::from_secs(86400));
+    fewer.methods.clear();
+    for weaker in [
+        FramingContract::v1(),
+        FramingContract::v1().with_deduplication(Deduplication::new(Duration::from_secs(60))),
+        FramingContract::v1().with_deduplication(fewer),
+    ] {
+        let err = policy.recheck(&discovery_with(weaker)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ContractError::Downgrade {
+                    change: ContractChange::DeduplicationWeakened,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+    // A policy built without deduplication does not retry keyed tool calls.
+    let plain = ClientPolicy::new(&discovery_with(FramingContract::v1())).unwrap();
+    assert!(!plain.deduplicates("tools/call"));
+    plain
+        .recheck(&discovery_with(FramingContract::v1()))
+        .unwrap();
 }

@@ -284,7 +284,8 @@ async fn the_framing_client_verifies_compat_responses_and_reports_every_cut_as_a
                 (Some("abandoned"), Some("Truncated")),
                 "{setup:?}, cut at {limit} of {total}: {error:?}"
             );
-            assert_eq!(outcome["retryDecision"], "retry", "keyed, so retryable");
+            // Keyed, but the server declares no deduplication: surfaced, not retried (§11.6).
+            assert_eq!(outcome["retryDecision"], "surface_to_caller");
             assert_eq!(stats.abandoned(), 1);
         }
     }

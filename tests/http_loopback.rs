@@ -13,23 +13,19 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::{StreamExt, stream};
-use mcp_framing::http::{
-    Delivery, FramedBody, Mapping, OptIn, ReceiveError, VerifiedResponse, opt_in_headers,
-    response_headers,
-};
-use mcp_framing::{
-    AbortCode, DecodeError, Outgoing, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
-    Truncation,
-};
+use mcp_framing::http::{Delivery, FramedBody, Mapping, OptIn, ReceiveError, response_headers};
+use mcp_framing::{AbortCode, DecodeError, Outgoing, StreamEncoder, StreamHead, Truncation};
 
-/// The messages of the test response: a progress notification, then a result in 7 pieces.
+mod http_support;
+
+/// The messages of the test response: a progress notification, then a result in 14 pieces.
 fn outgoing() -> Vec<Outgoing> {
     let mut items = vec![Outgoing::Message(
         r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#.into(),
     )];
     let result = format!(
         r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
-        "abcdefgh".repeat(50)
+        "abcdefgh".repeat(100)
     );
     for piece in result.as_bytes().chunks(64) {
         items.push(Outgoing::Chunk(Bytes::copy_from_slice(piece)));
@@ -38,7 +34,9 @@ fn outgoing() -> Vec<Outgoing> {
     items
 }
 
-/// The body pieces the server adapter produces (one frame per piece for `outgoing()`).
+/// The body pieces the server adapter produces when the items come one at a time, as a producer
+/// streams them: it hands out what is ready at each pause, so one frame per piece for
+/// `outgoing()` (the HEAD with the first message, MESSAGE_END with STREAM_END).
 async fn framed_pieces(opt_in: OptIn, abort_after: Option<usize>) -> Vec<Bytes> {
     let mut items: Vec<Result<Outgoing, String>> = outgoing().into_iter().map(Ok).collect();
     if let Some(n) = abort_after {
@@ -48,7 +46,11 @@ async fn framed_pieces(opt_in: OptIn, abort_after: Option<usize>) -> Vec<Bytes> 
     let encoder = StreamEncoder::builder()
         .frame_size(64)
         .build(StreamHead::for_request(opt_in.request_key));
-    FramedBody::new(stream::iter(items), encoder, opt_in.mapping())
+    let paced = stream::iter(items).then(|item| async {
+        tokio::task::yield_now().await;
+        item
+    });
+    FramedBody::new(Box::pin(paced), encoder, opt_in.mapping())
         .map(|piece| piece.expect("infallible"))
         .collect()
         .await
@@ -121,18 +123,11 @@ struct Received {
 }
 
 async fn call(addr: SocketAddr, query: &str, binary: bool) -> Received {
-    let key = RequestKey::random();
-    let response = reqwest::Client::new()
-        .post(format!("http://{addr}/mcp?{query}"))
-        .headers(opt_in_headers(key, binary))
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#)
-        .send()
-        .await
-        .unwrap();
-    let headers = response.headers().clone();
-    let decoder = StreamDecoder::builder().expect_request_key(key).build();
+    let request =
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
+    let url = format!("http://{addr}/mcp?{query}");
     let mut verified =
-        match VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder) {
+        match http_support::post_framed(&reqwest::Client::new(), &url, request, binary).await {
             Ok(verified) => verified,
             Err(err) => {
                 return Received {

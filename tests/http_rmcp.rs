@@ -139,10 +139,13 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
                 assert!(detail.contains("between messages"), "{detail}");
             }
             assert!(error.message.starts_with("mcp-framing: response abandoned"));
-            assert_eq!(outcome["retryDecision"], "retry", "keyed, so retryable");
+            // Keyed, but this client was given no contract saying the server deduplicates
+            // (SPEC.md §17.11): surfaced, not retried.
+            assert_eq!(outcome["retryDecision"], "surface_to_caller");
             assert_eq!(stats.abandoned(), 1, "cut at {limit}");
             // Through the metrics facade: the handshake was clean, the cut call abandoned,
-            // counted as a truncation, judged retryable, and timed with `error.type`.
+            // counted as a truncation, surfaced (no deduplication declared to this client),
+            // and timed with `error.type`.
             let responses = |outcome| metrics.counter(CLIENT_RESPONSES, &[("outcome", outcome)]);
             assert_eq!(
                 (responses("clean"), responses("abandoned")),
@@ -154,7 +157,13 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
                 1
             );
             assert_eq!(
-                metrics.counter(CLIENT_RETRY_DECISIONS, &[("decision", "retry")]),
+                metrics.counter(
+                    CLIENT_RETRY_DECISIONS,
+                    &[
+                        ("decision", "surface_to_caller"),
+                        ("reason", "not_deduplicated")
+                    ]
+                ),
                 1
             );
             let failed = metrics.histogram(

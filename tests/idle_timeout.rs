@@ -72,8 +72,11 @@ fn assert_idle_abandoned<S>(
         matches!(outcome.verdict, Verdict::Abandoned { .. }),
         "{outcome:?}"
     );
+    // Abandoned: a keyed request is retried where the server declares deduplication.
     assert_eq!(
-        RetryPolicy::default().decide(outcome, &RequestTraits::keyed(key)),
+        RetryPolicy::default()
+            .server_deduplicates(true)
+            .decide(outcome, &RequestTraits::keyed(key)),
         RetryDecision::Retry(RetryReason::Keyed)
     );
 }

@@ -62,7 +62,11 @@ proptest! {
         let outcome = outcome_of(&wire[..cut], key);
         prop_assert!(matches!(outcome.verdict, Verdict::Abandoned { at: Some(_) }), "{:?}", outcome.verdict);
         prop_assert_eq!(outcome.received.bytes, cut as u64);
-        let decision = RetryPolicy::default().decide(&outcome, &RequestTraits { is_idempotent: false, request_key: key });
+        // Against a server that declares deduplication (SPEC.md §17.11); without it a key
+        // alone is not enough.
+        let request = RequestTraits { is_idempotent: false, request_key: key };
+        let decision = RetryPolicy::default().server_deduplicates(true).decide(&outcome, &request);
+        prop_assert!(!RetryPolicy::default().decide(&outcome, &request).is_retry());
         prop_assert_eq!(decision.is_retry(), key.is_some());
         prop_assert!(key.is_some() || matches!(decision, RetryDecision::SurfaceToCaller(_)));
     }

@@ -31,8 +31,11 @@ const PLAIN: RequestTraits = RequestTraits {
     request_key: None,
 };
 
+/// The decision against a server that declares request-key deduplication (SPEC.md §17.11).
 fn decide(outcome: &Outcome, request: &RequestTraits) -> RetryDecision {
-    RetryPolicy::default().decide(outcome, request)
+    RetryPolicy::default()
+        .server_deduplicates(true)
+        .decide(outcome, request)
 }
 
 #[test]
@@ -61,10 +64,33 @@ fn abandoned_stream_is_retried_when_the_request_is_idempotent() {
 }
 
 #[test]
-fn abandoned_stream_is_retried_when_the_request_carries_a_key() {
+fn abandoned_stream_is_retried_when_the_request_carries_a_key_and_the_server_deduplicates() {
     assert_eq!(
         decide(&truncated(), &RequestTraits::keyed(RequestKey::random())),
         RetryDecision::Retry(RetryReason::Keyed)
+    );
+}
+
+#[test]
+fn keyed_request_is_surfaced_when_the_server_does_not_declare_deduplication() {
+    let keyed = RequestTraits::keyed(RequestKey::random());
+    for outcome in [truncated(), aborted(AbortCode::Overloaded)] {
+        let decision = RetryPolicy::default().decide(&outcome, &keyed);
+        assert_eq!(
+            decision,
+            RetryDecision::SurfaceToCaller(RetryReason::NotDeduplicated)
+        );
+        assert!(
+            decision
+                .to_string()
+                .contains("does not declare deduplication")
+        );
+    }
+    // Idempotent requests do not need it.
+    assert!(
+        RetryPolicy::default()
+            .decide(&truncated(), &RequestTraits::idempotent())
+            .is_retry()
     );
 }
 

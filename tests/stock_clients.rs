@@ -736,7 +736,7 @@ fn rmcp_stock_client_on_a_cut_response_errs_at_once_as_the_readme_says() {
 }
 
 #[test]
-fn framing_client_reports_the_same_cuts_as_abandoned_and_retryable() {
+fn framing_client_reports_the_same_cuts_as_abandoned_and_surfaces_them_without_deduplication() {
     for case in cut_cases() {
         for binary in [false, true] {
             let label = format!(
@@ -755,7 +755,9 @@ fn framing_client_reports_the_same_cuts_as_abandoned_and_retryable() {
             );
             assert_eq!(outcome["classification"], "abandoned", "{label}");
             assert_eq!(outcome["kind"], "Truncated", "{label}");
-            assert_eq!(outcome["retryDecision"], "retry", "{label}");
+            // Keyed, but the example server declares no deduplication (SPEC.md §17.11): a
+            // retry could run the tool again, so the cut is surfaced, not retried.
+            assert_eq!(outcome["retryDecision"], "surface_to_caller", "{label}");
             assert_eq!(outcome["messagesVerified"], 0, "{label}");
             let detail = outcome["detail"].as_str().unwrap();
             match (case.cut, binary) {

@@ -174,7 +174,9 @@ fn truncation_still_counts_when_the_retry_succeeds() {
             .method("tools/call")
             .attempt(1);
         telemetry::record_outcome(&first, &ctx);
-        let decision = RetryPolicy::default().decide(&first, &request);
+        // Against a server that declares deduplication (SPEC.md §17.11).
+        let policy = RetryPolicy::default().server_deduplicates(true);
+        let decision = policy.decide(&first, &request);
         assert!(decision.is_retry());
         telemetry::record_decision(&decision, &ctx);
         telemetry::record_retry(&decision, &ctx.attempt(2));

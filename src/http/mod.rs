@@ -27,12 +27,19 @@
 use http::HeaderName;
 
 mod client_body;
+#[cfg(feature = "dedupe")]
+mod dedupe;
 mod meta;
 mod opt_in;
 mod server_body;
 
 pub use client_body::{
     DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, collect_messages,
+};
+#[cfg(feature = "dedupe")]
+pub use dedupe::{
+    DEDUPE_HEADER, DEFAULT_MAX_REQUEST_BYTES, DedupeBody, DedupeBodyError, DedupeLayer,
+    DedupeService,
 };
 pub use meta::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,

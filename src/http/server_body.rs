@@ -17,15 +17,29 @@ use crate::frame::MAX_ABORT_REASON_LEN;
 use crate::sse::SseFrameEncoder;
 use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 
+/// The frames a [`FramedBody`] gathers from several ready items before it hands them out (one
+/// item's frames always go together, whatever their size).
+const CHUNK_TARGET: usize = 64 * 1024;
+
 /// A framed response body built from a stream of [`Outgoing`] items (server side).
 ///
-/// The HEAD frame is emitted at the first poll (in the compatible SSE mapping, with the first
-/// record: each message is written whole, as a record and a `message` event, once its last byte
-/// is known; a keep-alive is a record with a KEEPALIVE frame). An `Err` from the source becomes an ABORT frame
-/// (code internal error, reason the error's text); the end of the source becomes the STREAM_END
-/// sentinel, or an ABORT if the producer left a message open; an item the encoder refuses
-/// (e.g. a message over the limit) becomes an ABORT with the matching code. After the terminal
-/// frame the body ends; it never fails, so a client always gets an explicit ending.
+/// An `Err` from the source becomes an ABORT frame (code internal error, reason the error's
+/// text); the end of the source becomes the STREAM_END sentinel, or an ABORT if the producer left
+/// a message open; an item the encoder refuses (e.g. a message over the limit) becomes an ABORT
+/// with the matching code. After the terminal frame the body ends; it never fails, so a client
+/// always gets an explicit ending.
+///
+/// Each chunk holds everything that is ready (several items up to about 64 KiB; one item's
+/// frames, whatever their size): the HEAD frame goes out with the first item, the DATA frames of
+/// a message with its MESSAGE_END, and the sentinel with the last message when the source ends at
+/// once. A chunk is handed out as soon as the source has nothing more ready, so a streamed
+/// response stays live; and since small writes come together, a server with Nagle's algorithm on
+/// (`axum::serve` as is) does not stall a response behind a delayed ACK.
+///
+/// In the compatible SSE mapping (SPEC.md §18.4) each message is written whole, a record then a
+/// `message` event, once its last byte is known; a finished message is held until the next item
+/// is ready or the source has nothing ready, so that the last message's record also carries the
+/// sentinel when the source ends at once; a keep-alive is a record with a KEEPALIVE frame.
 ///
 /// # Examples
 ///
@@ -40,6 +54,7 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 /// ]);
 /// let body = FramedBody::new(source, StreamEncoder::new(StreamHead::for_request(None)), Mapping::Binary);
 /// let chunks: Vec<_> = body.map(|chunk| chunk.unwrap()).collect().await;
+/// assert_eq!(chunks.len(), 1); // HEAD, DATA, MESSAGE_END and STREAM_END in one write
 /// let stream = StreamDecoder::new().decode_all(&chunks.concat()).unwrap();
 /// assert_eq!(stream.messages.len(), 1); // and the sentinel was there
 /// # });
@@ -48,22 +63,32 @@ pub struct FramedBody<S> {
     source: S,
     writer: Writer,
     mapping: Mapping,
+    /// Frames encoded and not handed out yet (the HEAD waits here for the first item).
+    out: BytesMut,
+    /// An item was encoded: from now on a pending source flushes what is ready.
+    started: bool,
     done: bool,
-}
-
-/// What writes the body: frames (binary, or base64 in events) or records and events.
-enum Writer {
-    Frames(StreamEncoder),
-    Compat(CompatEncoder),
 }
 
 impl<S> fmt::Debug for FramedBody<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FramedBody")
             .field("mapping", &self.mapping)
+            .field("buffered", &self.out.len())
             .field("done", &self.done)
             .finish_non_exhaustive()
     }
+}
+
+/// What writes the body: frames (binary, or base64 in events), or records and events.
+enum Writer {
+    Frames(StreamEncoder),
+    Compat {
+        encoder: CompatEncoder,
+        /// A message complete in the encoder, not written yet: its record gets the sentinel if
+        /// the source ends next.
+        held: bool,
+    },
 }
 
 impl<S> FramedBody<S> {
@@ -74,43 +99,68 @@ impl<S> FramedBody<S> {
     /// See [`FramedBody`].
     pub fn new(source: S, encoder: StreamEncoder, mapping: Mapping) -> Self {
         let writer = match mapping {
-            Mapping::Compat => Writer::Compat(CompatEncoder::new(encoder)),
+            Mapping::Compat => Writer::Compat {
+                encoder: CompatEncoder::new(encoder),
+                held: false,
+            },
             _ => Writer::Frames(encoder),
         };
         Self {
             source,
             writer,
             mapping,
+            out: BytesMut::new(),
+            started: false,
             done: false,
         }
     }
 
-    fn output(&self, written: BytesMut) -> Bytes {
+    fn output(&mut self) -> Bytes {
         match self.mapping {
-            Mapping::Sse => SseFrameEncoder::new().to_events(&written),
-            _ => written.freeze(),
+            Mapping::Sse => {
+                let events = SseFrameEncoder::new().to_events(&self.out);
+                self.out.clear();
+                events
+            }
+            _ => self.out.split().freeze(),
         }
     }
 
+    /// Whether a message is open (pieces given, not finished); a held one is finished.
     fn in_message(&self) -> bool {
         match &self.writer {
             Writer::Frames(encoder) => encoder.in_message(),
-            Writer::Compat(encoder) => encoder.in_message(),
+            Writer::Compat { encoder, held } => encoder.in_message() && !held,
         }
     }
 
-    fn abort(&mut self, code: AbortCode, reason: &str, dst: &mut BytesMut) {
+    fn abort(&mut self, code: AbortCode, reason: &str) {
         // Only fails if the stream already ended or the sequence space is exhausted; then
         // there is nothing more to write.
         let reason = cut_reason(reason);
         let _written = match &mut self.writer {
-            Writer::Frames(encoder) => encoder.abort(code, reason, dst).is_ok(),
-            Writer::Compat(encoder) => encoder.abort(code, reason, dst).is_ok(),
+            Writer::Frames(encoder) => encoder.abort(code, reason, &mut self.out).is_ok(),
+            Writer::Compat { encoder, held } => {
+                *held = false;
+                encoder.abort(code, reason, &mut self.out).is_ok()
+            }
         };
         self.done = true;
     }
 
-    fn encode(&mut self, item: Outgoing, dst: &mut BytesMut) {
+    /// Writes a held message (compatible mapping): its record without the sentinel.
+    fn release(&mut self) {
+        if let Writer::Compat { encoder, held } = &mut self.writer {
+            if std::mem::take(held) {
+                let result = encoder.finish_message(&mut self.out).map(drop);
+                self.settle(result);
+            }
+        }
+    }
+
+    fn encode(&mut self, item: Outgoing) {
+        self.started = true;
+        let dst = &mut self.out;
         let result = match &mut self.writer {
             Writer::Frames(encoder) => match item {
                 Outgoing::Chunk(bytes) => encoder.push(&bytes, dst),
@@ -120,25 +170,52 @@ impl<S> FramedBody<S> {
                 Outgoing::End => encoder.end(dst),
                 Outgoing::Abort(abort) => encoder.abort_with(&abort, dst),
             }
-            .map(|()| encoder.is_finished())
             .map_err(CompatEncodeError::Encode),
-            Writer::Compat(encoder) => match item {
-                Outgoing::Chunk(bytes) => encoder.push(&bytes),
-                Outgoing::FinishMessage => encoder.finish_message(dst).map(drop),
-                Outgoing::Message(bytes) => encoder.message(&bytes, dst).map(drop),
-                Outgoing::KeepAlive => encoder.keep_alive(dst),
-                Outgoing::End => encoder.end(dst),
-                Outgoing::Abort(abort) => encoder.abort(abort.code, &abort.reason, dst),
+            Writer::Compat { encoder, held } => {
+                let was_held = std::mem::take(held);
+                match item {
+                    // The last message: its record carries the sentinel (SPEC.md §18.4).
+                    Outgoing::End if was_held => encoder.finish_final_message(dst).map(drop),
+                    item => {
+                        let released = if was_held {
+                            encoder.finish_message(dst).map(drop)
+                        } else {
+                            Ok(())
+                        };
+                        released.and_then(|()| match item {
+                            Outgoing::Chunk(bytes) => encoder.push(&bytes),
+                            Outgoing::FinishMessage => {
+                                *held = true;
+                                Ok(())
+                            }
+                            Outgoing::Message(bytes) => encoder.push(&bytes).map(|()| {
+                                *held = true;
+                            }),
+                            Outgoing::KeepAlive => encoder.keep_alive(dst),
+                            Outgoing::End => encoder.end(dst),
+                            Outgoing::Abort(abort) => encoder.abort(abort.code, &abort.reason, dst),
+                        })
+                    }
+                }
             }
-            .map(|()| encoder.is_finished()),
         };
+        self.settle(result);
+    }
+
+    /// Acts on an encoder's answer: finished, or an ABORT for a refused item.
+    fn settle(&mut self, result: Result<(), CompatEncodeError>) {
         match result {
-            Ok(finished) => self.done = finished,
+            Ok(()) => {
+                self.done = match &self.writer {
+                    Writer::Frames(encoder) => encoder.is_finished(),
+                    Writer::Compat { encoder, .. } => encoder.is_finished(),
+                };
+            }
             Err(CompatEncodeError::Encode(err @ EncodeError::MessageTooLarge { .. })) => {
-                self.abort(AbortCode::MessageTooLarge, &err.to_string(), dst);
+                self.abort(AbortCode::MessageTooLarge, &err.to_string());
             }
             // A message an SSE event cannot carry unchanged, a call out of order.
-            Err(err) => self.abort(AbortCode::InternalError, &err.to_string(), dst),
+            Err(err) => self.abort(AbortCode::InternalError, &err.to_string()),
         }
     }
 }
@@ -152,32 +229,50 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        let mut frames = BytesMut::new();
         if let Writer::Frames(encoder) = &mut this.writer {
-            if encoder.messages() == 0 && !encoder.in_message() && !this.done {
-                // Commit the HEAD (idempotent once written).
-                let _ = encoder.open(&mut frames);
+            if !this.started && !this.done {
+                // The HEAD, held until the first item (idempotent once written).
+                let _ = encoder.open(&mut this.out);
             }
         }
-        while frames.is_empty() && !this.done {
+        let mut extra_look = true;
+        while !this.done {
+            if this.out.len() >= CHUNK_TARGET {
+                // Over the target, one more look at the source when a message just ended: its
+                // end (MESSAGE_END with STREAM_END) goes in the same chunk.
+                if !extra_look || this.in_message() {
+                    this.release();
+                    break;
+                }
+                extra_look = false;
+            }
             match Pin::new(&mut this.source).poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(item))) => this.encode(item, &mut frames),
+                Poll::Pending => {
+                    // Nothing more is ready: a held message goes out now, without the sentinel.
+                    this.release();
+                    if this.out.is_empty() || !this.started {
+                        return Poll::Pending;
+                    }
+                    break;
+                }
+                Poll::Ready(Some(Ok(item))) => this.encode(item),
                 Poll::Ready(Some(Err(err))) => {
-                    this.abort(AbortCode::InternalError, &err.to_string(), &mut frames);
+                    this.abort(AbortCode::InternalError, &err.to_string());
                 }
                 Poll::Ready(None) if this.in_message() => this.abort(
                     AbortCode::InternalError,
                     "the producer ended inside a message",
-                    &mut frames,
                 ),
-                Poll::Ready(None) => this.encode(Outgoing::End, &mut frames),
+                Poll::Ready(None) => {
+                    this.encode(Outgoing::End);
+                    this.done = true;
+                }
             }
         }
-        if frames.is_empty() {
+        if this.out.is_empty() {
             Poll::Ready(None)
         } else {
-            Poll::Ready(Some(Ok(this.output(frames))))
+            Poll::Ready(Some(Ok(this.output())))
         }
     }
 }

@@ -143,11 +143,13 @@ pub enum FramingClientError {
 /// ```
 #[derive(Clone, Debug)]
 pub struct FramingHttpClient {
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     /// The mapping asked for (the response may declare another one the client also reads).
-    mapping: Mapping,
+    pub(super) mapping: Mapping,
     idle_timeout: Option<Duration>,
     stats: Arc<ClientStats>,
+    /// Set by `auto_retry` (rmcp_http/retrying.rs): requests go through it.
+    pub(super) retrying: Option<crate::client::RetryingClient>,
 }
 
 impl FramingHttpClient {
@@ -163,6 +165,7 @@ impl FramingHttpClient {
             mapping: Mapping::Sse,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             stats: Arc::default(),
+            retrying: None,
         }
     }
 
@@ -365,7 +368,7 @@ fn outcome_error<E: std::error::Error>(
     request_error(id, &message, data)
 }
 
-fn message_event(data: String) -> sse_stream::Sse {
+pub(super) fn message_event(data: String) -> sse_stream::Sse {
     sse_stream::Sse {
         event: Some("message".to_owned()),
         data: Some(data),
@@ -578,6 +581,13 @@ impl StreamableHttpClient for FramingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>> {
+        if let (Some(retrying), ClientJsonRpcMessage::Request(_)) = (&self.retrying, &message) {
+            // auto_retry: every attempt resolved, verified and retried by the RetryingClient
+            // (its limits are the negotiated contract's).
+            let request = serde_json::to_value(&message)
+                .map_err(|e| StreamableHttpError::Client(e.into()))?;
+            return super::retrying::post_request(retrying, request, auth_header, custom_headers);
+        }
         let receive = ReceiveLimits::new(&limits, self.mapping);
         let key = RequestKey::random();
         let mut value =

@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
@@ -44,7 +45,12 @@ pub struct FramingLayer {
     frame_size: usize,
     max_message_size: u64,
     all_responses: bool,
+    head_wait: Duration,
 }
+
+/// How long a framed response's head waits for the first message by default: more than the
+/// 40 ms a client may delay its ACK (see [`FramingLayer::head_wait`]).
+const DEFAULT_HEAD_WAIT: Duration = Duration::from_millis(50);
 
 impl Default for FramingLayer {
     fn default() -> Self {
@@ -64,6 +70,7 @@ impl FramingLayer {
             frame_size: crate::encoder::DEFAULT_FRAME_SIZE,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             all_responses: false,
+            head_wait: DEFAULT_HEAD_WAIT,
         }
     }
 
@@ -84,6 +91,30 @@ impl FramingLayer {
     #[must_use]
     pub fn frame_all_responses(mut self, all: bool) -> Self {
         self.all_responses = all;
+        self
+    }
+
+    /// Sets how long a framed response's head (status and headers) waits for the inner
+    /// service's first message, so that both leave in one write (default 50 ms; zero sends the
+    /// head at once).
+    ///
+    /// A head written alone is a small segment; with Nagle's algorithm on (TCP_NODELAY off, as
+    /// `axum::serve` and hyper leave it) the next small segment, a short result, waits until the
+    /// client acknowledges the head, and clients delay that ACK by up to 40 ms. Waiting a little
+    /// longer than that for the first message spares every quick tool call the stall; a slower
+    /// one gets its head when the wait ends, as before (a keep-alive also ends it). Needs tokio's
+    /// timer, as rmcp's service does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let layer = mcp_framing::rmcp_http::FramingLayer::new().head_wait(Duration::ZERO);
+    /// # let _ = layer;
+    /// ```
+    #[must_use]
+    pub fn head_wait(mut self, wait: Duration) -> Self {
+        self.head_wait = wait;
         self
     }
 
@@ -183,7 +214,7 @@ where
                 (Some(opt_in), _) if opt_in.mapping() == Mapping::Compat => {
                     compat_response(response, Some(opt_in), Unsolicited::No, config).await
                 }
-                (Some(opt_in), _) => frame_response(response, opt_in, config),
+                (Some(opt_in), _) => frame_response(response, opt_in, config).await,
                 (None, Some(json_to_sse)) => {
                     let unsolicited = Unsolicited::Yes { json_to_sse };
                     compat_response(response, None, unsolicited, config).await
@@ -256,8 +287,12 @@ where
     let max_message = buffer_limit(encoder.max_message_size());
     let (mut parts, body) = response.into_parts();
     let framed = if sse {
-        let body = CompatPassthrough::new(body, encoder, max_message);
-        http_body_util::StreamBody::new(body.map(|piece| piece.map(Frame::data))).boxed_unsync()
+        let mut passthrough = CompatPassthrough::new(body, encoder, max_message);
+        // As for the other mappings, the head waits a little for the first message's record and
+        // event (see `FramingLayer::head_wait`).
+        let first = head_start(&mut passthrough, config.head_wait).await;
+        let pieces = futures_util::stream::iter(first).chain(passthrough);
+        http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data))).boxed_unsync()
     } else {
         // The whole JSON body, within the message limit, before the response head is sent.
         let mut body = Box::pin(body);
@@ -347,7 +382,20 @@ fn fixed_body<E: 'static>(text: String) -> FramingBody<E> {
         .boxed_unsync()
 }
 
-fn frame_response<B>(
+/// The first piece of a framed body if it is ready within `wait` (none if `wait` is zero): the
+/// response head then leaves with it (see [`FramingLayer::head_wait`]).
+async fn head_start<P, T>(body: &mut P, wait: Duration) -> Option<T>
+where
+    P: Stream<Item = T> + Unpin,
+{
+    if wait.is_zero() {
+        None
+    } else {
+        tokio::time::timeout(wait, body.next()).await.ok().flatten()
+    }
+}
+
+async fn frame_response<B>(
     response: Response<B>,
     opt_in: OptIn,
     config: FramingLayer,
@@ -382,10 +430,14 @@ where
         done: false,
         comments: 0,
     };
-    let framed = FramedBody::new(messages, encoder, mapping);
+    let mut framed = FramedBody::new(messages, encoder, mapping);
+    // The head waits (a little) for the first chunk, which holds the HEAD frame and the first
+    // message, so that they leave together (see `FramingLayer::head_wait`).
+    let first = head_start(&mut framed, config.head_wait).await;
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(mapping));
-    let body = http_body_util::StreamBody::new(framed.map(|piece| piece.map(Frame::data)))
+    let pieces = futures_util::stream::iter(first).chain(framed);
+    let body = http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data)))
         .map_err(|never: Infallible| match never {})
         .boxed_unsync();
     Response::from_parts(parts, body)

@@ -18,24 +18,19 @@
 
 mod client;
 mod compat_body;
+#[cfg(feature = "dedupe")]
+mod dedupe;
 mod layer;
+mod retrying;
 mod standalone;
 
 pub use client::{ClientStats, FramingClientError, FramingHttpClient};
+#[cfg(feature = "dedupe")]
+pub use dedupe::DedupingFramingLayer;
 pub use layer::{FramingBody, FramingLayer, FramingService};
 
-/// Key under the JSON-RPC error's `data` where [`FramingHttpClient`] puts the classification of a
-/// response that did not complete.
-pub const OUTCOME_DATA_KEY: &str = "io.github.mcp-framing/outcome";
+pub use crate::client::OUTCOME_DATA_KEY;
+pub(crate) use crate::client::is_final_response;
 
 /// An SSE event as rmcp's `StreamableHttpClient` hands it over.
 pub(crate) type SseItem = Result<sse_stream::Sse, sse_stream::Error>;
-
-/// Whether a JSON-RPC message is a response (it has an `id` and a `result` or an `error`): the
-/// last message of a request's response stream.
-pub(crate) fn is_final_response(data: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(data).is_ok_and(|message| {
-        message.get("id").is_some()
-            && (message.get("result").is_some() || message.get("error").is_some())
-    })
-}

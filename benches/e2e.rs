@@ -1,0 +1,920 @@
+//! End-to-end cost of framing, as a user meets it (issue 14, issue 13 §5): a `tools/call` round
+//! trip over loopback, medians of many calls, release build.
+//!
+//! Servers, in a child process of this bench (so that its CPU time is its own):
+//! - `rmcp`: rmcp's stateless `StreamableHttpService` with one tool, `blob`, whose result is a
+//!   text of the requested size; mounted with `axum::serve`, once bare (`/mcp`, the unframed
+//!   baseline) and once behind `FramingLayer` with 16 KiB frames (`/mcp-framed`);
+//! - `plain`: an axum handler answering the same JSON-RPC response itself (`/plain`):
+//!   `application/json` unframed, or a `FramedBody` when the request opted in (the non-rmcp
+//!   path).
+//!
+//! Each is served twice: by `axum::serve` as is (Nagle's algorithm on, `nagle` in the results)
+//! and with TCP_NODELAY set on every accepted socket (`nodelay`).
+//!
+//! The client (this process, one thread) posts `tools/call` with reqwest. Unframed, it reads the
+//! response as a stock client does: SSE events with `sse-stream` (rmcp's parser), or the JSON
+//! body, without parsing the JSON (the strictest baseline). Framed, it opts in with a fresh
+//! request key and verifies the body with `VerifiedResponse` (CRC-32s, length, SHA-256,
+//! sentinel, request key); a call that does not verify fails the configuration.
+//!
+//! Measured, for every (server, framing, size, TCP_NODELAY):
+//! - latency: wall time of one call (calls in sequence on a kept-alive connection), median;
+//! - server CPU per call: the server process's on-CPU time (the sum over its threads of
+//!   `/proc/<pid>/task/<tid>/schedstat`, nanoseconds) across a batch, divided by the batch;
+//! - client CPU per call: this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) across a batch.
+//!
+//! and, at 64 KiB, throughput with 32 calls in flight (calls per second, median of rounds).
+//!
+//! Configurations are interleaved: every round runs a batch of each configuration of a
+//! (size, TCP_NODELAY) block in turn, so that a noisy neighbour weighs on all of them alike and
+//! the ratios (framed / unframed, from the same run) stay meaningful on a shared machine.
+//! Criterion is not used: it measures one closure at a time (no interleaving) and reports one
+//! quantity, where this bench needs the server's CPU time beside each latency.
+//!
+//! Run: `cargo bench --features rmcp,demo --bench e2e` (or `bash scripts/bench-report --e2e`,
+//! which also writes `docs/perf/e2e.md` and the plot). Options after `--`:
+//! `--rounds N` (default 20), `--batch N` calls per round and configuration (default 5),
+//! `--sizes 1KiB,64KiB`, `--only SUBSTRING` (configuration names such as `rmcp/binary/64KiB/nagle`),
+//! `--no-latency`, `--no-throughput`, `--no-floors`, `--tp-rounds N` (default 5), `--out PATH`
+//! (default `target/e2e/latest.json`). Set `E2E_SERVER_WRAPPER` (e.g.
+//! `valgrind --tool=callgrind`) to run the server under a profiler.
+
+use std::fmt;
+use std::io::{BufRead, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::serve::ListenerExt;
+use futures_util::StreamExt;
+use mcp_framing::http::{
+    Delivery, FramedBody, MEDIA_TYPE, OptIn, VerifiedResponse, opt_in_headers, response_headers,
+};
+use mcp_framing::rmcp_http::FramingLayer;
+use mcp_framing::{Outgoing, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{tool, tool_router};
+use serde_json::{Value, json};
+use tower_layer::Layer;
+
+/// The DATA frame size of every framed response (the encoder's default).
+const FRAME_SIZE: usize = 16 * 1024;
+/// Environment variable that turns this binary into the server process.
+const SERVER_ENV: &str = "MCP_FRAMING_E2E_SERVER";
+/// Result sizes measured (issue 14's table, issue 13 §5's 1 KiB / 64 KiB / 1 MiB).
+const SIZES: [usize; 5] = [1024, 64 * 1024, 128 * 1024, 200 * 1024, 1024 * 1024];
+/// Calls in flight in the throughput measurement, and their result size.
+const CONCURRENCY: usize = 32;
+const THROUGHPUT_SIZE: usize = 64 * 1024;
+const THROUGHPUT_CALLS_PER_TASK: usize = 10;
+
+// ---------------------------------------------------------------------------------------------
+// What is measured: servers and framings. A new mapping is one more `Framing` variant.
+
+/// Which server answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Server {
+    /// rmcp's `StreamableHttpService` (bare for unframed calls, behind `FramingLayer` otherwise).
+    Rmcp,
+    /// A plain axum handler (`FramedBody` for framed calls).
+    Plain,
+}
+
+/// How the response travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    /// No opt-in, no layer: the baseline.
+    Unframed,
+    /// No opt-in, through `FramingLayer` (rmcp only): what the layer costs a client that does
+    /// not frame.
+    PassThrough,
+    /// The base64 SSE mapping (`event: mcp-frame`).
+    Sse,
+    /// The binary mapping (`application/vnd.mcp-framing`).
+    Binary,
+}
+
+impl Framing {
+    /// Every framing, in report order. A new mapping goes here and in the methods below.
+    const ALL: [Framing; 4] = [Self::Unframed, Self::PassThrough, Self::Sse, Self::Binary];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Unframed => "unframed",
+            Self::PassThrough => "layer-not-opted-in",
+            Self::Sse => "sse",
+            Self::Binary => "binary",
+        }
+    }
+
+    /// The opt-in headers of a call with this framing (`None`: not opted in).
+    fn opt_in(self, key: RequestKey) -> Option<HeaderMap> {
+        match self {
+            Self::Unframed | Self::PassThrough => None,
+            Self::Sse => Some(opt_in_headers(key, false)),
+            Self::Binary => Some(opt_in_headers(key, true)),
+        }
+    }
+
+    fn applies_to(self, server: Server) -> bool {
+        self != Self::PassThrough || server == Server::Rmcp
+    }
+}
+
+impl Server {
+    const ALL: [Server; 2] = [Self::Rmcp, Self::Plain];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Rmcp => "rmcp",
+            Self::Plain => "plain",
+        }
+    }
+
+    fn path(self, framing: Framing) -> &'static str {
+        match (self, framing) {
+            (Self::Rmcp, Framing::Unframed) => "/mcp",
+            (Self::Rmcp, _) => "/mcp-framed",
+            (Self::Plain, _) => "/plain",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Config {
+    server: Server,
+    framing: Framing,
+    size: usize,
+    nodelay: bool,
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}/{}/{}",
+            self.server.name(),
+            self.framing.name(),
+            size_name(self.size),
+            if self.nodelay { "nodelay" } else { "nagle" }
+        )
+    }
+}
+
+fn size_name(size: usize) -> String {
+    if size >= 1024 * 1024 && size % (1024 * 1024) == 0 {
+        format!("{}MiB", size / (1024 * 1024))
+    } else {
+        format!("{}KiB", size / 1024)
+    }
+}
+
+fn parse_size(text: &str) -> usize {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let number: usize = number.parse().expect("a size such as 64KiB");
+    number
+        * match unit {
+            "" | "B" => 1,
+            "KiB" => 1024,
+            "MiB" => 1024 * 1024,
+            _ => panic!("unknown size unit {unit:?}"),
+        }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server process.
+
+/// `size` bytes of prose (no character that JSON escapes).
+fn text(size: usize) -> &'static str {
+    static PROSE: OnceLock<String> = OnceLock::new();
+    let prose = PROSE.get_or_init(|| {
+        let line = "The quick brown fox jumps over the lazy dog; 0123456789 tokens stream by. ";
+        let mut prose = line.repeat(4 * 1024 * 1024 / line.len() + 1);
+        prose.truncate(4 * 1024 * 1024);
+        prose
+    });
+    &prose[..size]
+}
+
+#[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct BlobArgs {
+    /// Bytes of text to return.
+    size: usize,
+}
+
+#[derive(Clone)]
+struct Blob;
+
+#[tool_router(server_handler)]
+impl Blob {
+    #[tool(description = "Returns a text of the requested size")]
+    async fn blob(&self, Parameters(args): Parameters<BlobArgs>) -> String {
+        text(args.size.min(4 * 1024 * 1024)).to_owned()
+    }
+}
+
+fn rmcp_service() -> StreamableHttpService<Blob, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default();
+    config.legacy_session_mode = false;
+    config.sse_keep_alive = None;
+    StreamableHttpService::new(
+        || Ok(Blob),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// The non-rmcp path: answers `tools/call` of `blob` itself, framed with `FramedBody` when the
+/// request opted in.
+async fn plain(headers: HeaderMap, body: Bytes) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, "not JSON").into_response();
+    };
+    let size = request["params"]["arguments"]["size"]
+        .as_u64()
+        .map_or(0, |s| s.min(4 * 1024 * 1024) as usize);
+    let response = json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+        "content": [{"type": "text", "text": text(size)}], "isError": false}});
+    let response = serde_json::to_vec(&response).expect("serializable");
+    match OptIn::from_headers(&headers) {
+        Ok(Some(opt_in)) => {
+            let mapping = opt_in.mapping();
+            let encoder = StreamEncoder::builder()
+                .frame_size(FRAME_SIZE)
+                .build(StreamHead::for_request(opt_in.request_key));
+            let source = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
+                Outgoing::Message(Bytes::from(response)),
+            )]);
+            let mut answer =
+                Response::new(Body::from_stream(FramedBody::new(source, encoder, mapping)));
+            answer.headers_mut().extend(response_headers(mapping));
+            answer
+        }
+        Ok(None) => ([(header::CONTENT_TYPE, "application/json")], response).into_response(),
+        Err(err) => (StatusCode::BAD_REQUEST, err.to_string()).into_response(),
+    }
+}
+
+fn app() -> Router {
+    Router::new()
+        .nest_service("/mcp", rmcp_service())
+        .nest_service(
+            "/mcp-framed",
+            FramingLayer::new()
+                .frame_size(FRAME_SIZE)
+                .layer(rmcp_service()),
+        )
+        .route("/plain", post(plain))
+}
+
+/// Serves on two loopback listeners (as is, and TCP_NODELAY), prints their addresses, and exits
+/// when stdin closes (the bench process ended).
+fn server_main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let as_is = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let nodelay = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        println!(
+            "listening {} {}",
+            as_is.local_addr().expect("addr"),
+            nodelay.local_addr().expect("addr")
+        );
+        std::io::stdout().flush().expect("stdout");
+        tokio::spawn(axum::serve(as_is, app()).into_future());
+        let nodelay = nodelay.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        tokio::spawn(axum::serve(nodelay, app()).into_future());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+            let _ = tx.send(());
+        });
+        let _ = rx.await;
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client (this process).
+
+struct ServerProcess {
+    child: Child,
+    /// Base URLs: `axum::serve` as is, and with TCP_NODELAY.
+    urls: [String; 2],
+}
+
+impl ServerProcess {
+    fn start() -> Self {
+        let exe = std::env::current_exe().expect("current exe");
+        let wrapper = std::env::var("E2E_SERVER_WRAPPER").unwrap_or_default();
+        let mut words = wrapper.split_whitespace();
+        let mut command = match words.next() {
+            Some(program) => {
+                let mut command = Command::new(program);
+                command.args(words).arg(&exe);
+                command
+            }
+            None => Command::new(&exe),
+        };
+        let mut child = command
+            .env(SERVER_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the server process");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("server address");
+        let addrs: Vec<&str> = line
+            .trim()
+            .strip_prefix("listening ")
+            .expect("listening line")
+            .split(' ')
+            .collect();
+        Self {
+            urls: [
+                format!("http://{}", addrs[0]),
+                format!("http://{}", addrs[1]),
+            ],
+            child,
+        }
+    }
+
+    /// The server process's CPU time so far: the sum over its threads of the on-CPU time in
+    /// `/proc/<pid>/task/<tid>/schedstat` (nanoseconds; the threads are a fixed tokio pool).
+    fn cpu(&self) -> Duration {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let mut total = 0u64;
+        for entry in std::fs::read_dir(&tasks).expect("server tasks") {
+            let path = entry.expect("task").path().join("schedstat");
+            if let Ok(text) = std::fs::read_to_string(path) {
+                total += text
+                    .split_whitespace()
+                    .next()
+                    .and_then(|ns| ns.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+        Duration::from_nanos(total)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // Closing stdin ends the server; wait so that a profiler wrapper writes its output.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// A failed call: what went wrong.
+#[derive(Debug)]
+struct CallError(String);
+
+impl<E: fmt::Display> From<E> for CallError {
+    fn from(err: E) -> Self {
+        Self(err.to_string())
+    }
+}
+
+/// When a call's response was in hand, from the start of the call.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    /// The final response usable: unframed, its SSE event (or JSON body) complete, which is when
+    /// a stock client hands it over; framed, the stream verified complete (sentinel and body
+    /// end), which is when a framing client hands it over.
+    response: Duration,
+    /// The body ended.
+    body_end: Duration,
+}
+
+/// One `tools/call` of `blob` (whose SSE response carries no notification, so its first data
+/// event is the final response).
+async fn call(
+    client: &reqwest::Client,
+    base: &str,
+    config: Config,
+    id: u64,
+) -> Result<Timing, CallError> {
+    let start = Instant::now();
+    let key = RequestKey::random();
+    let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "blob", "arguments": {"size": config.size}}});
+    let mut builder = client
+        .post(format!("{base}{}", config.server.path(config.framing)))
+        .header(header::CONTENT_TYPE, "application/json");
+    let framed = match config.framing.opt_in(key) {
+        Some(headers) => {
+            mcp_framing::set_request_key(&mut request, key)?;
+            builder = builder.headers(headers);
+            true
+        }
+        None => {
+            builder = builder.header(header::ACCEPT, "application/json, text/event-stream");
+            false
+        }
+    };
+    let response = builder.body(serde_json::to_vec(&request)?).send().await?;
+    if response.status() != StatusCode::OK {
+        let status = response.status();
+        return Err(CallError(format!(
+            "HTTP {status}: {}",
+            response.text().await?
+        )));
+    }
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (received, timing) = if framed {
+        if config.framing == Framing::Binary && content_type.as_deref() != Some(MEDIA_TYPE) {
+            return Err(CallError(format!(
+                "binary mapping not used: {content_type:?}"
+            )));
+        }
+        let decoder = StreamDecoder::builder().expect_request_key(key).build();
+        let headers = response.headers().clone();
+        let mut verified =
+            VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder)?;
+        let mut last = 0;
+        loop {
+            match verified.next().await {
+                Some(Ok(Delivery::Message(message))) => last = message.bytes().len(),
+                Some(Ok(Delivery::Complete(_))) => {
+                    let at = start.elapsed();
+                    break (
+                        last,
+                        Timing {
+                            response: at,
+                            body_end: at,
+                        },
+                    );
+                }
+                Some(Ok(_)) => {}
+                Some(Err(err)) => return Err(CallError(err.to_string())),
+                None => return Err(CallError("verified stream ended early".into())),
+            }
+        }
+    } else if content_type.as_deref() == Some("text/event-stream") {
+        // As the stock rmcp client reads it: `sse-stream` events, the message when its event ends.
+        let mut events = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+        let mut message = None;
+        while let Some(event) = events.next().await {
+            let event = event?;
+            if message.is_none() {
+                if let Some(data) = event.data.filter(|d| !d.is_empty()) {
+                    message = Some((data.len(), start.elapsed()));
+                }
+            }
+        }
+        let (len, response) = message.ok_or_else(|| CallError("no message event".into()))?;
+        let body_end = start.elapsed();
+        (len, Timing { response, body_end })
+    } else {
+        let len = response.bytes().await?.len();
+        let at = start.elapsed();
+        (
+            len,
+            Timing {
+                response: at,
+                body_end: at,
+            },
+        )
+    };
+    if received < config.size {
+        return Err(CallError(format!(
+            "{received} bytes received for a {} byte result",
+            config.size
+        )));
+    }
+    Ok(timing)
+}
+
+#[derive(Default)]
+struct Samples {
+    wall: Vec<f64>,
+    body_end: Vec<f64>,
+    server_cpu: Vec<f64>,
+    client_cpu: Vec<f64>,
+    failure: Option<String>,
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    percentile(values, 0.5)
+}
+
+fn percentile(values: &[f64], p: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let at = p * (sorted.len() - 1) as f64;
+    let (low, high) = (at.floor() as usize, at.ceil() as usize);
+    Some(sorted[low] + (sorted[high] - sorted[low]) * (at - low as f64))
+}
+
+struct Bench {
+    server: ServerProcess,
+    clients: [reqwest::Client; 2],
+    next_id: u64,
+}
+
+impl Bench {
+    fn base(&self, config: Config) -> &str {
+        &self.server.urls[usize::from(config.nodelay)]
+    }
+
+    fn client(&self, config: Config) -> &reqwest::Client {
+        &self.clients[usize::from(config.nodelay)]
+    }
+
+    /// Runs `calls` calls of `config` in sequence into `samples` (one CPU sample per batch).
+    async fn batch(&mut self, config: Config, calls: usize, samples: &mut Samples) {
+        if samples.failure.is_some() {
+            return;
+        }
+        let server_before = self.server.cpu();
+        let client_before = cpu_time::ThreadTime::now();
+        let mut walls = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            self.next_id += 1;
+            match call(self.client(config), self.base(config), config, self.next_id).await {
+                Ok(timing) => walls.push(timing),
+                Err(err) => {
+                    eprintln!("{config}: {}", err.0);
+                    samples.failure = Some(err.0);
+                    return;
+                }
+            }
+        }
+        let client_cpu = client_before.elapsed();
+        let server_cpu = self.server.cpu().saturating_sub(server_before);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        samples.wall.extend(walls.iter().map(|t| ms(t.response)));
+        samples
+            .body_end
+            .extend(walls.iter().map(|t| ms(t.body_end)));
+        samples
+            .server_cpu
+            .push(server_cpu.as_secs_f64() * 1e6 / calls as f64);
+        samples
+            .client_cpu
+            .push(client_cpu.as_secs_f64() * 1e6 / calls as f64);
+    }
+
+    /// `CONCURRENCY` tasks, each making `THROUGHPUT_CALLS_PER_TASK` calls in sequence: calls per
+    /// second, server and client CPU per call (µs).
+    async fn throughput(&mut self, config: Config) -> Result<[f64; 3], CallError> {
+        let base = self.base(config).to_owned();
+        let client = self.client(config).clone();
+        let first_id = self.next_id;
+        self.next_id += (CONCURRENCY * THROUGHPUT_CALLS_PER_TASK) as u64;
+        let server_before = self.server.cpu();
+        let client_before = cpu_time::ThreadTime::now();
+        let start = Instant::now();
+        let tasks = (0..CONCURRENCY).map(|task| {
+            let (client, base) = (&client, &base);
+            async move {
+                for i in 0..THROUGHPUT_CALLS_PER_TASK {
+                    let id = first_id + (task * THROUGHPUT_CALLS_PER_TASK + i) as u64;
+                    call(client, base, config, id).await?;
+                }
+                Ok::<(), CallError>(())
+            }
+        });
+        for result in futures::future::join_all(tasks).await {
+            result?;
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let client_cpu = client_before.elapsed();
+        let server_cpu = self.server.cpu().saturating_sub(server_before);
+        let calls = (CONCURRENCY * THROUGHPUT_CALLS_PER_TASK) as f64;
+        Ok([
+            calls / elapsed,
+            server_cpu.as_secs_f64() * 1e6 / calls,
+            client_cpu.as_secs_f64() * 1e6 / calls,
+        ])
+    }
+}
+
+struct Options {
+    rounds: usize,
+    batch: usize,
+    tp_rounds: usize,
+    sizes: Vec<usize>,
+    only: Option<String>,
+    latency: bool,
+    throughput: bool,
+    floors: bool,
+    out: String,
+}
+
+impl Options {
+    fn from_args() -> Self {
+        let mut options = Self {
+            rounds: 20,
+            batch: 5,
+            tp_rounds: 5,
+            sizes: SIZES.to_vec(),
+            only: None,
+            latency: true,
+            throughput: true,
+            floors: true,
+            out: "target/e2e/latest.json".to_owned(),
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
+            match arg.as_str() {
+                "--rounds" => options.rounds = value().parse().expect("--rounds N"),
+                "--batch" => options.batch = value().parse().expect("--batch N"),
+                "--tp-rounds" => options.tp_rounds = value().parse().expect("--tp-rounds N"),
+                "--sizes" => options.sizes = value().split(',').map(parse_size).collect(),
+                "--only" => options.only = Some(value()),
+                "--out" => options.out = value(),
+                "--no-latency" => options.latency = false,
+                "--no-throughput" => options.throughput = false,
+                "--no-floors" => options.floors = false,
+                // What `cargo bench` passes.
+                "--bench" => {}
+                other => panic!("unknown option {other}"),
+            }
+        }
+        options
+    }
+
+    fn selects(&self, config: Config) -> bool {
+        self.only
+            .as_deref()
+            .is_none_or(|only| config.to_string().contains(only))
+    }
+}
+
+fn configs(size: usize, nodelay: bool) -> Vec<Config> {
+    Server::ALL
+        .iter()
+        .flat_map(|&server| {
+            Framing::ALL
+                .iter()
+                .filter(move |f| f.applies_to(server))
+                .map(move |&framing| Config {
+                    server,
+                    framing,
+                    size,
+                    nodelay,
+                })
+        })
+        .collect()
+}
+
+fn entry(config: Config) -> serde_json::Map<String, Value> {
+    let mut map = serde_json::Map::new();
+    map.insert("server".into(), config.server.name().into());
+    map.insert("framing".into(), config.framing.name().into());
+    map.insert("size".into(), config.size.into());
+    map.insert("nodelay".into(), config.nodelay.into());
+    map
+}
+
+/// The physical cost of framing one result of `size` bytes, measured in this process (thread CPU
+/// time, median of repetitions, µs): CRC-32 + SHA-256 (what each side pays at least), and the
+/// base64 encoding and decoding of the SSE mapping.
+fn floors(size: usize) -> serde_json::Map<String, Value> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let payload = text(size).as_bytes();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(payload);
+    let time = |f: &mut dyn FnMut()| {
+        let reps = (4 * 1024 * 1024 / size).clamp(8, 512);
+        let mut samples = Vec::with_capacity(15);
+        for _ in 0..15 {
+            let start = cpu_time::ThreadTime::now();
+            for _ in 0..reps {
+                f();
+            }
+            samples.push(start.elapsed().as_secs_f64() * 1e6 / reps as f64);
+        }
+        median(&samples).expect("samples")
+    };
+    let mut map = serde_json::Map::new();
+    map.insert("size".into(), size.into());
+    let crc_sha = time(&mut || {
+        std::hint::black_box(crc32fast::hash(std::hint::black_box(payload)));
+        std::hint::black_box(sha2::Sha256::digest(std::hint::black_box(payload)));
+    });
+    map.insert("crc32_sha256_us".into(), crc_sha.into());
+    let encode = time(&mut || {
+        std::hint::black_box(
+            base64::engine::general_purpose::STANDARD.encode(std::hint::black_box(payload)),
+        );
+    });
+    map.insert("base64_encode_us".into(), encode.into());
+    let decode = time(&mut || {
+        std::hint::black_box(
+            base64::engine::general_purpose::STANDARD
+                .decode(std::hint::black_box(&encoded))
+                .expect("valid base64"),
+        );
+    });
+    map.insert("base64_decode_us".into(), decode.into());
+    map
+}
+
+/// The 1-minute load average (`/proc/loadavg`): how busy the shared machine was.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+async fn client_main(options: Options) {
+    let client = || {
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("reqwest client")
+    };
+    let mut bench = Bench {
+        server: ServerProcess::start(),
+        clients: [client(), client()],
+        next_id: 0,
+    };
+    let load_before = load_average();
+    let mut latency = Vec::new();
+    if options.latency {
+        for &size in &options.sizes {
+            for nodelay in [false, true] {
+                let block: Vec<Config> = configs(size, nodelay)
+                    .into_iter()
+                    .filter(|&c| options.selects(c))
+                    .collect();
+                if block.is_empty() {
+                    continue;
+                }
+                let mut samples: Vec<Samples> = block.iter().map(|_| Samples::default()).collect();
+                // Warm-up: connections, allocator, rmcp's tool router.
+                for (&config, s) in block.iter().zip(&mut samples) {
+                    bench.batch(config, 3, s).await;
+                    let failure = s.failure.take();
+                    *s = Samples {
+                        failure,
+                        ..Samples::default()
+                    };
+                }
+                for _ in 0..options.rounds {
+                    for (&config, s) in block.iter().zip(&mut samples) {
+                        bench.batch(config, options.batch, s).await;
+                    }
+                }
+                for (&config, s) in block.iter().zip(&samples) {
+                    let (median_ms, p10, p90) = (
+                        median(&s.wall),
+                        percentile(&s.wall, 0.1),
+                        percentile(&s.wall, 0.9),
+                    );
+                    // Calls that waited for a delayed ACK (Nagle's algorithm): 40 ms or more here.
+                    let stalled = s
+                        .wall
+                        .iter()
+                        .filter(|&&ms| ms >= 30.0 && ms > 10.0 * p10.unwrap_or(0.0))
+                        .count();
+                    let (server_cpu, client_cpu) = (median(&s.server_cpu), median(&s.client_cpu));
+                    println!(
+                        "{config:<38} {:>8.3} ms (p10 {:.3}, p90 {:.3}, {stalled} stalled)  server cpu {:>7.1} µs  client cpu {:>7.1} µs{}",
+                        median_ms.unwrap_or(f64::NAN),
+                        p10.unwrap_or(f64::NAN),
+                        p90.unwrap_or(f64::NAN),
+                        server_cpu.unwrap_or(f64::NAN),
+                        client_cpu.unwrap_or(f64::NAN),
+                        s.failure
+                            .as_deref()
+                            .map_or(String::new(), |f| format!("  FAILED: {f}")),
+                    );
+                    let mut map = entry(config);
+                    map.insert("calls".into(), s.wall.len().into());
+                    map.insert("median_ms".into(), median_ms.into());
+                    map.insert("p10_ms".into(), p10.into());
+                    map.insert("p90_ms".into(), p90.into());
+                    map.insert("body_end_median_ms".into(), median(&s.body_end).into());
+                    map.insert("stalled_calls".into(), stalled.into());
+                    map.insert("server_cpu_us".into(), server_cpu.into());
+                    map.insert("client_cpu_us".into(), client_cpu.into());
+                    map.insert("failure".into(), s.failure.clone().into());
+                    latency.push(Value::Object(map));
+                }
+            }
+        }
+    }
+    let mut throughput = Vec::new();
+    if options.throughput {
+        let block: Vec<Config> = [false, true]
+            .into_iter()
+            .flat_map(|nodelay| configs(THROUGHPUT_SIZE, nodelay))
+            .filter(|&c| options.selects(c))
+            .collect();
+        // Per configuration: calls/s, server and client CPU per call, one value per round.
+        let mut rates: Vec<([Vec<f64>; 3], Option<String>)> =
+            block.iter().map(|_| (Default::default(), None)).collect();
+        // One warm-up round (opens the 32 connections of each client).
+        for round in 0..=options.tp_rounds {
+            for (&config, (values, failure)) in block.iter().zip(&mut rates) {
+                if failure.is_some() {
+                    continue;
+                }
+                match bench.throughput(config).await {
+                    Ok(measured) if round > 0 => {
+                        for (v, m) in values.iter_mut().zip(measured) {
+                            v.push(m);
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(err) => {
+                        eprintln!("{config} x{CONCURRENCY}: {}", err.0);
+                        *failure = Some(err.0);
+                    }
+                }
+            }
+        }
+        for (&config, (values, failure)) in block.iter().zip(&rates) {
+            let [rate, server_cpu, client_cpu] = values.each_ref().map(|v| median(v));
+            println!(
+                "{config:<38} x{CONCURRENCY}: {:>7.0} calls/s  server cpu {:>7.1} µs/call  client cpu {:>7.1} µs/call{}",
+                rate.unwrap_or(f64::NAN),
+                server_cpu.unwrap_or(f64::NAN),
+                client_cpu.unwrap_or(f64::NAN),
+                failure
+                    .as_deref()
+                    .map_or(String::new(), |f| format!("  FAILED: {f}")),
+            );
+            let mut map = entry(config);
+            map.insert("concurrency".into(), CONCURRENCY.into());
+            map.insert("rounds".into(), values[0].len().into());
+            map.insert("calls_per_s".into(), rate.into());
+            map.insert("server_cpu_us".into(), server_cpu.into());
+            map.insert("client_cpu_us".into(), client_cpu.into());
+            map.insert("failure".into(), failure.clone().into());
+            throughput.push(Value::Object(map));
+        }
+    }
+    let floors: Vec<Value> = options
+        .sizes
+        .iter()
+        .filter(|_| options.floors)
+        .map(|&size| Value::Object(floors(size)))
+        .collect();
+    let results = json!({
+        "load_average": [load_before, load_average()],
+        "frame_size": FRAME_SIZE,
+        "floors": floors,
+        "rounds": options.rounds,
+        "batch": options.batch,
+        "throughput_calls_per_round": CONCURRENCY * THROUGHPUT_CALLS_PER_TASK,
+        "latency": latency,
+        "throughput": throughput,
+    });
+    let out = std::path::Path::new(&options.out);
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).expect("output directory");
+    }
+    std::fs::write(out, serde_json::to_string_pretty(&results).expect("json")).expect("write");
+    println!("wrote {}", out.display());
+}
+
+fn main() {
+    if std::env::var_os(SERVER_ENV).is_some() {
+        server_main();
+        return;
+    }
+    let options = Options::from_args();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(client_main(options));
+}

@@ -1,0 +1,481 @@
+"""Writes docs/perf/e2e.md, e2e.png and e2e.json from benches/e2e.rs's output (see scripts/bench-report --e2e).
+
+Every ratio divides two medians measured in the same run: a framed call by the unframed call of the
+same server, size and socket setting. If docs/perf/e2e-before.json exists (a run before the
+changes of issue 14), the report compares it with this run.
+"""
+
+import datetime
+import json
+import pathlib
+import sys
+
+from bench_report import machine
+
+SERVERS = [("rmcp", "rmcp `StreamableHttpService` (framed: `FramingLayer`)"), ("plain", "axum handler (framed: `FramedBody`)")]
+SOCKETS = [(False, "`axum::serve` as is"), (True, "TCP_NODELAY")]
+PLOT_SOCKETS = {False: "axum::serve as is (Nagle on)", True: "TCP_NODELAY on the server"}
+LABELS = {
+    "unframed": "unframed",
+    "layer-not-opted-in": "layer, not opted in",
+    "sse": "framed SSE (base64)",
+    "binary": "framed binary",
+    "compat": "framed compatible SSE",
+}
+# Issue 14: latency ratio limits per mapping, at 1 KiB and from 64 KiB to 1 MiB; the absolute
+# limit at 1 KiB (ms); throughput with 32 calls in flight at 64 KiB. Issue 13 §5 for the
+# compatible mapping: 5% at 1 KiB, 0.9 of the unframed throughput (bytes per second of a call)
+# at 1 MiB.
+RATIO_LIMITS = {"binary": (1.10, 1.20), "sse": (1.35, 1.35), "compat": (1.05, None)}
+MAX_EXTRA_MS_1KIB = 1.0
+THROUGHPUT_LIMIT = 0.85
+COMPAT_1MIB_THROUGHPUT = 0.9
+
+
+def size_name(size):
+    return f"{size // (1024 * 1024)} MiB" if size % (1024 * 1024) == 0 else f"{size // 1024} KiB"
+
+
+def framings(results):
+    """Framing names in the order of the results (a new mapping shows up by itself)."""
+    seen = []
+    for row in results["latency"] + results["throughput"]:
+        if row["framing"] not in seen:
+            seen.append(row["framing"])
+    return seen
+
+
+def index(rows):
+    return {(r["server"], r["framing"], r.get("size"), r["nodelay"]): r for r in rows}
+
+
+def value(row, key):
+    if row is None or row.get("failure") or row.get(key) is None:
+        return None
+    return row[key]
+
+
+def fmt(x, digits=3):
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def latency_table(results, server):
+    lat = index(results["latency"])
+    names = [f for f in framings(results) if (server, f) in {(r["server"], r["framing"]) for r in results["latency"]}]
+    lines = [
+        "| result size | socket | " + " | ".join(LABELS.get(f, f) for f in names) + " |",
+        "|---|---|" + "---:|" * len(names),
+    ]
+    for size in sizes(results):
+        for nodelay, socket in SOCKETS:
+            base = value(lat.get((server, "unframed", size, nodelay)), "median_ms")
+            cells = []
+            for f in names:
+                row = lat.get((server, f, size, nodelay))
+                ms = value(row, "median_ms")
+                if row is not None and row.get("failure"):
+                    cells.append("**failed**")
+                elif ms is None:
+                    cells.append("–")
+                else:
+                    stalled = row.get("stalled_calls", 0)
+                    note = f", {stalled}/{row['calls']} stalled" if stalled else ""
+                    ratio = f" ({ms / base:.2f}{note})" if f != "unframed" and base else (f" ({stalled}/{row['calls']} stalled)" if stalled else "")
+                    cells.append(f"{ms:.3f}{ratio}")
+            lines.append(f"| {size_name(size)} | {socket} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def cpu_table(results, server):
+    lat = index(results["latency"])
+    names = [f for f in framings(results) if any(r["server"] == server and r["framing"] == f for r in results["latency"])]
+    lines = [
+        "| result size | " + " | ".join(LABELS.get(f, f) for f in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for size in sizes(results):
+        cells = []
+        for f in names:
+            # TCP_NODELAY rows: the same work without stalls.
+            row = lat.get((server, f, size, True))
+            s, c = value(row, "server_cpu_us"), value(row, "client_cpu_us")
+            cells.append("–" if s is None else f"{s:.0f} / {c:.0f}")
+        lines.append(f"| {size_name(size)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def throughput_table(results):
+    tp = index(results["throughput"])
+    names = framings(results)
+    lines = [
+        "| server | socket | " + " | ".join(LABELS.get(f, f) for f in names) + " |",
+        "|---|---|" + "---:|" * len(names),
+    ]
+    for server, _ in SERVERS:
+        for nodelay, socket in SOCKETS:
+            base = value(tp.get((server, "unframed", results_tp_size(results), nodelay)), "calls_per_s")
+            cells = []
+            for f in names:
+                row = tp.get((server, f, results_tp_size(results), nodelay))
+                rate = value(row, "calls_per_s")
+                if row is None:
+                    cells.append("–")
+                elif rate is None:
+                    cells.append("**failed**")
+                else:
+                    ratio = f" ({rate / base:.2f})" if f != "unframed" and base else ""
+                    cells.append(f"{rate:.0f}{ratio}, {row['server_cpu_us']:.0f} µs")
+            lines.append(f"| {server} | {socket} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def results_tp_size(results):
+    return results["throughput"][0]["size"] if results["throughput"] else None
+
+
+def sizes(results):
+    return sorted({r["size"] for r in results["latency"]})
+
+
+def floors(results):
+    return {f["size"]: f for f in results.get("floors", [])}
+
+
+def bound_ms(results, size, framing, overlap):
+    """The least a framed call can add to the unframed one: CRC-32 + SHA-256 on each side
+    (serial, or on both cores at once with `overlap`), plus base64 both ways for the SSE mapping."""
+    floor = floors(results).get(size)
+    if floor is None:
+        return None
+    hashing = floor["crc32_sha256_us"] * (1 if overlap else 2)
+    if framing == "sse":
+        hashing += floor["base64_encode_us"] + floor["base64_decode_us"]
+    return hashing / 1e3
+
+
+def throughput_bound(results, server, framing, nodelay):
+    """With every core busy, calls per second go as 1 / CPU per call: the best throughput ratio
+    is the unframed call's CPU (server + client, same run) over that plus the floor's."""
+    size = results_tp_size(results)
+    base = index(results["throughput"]).get((server, "unframed", size, nodelay))
+    extra = bound_ms(results, size, framing, overlap=False)
+    if value(base, "server_cpu_us") is None or extra is None:
+        return None
+    cpu = base["server_cpu_us"] + base["client_cpu_us"]
+    return cpu / (cpu + extra * 1e3)
+
+
+def goals(results):
+    """(goal, server, socket, measured, limit, met, bound, shown) rows for issue 14 (and 13 §5)."""
+    lat, tp = index(results["latency"]), index(results["throughput"])
+    rows = []
+    for server, _ in SERVERS:
+        for nodelay, socket in SOCKETS:
+            for size in sizes(results):
+                base = value(lat.get((server, "unframed", size, nodelay)), "median_ms")
+                for framing, (small, large) in RATIO_LIMITS.items():
+                    row = lat.get((server, framing, size, nodelay))
+                    if row is None:
+                        continue
+                    ms = value(row, "median_ms")
+                    limit = small if size <= 1024 else large
+                    if size == 1024:
+                        # "No Nagle stall": the median within 1 ms of unframed, and no stalled call
+                        # (the unframed rmcp call itself may stall, which would hide ours).
+                        extra = None if ms is None or base is None else ms - base
+                        stalled = row.get("stalled_calls", 0)
+                        met = extra is not None and extra <= MAX_EXTRA_MS_1KIB and stalled == 0
+                        rows.append((f"{size_name(size)} {LABELS[framing]}: extra latency (ms), stalled calls", server, socket,
+                                     extra, f"≤ {MAX_EXTRA_MS_1KIB}, 0", met, None, f"{fmt(extra, 2)}, {stalled}"))
+                    if limit is None:
+                        continue
+                    ratio = None if ms is None or not base else ms / base
+                    extra = bound_ms(results, size, framing, overlap=False)
+                    bound = None if extra is None or not base else (base + extra) / base
+                    overlapped = bound_ms(results, size, framing, overlap=True)
+                    bound_o = None if overlapped is None or not base else (base + overlapped) / base
+                    base_stalls = (lat.get((server, "unframed", size, nodelay)) or {}).get("stalled_calls", 0)
+                    shown = f"{fmt(ratio, 2)} (unframed: {base_stalls} stalled)" if base_stalls else None
+                    rows.append((f"{size_name(size)} {LABELS[framing]}: latency ratio", server, socket,
+                                 ratio, f"≤ {limit}", ratio is not None and ratio <= limit, (bound, bound_o), shown))
+                if size == 1024 * 1024 and lat.get((server, "compat", size, nodelay)) is not None:
+                    # Issue 13 §5: bytes per second of one call, compat over unframed.
+                    ms = value(lat.get((server, "compat", size, nodelay)), "median_ms")
+                    ratio = None if ms is None or not base else base / ms
+                    rows.append((f"{size_name(size)} {LABELS['compat']}: throughput of a call", server, socket,
+                                 ratio, f"≥ {COMPAT_1MIB_THROUGHPUT}", ratio is not None and ratio >= COMPAT_1MIB_THROUGHPUT,
+                                 None, None))
+            size = results_tp_size(results)
+            base = value(tp.get((server, "unframed", size, nodelay)), "calls_per_s")
+            for framing in ("sse", "binary", "compat"):
+                row = tp.get((server, framing, size, nodelay))
+                if row is None:
+                    continue
+                rate = value(row, "calls_per_s")
+                ratio = None if rate is None or not base else rate / base
+                bound = throughput_bound(results, server, framing, nodelay)
+                rows.append((f"{size_name(size)} x{row['concurrency']} {LABELS[framing]}: throughput ratio", server, socket,
+                             ratio, f"≥ {THROUGHPUT_LIMIT}", ratio is not None and ratio >= THROUGHPUT_LIMIT,
+                             None if bound is None else (bound, None), None))
+    return rows
+
+
+def goal_lines(results):
+    lines = [
+        "| goal | server | socket | measured | limit | met | bound (serial hashing / both cores) |",
+        "|---|---|---|---:|---:|:---:|---:|",
+    ]
+    for goal, server, socket, measured, limit, met, bound, shown in goals(results):
+        b = "" if bound is None else " / ".join(fmt(x, 2) for x in bound if x is not None)
+        shown = shown or fmt(measured, 2)
+        lines.append(f"| {goal} | {server} | {socket} | {shown} | {limit} | {'yes' if met else '**no**'} | {b} |")
+    met = sum(1 for g in goals(results) if g[5])
+    lines += ["", f"{met} of {len(goals(results))} goals met in this run."]
+    return lines
+
+
+def floor_lines(results):
+    lines = [
+        "| result size | CRC-32 + SHA-256 (µs, each side) | base64 encode (µs) | base64 decode (µs) |",
+        "|---|---:|---:|---:|",
+    ]
+    for size, f in sorted(floors(results).items()):
+        lines.append(f"| {size_name(size)} | {f['crc32_sha256_us']:.1f} | {f['base64_encode_us']:.1f} | {f['base64_decode_us']:.1f} |")
+    return lines
+
+
+def before_after(before, after):
+    """Median latency and server CPU per call, before and after, for the framed rows."""
+    b, a = index(before["latency"]), index(after["latency"])
+    lines = [
+        f"Before: commit {before.get('machine', {}).get('commit', '?')}; after: commit {after['machine']['commit']}. "
+        "Each ratio is to the unframed call of its own run.",
+        "",
+        "| call | size | socket | before: ms (ratio), server µs | after: ms (ratio), server µs |",
+        "|---|---|---|---:|---:|",
+    ]
+    for server, _ in SERVERS:
+        for framing in [f for f in framings(after) if f not in ("unframed",)]:
+            for size in sizes(after):
+                for nodelay, socket in SOCKETS:
+                    cells = []
+                    for run in (b, a):
+                        row, base = run.get((server, framing, size, nodelay)), run.get((server, "unframed", size, nodelay))
+                        ms, base_ms = value(row, "median_ms"), value(base, "median_ms")
+                        if row is not None and row.get("failure"):
+                            cells.append("failed")
+                        elif ms is None:
+                            cells.append("–")
+                        else:
+                            ratio = f" ({ms / base_ms:.2f})" if base_ms else ""
+                            cells.append(f"{ms:.3f}{ratio}, {row['server_cpu_us']:.0f}")
+                    if cells != ["–", "–"]:
+                        lines.append(f"| {server} {LABELS.get(framing, framing)} | {size_name(size)} | {socket} | " + " | ".join(cells) + " |")
+    tb, ta = index(before["throughput"]), index(after["throughput"])
+    lines += ["", "| throughput x32, 64 KiB | socket | before: calls/s (ratio) | after: calls/s (ratio) |", "|---|---|---:|---:|"]
+    for server, _ in SERVERS:
+        for framing in framings(after):
+            for nodelay, socket in SOCKETS:
+                cells = []
+                for run in (tb, ta):
+                    size = results_tp_size(after)
+                    rate = value(run.get((server, framing, size, nodelay)), "calls_per_s")
+                    base = value(run.get((server, "unframed", size, nodelay)), "calls_per_s")
+                    cells.append("–" if rate is None else f"{rate:.0f}" + (f" ({rate / base:.2f})" if base and framing != "unframed" else ""))
+                if cells != ["–", "–"]:
+                    lines.append(f"| {server} {LABELS.get(framing, framing)} | {socket} | " + " | ".join(cells) + " |")
+    return lines
+
+
+ISSUE_ROWS = [(1024, False), (1024, True), (64 * 1024, True), (128 * 1024, True), (200 * 1024, True), (1024 * 1024, True)]
+
+
+def issue_table(before, after):
+    """Issue 14's table (rmcp behind FramingLayer), before and after: median ms (ratio)."""
+    lines = [
+        "| result size | unframed | framed SSE (ratio) | framed binary (ratio) |",
+        "|---|---:|---:|---:|",
+    ]
+    for size, nodelay in ISSUE_ROWS:
+        label = f"{size_name(size)}, {'TCP_NODELAY' if nodelay else '`axum::serve` as is'}"
+        for name, run in (("before", before), ("after", after)):
+            lat = index(run["latency"])
+            unframed = lat.get(("rmcp", "unframed", size, nodelay))
+            base = value(unframed, "median_ms")
+            stalled = (unframed or {}).get("stalled_calls", 0)
+            note = f" ({stalled}/{unframed['calls']} stalled)" if stalled else ""
+            cells = ["–" if base is None else f"{base:.3f}{note}"]
+            for framing in ("sse", "binary"):
+                row = lat.get(("rmcp", framing, size, nodelay))
+                ms = value(row, "median_ms")
+                if row is not None and row.get("failure"):
+                    cells.append("failed")
+                elif ms is None or not base:
+                    cells.append("–")
+                else:
+                    stalled = row.get("stalled_calls", 0)
+                    note = f", {stalled}/{row['calls']} stalled" if stalled else ""
+                    cells.append(f"{ms:.3f} ({ms / base:.2f}{note})")
+            lines.append(f"| {label}, {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_markdown(results, before, out):
+    info = results["machine"]
+    lines = [
+        "# End-to-end cost of framing: `tools/call` over loopback",
+        "",
+        "Generated by `scripts/bench-report --e2e` from `benches/e2e.rs`. Every number is a median of one run; "
+        "every ratio divides two medians of that run (framed / unframed, same server, size and socket setting).",
+        "",
+        f"- Machine: {info['cpu']}, {info['cores']} cores (SHA-NI: {'yes' if info['sha_ni'] else 'no'}), {info['os']}; "
+        "server and client share the cores, and the machine was shared with other builds "
+        f"(load average {fmt(results.get('load_average', [None])[0], 1)} at the start, {fmt(results.get('load_average', [None, None])[-1], 1)} at the end).",
+        f"- Toolchain: {info['rustc']}; commit {info['commit']}; {info['date']}",
+        f"- Calls: {results['rounds']} rounds of {results['batch']} calls per configuration, interleaved; "
+        f"{results['frame_size'] // 1024} KiB frames. The server runs in its own process (tokio, 2 workers); the client "
+        "is one thread (reqwest).",
+        "- Latency: until the response is in hand. Unframed: its SSE event (rmcp) or JSON body (plain) complete, "
+        "when a stock client hands it over. Framed: verified by `VerifiedResponse` up to the sentinel and the body end, "
+        "when a framing client hands it over. *Stalled* counts calls of 30 ms or more (a delayed ACK met Nagle's algorithm).",
+        "- CPU per call: server process (sum of its threads' on-CPU time) and client thread, median over batches.",
+        "",
+    ]
+    for server, title in SERVERS:
+        lines += [f"## Latency, {title}: median ms (ratio to unframed)", ""] + latency_table(results, server) + [""]
+    lines += ["## CPU per call, µs: server / client (TCP_NODELAY rows)", ""]
+    for server, title in SERVERS:
+        lines += [f"{title}:", ""] + cpu_table(results, server) + [""]
+    lines += [
+        f"## Throughput: {results['throughput'][0]['concurrency'] if results['throughput'] else 32} calls in flight, "
+        f"{size_name(results_tp_size(results)) if results['throughput'] else ''} results: calls/s (ratio), server CPU per call",
+        "",
+    ] + throughput_table(results) + [""]
+    lines += ["## The physical cost of framing, same run", ""] + floor_lines(results) + [""]
+    lines += ["## Goals (issue 14)", "",
+              "The bound is the best ratio framing allows, from this run's floors. Latency: the unframed call plus "
+              "CRC-32 + SHA-256 on both sides, one after the other or (second figure) on the two cores at once, plus "
+              "base64 both ways for SSE. Throughput (every core busy, so calls per second go as 1 / CPU per call): the "
+              "unframed call's server and client CPU over that plus the same floor.",
+              ""] + goal_lines(results) + [""]
+    if before is not None and before.get("machine", {}).get("commit") != info["commit"]:
+        lines += ["## Issue 14's table, before and after", "",
+                  f"rmcp behind `FramingLayer`, median ms (ratio to unframed in the same run). Before: commit "
+                  f"{before['machine']['commit']} ({before['machine'].get('date', '?')}); after: commit {info['commit']}.",
+                  ""] + issue_table(before, results) + [""]
+        lines += ["## Before and after, every configuration", ""] + before_after(before, results) + [""]
+    lines += ["![end-to-end latency ratios and throughput](e2e.png)", ""]
+    (out / "e2e.md").write_text("\n".join(lines))
+    return lines
+
+
+README_START = "<!-- bench-e2e:start (written by scripts/bench-report --e2e) -->"
+README_END = "<!-- bench-e2e:end -->"
+
+
+def update_readme(lines, results, readme):
+    if not readme.exists():
+        return
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        return
+    info = results["machine"]
+    body = [README_START,
+            f"Measured on {info['cpu']}, {info['cores']} cores, commit {info['commit']}. "
+            "Full report: [docs/perf/e2e.md](docs/perf/e2e.md).", ""]
+    keep = False
+    for line in lines:
+        if line.startswith("## "):
+            keep = line.startswith("## Latency") or line.startswith("## Throughput") or line.startswith("## Issue 14")
+            line = "##" + line  # inside the README's "### End to end" section
+        if line.startswith("![end-to-end"):
+            break
+        if keep:
+            body.append(line)
+    body += ["![End-to-end latency ratios and throughput](docs/perf/e2e.png)", README_END]
+    start = text.index(README_START)
+    end = text.index(README_END) + len(README_END)
+    readme.write_text(text[:start] + "\n".join(body) + text[end:])
+
+
+def plot(results, out):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lat, tp = index(results["latency"]), index(results["throughput"])
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5), gridspec_kw={"width_ratios": [2, 2, 1.4]})
+    styles = {"rmcp": "-", "plain": "--"}
+    colors = {"layer-not-opted-in": "tab:gray", "sse": "tab:orange", "binary": "tab:blue", "compat": "tab:green"}
+    xs = sizes(results)
+    for ax, (nodelay, socket) in zip(axes[:2], SOCKETS):
+        for server, _ in SERVERS:
+            for framing, color in colors.items():
+                pts = []
+                for size in xs:
+                    ms = value(lat.get((server, framing, size, nodelay)), "median_ms")
+                    base = value(lat.get((server, "unframed", size, nodelay)), "median_ms")
+                    if ms is not None and base:
+                        pts.append((xs.index(size), ms / base))
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], styles[server], color=color, marker="o",
+                            label=f"{server} {LABELS[framing]}")
+        pts = []
+        for size in xs:
+            base = value(lat.get(("rmcp", "unframed", size, nodelay)), "median_ms")
+            extra = bound_ms(results, size, "binary", overlap=False)
+            if base and extra is not None:
+                pts.append((xs.index(size), (base + extra) / base))
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], ":", color="black", marker="_",
+                    label="bound: rmcp + CRC-32/SHA-256 on both sides")
+        for framing, (small, large) in RATIO_LIMITS.items():
+            if large and any(r["framing"] == framing for r in results["latency"]):
+                ax.axhline(large, color=colors[framing], linestyle=":", linewidth=1)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(xs)), [size_name(s) for s in xs])
+        ax.set_xlabel("result size")
+        ax.set_ylabel("latency / unframed (median, log)")
+        ax.set_title(f"Latency ratio, {PLOT_SOCKETS[nodelay]}")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    ax = axes[2]
+    names = framings(results)
+    width = 0.8 / max(1, len(names))
+    groups = [(s, n) for s, _ in SERVERS for n, _ in SOCKETS]
+    for i, framing in enumerate(names):
+        ys = [value(tp.get((s, framing, results_tp_size(results), n)), "calls_per_s") or 0 for s, n in groups]
+        ax.bar([j + i * width for j in range(len(groups))], ys, width, label=LABELS.get(framing, framing),
+               color=colors.get(framing, "black"))
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(groups))],
+                  [f"{s}\n{'nodelay' if n else 'as is'}" for s, n in groups], fontsize=8)
+    ax.set_ylabel("calls per second (median)")
+    ax.set_title("Throughput, 32 in flight, 64 KiB")
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    info = results["machine"]
+    fig.suptitle(f"mcp-framing {info['commit']}: tools/call over loopback on {info['cpu']} ({info['cores']} cores)")
+    fig.tight_layout()
+    fig.savefig(out / "e2e.png", dpi=100)
+
+
+def main():
+    source, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    results = json.loads(source.read_text())
+    if "machine" not in results:
+        results["machine"] = machine()
+        results["machine"]["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    (out / "e2e.json").write_text(json.dumps(results, indent=1) + "\n")
+    before_path = out / "e2e-before.json"
+    before = json.loads(before_path.read_text()) if before_path.exists() else None
+    lines = write_markdown(results, before, out)
+    plot(results, out)
+    update_readme(lines, results, pathlib.Path("README.md"))
+    print(f"wrote {out / 'e2e.md'}, {out / 'e2e.png'} and {out / 'e2e.json'}")
+
+
+if __name__ == "__main__":
+    main()

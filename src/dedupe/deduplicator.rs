@@ -1,0 +1,1045 @@
+//! The engine: claim, wait, replay or refuse, and record the result (SPEC.md §17).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+
+use super::fingerprint::{Fingerprint, FingerprintRules};
+use super::refusal::Refusal;
+use super::scope::{Principal, Scope, StoreKey};
+use super::store::{
+    ClaimOutcome, ClaimRequest, Completed, DedupeStore, FencingToken, LeaseExpiry, StoreError,
+    StoredResponse,
+};
+use crate::ids::RequestKey;
+
+/// Default retention of a record: 24 hours, as Stripe keeps idempotency keys.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// Default lease of a claim: 30 seconds, renewed every third of it while the call runs, so only
+/// a holder that stopped (crashed, hung, cancelled) loses it.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// Default time a duplicate waits for the attempt in flight: 5 seconds, well inside MCP
+/// clients' request timeouts (60 s in the TypeScript SDK).
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
+/// Default bound on a stored result: 1 MiB of JSON text. Larger results complete normally and
+/// are recorded as "completed, not stored".
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
+/// Default time allowed for one store operation: 2 seconds.
+pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Longest pause between two looks at a record in flight while waiting for it.
+const MAX_POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// First pause between two looks.
+const FIRST_POLL_INTERVAL: Duration = Duration::from_millis(5);
+
+/// One store operation, bounded by `timeout`: past it the store counts as unavailable.
+async fn timed<T>(
+    timeout: Duration,
+    operation: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(timeout, operation)
+        .await
+        .unwrap_or(Err(StoreError::Timeout { after: timeout }))
+}
+
+/// What to do with a keyed call when the store cannot be reached (SPEC.md §17.8).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe::{Deduplicator, MemoryStore, StoreFailure};
+/// assert_eq!(StoreFailure::default(), StoreFailure::Refuse);
+/// let unsafe_dedup = Deduplicator::new(MemoryStore::new()).on_store_failure(StoreFailure::ExecuteUnprotected);
+/// # let _ = unsafe_dedup;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreFailure {
+    /// Refuse the call ([`Refusal::StoreUnavailable`], retryable): fail closed. The default.
+    #[default]
+    Refuse,
+    /// Execute it without protection ([`Decision::Unprotected`]). **Unsafe**: while the store is
+    /// down, every retry executes again, on every backend; choose it only for tools whose
+    /// duplicates are harmless, where availability matters more.
+    ExecuteUnprotected,
+}
+
+/// One keyed call, identified for deduplication: its [`Scope`], its request key and the
+/// [`Fingerprint`] of its parameters.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::RequestKey;
+/// use mcp_framing::dedupe::{FingerprintRules, KeyedCall, Principal};
+/// use serde_json::json;
+///
+/// let key = RequestKey::random();
+/// let mut request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+///                          "params": {"name": "send_email", "arguments": {"to": "a@example.com"}}});
+/// mcp_framing::set_request_key(&mut request, key).unwrap();
+/// let call = KeyedCall::from_request(Principal::anonymous(), None, &request, &FingerprintRules::default())?
+///     .expect("the request carries a key");
+/// assert_eq!(call.request_key(), key);
+/// assert_eq!(call.scope().tool(), Some("send_email"));
+/// # Ok::<(), mcp_framing::dedupe::KeyedCallError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyedCall {
+    scope: Scope,
+    request_key: RequestKey,
+    fingerprint: Fingerprint,
+}
+
+/// Why a request could not be identified for deduplication.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe::{FingerprintRules, KeyedCall, KeyedCallError, Principal};
+/// let err = KeyedCall::from_request(Principal::anonymous(), None, &serde_json::json!([1]),
+///                                   &FingerprintRules::default()).unwrap_err();
+/// assert_eq!(err, KeyedCallError::NotARequest);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyedCallError {
+    /// Not a JSON-RPC request (not an object, or no string `method`).
+    #[error("not a JSON-RPC request")]
+    NotARequest,
+    /// The request key in `params._meta` is malformed.
+    #[error("the request key in params._meta is malformed")]
+    InvalidKey,
+    /// The header's request key and the `_meta` one differ (SPEC.md §16).
+    #[error("the request key in params._meta differs from the Mcp-Framing-Request-Key header")]
+    KeyMismatch,
+}
+
+impl KeyedCall {
+    /// A call from its parts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::RequestKey;
+    /// use mcp_framing::dedupe::{Fingerprint, KeyedCall, Principal, Scope};
+    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+    ///                           RequestKey::random(), Fingerprint::from_bytes([0; 32]));
+    /// assert_eq!(call.scope().method(), "tools/call");
+    /// ```
+    #[must_use]
+    pub fn new(scope: Scope, request_key: RequestKey, fingerprint: Fingerprint) -> Self {
+        Self {
+            scope,
+            request_key,
+            fingerprint,
+        }
+    }
+
+    /// Identifies a JSON-RPC request: its key from `header_key` (the `Mcp-Framing-Request-Key`
+    /// header, if the transport has one) and/or `params._meta` (they must agree), its method and
+    /// tool name (`params.name` of a `tools/call`), and its fingerprint under `rules`.
+    /// `Ok(None)` when the request carries no key (it is not deduplicated).
+    ///
+    /// # Errors
+    ///
+    /// [`KeyedCallError`]: not a request, a malformed `_meta` key, or two keys that differ.
+    ///
+    /// # Examples
+    ///
+    /// See [`KeyedCall`].
+    pub fn from_request(
+        principal: Principal,
+        header_key: Option<RequestKey>,
+        request: &Value,
+        rules: &FingerprintRules,
+    ) -> Result<Option<Self>, KeyedCallError> {
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .ok_or(KeyedCallError::NotARequest)?;
+        let meta_key =
+            crate::request::request_key(request).map_err(|_| KeyedCallError::InvalidKey)?;
+        let request_key = match (header_key, meta_key) {
+            (Some(header), Some(meta)) if header != meta => {
+                return Err(KeyedCallError::KeyMismatch);
+            }
+            (Some(key), _) | (None, Some(key)) => key,
+            (None, None) => return Ok(None),
+        };
+        let params = request.get("params").unwrap_or(&Value::Null);
+        let tool = if method == "tools/call" {
+            params.get("name").and_then(Value::as_str)
+        } else {
+            None
+        };
+        Ok(Some(Self {
+            scope: Scope::new(principal, method, tool),
+            request_key,
+            fingerprint: rules.fingerprint(params),
+        }))
+    }
+
+    /// The scope.
+    ///
+    /// # Examples
+    ///
+    /// See [`KeyedCall`].
+    #[must_use]
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The request key.
+    ///
+    /// # Examples
+    ///
+    /// See [`KeyedCall`].
+    #[must_use]
+    pub fn request_key(&self) -> RequestKey {
+        self.request_key
+    }
+
+    /// The fingerprint.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "m", None), RequestKey::random(),
+    ///                           Fingerprint::from_bytes([3; 32]));
+    /// assert_eq!(call.fingerprint(), Fingerprint::from_bytes([3; 32]));
+    /// ```
+    #[must_use]
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.fingerprint
+    }
+
+    /// The record's key in the store ([`Scope::store_key`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// let scope = Scope::new(Principal::anonymous(), "m", None);
+    /// let key = RequestKey::random();
+    /// let call = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([3; 32]));
+    /// assert_eq!(call.store_key(), scope.store_key(key));
+    /// ```
+    #[must_use]
+    pub fn store_key(&self) -> StoreKey {
+        self.scope.store_key(self.request_key)
+    }
+}
+
+/// What to do with a keyed call ([`Deduplicator::begin`]).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::RequestKey;
+/// use mcp_framing::dedupe::*;
+///
+/// # tokio_test::block_on(async {
+/// let dedup = Deduplicator::new(MemoryStore::new());
+/// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
+/// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!("first attempt") };
+/// // ... run the tool, then record its final JSON-RPC response:
+/// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#).await?;
+///
+/// // A retry of the same call (another JSON-RPC id) is answered from the record:
+/// let Decision::Replay(stored) = dedup.begin(&call).await else { panic!("a retry") };
+/// assert_eq!(stored.to_response(&2.into()), r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#);
+/// # Ok::<(), CompleteError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+#[must_use]
+pub enum Decision {
+    /// Execute the call, then [`complete`](ExecutionGuard::complete) the guard with its final
+    /// response.
+    Execute(ExecutionGuard),
+    /// The call completed earlier: answer with this stored member under the attempt's own id;
+    /// execute nothing.
+    Replay(StoredResponse),
+    /// Execute nothing; answer with the refusal's JSON-RPC error.
+    Refused(Refusal),
+    /// The store could not be reached and [`StoreFailure::ExecuteUnprotected`] is configured:
+    /// execute without deduplication.
+    Unprotected(StoreError),
+}
+
+impl Decision {
+    /// A stable snake_case name for telemetry: `execute`, `replay`, `unprotected`, or the
+    /// refusal's [`reason`](Refusal::reason).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::dedupe::{Decision, Refusal};
+    /// assert_eq!(Decision::Refused(Refusal::Conflict).name(), "key_conflict");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Execute(_) => "execute",
+            Self::Replay(_) => "replay",
+            Self::Refused(refusal) => refusal.reason(),
+            Self::Unprotected(_) => "unprotected",
+        }
+    }
+}
+
+/// Counters of a [`Deduplicator`] (shared by its clones).
+///
+/// # Examples
+///
+/// ```
+/// let dedup = mcp_framing::dedupe::Deduplicator::new(mcp_framing::dedupe::MemoryStore::new());
+/// assert_eq!(dedup.stats().snapshot().executed, 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct DedupeStats {
+    executed: AtomicU64,
+    replayed: AtomicU64,
+    waited: AtomicU64,
+    conflicts: AtomicU64,
+    in_progress: AtomicU64,
+    not_stored: AtomicU64,
+    outcome_unknown: AtomicU64,
+    store_unavailable: AtomicU64,
+    unprotected: AtomicU64,
+    completed: AtomicU64,
+    lease_lost: AtomicU64,
+}
+
+/// A copy of the [`DedupeStats`] counters.
+///
+/// # Examples
+///
+/// See [`DedupeStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DedupeSnapshot {
+    /// Claims won: calls executed under a guard.
+    pub executed: u64,
+    /// Retries answered from a stored result.
+    pub replayed: u64,
+    /// Decisions that waited for an attempt in flight.
+    pub waited: u64,
+    /// Refusals: same key, other parameters.
+    pub conflicts: u64,
+    /// Refusals: still in flight after the wait.
+    pub in_progress: u64,
+    /// Refusals: completed, result not stored.
+    pub not_stored: u64,
+    /// Refusals: outcome unknown after an expired lease.
+    pub outcome_unknown: u64,
+    /// Refusals: store unreachable.
+    pub store_unavailable: u64,
+    /// Calls executed unprotected (fail-open).
+    pub unprotected: u64,
+    /// Results recorded.
+    pub completed: u64,
+    /// Completions rejected because the lease had been taken over.
+    pub lease_lost: u64,
+}
+
+impl DedupeStats {
+    /// The current counts.
+    ///
+    /// # Examples
+    ///
+    /// See [`DedupeStats`].
+    #[must_use]
+    pub fn snapshot(&self) -> DedupeSnapshot {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        DedupeSnapshot {
+            executed: get(&self.executed),
+            replayed: get(&self.replayed),
+            waited: get(&self.waited),
+            conflicts: get(&self.conflicts),
+            in_progress: get(&self.in_progress),
+            not_stored: get(&self.not_stored),
+            outcome_unknown: get(&self.outcome_unknown),
+            store_unavailable: get(&self.store_unavailable),
+            unprotected: get(&self.unprotected),
+            completed: get(&self.completed),
+            lease_lost: get(&self.lease_lost),
+        }
+    }
+
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    window: Duration,
+    lease: Duration,
+    wait: Duration,
+    max_result_bytes: usize,
+    store_timeout: Duration,
+    on_store_failure: StoreFailure,
+    on_expired_lease: LeaseExpiry,
+}
+
+/// The deduplication engine (SPEC.md §17): a keyed call executes at most once per
+/// (principal, method and tool, key) within the window, on whichever instance sharing the store
+/// it lands.
+///
+/// Cheap to clone (clones share the store and the counters). Every setter documents its default.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+///
+/// let dedup = Deduplicator::new(MemoryStore::new())
+///     .window(Duration::from_secs(3600))
+///     .lease(Duration::from_secs(10))
+///     .wait(Duration::from_secs(2))
+///     .max_result_bytes(256 * 1024);
+/// assert_eq!(dedup.window_duration(), Duration::from_secs(3600));
+/// ```
+#[derive(Clone)]
+pub struct Deduplicator {
+    store: Arc<dyn DedupeStore>,
+    config: Config,
+    rules: Arc<FingerprintRules>,
+    stats: Arc<DedupeStats>,
+}
+
+impl fmt::Debug for Deduplicator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Deduplicator")
+            .field("store", &self.store)
+            .field("config", &self.config)
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Deduplicator {
+    /// An engine over `store` with the defaults: [`DEFAULT_WINDOW`], [`DEFAULT_LEASE`],
+    /// [`DEFAULT_WAIT`], [`DEFAULT_MAX_RESULT_BYTES`], [`DEFAULT_STORE_TIMEOUT`], fail closed,
+    /// re-execute after an expired lease, `_meta` left out of fingerprints.
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplicator`].
+    #[must_use]
+    pub fn new(store: impl DedupeStore) -> Self {
+        Self::with_shared_store(Arc::new(store))
+    }
+
+    /// An engine over a shared store (several engines, or a store kept for inspection).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// let store = Arc::new(MemoryStore::new());
+    /// let dedup = Deduplicator::with_shared_store(store.clone());
+    /// assert!(store.is_empty());
+    /// # let _ = dedup;
+    /// ```
+    #[must_use]
+    pub fn with_shared_store(store: Arc<dyn DedupeStore>) -> Self {
+        Self {
+            store,
+            config: Config {
+                window: DEFAULT_WINDOW,
+                lease: DEFAULT_LEASE,
+                wait: DEFAULT_WAIT,
+                max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+                store_timeout: DEFAULT_STORE_TIMEOUT,
+                on_store_failure: StoreFailure::Refuse,
+                on_expired_lease: LeaseExpiry::Reexecute,
+            },
+            rules: Arc::default(),
+            stats: Arc::default(),
+        }
+    }
+
+    /// How long a record is kept after its call completed (default [`DEFAULT_WINDOW`], 24 h).
+    /// A retry after the window executes again. Published in the discovery contract.
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplicator`].
+    #[must_use]
+    pub fn window(mut self, window: Duration) -> Self {
+        self.config.window = window.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a claim stays valid without renewal (default [`DEFAULT_LEASE`], 30 s). While the
+    /// guard lives, a heartbeat renews it every third of the lease; a holder that dies frees
+    /// the key only when it expires (SPEC.md §17.5).
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplicator`].
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.config.lease = lease.max(Duration::from_millis(3));
+        self
+    }
+
+    /// How long a duplicate waits for the attempt in flight before it is refused as
+    /// [`Refusal::InProgress`] (default [`DEFAULT_WAIT`], 5 s; zero refuses at once, as
+    /// SEP-3182 proposed).
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplicator`].
+    #[must_use]
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.config.wait = wait;
+        self
+    }
+
+    /// The largest result (JSON text of the `result` or `error` member) that is stored
+    /// (default [`DEFAULT_MAX_RESULT_BYTES`], 1 MiB). A larger one is recorded as "completed, not
+    /// stored": its retries get [`Refusal::ResultNotStored`], never a second execution.
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplicator`].
+    #[must_use]
+    pub fn max_result_bytes(mut self, max: usize) -> Self {
+        self.config.max_result_bytes = max;
+        self
+    }
+
+    /// Time allowed for each store operation (default [`DEFAULT_STORE_TIMEOUT`], 2 s); past it
+    /// the store counts as unavailable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// let dedup = Deduplicator::new(MemoryStore::new()).store_timeout(Duration::from_millis(500));
+    /// # let _ = dedup;
+    /// ```
+    #[must_use]
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.config.store_timeout = timeout;
+        self
+    }
+
+    /// What to do when the store cannot be reached (default [`StoreFailure::Refuse`]).
+    ///
+    /// # Examples
+    ///
+    /// See [`StoreFailure`].
+    #[must_use]
+    pub fn on_store_failure(mut self, policy: StoreFailure) -> Self {
+        self.config.on_store_failure = policy;
+        self
+    }
+
+    /// What a claim whose lease expired becomes (default [`LeaseExpiry::Reexecute`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, LeaseExpiry, MemoryStore};
+    /// let at_most_once = Deduplicator::new(MemoryStore::new()).on_expired_lease(LeaseExpiry::Refuse);
+    /// # let _ = at_most_once;
+    /// ```
+    #[must_use]
+    pub fn on_expired_lease(mut self, policy: LeaseExpiry) -> Self {
+        self.config.on_expired_lease = policy;
+        self
+    }
+
+    /// Which `params._meta` entries fingerprints cover (default: none).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, FingerprintRules, MemoryStore};
+    /// let dedup = Deduplicator::new(MemoryStore::new())
+    ///     .fingerprint_rules(FingerprintRules::default().include_meta(["com.example/tenant"]));
+    /// # let _ = dedup;
+    /// ```
+    #[must_use]
+    pub fn fingerprint_rules(mut self, rules: FingerprintRules) -> Self {
+        self.rules = Arc::new(rules);
+        self
+    }
+
+    /// The fingerprint rules in force.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, FingerprintRules, MemoryStore};
+    /// assert_eq!(Deduplicator::new(MemoryStore::new()).rules(), &FingerprintRules::default());
+    /// ```
+    #[must_use]
+    pub fn rules(&self) -> &FingerprintRules {
+        &self.rules
+    }
+
+    /// The retention window in force.
+    ///
+    /// # Examples
+    ///
+    /// See [`Deduplicator`].
+    #[must_use]
+    pub fn window_duration(&self) -> Duration {
+        self.config.window
+    }
+
+    /// The counters (shared by clones).
+    ///
+    /// # Examples
+    ///
+    /// See [`DedupeStats`].
+    #[must_use]
+    pub fn stats(&self) -> Arc<DedupeStats> {
+        self.stats.clone()
+    }
+
+    /// Decides what to do with one attempt of `call` (SPEC.md §17.4–§17.8): claim the key and
+    /// [`Decision::Execute`]; or, if the key is known, [`Decision::Replay`] its stored result,
+    /// refuse a conflict, wait (bounded) for an attempt in flight; or refuse when the store is
+    /// unreachable.
+    ///
+    /// Needs a tokio runtime (the wait sleeps, and the guard's heartbeat is a task).
+    ///
+    /// # Examples
+    ///
+    /// See [`Decision`].
+    pub async fn begin(&self, call: &KeyedCall) -> Decision {
+        let key = call.store_key();
+        let request = ClaimRequest {
+            fingerprint: call.fingerprint,
+            token: FencingToken::random(),
+            lease: self.config.lease,
+            retention: self.config.window,
+            on_expired_lease: self.config.on_expired_lease,
+        };
+        let started = Instant::now();
+        let deadline = started + self.config.wait;
+        let mut pause = FIRST_POLL_INTERVAL;
+        let mut waited = false;
+        let stats = &self.stats;
+        let decision = loop {
+            let outcome =
+                match timed(self.config.store_timeout, self.store.claim(&key, &request)).await {
+                    Ok(outcome) => outcome,
+                    Err(err) => break self.store_failed(err),
+                };
+            match outcome {
+                ClaimOutcome::Claimed { generation } => {
+                    DedupeStats::bump(&stats.executed);
+                    break Decision::Execute(ExecutionGuard::start(
+                        self, key, &request, generation,
+                    ));
+                }
+                ClaimOutcome::Conflict { .. } => {
+                    DedupeStats::bump(&stats.conflicts);
+                    break Decision::Refused(Refusal::Conflict);
+                }
+                ClaimOutcome::Completed(Completed::Stored(stored)) => {
+                    DedupeStats::bump(&stats.replayed);
+                    break Decision::Replay(stored);
+                }
+                ClaimOutcome::Completed(Completed::NotStored { size }) => {
+                    DedupeStats::bump(&stats.not_stored);
+                    break Decision::Refused(Refusal::ResultNotStored { size });
+                }
+                ClaimOutcome::Abandoned => {
+                    DedupeStats::bump(&stats.outcome_unknown);
+                    break Decision::Refused(Refusal::OutcomeUnknown);
+                }
+                ClaimOutcome::InFlight { lease_remaining } => {
+                    if !waited {
+                        waited = true;
+                        DedupeStats::bump(&stats.waited);
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        DedupeStats::bump(&stats.in_progress);
+                        break Decision::Refused(Refusal::InProgress {
+                            waited: now - started,
+                            retry_after: lease_remaining.min(Duration::from_secs(1)),
+                        });
+                    }
+                    // Poll with exponential backoff, never past the wait's end, and look again
+                    // as soon as the other lease could have expired.
+                    let nap = pause
+                        .min(deadline - now)
+                        .min(lease_remaining + Duration::from_millis(1));
+                    tokio::time::sleep(nap).await;
+                    pause = (pause * 2).min(MAX_POLL_INTERVAL);
+                }
+                // A store implementing a newer outcome: fail closed.
+                #[allow(unreachable_patterns)] // `ClaimOutcome` is non_exhaustive
+                _ => {
+                    break self.store_failed(StoreError::Corrupt {
+                        reason: "unknown claim outcome".to_owned(),
+                    });
+                }
+            }
+        };
+        tracing::event!(
+            target: "mcp_framing::dedupe",
+            tracing::Level::DEBUG,
+            decision = decision.name(),
+            request_key = %call.request_key.fingerprint(),
+            method = call.scope.method(),
+            tool = call.scope.tool().unwrap_or(""),
+            waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "deduplication decision"
+        );
+        decision
+    }
+
+    fn store_failed(&self, err: StoreError) -> Decision {
+        tracing::event!(
+            target: "mcp_framing::dedupe",
+            tracing::Level::WARN,
+            error = %err,
+            policy = ?self.config.on_store_failure,
+            "deduplication store unavailable"
+        );
+        match self.config.on_store_failure {
+            StoreFailure::ExecuteUnprotected => {
+                DedupeStats::bump(&self.stats.unprotected);
+                Decision::Unprotected(err)
+            }
+            _ => {
+                DedupeStats::bump(&self.stats.store_unavailable);
+                Decision::Refused(Refusal::StoreUnavailable(err))
+            }
+        }
+    }
+}
+
+/// What [`ExecutionGuard::complete`] recorded.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe::Recorded;
+/// assert_ne!(Recorded::Stored { bytes: 2 }, Recorded::NotStored { size: 2 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Recorded {
+    /// The result is stored and will be replayed.
+    Stored {
+        /// Bytes of JSON text stored.
+        bytes: usize,
+    },
+    /// The call is recorded as completed, without its result (over the bound).
+    NotStored {
+        /// Bytes of the result that was not stored.
+        size: u64,
+    },
+}
+
+/// Why a result could not be recorded.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe::CompleteError;
+/// assert_eq!(CompleteError::LeaseLost.to_string(),
+///            "the lease was taken over by another attempt before the result was recorded");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompleteError {
+    /// The bytes are not a final JSON-RPC response (no `result` or `error` member). The claim
+    /// stays until its lease expires, as for a holder that stopped.
+    #[error("not a final JSON-RPC response (no result or error member)")]
+    NotAFinalResponse,
+    /// Another attempt took the key over (this one outlived its lease): nothing was recorded.
+    #[error("the lease was taken over by another attempt before the result was recorded")]
+    LeaseLost,
+    /// The store failed: nothing was recorded, the claim stays until its lease expires.
+    #[error("recording the result failed: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// The right to execute one keyed call, held while it runs (from [`Decision::Execute`]).
+///
+/// A heartbeat task renews the lease every third of it while the guard lives. Complete the guard
+/// with the call's final response ([`complete`](Self::complete)); or
+/// [`release`](Self::release) it if nothing was executed. **Dropping it** (a crash, a cancelled
+/// handler, a response that never came) stops the heartbeat and leaves the claim to expire: the
+/// key is free again only after the lease (SPEC.md §17.5).
+///
+/// # Examples
+///
+/// See [`Decision`].
+pub struct ExecutionGuard {
+    store: Arc<dyn DedupeStore>,
+    stats: Arc<DedupeStats>,
+    key: StoreKey,
+    token: FencingToken,
+    generation: u64,
+    config: Config,
+    lease_lost: Arc<AtomicBool>,
+    heartbeat: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl fmt::Debug for ExecutionGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecutionGuard")
+            .field("key", &self.key)
+            .field("token", &self.token)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ExecutionGuard {
+    fn drop(&mut self) {
+        if let Some(heartbeat) = self.heartbeat.take() {
+            heartbeat.abort();
+        }
+    }
+}
+
+impl ExecutionGuard {
+    fn start(dedup: &Deduplicator, key: StoreKey, claim: &ClaimRequest, generation: u64) -> Self {
+        let lease_lost = Arc::new(AtomicBool::new(false));
+        let heartbeat = tokio::runtime::Handle::try_current().ok().map(|runtime| {
+            let store = dedup.store.clone();
+            let (token, lease, timeout) = (claim.token, claim.lease, dedup.config.store_timeout);
+            let lost = lease_lost.clone();
+            runtime.spawn(async move {
+                let every = lease / 3;
+                loop {
+                    tokio::time::sleep(every).await;
+                    match timed(timeout, store.renew(&key, token, lease)).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            lost.store(true, Ordering::Relaxed);
+                            tracing::event!(target: "mcp_framing::dedupe", tracing::Level::WARN,
+                                store_key = %key, "lease lost while the call runs");
+                            return;
+                        }
+                        // The store is unreachable: keep trying while the lease may still hold.
+                        _ => {}
+                    }
+                }
+            })
+        });
+        Self {
+            store: dedup.store.clone(),
+            stats: dedup.stats.clone(),
+            key,
+            token: claim.token,
+            generation,
+            config: dedup.config,
+            lease_lost,
+            heartbeat,
+        }
+    }
+
+    /// Which claim on the record this is: 1 for the first, 2 or more after expired leases
+    /// were taken over (a re-execution after a holder stopped).
+    ///
+    /// # Examples
+    ///
+    /// See [`Decision`].
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The fencing token of this claim.
+    ///
+    /// # Examples
+    ///
+    /// See [`Decision`].
+    #[must_use]
+    pub fn token(&self) -> FencingToken {
+        self.token
+    }
+
+    /// The record's store key.
+    ///
+    /// # Examples
+    ///
+    /// See [`Decision`].
+    #[must_use]
+    pub fn store_key(&self) -> StoreKey {
+        self.key
+    }
+
+    /// Whether the heartbeat found the lease taken over by another attempt.
+    ///
+    /// # Examples
+    ///
+    /// See [`Decision`].
+    #[must_use]
+    pub fn lease_lost(&self) -> bool {
+        self.lease_lost.load(Ordering::Relaxed)
+    }
+
+    /// Records the call's final JSON-RPC response (the whole message as sent; its `result` or
+    /// `error` member is what is stored, not its `id`). A member over the bound is recorded as
+    /// "completed, not stored".
+    ///
+    /// # Errors
+    ///
+    /// [`CompleteError::NotAFinalResponse`] if the bytes are not a JSON object with a `result`
+    /// or `error` member; [`CompleteError::LeaseLost`] if another attempt took the key over;
+    /// [`CompleteError::Store`] if the store failed. In every case the claim is left to expire.
+    ///
+    /// # Examples
+    ///
+    /// See [`Decision`].
+    pub async fn complete(self, response: &[u8]) -> Result<Recorded, CompleteError> {
+        #[derive(serde::Deserialize)]
+        struct Final<'a> {
+            #[serde(borrow)]
+            result: Option<&'a RawValue>,
+            #[serde(borrow)]
+            error: Option<&'a RawValue>,
+        }
+        let parsed: Final<'_> =
+            serde_json::from_slice(response).map_err(|_| CompleteError::NotAFinalResponse)?;
+        let stored = match (parsed.result, parsed.error) {
+            (Some(result), None) => StoredResponse::Result(result.get().to_owned().into()),
+            (None, Some(error)) => StoredResponse::Error(error.get().to_owned().into()),
+            _ => return Err(CompleteError::NotAFinalResponse),
+        };
+        self.complete_with(stored).await
+    }
+
+    /// Records a final response member directly (for a server that has it apart from the
+    /// message).
+    ///
+    /// # Errors
+    ///
+    /// As [`complete`](Self::complete), except `NotAFinalResponse`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # tokio_test::block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(4);
+    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+    ///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
+    /// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
+    /// let recorded = guard.complete_with(StoredResponse::Result("[1,2,3]".into())).await?;
+    /// assert_eq!(recorded, Recorded::NotStored { size: 7 });
+    /// let Decision::Refused(refusal) = dedup.begin(&call).await else { panic!() };
+    /// assert_eq!(refusal.reason(), "result_not_stored");
+    /// # Ok::<(), CompleteError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn complete_with(self, stored: StoredResponse) -> Result<Recorded, CompleteError> {
+        let (completed, recorded) = if stored.len() > self.config.max_result_bytes {
+            let size = stored.len() as u64;
+            (Completed::NotStored { size }, Recorded::NotStored { size })
+        } else {
+            let bytes = stored.len();
+            (Completed::Stored(stored), Recorded::Stored { bytes })
+        };
+        self.record(completed, recorded).await
+    }
+
+    async fn record(
+        self,
+        completed: Completed,
+        recorded: Recorded,
+    ) -> Result<Recorded, CompleteError> {
+        let recorded_now = timed(
+            self.config.store_timeout,
+            self.store
+                .complete(&self.key, self.token, &completed, self.config.window),
+        )
+        .await?;
+        if recorded_now {
+            DedupeStats::bump(&self.stats.completed);
+            return Ok(recorded);
+        }
+        DedupeStats::bump(&self.stats.lease_lost);
+        tracing::event!(target: "mcp_framing::dedupe", tracing::Level::ERROR,
+            store_key = %self.key, generation = self.generation,
+            "result not recorded: the lease was taken over (the call may have executed twice)");
+        Err(CompleteError::LeaseLost)
+    }
+
+    /// Records the call as completed without its result (it was too large even to read back):
+    /// retries get [`Refusal::ResultNotStored`], never a second execution.
+    ///
+    /// # Errors
+    ///
+    /// As [`complete_with`](Self::complete_with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # tokio_test::block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+    ///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
+    /// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
+    /// assert_eq!(guard.complete_not_stored(1 << 30).await?, Recorded::NotStored { size: 1 << 30 });
+    /// # Ok::<(), CompleteError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn complete_not_stored(self, size: u64) -> Result<Recorded, CompleteError> {
+        self.record(Completed::NotStored { size }, Recorded::NotStored { size })
+            .await
+    }
+
+    /// Gives the key back: **only** when nothing was executed (e.g. the request was rejected
+    /// before the tool ran), so that a retry may execute at once.
+    ///
+    /// # Errors
+    ///
+    /// [`CompleteError::LeaseLost`] if the claim is no longer this guard's;
+    /// [`CompleteError::Store`] if the store failed (the claim then expires with its lease).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # tokio_test::block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+    ///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
+    /// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
+    /// guard.release().await?;
+    /// assert!(matches!(dedup.begin(&call).await, Decision::Execute(_)));
+    /// # Ok::<(), CompleteError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn release(self) -> Result<(), CompleteError> {
+        let released = timed(
+            self.config.store_timeout,
+            self.store.release(&self.key, self.token),
+        )
+        .await?;
+        if released {
+            Ok(())
+        } else {
+            Err(CompleteError::LeaseLost)
+        }
+    }
+}

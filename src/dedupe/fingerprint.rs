@@ -1,0 +1,208 @@
+//! The fingerprint of a request's parameters (SPEC.md §17.3): SHA-256 of their canonical JSON,
+//! `_meta` left out.
+
+use std::fmt;
+use std::io::{self, Write};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::scope::hex;
+
+/// The SHA-256 of a request's canonical parameters ([`FingerprintRules::fingerprint`]). The same
+/// request key with another fingerprint is a conflict (SPEC.md §17.3). Shown as 64 hex digits.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe::FingerprintRules;
+/// use serde_json::json;
+///
+/// let rules = FingerprintRules::default();
+/// let a = rules.fingerprint(&json!({"name": "send", "arguments": {"to": "a@example.com", "n": 1}}));
+/// // Member order, whitespace and per-attempt `_meta` (progress token, request key) do not count:
+/// let b = rules.fingerprint(&json!({"arguments": {"n": 1, "to": "a@example.com"}, "name": "send",
+///                                    "_meta": {"progressToken": 7}}));
+/// assert_eq!(a, b);
+/// assert_ne!(a, rules.fingerprint(&json!({"name": "send", "arguments": {"to": "b@example.com", "n": 1}})));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    /// Wraps 32 digest bytes (a store reading a record back).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::dedupe::Fingerprint;
+    /// assert_eq!(Fingerprint::from_bytes([7; 32]).as_bytes(), &[7; 32]);
+    /// ```
+    #[must_use]
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The 32 digest bytes.
+    ///
+    /// # Examples
+    ///
+    /// See [`Fingerprint::from_bytes`].
+    #[must_use]
+    pub const fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex(&self.0))
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({self})")
+    }
+}
+
+/// Which parts of `params` the fingerprint covers (SPEC.md §17.3).
+///
+/// Everything in `params` except `params._meta`, by default. `_meta` is metadata about one
+/// attempt, not the call: MCP puts the progress token there (a retry may draw a new one), this
+/// crate puts the request key (which is the key, not the payload) and the client capabilities,
+/// and tracing adds `traceparent`-style entries. Covering them would turn ordinary retries into
+/// conflicts. A server whose tools read application data from `_meta` names those entries with
+/// [`include_meta`](Self::include_meta), and they are fingerprinted too.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe::FingerprintRules;
+/// use serde_json::json;
+///
+/// let rules = FingerprintRules::default().include_meta(["com.example/tenant"]);
+/// let a = rules.fingerprint(&json!({"name": "t", "_meta": {"com.example/tenant": "acme", "progressToken": 1}}));
+/// let b = rules.fingerprint(&json!({"name": "t", "_meta": {"com.example/tenant": "umbrella", "progressToken": 1}}));
+/// assert_ne!(a, b);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FingerprintRules {
+    include_meta: Vec<String>,
+}
+
+impl FingerprintRules {
+    /// Also covers these `params._meta` entries (default: none).
+    ///
+    /// # Examples
+    ///
+    /// See [`FingerprintRules`].
+    #[must_use]
+    pub fn include_meta<I, S>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.include_meta.extend(keys.into_iter().map(Into::into));
+        self.include_meta.sort();
+        self.include_meta.dedup();
+        self
+    }
+
+    /// The fingerprint of a request's `params` (pass `Value::Null` when the request has none):
+    /// SHA-256 of [`canonical_json`] of `params` without `_meta`, or with a `_meta` holding only
+    /// the [`include_meta`](Self::include_meta) entries present (left out when none is).
+    ///
+    /// # Examples
+    ///
+    /// See [`Fingerprint`].
+    #[must_use]
+    pub fn fingerprint(&self, params: &Value) -> Fingerprint {
+        let mut hasher = HashWriter(Sha256::new());
+        match params {
+            Value::Object(map) if map.contains_key("_meta") => {
+                let mut kept = map.clone();
+                let meta = kept.remove("_meta");
+                if let Some(Value::Object(meta)) = meta {
+                    let included: serde_json::Map<String, Value> = meta
+                        .into_iter()
+                        .filter(|(k, _)| self.include_meta.binary_search(k).is_ok())
+                        .collect();
+                    if !included.is_empty() {
+                        kept.insert("_meta".to_owned(), Value::Object(included));
+                    }
+                }
+                write_canonical(&Value::Object(kept), &mut hasher)
+            }
+            _ => write_canonical(params, &mut hasher),
+        }
+        .expect("hashing does not fail");
+        Fingerprint(hasher.0.finalize().into())
+    }
+}
+
+/// The canonical JSON text of `value` (SPEC.md §17.3): no whitespace; object members sorted by
+/// key, keys compared as UTF-8 byte strings (which is Unicode code point order); strings with
+/// only `"`, `\` and U+0000..=U+001F escaped (`\b \f \n \r \t`, else `\u00xx` in lowercase hex),
+/// everything else as raw UTF-8; integers in plain decimal; other numbers in the shortest form
+/// that reads back as the same IEEE 754 double (so `1` and `1.0` differ, `1e2` is `100.0`);
+/// `true`, `false`, `null`; arrays in order.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe::canonical_json;
+/// let value: serde_json::Value = serde_json::from_str(r#"{ "b": [1, 2.50, "x/\u00e9"], "a": {"é": null, "z": true} }"#).unwrap();
+/// assert_eq!(String::from_utf8(canonical_json(&value)).unwrap(),
+///            r#"{"a":{"z":true,"é":null},"b":[1,2.5,"x/é"]}"#);
+/// ```
+#[must_use]
+pub fn canonical_json(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_canonical(value, &mut out).expect("writing to a Vec does not fail");
+    out
+}
+
+fn write_canonical<W: Write>(value: &Value, out: &mut W) -> io::Result<()> {
+    match value {
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            // `String`'s order is byte order: UTF-8 bytes compare like code points.
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.write_all(b"{")?;
+            for (i, (key, value)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                serde_json::to_writer(&mut *out, key)?;
+                out.write_all(b":")?;
+                write_canonical(value, out)?;
+            }
+            out.write_all(b"}")
+        }
+        Value::Array(items) => {
+            out.write_all(b"[")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write_canonical(item, out)?;
+            }
+            out.write_all(b"]")
+        }
+        // serde_json writes scalars exactly as documented above (compact, ryu for floats).
+        scalar => Ok(serde_json::to_writer(out, scalar)?),
+    }
+}
+
+struct HashWriter(Sha256);
+
+impl Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

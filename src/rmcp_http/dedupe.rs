@@ -1,0 +1,87 @@
+//! [`FramingLayer::dedupe`]: framing and request-key deduplication in one layer (SPEC.md §17.10).
+
+use crate::dedupe::Deduplicator;
+use crate::http::{DedupeLayer, DedupeService};
+
+use super::layer::{FramingLayer, FramingService};
+
+impl From<Deduplicator> for DedupeLayer {
+    fn from(dedup: Deduplicator) -> Self {
+        Self::new(dedup)
+    }
+}
+
+impl FramingLayer {
+    /// Deduplicates keyed calls (SPEC.md §17) behind the framing: every `tools/call` carrying a
+    /// request key executes at most once per (principal, tool, key) within the window, on
+    /// whichever backend sharing the store it lands; retries get the stored result, framed
+    /// afresh (a new attempt id, the key echoed) under their own JSON-RPC id. Takes a
+    /// [`Deduplicator`] (defaults) or a configured [`DedupeLayer`] (principal extractor,
+    /// methods). Declare it in discovery with [`DedupeLayer::declaration`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::rmcp_http::FramingLayer;
+    /// use rmcp::transport::streamable_http_server::{
+    ///     StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
+    /// };
+    /// use tower_layer::Layer;
+    /// # #[derive(Clone)] struct MyServer;
+    /// # impl rmcp::ServerHandler for MyServer {}
+    ///
+    /// let dedup = Deduplicator::new(MemoryStore::new()); // RedisStore for a fleet
+    /// let service = StreamableHttpService::new(
+    ///     || Ok(MyServer),
+    ///     Arc::new(NeverSessionManager::default()),
+    ///     StreamableHttpServerConfig::default(),
+    /// );
+    /// let framed = FramingLayer::new().dedupe(dedup).layer(service);
+    /// # let _ = framed;
+    /// ```
+    #[must_use]
+    pub fn dedupe(self, dedupe: impl Into<DedupeLayer>) -> DedupingFramingLayer {
+        DedupingFramingLayer {
+            framing: self,
+            dedupe: dedupe.into(),
+        }
+    }
+}
+
+/// [`FramingLayer`] with deduplication inside it ([`FramingLayer::dedupe`]).
+///
+/// # Examples
+///
+/// See [`FramingLayer::dedupe`].
+#[derive(Clone, Debug)]
+pub struct DedupingFramingLayer {
+    framing: FramingLayer,
+    dedupe: DedupeLayer,
+}
+
+impl DedupingFramingLayer {
+    /// The deduplication layer (its engine's counters, its contract declaration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::rmcp_http::FramingLayer;
+    /// let layer = FramingLayer::new().dedupe(Deduplicator::new(MemoryStore::new()));
+    /// assert!(layer.dedupe_layer().declaration().covers("tools/call"));
+    /// ```
+    #[must_use]
+    pub fn dedupe_layer(&self) -> &DedupeLayer {
+        &self.dedupe
+    }
+}
+
+impl<S> tower_layer::Layer<S> for DedupingFramingLayer {
+    type Service = FramingService<DedupeService<S>>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        self.framing.layer(self.dedupe.layer(inner))
+    }
+}

@@ -1,0 +1,538 @@
+//! Shared by the deduplication tests: a real `redis-server` the test starts and stops itself,
+//! and the engine scenarios run against every store.
+#![allow(dead_code, unreachable_pub)] // each test binary uses part of it
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_framing::RequestKey;
+use mcp_framing::dedupe::{
+    Decision, DedupeStore, Deduplicator, FingerprintRules, KeyedCall, Principal, Scope,
+};
+use serde_json::{Value, json};
+
+/// A `redis-server` on a free loopback port, owned by the test: stopped on drop, or earlier with
+/// [`RedisServer::stop`] to simulate an outage. Panics when the binary is missing (the tests
+/// never skip: `scripts/test` installs it).
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port();
+            let dir = std::env::temp_dir()
+                .join(format!("mcp-framing-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("a scratch directory for redis-server");
+            let child = Command::new(&binary)
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--daemonize",
+                    "no",
+                    "--loglevel",
+                    "warning",
+                ])
+                .arg("--dir")
+                .arg(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap_or_else(|err| {
+                    panic!(
+                        "cannot run `{binary}` ({err}): the Redis tests need a real redis-server \
+                         on PATH (scripts/test installs it with apt-get; or set REDIS_SERVER)"
+                    )
+                });
+            let mut server = Self {
+                child: Some(child),
+                port,
+                dir,
+            };
+            if server.wait_ready(Duration::from_secs(10)) {
+                return server;
+            }
+            server.stop(); // the port was taken in between: try another
+        }
+        panic!("redis-server did not start on a loopback port");
+    }
+
+    fn wait_ready(&mut self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(child) = &mut self.child {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return false;
+                }
+            }
+            if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let mut reply = [0u8; 7];
+                if stream.write_all(b"PING\r\n").is_ok()
+                    && stream.read_exact(&mut reply).is_ok()
+                    && &reply == b"+PONG\r\n"
+                {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Kills the server (SIGKILL: an outage, not a shutdown) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn call(principal: &str, key: RequestKey, args: Value) -> KeyedCall {
+    let mut request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "send_email", "arguments": args, "_meta": {"progressToken": 1}}});
+    mcp_framing::set_request_key(&mut request, key).unwrap();
+    let principal = if principal.is_empty() {
+        Principal::anonymous()
+    } else {
+        Principal::from_id(principal)
+    };
+    KeyedCall::from_request(principal, Some(key), &request, &FingerprintRules::default())
+        .expect("a request")
+        .expect("keyed")
+}
+
+pub fn response(id: u64, text: &str) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
+        .to_string()
+        .into_bytes()
+}
+
+pub fn engine(store: Arc<dyn DedupeStore>) -> Deduplicator {
+    Deduplicator::with_shared_store(store)
+        .lease(Duration::from_millis(600))
+        .wait(Duration::ZERO)
+        .store_timeout(Duration::from_secs(2))
+}
+
+#[track_caller]
+pub fn expect_execute(decision: Decision) -> mcp_framing::dedupe::ExecutionGuard {
+    match decision {
+        Decision::Execute(guard) => guard,
+        other => panic!("expected Execute, got {other:?}"),
+    }
+}
+
+#[track_caller]
+pub fn expect_reason(decision: &Decision, reason: &str) {
+    assert_eq!(decision.name(), reason, "decision {decision:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios, run against every store.
+
+pub async fn retry_is_replayed_under_its_own_id(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store);
+    let key = RequestKey::random();
+    let guard = expect_execute(dedup.begin(&call("alice", key, json!({"to": "bob"}))).await);
+    assert_eq!(guard.generation(), 1);
+    guard
+        .complete(&response(1, "sent"))
+        .await
+        .expect("recorded");
+    for retry_id in [2u64, 3] {
+        let Decision::Replay(stored) = dedup.begin(&call("alice", key, json!({"to": "bob"}))).await
+        else {
+            panic!("a retry must be replayed");
+        };
+        let replayed: Value = serde_json::from_str(&stored.to_response(&retry_id.into())).unwrap();
+        assert_eq!(replayed["id"], retry_id);
+        assert_eq!(replayed["result"]["content"][0]["text"], "sent");
+    }
+    assert_eq!(dedup.stats().snapshot().executed, 1);
+    assert_eq!(dedup.stats().snapshot().replayed, 2);
+}
+
+pub async fn error_results_are_replayed(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store);
+    let key = RequestKey::random();
+    let guard = expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+    let error = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"mailbox full"}}"#;
+    guard.complete(error).await.unwrap();
+    let Decision::Replay(stored) = dedup.begin(&call("alice", key, json!({}))).await else {
+        panic!("an error result is replayed too");
+    };
+    assert!(stored.is_error());
+    assert_eq!(
+        stored.to_response(&json!("r-2")),
+        r#"{"jsonrpc":"2.0","id":"r-2","error":{"code":-32000,"message":"mailbox full"}}"#
+    );
+}
+
+pub async fn other_arguments_are_a_conflict(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store);
+    let key = RequestKey::random();
+    let guard = expect_execute(dedup.begin(&call("alice", key, json!({"to": "bob"}))).await);
+    // While in flight and after completion alike.
+    expect_reason(
+        &dedup.begin(&call("alice", key, json!({"to": "eve"}))).await,
+        "key_conflict",
+    );
+    guard.complete(&response(1, "sent")).await.unwrap();
+    let decision = dedup.begin(&call("alice", key, json!({"to": "eve"}))).await;
+    let Decision::Refused(refusal) = &decision else {
+        panic!("{decision:?}")
+    };
+    assert!(!refusal.is_retryable());
+    assert_eq!(refusal.code(), -32080);
+    assert_eq!(dedup.stats().snapshot().executed, 1);
+}
+
+pub async fn another_principal_never_matches(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store);
+    let key = RequestKey::random();
+    expect_execute(dedup.begin(&call("alice", key, json!({}))).await)
+        .complete(&response(1, "alice's"))
+        .await
+        .unwrap();
+    // Bob sends Alice's key: his own record, executed, never Alice's result.
+    let bob = expect_execute(dedup.begin(&call("bob", key, json!({}))).await);
+    bob.complete(&response(1, "bob's")).await.unwrap();
+    let anonymous = expect_execute(dedup.begin(&call("", key, json!({}))).await);
+    drop(anonymous);
+    let Decision::Replay(stored) = dedup.begin(&call("bob", key, json!({}))).await else {
+        panic!()
+    };
+    assert!(String::from_utf8_lossy(stored.json()).contains("bob's"));
+    // Another tool with the same key and principal is another record too.
+    let scope = Scope::new(
+        Principal::from_id("alice"),
+        "tools/call",
+        Some("open_ticket"),
+    );
+    let other_tool = mcp_framing::dedupe::KeyedCall::new(
+        scope,
+        key,
+        call("alice", key, json!({})).fingerprint(),
+    );
+    expect_execute(dedup.begin(&other_tool).await);
+}
+
+pub async fn concurrent_claims_execute_once(a: Arc<dyn DedupeStore>, b: Arc<dyn DedupeStore>) {
+    let engines = [engine(a), engine(b)];
+    let key = RequestKey::random();
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let dedup = engines[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            let decision = dedup.begin(&call("alice", key, json!({"n": 1}))).await;
+            let name = decision.name();
+            if let Decision::Execute(guard) = decision {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                guard.complete(&response(1, "once")).await.unwrap();
+            }
+            name
+        }));
+    }
+    let mut names = Vec::new();
+    for task in tasks {
+        names.push(task.await.unwrap());
+    }
+    assert_eq!(
+        names.iter().filter(|n| **n == "execute").count(),
+        1,
+        "{names:?}"
+    );
+    assert!(
+        names.iter().all(|n| *n == "execute" || *n == "in_progress"),
+        "{names:?}"
+    );
+    for dedup in &engines {
+        expect_reason(
+            &dedup.begin(&call("alice", key, json!({"n": 1}))).await,
+            "replay",
+        );
+    }
+}
+
+pub async fn duplicate_waits_for_the_attempt_in_flight(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store).wait(Duration::from_secs(3));
+    let key = RequestKey::random();
+    let guard = expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+    let waiter = {
+        let dedup = dedup.clone();
+        tokio::spawn(async move { dedup.begin(&call("alice", key, json!({}))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    guard.complete(&response(1, "done")).await.unwrap();
+    expect_reason(&waiter.await.unwrap(), "replay");
+    assert_eq!(dedup.stats().snapshot().waited, 1);
+}
+
+pub async fn duplicate_gets_in_progress_after_the_wait(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store).wait(Duration::from_millis(200));
+    let key = RequestKey::random();
+    let _guard = expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+    let started = Instant::now();
+    let decision = dedup.begin(&call("alice", key, json!({}))).await;
+    let waited = started.elapsed();
+    let Decision::Refused(refusal) = &decision else {
+        panic!("{decision:?}")
+    };
+    assert_eq!(refusal.reason(), "in_progress");
+    assert!(refusal.is_retryable());
+    assert!(
+        waited >= Duration::from_millis(190) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+}
+
+pub async fn dropped_guard_frees_the_key_only_when_its_lease_expires(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store);
+    let key = RequestKey::random();
+    let guard = expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+    let claimed = Instant::now();
+    drop(guard); // the handler died mid-execution: no completion, no heartbeat
+    expect_reason(
+        &dedup.begin(&call("alice", key, json!({}))).await,
+        "in_progress",
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let second = expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+    assert!(claimed.elapsed() >= Duration::from_millis(600));
+    assert_eq!(
+        second.generation(),
+        2,
+        "a re-execution after an expired lease is generation 2"
+    );
+    second.complete(&response(1, "second")).await.unwrap();
+    expect_reason(&dedup.begin(&call("alice", key, json!({}))).await, "replay");
+}
+
+/// A store whose renewals can be made to fail, as if the holder lost its connection to the
+/// store while its call runs.
+#[derive(Debug)]
+pub struct NoRenewals(pub Arc<dyn DedupeStore>);
+
+impl DedupeStore for NoRenewals {
+    fn claim<'a>(
+        &'a self,
+        key: &'a mcp_framing::dedupe::StoreKey,
+        request: &'a mcp_framing::dedupe::ClaimRequest,
+    ) -> mcp_framing::dedupe::StoreFuture<
+        'a,
+        Result<mcp_framing::dedupe::ClaimOutcome, mcp_framing::dedupe::StoreError>,
+    > {
+        self.0.claim(key, request)
+    }
+    fn renew<'a>(
+        &'a self,
+        _key: &'a mcp_framing::dedupe::StoreKey,
+        _token: mcp_framing::dedupe::FencingToken,
+        after: Duration,
+    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
+        Box::pin(async move { Err(mcp_framing::dedupe::StoreError::Timeout { after }) })
+    }
+    fn complete<'a>(
+        &'a self,
+        key: &'a mcp_framing::dedupe::StoreKey,
+        token: mcp_framing::dedupe::FencingToken,
+        outcome: &'a mcp_framing::dedupe::Completed,
+        retention: Duration,
+    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
+        self.0.complete(key, token, outcome, retention)
+    }
+    fn release<'a>(
+        &'a self,
+        key: &'a mcp_framing::dedupe::StoreKey,
+        token: mcp_framing::dedupe::FencingToken,
+    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
+        self.0.release(key, token)
+    }
+}
+
+pub async fn a_stale_guard_s_completion_is_rejected(store: Arc<dyn DedupeStore>) {
+    // The first holder cannot renew (cut off from the store) and outlives its lease.
+    let stalled = engine(Arc::new(NoRenewals(store.clone())));
+    let healthy = engine(store);
+    let key = RequestKey::random();
+    let stale = expect_execute(stalled.begin(&call("alice", key, json!({}))).await);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let current = expect_execute(healthy.begin(&call("alice", key, json!({}))).await);
+    assert_ne!(current.token(), stale.token());
+    assert_eq!(current.generation(), 2);
+    let err = stale.complete(&response(1, "stale")).await.unwrap_err();
+    assert!(
+        matches!(err, mcp_framing::dedupe::CompleteError::LeaseLost),
+        "{err:?}"
+    );
+    assert_eq!(stalled.stats().snapshot().lease_lost, 1);
+    current.complete(&response(1, "current")).await.unwrap();
+    let Decision::Replay(stored) = healthy.begin(&call("alice", key, json!({}))).await else {
+        panic!()
+    };
+    assert!(String::from_utf8_lossy(stored.json()).contains("current"));
+}
+
+pub async fn fencing_rejects_a_stale_completion(store: Arc<dyn DedupeStore>) {
+    use mcp_framing::dedupe::{
+        ClaimOutcome, ClaimRequest, Completed, FencingToken, LeaseExpiry, StoredResponse,
+    };
+    let key = call("alice", RequestKey::random(), json!({}));
+    let store_key = key.store_key();
+    let claim = |token| ClaimRequest {
+        fingerprint: key.fingerprint(),
+        token,
+        lease: Duration::from_millis(200),
+        retention: Duration::from_secs(60),
+        on_expired_lease: LeaseExpiry::Reexecute,
+    };
+    let (old, new) = (FencingToken::random(), FencingToken::random());
+    assert_eq!(
+        store.claim(&store_key, &claim(old)).await.unwrap(),
+        ClaimOutcome::Claimed { generation: 1 }
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        store.claim(&store_key, &claim(new)).await.unwrap(),
+        ClaimOutcome::Claimed { generation: 2 }
+    );
+    let late = Completed::Stored(StoredResponse::Result("\"late\"".into()));
+    assert!(
+        !store
+            .renew(&store_key, old, Duration::from_secs(1))
+            .await
+            .unwrap(),
+        "stale renewal"
+    );
+    assert!(
+        !store
+            .complete(&store_key, old, &late, Duration::from_secs(60))
+            .await
+            .unwrap(),
+        "stale completion"
+    );
+    assert!(
+        !store.release(&store_key, old).await.unwrap(),
+        "stale release"
+    );
+    let done = Completed::Stored(StoredResponse::Result("\"current\"".into()));
+    assert!(
+        store
+            .complete(&store_key, new, &done, Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .claim(&store_key, &claim(FencingToken::random()))
+            .await
+            .unwrap(),
+        ClaimOutcome::Completed(done)
+    );
+}
+
+pub async fn the_heartbeat_keeps_a_long_call_s_lease(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store);
+    let key = RequestKey::random();
+    let guard = expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+    // Three leases long: without renewals another attempt would take over.
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    expect_reason(
+        &dedup.begin(&call("alice", key, json!({}))).await,
+        "in_progress",
+    );
+    assert!(!guard.lease_lost());
+    guard.complete(&response(1, "slow")).await.unwrap();
+    assert_eq!(dedup.stats().snapshot().executed, 1);
+}
+
+pub async fn a_result_too_large_is_never_executed_again(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store).max_result_bytes(64);
+    let key = RequestKey::random();
+    let guard = expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+    let big = response(1, &"x".repeat(1000));
+    let recorded = guard.complete(&big).await.unwrap();
+    assert!(matches!(recorded, mcp_framing::dedupe::Recorded::NotStored { size } if size > 1000));
+    for _ in 0..2 {
+        let decision = dedup.begin(&call("alice", key, json!({}))).await;
+        let Decision::Refused(refusal) = &decision else {
+            panic!("{decision:?}")
+        };
+        assert_eq!(
+            (refusal.reason(), refusal.is_retryable()),
+            ("result_not_stored", false)
+        );
+    }
+    assert_eq!(dedup.stats().snapshot().executed, 1);
+}
+
+pub async fn refuse_policy_reports_outcome_unknown(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store).on_expired_lease(mcp_framing::dedupe::LeaseExpiry::Refuse);
+    let key = RequestKey::random();
+    drop(expect_execute(
+        dedup.begin(&call("alice", key, json!({}))).await,
+    ));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    for _ in 0..2 {
+        expect_reason(
+            &dedup.begin(&call("alice", key, json!({}))).await,
+            "outcome_unknown",
+        );
+    }
+    assert_eq!(dedup.stats().snapshot().executed, 1);
+}
+
+pub async fn release_frees_the_key_at_once(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store);
+    let key = RequestKey::random();
+    expect_execute(dedup.begin(&call("alice", key, json!({}))).await)
+        .release()
+        .await
+        .unwrap();
+    expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+}
+
+pub async fn records_expire_after_the_window(store: Arc<dyn DedupeStore>) {
+    let dedup = engine(store).window(Duration::from_millis(300));
+    let key = RequestKey::random();
+    expect_execute(dedup.begin(&call("alice", key, json!({}))).await)
+        .complete(&response(1, "x"))
+        .await
+        .unwrap();
+    expect_reason(&dedup.begin(&call("alice", key, json!({}))).await, "replay");
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
+}

@@ -1,0 +1,246 @@
+//! `FramedBody` hands out what is ready as one chunk (issue 14): HEAD with the first item, a
+//! message's frames together, MESSAGE_END with STREAM_END; it flushes as soon as its source is
+//! pending, so a slow upstream's first message reaches the client before the upstream ends.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::channel::mpsc;
+use futures::{FutureExt, SinkExt, StreamExt, stream};
+use mcp_framing::http::{Delivery, FramedBody, Mapping, OptIn, response_headers};
+use mcp_framing::sse::SseFrameDecoder;
+use mcp_framing::{AbortCode, DecodeError, Outgoing, StreamDecoder, StreamEncoder, StreamHead};
+
+mod http_support;
+
+type Item = Result<Outgoing, std::io::Error>;
+
+fn encoder() -> StreamEncoder {
+    StreamEncoder::new(StreamHead::for_request(None))
+}
+
+/// The frame bytes of a chunk of `mapping`.
+fn frames_of(chunk: &[u8], mapping: Mapping) -> Vec<u8> {
+    match mapping {
+        Mapping::Binary => chunk.to_vec(),
+        _ => {
+            let mut frames = bytes::BytesMut::new();
+            SseFrameDecoder::new().feed(chunk, &mut frames).unwrap();
+            frames.to_vec()
+        }
+    }
+}
+
+/// The kinds of the frames in `frames` (byte 3 of each header), walking the length fields.
+fn kinds(mut frames: &[u8]) -> Vec<u8> {
+    let mut kinds = Vec::new();
+    while frames.len() >= 20 {
+        let len = u32::from_be_bytes(frames[8..12].try_into().unwrap()) as usize;
+        kinds.push(frames[3]);
+        frames = &frames[20 + len..];
+    }
+    assert!(frames.is_empty(), "whole frames only");
+    kinds
+}
+
+const HEAD: u8 = 0x01;
+const DATA: u8 = 0x02;
+const MESSAGE_END: u8 = 0x03;
+const STREAM_END: u8 = 0x04;
+const ABORT: u8 = 0x05;
+
+#[tokio::test]
+async fn a_ready_response_is_one_chunk_from_head_to_sentinel() {
+    for mapping in [Mapping::Binary, Mapping::Sse] {
+        let message = Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"text":"{}"}}}}"#,
+            "a".repeat(40_000)
+        ));
+        let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(message.clone()))]);
+        let chunks: Vec<Bytes> = FramedBody::new(source, encoder(), mapping)
+            .map(|chunk| chunk.unwrap())
+            .collect()
+            .await;
+        assert_eq!(chunks.len(), 1, "{mapping:?}");
+        let frames = frames_of(&chunks[0], mapping);
+        assert_eq!(
+            kinds(&frames),
+            [HEAD, DATA, DATA, DATA, MESSAGE_END, STREAM_END],
+            "{mapping:?}"
+        );
+        let stream = StreamDecoder::new().decode_all(&frames).unwrap();
+        assert_eq!(stream.messages[0].bytes(), &message);
+    }
+}
+
+#[tokio::test]
+async fn holds_the_head_until_the_first_item_and_flushes_each_item_while_the_source_waits() {
+    let (mut tx, rx) = mpsc::channel::<Item>(4);
+    let mut body = FramedBody::new(rx, encoder(), Mapping::Binary);
+    // Nothing yet: the HEAD alone is not worth a write.
+    assert!(body.next().now_or_never().is_none());
+
+    tx.send(Ok(Outgoing::Message(
+        r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#.into(),
+    )))
+    .await
+    .unwrap();
+    let first = body.next().now_or_never().flatten().unwrap().unwrap();
+    assert_eq!(kinds(&first), [HEAD, DATA, MESSAGE_END]);
+    // The source is pending: the notification went out, nothing more is ready.
+    assert!(body.next().now_or_never().is_none());
+
+    tx.send(Ok(Outgoing::Chunk(r#"{"jsonrpc":"2.0","id":1,"#.into())))
+        .await
+        .unwrap();
+    let second = body.next().now_or_never().flatten().unwrap().unwrap();
+    assert_eq!(kinds(&second), [DATA]);
+
+    tx.send(Ok(Outgoing::Chunk(r#""result":{}}"#.into())))
+        .await
+        .unwrap();
+    tx.send(Ok(Outgoing::FinishMessage)).await.unwrap();
+    drop(tx);
+    // Both items and the end were ready: one chunk, MESSAGE_END with STREAM_END.
+    let last = body.next().now_or_never().flatten().unwrap().unwrap();
+    assert_eq!(kinds(&last), [DATA, MESSAGE_END, STREAM_END]);
+    assert!(body.next().now_or_never().flatten().is_none());
+
+    let stream = StreamDecoder::new()
+        .decode_all(&[first, second, last].concat())
+        .unwrap();
+    assert_eq!(stream.messages.len(), 2);
+    assert_eq!(
+        stream.messages[1].bytes(),
+        &br#"{"jsonrpc":"2.0","id":1,"result":{}}"#[..]
+    );
+}
+
+#[tokio::test]
+async fn a_large_message_goes_out_with_its_ends_in_one_chunk() {
+    let message = Bytes::from(vec![b'x'; 1 << 20]);
+    let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(message.clone()))]);
+    let chunks: Vec<Bytes> = FramedBody::new(source, encoder(), Mapping::Binary)
+        .map(|chunk| chunk.unwrap())
+        .collect()
+        .await;
+    assert_eq!(chunks.len(), 1);
+    let kinds = kinds(&chunks[0]);
+    assert_eq!(kinds.len(), 1 + 64 + 2);
+    assert_eq!(kinds[kinds.len() - 2..], [MESSAGE_END, STREAM_END]);
+    let stream = StreamDecoder::new().decode_all(&chunks[0]).unwrap();
+    assert_eq!(stream.messages[0].bytes(), &message);
+}
+
+#[tokio::test]
+async fn ready_items_are_gathered_up_to_about_64_kib_a_chunk() {
+    // 100 ready messages of 4 KiB: chunks of about 64 KiB (the last item past it, and one more
+    // look at the source), never one item split.
+    const ITEM: usize = 4096 + 20 + 60; // its DATA and MESSAGE_END frames
+    let items =
+        (0..100).map(|_| Ok::<_, std::io::Error>(Outgoing::Message(Bytes::from(vec![b'y'; 4096]))));
+    let chunks: Vec<Bytes> = FramedBody::new(stream::iter(items), encoder(), Mapping::Binary)
+        .map(|chunk| chunk.unwrap())
+        .collect()
+        .await;
+    assert!(chunks.len() >= 6, "{}", chunks.len());
+    for chunk in &chunks[..chunks.len() - 1] {
+        assert!(
+            (64 * 1024..64 * 1024 + 2 * ITEM + 52).contains(&chunk.len()),
+            "{}",
+            chunk.len()
+        );
+        assert_eq!(kinds(chunk).last(), Some(&MESSAGE_END));
+    }
+    let stream = StreamDecoder::new().decode_all(&chunks.concat()).unwrap();
+    assert_eq!(stream.messages.len(), 100);
+}
+
+#[tokio::test]
+async fn a_large_message_over_the_limit_is_refused_before_any_of_its_frames() {
+    let encoder = StreamEncoder::builder()
+        .max_message_size(100 * 1024)
+        .build(StreamHead::for_request(None));
+    let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(Bytes::from(
+        vec![b'x'; 200 * 1024],
+    )))]);
+    let chunks: Vec<Bytes> = FramedBody::new(source, encoder, Mapping::Binary)
+        .map(|chunk| chunk.unwrap())
+        .collect()
+        .await;
+    let wire = chunks.concat();
+    assert_eq!(kinds(&wire), [HEAD, ABORT]);
+    let Err(DecodeError::PeerAbort(abort)) = StreamDecoder::new().decode_all(&wire) else {
+        panic!("an abort");
+    };
+    assert_eq!(abort.code, AbortCode::MessageTooLarge);
+}
+
+#[tokio::test]
+async fn a_slow_upstreams_first_message_reaches_the_client_before_the_upstream_ends() {
+    // Over real HTTP, `axum::serve` as is (Nagle's algorithm on): the upstream sends a
+    // notification, then waits for the test to see it arrive before it sends the result.
+    let (tx, rx) = mpsc::channel::<Item>(4);
+    let source = std::sync::Arc::new(std::sync::Mutex::new(Some(rx)));
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move |headers: axum::http::HeaderMap| {
+            let rx = source.lock().unwrap().take().expect("one request");
+            async move {
+                let opt_in = OptIn::from_headers(&headers).unwrap().unwrap();
+                let body = FramedBody::new(
+                    rx,
+                    StreamEncoder::new(StreamHead::for_request(opt_in.request_key)),
+                    opt_in.mapping(),
+                );
+                (
+                    response_headers(opt_in.mapping()),
+                    axum::body::Body::from_stream(body),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let mut tx = tx;
+    let client = reqwest::Client::new();
+    let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"});
+    let url = format!("http://{addr}/mcp");
+    let response = http_support::post_framed(&client, &url, request, true);
+    let sender = async {
+        tx.send(Ok(Outgoing::Message(
+            r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#.into(),
+        )))
+        .await
+        .unwrap();
+    };
+    let (verified, ()) = tokio::join!(response, sender);
+    let mut verified = verified.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), verified.next())
+        .await
+        .expect("the notification arrives while the upstream is still open");
+    let Some(Ok(Delivery::Message(message))) = first else {
+        panic!("a verified message, got {first:?}");
+    };
+    assert!(
+        message
+            .bytes()
+            .starts_with(b"{\"jsonrpc\":\"2.0\",\"method\"")
+    );
+    tx.send(Ok(Outgoing::Message(
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into(),
+    )))
+    .await
+    .unwrap();
+    tx.close_channel();
+    assert!(matches!(
+        verified.next().await,
+        Some(Ok(Delivery::Message(_)))
+    ));
+    assert!(matches!(
+        verified.next().await,
+        Some(Ok(Delivery::Complete(_)))
+    ));
+}
