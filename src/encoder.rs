@@ -85,13 +85,21 @@ impl EncoderBuilder {
     }
 
     /// Lowers the frame size and the message limit to a receiver's limits, where it sent them
-    /// (SPEC.md §11.3, §16): the encoder then sends nothing the receiver would refuse.
-    #[cfg(feature = "http")]
-    pub(crate) fn within(
-        mut self,
-        max_frame_payload: Option<u32>,
-        max_message_size: Option<u64>,
-    ) -> Self {
+    /// (SPEC.md §11.3, §16: `Mcp-Framing-Limits`): the encoder then sends nothing the receiver
+    /// would refuse. A limit the receiver did not send (`None`) leaves the encoder's own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let enc = StreamEncoder::builder()
+    ///     .max_message_size(64 << 20)
+    ///     .within(Some(4096), None)
+    ///     .build(StreamHead::for_request(None));
+    /// assert_eq!(enc.max_message_size(), 64 << 20); // not announced: the encoder's own
+    /// ```
+    #[must_use]
+    pub fn within(mut self, max_frame_payload: Option<u32>, max_message_size: Option<u64>) -> Self {
         if let Some(max) = max_frame_payload {
             let max = usize::try_from(max).unwrap_or(usize::MAX);
             self.frame_size = self.frame_size.min(max);
@@ -194,8 +202,16 @@ impl StreamEncoder {
     }
 
     /// The largest message this encoder accepts.
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn max_message_size(&self) -> u64 {
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder, StreamHead};
+    /// let enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// assert_eq!(enc.max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
+    /// ```
+    #[must_use]
+    pub fn max_message_size(&self) -> u64 {
         self.max_message_size
     }
 
