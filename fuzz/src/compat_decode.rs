@@ -22,6 +22,8 @@
 //! middle is truncated.
 
 use bytes::{Bytes, BytesMut};
+
+use super::reader::pieces;
 use mcp_framing::sse::SseParser;
 use mcp_framing::sse_compat::{CompatDecoder, CompatError, DEFAULT_MAX_EVENT_DATA};
 use mcp_framing::{
@@ -33,27 +35,6 @@ const MAX_EVENT_DATA: [usize; 4] = [64, 1024, 4096, DEFAULT_MAX_EVENT_DATA];
 
 /// Frame sizes a script can pick.
 const FRAME_SIZES: [usize; 8] = [1, 2, 7, 16, 100, 1024, 16384, 16384];
-
-/// `input` cut into the scheduled pieces (an empty schedule: one piece).
-fn pieces<'a>(input: &'a [u8], schedule: &[u8]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut rest = input;
-    let mut step = 0;
-    while !rest.is_empty() {
-        let size = match schedule
-            .get(step % schedule.len().max(1))
-            .map(|op| op & 0x7f)
-        {
-            None | Some(0x7f) => rest.len(),
-            Some(n) => usize::from(n) + 1,
-        };
-        let (piece, tail) = rest.split_at(size.min(rest.len()));
-        out.push(piece);
-        rest = tail;
-        step += 1;
-    }
-    out
-}
 
 /// What the compat decoder alone made of a body.
 #[derive(Debug, PartialEq, Eq)]
