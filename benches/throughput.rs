@@ -18,16 +18,20 @@
 //! `scripts/bench-report` runs this and writes `docs/perf/results.md` with the ratios.
 //! Quick look: `cargo bench --bench throughput -- message-64KiB`.
 
+#[path = "support/thread_cpu_time.rs"]
+mod thread_cpu_time;
+
 use std::hint::black_box;
 use std::time::Duration;
 
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder, write_message_to};
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
 use bytes::{Bytes, BytesMut};
-use criterion::measurement::{Measurement, ValueFormatter, WallTime};
+use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput};
 use mcp_framing::{Event, StreamDecoder, StreamEncoder, StreamHead};
 use sha2::{Digest, Sha256};
+use thread_cpu_time::ThreadCpuTime;
 use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 
 /// Bytes of messages per iteration of a `message-*` bench (several small messages per stream,
@@ -409,37 +413,6 @@ fn token_groups<M: Measurement>(c: &mut Criterion<M>) {
             TOKEN_CHUNKS as u64,
         );
         group.finish();
-    }
-}
-
-/// CPU time of the calling thread: what the measured code used, not what other processes did
-/// while it waited for a core.
-struct ThreadCpuTime;
-
-static WALL: WallTime = WallTime;
-
-impl Measurement for ThreadCpuTime {
-    type Intermediate = cpu_time::ThreadTime;
-    type Value = Duration;
-
-    fn start(&self) -> Self::Intermediate {
-        cpu_time::ThreadTime::now()
-    }
-    fn end(&self, start: Self::Intermediate) -> Self::Value {
-        start.elapsed()
-    }
-    fn add(&self, a: &Self::Value, b: &Self::Value) -> Self::Value {
-        *a + *b
-    }
-    fn zero(&self) -> Self::Value {
-        Duration::ZERO
-    }
-    fn to_f64(&self, value: &Self::Value) -> f64 {
-        value.as_nanos() as f64
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        // Nanoseconds, like the wall clock: reuse its formatter.
-        WALL.formatter()
     }
 }
 

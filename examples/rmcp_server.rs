@@ -10,7 +10,9 @@
 //! - `--addr ADDR`: where to listen (default `127.0.0.1:8931`; port 0 picks a free port). The
 //!   first line on stdout is `listening URL ...`, for test harnesses.
 //! - `--mode MODE`: `opt-in` (default: `FramingLayer`, which frames only the requests that opt
-//!   in) or `plain` (rmcp alone, no layer: the baseline).
+//!   in), `compat` (`FramingLayer::frame_all_responses(true)`: every response framed, in the
+//!   compatible SSE mapping for requests that did not opt in, which stock clients read as a plain
+//!   MCP stream; SPEC.md §18) or `plain` (rmcp alone, no layer: the baseline).
 //! - `--json`: rmcp answers with `application/json` where it can (`json_response`) instead of
 //!   `text/event-stream`.
 //! - `--frame-size BYTES`: DATA frame size for framed responses (default 16384).
@@ -122,6 +124,9 @@ enum Mode {
     Plain,
     /// rmcp behind `FramingLayer`: framed responses for the requests that opt in.
     OptIn,
+    /// rmcp behind `FramingLayer` framing every response (the compatible mapping unless a
+    /// request opted in for another).
+    Compat,
 }
 
 #[derive(Debug)]
@@ -150,7 +155,8 @@ fn parse_options() -> Result<Options, String> {
                 options.mode = match value("--mode")?.as_str() {
                     "opt-in" => Mode::OptIn,
                     "plain" => Mode::Plain,
-                    other => return Err(format!("unknown mode {other:?} (opt-in, plain)")),
+                    "compat" => Mode::Compat,
+                    other => return Err(format!("unknown mode {other:?} (opt-in, compat, plain)")),
                 }
             }
             "--json" => options.json = true,
@@ -174,7 +180,7 @@ fn parse_options() -> Result<Options, String> {
 async fn main() {
     let options = parse_options().unwrap_or_else(|err| {
         eprintln!(
-            "rmcp_server: {err}\nusage: rmcp_server [--addr ADDR] [--mode opt-in|plain] [--json] \
+            "rmcp_server: {err}\nusage: rmcp_server [--addr ADDR] [--mode opt-in|compat|plain] [--json] \
              [--frame-size BYTES] [--seconds N]"
         );
         std::process::exit(2);
@@ -190,13 +196,13 @@ async fn main() {
         config,
     );
     // The wiring this example is about: one layer around rmcp's service.
+    let layer = FramingLayer::new()
+        .frame_size(options.frame_size)
+        .frame_all_responses(options.mode == Mode::Compat);
     let app = match options.mode {
-        Mode::OptIn => axum::Router::new().nest_service(
-            "/mcp",
-            FramingLayer::new()
-                .frame_size(options.frame_size)
-                .layer(service),
-        ),
+        Mode::OptIn | Mode::Compat => {
+            axum::Router::new().nest_service("/mcp", layer.layer(service))
+        }
         Mode::Plain => axum::Router::new().nest_service("/mcp", service),
     };
     let listener = tokio::net::TcpListener::bind(&options.addr)
@@ -207,6 +213,7 @@ async fn main() {
         "listening http://{addr}/mcp (mode {}, {} responses, stops after {} s)",
         match options.mode {
             Mode::OptIn => "opt-in",
+            Mode::Compat => "compat",
             Mode::Plain => "plain",
         },
         if options.json { "json" } else { "sse" },

@@ -1,5 +1,5 @@
-//! A framed body in either mapping, decoded sans-I/O: body bytes in, decoder events out, in body
-//! order (SPEC.md §15, §16). The one SSE-to-events path: the HTTP client adapter
+//! A framed body in any mapping, decoded sans-I/O: body bytes in, decoder events out, in body
+//! order (SPEC.md §15, §16, §18). The one SSE-to-events path: the HTTP client adapter
 //! ([`VerifiedResponse`](crate::http::VerifiedResponse)) and the `mcp-frame` tool both read
 //! bodies through it.
 
@@ -10,12 +10,13 @@ use bytes::BytesMut;
 use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::Event;
-use crate::limits::event_data_limit;
-use crate::mapping::{Mapping, MappingViolation, SseError};
+use crate::limits::{Limits, compat_event_data_limit, event_data_limit};
+use crate::mapping::{CompatError, Mapping, MappingViolation, SseError};
 use crate::outcome::Outcome;
 use crate::sse::SseFrameDecoder;
+use crate::sse_compat::CompatDecoder;
 
-/// Why a framed body is not a complete stream: the frame decoder's verdict or the SSE mapping's.
+/// Why a framed body is not a complete stream: the frame decoder's verdict or the mapping's.
 ///
 /// # Examples
 ///
@@ -34,11 +35,15 @@ pub enum BodyError {
     /// The SSE mapping is broken (an unframed event, invalid base64, an oversized event).
     #[error(transparent)]
     Sse(SseError),
+    /// The compatible SSE mapping is broken (an invalid record, an event no record announced,
+    /// an event of another length than its DATA frames, SPEC.md §18.5).
+    #[error(transparent)]
+    Compat(CompatError),
 }
 
 impl BodyError {
     /// The error kind as named in SPEC.md and in the conformance manifest
-    /// ([`DecodeError::kind`] or [`SseError::kind`]).
+    /// ([`DecodeError::kind`], [`SseError::kind`] or [`CompatError::kind`]).
     ///
     /// # Examples
     ///
@@ -48,13 +53,14 @@ impl BodyError {
         match self {
             Self::Decode(err) => err.kind(),
             Self::Sse(err) => err.kind(),
+            Self::Compat(err) => err.kind(),
         }
     }
 
     /// The outcome of this error alone, when the [`BodyDecoder`] is gone (with nothing
     /// received): [`Outcome::from_error`] for a decode error, a
-    /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation) for an SSE error. Never
-    /// clean.
+    /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation) for a mapping's error.
+    /// Never clean.
     ///
     /// # Examples
     ///
@@ -69,6 +75,153 @@ impl BodyError {
         match self {
             Self::Decode(err) => Outcome::from_error(err),
             Self::Sse(err) => Outcome::mapping_violation(MappingViolation::Sse(err.clone())),
+            Self::Compat(err) => Outcome::mapping_violation(MappingViolation::Compat(err.clone())),
+        }
+    }
+}
+
+/// The mapping's half of a [`BodyDecoder`]: a framed body's bytes in, the frame bytes it
+/// carries out, unchecked (SPEC.md §15, §16, §18). [`BodyDecoder`] hands them to a
+/// [`StreamDecoder`]; a tool that lists the frames of a capture (`mcp-frame inspect`) walks them
+/// itself.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcp_framing::sse::SseFrameEncoder;
+/// use mcp_framing::{Limits, Mapping, MappingDecoder, StreamEncoder, StreamHead};
+///
+/// let mut wire = BytesMut::new();
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+/// enc.end(&mut wire)?;
+/// let body = SseFrameEncoder::new().to_events(&wire);
+///
+/// let mut unwrap = MappingDecoder::new(Mapping::Sse, &Limits::DEFAULT, None);
+/// let mut frames = BytesMut::new();
+/// unwrap.feed(&body, &mut frames).unwrap();
+/// unwrap.finish();
+/// assert_eq!(frames, wire);
+/// // One event per frame: HEAD and STREAM_END.
+/// assert!(matches!(unwrap, MappingDecoder::Sse(ref sse) if sse.frame_events() == 2));
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MappingDecoder {
+    /// The body is the frames (SPEC.md §16).
+    Binary,
+    /// Base64 in `mcp-frame` events (SPEC.md §15).
+    Sse(SseFrameDecoder),
+    /// Records in comments and messages in `message` events (SPEC.md §18).
+    Compat(CompatDecoder),
+}
+
+impl MappingDecoder {
+    /// The decoder of `mapping`, its bounds from a receiver's `limits`: the bound on one event's
+    /// data is `max_event_data`, or with `None` the one that follows the limits in force (one
+    /// frame of the frame limit in the SSE mapping, [`event_data_limit`], SPEC.md §15; one
+    /// message in the compatible mapping, [`compat_event_data_limit`], §18.7); the bound on
+    /// lines without data is [`Limits::max_sse_comments_in_a_row`].
+    ///
+    /// # Examples
+    ///
+    /// See [`MappingDecoder`].
+    #[must_use]
+    pub fn new(mapping: Mapping, limits: &Limits, max_event_data: Option<usize>) -> Self {
+        let comments = limits.max_sse_comments_in_a_row;
+        match mapping {
+            Mapping::Binary => Self::Binary,
+            Mapping::Sse => Self::Sse(
+                SseFrameDecoder::with_max_event_data(
+                    max_event_data.unwrap_or_else(|| event_data_limit(limits.max_frame_payload)),
+                )
+                .max_comments_in_a_row(comments),
+            ),
+            Mapping::Compat => Self::Compat(
+                CompatDecoder::with_max_event_data(
+                    max_event_data
+                        .unwrap_or_else(|| compat_event_data_limit(limits.max_message_size)),
+                )
+                .max_comments_in_a_row(comments),
+            ),
+        }
+    }
+
+    /// The mapping decoded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{Limits, Mapping, MappingDecoder};
+    /// let unwrap = MappingDecoder::new(Mapping::Compat, &Limits::DEFAULT, None);
+    /// assert_eq!(unwrap.mapping(), Mapping::Compat);
+    /// ```
+    #[must_use]
+    pub fn mapping(&self) -> Mapping {
+        match self {
+            Self::Binary => Mapping::Binary,
+            Self::Sse(_) => Mapping::Sse,
+            Self::Compat(_) => Mapping::Compat,
+        }
+    }
+
+    /// Parses `body` and appends the frame bytes it carries to `frames`.
+    ///
+    /// # Errors
+    ///
+    /// [`BodyError::Sse`] or [`BodyError::Compat`] when the mapping breaks; the frame bytes
+    /// that precede the error in the body are appended first (decode them before acting on the
+    /// error, SPEC.md §15, §18.5), and the decoder must not be fed afterwards.
+    ///
+    /// # Examples
+    ///
+    /// See [`MappingDecoder`].
+    pub fn feed(&mut self, body: &[u8], frames: &mut BytesMut) -> Result<(), BodyError> {
+        match self {
+            Self::Binary => {
+                frames.extend_from_slice(body);
+                Ok(())
+            }
+            Self::Sse(sse) => sse.feed(body, frames).map_err(BodyError::Sse),
+            Self::Compat(compat) => compat.feed(body, frames).map_err(BodyError::Compat),
+        }
+    }
+
+    /// The body ended: an SSE event left open is discarded (SPEC.md §15, §18.5).
+    ///
+    /// # Examples
+    ///
+    /// See [`MappingDecoder`].
+    pub fn finish(&mut self) {
+        match self {
+            Self::Binary => {}
+            Self::Sse(sse) => {
+                sse.finish();
+            }
+            Self::Compat(compat) => {
+                compat.finish();
+            }
+        }
+    }
+
+    /// `:` comment lines (keep-alives) skipped so far; in the compatible mapping, those that are
+    /// not framing records. Zero in the binary mapping.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{Limits, Mapping, MappingDecoder};
+    /// let mut unwrap = MappingDecoder::new(Mapping::Sse, &Limits::DEFAULT, None);
+    /// unwrap.feed(b": keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
+    /// assert_eq!(unwrap.comments(), 1);
+    /// ```
+    #[must_use]
+    pub fn comments(&self) -> u64 {
+        match self {
+            Self::Binary => 0,
+            Self::Sse(sse) => sse.comments(),
+            Self::Compat(compat) => compat.keep_alives(),
         }
     }
 }
@@ -122,22 +275,22 @@ impl BodyError {
 /// assert!(matches!(decoder.outcome().verdict, Verdict::MappingViolation(_)));
 /// ```
 pub struct BodyDecoder {
-    mapping: Mapping,
-    sse: SseFrameDecoder,
+    /// Body bytes to frame bytes, in the mapping of the body.
+    mapping: MappingDecoder,
     decoder: StreamDecoder,
     /// Frame bytes not decoded yet.
     frames: BytesMut,
-    /// An SSE error waiting until the frames buffered before it are decoded (body order).
-    sse_error: Option<SseError>,
-    /// The SSE error that ended the body, once reported.
-    sse_failure: Option<SseError>,
+    /// A mapping's error waiting until the frames buffered before it are decoded (body order).
+    mapping_error: Option<BodyError>,
+    /// The mapping's error that ended the body, once reported.
+    mapping_failure: Option<BodyError>,
     body_ended: bool,
 }
 
 impl fmt::Debug for BodyDecoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BodyDecoder")
-            .field("mapping", &self.mapping)
+            .field("mapping", &self.mapping.mapping())
             .field("progress", &self.decoder.progress())
             .field("buffered", &self.frames.len())
             .field("body_ended", &self.body_ended)
@@ -147,32 +300,29 @@ impl fmt::Debug for BodyDecoder {
 
 impl BodyDecoder {
     /// Decodes a body carried in `mapping` with `decoder` (its limits and expected request key).
-    /// In the SSE mapping, the bound on one event's data follows the decoder's frame limit
-    /// ([`event_data_limit`], SPEC.md §15), and the bound on lines without data is the
-    /// decoder's [`Limits::max_sse_comments_in_a_row`](crate::Limits::max_sse_comments_in_a_row).
+    /// The bound on one event's data follows the decoder's frame limit in the SSE mapping
+    /// ([`event_data_limit`], SPEC.md §15) and its message limit in the compatible one
+    /// ([`compat_event_data_limit`], SPEC.md §18.7); in both, the bound on lines without data
+    /// is the decoder's [`Limits::max_sse_comments_in_a_row`].
     ///
     /// # Examples
     ///
     /// See [`BodyDecoder`].
     #[must_use]
     pub fn new(mapping: Mapping, decoder: StreamDecoder) -> Self {
-        let limits = decoder.limits();
-        let sse = SseFrameDecoder::with_max_event_data(event_data_limit(limits.max_frame_payload))
-            .max_comments_in_a_row(limits.max_sse_comments_in_a_row);
         Self {
-            mapping,
-            sse,
+            mapping: MappingDecoder::new(mapping, decoder.limits(), None),
             decoder,
             frames: BytesMut::new(),
-            sse_error: None,
-            sse_failure: None,
+            mapping_error: None,
+            mapping_failure: None,
             body_ended: false,
         }
     }
 
     /// Bounds the data of one SSE event at `max` bytes instead of the bound derived from the
-    /// decoder's frame limit (for a transport configured with its own event limit). Call it
-    /// before the first [`feed`](Self::feed): it replaces the SSE parser.
+    /// decoder's limits (for a transport configured with its own event limit), in either SSE
+    /// mapping. Call it before the first [`feed`](Self::feed): it replaces the SSE parser.
     ///
     /// # Examples
     ///
@@ -185,8 +335,8 @@ impl BodyDecoder {
     /// ```
     #[must_use]
     pub fn max_event_data(mut self, max: usize) -> Self {
-        let comments = self.decoder.limits().max_sse_comments_in_a_row;
-        self.sse = SseFrameDecoder::with_max_event_data(max).max_comments_in_a_row(comments);
+        let mapping = self.mapping.mapping();
+        self.mapping = MappingDecoder::new(mapping, self.decoder.limits(), Some(max));
         self
     }
 
@@ -197,28 +347,22 @@ impl BodyDecoder {
     ///
     /// See [`BodyDecoder`].
     pub fn feed(&mut self, body: &[u8]) {
-        match self.mapping {
-            Mapping::Binary => self.frames.extend_from_slice(body),
-            Mapping::Sse => {
-                if self.sse_error.is_none() && self.sse_failure.is_none() {
-                    // On an error, the frames of the events before the failing line are in
-                    // `frames`: they are decoded first, an error in them comes earlier in the body.
-                    if let Err(err) = self.sse.feed(body, &mut self.frames) {
-                        self.sse_error = Some(err);
-                    }
-                }
-            }
+        if self.mapping_error.is_some() || self.mapping_failure.is_some() {
+            return;
         }
+        // On an error, the frames of the body before the failing line are in `frames`: they
+        // are decoded first, an error in them comes earlier in the body (SPEC.md §15, §18.5).
+        self.mapping_error = self.mapping.feed(body, &mut self.frames).err();
     }
 
-    /// The body ended. An SSE event left open is discarded (SPEC.md §15); the stream decoder
-    /// decides whether the stream was complete (SPEC.md §7).
+    /// The body ended. An SSE event left open is discarded (SPEC.md §15, §18.5); the stream
+    /// decoder decides whether the stream was complete (SPEC.md §7).
     ///
     /// # Examples
     ///
     /// See [`BodyDecoder`].
     pub fn finish(&mut self) {
-        self.sse.finish();
+        self.mapping.finish();
         self.body_ended = true;
     }
 
@@ -228,29 +372,30 @@ impl BodyDecoder {
     /// # Errors
     ///
     /// [`BodyError::Decode`] as [`StreamDecoder::decode`] (and at the end of the body as
-    /// [`StreamDecoder::decode_eof`]: a truncation or the peer's abort), [`BodyError::Sse`] when
-    /// the SSE mapping breaks. Errors are final: later calls return the same error.
+    /// [`StreamDecoder::decode_eof`]: a truncation or the peer's abort), [`BodyError::Sse`] or
+    /// [`BodyError::Compat`] when the mapping breaks. Errors are final: later calls return the
+    /// same error.
     ///
     /// # Examples
     ///
     /// See [`BodyDecoder`].
     pub fn next_event(&mut self) -> Result<Option<Event>, BodyError> {
-        if let Some(err) = &self.sse_failure {
-            return Err(BodyError::Sse(err.clone()));
+        if let Some(err) = &self.mapping_failure {
+            return Err(err.clone());
         }
-        // After an SSE error the body did not end normally: no end-of-input verdict.
-        let result = if self.body_ended && self.sse_error.is_none() {
+        // After a mapping's error the body did not end normally: no end-of-input verdict.
+        let result = if self.body_ended && self.mapping_error.is_none() {
             self.decoder.decode_eof(&mut self.frames)
         } else {
             self.decoder.decode(&mut self.frames)
         };
         match result {
-            Ok(None) => match self.sse_error.take() {
-                // The frames before the failing SSE line are decoded and verified: the SSE error
-                // is next in body order (SPEC.md §15).
+            Ok(None) => match self.mapping_error.take() {
+                // The frames before the failing line are decoded and verified: the mapping's
+                // error is next in body order (SPEC.md §15, §18.5).
                 Some(err) => {
-                    self.sse_failure = Some(err.clone());
-                    Err(BodyError::Sse(err))
+                    self.mapping_failure = Some(err.clone());
+                    Err(err)
                 }
                 None => Ok(None),
             },
@@ -260,7 +405,7 @@ impl BodyDecoder {
     }
 
     /// How the body ended, so far: [`StreamDecoder::outcome`] (clean only after
-    /// [`finish`](Self::finish) and the sentinel), or, after an SSE error,
+    /// [`finish`](Self::finish) and the sentinel), or, after a mapping's error,
     /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation) with what was received
     /// before it.
     ///
@@ -269,9 +414,9 @@ impl BodyDecoder {
     /// See [`BodyDecoder`].
     #[must_use]
     pub fn outcome(&self) -> Outcome {
-        match &self.sse_failure {
+        match &self.mapping_failure {
             Some(err) => {
-                let mut outcome = Outcome::mapping_violation(MappingViolation::Sse(err.clone()));
+                let mut outcome = err.outcome();
                 outcome.received = self.progress();
                 outcome.head = self.decoder.head();
                 outcome
@@ -322,10 +467,11 @@ impl BodyDecoder {
     /// ```
     #[must_use]
     pub fn mapping(&self) -> Mapping {
-        self.mapping
+        self.mapping.mapping()
     }
 
-    /// `:` comment lines (keep-alives) skipped in an SSE body.
+    /// `:` comment lines (keep-alives) skipped in an SSE body; in the compatible mapping, those
+    /// that are not framing records.
     ///
     /// # Examples
     ///
@@ -337,6 +483,6 @@ impl BodyDecoder {
     /// ```
     #[must_use]
     pub fn sse_comments(&self) -> u64 {
-        self.sse.comments()
+        self.mapping.comments()
     }
 }

@@ -54,8 +54,10 @@ pub const FRAME_CHECKSUM_CRC32: &str = "crc32";
 /// The `messageDigest` value of SPEC.md §5.
 pub const MESSAGE_DIGEST_SHA256: &str = "sha256";
 
-/// The transport mappings known to this crate: a binary response body, and frames in SSE events.
-pub const KNOWN_TRANSPORTS: &[&str] = &["binary", "sse"];
+/// The transport mappings known to this crate: a binary response body, frames in SSE events
+/// (SPEC.md §15), and frames in SSE comments beside plain message events (the compatible
+/// mapping, §18).
+pub const KNOWN_TRANSPORTS: &[&str] = &["binary", "sse", "compat"];
 
 /// The framing contract a server declares (SPEC.md §11.1), as JSON:
 ///
@@ -97,8 +99,13 @@ pub struct FramingContract {
     /// Largest message the server sends or accepts (SPEC.md §6).
     #[serde(default = "default_max_message_size")]
     pub max_message_size: u64,
-    /// Transport mappings the server supports, e.g. `["binary", "sse"]`.
+    /// Transport mappings the server supports, e.g. `["binary", "sse", "compat"]`.
     pub transports: Vec<String>,
+    /// The mapping in which the server frames the response to every POST, whether the request
+    /// opted in or not (SPEC.md §11.1, §18.8); only `"compat"` is defined. `None`: only requests
+    /// that opt in are framed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always_framed: Option<String>,
     /// Request-key deduplication, if the server deduplicates (SPEC.md §17.11). Clients that do
     /// not know the member ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,7 +186,7 @@ fn default_max_message_size() -> u64 {
 
 impl FramingContract {
     /// The contract of this crate's defaults: version 1, sentinel required, CRC-32, SHA-256,
-    /// 64 KiB frames, 16 MiB messages, binary and SSE transports.
+    /// 64 KiB frames, 16 MiB messages, the binary, SSE and compatible SSE transports.
     ///
     /// # Examples
     ///
@@ -194,6 +201,7 @@ impl FramingContract {
             max_frame_payload: Limits::DEFAULT.max_frame_payload,
             max_message_size: Limits::DEFAULT.max_message_size,
             transports: KNOWN_TRANSPORTS.iter().map(|&t| t.to_owned()).collect(),
+            always_framed: None,
             deduplication: None,
         }
     }
@@ -206,6 +214,27 @@ impl FramingContract {
     #[must_use]
     pub fn with_deduplication(mut self, deduplication: Deduplication) -> Self {
         self.deduplication = Some(deduplication);
+        self
+    }
+
+    /// Declares that the server frames every response, opted in or not, in `mapping` (SPEC.md
+    /// §18.8: `"compat"`, what `rmcp_http::FramingLayer::frame_all_responses` does), and lists
+    /// it among the transports.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let c = mcp_framing::FramingContract::v1().with_always_framed("compat");
+    /// let json = serde_json::to_value(&c).unwrap();
+    /// assert_eq!(json["alwaysFramed"], "compat");
+    /// ```
+    #[must_use]
+    pub fn with_always_framed(mut self, mapping: impl Into<String>) -> Self {
+        let mapping = mapping.into();
+        if !self.transports.contains(&mapping) {
+            self.transports.push(mapping.clone());
+        }
+        self.always_framed = Some(mapping);
         self
     }
 

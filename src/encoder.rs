@@ -7,7 +7,7 @@ use crate::error::EncodeError;
 use crate::event::MessageSummary;
 use crate::frame::{
     Abort, AbortCode, FrameKind, HEAD_PAYLOAD_LEN, HEADER_LEN, MESSAGE_END_PAYLOAD_LEN, MessageEnd,
-    STREAM_END_PAYLOAD_LEN, StreamEnd, StreamHead, write_frame,
+    STREAM_END_PAYLOAD_LEN, StreamEnd, StreamHead, write_frame, write_header,
 };
 use crate::limits::{DEFAULT_FRAME_SIZE, Limits, MAX_ABORT_REASON_LEN};
 
@@ -316,6 +316,17 @@ impl StreamEncoder {
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     pub fn push(&mut self, chunk: &[u8], dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.push_frames(chunk, dst, true)
+    }
+
+    /// [`push`](Self::push), writing the DATA frames' payloads only if `payloads` (otherwise
+    /// their headers alone: the compatible SSE mapping carries the bytes in an event, SPEC.md §18).
+    fn push_frames(
+        &mut self,
+        chunk: &[u8],
+        dst: &mut BytesMut,
+        payloads: bool,
+    ) -> Result<(), EncodeError> {
         if chunk.is_empty() {
             return self.check_not_finished();
         }
@@ -328,10 +339,15 @@ impl StreamEncoder {
                 max: self.max_message_size,
             });
         }
-        self.prepare(frames as u64, chunk.len() + frames * HEADER_LEN, dst)?;
+        let inline = if payloads { chunk.len() } else { 0 };
+        self.prepare(frames as u64, inline + frames * HEADER_LEN, dst)?;
         for piece in chunk.chunks(self.frame_size) {
             let sequence = self.take_sequence();
-            write_frame(FrameKind::Data, sequence, piece, dst);
+            if payloads {
+                write_frame(FrameKind::Data, sequence, piece, dst);
+            } else {
+                write_header(FrameKind::Data, sequence, piece, dst);
+            }
         }
         self.hasher.update(chunk);
         self.message_len = len;
@@ -396,6 +412,26 @@ impl StreamEncoder {
         message: &[u8],
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, EncodeError> {
+        self.message_frames(message, dst, true)
+    }
+
+    /// [`message`](Self::message) with the DATA frames' headers only, their payloads left out:
+    /// the compatible SSE mapping carries the message in a `message` event (SPEC.md §18).
+    #[cfg(feature = "sse")]
+    pub(crate) fn message_detached(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, EncodeError> {
+        self.message_frames(message, dst, false)
+    }
+
+    fn message_frames(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+        payloads: bool,
+    ) -> Result<MessageSummary, EncodeError> {
         if self.state == State::InMessage {
             return Err(EncodeError::MessageOpen);
         }
@@ -408,9 +444,10 @@ impl StreamEncoder {
             });
         }
         // Check the sequence space for the whole message so that nothing is written on error.
-        let bytes = message.len() + frames * HEADER_LEN + MESSAGE_END_PAYLOAD_LEN as usize;
+        let inline = if payloads { message.len() } else { 0 };
+        let bytes = inline + frames * HEADER_LEN + MESSAGE_END_PAYLOAD_LEN as usize;
         self.prepare(frames as u64, bytes, dst)?;
-        self.push(message, dst)?;
+        self.push_frames(message, dst, payloads)?;
         self.finish_message(dst)
     }
 

@@ -127,10 +127,12 @@ mod retry;
 pub mod rmcp_http;
 #[cfg(feature = "sse")]
 pub mod sse;
+#[cfg(feature = "sse")]
+pub mod sse_compat;
 pub mod telemetry;
 
 #[cfg(feature = "sse")]
-pub use body::{BodyDecoder, BodyError};
+pub use body::{BodyDecoder, BodyError, MappingDecoder};
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};

@@ -1,5 +1,5 @@
 //! Every bound of the format and every configurable limit, with the reason for its value
-//! (SPEC.md §3, §6, §15).
+//! (SPEC.md §3, §6, §15, §18).
 //!
 //! Two kinds of numbers live here:
 //!
@@ -8,7 +8,7 @@
 //!   ([`MIN_MAX_FRAME_PAYLOAD`]);
 //! - **defaults of receiver and sender configuration**: [`Limits`] holds a receiver's limits (the
 //!   decoder's, and a client's before negotiation, SPEC.md §11.3); the sender's frame size and
-//!   the SSE event bound have their own defaults.
+//!   the SSE event bounds (of both SSE mappings) have their own defaults.
 //!
 //! The decoder ([`DecoderBuilder`](crate::DecoderBuilder)), the encoder
 //! ([`EncoderBuilder`](crate::EncoderBuilder)) and the client policy
@@ -131,6 +131,42 @@ pub fn event_data_limit(max_frame_payload: u32) -> usize {
     usize::try_from(base64)
         .unwrap_or(usize::MAX)
         .max(DEFAULT_MAX_EVENT_DATA)
+}
+
+/// Room above the message limit in the compatible mapping's event bound: the `data: ` prefixes
+/// and LFs of a message sent over many lines (SPEC.md §18.7).
+const COMPAT_EVENT_SLACK: usize = 64 * 1024;
+
+/// Default limit on one event's data (and on one line) in the compatible SSE mapping: 16 MiB +
+/// 64 KiB (SPEC.md §18.7).
+///
+/// An event there carries a whole message, unencoded, so the bound must admit the largest
+/// message a receiver accepts ([`DEFAULT_MAX_MESSAGE_SIZE`]), plus room for the `data: ` prefixes
+/// of a message sent over several lines. It bounds what a peer can make a receiver buffer before
+/// an event or a line ends.
+pub const DEFAULT_MAX_COMPAT_EVENT_DATA: usize =
+    DEFAULT_MAX_MESSAGE_SIZE as usize + COMPAT_EVENT_SLACK;
+
+/// The bound on one event's data in the compatible SSE mapping for a receiver whose message
+/// limit is `max_message_size` (SPEC.md §18.7): one message plus 64 KiB. Deriving it from the
+/// limit in force means that a receiver configured for larger messages accepts the events that
+/// carry them.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::limits::{DEFAULT_MAX_COMPAT_EVENT_DATA, compat_event_data_limit};
+/// assert_eq!(
+///     compat_event_data_limit(mcp_framing::DEFAULT_MAX_MESSAGE_SIZE),
+///     DEFAULT_MAX_COMPAT_EVENT_DATA
+/// );
+/// assert_eq!(compat_event_data_limit(1 << 20), (1 << 20) + 65_536);
+/// ```
+#[must_use]
+pub fn compat_event_data_limit(max_message_size: u64) -> usize {
+    usize::try_from(max_message_size)
+        .unwrap_or(usize::MAX)
+        .saturating_add(COMPAT_EVENT_SLACK)
 }
 
 /// The setters of the [`Limits`] fields that need no check beyond their type: one each, with a

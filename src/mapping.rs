@@ -1,6 +1,6 @@
-//! The transport mappings of a framed stream (SPEC.md §15, §16), and how a response can break
-//! them: the vocabulary the HTTP adapters, the SSE decoder and the CLI share. Pure data, no I/O
-//! and no optional dependency, so that an [`Outcome`](crate::Outcome) can name a mapping
+//! The transport mappings of a framed stream (SPEC.md §15, §16, §18), and how a response can
+//! break them: the vocabulary the HTTP adapters, the SSE decoders and the CLI share. Pure data,
+//! no I/O and no optional dependency, so that an [`Outcome`](crate::Outcome) can name a mapping
 //! violation whatever features are enabled.
 
 /// Media type of the binary mapping (SPEC.md §16).
@@ -20,6 +20,8 @@ pub const FRAME_EVENT: &str = "mcp-frame";
 /// assert_eq!(Mapping::from_content_type(Some("application/json")), None);
 /// assert_eq!(Mapping::Binary.content_type(), "application/vnd.mcp-framing");
 /// assert_eq!("sse".parse::<Mapping>(), Ok(Mapping::Sse));
+/// assert_eq!(Mapping::Compat.content_type(), "text/event-stream");
+/// assert_eq!(Mapping::Compat.name(), "compat");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -28,6 +30,9 @@ pub enum Mapping {
     Binary,
     /// The frames travel base64-encoded in `mcp-frame` SSE events (SPEC.md §15).
     Sse,
+    /// Every message a plain MCP `message` event, the frames in `:mcp-framing` comment records
+    /// (SPEC.md §18): what stock clients read unchanged.
+    Compat,
 }
 
 impl Mapping {
@@ -36,9 +41,9 @@ impl Mapping {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::Mapping::ALL.len(), 2);
+    /// assert_eq!(mcp_framing::Mapping::ALL.len(), 3);
     /// ```
-    pub const ALL: [Self; 2] = [Self::Binary, Self::Sse];
+    pub const ALL: [Self; 3] = [Self::Binary, Self::Sse, Self::Compat];
 
     /// The response `Content-Type` of this mapping.
     ///
@@ -49,12 +54,14 @@ impl Mapping {
     pub const fn content_type(self) -> &'static str {
         match self {
             Self::Binary => MEDIA_TYPE,
-            Self::Sse => EVENT_STREAM,
+            Self::Sse | Self::Compat => EVENT_STREAM,
         }
     }
 
-    /// The mapping's short name (`binary`, `sse`), as the contract's `transports` list and the
-    /// `mcp-frame --mapping` option write it.
+    /// The mapping's short name (`binary`, `sse`, `compat`): its token in the contract's
+    /// `transports` list (SPEC.md §8), in the `mapping` parameter of the `Mcp-Framing` response
+    /// header and the `Mcp-Framing-Mapping` request header (SPEC.md §18.1, §18.8), and in the
+    /// `mcp-frame --mapping` option.
     ///
     /// # Examples
     ///
@@ -66,11 +73,13 @@ impl Mapping {
         match self {
             Self::Binary => "binary",
             Self::Sse => "sse",
+            Self::Compat => "compat",
         }
     }
 
-    /// The mapping a response `Content-Type` announces, if it is one of ours. Anything else
-    /// (e.g. `application/json`) is not a framed body. A client decides with
+    /// The mapping a response `Content-Type` announces, if it is one of ours: `text/event-stream`
+    /// is [`Sse`](Self::Sse) unless the `Mcp-Framing` response header names the compatible
+    /// mapping. Anything else (e.g. `application/json`) is not a framed body. A client decides with
     /// `http::Mapping::from_response_headers` (feature `http`), which also requires the
     /// `Mcp-Framing` response header (SPEC.md §16).
     ///
@@ -110,7 +119,7 @@ impl std::str::FromStr for Mapping {
 /// assert!("json".parse::<mcp_framing::Mapping>().is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown mapping: expected binary or sse")]
+#[error("unknown mapping: expected binary, sse or compat")]
 pub struct UnknownMapping(());
 
 /// How a response broke the framing contract at the HTTP mapping level, outside the frames
@@ -137,6 +146,12 @@ pub enum MappingViolation {
     /// base64 is invalid, or a line or event passed the size limit (SPEC.md §15).
     #[error("SSE mapping: {0}")]
     Sse(SseError),
+    /// The compatible SSE mapping is broken: a framing record is invalid, a message event is
+    /// not announced by a record (the comments were stripped), an event is missing or has
+    /// another length than its DATA frames, or an event of another type carried data
+    /// (SPEC.md §18.5).
+    #[error("compatible SSE mapping: {0}")]
+    Compat(CompatError),
 }
 
 /// Errors of the SSE mapping (SPEC.md §15), as [`SseFrameDecoder`](crate::sse::SseFrameDecoder)
@@ -202,6 +217,96 @@ impl SseError {
             Self::InvalidBase64 { .. } => "InvalidBase64",
             Self::EventTooLarge { .. } => "EventTooLarge",
             Self::TooManyComments { .. } => "TooManyComments",
+        }
+    }
+}
+
+/// Errors of the compatible SSE mapping (receiver side, SPEC.md §18.5).
+///
+/// Every one is a contract violation of the mapping (SPEC.md §11.4), reported after the frame
+/// bytes that precede it in the body were handed over, so that an error in those frames, which
+/// comes first in the body, is the verdict.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::mapping::CompatError;
+/// use mcp_framing::{MappingViolation, Outcome, VerdictKind};
+///
+/// // A plain MCP stream whose framing comments a gateway stripped:
+/// let err = CompatError::UnframedEvent { event: 0 };
+/// assert_eq!(err.kind(), "UnframedEvent");
+/// let outcome = Outcome::mapping_violation(MappingViolation::Compat(err));
+/// assert_eq!(outcome.verdict.kind(), VerdictKind::ContractViolation);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompatError {
+    /// A comment line starting with `mcp-framing` that is not a valid record: not `mcp-framing`,
+    /// a space and canonical padded base64 of at least one byte, or whose bytes are not whole
+    /// frames (a header that fails its checks, a frame cut by the record's end).
+    #[error("invalid framing record {record}")]
+    InvalidRecord {
+        /// Index of the record in the body (0-based, counting record lines).
+        record: u64,
+    },
+    /// A `message` event that no record announced (no DATA frame was waiting for it): the
+    /// framing comments were stripped or never sent, a record was dropped, or the event is a
+    /// duplicate. Nothing in it is delivered.
+    #[error("SSE message event {event} is not announced by a framing record")]
+    UnframedEvent {
+        /// Index of the event among the body's message events (0-based).
+        event: u64,
+    },
+    /// A record arrived while a DATA frame of the previous record still waited for its message
+    /// event: the event was dropped (or a record inserted).
+    #[error("framing record {record} arrived while a message event was awaited")]
+    EventMissing {
+        /// Index of the record in the body (0-based).
+        record: u64,
+    },
+    /// A DATA frame of a message whose event was already received (no MESSAGE_END or ABORT
+    /// since): the message would span two events, and a stock client would read two messages
+    /// where the frames verify one. Each message travels in exactly one event.
+    #[error("framing record {record} continues a message whose event was already received")]
+    SplitMessage {
+        /// Index of the record in the body (0-based).
+        record: u64,
+    },
+    /// A message event's data is not exactly as long as the DATA frames it fills declare.
+    #[error("SSE message event carries {carried} bytes, its DATA frames declare {declared}")]
+    EventLengthMismatch {
+        /// Total payload length of the DATA headers the event fills.
+        declared: u64,
+        /// Length of the event's data.
+        carried: u64,
+    },
+    /// The SSE layer failed: an event of another type carrying data
+    /// ([`SseError::UnexpectedEvent`]), an event or line over the bound
+    /// ([`SseError::EventTooLarge`]), or too many lines in a row without data
+    /// ([`SseError::TooManyComments`]).
+    #[error(transparent)]
+    Sse(SseError),
+}
+
+impl CompatError {
+    /// A stable name for telemetry and the conformance manifest (SPEC.md §14, §18).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::mapping::{CompatError, SseError};
+    /// assert_eq!(CompatError::Sse(SseError::EventTooLarge { max: 4 }).kind(), "EventTooLarge");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidRecord { .. } => "InvalidRecord",
+            Self::UnframedEvent { .. } => "UnframedEvent",
+            Self::EventMissing { .. } => "EventMissing",
+            Self::SplitMessage { .. } => "SplitMessage",
+            Self::EventLengthMismatch { .. } => "EventLengthMismatch",
+            Self::Sse(err) => err.kind(),
         }
     }
 }

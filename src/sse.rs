@@ -53,6 +53,48 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+/// One item of an SSE body, in body order: a dispatched event or a comment line (see
+/// [`SseParser::feed_items`]).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::sse::{SseItem, SseParser};
+/// let mut items = Vec::new();
+/// SseParser::new().feed_items(b": keep-alive\ndata: {}\n\n", &mut items).unwrap();
+/// assert!(matches!(&items[0], SseItem::Comment(text) if &text[..] == b" keep-alive"));
+/// assert!(matches!(&items[1], SseItem::Event(event) if event.data == "{}"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SseItem {
+    /// A dispatched event (as [`SseParser::feed`] returns it).
+    Event(SseEvent),
+    /// A comment line: the bytes after its leading `:`, line ending excluded.
+    Comment(Bytes),
+}
+
+/// Where [`SseParser`] puts what it parses: events only, or events and comments in body order.
+trait SseSink {
+    fn event(&mut self, event: SseEvent);
+    fn comment(&mut self, text: &[u8]);
+}
+
+impl SseSink for Vec<SseEvent> {
+    fn event(&mut self, event: SseEvent) {
+        self.push(event);
+    }
+    fn comment(&mut self, _text: &[u8]) {}
+}
+
+impl SseSink for Vec<SseItem> {
+    fn event(&mut self, event: SseEvent) {
+        self.push(SseItem::Event(event));
+    }
+    fn comment(&mut self, text: &[u8]) {
+        self.push(SseItem::Comment(Bytes::copy_from_slice(text)));
+    }
+}
+
 /// A sans-I/O parser of `text/event-stream` bodies (the WHATWG event-stream format): any
 /// chunking, `\n`, `\r\n` and `\r` line endings, `:` comments, a leading BOM.
 ///
@@ -178,7 +220,26 @@ impl SseParser {
     /// # Examples
     ///
     /// See [`SseParser`].
-    pub fn feed(&mut self, mut input: &[u8], events: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub fn feed(&mut self, input: &[u8], events: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        self.feed_into(input, events)
+    }
+
+    /// Like [`feed`](Self::feed), but also returns every comment line, in body order with the
+    /// events (a comment inside an event's lines comes before that event, which is dispatched at
+    /// its blank line). For mappings that carry information in comments (SPEC.md §18).
+    ///
+    /// # Errors
+    ///
+    /// As [`feed`](Self::feed); the items completed before the failing line are appended.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseItem`].
+    pub fn feed_items(&mut self, input: &[u8], items: &mut Vec<SseItem>) -> Result<(), SseError> {
+        self.feed_into(input, items)
+    }
+
+    fn feed_into(&mut self, mut input: &[u8], events: &mut impl SseSink) -> Result<(), SseError> {
         while !input.is_empty() {
             if self.after_cr {
                 self.after_cr = false;
@@ -260,11 +321,7 @@ impl SseParser {
         self.id = None;
     }
 
-    fn process_line(
-        &mut self,
-        mut line: &[u8],
-        events: &mut Vec<SseEvent>,
-    ) -> Result<(), SseError> {
+    fn process_line(&mut self, mut line: &[u8], events: &mut impl SseSink) -> Result<(), SseError> {
         if self.at_start {
             self.at_start = false;
             line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
@@ -285,7 +342,7 @@ impl SseParser {
         }
         if line.is_empty() {
             if self.has_data || self.event.is_some() || self.id.is_some() {
-                events.push(SseEvent {
+                events.event(SseEvent {
                     event: self.event.take(),
                     data: std::mem::take(&mut self.data),
                     id: self.id.take(),
@@ -297,6 +354,7 @@ impl SseParser {
         }
         if line[0] == b':' {
             self.comments += 1;
+            events.comment(&line[1..]);
             return Ok(());
         }
         let (name, value) = match line.iter().position(|&b| b == b':') {

@@ -61,7 +61,9 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 struct Vector {
+    /// Carried in an SSE mapping (SPEC.md §15 or §18).
     sse: bool,
+    compat: bool,
     file: String,
     path: PathBuf,
     data: Vec<u8>,
@@ -93,13 +95,14 @@ fn vectors() -> Vec<Vector> {
             if let Some(k) = d["request_key"].as_str() {
                 decoder_args.extend(["--expect-request-key".to_owned(), k.to_owned()]);
             }
-            // The per-stream bounds a vector sets (SPEC.md §6.1, §15).
+            // The per-stream bounds a vector sets (SPEC.md §6.1, §15), and its SSE event bound.
             for bound in [
                 "max_stream_bytes",
                 "max_messages",
                 "max_keepalives_in_a_row",
                 "max_ignorable_in_a_row",
                 "max_sse_comments_in_a_row",
+                "max_event_data",
             ] {
                 if let Some(n) = d[bound].as_u64() {
                     let option = format!("--{}", bound.replace('_', "-"));
@@ -107,7 +110,8 @@ fn vectors() -> Vec<Vector> {
                 }
             }
             Vector {
-                sse: mapping == "sse",
+                sse: mapping != "binary",
+                compat: mapping == "compat",
                 data: std::fs::read(&path).expect("vector file"),
                 file,
                 path,
@@ -131,6 +135,20 @@ fn len_and_digest(messages: &Value) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// The errors of the SSE mappings (SPEC.md §15, §18.5): contract violations, found before the
+/// frame decoder sees the bytes.
+const MAPPING_ERRORS: [&str; 9] = [
+    "UnexpectedEvent",
+    "InvalidBase64",
+    "EventTooLarge",
+    "TooManyComments",
+    "InvalidRecord",
+    "UnframedEvent",
+    "EventMissing",
+    "SplitMessage",
+    "EventLengthMismatch",
+];
+
 /// The exit status the README documents for a manifest verdict.
 fn expected_exit(v: &Vector) -> i32 {
     let e = &v.expect;
@@ -138,7 +156,7 @@ fn expected_exit(v: &Vector) -> i32 {
     match (e["verdict"].as_str(), e["error"].as_str()) {
         (Some("clean"), _) => 0,
         (Some("aborted"), _) => 5,
-        (_, Some("UnexpectedEvent" | "InvalidBase64" | "EventTooLarge" | "TooManyComments")) => 6,
+        (_, Some(kind)) if MAPPING_ERRORS.contains(&kind) => 6,
         (_, Some("Truncated")) if v.sse => 3,
         (_, Some("Truncated")) if !v.data.is_empty() && !framed_start => 6,
         (_, Some("Truncated")) => 3,
@@ -162,15 +180,21 @@ fn expected_exit(v: &Vector) -> i32 {
 }
 
 /// How many frame bytes a vector holds: the file itself in the binary mapping, the bytes its
-/// `mcp-frame` events decode to in the SSE mapping (SPEC.md §15).
+/// events (and records) carry in the SSE mappings (SPEC.md §15, §18).
 fn frame_bytes(v: &Vector) -> usize {
-    if !v.sse {
+    let mut frames = bytes::BytesMut::new();
+    if v.compat {
+        let mut compat = mcp_framing::sse_compat::CompatDecoder::new();
+        compat
+            .feed(&v.data, &mut frames)
+            .unwrap_or_else(|e| panic!("{}: {e}", v.file));
+    } else if v.sse {
+        let mut sse = mcp_framing::sse::SseFrameDecoder::new();
+        sse.feed(&v.data, &mut frames)
+            .unwrap_or_else(|e| panic!("{}: {e}", v.file));
+    } else {
         return v.data.len();
     }
-    let mut frames = bytes::BytesMut::new();
-    let mut sse = mcp_framing::sse::SseFrameDecoder::new();
-    sse.feed(&v.data, &mut frames)
-        .unwrap_or_else(|e| panic!("{}: {e}", v.file));
     frames.len()
 }
 
@@ -308,14 +332,8 @@ fn inspect_lists_the_frames_and_marks_the_frame_where_the_decoder_stopped() {
                 assert!(stops.is_empty(), "{}: {stops:?}", v.file);
                 assert!(got["end_of_input"].is_string(), "{}", v.file);
             }
-            // An SSE-level error stops the SSE pass, not the frame decoder (SPEC.md §15).
-            (
-                _,
-                Some(
-                    kind @ ("UnexpectedEvent" | "InvalidBase64" | "EventTooLarge"
-                    | "TooManyComments"),
-                ),
-            ) => {
+            // A mapping-level error stops the SSE pass, not the frame decoder (SPEC.md §15, §18).
+            (_, Some(kind)) if MAPPING_ERRORS.contains(&kind) => {
                 assert!(stops.is_empty(), "{}: {stops:?}", v.file);
                 assert_eq!(got["sse"]["error"], kind, "{}", v.file);
             }
@@ -786,6 +804,81 @@ fn encode_and_decode_the_sse_mapping() {
     let out = run(&["inspect", "--mapping", "sse"], &broken);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("InvalidBase64"), "{text}");
+}
+
+#[test]
+fn encode_and_decode_the_compatible_mapping() {
+    let out = run(
+        &[
+            "encode",
+            "--mapping",
+            "compat",
+            "--request-key",
+            KEY,
+            "--attempt-id",
+            ATTEMPT,
+        ],
+        br#"{"ok":true}"#,
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Byte for byte the SPEC.md §18.4 example.
+    assert_eq!(
+        out.stdout,
+        std::fs::read(vectors_dir().join("valid_compat_single_message.sse")).unwrap()
+    );
+    let body = out.stdout;
+    let dec = run(&["decode", "--mapping", "compat"], &body);
+    assert_eq!(
+        (code(&dec), dec.stdout.as_slice()),
+        (0, &b"{\"ok\":true}\n"[..])
+    );
+    // Read as a binary stream: not framed, with a hint naming the mapping.
+    let wrong = run(&["verify"], &body);
+    assert_eq!(code(&wrong), 6);
+    assert!(String::from_utf8_lossy(&wrong.stdout).contains("try --mapping compat"));
+    // Every cut is abandoned.
+    for cut in (0..body.len()).step_by(5) {
+        assert_eq!(
+            code(&run(&["verify", "--mapping", "compat"], &body[..cut])),
+            3,
+            "cut {cut}"
+        );
+    }
+    // Several JSON messages: one event each, the last record carries the sentinel.
+    let out = run(
+        &["encode", "--mapping", "compat", "--json", "--frame-size", "8"],
+        b"{\"jsonrpc\": \"2.0\", \"method\": \"a\"}\n{\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": {}}",
+    );
+    assert_eq!(code(&out), 0);
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let events: Vec<&str> = text.lines().filter(|l| l.starts_with("data: ")).collect();
+    assert_eq!(
+        events,
+        [
+            r#"data: {"jsonrpc":"2.0","method":"a"}"#,
+            r#"data: {"jsonrpc":"2.0","id":1,"result":{}}"#
+        ]
+    );
+    let dec = run(&["decode", "--mapping", "compat"], &out.stdout);
+    assert_eq!(code(&dec), 0);
+    // The comments stripped by a gateway: a contract violation, nothing delivered.
+    let stripped: String = text
+        .lines()
+        .filter(|l| !l.starts_with(':'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let out = run(&["decode", "--mapping", "compat"], stripped.as_bytes());
+    assert_eq!((code(&out), out.stdout.len()), (6, 0));
+    assert!(stderr(&out).contains("UnframedEvent"), "{}", stderr(&out));
+    // inspect lists the frames the records and events carry.
+    let out = run(&["inspect", "--mapping", "compat", "--json"], &body);
+    assert_eq!(code(&out), 0);
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["frames"].as_array().unwrap().len(), 4);
+    assert_eq!(got["sse"]["carried"], "1 framing records, 1 message events");
+    // --chunk cannot split an event.
+    let out = run(&["encode", "--mapping", "compat", "--chunk", "3"], b"{}");
+    assert_eq!(code(&out), 2);
 }
 
 /// An SSE error after a corrupt frame, in one read or two: the frame's error comes first.

@@ -131,23 +131,39 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Decodes an SSE body (SPEC.md §15) fed in `pieces` through the crate's `BodyDecoder` (the
-/// path `VerifiedResponse` and `mcp-frame` take), taking the events after every piece: an error
-/// in frames of earlier events comes before the SSE error of a later line (body order). Returns
-/// the frame-level outcome and the SSE error, if one ended the body first.
+/// The body decoder a manifest entry asks for: the crate's `BodyDecoder` (the path
+/// `VerifiedResponse` and `mcp-frame` take) in the entry's SSE mapping, with the entry's decoder
+/// and, if given, its `decoder.max_event_data` (otherwise the bound the limits imply).
+#[cfg(feature = "sse")]
+fn body_decoder_for(entry: &Value) -> mcp_framing::BodyDecoder {
+    let mapping = match entry["mapping"].as_str() {
+        Some(name @ ("sse" | "compat")) => name.parse().expect("a mapping"),
+        other => panic!("not an SSE mapping: {other:?}"),
+    };
+    let body = mcp_framing::BodyDecoder::new(mapping, decoder_for(entry));
+    match entry["decoder"]["max_event_data"].as_u64() {
+        Some(max) => body.max_event_data(usize::try_from(max).expect("usize")),
+        None => body,
+    }
+}
+
+/// Decodes an SSE body (SPEC.md §15, §18) fed in `pieces` through `body`, taking the events
+/// after every piece: an error in frames handed over before a mapping error comes first (body
+/// order). Returns the frame-level outcome and the mapping error (kind and detail), if one ended
+/// the body first.
 #[cfg(feature = "sse")]
 fn decode_sse_pieces<'a>(
-    decoder: StreamDecoder,
+    mut body: mcp_framing::BodyDecoder,
     pieces: impl IntoIterator<Item = &'a [u8]>,
-) -> (Outcome, Option<mcp_framing::sse::SseError>) {
-    use mcp_framing::{BodyDecoder, BodyError, Mapping};
-    let mut body = BodyDecoder::new(Mapping::Sse, decoder);
+) -> (Outcome, Option<(&'static str, String)>) {
+    use mcp_framing::{BodyDecoder, BodyError};
     let mut events = Vec::new();
     let drain = |body: &mut BodyDecoder, events: &mut Vec<Event>| loop {
         match body.next_event() {
             Ok(Some(event)) => events.push(event),
             Ok(None) => return None,
             Err(err) => {
+                body.feed(b"\n\n");
                 assert_eq!(body.next_event(), Err(err.clone()), "errors are final");
                 return Some(err);
             }
@@ -180,39 +196,32 @@ fn decode_sse_pieces<'a>(
             },
             None,
         ),
-        Some(BodyError::Sse(err)) => (
+        Some(err) => (
             Outcome {
                 events,
                 end: Ok(()),
             },
-            Some(err),
+            Some((err.kind(), format!("{err:?}"))),
         ),
-        Some(other) => panic!("a body error this suite does not know: {other:?}"),
     }
 }
 
-/// The SSE error's kind as the manifest names it (SPEC.md §15).
-#[cfg(feature = "sse")]
-fn sse_kind(err: &mcp_framing::sse::SseError) -> &'static str {
-    err.kind()
-}
-
-/// Checks an SSE decoding against the manifest: an SSE error is the verdict when it ended the
-/// body, with the messages verified before it.
+/// Checks an SSE decoding against the manifest: a mapping error is the verdict when it ended
+/// the body, with the messages verified before it.
 #[cfg(feature = "sse")]
 fn check_sse(
-    (outcome, sse_error): &(Outcome, Option<mcp_framing::sse::SseError>),
+    (outcome, mapping_error): &(Outcome, Option<(&'static str, String)>),
     expect: &Value,
 ) -> Result<(), String> {
-    let Some(err) = sse_error else {
+    let Some((kind, detail)) = mapping_error else {
         return check(outcome, expect);
     };
     check_messages(outcome, expect)?;
-    if expect["verdict"] != "error" || Some(sse_kind(err)) != expect["error"].as_str() {
-        return Err(format!("SSE error {err:?}, expected {expect}"));
+    if expect["verdict"] != "error" || Some(*kind) != expect["error"].as_str() {
+        return Err(format!("mapping error {detail}, expected {expect}"));
     }
     if !expect["truncation"].is_null() {
-        return Err(format!("SSE error {err:?}, expected a truncation"));
+        return Err(format!("mapping error {detail}, expected a truncation"));
     }
     Ok(())
 }
@@ -247,12 +256,12 @@ fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_sp
         match entry["mapping"].as_str() {
             Some("binary") => {}
             #[cfg(feature = "sse")]
-            Some("sse") => {
+            Some("sse" | "compat") => {
                 check_sse_vector(file, entry, &mut failures);
                 continue;
             }
             #[cfg(not(feature = "sse"))]
-            Some("sse") => continue, // needs the `sse` feature (CI runs --all-features)
+            Some("sse" | "compat") => continue, // needs the `sse` feature (CI runs --all-features)
             other => panic!("{file}: unknown mapping {other:?}"),
         }
         let bytes = std::fs::read(vectors_dir().join(file)).expect(file);
@@ -273,18 +282,19 @@ fn every_vector_reaches_its_manifest_verdict_in_one_read_and_at_every_two_way_sp
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// One SSE vector (SPEC.md §15): in one read and split in two at every cut point.
+/// One vector of an SSE mapping (SPEC.md §15, §18): in one read and split in two at every cut
+/// point.
 #[cfg(feature = "sse")]
 fn check_sse_vector(file: &str, entry: &Value, failures: &mut Vec<String>) {
     let body = std::fs::read(vectors_dir().join(file)).expect(file);
-    let whole = decode_sse_pieces(decoder_for(entry), [&body[..]]);
+    let whole = decode_sse_pieces(body_decoder_for(entry), [&body[..]]);
     if let Err(why) = check_sse(&whole, &entry["expect"]) {
         failures.push(format!("{file} (one read): {why}"));
         return;
     }
     let whole = (whole.0.split_independent(), whole.1);
     for at in sse_cut_points(&body) {
-        let (outcome, err) = decode_sse_pieces(decoder_for(entry), [&body[..at], &body[at..]]);
+        let (outcome, err) = decode_sse_pieces(body_decoder_for(entry), [&body[..at], &body[at..]]);
         if (outcome.split_independent(), err) != whole {
             failures.push(format!("{file}: split at {at} changes the verdict"));
             return;
@@ -300,12 +310,23 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
     let mut kinds = BTreeSet::new();
     let mut verdicts = BTreeSet::new();
     let mut sse_verdicts = BTreeSet::new();
+    let mut compat_verdicts = BTreeSet::new();
+    let mut compat_truncations = BTreeSet::new();
     for entry in entries(&manifest) {
         let expect = &entry["expect"];
         verdicts.insert(expect["verdict"].as_str().expect("verdict").to_owned());
         if entry["mapping"] == "sse" {
             // Of the SSE mapping: every verdict, every SSE error, truncation, a frame-level error.
             sse_verdicts.insert(expect["error"].as_str().unwrap_or("clean").to_owned());
+            continue;
+        }
+        if entry["mapping"] == "compat" {
+            // Of the compatible mapping: every verdict, every mapping error, every truncation
+            // point it can reach, and frame-level errors.
+            compat_verdicts.insert(expect["error"].as_str().unwrap_or("clean").to_owned());
+            if let Some(at) = expect["truncation"].as_str() {
+                compat_truncations.insert(at.to_owned());
+            }
             continue;
         }
         if let Some(error) = expect["error"].as_str() {
@@ -381,6 +402,32 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
         "Truncated",
     ];
     assert_eq!(sse_verdicts, sse.iter().map(|s| s.to_string()).collect());
+    let compat = [
+        "clean",
+        "PeerAbort",
+        "UnframedEvent",
+        "EventMissing",
+        "SplitMessage",
+        "EventLengthMismatch",
+        "InvalidRecord",
+        "UnexpectedEvent",
+        "EventTooLarge",
+        "PayloadChecksumMismatch",
+        "HeaderChecksumMismatch",
+        "DigestMismatch",
+        "ForeignFrame",
+        "TrailingData",
+        "MessageTooLarge",
+        "Truncated",
+    ];
+    assert_eq!(
+        compat_verdicts,
+        compat.iter().map(|s| s.to_string()).collect()
+    );
+    assert_eq!(
+        compat_truncations,
+        BTreeSet::from(["NoFrame", "InPayload", "InMessage", "BetweenMessages"].map(str::to_owned))
+    );
 }
 
 #[test]

@@ -116,7 +116,7 @@ fn contract_json_uses_the_documented_field_names() {
         json,
         serde_json::json!({"versions": [1], "sentinelRequired": true, "frameChecksum": "crc32",
             "messageDigest": "sha256", "maxFramePayload": 65536, "maxMessageSize": 16777216,
-            "transports": ["binary", "sse"]})
+            "transports": ["binary", "sse", "compat"]})
     );
 }
 
@@ -459,10 +459,15 @@ fn spec_examples_parse_to_the_default_contract() {
 #[test]
 fn spec_schema_requires_exactly_the_fields_the_parser_requires() {
     let schema = &spec_json_blocks()[0];
-    // Every member present, the optional `deduplication` (SPEC.md §17.11) included.
-    let full = serde_json::to_value(FramingContract::v1().with_deduplication(
-        mcp_framing::Deduplication::new(std::time::Duration::from_secs(86400)),
-    ))
+    // Every member present, the optional ones included: `deduplication` (SPEC.md §17.11) and
+    // `alwaysFramed` (§18.8).
+    let full = serde_json::to_value(
+        FramingContract::v1()
+            .with_deduplication(mcp_framing::Deduplication::new(
+                std::time::Duration::from_secs(86400),
+            ))
+            .with_always_framed("compat"),
+    )
     .unwrap();
     let required: Vec<&str> = schema["required"]
         .as_array()

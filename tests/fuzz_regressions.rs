@@ -72,6 +72,12 @@ fn saved_inputs_pass_the_contract_json_oracle() {
 }
 
 #[test]
+fn saved_inputs_pass_the_compat_decode_oracle() {
+    let count = replay("compat_decode", oracles::compat_decode::run);
+    assert!(count >= 10, "only {count} compat_decode inputs");
+}
+
+#[test]
 fn saved_inputs_pass_the_sse_decode_oracle() {
     let count = replay("sse_decode", oracles::sse_decode::run);
     assert!(count >= 10, "only {count} sse_decode inputs");

@@ -1,7 +1,9 @@
 //! `FramingLayer` around a hand-written inner service whose SSE body is scripted: keep-alive
 //! comments become KEEPALIVE frames, a failing inner body becomes ABORT, an inner body that ends
 //! before the final response becomes ABORT, never a clean sentinel; results up to exactly the
-//! message limit pass in both mappings, one byte more is an ABORT with the too-large code.
+//! message limit pass in both mappings, one byte more is an ABORT with the too-large code. Framing
+//! every response in the compatible mapping keeps the inner bytes and never sends a message
+//! without its record.
 
 use std::convert::Infallible;
 use std::future::Ready;
@@ -323,6 +325,172 @@ async fn the_client_sse_event_bound_follows_its_frame_limit() {
     .await;
     end.unwrap();
     assert_eq!(messages[0].bytes(), message.as_bytes());
+}
+
+/// Sends a request that did not opt in through a layer framing every response (the compatible
+/// mapping, SPEC.md §18.8); returns the response's `Mcp-Framing` header, the body, and the body's
+/// verdict (the events, then `Ok(())` for a clean end).
+async fn through_compat_layer(
+    layer: FramingLayer,
+    inner: Inner,
+) -> (String, Bytes, Vec<Event>, Result<(), String>) {
+    let request = Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .body(String::new())
+        .unwrap();
+    let mut service = layer.frame_all_responses(true).layer(inner);
+    let response = service.call(request).await.unwrap();
+    let framing = response.headers()["mcp-framing"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let mut compat = mcp_framing::sse_compat::CompatDecoder::new();
+    let mut buf = bytes::BytesMut::new();
+    let fed = compat.feed(&body, &mut buf);
+    compat.finish();
+    let mut decoder = StreamDecoder::new();
+    let mut events = Vec::new();
+    let end = loop {
+        let next = if fed.is_ok() {
+            decoder.decode_eof(&mut buf)
+        } else {
+            decoder.decode(&mut buf)
+        };
+        match next {
+            Ok(Some(event)) => events.push(event),
+            Ok(None) => break fed.map_err(|err| err.to_string()),
+            Err(err) => break Err(err.to_string()),
+        }
+    };
+    (framing, body, events, end)
+}
+
+/// `body` without its `:mcp-framing` record lines.
+fn without_records(body: &[u8]) -> Vec<u8> {
+    body.split_inclusive(|&b| b == b'\n')
+        .filter(|line| !line.starts_with(b":mcp-framing "))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+#[tokio::test]
+async fn every_response_in_the_compatible_mapping_keeps_the_inner_bytes_and_frames_each_message() {
+    let inner = [
+        "data: \nid: 0\nretry: 3000\n\n",
+        ":\n\n",
+        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",",
+        "\"params\":{\"progressToken\":1,\"progress\":0.5}}\r\nid: 1\r",
+        "\n\r\n",
+        "event: message\n: a comment inside the event\n",
+        "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 2\n\n",
+    ];
+    let after = "data: {\"jsonrpc\":\"2.0\",\"method\":\"after/the/result\"}\n\n";
+    let script = inner.iter().chain([&after]).map(|s| Ok(*s)).collect();
+    let (framing, body, events, end) =
+        through_compat_layer(FramingLayer::new(), Inner::scripted(script)).await;
+    assert_eq!(framing, "1; mapping=compat");
+    end.unwrap();
+    // What a stock client reads: the inner bytes up to the final response, unchanged but for
+    // the keep-alive comment, which became a record with a KEEPALIVE frame.
+    let expected = inner.concat().replacen(":\n", "", 1);
+    assert_eq!(without_records(&body), expected.into_bytes());
+    assert!(events.iter().any(|e| matches!(e, Event::KeepAlive)));
+    let messages: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(m) => Some(m.bytes().clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(messages.len(), 2);
+    assert!(messages[0].ends_with(b"\"progress\":0.5}}"));
+    assert_eq!(&messages[1][..], br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+}
+
+#[tokio::test]
+async fn every_response_in_the_compatible_mapping_aborts_rather_than_send_an_unframed_message() {
+    let progress = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n";
+    let abort_code = |events: &[Event]| {
+        events.iter().find_map(|e| match e {
+            Event::Aborted(abort) => Some(abort.code),
+            _ => None,
+        })
+    };
+    // The inner body ends, or fails, before the final response.
+    for script in [
+        vec![Ok(progress)],
+        vec![Ok(progress), Err("connection reset")],
+    ] {
+        let (_, body, events, end) =
+            through_compat_layer(FramingLayer::new(), Inner::scripted(script)).await;
+        assert!(end.unwrap_err().contains("aborted"));
+        assert_eq!(abort_code(&events), Some(AbortCode::InternalError));
+        assert!(without_records(&body).starts_with(progress.as_bytes()));
+    }
+    // A message over the limit: ABORT code 5, and the event is not sent.
+    let big = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"text\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}\n\n";
+    let (_, body, events, _) = through_compat_layer(
+        FramingLayer::new().max_message_size(64),
+        Inner::scripted(vec![Ok(progress), Ok(big)]),
+    )
+    .await;
+    assert_eq!(abort_code(&events), Some(AbortCode::MessageTooLarge));
+    assert_eq!(without_records(&body), progress.as_bytes());
+    // A comment line that never ends is bounded too.
+    let endless: &'static str = Box::leak(format!(":{}", "x".repeat(70_000)).into_boxed_str());
+    let (_, _, events, _) = through_compat_layer(
+        FramingLayer::new().max_message_size(1024),
+        Inner::scripted(vec![Ok(endless), Ok(endless)]),
+    )
+    .await;
+    assert_eq!(abort_code(&events), Some(AbortCode::MessageTooLarge));
+}
+
+#[tokio::test]
+async fn every_response_in_the_compatible_mapping_turns_a_json_answer_into_one_event() {
+    let json = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#);
+    let (framing, body, events, end) = through_compat_layer(
+        FramingLayer::new(),
+        Inner::chunked("application/json", json.clone()),
+    )
+    .await;
+    assert_eq!(framing, "1; mapping=compat");
+    end.unwrap();
+    assert_eq!(
+        without_records(&body),
+        [&b"data: "[..], &json, b"\n\n"].concat()
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Message(m) if m.bytes() == &json))
+    );
+}
+
+#[tokio::test]
+async fn a_json_answer_an_event_cannot_carry_reaches_a_client_that_did_not_opt_in_unchanged() {
+    // Pretty-printed with CRLF: an SSE event would turn the CR into a line break.
+    let json = Bytes::from_static(b"{\r\n  \"jsonrpc\": \"2.0\", \"id\": 1, \"result\": {}\r\n}");
+    let request = Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .body(String::new())
+        .unwrap();
+    let mut service = FramingLayer::new()
+        .frame_all_responses(true)
+        .layer(Inner::chunked("application/json", json.clone()));
+    let response = service.call(request).await.unwrap();
+    assert!(response.headers().get("mcp-framing").is_none());
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(
+        response.into_body().collect().await.unwrap().to_bytes(),
+        json
+    );
 }
 
 #[tokio::test]

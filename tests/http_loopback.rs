@@ -195,6 +195,7 @@ async fn classifies_a_cut_at_every_chunk_boundary_as_abandoned() {
     let opt_in = OptIn {
         request_key: None,
         accepts_binary: true,
+        accepts_compat: false,
         max_frame_payload: None,
         max_message_size: None,
     };

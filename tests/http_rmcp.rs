@@ -3,56 +3,24 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ServiceError, ServiceExt};
 
+#[path = "rmcp_support/cut.rs"]
+mod cut;
 mod metrics_support;
 #[path = "rmcp_support/mod.rs"]
 mod rmcp_support;
+use cut::{Cut, cutting_proxy};
 use mcp_framing::telemetry::{
     CLIENT_OPERATION_DURATION, CLIENT_RESPONSES, CLIENT_RETRY_DECISIONS, CLIENT_TRUNCATIONS,
 };
 use metrics_support::Recorded;
 use rmcp_support::{framed_service, render_report_call};
-
-/// The test proxy: cuts response bodies after `limit` bytes (`usize::MAX`: never) and counts
-/// the bytes it forwarded in `seen`.
-struct Cut {
-    limit: AtomicUsize,
-    seen: Arc<AtomicUsize>,
-}
-
-async fn cutting_proxy(
-    State(cut): State<Arc<Cut>>,
-    request: Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let response = next.run(request).await;
-    let limit = cut.limit.load(Ordering::SeqCst);
-    let seen = cut.seen.clone();
-    let (parts, body) = response.into_parts();
-    // Forward the body until `limit` bytes, then end it normally (a proxy idle timeout).
-    let mut sent = 0usize;
-    let stream = body.into_data_stream().map(move |piece| {
-        let piece = piece.expect("loopback body");
-        let take = piece.len().min(limit.saturating_sub(sent));
-        sent += take;
-        seen.fetch_add(take, Ordering::SeqCst);
-        Ok::<_, std::io::Error>(piece.slice(..take))
-    });
-    let stream =
-        stream.take_while(|piece| std::future::ready(piece.as_ref().is_ok_and(|p| !p.is_empty())));
-    (parts, Body::from_stream(stream)).into_response()
-}
 
 async fn server(cut: Arc<Cut>) -> SocketAddr {
     let app = Router::new()
@@ -76,21 +44,11 @@ async fn call(
         client,
         StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
     );
-    let peer = ().serve(transport).await.expect("the handshake is not cut");
-    cut.seen.store(0, Ordering::SeqCst);
-    cut.limit.store(limit, Ordering::SeqCst);
-    let result = peer.call_tool(render_report_call("Q3")).await;
-    cut.limit.store(usize::MAX, Ordering::SeqCst);
-    let seen = cut.seen.load(Ordering::SeqCst);
-    let _ = peer.cancel().await;
-    (result, seen)
+    cut::call_cut(transport, cut, limit, render_report_call("Q3")).await
 }
 
 fn new_cut() -> Arc<Cut> {
-    Arc::new(Cut {
-        limit: AtomicUsize::new(usize::MAX),
-        seen: Arc::default(),
-    })
+    Cut::new()
 }
 
 #[tokio::test]

@@ -152,53 +152,51 @@ fn binary_outcomes(vector: &Vector, input: &[u8]) -> Outcomes {
     outcomes
 }
 
-/// Every public path for an SSE body (features `sse`, `http`).
-fn sse_outcomes(vector: &Vector, input: &[u8]) -> Outcomes {
+/// Every public path for a body in one of the SSE mappings (SPEC.md §15, §18; features `sse`,
+/// `http`).
+fn sse_outcomes(vector: &Vector, input: &[u8], mapping: mcp_framing::Mapping) -> Outcomes {
     let mut outcomes = Outcomes::new();
     #[cfg(feature = "sse")]
     {
-        // The SSE frame decoder feeding a stream decoder by hand.
-        let mut sse = mcp_framing::sse::SseFrameDecoder::new();
+        // The mapping's decoder (SSE frame decoder or compatible decoder) feeding a stream
+        // decoder by hand.
+        let decoder = vector.decoder();
+        let mut unwrap = mcp_framing::MappingDecoder::new(mapping, decoder.limits(), None);
         let mut frames = BytesMut::new();
-        let fed = sse.feed(input, &mut frames);
-        sse.finish();
+        let fed = unwrap.feed(input, &mut frames);
+        unwrap.finish();
         let outcome = if fed.is_ok() {
-            decode_eof_to_the_end(vector.decoder(), &frames)
+            decode_eof_to_the_end(decoder, &frames)
         } else {
-            decode_until_more_bytes_needed(vector.decoder(), &frames)
+            decode_until_more_bytes_needed(decoder, &frames)
         };
-        outcomes.push(("SseFrameDecoder, then StreamDecoder::outcome", outcome));
-        outcomes.extend(body_decoder(
-            vector.decoder(),
-            input,
-            mcp_framing::Mapping::Sse,
-        ));
+        outcomes.push(("MappingDecoder, then StreamDecoder::outcome", outcome));
+        outcomes.extend(body_decoder(vector.decoder(), input, mapping));
     }
     #[cfg(feature = "http")]
-    outcomes.extend(verified_response(
-        vector.decoder(),
-        input,
-        mcp_framing::http::Mapping::Sse,
-    ));
+    outcomes.extend(verified_response(vector.decoder(), input, mapping));
     outcomes
 }
 
 fn outcomes(vector: &Vector, input: &[u8]) -> Outcomes {
     match vector.mapping {
-        "sse" => sse_outcomes(vector, input),
-        _ => binary_outcomes(vector, input),
+        "binary" => binary_outcomes(vector, input),
+        name => sse_outcomes(vector, input, name.parse().expect("a mapping")),
     }
 }
 
 /// Where the framed stream of a vector ends: its length for a binary body; for an SSE body, the
-/// end of the blank line that dispatches its last `mcp-frame` event (what follows, such as a
-/// keep-alive comment, carries no frame, so a cut there loses nothing).
+/// end of the line after which the body carries every frame (what follows, such as a keep-alive
+/// comment or the blank line after a record, carries no frame, so a cut there loses nothing).
 fn frames_end(vector: &Vector) -> usize {
     #[cfg(feature = "sse")]
-    if vector.mapping == "sse" {
+    if vector.mapping != "binary" {
+        let mapping: mcp_framing::Mapping = vector.mapping.parse().expect("a mapping");
         let frames_of = |body: &[u8]| {
             let mut frames = BytesMut::new();
-            let _ = mcp_framing::sse::SseFrameDecoder::new().feed(body, &mut frames);
+            let mut unwrap =
+                mcp_framing::MappingDecoder::new(mapping, &mcp_framing::Limits::DEFAULT, None);
+            let _ = unwrap.feed(body, &mut frames);
             frames
         };
         let all = frames_of(&vector.bytes);

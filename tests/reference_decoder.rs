@@ -60,27 +60,44 @@ fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
 }
 
 /// Decoder settings of one case, in the manifest's `decoder` shape.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Config {
-    /// The SSE mapping (SPEC.md §15) instead of the binary one.
-    sse: bool,
+    /// The transport mapping: `"binary"` (the default), `"sse"` (SPEC.md §15) or `"compat"`
+    /// (§18).
+    mapping: &'static str,
     max_frame_payload: Option<u32>,
     max_message_size: Option<u64>,
     request_key: Option<RequestKey>,
+    /// The SSE event bound, when not the one the limits imply.
+    max_event_data: Option<usize>,
     /// The per-stream bounds (SPEC.md §6.1, §15) a vector sets.
     bounds: common::vectors::Bounds,
 }
 
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            mapping: "binary",
+            max_frame_payload: None,
+            max_message_size: None,
+            request_key: None,
+            max_event_data: None,
+            bounds: common::vectors::Bounds::default(),
+        }
+    }
+}
+
 impl Config {
-    fn from_manifest(value: Option<&Value>, sse: bool) -> Self {
+    fn from_manifest(value: Option<&Value>, mapping: &'static str) -> Self {
         let Some(value) = value.filter(|v| !v.is_null()) else {
             return Self {
-                sse,
+                mapping,
                 ..Self::default()
             };
         };
         Self {
-            sse,
+            mapping,
+            max_event_data: value["max_event_data"].as_u64().map(|n| n as usize),
             max_frame_payload: value["max_frame_payload"]
                 .as_u64()
                 .map(|n| u32::try_from(n).expect("max_frame_payload fits u32")),
@@ -102,6 +119,9 @@ impl Config {
         }
         if let Some(key) = self.request_key {
             out.insert("request_key".into(), json!(key.to_string()));
+        }
+        if let Some(n) = self.max_event_data {
+            out.insert("max_event_data".into(), json!(n));
         }
         if let Value::Object(bounds) = json!(self.bounds) {
             out.extend(bounds);
@@ -203,29 +223,34 @@ fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
     })
 }
 
-/// How the bytes of a case become frame bytes (SPEC.md §15, §16).
+/// How the bytes of a case become frame bytes (SPEC.md §15, §16, §18).
 enum Input {
     Binary,
     #[cfg(feature = "sse")]
-    Sse(mcp_framing::sse::SseFrameDecoder),
+    Mapped(Box<mcp_framing::MappingDecoder>),
 }
 
 impl Input {
     fn new(config: &Config) -> Self {
-        if !config.sse {
-            return Self::Binary;
-        }
+        // The crate's body decoder of the mapping (SPEC.md §15, §18), its bounds from the limits.
         #[cfg(feature = "sse")]
-        return Self::Sse(
-            mcp_framing::sse::SseFrameDecoder::new().max_comments_in_a_row(
-                config
-                    .bounds
-                    .max_sse_comments_in_a_row
-                    .unwrap_or(mcp_framing::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW),
-            ),
-        );
+        {
+            let mapping = config.mapping.parse().expect("a mapping");
+            let limits = *config.decoder().limits();
+            match mcp_framing::MappingDecoder::new(mapping, &limits, config.max_event_data) {
+                mcp_framing::MappingDecoder::Binary => Self::Binary,
+                other => Self::Mapped(Box::new(other)),
+            }
+        }
         #[cfg(not(feature = "sse"))]
-        panic!("an SSE case needs the `sse` feature (cargo test --all-features)");
+        {
+            assert!(
+                config.mapping == "binary",
+                "mapping {:?} needs the `sse` feature (cargo test --all-features)",
+                config.mapping
+            );
+            Self::Binary
+        }
     }
 
     /// Appends the frame bytes `piece` carries to `buf`; the mapping's error kind if it fails.
@@ -236,7 +261,10 @@ impl Input {
                 None
             }
             #[cfg(feature = "sse")]
-            Self::Sse(sse) => sse.feed(piece, buf).err().map(|err| err.kind().to_owned()),
+            Self::Mapped(mapping) => mapping
+                .feed(piece, buf)
+                .err()
+                .map(|err| err.kind().to_owned()),
         }
     }
 }
@@ -280,7 +308,7 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
         .map(|c| {
             json!({
                 "hex": hex(&c.data),
-                "mapping": if c.config.sse { "sse" } else { "binary" },
+                "mapping": c.config.mapping,
                 "decoder": c.config.to_json(),
                 "splits": c.splits,
             })
@@ -401,13 +429,14 @@ fn reference_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
     let mut cases = Vec::new();
     for vector in vectors {
         let file = vector["file"].as_str().expect("file name");
-        let sse = match vector["mapping"].as_str().unwrap_or("binary") {
-            "binary" => false,
-            "sse" => true,
+        let mapping = match vector["mapping"].as_str().unwrap_or("binary") {
+            "binary" => "binary",
+            "sse" => "sse",
+            "compat" => "compat",
             other => panic!("{file}: unknown mapping {other}"),
         };
         let data = std::fs::read(vectors_dir().join(file)).expect("vector file");
-        let config = Config::from_manifest(vector.get("decoder"), sse);
+        let config = Config::from_manifest(vector.get("decoder"), mapping);
         let mut case = Case::new(file, data, config);
         if case.data.len() <= ALL_SPLITS_MAX {
             case = case.with_every_split();
@@ -773,7 +802,7 @@ fn reference_decoder_agrees_with_the_crate_on_sse_bodies() {
     use mcp_framing::sse::SseFrameEncoder;
 
     let sse = Config {
-        sse: true,
+        mapping: "sse",
         ..Config::default()
     };
     let sse_keyed = Config {
@@ -1006,4 +1035,231 @@ fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(rest);
     out
+}
+
+/// Bodies of the compatible SSE mapping (SPEC.md §18) made by the crate's compat encoder,
+/// reformatted, cut, mutated, and with records or events stripped, dropped or duplicated.
+#[cfg(feature = "sse")]
+#[test]
+fn reference_decoder_agrees_with_the_crate_on_compat_bodies() {
+    use mcp_framing::sse_compat::CompatEncoder;
+
+    let compat = Config {
+        mapping: "compat",
+        ..Config::default()
+    };
+    let keyed = Config {
+        request_key: Some(RequestKey::from_bytes(KEY)),
+        ..compat.clone()
+    };
+    let key = Some(RequestKey::from_bytes(KEY));
+    let encoder = |first: u32, frame_size: usize| {
+        CompatEncoder::new(
+            StreamEncoder::builder()
+                .frame_size(frame_size)
+                .build(StreamHead {
+                    request_key: key,
+                    attempt_id: attempt(first, 0xc3),
+                }),
+        )
+    };
+    let large = format!("{{\"data\":\"{}\"}}", "y".repeat(5000));
+    let mut bodies: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut b = BytesMut::new();
+    encoder(0xA1A2_A3A4, 16384).end(&mut b).unwrap();
+    bodies.push(("no messages", b.to_vec()));
+    let mut b = BytesMut::new();
+    encoder(0xA1A2_A3A4, 16384)
+        .final_message(br#"{"ok":true}"#, &mut b)
+        .unwrap();
+    bodies.push(("one message", b.to_vec()));
+    let mut b = BytesMut::new();
+    let mut e = encoder(0xFFFF_FFFE, 7);
+    e.message("{\"progress\":\"caf\u{e9} \u{20ac}\"}".as_bytes(), &mut b)
+        .unwrap();
+    e.message(b"{\n  \"pretty\": true\n}", &mut b).unwrap();
+    e.final_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut b)
+        .unwrap();
+    bodies.push((
+        "three messages, wrapping sequence, multi-byte, multi-line",
+        b.to_vec(),
+    ));
+    let mut b = BytesMut::new();
+    let mut e = encoder(0x0102_0304, 1024);
+    e.message(large.as_bytes(), &mut b).unwrap();
+    e.abort(AbortCode::UpstreamFailed, "gone", &mut b).unwrap();
+    bodies.push(("a 5 KiB message in 1 KiB frames, aborted", b.to_vec()));
+
+    let mut rng = Rng(0xC0A7);
+    let mut cases = Vec::new();
+    for (name, body) in &bodies {
+        let small = body.len() <= 2048;
+        let case = |what: String, data: Vec<u8>, config: &Config| {
+            let case = Case::new(format!("compat {name}, {what}"), data, config.clone());
+            if small { case.with_every_split() } else { case }
+        };
+        cases.push(case("as written".into(), body.clone(), &compat));
+        cases.push(case("key".into(), body.clone(), &keyed));
+        let replace = |from: &[u8], to: &[u8]| replace_all(body, from, to);
+        cases.push(case("CRLF".into(), replace(b"\n", b"\r\n"), &compat));
+        cases.push(case("CR".into(), replace(b"\n", b"\r"), &compat));
+        let mut primed = b"\xef\xbb\xbf:\n\ndata: \nid: 0\nretry: 1000\n\n".to_vec();
+        primed.extend_from_slice(&replace(
+            b"\n:mcp",
+            b"\n: keep-alive\n\n: mcp-framing x\n:mcp",
+        ));
+        cases.push(case(
+            "BOM, priming event, keep-alives".into(),
+            primed,
+            &compat,
+        ));
+        cases.push(case(
+            "events named message, with ids".into(),
+            replace(b"\ndata: ", b"\nevent: message\nid: 7\ndata: "),
+            &compat,
+        ));
+        let lines: Vec<&[u8]> = body.split_inclusive(|&b| b == b'\n').collect();
+        let without = |keep: &dyn Fn(&[u8]) -> bool| -> Vec<u8> {
+            lines
+                .iter()
+                .filter(|l| keep(l))
+                .flat_map(|l| l.to_vec())
+                .collect()
+        };
+        cases.push(case(
+            "comments stripped".into(),
+            without(&|l: &[u8]| !l.starts_with(b":")),
+            &compat,
+        ));
+        // Records and events, one at a time, dropped and duplicated.
+        let pieces: Vec<Vec<u8>> = body.split_inclusive(|&b| b == b'\n').fold(
+            Vec::new(),
+            |mut pieces: Vec<Vec<u8>>, line| {
+                match pieces.last_mut() {
+                    Some(last) if !line.starts_with(b":") && !last.starts_with(b":") => {
+                        last.extend_from_slice(line);
+                    }
+                    _ => pieces.push(line.to_vec()),
+                }
+                pieces
+            },
+        );
+        for i in 0..pieces.len() {
+            let mut dropped = pieces.clone();
+            dropped.remove(i);
+            cases.push(case(
+                format!("piece {i} dropped"),
+                dropped.concat(),
+                &compat,
+            ));
+            let mut twice = pieces.clone();
+            twice.insert(i, pieces[i].clone());
+            cases.push(case(format!("piece {i} twice"), twice.concat(), &compat));
+        }
+        let step = if small { 1 } else { 37 };
+        for cut in (0..body.len()).step_by(step) {
+            cases.push(Case::new(
+                format!("compat {name}, cut at {cut}"),
+                body[..cut].to_vec(),
+                compat.clone(),
+            ));
+        }
+        const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        for _ in 0..body.len().min(1500) / 3 {
+            let mut mutated = body.clone();
+            let at = rng.below(mutated.len());
+            mutated[at] = match rng.below(7) {
+                0 => b'!',
+                1 => b'=',
+                2 => b'\n',
+                3 => b':',
+                4 => mutated[at] ^ (1 << rng.below(8)),
+                5 => rng.next() as u8,
+                _ => B64[rng.below(64)],
+            };
+            cases.push(Case::new(
+                format!("compat {name}, byte {at} replaced"),
+                mutated,
+                compat.clone(),
+            ));
+        }
+        let mut dropped = body.clone();
+        dropped.remove(rng.below(body.len()));
+        cases.push(Case::new(
+            format!("compat {name}, a byte dropped"),
+            dropped,
+            compat.clone(),
+        ));
+        for extra in [
+            &b":mcp-framing n00BBgAAAAAAAAAAAAAAAAAAAAA=\n"[..],
+            b"data: {}\n\n",
+            b"event: ping\ndata: x\n\n",
+            b": after the end\n\n",
+            b":mcp-framing\n",
+            b":mcp-framing \n",
+            b":mcp-framingAAAA\n",
+            b":mcp-framing AAAA AAAA\n",
+        ] {
+            cases.push(Case::new(
+                format!("compat {name} + {:?}", String::from_utf8_lossy(extra)),
+                [&body[..], extra].concat(),
+                compat.clone(),
+            ));
+        }
+    }
+    // Records that hold a broken frame, a lone header, an unknown kind, several messages.
+    let (_, one) = &encoded_streams()[1];
+    let record = |frames: &[u8]| {
+        use base64::Engine as _;
+        format!(
+            ":mcp-framing {}\n",
+            base64::engine::general_purpose::STANDARD.encode(frames)
+        )
+        .into_bytes()
+    };
+    let mut unknown_kind = FrameHeader::for_payload(0x07, 0xA1A2_A3A5, b"x")
+        .to_bytes()
+        .to_vec();
+    unknown_kind.push(b'x');
+    for (what, data) in [
+        ("a partial header", record(&one[..10])),
+        ("HEAD cut in its payload", record(&one[..40])),
+        (
+            "HEAD then an unknown kind",
+            [record(&one[..52]), record(&unknown_kind)].concat(),
+        ),
+        ("the binary frames whole", record(one)),
+        (
+            "an event of another type",
+            b"event: mcp-frame\ndata: AA==\n\n".to_vec(),
+        ),
+        (
+            "an event of another type after a record",
+            [
+                record(&one[..72]),
+                b"event: ping\ndata: {\"ok\":true}\n\n".to_vec(),
+            ]
+            .concat(),
+        ),
+        ("empty body", Vec::new()),
+    ] {
+        cases.push(Case::new(
+            format!("compat edge: {what}"),
+            data,
+            compat.clone(),
+        ));
+    }
+    let (_, body) = &bodies[3];
+    for max in [64usize, 1024, 5000, 5012, 5013, 6000] {
+        cases.push(Case::new(
+            format!("compat event bound {max}"),
+            body.clone(),
+            Config {
+                max_event_data: Some(max),
+                ..compat.clone()
+            },
+        ));
+    }
+    assert!(cases.len() > 1500, "{} cases", cases.len());
+    assert_agree("compat bodies", &cases);
 }

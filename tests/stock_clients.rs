@@ -37,9 +37,10 @@ use sha2::{Digest, Sha256};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// The server modes every stock client must not notice (`--mode` of the example server):
-/// rmcp alone, and rmcp behind `FramingLayer` (which frames only the requests that opt in).
-/// Issue 13 §2 adds the compatible mapping switched on for every response here.
-const SERVER_MODES: &[&str] = &["plain", "opt-in"];
+/// rmcp alone, rmcp behind `FramingLayer` (which frames only the requests that opt in), and
+/// rmcp behind `FramingLayer::frame_all_responses(true)`, which frames every response in the
+/// compatible SSE mapping (issue 13 §2, SPEC.md §18).
+const SERVER_MODES: &[&str] = &["plain", "opt-in", "compat"];
 
 /// The `generate_text` arguments: 1200 lines, 104 616 bytes of text (several 16 KiB frames).
 const SEED: &str = "stock-clients";

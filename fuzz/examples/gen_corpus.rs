@@ -199,13 +199,14 @@ fn vector_seeds(root: &Path) -> Vec<Seed> {
 const MAX_SMALL_SEED: usize = 16 * 1024;
 
 /// Every target whose corpus this writes.
-const TARGETS: [&str; 6] = [
+const TARGETS: [&str; 7] = [
     "decode_raw",
     "decode_chunked",
     "roundtrip",
     "fixed_checksums",
     "contract_json",
     "sse_decode",
+    "compat_decode",
 ];
 
 /// Read schedules for `decode_chunked` (see `ScheduledReader`): one read, byte by byte with
@@ -291,6 +292,24 @@ const SSE_TEXTS: [(&str, &str); 6] = [
         "event:mcp-frame\rdata:n00BBgAAAAEAAAAAAAAAAA==\r\r: done\r",
     ),
     ("unterminated_event", "event: mcp-frame\ndata: n00B"),
+];
+
+/// `compat_decode` scripts: (name, mode byte, NUL-separated messages). Mode bit 2: a script;
+/// bits 3-4: 0 end, 1 final message, 2 abort, 3 cut; bits 5-7: frame size (1, 2, 7, 16, 100, 1024,
+/// 16384).
+const COMPAT_SCRIPTS: [(&str, u8, &str); 4] = [
+    (
+        "script_final_message_frames_of_7",
+        0b0100_1100,
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\0{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+    ),
+    (
+        "script_abort_multi_line",
+        0b1011_0100,
+        "{\n  \"pretty\": true\n}\0caf\u{e9} \u{20ac}",
+    ),
+    ("script_no_messages_cut", 0b1101_1100, ""),
+    ("script_end_one_byte_frames", 0b0000_0100, "{\"ok\":true}"),
 ];
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
@@ -382,6 +401,38 @@ fn main() {
         let mut input = vec![3, schedule.len() as u8];
         input.extend_from_slice(schedule);
         write(&sse, name, &[&input[..], text.as_bytes()].concat());
+    }
+    // compat_decode: the compatible mapping's vectors as SSE text (the default event bound; the
+    // vector with a small bound gets it), then encoder scripts.
+    let compat = corpus.join("compat_decode");
+    let mut files: Vec<PathBuf> = fs::read_dir(root.join("tests/vectors"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.to_string_lossy().contains("_compat_"))
+        .collect();
+    files.sort();
+    for (i, path) in files.iter().enumerate() {
+        let text = fs::read(path).unwrap();
+        if text.len() > MAX_SMALL_SEED {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let bound = if name.contains("too_large") { 2 } else { 3 };
+        let schedule = SCHEDULES[i % SCHEDULES.len()];
+        let mut input = vec![bound, schedule.len() as u8];
+        input.extend_from_slice(schedule);
+        write(
+            &compat,
+            &format!("vector_{name}"),
+            &[&input[..], &text[..]].concat(),
+        );
+    }
+    for (name, mode, script) in COMPAT_SCRIPTS {
+        let schedule = SCHEDULES[usize::from(mode) % SCHEDULES.len()];
+        let mut input = vec![mode, schedule.len() as u8];
+        input.extend_from_slice(schedule);
+        write(&compat, name, &[&input[..], script.as_bytes()].concat());
     }
     for (name, mode, json) in CONTRACTS {
         write(

@@ -16,6 +16,9 @@
 //!   numbers) are repaired before decoding; the decoder must agree with an independent model.
 //! - [`sse_decode`]: the SSE mapping's parser and frame decoder from arbitrary text, in any
 //!   chunking, and frames carried through SSE and back.
+//! - [`compat_decode`]: the compatible SSE mapping from arbitrary text, in any chunking: the
+//!   same verdict, and the verified messages are what a stock SSE client reads; encoder scripts
+//!   rebuild the binary stream byte for byte.
 //! - [`contract_json`]: arbitrary bytes through the framing contract and request-key parsers;
 //!   round trips, and a policy only where SPEC.md §9 and §11 allow one.
 //!
@@ -23,6 +26,7 @@
 //! dependencies both have and names nothing from libFuzzer.
 
 pub mod checker;
+pub mod compat_decode;
 pub mod contract_json;
 pub mod decode_chunked;
 pub mod decode_raw;

@@ -78,3 +78,26 @@ impl AsyncRead for ScheduledReader<'_> {
         Poll::Ready(Ok(()))
     }
 }
+
+/// `input` cut into pieces whose sizes follow `schedule` as [`ScheduledReader`]'s reads do
+/// (bits 0..=6 of each byte, `0x7f` for the rest; bit 7 ignored), cycling; an empty schedule: one
+/// piece. For the sans-I/O oracles that feed bodies in pieces.
+pub fn pieces<'a>(input: &'a [u8], schedule: &[u8]) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    let mut rest = input;
+    let mut step = 0;
+    while !rest.is_empty() {
+        let size = match schedule
+            .get(step % schedule.len().max(1))
+            .map(|op| op & 0x7f)
+        {
+            None | Some(0x7f) => rest.len(),
+            Some(n) => usize::from(n) + 1,
+        };
+        let (piece, tail) = rest.split_at(size.min(rest.len()));
+        out.push(piece);
+        rest = tail;
+        step += 1;
+    }
+    out
+}

@@ -18,6 +18,8 @@
 //! gives back exactly the frame bytes, one event per frame, nothing discarded.
 
 use bytes::BytesMut;
+
+use super::reader::pieces;
 use mcp_framing::sse::{
     DEFAULT_MAX_EVENT_DATA, FRAME_EVENT, SseError, SseEvent, SseFrameDecoder, SseFrameEncoder,
     SseParser,
@@ -25,27 +27,6 @@ use mcp_framing::sse::{
 
 /// Event size limits a mode byte can pick.
 const MAX_EVENT_DATA: [usize; 4] = [64, 1024, 4096, DEFAULT_MAX_EVENT_DATA];
-
-/// `input` cut into the scheduled pieces (an empty schedule: one piece).
-fn pieces<'a>(input: &'a [u8], schedule: &[u8]) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    let mut rest = input;
-    let mut step = 0;
-    while !rest.is_empty() {
-        let size = match schedule
-            .get(step % schedule.len().max(1))
-            .map(|op| op & 0x7f)
-        {
-            None | Some(0x7f) => rest.len(),
-            Some(n) => usize::from(n) + 1,
-        };
-        let (piece, tail) = rest.split_at(size.min(rest.len()));
-        out.push(piece);
-        rest = tail;
-        step += 1;
-    }
-    out
-}
 
 /// What a parser made of a body: events, comments, the first error, and the bytes `finish`
 /// discarded (when no error).

@@ -14,7 +14,7 @@ use super::resolver::EndpointResolver;
 use super::schedule::RetrySchedule;
 use crate::contract::{ClientPolicy, ContractError};
 use crate::decoder::StreamDecoder;
-use crate::http::{Delivery, VerifiedResponse, opt_in_headers_for};
+use crate::http::{Delivery, Mapping, VerifiedResponse, opt_in_headers_with};
 use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
@@ -220,7 +220,8 @@ struct Inner {
     http: reqwest::Client,
     resolver: Arc<dyn EndpointResolver>,
     schedule: RetrySchedule,
-    binary: bool,
+    /// The mapping asked for (a response in another one the client reads is taken too).
+    mapping: Mapping,
     stats: Arc<RetryStats>,
     policy: Mutex<Option<ClientPolicy>>,
     idempotent: Vec<String>,
@@ -270,7 +271,7 @@ impl std::fmt::Debug for RetryingClient {
         f.debug_struct("RetryingClient")
             .field("resolver", &self.inner.resolver)
             .field("schedule", &self.inner.schedule)
-            .field("binary", &self.inner.binary)
+            .field("mapping", &self.inner.mapping)
             .finish_non_exhaustive()
     }
 }
@@ -307,7 +308,7 @@ impl RetryingClient {
                 http,
                 resolver,
                 schedule: RetrySchedule::default(),
-                binary: false,
+                mapping: Mapping::Sse,
                 stats: Arc::default(),
                 policy: Mutex::new(None),
                 idempotent: IDEMPOTENT_METHODS.iter().map(|&m| m.to_owned()).collect(),
@@ -351,7 +352,35 @@ impl RetryingClient {
     /// ```
     #[must_use]
     pub fn binary(mut self, binary: bool) -> Self {
-        self.inner_mut().binary = binary;
+        self.inner_mut().mapping = if binary {
+            Mapping::Binary
+        } else {
+            Mapping::Sse
+        };
+        self
+    }
+
+    /// Asks for `mapping` (default the SSE mapping of SPEC.md §15): [`Mapping::Compat`] asks for
+    /// the compatible SSE mapping (§18.8); a response in another mapping the client reads is
+    /// taken too.
+    ///
+    /// # Panics
+    ///
+    /// If the client was cloned before.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcp_framing::client::*;
+    /// use mcp_framing::http::Mapping;
+    /// let client = RetryingClient::new(reqwest::Client::new(),
+    ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]))
+    ///     .mapping(Mapping::Compat);
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn mapping(mut self, mapping: Mapping) -> Self {
+        self.inner_mut().mapping = mapping;
         self
     }
 
@@ -641,7 +670,7 @@ impl CallState {
                 .build()
         });
         let mut headers = self.headers.clone();
-        headers.extend(opt_in_headers_for(self.key, self.inner.binary, &decoder));
+        headers.extend(opt_in_headers_with(self.key, self.inner.mapping, &decoder));
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),

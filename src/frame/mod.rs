@@ -100,7 +100,14 @@ impl PayloadError {
 /// Writes one whole frame (header and payload) into `dst`.
 #[inline]
 pub(crate) fn write_frame(kind: FrameKind, sequence: u32, payload: &[u8], dst: &mut BytesMut) {
+    write_header(kind, sequence, payload, dst);
+    dst.put_slice(payload);
+}
+
+/// Writes the header of a frame carrying `payload` into `dst`, without the payload: the
+/// compatible SSE mapping carries a DATA payload in a `message` event (SPEC.md §18).
+#[inline]
+pub(crate) fn write_header(kind: FrameKind, sequence: u32, payload: &[u8], dst: &mut BytesMut) {
     let header = FrameHeader::for_payload(kind.to_byte(), sequence, payload);
     dst.put_slice(&header.to_bytes());
-    dst.put_slice(payload);
 }

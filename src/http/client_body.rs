@@ -14,7 +14,7 @@ use crate::body::{BodyDecoder, BodyError};
 use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::{Event, StreamSummary, VerifiedMessage};
-use crate::mapping::MappingViolation;
+use crate::mapping::{CompatError, MappingViolation};
 use crate::outcome::Outcome;
 use crate::sse::SseError;
 
@@ -71,6 +71,11 @@ pub enum ReceiveError<E> {
     /// The SSE mapping is broken (an unframed event, invalid base64, an oversized event).
     #[error("SSE mapping: {0}")]
     Sse(#[source] SseError),
+    /// The compatible SSE mapping is broken (SPEC.md §18.5): an invalid record, an event no
+    /// record announced (stripped comments), a missing or split event, an event of the wrong
+    /// length, an event of another type, an oversized event.
+    #[error("compatible SSE mapping: {0}")]
+    Compat(#[source] CompatError),
     /// The framed stream is invalid, truncated ([`DecodeError::Truncated`]) or aborted by the
     /// server ([`DecodeError::PeerAbort`]).
     #[error(transparent)]
@@ -98,7 +103,7 @@ pub enum ReceiveError<E> {
 
 impl<E> ReceiveError<E> {
     /// A stable name for telemetry: the [`DecodeError::kind`] for decode errors, otherwise
-    /// `NotFramed`, `Sse`, `Body` or `IdleTimeout`.
+    /// `NotFramed`, `Sse`, `Compat`, `Body` or `IdleTimeout`.
     ///
     /// # Examples
     ///
@@ -108,6 +113,7 @@ impl<E> ReceiveError<E> {
         match self {
             Self::NotFramed { .. } => "NotFramed",
             Self::Sse(_) => "Sse",
+            Self::Compat(_) => "Compat",
             Self::Decode(err) => err.kind(),
             Self::Body { .. } => "Body",
             Self::IdleTimeout { .. } => "IdleTimeout",
@@ -133,8 +139,9 @@ impl<E> ReceiveError<E> {
     }
 
     /// The classification of this error as an [`Outcome`] (verdict, regime, what was
-    /// received), for telemetry and retry decisions. [`ReceiveError::NotFramed`] and
-    /// [`ReceiveError::Sse`] are [`Verdict::MappingViolation`](crate::Verdict::MappingViolation)
+    /// received), for telemetry and retry decisions. [`ReceiveError::NotFramed`],
+    /// [`ReceiveError::Sse`] and [`ReceiveError::Compat`] are
+    /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation)
     /// (a contract violation, not retried). Always `Some`; [`VerifiedResponse::outcome`] has the
     /// same verdict with what was received before the error.
     ///
@@ -169,6 +176,9 @@ impl<E> ReceiveError<E> {
                 }))
             }
             Self::Sse(err) => Some(Outcome::mapping_violation(MappingViolation::Sse(
+                err.clone(),
+            ))),
+            Self::Compat(err) => Some(Outcome::mapping_violation(MappingViolation::Compat(
                 err.clone(),
             ))),
         }
@@ -254,7 +264,10 @@ impl<S> VerifiedResponse<S> {
     /// Verifies `body`, carried in `mapping`, with `decoder` (configure its limits and the
     /// expected request key with [`StreamDecoder::builder`]). In the SSE mapping, the bound on
     /// one event's data follows the decoder's frame limit
-    /// ([`event_data_limit`](crate::sse::event_data_limit), SPEC.md §15).
+    /// ([`event_data_limit`](crate::limits::event_data_limit), SPEC.md §15); in the compatible
+    /// SSE mapping, its message limit
+    /// ([`compat_event_data_limit`](crate::limits::compat_event_data_limit), SPEC.md §18.7). The
+    /// body is read through a [`BodyDecoder`].
     ///
     /// # Examples
     ///
@@ -355,8 +368,9 @@ impl<S> VerifiedResponse<S> {
     }
 
     /// Bounds the data of one SSE event at `max` bytes instead of the bound derived from the
-    /// decoder's frame limit (for a transport configured with its own event limit, such as
-    /// rmcp's `max_sse_event_size`). Call it before the first poll: it replaces the SSE parser.
+    /// decoder's limits, in either SSE mapping (for a transport configured with its own event
+    /// limit, such as rmcp's `max_sse_event_size`). Call it before the first poll: it replaces
+    /// the SSE parser.
     ///
     /// # Examples
     ///
@@ -381,8 +395,8 @@ impl<S> VerifiedResponse<S> {
 
     /// The classification of the response (an [`Outcome`]: clean, abandoned with what was
     /// received, aborted, corrupt, spliced, cross-wired, contract violation), once the stream
-    /// yielded its last item; `None` before. A [`ReceiveError::Sse`] is a
-    /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation), with the frames and
+    /// yielded its last item; `None` before. A [`ReceiveError::Sse`] or [`ReceiveError::Compat`]
+    /// is a [`Verdict::MappingViolation`](crate::Verdict::MappingViolation), with the frames and
     /// messages received before it.
     ///
     /// # Examples
@@ -465,6 +479,7 @@ impl<S> VerifiedResponse<S> {
                 Ok(None) => return None,
                 Err(BodyError::Decode(err)) => Err(ReceiveError::Decode(err)),
                 Err(BodyError::Sse(err)) => Err(ReceiveError::Sse(err)),
+                Err(BodyError::Compat(err)) => Err(ReceiveError::Compat(err)),
             };
             // The last item: the response's outcome is the decoder's.
             self.done = true;

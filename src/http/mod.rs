@@ -18,9 +18,11 @@
 //!
 //! # Opt-in
 //!
-//! A framed response uses one of two mappings ([`Mapping`]): the binary body
-//! (`application/vnd.mcp-framing`, only if the client listed it in `Accept`) or SSE events named
-//! `mcp-frame` inside `text/event-stream` (what MCP infrastructure expects).
+//! A framed response uses one of three mappings ([`Mapping`]): the binary body
+//! (`application/vnd.mcp-framing`, only if the client listed it in `Accept`), SSE events named
+//! `mcp-frame` inside `text/event-stream` (what MCP infrastructure expects), or the compatible
+//! SSE mapping (plain `message` events, the frames in comments, SPEC.md §18), which a client asks
+//! for with [`MAPPING_HEADER`] and which a server may use for every response.
 
 use http::HeaderName;
 
@@ -43,7 +45,9 @@ pub use meta::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
     declares_framing_capability,
 };
-pub use opt_in::{OptIn, OptInError, opt_in_headers, opt_in_headers_for, response_headers};
+pub use opt_in::{
+    OptIn, OptInError, opt_in_headers, opt_in_headers_for, opt_in_headers_with, response_headers,
+};
 pub use server_body::{FramedBody, abort_for};
 
 pub use crate::mapping::{EVENT_STREAM, MEDIA_TYPE, Mapping};
@@ -53,6 +57,9 @@ pub use crate::mapping::{EVENT_STREAM, MEDIA_TYPE, Mapping};
 pub const OPT_IN_HEADER: HeaderName = HeaderName::from_static("mcp-framing");
 /// Request header carrying the request key, 32 lowercase hex digits (SPEC.md §10).
 pub const REQUEST_KEY_HEADER: HeaderName = HeaderName::from_static("mcp-framing-request-key");
+/// Request header listing the mappings a client takes besides the §15 and binary ones, in order
+/// of preference, comma separated: `Mcp-Framing-Mapping: compat` (SPEC.md §18.8).
+pub const MAPPING_HEADER: HeaderName = HeaderName::from_static("mcp-framing-mapping");
 /// The framing version this crate speaks ([`frame::VERSION`](crate::frame::VERSION)), as it
 /// appears in [`OPT_IN_HEADER`].
 pub const VERSION_TOKEN: &str = match crate::frame::VERSION {
@@ -68,10 +75,13 @@ pub const LIMITS_HEADER: HeaderName = HeaderName::from_static("mcp-framing-limit
 impl Mapping {
     /// The mapping of a response to a request that opted in, decided from its headers alone,
     /// before any byte of the body (SPEC.md §16): `Some` only if its `Content-Type` is one of the
-    /// two mappings' **and** its [`OPT_IN_HEADER`] (`Mcp-Framing`) names the version this crate
-    /// speaks. Anything else is not framed, whatever its body holds (a JSON result, an SSE body
-    /// with only a priming event or comments, an empty body): a backend that ignored the opt-in,
-    /// never a truncation.
+    /// mappings' **and** its [`OPT_IN_HEADER`] (`Mcp-Framing`) names the version this crate
+    /// speaks. A `mapping` parameter names the mapping (SPEC.md §18.8): `Mcp-Framing: 1;
+    /// mapping=compat` with `text/event-stream` is [`Mapping::Compat`]; without it, §15. A
+    /// parameter naming a mapping this crate does not know, or contradicting the content type,
+    /// is not framed. Anything else is not framed, whatever its body holds (a JSON result, an SSE
+    /// body with only a priming event or comments, an empty body): a backend that ignored the
+    /// opt-in, never a truncation.
     ///
     /// # Examples
     ///
@@ -83,14 +93,36 @@ impl Mapping {
     /// let mut plain = http::HeaderMap::new();
     /// plain.insert("content-type", "text/event-stream".parse().unwrap());
     /// assert_eq!(Mapping::from_response_headers(&plain), None);
+    ///
+    /// // The compatible mapping names itself.
+    /// let compat = response_headers(Mapping::Compat);
+    /// assert_eq!(compat["mcp-framing"], "1; mapping=compat");
+    /// assert_eq!(Mapping::from_response_headers(&compat), Some(Mapping::Compat));
     /// ```
     #[must_use]
     pub fn from_response_headers(headers: &http::HeaderMap) -> Option<Self> {
-        let version = headers.get(OPT_IN_HEADER)?.to_str().ok()?;
-        if version.trim() != VERSION_TOKEN {
+        let value = headers.get(OPT_IN_HEADER)?.to_str().ok()?;
+        let mut parts = value.split(';');
+        if parts.next()?.trim() != VERSION_TOKEN {
             return None;
         }
+        let mut named = None;
+        for parameter in parts {
+            let (name, token) = parameter.split_once('=')?;
+            if name.trim().eq_ignore_ascii_case("mapping") {
+                if named.is_some() {
+                    return None;
+                }
+                named = Some(token.trim().trim_matches('"').to_ascii_lowercase());
+            }
+        }
         let content_type = headers.get(http::header::CONTENT_TYPE)?.to_str().ok();
-        Self::from_content_type(content_type)
+        let carried = Self::from_content_type(content_type)?;
+        match named.as_deref() {
+            None => Some(carried),
+            Some(name) => Self::ALL
+                .into_iter()
+                .find(|m| m.name() == name && m.content_type() == carried.content_type()),
+        }
     }
 }

@@ -3,7 +3,9 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use super::{LIMITS_HEADER, Mapping, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN};
+use super::{
+    LIMITS_HEADER, MAPPING_HEADER, Mapping, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN,
+};
 use crate::decoder::StreamDecoder;
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::event::StreamHead;
@@ -91,6 +93,9 @@ pub struct OptIn {
     /// assert!(!opt_in("application/json, text/event-stream"));
     /// ```
     pub accepts_binary: bool,
+    /// Whether the client takes the compatible SSE mapping ([`MAPPING_HEADER`] lists `compat`,
+    /// SPEC.md §18.8).
+    pub accepts_compat: bool,
     /// The largest frame payload the client decodes (`frame` in [`LIMITS_HEADER`]), if it said.
     pub max_frame_payload: Option<u32>,
     /// The largest message the client decodes (`message` in [`LIMITS_HEADER`]), if it said.
@@ -147,9 +152,16 @@ impl OptIn {
         } else {
             parse_limits(&limits)?
         };
+        let accepts_compat = headers.get_all(MAPPING_HEADER).iter().any(|value| {
+            value.to_str().is_ok_and(|v| {
+                v.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case(Mapping::Compat.name()))
+            })
+        });
         Ok(Some(Self {
             request_key,
             accepts_binary,
+            accepts_compat,
             max_frame_payload,
             max_message_size,
         }))
@@ -198,7 +210,7 @@ impl OptIn {
     /// use mcp_framing::{RequestKey, set_request_key};
     /// use mcp_framing::http::OptIn;
     /// let key = RequestKey::random();
-    /// let opt_in = OptIn { request_key: Some(key), accepts_binary: false, max_frame_payload: None, max_message_size: None };
+    /// let opt_in = OptIn { request_key: Some(key), accepts_binary: false, accepts_compat: false, max_frame_payload: None, max_message_size: None };
     /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
     /// set_request_key(&mut request, key).unwrap();
     /// assert!(opt_in.check_meta(&request).is_ok());
@@ -214,15 +226,23 @@ impl OptIn {
         }
     }
 
-    /// The mapping to answer with: binary if the client accepts it, SSE otherwise.
+    /// The mapping to answer with (SPEC.md §18.8): binary if the client accepts it, else the
+    /// compatible SSE mapping if it asked for it, else the SSE mapping of §15.
     ///
     /// # Examples
     ///
-    /// See [`OptIn`].
+    /// ```
+    /// use mcp_framing::{RequestKey, StreamDecoder};
+    /// use mcp_framing::http::{Mapping, OptIn, opt_in_headers_with};
+    /// let headers = opt_in_headers_with(RequestKey::random(), Mapping::Compat, &StreamDecoder::new());
+    /// assert_eq!(OptIn::from_headers(&headers).unwrap().unwrap().mapping(), Mapping::Compat);
+    /// ```
     #[must_use]
     pub fn mapping(&self) -> Mapping {
         if self.accepts_binary {
             Mapping::Binary
+        } else if self.accepts_compat {
+            Mapping::Compat
         } else {
             Mapping::Sse
         }
@@ -262,6 +282,36 @@ pub fn opt_in_headers(key: RequestKey, binary: bool) -> HeaderMap {
 /// ```
 #[must_use]
 pub fn opt_in_headers_for(key: RequestKey, binary: bool, decoder: &StreamDecoder) -> HeaderMap {
+    let mapping = if binary {
+        Mapping::Binary
+    } else {
+        Mapping::Sse
+    };
+    opt_in_headers_with(key, mapping, decoder)
+}
+
+/// [`opt_in_headers_for`] asking for `mapping` (SPEC.md §10, §16, §18.8): for
+/// [`Mapping::Binary`] the binary media type first in `Accept`, for [`Mapping::Compat`]
+/// `Mcp-Framing-Mapping: compat`. The client then takes whichever mapping the response declares
+/// ([`Mapping::from_response_headers`]): a server that does not know the compatible mapping
+/// answers in the §15 one.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::{RequestKey, StreamDecoder};
+/// use mcp_framing::http::{Mapping, opt_in_headers_with};
+/// let headers = opt_in_headers_with(RequestKey::from_bytes([0xab; 16]), Mapping::Compat, &StreamDecoder::new());
+/// assert_eq!(headers["mcp-framing"], "1");
+/// assert_eq!(headers["mcp-framing-mapping"], "compat");
+/// assert_eq!(headers["accept"], "application/json, text/event-stream");
+/// ```
+#[must_use]
+pub fn opt_in_headers_with(
+    key: RequestKey,
+    mapping: Mapping,
+    decoder: &StreamDecoder,
+) -> HeaderMap {
     let mut headers = HeaderMap::new();
     let limits = format!(
         "frame={}, message={}",
@@ -277,23 +327,32 @@ pub fn opt_in_headers_for(key: RequestKey, binary: bool, decoder: &StreamDecoder
         REQUEST_KEY_HEADER,
         HeaderValue::from_str(&key.to_string()).expect("hex digits are a valid header value"),
     );
-    let accept = if binary {
+    let accept = if mapping == Mapping::Binary {
         "application/vnd.mcp-framing, application/json, text/event-stream"
     } else {
         "application/json, text/event-stream"
     };
     headers.insert(http::header::ACCEPT, HeaderValue::from_static(accept));
+    if mapping == Mapping::Compat {
+        headers.insert(
+            MAPPING_HEADER,
+            HeaderValue::from_static(Mapping::Compat.name()),
+        );
+    }
     headers
 }
 
-/// The headers of a framed response: `Content-Type` of the mapping, `Mcp-Framing: 1`,
-/// `Cache-Control: no-cache` and `X-Accel-Buffering: no` (so that proxies stream it).
+/// The headers of a framed response: `Content-Type` of the mapping, `Mcp-Framing: 1` (with
+/// `; mapping=compat` for the compatible mapping, SPEC.md §18.8), `Cache-Control: no-cache` and
+/// `X-Accel-Buffering: no` (so that proxies stream it).
 ///
 /// # Examples
 ///
 /// ```
 /// use mcp_framing::http::{Mapping, response_headers};
 /// assert_eq!(response_headers(Mapping::Sse)["content-type"], "text/event-stream");
+/// assert_eq!(response_headers(Mapping::Sse)["mcp-framing"], "1");
+/// assert_eq!(response_headers(Mapping::Compat)["mcp-framing"], "1; mapping=compat");
 /// ```
 #[must_use]
 pub fn response_headers(mapping: Mapping) -> HeaderMap {
@@ -302,7 +361,11 @@ pub fn response_headers(mapping: Mapping) -> HeaderMap {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static(mapping.content_type()),
     );
-    headers.insert(OPT_IN_HEADER, HeaderValue::from_static(VERSION_TOKEN));
+    let version = match mapping {
+        Mapping::Compat => "1; mapping=compat",
+        _ => VERSION_TOKEN,
+    };
+    headers.insert(OPT_IN_HEADER, HeaderValue::from_static(version));
     headers.insert(
         http::header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache"),

@@ -15,6 +15,7 @@ use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
 use crate::frame::MAX_ABORT_REASON_LEN;
 use crate::sse::SseFrameEncoder;
+use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 
 /// The frames a [`FramedBody`] gathers from several ready items before it hands them out (one
 /// item's frames always go together, whatever their size).
@@ -34,6 +35,11 @@ const CHUNK_TARGET: usize = 64 * 1024;
 /// once. A chunk is handed out as soon as the source has nothing more ready, so a streamed
 /// response stays live; and since small writes come together, a server with Nagle's algorithm on
 /// (`axum::serve` as is) does not stall a response behind a delayed ACK.
+///
+/// In the compatible SSE mapping (SPEC.md §18.4) each message is written whole, a record then a
+/// `message` event, once its last byte is known; a finished message is held until the next item
+/// is ready or the source has nothing ready, so that the last message's record also carries the
+/// sentinel when the source ends at once; a keep-alive is a record with a KEEPALIVE frame.
 ///
 /// # Examples
 ///
@@ -55,7 +61,7 @@ const CHUNK_TARGET: usize = 64 * 1024;
 /// ```
 pub struct FramedBody<S> {
     source: S,
-    encoder: StreamEncoder,
+    writer: Writer,
     mapping: Mapping,
     /// Frames encoded and not handed out yet (the HEAD waits here for the first item).
     out: BytesMut,
@@ -74,6 +80,17 @@ impl<S> fmt::Debug for FramedBody<S> {
     }
 }
 
+/// What writes the body: frames (binary, or base64 in events), or records and events.
+enum Writer {
+    Frames(StreamEncoder),
+    Compat {
+        encoder: CompatEncoder,
+        /// A message complete in the encoder, not written yet: its record gets the sentinel if
+        /// the source ends next.
+        held: bool,
+    },
+}
+
 impl<S> FramedBody<S> {
     /// A body that frames `source` with `encoder` in `mapping`.
     ///
@@ -81,9 +98,16 @@ impl<S> FramedBody<S> {
     ///
     /// See [`FramedBody`].
     pub fn new(source: S, encoder: StreamEncoder, mapping: Mapping) -> Self {
+        let writer = match mapping {
+            Mapping::Compat => Writer::Compat {
+                encoder: CompatEncoder::new(encoder),
+                held: false,
+            },
+            _ => Writer::Frames(encoder),
+        };
         Self {
             source,
-            encoder,
+            writer,
             mapping,
             out: BytesMut::new(),
             started: false,
@@ -93,38 +117,104 @@ impl<S> FramedBody<S> {
 
     fn output(&mut self) -> Bytes {
         match self.mapping {
-            Mapping::Binary => self.out.split().freeze(),
             Mapping::Sse => {
                 let events = SseFrameEncoder::new().to_events(&self.out);
                 self.out.clear();
                 events
             }
+            _ => self.out.split().freeze(),
+        }
+    }
+
+    /// Whether a message is open (pieces given, not finished); a held one is finished.
+    fn in_message(&self) -> bool {
+        match &self.writer {
+            Writer::Frames(encoder) => encoder.in_message(),
+            Writer::Compat { encoder, held } => encoder.in_message() && !held,
         }
     }
 
     fn abort(&mut self, code: AbortCode, reason: &str) {
         // Only fails if the stream already ended or the sequence space is exhausted; then
         // there is nothing more to write.
-        let _ = self.encoder.abort(code, cut_reason(reason), &mut self.out);
+        let reason = cut_reason(reason);
+        let _written = match &mut self.writer {
+            Writer::Frames(encoder) => encoder.abort(code, reason, &mut self.out).is_ok(),
+            Writer::Compat { encoder, held } => {
+                *held = false;
+                encoder.abort(code, reason, &mut self.out).is_ok()
+            }
+        };
         self.done = true;
+    }
+
+    /// Writes a held message (compatible mapping): its record without the sentinel.
+    fn release(&mut self) {
+        if let Writer::Compat { encoder, held } = &mut self.writer {
+            if std::mem::take(held) {
+                let result = encoder.finish_message(&mut self.out).map(drop);
+                self.settle(result);
+            }
+        }
     }
 
     fn encode(&mut self, item: Outgoing) {
         self.started = true;
         let dst = &mut self.out;
-        let result = match item {
-            Outgoing::Chunk(bytes) => self.encoder.push(&bytes, dst),
-            Outgoing::FinishMessage => self.encoder.finish_message(dst).map(drop),
-            Outgoing::Message(bytes) => self.encoder.message(&bytes, dst).map(drop),
-            Outgoing::KeepAlive => self.encoder.keep_alive(dst),
-            Outgoing::End => self.encoder.end(dst),
-            Outgoing::Abort(abort) => self.encoder.abort_with(&abort, dst),
+        let result = match &mut self.writer {
+            Writer::Frames(encoder) => match item {
+                Outgoing::Chunk(bytes) => encoder.push(&bytes, dst),
+                Outgoing::FinishMessage => encoder.finish_message(dst).map(drop),
+                Outgoing::Message(bytes) => encoder.message(&bytes, dst).map(drop),
+                Outgoing::KeepAlive => encoder.keep_alive(dst),
+                Outgoing::End => encoder.end(dst),
+                Outgoing::Abort(abort) => encoder.abort_with(&abort, dst),
+            }
+            .map_err(CompatEncodeError::Encode),
+            Writer::Compat { encoder, held } => {
+                let was_held = std::mem::take(held);
+                match item {
+                    // The last message: its record carries the sentinel (SPEC.md §18.4).
+                    Outgoing::End if was_held => encoder.finish_final_message(dst).map(drop),
+                    item => {
+                        let released = if was_held {
+                            encoder.finish_message(dst).map(drop)
+                        } else {
+                            Ok(())
+                        };
+                        released.and_then(|()| match item {
+                            Outgoing::Chunk(bytes) => encoder.push(&bytes),
+                            Outgoing::FinishMessage => {
+                                *held = true;
+                                Ok(())
+                            }
+                            Outgoing::Message(bytes) => encoder.push(&bytes).map(|()| {
+                                *held = true;
+                            }),
+                            Outgoing::KeepAlive => encoder.keep_alive(dst),
+                            Outgoing::End => encoder.end(dst),
+                            Outgoing::Abort(abort) => encoder.abort(abort.code, &abort.reason, dst),
+                        })
+                    }
+                }
+            }
         };
+        self.settle(result);
+    }
+
+    /// Acts on an encoder's answer: finished, or an ABORT for a refused item.
+    fn settle(&mut self, result: Result<(), CompatEncodeError>) {
         match result {
-            Ok(()) => self.done = self.encoder.is_finished(),
-            Err(err @ EncodeError::MessageTooLarge { .. }) => {
+            Ok(()) => {
+                self.done = match &self.writer {
+                    Writer::Frames(encoder) => encoder.is_finished(),
+                    Writer::Compat { encoder, .. } => encoder.is_finished(),
+                };
+            }
+            Err(CompatEncodeError::Encode(err @ EncodeError::MessageTooLarge { .. })) => {
                 self.abort(AbortCode::MessageTooLarge, &err.to_string());
             }
+            // A message an SSE event cannot carry unchanged, a call out of order.
             Err(err) => self.abort(AbortCode::InternalError, &err.to_string()),
         }
     }
@@ -139,33 +229,42 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        if !this.started && !this.done {
-            // The HEAD, held until the first item (idempotent once written).
-            let _ = this.encoder.open(&mut this.out);
+        if let Writer::Frames(encoder) = &mut this.writer {
+            if !this.started && !this.done {
+                // The HEAD, held until the first item (idempotent once written).
+                let _ = encoder.open(&mut this.out);
+            }
         }
         let mut extra_look = true;
         while !this.done {
             if this.out.len() >= CHUNK_TARGET {
                 // Over the target, one more look at the source when a message just ended: its
                 // end (MESSAGE_END with STREAM_END) goes in the same chunk.
-                if !extra_look || this.encoder.in_message() {
+                if !extra_look || this.in_message() {
+                    this.release();
                     break;
                 }
                 extra_look = false;
             }
             match Pin::new(&mut this.source).poll_next(cx) {
-                Poll::Pending if this.started && !this.out.is_empty() => break,
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    // Nothing more is ready: a held message goes out now, without the sentinel.
+                    this.release();
+                    if this.out.is_empty() || !this.started {
+                        return Poll::Pending;
+                    }
+                    break;
+                }
                 Poll::Ready(Some(Ok(item))) => this.encode(item),
                 Poll::Ready(Some(Err(err))) => {
                     this.abort(AbortCode::InternalError, &err.to_string());
                 }
-                Poll::Ready(None) if this.encoder.in_message() => this.abort(
+                Poll::Ready(None) if this.in_message() => this.abort(
                     AbortCode::InternalError,
                     "the producer ended inside a message",
                 ),
                 Poll::Ready(None) => {
-                    let _ = this.encoder.end(&mut this.out);
+                    this.encode(Outgoing::End);
                     this.done = true;
                 }
             }

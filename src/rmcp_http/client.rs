@@ -21,7 +21,7 @@ use super::{OUTCOME_DATA_KEY, SseItem, is_final_response};
 use crate::decoder::StreamDecoder;
 use crate::frame::HEADER_LEN;
 use crate::http::{
-    DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, opt_in_headers_for,
+    DEFAULT_IDLE_TIMEOUT, Delivery, Mapping, ReceiveError, VerifiedResponse, opt_in_headers_with,
 };
 use crate::ids::RequestKey;
 use crate::limits::{DEFAULT_MAX_FRAME_PAYLOAD, MIN_MAX_FRAME_PAYLOAD};
@@ -145,7 +145,8 @@ pub enum FramingClientError {
 #[derive(Clone, Debug)]
 pub struct FramingHttpClient {
     pub(super) http: reqwest::Client,
-    pub(super) binary: bool,
+    /// The mapping asked for (the response may declare another one the client also reads).
+    pub(super) mapping: Mapping,
     idle_timeout: Option<Duration>,
     stats: Arc<ClientStats>,
     /// Set by `auto_retry` (rmcp_http/retrying.rs): requests go through it.
@@ -162,7 +163,7 @@ impl FramingHttpClient {
     pub fn new(http: reqwest::Client) -> Self {
         Self {
             http,
-            binary: false,
+            mapping: Mapping::Sse,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             stats: Arc::default(),
             retrying: None,
@@ -189,7 +190,8 @@ impl FramingHttpClient {
         self
     }
 
-    /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE.
+    /// Asks for the binary mapping (`application/vnd.mcp-framing`) instead of SSE; `false` goes
+    /// back to the SSE mapping of §15 if binary was asked for.
     ///
     /// # Examples
     ///
@@ -199,7 +201,33 @@ impl FramingHttpClient {
     /// ```
     #[must_use]
     pub fn binary(mut self, binary: bool) -> Self {
-        self.binary = binary;
+        if binary {
+            self.mapping = Mapping::Binary;
+        } else if self.mapping == Mapping::Binary {
+            self.mapping = Mapping::Sse;
+        }
+        self
+    }
+
+    /// Asks for the compatible SSE mapping (SPEC.md §18: `Mcp-Framing-Mapping: compat`), in
+    /// which the messages stay plain MCP events that gateways and tools can read; `false` goes
+    /// back to the SSE mapping of §15 if compat was asked for. Whatever it asks for, the client
+    /// reads the mapping the response declares (a server without the compatible mapping answers
+    /// in §15's).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let client = mcp_framing::rmcp_http::FramingHttpClient::new(reqwest::Client::new()).compat(true);
+    /// # let _ = client;
+    /// ```
+    #[must_use]
+    pub fn compat(mut self, compat: bool) -> Self {
+        if compat {
+            self.mapping = Mapping::Compat;
+        } else if self.mapping == Mapping::Compat {
+            self.mapping = Mapping::Sse;
+        }
         self
     }
 
@@ -217,31 +245,41 @@ impl FramingHttpClient {
 /// How a framed response is bounded under rmcp's transport limits (rmcp 3.11
 /// `StreamableHttpResponseLimits`): each framed message is one JSON-RPC message, which rmcp would
 /// otherwise have received as an SSE event or a JSON body, so it is bounded by both limits; in the
-/// SSE mapping the frames are also kept small enough for their events to fit the SSE limit.
+/// SSE mapping the frames are also kept small enough for their events to fit the SSE limit; in the
+/// compatible mapping an event carries a whole message, bounded by the SSE limit as rmcp would.
 #[derive(Clone, Copy, Debug)]
 struct ReceiveLimits {
     max_frame_payload: u32,
     max_message_size: u64,
-    max_event_data: usize,
 }
 
 impl ReceiveLimits {
-    fn new(limits: &StreamableHttpResponseLimits, binary: bool) -> Self {
+    fn new(limits: &StreamableHttpResponseLimits, mapping: Mapping) -> Self {
         let max_message_size = limits.max_sse_event_size.min(limits.max_json_response_size) as u64;
         // The largest frame whose event data, 4 * ceil((20 + payload) / 3), fits the SSE limit.
         let fitting = (limits.max_sse_event_size / 4 * 3).saturating_sub(HEADER_LEN);
-        let max_frame_payload = if binary {
-            DEFAULT_MAX_FRAME_PAYLOAD
-        } else {
+        let max_frame_payload = if mapping == Mapping::Sse {
             u32::try_from(fitting)
                 .unwrap_or(u32::MAX)
                 .clamp(MIN_MAX_FRAME_PAYLOAD, DEFAULT_MAX_FRAME_PAYLOAD)
+        } else {
+            DEFAULT_MAX_FRAME_PAYLOAD
         };
         Self {
             max_frame_payload,
             max_message_size,
-            max_event_data: event_data_limit(max_frame_payload).min(limits.max_sse_event_size),
         }
+    }
+
+    /// The bound on one SSE event of a response in `mapping`: one frame (§15) or one message
+    /// (the compatible mapping, §18.7), within rmcp's SSE event limit.
+    fn event_bound(&self, limits: &StreamableHttpResponseLimits, mapping: Mapping) -> usize {
+        let bound = if mapping == Mapping::Compat {
+            crate::limits::compat_event_data_limit(self.max_message_size)
+        } else {
+            event_data_limit(self.max_frame_payload)
+        };
+        bound.min(limits.max_sse_event_size)
     }
 
     fn decoder(&self, key: RequestKey) -> StreamDecoder {
@@ -551,7 +589,7 @@ impl StreamableHttpClient for FramingHttpClient {
                 .map_err(|e| StreamableHttpError::Client(e.into()))?;
             return super::retrying::post_request(retrying, request, auth_header, custom_headers);
         }
-        let receive = ReceiveLimits::new(&limits, self.binary);
+        let receive = ReceiveLimits::new(&limits, self.mapping);
         let key = RequestKey::random();
         let mut value =
             serde_json::to_value(&message).map_err(|e| StreamableHttpError::Client(e.into()))?;
@@ -571,7 +609,7 @@ impl StreamableHttpClient for FramingHttpClient {
         // The limits it decodes with travel with the opt-in, so the server frames within them
         // (SPEC.md §11.3, §16).
         let decoder = receive.decoder(key);
-        headers.extend(opt_in_headers_for(key, self.binary, &decoder));
+        headers.extend(opt_in_headers_with(key, self.mapping, &decoder));
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -614,10 +652,14 @@ impl StreamableHttpClient for FramingHttpClient {
         // Decided from the headers, before the body (SPEC.md §16): a response that is not
         // framed is a contract violation whatever its body holds, never a truncation.
         let headers = response.headers().clone();
+        // The event bound follows the mapping the response declares (a server without the
+        // compatible mapping answers in §15's); unframed, it fails below anyway.
+        let declared = Mapping::from_response_headers(&headers).unwrap_or(self.mapping);
+        let max_event_data = receive.event_bound(&limits, declared);
         let verified = VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder)
             .map(|verified| {
                 verified
-                    .max_event_data(receive.max_event_data)
+                    .max_event_data(max_event_data)
                     .idle_timeout(self.idle_timeout)
             });
         let verified = match verified {

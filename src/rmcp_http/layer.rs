@@ -16,6 +16,7 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 
+use super::compat_body::CompatPassthrough;
 use super::is_final_response;
 use crate::codec::Outgoing;
 use crate::encoder::{EncoderBuilder, StreamEncoder};
@@ -26,19 +27,24 @@ use crate::sse::{SseError, SseEvent, SseParser};
 /// The response body of [`FramingService`].
 pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 
-/// A tower layer that frames responses for requests that opted in (server side).
+/// A tower layer that frames responses for requests that opted in (server side), and with
+/// [`frame_all_responses`](Self::frame_all_responses) every response, in the compatible SSE
+/// mapping for requests that did not opt in.
 ///
 /// # Examples
 ///
 /// ```
 /// use mcp_framing::rmcp_http::FramingLayer;
 /// let layer = FramingLayer::new().frame_size(4096).max_message_size(64 << 20);
-/// # let _ = layer;
+/// // Frame every response: stock clients read the compatible mapping as a plain MCP stream.
+/// let every_response = FramingLayer::new().frame_all_responses(true);
+/// # let _ = (layer, every_response);
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct FramingLayer {
     /// The encoder settings (frame size, message limit); each request's encoder starts here.
     encoder: EncoderBuilder,
+    all_responses: bool,
     head_wait: Duration,
 }
 
@@ -62,8 +68,53 @@ impl FramingLayer {
     pub fn new() -> Self {
         Self {
             encoder: StreamEncoder::builder(),
+            all_responses: false,
             head_wait: DEFAULT_HEAD_WAIT,
         }
+    }
+
+    /// Frames the response to every POST, whether the request opted in or not (default `false`:
+    /// only requests that opted in are framed). A request that did not opt in is answered in the
+    /// compatible SSE mapping (SPEC.md §18, §18.8): its JSON-RPC messages stay plain MCP `message`
+    /// events, byte for byte what the inner server sent, and the frames ride in `:mcp-framing`
+    /// comment lines, which every SSE parser drops; its HEAD carries no request key. A request
+    /// that opted in gets the mapping it asked for, as without this switch. A JSON response is
+    /// sent as a one-event SSE stream when the request's `Accept` lists `text/event-stream` (MCP
+    /// clients list both types), unchanged otherwise; `202 Accepted`, error statuses and GET
+    /// streams are never framed. Declare it in discovery with
+    /// [`FramingContract::with_always_framed`](crate::FramingContract::with_always_framed).
+    ///
+    /// # Examples
+    ///
+    /// See [`FramingLayer`].
+    #[must_use]
+    pub fn frame_all_responses(mut self, all: bool) -> Self {
+        self.all_responses = all;
+        self
+    }
+
+    /// Sets how long a framed response's head (status and headers) waits for the inner
+    /// service's first message, so that both leave in one write (default 50 ms; zero sends the
+    /// head at once).
+    ///
+    /// A head written alone is a small segment; with Nagle's algorithm on (TCP_NODELAY off, as
+    /// `axum::serve` and hyper leave it) the next small segment, a short result, waits until the
+    /// client acknowledges the head, and clients delay that ACK by up to 40 ms. Waiting a little
+    /// longer than that for the first message spares every quick tool call the stall; a slower
+    /// one gets its head when the wait ends, as before (a keep-alive also ends it). Needs tokio's
+    /// timer, as rmcp's service does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let layer = mcp_framing::rmcp_http::FramingLayer::new().head_wait(Duration::ZERO);
+    /// # let _ = layer;
+    /// ```
+    #[must_use]
+    pub fn head_wait(mut self, wait: Duration) -> Self {
+        self.head_wait = wait;
+        self
     }
 
     /// Sets the DATA frame size ([`EncoderBuilder::frame_size`], default 16 KiB).
@@ -94,30 +145,6 @@ impl FramingLayer {
     #[must_use]
     pub fn max_message_size(mut self, max: u64) -> Self {
         self.encoder = self.encoder.max_message_size(max);
-        self
-    }
-
-    /// Sets how long a framed response's head (status and headers) waits for the inner
-    /// service's first message, so that both leave in one write (default 50 ms; zero sends the
-    /// head at once).
-    ///
-    /// A head written alone is a small segment; with Nagle's algorithm on (TCP_NODELAY off, as
-    /// `axum::serve` and hyper leave it) the next small segment, a short result, waits until the
-    /// client acknowledges the head, and clients delay that ACK by up to 40 ms. Waiting a little
-    /// longer than that for the first message spares every quick tool call the stall; a slower
-    /// one gets its head when the wait ends, as before (a keep-alive also ends it). Needs tokio's
-    /// timer, as rmcp's service does.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let layer = mcp_framing::rmcp_http::FramingLayer::new().head_wait(Duration::ZERO);
-    /// # let _ = layer;
-    /// ```
-    #[must_use]
-    pub fn head_wait(mut self, wait: Duration) -> Self {
-        self.head_wait = wait;
         self
     }
 }
@@ -179,21 +206,194 @@ where
             }
         };
         let config = self.config;
+        // Without an opt-in, a POST is framed in the compatible mapping when the layer frames
+        // every response (SPEC.md §18.8); a JSON answer only if the client also takes SSE.
+        let unsolicited = (config.all_responses && request.method() == http::Method::POST)
+            .then(|| accepts_event_stream(request.headers()));
         let future = self.inner.call(request);
         Box::pin(async move {
             let response = future.await?;
-            let Some(opt_in) = opt_in else {
-                return Ok(response.map(|body| body.boxed_unsync()));
-            };
-            Ok(frame_response(response, opt_in, config).await)
+            Ok(match (opt_in, unsolicited) {
+                (Some(opt_in), _) if opt_in.mapping() == Mapping::Compat => {
+                    compat_response(response, Some(opt_in), Unsolicited::No, config).await
+                }
+                (Some(opt_in), _) => frame_response(response, opt_in, config).await,
+                (None, Some(json_to_sse)) => {
+                    let unsolicited = Unsolicited::Yes { json_to_sse };
+                    compat_response(response, None, unsolicited, config).await
+                }
+                (None, None) => response.map(|body| body.boxed_unsync()),
+            })
         })
     }
+}
+
+/// Whether a request's `Accept` lists `text/event-stream` (or any type).
+fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
+    headers.get_all(http::header::ACCEPT).iter().any(|value| {
+        value.to_str().is_ok_and(|v| {
+            v.split(',').any(|t| {
+                let essence = t.split(';').next().unwrap_or_default().trim();
+                essence.eq_ignore_ascii_case(crate::http::EVENT_STREAM)
+                    || essence == "*/*"
+                    || essence.eq_ignore_ascii_case("text/*")
+            })
+        })
+    })
+}
+
+/// A message limit as a buffer size.
+fn buffer_limit(max_message_size: u64) -> usize {
+    usize::try_from(max_message_size)
+        .unwrap_or(usize::MAX)
+        .min(isize::MAX as usize)
+}
+
+/// Whether a response is framed although its request did not opt in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unsolicited {
+    /// The request opted in and asked for the compatible mapping.
+    No,
+    /// The layer frames every response; a JSON answer becomes SSE only if `json_to_sse` (the
+    /// client's `Accept` lists `text/event-stream`).
+    Yes { json_to_sse: bool },
+}
+
+/// Frames a response in the compatible SSE mapping (SPEC.md §18): an SSE response passes
+/// through with a record before each message event; a JSON response becomes one event. A JSON
+/// body an event cannot carry unchanged (over the limit, not UTF-8, with a CR) gets an ABORT
+/// record when the request opted in; otherwise it passes through unchanged, as the client expects
+/// it.
+async fn compat_response<B>(
+    response: Response<B>,
+    opt_in: Option<OptIn>,
+    unsolicited: Unsolicited,
+    config: FramingLayer,
+) -> Response<FramingBody<B::Error>>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: fmt::Display + Send + 'static,
+{
+    let (json, sse) = body_kind(&response);
+    let json_to_sse = unsolicited != Unsolicited::Yes { json_to_sse: false };
+    if response.status() != StatusCode::OK || !(sse || json_to_sse && json) {
+        return response.map(|body| body.boxed_unsync());
+    }
+    let builder = config.encoder;
+    // Within the smaller of the layer's limits and the client's, if it said (SPEC.md §11.3, §16).
+    let encoder = match opt_in {
+        Some(opt_in) => opt_in.encoder(builder),
+        None => builder.build(crate::event::StreamHead::for_request(None)),
+    };
+    let max_message = buffer_limit(encoder.max_message_size());
+    let (mut parts, body) = response.into_parts();
+    let framed = if sse {
+        let mut passthrough = CompatPassthrough::new(body, encoder, max_message);
+        // As for the other mappings, the head waits a little for the first message's record and
+        // event (see `FramingLayer::head_wait`).
+        let first = head_start(&mut passthrough, config.head_wait).await;
+        let pieces = futures_util::stream::iter(first).chain(passthrough);
+        http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data))).boxed_unsync()
+    } else {
+        // The whole JSON body, within the message limit, before the response head is sent.
+        let mut body = Box::pin(body);
+        let mut json = BytesMut::new();
+        let mut failure = None;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => {
+                    if let Ok(data) = frame.into_data() {
+                        json.extend_from_slice(&data);
+                        if json.len() > max_message {
+                            failure = Some(AbortCode::MessageTooLarge);
+                            break;
+                        }
+                    }
+                }
+                Err(_) => {
+                    failure = Some(AbortCode::InternalError);
+                    break;
+                }
+            }
+        }
+        let mut compat = crate::sse_compat::CompatEncoder::new(encoder);
+        let mut out = BytesMut::new();
+        let written = match failure {
+            None => compat
+                .final_message(&json, &mut out)
+                .map_err(|err| match err {
+                    crate::sse_compat::CompatEncodeError::Encode(
+                        crate::EncodeError::MessageTooLarge { .. },
+                    ) => AbortCode::MessageTooLarge,
+                    _ => AbortCode::InternalError,
+                }),
+            Some(code) => Err(code),
+        };
+        if let Err(code) = written {
+            if unsolicited != Unsolicited::No {
+                // Not opted in: the client gets the body as it was, the bytes read so far and
+                // then the rest.
+                let read =
+                    futures_util::stream::once(std::future::ready(Ok(Frame::data(json.freeze()))));
+                let rest = http_body_util::BodyStream::new(body);
+                let body = http_body_util::StreamBody::new(read.chain(rest));
+                return Response::from_parts(parts, body.boxed_unsync());
+            }
+            out.clear();
+            let _written = compat
+                .abort(
+                    code,
+                    "the JSON response cannot be framed in the compatible mapping",
+                    &mut out,
+                )
+                .is_ok();
+        }
+        http_body_util::Full::new(out.freeze()).boxed_unsync()
+    };
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    parts.headers.extend(response_headers(Mapping::Compat));
+    Response::from_parts(
+        parts,
+        framed
+            .map_err(|never: Infallible| match never {})
+            .boxed_unsync(),
+    )
+}
+
+/// What an inner response's `Content-Type` says it carries: (a JSON body, an SSE body).
+fn body_kind<B>(response: &Response<B>) -> (bool, bool) {
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let json = content_type.is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
+    });
+    (
+        json,
+        Mapping::from_content_type(content_type) == Some(Mapping::Sse),
+    )
 }
 
 fn fixed_body<E: 'static>(text: String) -> FramingBody<E> {
     http_body_util::Full::new(Bytes::from(text))
         .map_err(|never: Infallible| match never {})
         .boxed_unsync()
+}
+
+/// The first piece of a framed body if it is ready within `wait` (none if `wait` is zero): the
+/// response head then leaves with it (see [`FramingLayer::head_wait`]).
+async fn head_start<P, T>(body: &mut P, wait: Duration) -> Option<T>
+where
+    P: Stream<Item = T> + Unpin,
+{
+    if wait.is_zero() {
+        None
+    } else {
+        tokio::time::timeout(wait, body.next()).await.ok().flatten()
+    }
 }
 
 async fn frame_response<B>(
@@ -205,16 +405,7 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: fmt::Display + Send + 'static,
 {
-    let content_type = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let json = content_type.is_some_and(|ct| {
-        ct.split(';')
-            .next()
-            .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
-    });
-    let sse = Mapping::from_content_type(content_type) == Some(Mapping::Sse);
+    let (json, sse) = body_kind(&response);
     // Errors (4xx/5xx), 202 Accepted and anything else pass through unframed (SPEC.md §16).
     if response.status() != StatusCode::OK || !(json || sse) {
         return response.map(|body| body.boxed_unsync());
@@ -225,9 +416,7 @@ where
     let encoder = opt_in.encoder(config.encoder);
     // Every inner message is read within the message limit, as an SSE event or a JSON body
     // (SPEC.md §6, §16): the bound the encoder applies, so one byte more is an ABORT of code 5.
-    let max_message = usize::try_from(encoder.max_message_size())
-        .unwrap_or(usize::MAX)
-        .min(isize::MAX as usize);
+    let max_message = buffer_limit(encoder.max_message_size());
     let messages = InnerMessages {
         body: Box::pin(body),
         parser: sse.then(|| SseParser::with_max_event_data(max_message)),
@@ -241,14 +430,7 @@ where
     let mut framed = FramedBody::new(messages, encoder, mapping);
     // The head waits (a little) for the first chunk, which holds the HEAD frame and the first
     // message, so that they leave together (see `FramingLayer::head_wait`).
-    let first = if config.head_wait.is_zero() {
-        None
-    } else {
-        tokio::time::timeout(config.head_wait, framed.next())
-            .await
-            .ok()
-            .flatten()
-    };
+    let first = head_start(&mut framed, config.head_wait).await;
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(mapping));
     let pieces = futures_util::stream::iter(first).chain(framed);

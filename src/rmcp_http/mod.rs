@@ -17,6 +17,7 @@
 //!   between frames.
 
 mod client;
+mod compat_body;
 #[cfg(feature = "dedupe")]
 mod dedupe;
 mod layer;

@@ -20,7 +20,7 @@ impl FramingHttpClient {
     /// `schedule`. rmcp sees one response per request: the verified final response, or one
     /// JSON-RPC error with the last attempt's classification and the attempts made; every
     /// attempt and decision is recorded through [`telemetry`](crate::telemetry). Call it after
-    /// [`binary`](Self::binary).
+    /// [`binary`](Self::binary) or [`compat`](Self::compat).
     ///
     /// # Examples
     ///
@@ -37,7 +37,7 @@ impl FramingHttpClient {
     pub fn auto_retry(mut self, resolver: impl EndpointResolver, schedule: RetrySchedule) -> Self {
         let client = RetryingClient::with_shared_resolver(self.http.clone(), Arc::new(resolver))
             .schedule(schedule)
-            .binary(self.binary);
+            .mapping(self.mapping);
         self.retrying = Some(client);
         self
     }

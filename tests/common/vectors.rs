@@ -34,8 +34,11 @@ pub(crate) struct Vector {
     /// The per-stream bounds of SPEC.md §6.1 and §15 this vector sets (the defaults otherwise).
     pub(crate) bounds: Bounds,
     pub(crate) expect: Expect,
-    /// `"binary"` (SPEC.md §2–§7) or `"sse"` (§15: the body is a `text/event-stream`).
+    /// `"binary"` (SPEC.md §2–§7), `"sse"` (§15: the body is a `text/event-stream`) or
+    /// `"compat"` (§18).
     pub(crate) mapping: &'static str,
+    /// The SSE event bound, when not the mapping's default (SPEC.md §15, §18.7).
+    pub(crate) max_event_data: Option<usize>,
 }
 
 /// Per-stream bounds a vector sets (SPEC.md §6.1, §15); `None` keeps the default, and only the
@@ -165,6 +168,7 @@ impl Set {
             bounds: Bounds::default(),
             expect,
             mapping: "binary",
+            max_event_data: None,
         });
         self.0.last_mut().expect("just pushed")
     }
@@ -179,6 +183,20 @@ impl Set {
     ) -> &mut Vector {
         let vector = self.add(file, description, body, expect);
         vector.mapping = "sse";
+        vector
+    }
+
+    /// A vector of the compatible SSE mapping (SPEC.md §18): `body` is the `text/event-stream`
+    /// body.
+    fn add_compat(
+        &mut self,
+        file: &str,
+        description: &str,
+        body: impl Into<Vec<u8>>,
+        expect: Expect,
+    ) -> &mut Vector {
+        let vector = self.add(file, description, body.into(), expect);
+        vector.mapping = "compat";
         vector
     }
 }
@@ -246,10 +264,12 @@ pub(crate) fn all() -> Vec<Vector> {
     binary().0
 }
 
-/// Every vector of both mappings, in manifest order: [`all`], then the SSE bodies (SPEC.md §15).
+/// Every vector of every mapping, in manifest order: [`all`], then the SSE bodies (SPEC.md §15),
+/// then the bodies of the compatible SSE mapping (§18).
 pub(crate) fn all_mappings() -> Vec<Vector> {
     let mut set = binary();
     sse(&mut set);
+    compat(&mut set);
     set.0
 }
 
@@ -1197,6 +1217,391 @@ fn sse(set: &mut Set) {
     );
 }
 
+/// A record line of the compatible mapping carrying `frames` (SPEC.md §18.2), ended with `eol`.
+fn record(frames: &[u8], eol: &str) -> String {
+    format!(":mcp-framing {}{eol}", base64(frames))
+}
+
+/// A `message` event carrying `message` (SPEC.md §18.3): one `data: ` line per LF-separated piece.
+fn message_event(message: &[u8], eol: &str) -> String {
+    let text = std::str::from_utf8(message).expect("event data is UTF-8");
+    let mut event: String = text
+        .split('\n')
+        .map(|line| format!("data: {line}{eol}"))
+        .collect();
+    event.push_str(eol);
+    event
+}
+
+/// A binary stream in the compatible mapping as the SPEC.md §18.4 sender writes it, piece by
+/// piece (a record or an event): each run of DATA frames becomes one record (the frames written
+/// since the previous record, the run's DATA headers, the MESSAGE_END right after the run and the
+/// STREAM_END right after that) and one event (the payloads). Frames after the last record make
+/// one more record.
+fn compat_pieces(stream: &[u8]) -> Vec<String> {
+    let spans = super::frame_spans(stream);
+    let kind = |i: usize| spans.get(i).map(|span| stream[span.start + 3]);
+    let mut pieces = Vec::new();
+    let mut frames = Vec::new();
+    let mut i = 0;
+    while i < spans.len() {
+        if kind(i) != Some(0x02) {
+            frames.extend_from_slice(&stream[spans[i].clone()]);
+            i += 1;
+            continue;
+        }
+        let mut message = Vec::new();
+        while kind(i) == Some(0x02) {
+            let span = spans[i].clone();
+            frames.extend_from_slice(&stream[span.start..span.start + 20]);
+            message.extend_from_slice(&stream[span.start + 20..span.end]);
+            i += 1;
+        }
+        if kind(i) == Some(0x03) {
+            frames.extend_from_slice(&stream[spans[i].clone()]);
+            i += 1;
+            if kind(i) == Some(0x04) {
+                frames.extend_from_slice(&stream[spans[i].clone()]);
+                i += 1;
+            }
+        }
+        pieces.push(record(&frames, "\n"));
+        pieces.push(message_event(&message, "\n"));
+        frames.clear();
+    }
+    if !frames.is_empty() {
+        pieces.push(record(&frames, "\n"));
+    }
+    pieces
+}
+
+/// The compatible-mapping body of a binary stream (SPEC.md §18.4).
+pub(crate) fn compat_body(stream: &[u8]) -> String {
+    compat_pieces(stream).concat()
+}
+
+const PRETTY: &[u8] =
+    b"{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 1,\n  \"result\": {\n    \"content\": []\n  }\n}";
+
+fn compat(set: &mut Set) {
+    let single = single_message();
+    set.add_compat(
+        "valid_compat_single_message.sse",
+        "SPEC.md §13 worked example in the compatible mapping (§18.4): one record (HEAD, DATA header, MESSAGE_END, STREAM_END), then `data: {\"ok\":true}` (249 bytes)",
+        compat_body(&single),
+        Expect::clean(&[OK_MESSAGE]),
+    );
+
+    let multiple = multiple_messages(ATTEMPT, 16);
+    set.add_compat(
+        "valid_compat_multiple_messages.sse",
+        "valid_multiple_messages.bin (16-byte DATA frames) in the compatible mapping: per message one record with several DATA headers, then one event",
+        compat_body(&multiple),
+        Expect::clean(&[PROGRESS, LOG, RESULT]),
+    );
+
+    let pieces = compat_pieces(&single);
+    let data_line = pieces[1].trim_end_matches('\n');
+    let body = format!(
+        "\u{feff}:\r\n\r\ndata: \r\nid: 0\r\n\r\n: keep-alive\r\n{}: mcp-framing is only a comment with a space\r\n\r\n:\r\n\r\nevent: message\r\n: a comment inside the event\r\n{data_line}\r\nid: 1\r\nretry: 500\r\n\r\n:\r\n\r\n",
+        pieces[0].replace('\n', "\r\n"),
+    );
+    set.add_compat(
+        "valid_compat_keepalives_crlf.sse",
+        "§13 example with a BOM, CRLF line endings, `:` and `: keep-alive` comments, `: mcp-framing` (a comment, not a record), an id-only priming event, `event: message`, `id` and `retry` fields: all as a stock MCP server may send them",
+        body,
+        Expect::clean(&[OK_MESSAGE]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(PRETTY, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    set.add_compat(
+        "valid_compat_multi_line_data.sse",
+        "a pretty-printed message (LFs inside): one `data: ` line per line; the event's data as dispatched (lines joined with LF) is the message",
+        compat_body(&wire),
+        Expect::clean(&[PRETTY]),
+    );
+
+    let large = json_of_len(70_000);
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(&large, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    set.add_compat(
+        "valid_compat_large_message.sse",
+        "a 70000-byte message in five DATA frames of at most 16 KiB: one record of five DATA headers, one event",
+        compat_body(&wire),
+        Expect::clean(&[&large]),
+    );
+
+    let spans = super::frame_spans(&single);
+    let frame = |i: usize| &single[spans[i].clone()];
+    let body = format!(
+        "{}{}{}{}",
+        record(frame(0), "\n"),
+        record(&frame(1)[..20], "\n"),
+        message_event(OK_MESSAGE, "\n"),
+        record(&[frame(2), frame(3)].concat(), "\n"),
+    );
+    set.add_compat(
+        "valid_compat_end_record_after_event.sse",
+        "§13 example with HEAD alone in a first record, the DATA header in a second, MESSAGE_END and STREAM_END in a record after the event (§18.5 allows records after their event)",
+        body,
+        Expect::clean(&[OK_MESSAGE]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.end(&mut wire).expect("end");
+    set.add_compat(
+        "valid_compat_no_messages.sse",
+        "a stream without messages: one record holding HEAD and STREAM_END",
+        compat_body(&wire),
+        Expect::clean(&[]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(PROGRESS, &mut wire).expect("message");
+    enc.abort(
+        AbortCode::UpstreamFailed,
+        "model backend timed out",
+        &mut wire,
+    )
+    .expect("abort");
+    set.add_compat(
+        "valid_compat_aborted.sse",
+        "a message, then ABORT (code 4) in a record of its own after the event, as the §18.4 sender writes it",
+        compat_body(&wire),
+        Expect::aborted(&[PROGRESS], 4, "model backend timed out"),
+    );
+
+    set.add_compat(
+        "valid_compat_aborted_mid_message.sse",
+        "valid_aborted_mid_message.bin in the compatible mapping: the second record holds the DATA headers of a message that the next event fills and the ABORT record after it discards (a §18.4 sender never writes this)",
+        compat_body(&bytes_of(set, "valid_aborted_mid_message.bin")),
+        Expect::aborted(&[PROGRESS], 4, "model backend timed out"),
+    );
+
+    // Intermediaries that lose or change the framing.
+    set.add_compat(
+        "invalid_compat_stripped_comments.sse",
+        "§13 example whose comment lines an intermediary stripped: the event arrives with no DATA frame waiting",
+        pieces[1].clone(),
+        Expect::error("UnframedEvent", &[]),
+    );
+
+    set.add_compat(
+        "invalid_compat_plain_mcp_stream.sse",
+        "a plain MCP stream (priming event, keep-alive, the response as a `message` event) where the compatible mapping was promised",
+        "data: \nid: 0\n\n:\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\nid: 1\n\n",
+        Expect::error("UnframedEvent", &[]),
+    );
+
+    set.add_compat(
+        "invalid_compat_base64_mapping_body.sse",
+        "valid_sse_single_message.sse (the §15 mapping) read as the compatible mapping: an `mcp-frame` event is an event of another type",
+        bytes_of(set, "valid_sse_single_message.sse"),
+        Expect::error("UnexpectedEvent", &[]),
+    );
+
+    let multi = compat_pieces(&multiple);
+    set.add_compat(
+        "invalid_compat_event_dropped.sse",
+        "valid_compat_multiple_messages.sse without the second message's event: the third record arrives while its DATA frame waits",
+        [&multi[..3], &multi[4..]].concat().concat(),
+        Expect::error("EventMissing", &[PROGRESS]),
+    );
+
+    let mut body = multi.clone();
+    body.insert(2, multi[1].clone());
+    set.add_compat(
+        "invalid_compat_event_duplicated.sse",
+        "valid_compat_multiple_messages.sse with the first event sent twice: the copy finds no DATA frame waiting",
+        body.concat(),
+        Expect::error("UnframedEvent", &[PROGRESS]),
+    );
+
+    let split = Raw::head(Some(KEY), ATTEMPT)
+        .data(br#"{"ok""#)
+        .keep_alive()
+        .data(b":true}")
+        .message_end(OK_MESSAGE)
+        .stream_end(1)
+        .build();
+    set.add_compat(
+        "invalid_compat_message_split_over_two_events.sse",
+        "§13 message in two DATA frames with a KEEPALIVE between them, each DATA frame filled by its own event (`{\"ok\"`, then `:true}`): a stock client would read two messages; the second DATA header is SplitMessage",
+        compat_body(&split),
+        Expect::error("SplitMessage", &[]),
+    );
+
+    let short = format!("data: {}\n\n", r#"{"ok":tru}"#);
+    set.add_compat(
+        "invalid_compat_event_shorter.sse",
+        "§13 example whose event lost a byte (`{\"ok\":tru}`): 10 bytes for an 11-byte DATA frame",
+        format!("{}{short}", pieces[0]),
+        Expect::error("EventLengthMismatch", &[]),
+    );
+
+    let long = format!("data: {}\n\n", r#"{"ok": true}"#);
+    set.add_compat(
+        "invalid_compat_event_longer.sse",
+        "§13 example whose event a gateway re-serialized (`{\"ok\": true}`): 12 bytes for an 11-byte DATA frame",
+        format!("{}{long}", pieces[0]),
+        Expect::error("EventLengthMismatch", &[]),
+    );
+
+    let altered = format!("data: {}\n\n", r#"{"ok":TRUE}"#);
+    set.add_compat(
+        "invalid_compat_event_altered.sse",
+        "§13 example whose event's bytes changed, not its length (`{\"ok\":TRUE}`): the DATA frame's payload CRC fails",
+        format!("{}{altered}", pieces[0]),
+        Expect::error("PayloadChecksumMismatch", &[]),
+    );
+
+    let spliced_retry = compat_pieces(&multiple_messages(RETRY, 16));
+    set.add_compat(
+        "invalid_compat_spliced_attempts.sse",
+        "the first message (record and event) of valid_compat_multiple_messages.sse, then a retry's whole body (another attempt id): the retry's HEAD has a foreign sequence number",
+        [&multi[..2], &spliced_retry[..]].concat().concat(),
+        Expect::error("ForeignFrame", &[PROGRESS]),
+    );
+
+    set.add_compat(
+        "invalid_compat_digest_mismatch.sse",
+        "invalid_digest_mismatch.bin in the compatible mapping: the frame-level error is the verdict",
+        compat_body(&bytes_of(set, "invalid_digest_mismatch.bin")),
+        Expect::error("DigestMismatch", &[]),
+    );
+
+    let mut trailing = single.clone();
+    let keep_alive = Raw::empty(0xa1a2_a3a8).keep_alive().build();
+    trailing.extend_from_slice(&keep_alive);
+    set.add_compat(
+        "invalid_compat_record_after_stream_end.sse",
+        "§13 example followed by a record carrying a KEEPALIVE frame: bytes after the sentinel",
+        format!("{}{}", compat_body(&single), record(&keep_alive, "\n")),
+        Expect::error("TrailingData", &[OK_MESSAGE]),
+    );
+
+    // Broken records.
+    let text = &pieces[0];
+    set.add_compat(
+        "invalid_compat_record_bad_base64.sse",
+        "§13 example with a `*` (not in the base64 alphabet) in the record",
+        format!(
+            "{}{}",
+            text.replacen(":mcp-framing n00B", ":mcp-framing n00*", 1),
+            pieces[1]
+        ),
+        Expect::error("InvalidRecord", &[]),
+    );
+
+    let unpadded = format!("{}\n", text.trim_end_matches('\n').trim_end_matches('='));
+    set.add_compat(
+        "invalid_compat_record_unpadded.sse",
+        "§13 example with the `==` padding of the record's base64 left out",
+        format!("{unpadded}{}", pieces[1]),
+        Expect::error("InvalidRecord", &[]),
+    );
+
+    set.add_compat(
+        "invalid_compat_record_without_space.sse",
+        "§13 example with `:mcp-framing` directly followed by the base64 (no space): a comment starting with `mcp-framing` that is not a record",
+        format!("{}{}", text.replacen(":mcp-framing ", ":mcp-framing", 1), pieces[1]),
+        Expect::error("InvalidRecord", &[]),
+    );
+
+    let mut frames = [&single[..72], &single[83..]].concat();
+    frames[52 + 11] ^= 0x01; // the DATA header's length field: 11 becomes 10, its CRC fails
+    set.add_compat(
+        "invalid_compat_record_header_checksum.sse",
+        "§13 example whose record has a bit flipped in the DATA header's length (base64 re-encoded): the broken rest of the record goes to the frame decoder, which names the error",
+        format!("{}{}", record(&frames, "\n"), pieces[1]),
+        Expect::error("HeaderChecksumMismatch", &[]),
+    );
+
+    let frames = [&single[..72], &single[83..single.len() - 4]].concat();
+    set.add_compat(
+        "invalid_compat_record_partial_frame.sse",
+        "§13 example whose record ends 4 bytes into STREAM_END's payload: after the event the frames are handed over, then InvalidRecord",
+        format!("{}{}", record(&frames, "\n"), pieces[1]),
+        Expect::error("InvalidRecord", &[OK_MESSAGE]),
+    );
+
+    // Cuts.
+    set.add_compat(
+        "invalid_compat_truncated_in_record.sse",
+        "§13 example cut in the middle of its record line: the line is never complete, nothing is handed over",
+        text[..100].to_owned(),
+        Expect::truncated("NoFrame", &[]),
+    );
+
+    set.add_compat(
+        "invalid_compat_truncated_in_event.sse",
+        "§13 example cut inside the event's data line: the DATA frame waits for its payload",
+        format!("{}{}", text, &pieces[1][..12]),
+        Expect::truncated("InPayload", &[]),
+    );
+
+    set.add_compat(
+        "invalid_compat_truncated_before_blank_line.sse",
+        "§13 example cut after the event's data line, before its blank line: the event is never dispatched",
+        format!("{}{}", text, pieces[1].strip_suffix('\n').expect("blank line")),
+        Expect::truncated("InPayload", &[]),
+    );
+
+    set.add_compat(
+        "invalid_compat_truncated_between_messages.sse",
+        "valid_compat_multiple_messages.sse cut after the second event, before the third record",
+        multi[..4].concat(),
+        Expect::truncated("BetweenMessages", &[PROGRESS, LOG]),
+    );
+
+    let body = format!(
+        "{}{}{}",
+        record(frame(0), "\n"),
+        record(&frame(1)[..20], "\n"),
+        message_event(OK_MESSAGE, "\n"),
+    );
+    set.add_compat(
+        "invalid_compat_truncated_before_end_record.sse",
+        "valid_compat_end_record_after_event.sse cut after the event, before the record with MESSAGE_END and STREAM_END: the message is not verified",
+        body,
+        Expect::truncated("InMessage", &[]),
+    );
+
+    set.add_compat(
+        "invalid_compat_truncated_only_keepalives.sse",
+        "a body of keep-alive comments and a priming event only: no frame ever arrived",
+        ":\n\ndata: \nid: 0\n\n: keep-alive\n\n",
+        Expect::truncated("NoFrame", &[]),
+    );
+
+    let large = json_of_len(5_000);
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(&large, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    set.add_compat(
+        "invalid_compat_message_over_limit.sse",
+        "a 5000-byte message with the decoder's max message size set to 4096: the DATA header is handed over with its record, and rejected before its event arrives",
+        compat_body(&wire),
+        Expect::error("MessageTooLarge", &[]),
+    )
+    .max_message_size = 4096;
+    set.add_compat(
+        "invalid_compat_event_too_large.sse",
+        "a 5000-byte message with the event bound set to 4096 bytes (`decoder.max_event_data`)",
+        compat_body(&wire),
+        Expect::error("EventTooLarge", &[]),
+    )
+    .max_event_data = Some(4096);
+}
+
 #[derive(Serialize)]
 struct ManifestJson<'a> {
     spec_version: u32,
@@ -1222,6 +1627,8 @@ struct DecoderJson {
     max_message_size: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_event_data: Option<usize>,
     #[serde(flatten)]
     bounds: Bounds,
 }
@@ -1267,6 +1674,7 @@ pub(crate) fn manifest(vectors: &[Vector]) -> String {
                     max_frame_payload: v.max_frame_payload,
                     max_message_size: v.max_message_size,
                     request_key: v.request_key.map(|k| k.to_string()),
+                    max_event_data: v.max_event_data,
                     bounds: v.bounds,
                 },
                 expect: ExpectJson {

@@ -4,13 +4,16 @@
 Written from SPEC.md alone (standard library only: zlib.crc32, hashlib.sha256), as a second
 implementation that the Rust crate is checked against. Section numbers (§) cite SPEC.md.
 
-Both transport mappings: the binary one (the frames are the body) and SSE (§15: `mcp-frame`
-events carrying base64 of whole frames, `SseDecoder`).
+All three transport mappings: the binary one (the frames are the body), SSE (§15: `mcp-frame`
+events carrying base64 of whole frames, `SseDecoder`) and the compatible SSE mapping (§18: the
+messages as plain `message` events, the frames in `:mcp-framing` comment records,
+`CompatDecoder`).
 
 Library use:
 
     dec = Decoder(max_frame_payload=65536, max_message_size=16777216, request_key=None)
-    # or SseDecoder(max_event_data=262144, **the same options) for a text/event-stream body
+    # or SseDecoder(max_event_data=262144, **the same options) for a text/event-stream body,
+    # or CompatDecoder(max_event_data=16842752, **the same options) for the compatible mapping
     for chunk in chunks:
         dec.feed(chunk)          # never raises: an error is recorded and sticks
     verdict = dec.finish()       # end of input (§7)
@@ -18,11 +21,11 @@ Library use:
 
 Command line:
 
-    mcp_framing_ref.py FILE [--mapping binary|sse] [--split 5,17] [--chunk N] [--max-frame-payload N]
+    mcp_framing_ref.py FILE [--mapping binary|sse|compat] [--split 5,17] [--chunk N] [--max-frame-payload N]
                             [--max-message-size N] [--request-key HEX]
         prints the verdict of FILE as JSON (the manifest's "expect" shape, plus "detail").
     mcp_framing_ref.py --batch < jobs.json
-        jobs: [{"file": PATH | "hex": HEX, "mapping": "binary" | "sse", "decoder": {...},
+        jobs: [{"file": PATH | "hex": HEX, "mapping": "binary" | "sse" | "compat", "decoder": {...},
                 "splits": [[i, j, ...], ...], "chunks": [n, ...]}, ...]
         prints, per job, the verdicts for each split list, then for each chunk size (input fed
         n bytes at a time), as JSON: [[verdict, ...], ...]. One process for a whole suite.
@@ -387,7 +390,7 @@ class Decoder:
 # -- SSE mapping (§15) ---------------------------------------------------------------------------
 
 FRAME_EVENT = b"mcp-frame"
-DEFAULT_MAX_EVENT_DATA = 256 * 1024  # §15: base64 characters buffered for one event
+DEFAULT_MAX_EVENT_DATA = 256 * 1024  # §15: the least bound on one event's data
 BOM = b"\xef\xbb\xbf"
 
 
@@ -433,7 +436,10 @@ class SseDecoder:
                     self._fail("EventTooLarge", max=self.max_event_data)
 
     def _fail(self, name, **detail):
-        self.inner.error = DecodeError(name, **detail)
+        # The first error in body order wins: an error the frame decoder found in bytes handed
+        # over before this one stays (§15, §18.5).
+        if self.inner.error is None:
+            self.inner.error = DecodeError(name, **detail)
 
     def _line(self, line):
         if self.first_line:
@@ -456,7 +462,8 @@ class SseDecoder:
             self._dispatch()
             return
         if line.startswith(b":"):
-            return  # a comment (keep-alive)
+            self._comment(line[1:])
+            return
         if field == b"event":
             self.event_name = value
         elif field == b"data":
@@ -467,6 +474,9 @@ class SseDecoder:
                 self._fail("EventTooLarge", max=self.max_event_data)
         # id, retry and unknown fields are ignored
 
+    def _comment(self, text):
+        pass  # a comment (keep-alive)
+
     def _dispatch(self):
         name, data = self.event_name, self.data or b""
         self.event_name, self.data = None, None
@@ -474,6 +484,9 @@ class SseDecoder:
             # §15: empty data carries nothing (an id-only priming event, a named event without
             # a data line, one empty `data:` line): skipped, whatever the name
             return
+        self._event(name, data)
+
+    def _event(self, name, data):
         self.events += 1
         if name != FRAME_EVENT:
             # any other event that carries data, named or not
@@ -497,10 +510,142 @@ class SseDecoder:
         return self.inner.finish()
 
 
-def decode(data, splits=(), mapping="binary", max_event_data=DEFAULT_MAX_EVENT_DATA, **config):
+# -- compatible SSE mapping (§18) -----------------------------------------------------------------
+
+RECORD_MARK = b"mcp-framing"  # §18.2: a comment whose text starts with it is a record
+RECORD_PREFIX = RECORD_MARK + b" "
+DEFAULT_COMPAT_MAX_EVENT_DATA = DEFAULT_MAX_MESSAGE_SIZE + 64 * 1024  # §18.7
+
+
+def header_passes(h):
+    """§2 checks 1 and 2 on a 20-byte header: magic, version, header CRC."""
+    return (
+        len(h) == HEADER_LEN
+        and h[0:2] == MAGIC
+        and h[2] == VERSION
+        and crc32(h[0:16]) == int.from_bytes(h[16:20], "big")
+    )
+
+
+class CompatDecoder(SseDecoder):
+    """The compatible SSE mapping (§18.5): records (`:mcp-framing` comments) carry whole frames,
+    DATA frames as their header alone; each `message` event carries the payloads of the DATA
+    frames waiting for it. The binary stream rebuilt from both is fed to a binary Decoder."""
+
+    def __init__(self, max_event_data=DEFAULT_COMPAT_MAX_EVENT_DATA, **config):
+        super().__init__(max_event_data=max_event_data, **config)
+        self.queue = []  # ("frame", bytes) | ("data", header, length) | ("broken", bytes)
+        self.waiting = None  # payload length of the DATA frame waiting for its event
+        self.open_message = False  # an event filled DATA frames; no MESSAGE_END/ABORT moved since
+        self.records = 0
+        self.message_events = 0
+
+    def _comment(self, text):
+        if not text.startswith(RECORD_MARK):
+            return  # a keep-alive
+        record = self.records
+        self.records += 1
+        # step 1: no record while a DATA frame waits for its event
+        if self.waiting is not None:
+            self._fail("EventMissing", record=record)
+            return
+        b64 = text[len(RECORD_PREFIX) :] if text.startswith(RECORD_PREFIX) else b""
+        try:
+            data = base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError):
+            data = b""
+        if not data or base64.b64encode(data) != b64:
+            # canonical padded base64 of at least one byte (§18.2)
+            self._fail("InvalidRecord", record=record)
+            return
+        # Split into frames; kinds and lengths come only from headers that pass §2 checks 1-2.
+        at = 0
+        while at < len(data):
+            h = data[at : at + HEADER_LEN]
+            if not header_passes(h):
+                self.queue.append(("broken", data[at:]))
+                break
+            kind = h[3]
+            length = int.from_bytes(h[8:12], "big")
+            if kind == DATA:
+                self.queue.append(("data", h, length))
+                at += HEADER_LEN
+                continue
+            end = at + HEADER_LEN + length
+            if end > len(data):
+                self.queue.append(("broken", data[at:]))
+                break
+            self.queue.append(("frame", data[at:end]))
+            at = end
+        self._flush(record)
+
+    def _flush(self, record):
+        """step 2: move queued items into the binary stream up to a DATA header, which waits."""
+        while self.queue:
+            item = self.queue.pop(0)
+            if item[0] == "frame":
+                self.inner.feed(item[1])
+                if item[1][3] in (MESSAGE_END, ABORT):
+                    self.open_message = False
+            elif item[0] == "broken":
+                self.inner.feed(item[1])
+                self._fail("InvalidRecord", record=record)
+                return
+            else:
+                self.inner.feed(item[1])
+                if self.open_message:
+                    # one message, one event: a stock client would read two messages
+                    self._fail("SplitMessage", record=record)
+                    return
+                self.waiting = item[2]
+                return
+
+    def _event(self, name, data):
+        if name is not None and name != b"message":
+            label = name.decode("utf-8", "replace")
+            self._fail("UnexpectedEvent", event=label)
+            return
+        index = self.message_events
+        self.message_events += 1
+        # step 3
+        if self.waiting is None:
+            self._fail("UnframedEvent", event=index)
+            return
+        # The event's bytes as dispatched: the data buffer as UTF-8 (SSE decodes the stream as
+        # UTF-8, replacing invalid sequences).
+        data = data.decode("utf-8", "replace").encode("utf-8")
+        run = [self.waiting]
+        headers = []
+        while len(run) - 1 < len(self.queue) and self.queue[len(run) - 1][0] == "data":
+            item = self.queue[len(run) - 1]
+            headers.append(item[1])
+            run.append(item[2])
+        if sum(run) != len(data):
+            self._fail("EventLengthMismatch", declared=sum(run), carried=len(data))
+            return
+        del self.queue[: len(headers)]
+        self.waiting = None
+        self.open_message = True
+        at = 0
+        for i, length in enumerate(run):
+            if i > 0:
+                self.inner.feed(headers[i - 1])
+            self.inner.feed(data[at : at + length])
+            at += length
+        self._flush(self.records - 1)
+
+
+def decode(data, splits=(), mapping="binary", max_event_data=None, **config):
     """Decode `data` fed in pieces cut at the ascending offsets `splits`; returns a Verdict."""
     if mapping == "sse":
-        dec = SseDecoder(max_event_data=max_event_data, **config)
+        # §15: the base64 of one whole frame of the max frame payload, at least 256 KiB
+        frame = HEADER_LEN + config.get("max_frame_payload", DEFAULT_MAX_FRAME_PAYLOAD)
+        bound = max(4 * ((frame + 2) // 3), DEFAULT_MAX_EVENT_DATA)
+        dec = SseDecoder(max_event_data=max_event_data or bound, **config)
+    elif mapping == "compat":
+        # §18.7: one message of the max message size, plus 64 KiB
+        bound = config.get("max_message_size", DEFAULT_MAX_MESSAGE_SIZE) + 64 * 1024
+        dec = CompatDecoder(max_event_data=max_event_data or bound, **config)
     elif mapping == "binary":
         config.pop("max_sse_comments_in_a_row", None)  # an SSE bound (§15)
         dec = Decoder(**config)
@@ -561,7 +706,7 @@ def main(argv):
 
     p = argparse.ArgumentParser(description="mcp-framing v1 reference decoder")
     p.add_argument("file", nargs="?", help="framed stream; '-' for stdin")
-    p.add_argument("--mapping", choices=["binary", "sse"], default="binary")
+    p.add_argument("--mapping", choices=["binary", "sse", "compat"], default="binary")
     p.add_argument("--batch", action="store_true", help="read a JSON job list on stdin")
     p.add_argument("--split", default="", help="comma-separated offsets to cut the input at")
     p.add_argument("--chunk", type=int, default=0, help="feed the input N bytes at a time")

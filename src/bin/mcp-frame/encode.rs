@@ -16,6 +16,7 @@ use crate::CliError;
 use crate::input::{InputPath, MappingArgs, open_output};
 use mcp_framing::Mapping;
 use mcp_framing::sse::SseFrameEncoder;
+use mcp_framing::sse_compat::{CompatEncodeError, CompatEncoder};
 
 /// Options of `encode`.
 #[derive(Debug, Args)]
@@ -98,6 +99,20 @@ pub(crate) fn run(args: &EncodeArgs) -> Result<u8, CliError> {
         .output
         .as_ref()
         .map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
+    if args.mapping.mapping == Mapping::Compat {
+        if args.chunk.is_some() {
+            return Err(CliError::Usage(
+                "--chunk does not apply to --mapping compat: an event carries a whole message"
+                    .into(),
+            ));
+        }
+        let messages = match messages {
+            Some(messages) => messages,
+            None => vec![input.read_all()?],
+        };
+        let out = open_output(args.output.as_deref(), false)?;
+        return write_compat(encoder, &messages, out, &output_name);
+    }
     let out = open_output(
         args.output.as_deref(),
         args.mapping.mapping == Mapping::Binary,
@@ -123,6 +138,63 @@ pub(crate) fn run(args: &EncodeArgs) -> Result<u8, CliError> {
     sink.encoder.end(&mut sink.buf).map_err(encode_bug)?;
     sink.flush()?;
     Ok(0)
+}
+
+/// The compatible SSE mapping (SPEC.md §18.4): per message a record and a `message` event, the
+/// last record carrying STREAM_END. A message an event cannot carry unchanged, or one over the
+/// limit, aborts the stream (ABORT code 1 or 5) after the messages before it.
+fn write_compat(
+    encoder: StreamEncoder,
+    messages: &[Vec<u8>],
+    mut out: Box<dyn Write>,
+    output_name: &str,
+) -> Result<u8, CliError> {
+    let mut compat = CompatEncoder::new(encoder);
+    let mut body = BytesMut::new();
+    let mut failure = None;
+    for (i, message) in messages.iter().enumerate() {
+        let written = if i + 1 == messages.len() {
+            compat.final_message(message, &mut body)
+        } else {
+            compat.message(message, &mut body)
+        };
+        match written {
+            Ok(_) => {}
+            Err(CompatEncodeError::Encode(EncodeError::MessageTooLarge { len, max })) => {
+                failure = Some((
+                    AbortCode::MessageTooLarge,
+                    format!("message of at least {len} bytes exceeds {max} (--max-message-size)"),
+                ));
+                break;
+            }
+            Err(err @ CompatEncodeError::Encode(_)) => {
+                return Err(CliError::Usage(format!("encoder refused a call: {err}")));
+            }
+            Err(err) => {
+                failure = Some((AbortCode::InternalError, format!("message {i}: {err}")));
+                break;
+            }
+        }
+    }
+    if let Some((code, reason)) = &failure {
+        compat
+            .abort(*code, reason, &mut body)
+            .map_err(|e| CliError::Usage(format!("encoder refused a call: {e}")))?;
+    } else if !compat.is_finished() {
+        compat
+            .end(&mut body)
+            .map_err(|e| CliError::Usage(format!("encoder refused a call: {e}")))?;
+    }
+    out.write_all(&body)
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::io(format!("cannot write to {output_name}"), e))?;
+    match failure {
+        Some((code, reason)) => Err(CliError::Usage(format!(
+            "{reason}; the stream was aborted with code {}",
+            u16::from(code)
+        ))),
+        None => Ok(0),
+    }
 }
 
 /// An encoder error the CLI's own call order rules out.

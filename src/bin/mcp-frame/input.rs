@@ -89,7 +89,7 @@ pub(crate) struct StreamArgs {
     pub(crate) decoder: DecoderArgs,
 }
 
-/// How the stream is carried (SPEC.md §15, §16), shared by every command.
+/// How the stream is carried (SPEC.md §15, §16, §18), shared by every command.
 #[derive(Clone, Copy, Debug, Args)]
 pub(crate) struct MappingArgs {
     /// How the stream is carried.
@@ -106,6 +106,10 @@ fn mapping_parser() -> impl TypedValueParser<Value = Mapping> {
             }
             Mapping::Sse => {
                 "`text/event-stream`: `mcp-frame` events carrying base64 of whole frames"
+            }
+            Mapping::Compat => {
+                "`text/event-stream`: the messages as plain `message` events, the frames in \
+                 `:mcp-framing` comment records (the compatible mapping)"
             }
             _ => mapping.content_type(),
         };
@@ -143,6 +147,10 @@ pub(crate) struct DecoderArgs {
     /// contract violation.
     #[arg(long, value_name = "HEX")]
     pub(crate) expect_request_key: Option<RequestKey>,
+    /// Largest SSE event (its data) or line accepted, in bytes; default 262144 for `sse`,
+    /// 16842752 for `compat` (whose events carry whole messages).
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_event_data: Option<usize>,
 }
 
 impl DecoderArgs {

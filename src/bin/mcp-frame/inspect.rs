@@ -6,14 +6,12 @@ use clap::Args;
 use mcp_framing::frame::{
     FrameHeader, FrameKind, HEADER_LEN, MAGIC, MessageEnd, PayloadError, StreamEnd, VERSION,
 };
-use mcp_framing::sse::{SseError, SseFrameDecoder, event_data_limit};
-use mcp_framing::{Abort, AbortCode, DecodeError, StreamHead};
+use mcp_framing::{Abort, AbortCode, BodyError, DecodeError, Mapping, MappingDecoder, StreamHead};
 use serde_json::{Value, json};
 
 use crate::CliError;
 use crate::input::{InputPath, StreamArgs, hex};
 use crate::verdict::Session;
-use mcp_framing::{BodyError, Limits, Mapping};
 
 /// Options of `inspect`.
 #[derive(Debug, Args)]
@@ -256,40 +254,31 @@ fn walk(data: &[u8]) -> (Vec<Row>, Option<Tail>) {
     (rows, None)
 }
 
-/// The frame bytes an SSE body carries, up to its first SSE error (SPEC.md §15).
-struct SseFrames {
+/// The frame bytes an SSE body carries, up to its first mapping error (SPEC.md §15, §18).
+struct EventFrames {
     frames: Vec<u8>,
-    /// Offset in `frames` where each `mcp-frame` event's bytes start.
-    events: Vec<usize>,
-    error: Option<SseError>,
+    /// What the body carried (events, records).
+    carried: String,
+    error: Option<BodyError>,
 }
 
-fn sse_frames(body: &[u8], limits: &Limits) -> SseFrames {
-    // The event bound follows the frame limit in force (SPEC.md §15).
-    let mut decoder =
-        SseFrameDecoder::with_max_event_data(event_data_limit(limits.max_frame_payload))
-            .max_comments_in_a_row(limits.max_sse_comments_in_a_row);
+fn event_frames(body: &[u8], mut decoder: MappingDecoder) -> EventFrames {
     let mut frames = BytesMut::new();
-    let mut events = Vec::new();
-    let mut error = None;
-    // Line by line, so that each event's frames can be attributed their offset (and the events
-    // before a failing line are kept, body order).
-    for line in body.split_inclusive(|&b| b == b'\n' || b == b'\r') {
-        let before = decoder.frame_events();
-        let start = frames.len();
-        let result = decoder.feed(line, &mut frames);
-        if decoder.frame_events() > before {
-            events.push(start);
-        }
-        if let Err(err) = result {
-            error = Some(err);
-            break;
-        }
-    }
+    // On an error, the frames handed over before the failing line are kept (body order).
+    let error = decoder.feed(body, &mut frames).err();
     decoder.finish();
-    SseFrames {
+    let carried = match &decoder {
+        MappingDecoder::Sse(sse) => format!("{} mcp-frame events", sse.frame_events()),
+        MappingDecoder::Compat(compat) => format!(
+            "{} framing records, {} message events",
+            compat.records(),
+            compat.message_events()
+        ),
+        _ => String::new(),
+    };
+    EventFrames {
         frames: frames.to_vec(),
-        events,
+        carried,
         error,
     }
 }
@@ -303,12 +292,18 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let input = InputPath::from(args.stream.input.as_path());
     let body = input.read_all()?;
     let decoder = args.stream.decoder.decoder();
-    let sse =
-        (args.stream.mapping.mapping == Mapping::Sse).then(|| sse_frames(&body, decoder.limits()));
+    let mapping = args.stream.mapping.mapping;
+    let sse = (mapping != Mapping::Binary).then(|| {
+        let max_event_data = args.stream.decoder.max_event_data;
+        event_frames(
+            &body,
+            MappingDecoder::new(mapping, decoder.limits(), max_event_data),
+        )
+    });
     let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
     let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
-    let mut session = Session::new(decoder, Mapping::Binary);
+    let mut session = Session::new(decoder, Mapping::Binary, None);
     let mut no_output = |_: &mcp_framing::VerifiedMessage| Ok(());
     let mut fed = 0;
     let mut stopped_in_tail = None;
@@ -328,15 +323,14 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
         feed(&mut session, &data[fed..]);
         stopped_in_tail = session.failure().map(describe_failure);
     }
-    let sse_error = sse.as_ref().and_then(|s| s.error.clone());
-    if let Some(err) = &sse_error {
-        session.fail(BodyError::Sse(err.clone()));
+    if let Some(err) = sse.as_ref().and_then(|s| s.error.clone()) {
+        session.fail(err);
     }
     let mut outcome = session
         .finish(&mut no_output)
         .map_err(|e| CliError::io("cannot decode", e))?;
     if sse.is_some() {
-        outcome.mapping = Mapping::Sse;
+        outcome.mapping = mapping;
         outcome.input_bytes = body.len() as u64;
     }
     let eof_error = match (&outcome.failure, &stopped_in_tail) {
@@ -351,18 +345,19 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
         _ => None,
     };
     let sse_note = sse.as_ref().map(|s| {
-        let events = s.events.len();
+        let name = mapping.name();
         match &s.error {
             Some(err) => format!(
-                "SSE body of {} bytes: {events} mcp-frame events decoded, then {} ({err}); \
-                 offsets are in the decoded frame bytes",
+                "{name} body of {} bytes: {}, then {} ({err}); offsets are in the decoded frame \
+                 bytes",
                 body.len(),
+                s.carried,
                 err.kind()
             ),
             None => format!(
-                "SSE body of {} bytes: {events} mcp-frame events; offsets are in the decoded \
-                 frame bytes",
-                body.len()
+                "{name} body of {} bytes: {}; offsets are in the decoded frame bytes",
+                body.len(),
+                s.carried
             ),
         }
     });
@@ -376,9 +371,8 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
                 "decoder_stopped_in_tail": stopped_in_tail,
                 "end_of_input": eof_error,
                 "sse": sse.as_ref().map(|s| json!({
-                    "events": s.events.len(),
-                    "event_offsets": s.events,
-                    "error": s.error.as_ref().map(SseError::kind),
+                    "carried": s.carried,
+                    "error": s.error.as_ref().map(BodyError::kind),
                     "note": sse_note,
                 })),
                 "verdict": outcome.to_json(),

@@ -8,7 +8,7 @@
 //! mcp-frame verify  [INPUT] [--json]                         the verdict as an exit status
 //! ```
 //!
-//! Every command takes `--mapping binary|sse` (SPEC.md §15, §16).
+//! Every command takes `--mapping binary|sse|compat` (SPEC.md §15, §16, §18).
 //!
 //! Exit statuses (every subcommand that reads a stream):
 //! 0 clean, 2 usage or I/O error, 3 abandoned (truncated), 4 corrupt, 5 aborted by the peer,

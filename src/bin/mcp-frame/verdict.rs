@@ -3,6 +3,7 @@
 use std::io;
 
 use mcp_framing::frame::MAGIC;
+use mcp_framing::sse_compat::RECORD_PREFIX;
 use mcp_framing::{
     BodyDecoder, BodyError, DecodeError, Event, Mapping, MessageSummary, Progress, StreamDecoder,
     StreamHead, VerdictKind, VerifiedMessage,
@@ -101,9 +102,17 @@ pub(crate) type OnMessage<'a> = &'a mut dyn FnMut(&VerifiedMessage) -> io::Resul
 const FIRST_BYTES: usize = 8;
 
 impl Session {
-    pub(crate) fn new(decoder: StreamDecoder, mapping: Mapping) -> Self {
+    pub(crate) fn new(
+        decoder: StreamDecoder,
+        mapping: Mapping,
+        max_event_data: Option<usize>,
+    ) -> Self {
+        let body = BodyDecoder::new(mapping, decoder);
         Self {
-            body: BodyDecoder::new(mapping, decoder),
+            body: match max_event_data {
+                Some(max) => body.max_event_data(max),
+                None => body,
+            },
             failure: None,
             messages: Vec::new(),
             input_bytes: 0,
@@ -254,10 +263,15 @@ impl Outcome {
                 self.failure,
                 Some(BodyError::Decode(DecodeError::BadMagic { offset: 0, .. }))
             );
-        if self.mapping == Mapping::Binary && unframed && looks_like_sse(&self.first_bytes) {
-            " (this looks like an SSE body: try --mapping sse)"
-        } else {
+        let start = self.first_bytes.strip_prefix(b"\xef\xbb\xbf");
+        let start = start.unwrap_or(&self.first_bytes);
+        if self.mapping != Mapping::Binary || !unframed || !looks_like_sse(start) {
             ""
+        } else if RECORD_PREFIX.as_bytes().starts_with(start) {
+            // The bytes kept (`FIRST_BYTES`) are a prefix of a record line.
+            " (this looks like the compatible SSE mapping: try --mapping compat)"
+        } else {
+            " (this looks like an SSE body: try --mapping sse or --mapping compat)"
         }
     }
 

@@ -1,0 +1,904 @@
+//! The compatible SSE mapping (SPEC.md §18): every JSON-RPC message stays a standard MCP
+//! `message` event, the frames ride alongside in SSE comment lines.
+//!
+//! The SSE mapping of §15 ([`crate::sse`]) wraps every frame in base64 inside `mcp-frame`
+//! events: only a client that opted in can read it. In this mapping a stock MCP client (the
+//! Python or TypeScript SDK, rmcp, a gateway) sees an ordinary MCP stream, because every SSE
+//! parser drops comment lines silently, while a framing client rebuilds from the comments and the
+//! events exactly the binary stream of §2–§7 and hands it to a [`StreamDecoder`](crate::StreamDecoder), so every check
+//! and every verdict is the frame layer's own.
+//!
+//! ```text
+//! :mcp-framing n00BAaGio6QAAAAgkwbbBv6U81YAESIz...   <- a record: base64 of whole frames (HEAD,
+//!                                                       the DATA header, MESSAGE_END, STREAM_END);
+//!                                                       a DATA frame is its header alone
+//! data: {"ok":true}                                  <- the message event: the DATA payload
+//!                                                    <- blank line: the event is dispatched
+//! ```
+//!
+//! A record precedes the event it describes. The receiver moves the record's frames into the
+//! binary stream up to the first DATA header, which then *waits* for its event; when the event is
+//! dispatched, its data becomes that DATA frame's payload (and the payloads of the DATA headers
+//! right after it), and the frames queued behind them (MESSAGE_END, STREAM_END) follow. So a
+//! message is verified only once its whole event arrived, a body cut anywhere before the end of
+//! the last event is a [`Truncated`](crate::DecodeError::Truncated) stream, and a gateway that
+//! strips the comments turns the first event into [`CompatError::UnframedEvent`].
+//!
+//! Both halves are sans-I/O: [`CompatEncoder`] writes records and events into a `BytesMut`,
+//! [`CompatDecoder`] takes body bytes as they arrive (any chunking) and returns the binary frame
+//! bytes they carry.
+//!
+//! # Examples
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+//! use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+//!
+//! let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+//! let mut body = BytesMut::new();
+//! enc.message(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#, &mut body)?;
+//! enc.final_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut body)?;
+//! // What a stock client parses: two ordinary `message` events.
+//! let text = std::str::from_utf8(&body).unwrap();
+//! assert!(text.contains("\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
+//!
+//! // A framing client, reading the body in 5-byte pieces:
+//! let mut dec = CompatDecoder::new();
+//! let mut frames = BytesMut::new();
+//! for piece in body.chunks(5) {
+//!     dec.feed(piece, &mut frames).unwrap();
+//! }
+//! dec.finish();
+//! let stream = StreamDecoder::new().decode_all(&frames).unwrap(); // the sentinel arrived
+//! assert_eq!(stream.messages.len(), 2);
+//!
+//! // The same body cut one byte before its end (the final blank line) is never complete:
+//! let mut dec = CompatDecoder::new();
+//! let mut frames = BytesMut::new();
+//! dec.feed(&body[..body.len() - 1], &mut frames).unwrap();
+//! dec.finish();
+//! assert!(StreamDecoder::new().decode_all(&frames).is_err());
+//! # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+//! ```
+
+use std::collections::VecDeque;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::encoder::StreamEncoder;
+use crate::error::EncodeError;
+use crate::event::MessageSummary;
+use crate::frame::{AbortCode, FrameHeader, FrameKind, HEADER_LEN};
+pub use crate::limits::{
+    DEFAULT_MAX_COMPAT_EVENT_DATA as DEFAULT_MAX_EVENT_DATA,
+    compat_event_data_limit as event_data_limit,
+};
+pub use crate::mapping::CompatError;
+use crate::mapping::{Mapping, SseError};
+use crate::sse::{SseItem, SseParser};
+
+/// The token that names this mapping ([`Mapping::Compat`]'s name): in the response header
+/// (`Mcp-Framing: 1; mapping=compat`), the request header `Mcp-Framing-Mapping`, the contract's
+/// `transports` and the CLI's `--mapping` (SPEC.md §18.1).
+pub const MAPPING_TOKEN: &str = Mapping::Compat.name();
+
+/// What starts a record line: a comment whose text is `mcp-framing`, a space, then base64
+/// (SPEC.md §18.2). Keep-alive comments (`:`, `: keep-alive`) never start with it.
+pub const RECORD_PREFIX: &str = ":mcp-framing ";
+
+/// The comment text that marks a record (the line without its leading `:`), up to the space.
+const RECORD_MARK: &[u8] = b"mcp-framing";
+
+/// A record's content, queued until it can be moved into the binary stream.
+#[derive(Debug)]
+enum Queued {
+    /// A whole frame other than DATA: header and payload.
+    Frame(Bytes),
+    /// A DATA header (its payload comes from a message event) and its declared length.
+    Data { header: Bytes, len: u32 },
+    /// The rest of a record from a frame that is not whole or whose header fails its checks.
+    Broken(Bytes),
+}
+
+/// Decodes the compatible SSE mapping: body bytes in, binary frame bytes out (SPEC.md §18.5).
+///
+/// Feed the output to a [`StreamDecoder`](crate::StreamDecoder); at the end of the body call
+/// [`finish`](Self::finish) and then the stream decoder's `decode_eof`, which decides whether
+/// the stream was complete. On an error, decode the frame bytes handed over before it first: an
+/// error in them comes earlier in the body and is the verdict (SPEC.md §15, §18.5).
+///
+/// Memory: one event (at most the event bound), one line, and the frames of one record.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+/// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let mut body = BytesMut::new();
+/// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+/// enc.final_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut body)?;
+///
+/// let mut dec = CompatDecoder::new();
+/// let mut frames = BytesMut::new();
+/// dec.feed(&body, &mut frames).unwrap();
+/// dec.finish();
+/// assert_eq!((dec.records(), dec.message_events()), (1, 1));
+/// let stream = StreamDecoder::new().decode_all(&frames).unwrap();
+/// assert_eq!(stream.messages[0].bytes().as_ref(), br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+/// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+/// ```
+#[derive(Debug)]
+pub struct CompatDecoder {
+    parser: SseParser,
+    items: Vec<SseItem>,
+    queue: VecDeque<Queued>,
+    /// Payload length of the DATA frame whose header was handed over and which waits for its
+    /// message event.
+    waiting: Option<u32>,
+    /// A message event filled DATA frames of a message whose MESSAGE_END (or an ABORT) was not
+    /// handed over yet.
+    open_message: bool,
+    failed: Option<CompatError>,
+    records: u64,
+    message_events: u64,
+    keep_alives: u64,
+}
+
+impl Default for CompatDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CompatDecoder {
+    /// A decoder with the default event bound ([`DEFAULT_MAX_EVENT_DATA`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(mcp_framing::sse_compat::CompatDecoder::new().records(), 0);
+    /// ```
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_max_event_data(DEFAULT_MAX_EVENT_DATA)
+    }
+
+    /// A decoder whose events (their data, and every line) may hold at most `max` bytes; set it
+    /// to [`event_data_limit`] of the frame decoder's max message size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse::SseError;
+    /// use mcp_framing::sse_compat::{CompatDecoder, CompatError};
+    /// let mut dec = CompatDecoder::with_max_event_data(8);
+    /// let err = dec.feed(b"data: 0123456789\n", &mut bytes::BytesMut::new()).unwrap_err();
+    /// assert_eq!(err, CompatError::Sse(SseError::EventTooLarge { max: 8 }));
+    /// ```
+    #[must_use]
+    pub fn with_max_event_data(max: usize) -> Self {
+        Self {
+            parser: SseParser::with_max_event_data(max),
+            items: Vec::new(),
+            queue: VecDeque::new(),
+            waiting: None,
+            open_message: false,
+            failed: None,
+            records: 0,
+            message_events: 0,
+            keep_alives: 0,
+        }
+    }
+
+    /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
+    /// data (see [`SseParser::max_comments_in_a_row`]): keep-alive comments and records alike,
+    /// since a record without a message event after it carries no message. Default
+    /// [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`](crate::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse::SseError;
+    /// use mcp_framing::sse_compat::{CompatDecoder, CompatError};
+    /// let mut dec = CompatDecoder::new().max_comments_in_a_row(2);
+    /// let err = dec.feed(b": a\n: b\n: c\n", &mut bytes::BytesMut::new()).unwrap_err();
+    /// assert_eq!(err, CompatError::Sse(SseError::TooManyComments { max: 2 }));
+    /// ```
+    #[must_use]
+    pub fn max_comments_in_a_row(mut self, max: u32) -> Self {
+        self.parser = self.parser.max_comments_in_a_row(max);
+        self
+    }
+
+    /// Record lines seen so far.
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatDecoder`].
+    #[must_use]
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// `message` events (with data) seen so far.
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatDecoder`].
+    #[must_use]
+    pub fn message_events(&self) -> u64 {
+        self.message_events
+    }
+
+    /// Comment lines that are not records (keep-alives) skipped so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut dec = mcp_framing::sse_compat::CompatDecoder::new();
+    /// dec.feed(b":\n\n: keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
+    /// assert_eq!(dec.keep_alives(), 2);
+    /// ```
+    #[must_use]
+    pub fn keep_alives(&self) -> u64 {
+        self.keep_alives
+    }
+
+    /// Whether a DATA frame waits for its message event (its header was handed over, its
+    /// payload not yet): a body that ends now is truncated inside that frame's payload.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut body = bytes::BytesMut::new();
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// enc.final_message(b"{}", &mut body)?;
+    /// let record_end = body.iter().position(|&b| b == b'\n').unwrap() + 1;
+    /// let mut dec = CompatDecoder::new();
+    /// dec.feed(&body[..record_end], &mut bytes::BytesMut::new()).unwrap();
+    /// assert!(dec.awaits_event());
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// ```
+    #[must_use]
+    pub fn awaits_event(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// Parses `input` and appends the binary frame bytes it completes to `frames`.
+    ///
+    /// # Errors
+    ///
+    /// Any [`CompatError`]. After an error the decoder returns the same error again. The frame
+    /// bytes that precede the error in the body are appended to `frames` first: decode them
+    /// before acting on the error. What ends up in `frames` and which error is returned do not
+    /// depend on how the body is split into calls.
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatDecoder`].
+    pub fn feed(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), CompatError> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        let result = self.feed_inner(input, frames);
+        if let Err(err) = &result {
+            self.failed = Some(err.clone());
+        }
+        result
+    }
+
+    fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), CompatError> {
+        // The items completed before a line that fails come first in the body (SPEC.md §15).
+        let parsed = self.parser.feed_items(input, &mut self.items);
+        let mut items = std::mem::take(&mut self.items);
+        let mut result = Ok(());
+        for item in items.drain(..) {
+            result = match item {
+                SseItem::Comment(text) => self.comment(text, frames),
+                SseItem::Event(event) => {
+                    if event.data.is_empty() {
+                        // Carries nothing (an `id`-only priming event): SSE would not dispatch it.
+                        Ok(())
+                    } else if matches!(event.event.as_deref(), None | Some("message")) {
+                        self.message_event(Bytes::from(event.data.into_bytes()), frames)
+                    } else {
+                        Err(CompatError::Sse(SseError::UnexpectedEvent {
+                            name: event.event.unwrap_or_default(),
+                        }))
+                    }
+                }
+            };
+            if result.is_err() {
+                break;
+            }
+        }
+        items.clear();
+        self.items = items;
+        result?;
+        parsed.map_err(CompatError::Sse)
+    }
+
+    fn comment(&mut self, text: Bytes, frames: &mut BytesMut) -> Result<(), CompatError> {
+        if !text.starts_with(RECORD_MARK) {
+            self.keep_alives += 1;
+            return Ok(());
+        }
+        let record = self.records;
+        self.records += 1;
+        // SPEC.md §18.5 step 1: no record while a DATA frame waits for its event.
+        if self.waiting.is_some() {
+            return Err(CompatError::EventMissing { record });
+        }
+        let invalid = CompatError::InvalidRecord { record };
+        let base64 = match text.strip_prefix(&RECORD_PREFIX.as_bytes()[1..]) {
+            Some(base64) if !base64.is_empty() => base64,
+            _ => return Err(invalid),
+        };
+        let bytes = Bytes::from(STANDARD.decode(base64).map_err(|_| invalid.clone())?);
+        self.queue_frames(bytes);
+        self.flush(frames, record)
+    }
+
+    /// Splits a record's bytes into frames (SPEC.md §18.5 step 1). Lengths and kinds are read
+    /// only from headers that pass the checks of §2 steps 1–2 (the decoder's own header parse).
+    fn queue_frames(&mut self, bytes: Bytes) {
+        let mut at = 0;
+        while at < bytes.len() {
+            let header = bytes
+                .get(at..at + HEADER_LEN)
+                .and_then(|raw| <&[u8; HEADER_LEN]>::try_from(raw).ok())
+                .and_then(|raw| FrameHeader::parse(raw).ok());
+            let Some(header) = header else {
+                self.queue.push_back(Queued::Broken(bytes.slice(at..)));
+                return;
+            };
+            if header.kind == FrameKind::Data.to_byte() {
+                self.queue.push_back(Queued::Data {
+                    header: bytes.slice(at..at + HEADER_LEN),
+                    len: header.len,
+                });
+                at += HEADER_LEN;
+                continue;
+            }
+            let end = (at + HEADER_LEN).saturating_add(header.len as usize);
+            if end > bytes.len() {
+                self.queue.push_back(Queued::Broken(bytes.slice(at..)));
+                return;
+            }
+            self.queue.push_back(Queued::Frame(bytes.slice(at..end)));
+            at = end;
+        }
+    }
+
+    /// Moves queued items into the binary stream up to a DATA header, which then waits for its
+    /// event (SPEC.md §18.5 step 2).
+    fn flush(&mut self, frames: &mut BytesMut, record: u64) -> Result<(), CompatError> {
+        while let Some(item) = self.queue.pop_front() {
+            match item {
+                Queued::Frame(frame) => {
+                    frames.extend_from_slice(&frame);
+                    // The kind byte of a header that passed its checks (`queue_frames`).
+                    if matches!(
+                        FrameKind::from_byte(frame[3]),
+                        Some(FrameKind::MessageEnd | FrameKind::Abort)
+                    ) {
+                        self.open_message = false;
+                    }
+                }
+                Queued::Data { header, len } => {
+                    // Handed over now: the frame decoder checks the header (its sequence number,
+                    // the limits) before the payload arrives (SPEC.md §2).
+                    frames.extend_from_slice(&header);
+                    if self.open_message {
+                        // One message, one event (SPEC.md §18.5 step 2).
+                        return Err(CompatError::SplitMessage { record });
+                    }
+                    self.waiting = Some(len);
+                    return Ok(());
+                }
+                Queued::Broken(rest) => {
+                    frames.extend_from_slice(&rest);
+                    return Err(CompatError::InvalidRecord { record });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A message event fills the waiting DATA frame and the DATA headers right after it
+    /// (SPEC.md §18.5 step 3).
+    fn message_event(&mut self, data: Bytes, frames: &mut BytesMut) -> Result<(), CompatError> {
+        let event = self.message_events;
+        self.message_events += 1;
+        let Some(first) = self.waiting else {
+            return Err(CompatError::UnframedEvent { event });
+        };
+        // The run: the waiting DATA frame and the DATA headers right after it. An event of
+        // another length is rejected whole, before any of its bytes is handed over.
+        let run = 1 + self
+            .queue
+            .iter()
+            .take_while(|item| matches!(item, Queued::Data { .. }))
+            .count();
+        let declared = u64::from(first)
+            + self
+                .queue
+                .iter()
+                .take(run - 1)
+                .map(|item| match item {
+                    Queued::Data { len, .. } => u64::from(*len),
+                    _ => 0,
+                })
+                .sum::<u64>();
+        if declared != data.len() as u64 {
+            return Err(CompatError::EventLengthMismatch {
+                declared,
+                carried: data.len() as u64,
+            });
+        }
+        self.waiting = None;
+        self.open_message = true;
+        // Room for the payloads and the headers between them at once, not by doubling.
+        frames.reserve(data.len() + (run - 1) * HEADER_LEN);
+        let (mut at, mut len) = (0, first as usize);
+        for index in 0..run {
+            if index > 0 {
+                if let Some(Queued::Data { header, len: next }) = self.queue.pop_front() {
+                    frames.extend_from_slice(&header);
+                    len = next as usize;
+                }
+            }
+            frames.extend_from_slice(&data[at..at + len]);
+            at += len;
+        }
+        self.flush(frames, self.records.saturating_sub(1))
+    }
+
+    /// Ends the body; returns the bytes received since the last blank line (as
+    /// [`SseParser::finish`]): an event left open among them is discarded (SPEC.md §15, §18.5
+    /// step 5), while complete comment lines among them, records included, were already handled.
+    /// What the receiver has handed over decides the verdict: call the frame decoder's
+    /// `decode_eof` next.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut dec = mcp_framing::sse_compat::CompatDecoder::new();
+    /// dec.feed(b"data: {\"cut", &mut bytes::BytesMut::new()).unwrap();
+    /// assert_eq!(dec.finish(), 11);
+    /// ```
+    pub fn finish(&mut self) -> usize {
+        self.parser.finish()
+    }
+}
+
+/// Why a [`CompatEncoder`] refused to write (it wrote nothing then).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::sse_compat::{CompatEncodeError, CompatEncoder};
+/// use mcp_framing::{StreamEncoder, StreamHead};
+/// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+/// let err = enc.message(b"{\r\n}", &mut bytes::BytesMut::new()).unwrap_err();
+/// assert!(matches!(err, CompatEncodeError::CarriageReturn { at: 1 }));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompatEncodeError {
+    /// The frame layer refused (the stream ended, a message over the limit, ...).
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
+    /// The message is not UTF-8: SSE would replace the invalid bytes, so the event could not
+    /// carry it unchanged.
+    #[error("message is not UTF-8 (valid up to byte {valid_up_to}): an SSE event cannot carry it")]
+    NotUtf8 {
+        /// Length of the valid UTF-8 prefix.
+        valid_up_to: usize,
+    },
+    /// The message contains a CR: SSE reads it as a line break, so the event could not carry it
+    /// unchanged.
+    #[error("message contains a carriage return at byte {at}: an SSE event cannot carry it")]
+    CarriageReturn {
+        /// Offset of the first CR.
+        at: usize,
+    },
+    /// The message is empty: SSE does not dispatch an event without data.
+    #[error("an empty message cannot be carried by an SSE event")]
+    EmptyMessage,
+}
+
+/// Writes a response in the compatible SSE mapping (the server side, SPEC.md §18.4).
+///
+/// Each message becomes one record (its DATA headers and MESSAGE_END, with HEAD before the first
+/// message and STREAM_END after the last one when known) followed by one `message` event
+/// carrying the message unchanged. The frame layer under it is a [`StreamEncoder`]: its frame
+/// size and message limit apply.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcp_framing::sse_compat::CompatEncoder;
+/// use mcp_framing::{AbortCode, StreamEncoder, StreamHead};
+///
+/// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+/// let mut body = BytesMut::new();
+/// enc.message(br#"{"jsonrpc":"2.0","method":"notifications/message"}"#, &mut body)?;
+/// enc.abort(AbortCode::UpstreamFailed, "tool backend went away", &mut body)?;
+/// assert!(enc.is_finished());
+/// let lines: Vec<&[u8]> = body[..].split(|&b| b == b'\n').collect();
+/// assert!(lines[0].starts_with(b":mcp-framing ")); // HEAD, DATA header, MESSAGE_END
+/// assert!(lines[1].starts_with(b"data: {"));       // the message event
+/// assert!(lines[3].starts_with(b":mcp-framing ")); // ABORT
+/// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+/// ```
+#[derive(Debug)]
+pub struct CompatEncoder {
+    encoder: StreamEncoder,
+    frames: BytesMut,
+    /// The bytes of a message given in pieces ([`push`](Self::push)), written at its end.
+    message: BytesMut,
+}
+
+/// Bytes a record adds around its base64: [`RECORD_PREFIX`] and the final LF.
+pub const RECORD_OVERHEAD: usize = RECORD_PREFIX.len() + 1;
+
+impl CompatEncoder {
+    /// An encoder writing the frames of `encoder` (its head, frame size and message limit).
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    #[must_use]
+    pub fn new(encoder: StreamEncoder) -> Self {
+        Self {
+            encoder,
+            frames: BytesMut::new(),
+            message: BytesMut::new(),
+        }
+    }
+
+    /// The frame encoder underneath (head, messages written, whether finished).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let head = StreamHead::for_request(None);
+    /// assert_eq!(CompatEncoder::new(StreamEncoder::new(head)).encoder().head(), head);
+    /// ```
+    #[must_use]
+    pub fn encoder(&self) -> &StreamEncoder {
+        &self.encoder
+    }
+
+    /// Whether the stream was ended or aborted.
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.encoder.is_finished()
+    }
+
+    /// Whether a message given in pieces is open ([`push`](Self::push) without
+    /// [`finish_message`](Self::finish_message)).
+    ///
+    /// # Examples
+    ///
+    /// See [`push`](Self::push).
+    #[must_use]
+    pub fn in_message(&self) -> bool {
+        !self.message.is_empty()
+    }
+
+    /// Appends `chunk` to the current message, which is written (record and event) by
+    /// [`finish_message`](Self::finish_message): an SSE event is dispatched whole, so a message
+    /// cannot be sent before its last byte is known. The message is buffered here, within the
+    /// frame encoder's message limit.
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] with [`EncodeError::MessageTooLarge`] past the limit (abort
+    /// the stream then), or [`EncodeError::StreamFinished`]. Nothing is buffered on error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// for token in ["{\"jsonrpc\":\"2.0\",", "\"id\":1,\"result\":{}}"] {
+    ///     enc.push(token.as_bytes())?; // as a producer streams them
+    /// }
+    /// assert!(enc.in_message() && body.is_empty());
+    /// enc.finish_message(&mut body)?;
+    /// assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
+        if self.encoder.is_finished() {
+            return Err(EncodeError::StreamFinished.into());
+        }
+        let len = (self.message.len() + chunk.len()) as u64;
+        let max = self.encoder.max_message_size();
+        if len > max {
+            return Err(EncodeError::MessageTooLarge { len, max }.into());
+        }
+        self.message.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// Writes the message given in pieces by [`push`](Self::push), as
+    /// [`message`](Self::message) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`message`](Self::message); [`CompatEncodeError::EmptyMessage`] if nothing was pushed.
+    /// The pushed bytes are dropped on error.
+    ///
+    /// # Examples
+    ///
+    /// See [`push`](Self::push).
+    pub fn finish_message(
+        &mut self,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.finish_pushed(false, dst)
+    }
+
+    /// [`finish_message`](Self::finish_message) for the last message of the stream: its record
+    /// also carries the STREAM_END sentinel, as with [`final_message`](Self::final_message).
+    ///
+    /// # Errors
+    ///
+    /// As [`finish_message`](Self::finish_message).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)?;
+    /// enc.finish_final_message(&mut body)?;
+    /// assert!(enc.is_finished());
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn finish_final_message(
+        &mut self,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.finish_pushed(true, dst)
+    }
+
+    fn finish_pushed(
+        &mut self,
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        let message = self.message.split();
+        let summary = self.message_record(&message, end, dst)?;
+        write_message_event(&message, dst);
+        Ok(summary)
+    }
+
+    /// Writes a record carrying a KEEPALIVE frame (and HEAD, if nothing was written): a comment
+    /// line to a stock client, traffic that keeps intermediaries from timing out, and a frame to
+    /// a framing client, whose idle timeout it restarts (SPEC.md §18.4). Allowed while a message
+    /// is given in pieces: nothing of it has been written yet, so the frame is between messages.
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] as [`StreamEncoder::keep_alive`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.keep_alive(&mut body)?; // HEAD (52 bytes) and KEEPALIVE (20)
+    /// assert!(body.starts_with(b":mcp-framing n00BA"));
+    /// assert_eq!(body.len(), 13 + 96 + 1);
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
+        self.frames.clear();
+        self.encoder.keep_alive(&mut self.frames)?;
+        write_record(&self.frames, dst);
+        Ok(())
+    }
+
+    /// Writes `message` as a record and the `message` event that carries it.
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::NotUtf8`], [`CompatEncodeError::CarriageReturn`],
+    /// [`CompatEncodeError::EmptyMessage`] for a message an SSE event cannot carry unchanged
+    /// (abort the stream then); [`CompatEncodeError::Encode`] as
+    /// [`StreamEncoder::message`]. Nothing is written on error.
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    pub fn message(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        let summary = self.message_record(message, false, dst)?;
+        write_message_event(message, dst);
+        Ok(summary)
+    }
+
+    /// Writes the last message of the stream: its record also carries the STREAM_END sentinel,
+    /// so the stream is complete once the event has arrived.
+    ///
+    /// # Errors
+    ///
+    /// As [`message`](Self::message).
+    ///
+    /// # Examples
+    ///
+    /// See the [module documentation](self).
+    pub fn final_message(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        let summary = self.message_record(message, true, dst)?;
+        write_message_event(message, dst);
+        Ok(summary)
+    }
+
+    /// Writes only the record of a message whose event the caller writes itself, right after
+    /// it: e.g. a layer that passes an upstream server's `message` event through unchanged.
+    /// `data` is the event's data as an SSE parser dispatches it (lines joined with LF); with
+    /// `end`, the record also carries the STREAM_END sentinel.
+    ///
+    /// # Errors
+    ///
+    /// As [`message`](Self::message).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let upstream_event = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 0\n\n";
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.message_record(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, true, &mut body)?;
+    /// body.extend_from_slice(upstream_event); // passed through byte for byte
+    /// assert!(enc.is_finished());
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn message_record(
+        &mut self,
+        data: &[u8],
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        if self.in_message() {
+            return Err(EncodeError::MessageOpen.into());
+        }
+        check_event_data(data)?;
+        self.frames.clear();
+        let summary = self.encoder.message_detached(data, &mut self.frames)?;
+        if end {
+            // Cannot fail: the message was just finished and the sequence space checked for
+            // it; a failure here would leave the stream open, which the receiver reports.
+            self.encoder.end(&mut self.frames)?;
+        }
+        write_record(&self.frames, dst);
+        Ok(summary)
+    }
+
+    /// Ends the stream with a record carrying STREAM_END (and HEAD, if nothing was written).
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] as [`StreamEncoder::end`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.end(&mut body)?; // a stream without messages: one record, HEAD and STREAM_END
+    /// assert_eq!(body.len(), 13 + 108 + 1);
+    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn end(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
+        if self.in_message() {
+            return Err(EncodeError::MessageOpen.into());
+        }
+        self.frames.clear();
+        self.encoder.end(&mut self.frames)?;
+        write_record(&self.frames, dst);
+        Ok(())
+    }
+
+    /// Aborts the stream with a record carrying ABORT (and HEAD, if nothing was written).
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] as [`StreamEncoder::abort`].
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    pub fn abort(
+        &mut self,
+        code: AbortCode,
+        reason: &str,
+        dst: &mut BytesMut,
+    ) -> Result<(), CompatEncodeError> {
+        self.frames.clear();
+        self.encoder.abort(code, reason, &mut self.frames)?;
+        self.message.clear();
+        write_record(&self.frames, dst);
+        Ok(())
+    }
+}
+
+/// Checks that an SSE event carries `data` unchanged (SPEC.md §18.3): UTF-8, no CR, not empty.
+fn check_event_data(data: &[u8]) -> Result<(), CompatEncodeError> {
+    if data.is_empty() {
+        return Err(CompatEncodeError::EmptyMessage);
+    }
+    if let Err(err) = std::str::from_utf8(data) {
+        return Err(CompatEncodeError::NotUtf8 {
+            valid_up_to: err.valid_up_to(),
+        });
+    }
+    match memchr::memchr(b'\r', data) {
+        Some(at) => Err(CompatEncodeError::CarriageReturn { at }),
+        None => Ok(()),
+    }
+}
+
+/// Writes a record line carrying `frames` (SPEC.md §18.2).
+fn write_record(frames: &[u8], dst: &mut BytesMut) {
+    let start = dst.len();
+    let text_len = frames.len().div_ceil(3) * 4;
+    dst.reserve(RECORD_OVERHEAD + text_len);
+    dst.put_slice(RECORD_PREFIX.as_bytes());
+    dst.resize(start + RECORD_PREFIX.len() + text_len, 0);
+    let written = STANDARD
+        .encode_slice(frames, &mut dst[start + RECORD_PREFIX.len()..])
+        .expect("the buffer holds the base64 text");
+    debug_assert_eq!(written, text_len);
+    dst.put_u8(b'\n');
+}
+
+/// Writes a `message` event carrying `message` (checked by [`check_event_data`]): one `data: `
+/// line per LF-separated piece, then the blank line (SPEC.md §18.3).
+fn write_message_event(message: &[u8], dst: &mut BytesMut) {
+    let lines = 1 + memchr::memchr_iter(b'\n', message).count();
+    dst.reserve(message.len() + lines * 7 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', message).chain([message.len()]) {
+        dst.put_slice(b"data: ");
+        dst.put_slice(&message[start..end]);
+        dst.put_u8(b'\n');
+        start = end + 1;
+    }
+    dst.put_u8(b'\n');
+}
