@@ -430,7 +430,7 @@ pub struct SseFrameDecoder {
     parser: SseParser,
     events: Vec<SseEvent>,
     frame_events: u64,
-    failed: Option<SseError>,
+    failed: FirstError<SseError>,
 }
 
 impl SseFrameDecoder {
@@ -531,14 +531,9 @@ impl SseFrameDecoder {
     /// assert_eq!(&frames[..], [1, 2, 3]); // the earlier event's bytes were handed over
     /// ```
     pub fn feed(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), SseError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let result = self.feed_inner(input, frames);
-        if let Err(err) = &result {
-            self.failed = Some(err.clone());
-        }
-        result
+        self.failed.keep(result)
     }
 
     fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), SseError> {
@@ -600,6 +595,32 @@ impl SseFrameDecoder {
     /// ```
     pub fn finish(&mut self) -> usize {
         self.parser.finish()
+    }
+}
+
+/// The first error of a decoder whose errors are final: once it failed, every call returns
+/// that error again (the SSE decoders of both mappings).
+#[derive(Debug)]
+pub(crate) struct FirstError<E>(Option<E>);
+
+impl<E> Default for FirstError<E> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<E: Clone> FirstError<E> {
+    /// `Err` with the error kept, if there is one.
+    pub(crate) fn check(&self) -> Result<(), E> {
+        self.0.clone().map_or(Ok(()), Err)
+    }
+
+    /// Keeps the error of `result`, if it is one, and returns `result`.
+    pub(crate) fn keep(&mut self, result: Result<(), E>) -> Result<(), E> {
+        if let Err(err) = &result {
+            self.0 = Some(err.clone());
+        }
+        result
     }
 }
 

@@ -78,7 +78,7 @@ pub use crate::limits::{
 };
 pub use crate::mapping::CompatError;
 use crate::mapping::{Mapping, SseError};
-use crate::sse::{SseItem, SseParser};
+use crate::sse::{FirstError, SseItem, SseParser};
 
 /// The token that names this mapping ([`Mapping::Compat`]'s name): in the response header
 /// (`Mcp-Framing: 1; mapping=compat`), the request header `Mcp-Framing-Mapping`, the contract's
@@ -143,7 +143,7 @@ pub struct CompatDecoder {
     /// A message event filled DATA frames of a message whose MESSAGE_END (or an ABORT) was not
     /// handed over yet.
     open_message: bool,
-    failed: Option<CompatError>,
+    failed: FirstError<CompatError>,
     records: u64,
     message_events: u64,
     keep_alives: u64,
@@ -188,7 +188,7 @@ impl CompatDecoder {
             queue: VecDeque::new(),
             waiting: None,
             open_message: false,
-            failed: None,
+            failed: FirstError::default(),
             records: 0,
             message_events: 0,
             keep_alives: 0,
@@ -284,14 +284,9 @@ impl CompatDecoder {
     ///
     /// See [`CompatDecoder`].
     pub fn feed(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), CompatError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let result = self.feed_inner(input, frames);
-        if let Err(err) = &result {
-            self.failed = Some(err.clone());
-        }
-        result
+        self.failed.keep(result)
     }
 
     fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), CompatError> {
@@ -690,9 +685,7 @@ impl CompatEncoder {
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
         let message = self.message.split();
-        let summary = self.message_record(&message, end, dst)?;
-        write_message_event(&message, dst);
-        Ok(summary)
+        self.record_and_event(&message, end, dst)
     }
 
     /// Writes a record carrying a KEEPALIVE frame (and HEAD, if nothing was written): a comment
@@ -717,10 +710,7 @@ impl CompatEncoder {
     /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
-        self.frames.clear();
-        self.encoder.keep_alive(&mut self.frames)?;
-        write_record(&self.frames, dst);
-        Ok(())
+        self.record(dst, StreamEncoder::keep_alive)
     }
 
     /// Writes `message` as a record and the `message` event that carries it.
@@ -740,9 +730,7 @@ impl CompatEncoder {
         message: &[u8],
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
-        let summary = self.message_record(message, false, dst)?;
-        write_message_event(message, dst);
-        Ok(summary)
+        self.record_and_event(message, false, dst)
     }
 
     /// Writes the last message of the stream: its record also carries the STREAM_END sentinel,
@@ -760,7 +748,17 @@ impl CompatEncoder {
         message: &[u8],
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
-        let summary = self.message_record(message, true, dst)?;
+        self.record_and_event(message, true, dst)
+    }
+
+    /// A message's record (with STREAM_END if `end`), then its event.
+    fn record_and_event(
+        &mut self,
+        message: &[u8],
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        let summary = self.message_record(message, end, dst)?;
         write_message_event(message, dst);
         Ok(summary)
     }
@@ -829,10 +827,7 @@ impl CompatEncoder {
         if self.in_message() {
             return Err(EncodeError::MessageOpen.into());
         }
-        self.frames.clear();
-        self.encoder.end(&mut self.frames)?;
-        write_record(&self.frames, dst);
-        Ok(())
+        self.record(dst, StreamEncoder::end)
     }
 
     /// Aborts the stream with a record carrying ABORT (and HEAD, if nothing was written).
@@ -850,9 +845,19 @@ impl CompatEncoder {
         reason: &str,
         dst: &mut BytesMut,
     ) -> Result<(), CompatEncodeError> {
-        self.frames.clear();
-        self.encoder.abort(code, reason, &mut self.frames)?;
+        self.record(dst, |encoder, frames| encoder.abort(code, reason, frames))?;
         self.message.clear();
+        Ok(())
+    }
+
+    /// Writes a record of the frames `write` has the frame encoder write; nothing on error.
+    fn record(
+        &mut self,
+        dst: &mut BytesMut,
+        write: impl FnOnce(&mut StreamEncoder, &mut BytesMut) -> Result<(), EncodeError>,
+    ) -> Result<(), CompatEncodeError> {
+        self.frames.clear();
+        write(&mut self.encoder, &mut self.frames)?;
         write_record(&self.frames, dst);
         Ok(())
     }

@@ -200,13 +200,8 @@ impl FramingHttpClient {
     /// # let _ = client;
     /// ```
     #[must_use]
-    pub fn binary(mut self, binary: bool) -> Self {
-        if binary {
-            self.mapping = Mapping::Binary;
-        } else if self.mapping == Mapping::Binary {
-            self.mapping = Mapping::Sse;
-        }
-        self
+    pub fn binary(self, binary: bool) -> Self {
+        self.ask_for(Mapping::Binary, binary)
     }
 
     /// Asks for the compatible SSE mapping (SPEC.md §18: `Mcp-Framing-Mapping: compat`), in
@@ -222,10 +217,16 @@ impl FramingHttpClient {
     /// # let _ = client;
     /// ```
     #[must_use]
-    pub fn compat(mut self, compat: bool) -> Self {
-        if compat {
-            self.mapping = Mapping::Compat;
-        } else if self.mapping == Mapping::Compat {
+    pub fn compat(self, compat: bool) -> Self {
+        self.ask_for(Mapping::Compat, compat)
+    }
+
+    /// Asks for `mapping` if `ask`; otherwise back to the SSE mapping of §15 if `mapping` was
+    /// asked for.
+    fn ask_for(mut self, mapping: Mapping, ask: bool) -> Self {
+        if ask {
+            self.mapping = mapping;
+        } else if self.mapping == mapping {
             self.mapping = Mapping::Sse;
         }
         self

@@ -264,21 +264,16 @@ enum Unsolicited {
 /// body an event cannot carry unchanged (over the limit, not UTF-8, with a CR) gets an ABORT
 /// record when the request opted in; otherwise it passes through unchanged, as the client expects
 /// it.
-async fn compat_response<B>(
+async fn compat_response<B: InnerBody>(
     response: Response<B>,
     opt_in: Option<OptIn>,
     unsolicited: Unsolicited,
     config: FramingLayer,
-) -> Response<FramingBody<B::Error>>
-where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: fmt::Display + Send + 'static,
-{
-    let (json, sse) = body_kind(&response);
+) -> Response<FramingBody<B::Error>> {
     let json_to_sse = unsolicited != Unsolicited::Yes { json_to_sse: false };
-    if response.status() != StatusCode::OK || !(sse || json_to_sse && json) {
+    let Some(sse) = framed_kind(&response, json_to_sse) else {
         return response.map(|body| body.boxed_unsync());
-    }
+    };
     let builder = config.encoder;
     // Within the smaller of the layer's limits and the client's, if it said (SPEC.md §11.3, §16).
     let encoder = match opt_in {
@@ -360,21 +355,34 @@ where
     )
 }
 
-/// What an inner response's `Content-Type` says it carries: (a JSON body, an SSE body).
-fn body_kind<B>(response: &Response<B>) -> (bool, bool) {
+/// An inner response body the layer can frame.
+trait InnerBody: Body<Data = Bytes, Error: fmt::Display + Send + 'static> + Send + 'static {}
+
+impl<B> InnerBody for B where
+    B: Body<Data = Bytes, Error: fmt::Display + Send + 'static> + Send + 'static
+{
+}
+
+/// Whether the layer frames an inner response, from its status and `Content-Type`: `Some(true)`
+/// for an SSE body, `Some(false)` for a JSON body if `json` (it becomes one message). Error
+/// statuses, `202 Accepted` and anything else pass through unframed (SPEC.md §16, §18.8).
+fn framed_kind<B>(response: &Response<B>, json: bool) -> Option<bool> {
+    if response.status() != StatusCode::OK {
+        return None;
+    }
     let content_type = response
         .headers()
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    let json = content_type.is_some_and(|ct| {
+    if Mapping::from_content_type(content_type) == Some(Mapping::Sse) {
+        return Some(true);
+    }
+    let is_json = content_type.is_some_and(|ct| {
         ct.split(';')
             .next()
             .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
     });
-    (
-        json,
-        Mapping::from_content_type(content_type) == Some(Mapping::Sse),
-    )
+    (json && is_json).then_some(false)
 }
 
 fn fixed_body<E: 'static>(text: String) -> FramingBody<E> {
@@ -396,20 +404,14 @@ where
     }
 }
 
-async fn frame_response<B>(
+async fn frame_response<B: InnerBody>(
     response: Response<B>,
     opt_in: OptIn,
     config: FramingLayer,
-) -> Response<FramingBody<B::Error>>
-where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: fmt::Display + Send + 'static,
-{
-    let (json, sse) = body_kind(&response);
-    // Errors (4xx/5xx), 202 Accepted and anything else pass through unframed (SPEC.md §16).
-    if response.status() != StatusCode::OK || !(json || sse) {
+) -> Response<FramingBody<B::Error>> {
+    let Some(sse) = framed_kind(&response, true) else {
         return response.map(|body| body.boxed_unsync());
-    }
+    };
     let (mut parts, body) = response.into_parts();
     // Within the smaller of the layer's limits and the client's (SPEC.md §11.3, §16).
     let mapping = opt_in.mapping();
