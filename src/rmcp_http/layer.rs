@@ -1,4 +1,5 @@
-//! The server side: [`FramingLayer`] re-frames the responses of requests that opted in.
+//! The server side: [`FramingLayer`] re-frames the responses of requests that opted in (and, with
+//! [`FramingLayer::frame_all_responses`], every response).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
