@@ -116,6 +116,17 @@ async fn through_layer(
     }
 }
 
+/// The messages among `events`.
+fn messages(events: &[Event]) -> Vec<Bytes> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(m) => Some(m.bytes().clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 const NOTIFICATION: &str = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":0.5}}\n\n";
 const RESULT: &str = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
 
@@ -130,13 +141,7 @@ async fn frames_notifications_then_the_result_and_turns_comments_into_keep_alive
     ])
     .await;
     end.unwrap();
-    let messages: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message(m) => Some(m.bytes().clone()),
-            _ => None,
-        })
-        .collect();
+    let messages = messages(&events);
     assert_eq!(messages.len(), 2);
     assert!(messages[0].starts_with(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\""));
     assert_eq!(&messages[1][..], br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
@@ -399,13 +404,7 @@ async fn every_response_in_the_compatible_mapping_keeps_the_inner_bytes_and_fram
     let expected = inner.concat().replacen(":\n", "", 1);
     assert_eq!(without_records(&body), expected.into_bytes());
     assert!(events.iter().any(|e| matches!(e, Event::KeepAlive)));
-    let messages: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message(m) => Some(m.bytes().clone()),
-            _ => None,
-        })
-        .collect();
+    let messages = messages(&events);
     assert_eq!(messages.len(), 2);
     assert!(messages[0].ends_with(b"\"progress\":0.5}}"));
     assert_eq!(&messages[1][..], br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
@@ -458,13 +457,7 @@ async fn every_response_in_the_compatible_mapping_passes_large_and_multi_line_ev
     assert!(without_records(&body[bom..]) == inner_body[bom..]);
     assert!(sse_events(&body) == sse_events(&inner_body));
     // What a framing client verifies: the same three messages.
-    let messages: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message(m) => Some(m.bytes().clone()),
-            _ => None,
-        })
-        .collect();
+    let messages = messages(&events);
     let data: Vec<_> = sse_events(&inner_body).into_iter().map(|e| e.1).collect();
     assert_eq!(messages, data);
     assert_eq!(
