@@ -2,7 +2,9 @@
 
 Every ratio divides two medians measured in the same run: a framed call by the unframed call of the
 same server, size and socket setting. If docs/perf/e2e-before.json exists (a run before the
-changes of issue 14), the report compares it with this run.
+changes of issue 14), the report compares it with this run; so it does with
+docs/perf/e2e-compat-before.json (a run before the compatible mapping's zero-copy pass-through in
+`FramingLayer`, issue 13 §5) for the compatible mapping's rows.
 """
 
 import datetime
@@ -288,6 +290,28 @@ def bytes_table(results, server, only_sizes=None):
     return lines
 
 
+def compat_bound_lines(results):
+    """Issue 13 §5 at 1 MiB: what the hashing floor alone allows, from this run."""
+    floor = floors(results).get(MIB)
+    lat = index(results["latency"])
+    if floor is None:
+        return []
+    lines = []
+    for server, title in SERVERS:
+        base = value(lat.get((server, "unframed", MIB, True)), "median_ms")
+        if not base:
+            continue
+        serial = base / (base + bound_ms(results, MIB, "compat", False))
+        both = base / (base + bound_ms(results, MIB, "compat", True))
+        verdict = "out of reach on this machine" if both < COMPAT_1MIB_THROUGHPUT else "within reach"
+        lines.append(
+            f"- {server}, TCP_NODELAY: the unframed 1 MiB call takes {base:.2f} ms; CRC-32 + SHA-256 of 1 MiB takes "
+            f"{floor['crc32_sha256_us'] / 1e3:.2f} ms on each side, so even a mapping that cost nothing but its "
+            f"checksums keeps at most {serial:.2f} of the unframed throughput of a call ({both:.2f} with the two "
+            f"sides hashing at once on the two cores): the goal of {COMPAT_1MIB_THROUGHPUT} is {verdict}.")
+    return lines
+
+
 def floor_lines(results):
     lines = [
         "| result size | CRC-32 + SHA-256 (µs, each side) | base64 encode (µs) | base64 decode (µs) |",
@@ -374,7 +398,33 @@ def issue_table(before, after):
     return lines
 
 
-def write_markdown(results, before, out):
+def compat_before_after(before, after):
+    """The compatible mapping through `FramingLayer` before and after a change (TCP_NODELAY):
+    median ms (ratio to the unframed call of its own run), server / client CPU per call."""
+    b, a = index(before["latency"]), index(after["latency"])
+    lines = [
+        f"rmcp behind `FramingLayer`, TCP_NODELAY. Before: commit {before['machine']['commit']} "
+        f"({before['machine'].get('date', '?')}); after: commit {after['machine']['commit']}. "
+        "Each cell: median ms (ratio to the unframed call of its own run); server / client CPU per call.",
+        "",
+        "| call | size | before | after |",
+        "|---|---|---:|---:|",
+    ]
+    for framing in ("compat", "compat-stock-client", "binary"):
+        for size in COMPAT_SIZES:
+            cells = []
+            for run in (b, a):
+                row, base = run.get(("rmcp", framing, size, True)), run.get(("rmcp", "unframed", size, True))
+                ms, base_ms = value(row, "median_ms"), value(base, "median_ms")
+                if ms is None or not base_ms:
+                    cells.append("–")
+                else:
+                    cells.append(f"{ms:.3f} ({ms / base_ms:.2f}); {row['server_cpu_us']:.0f} / {row['client_cpu_us']:.0f} µs")
+            lines.append(f"| {LABELS[framing]} | {size_name(size)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_markdown(results, before, out, compat_before=None):
     info = results["machine"]
     lines = [
         "# End-to-end cost of framing: `tools/call` over loopback",
@@ -406,7 +456,10 @@ def write_markdown(results, before, out):
               "(HTTP head, chunked framing and body).", ""]
     for server, title in SERVERS:
         lines += [f"{title}:", ""] + bytes_table(results, server, COMPAT_SIZES) + [""]
-    lines += goal_lines(results, only=LABELS["compat"]) + [""]
+    lines += goal_lines(results, only=LABELS["compat"]) + [""] + compat_bound_lines(results) + [""]
+    if compat_before is not None and compat_before.get("machine", {}).get("commit") != info["commit"]:
+        lines += ["## The compatible mapping through `FramingLayer`, before and after its zero-copy pass-through", ""]
+        lines += compat_before_after(compat_before, results) + [""]
     for server, title in SERVERS:
         lines += [f"## Latency, {title}: median ms (ratio to unframed)", ""] + latency_table(results, server) + [""]
     lines += ["## CPU per call, µs: server / client (TCP_NODELAY rows)", ""]
@@ -553,7 +606,9 @@ def main():
     (out / "e2e.json").write_text(json.dumps(results, indent=1) + "\n")
     before_path = out / "e2e-before.json"
     before = json.loads(before_path.read_text()) if before_path.exists() else None
-    lines = write_markdown(results, before, out)
+    compat_before_path = out / "e2e-compat-before.json"
+    compat_before = json.loads(compat_before_path.read_text()) if compat_before_path.exists() else None
+    lines = write_markdown(results, before, out, compat_before)
     plot(results, out)
     update_readme(lines, results, pathlib.Path("README.md"))
     print(f"wrote {out / 'e2e.md'}, {out / 'e2e.png'} and {out / 'e2e.json'}")
