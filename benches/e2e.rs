@@ -4,10 +4,12 @@
 //! Servers, in a child process of this bench (so that its CPU time is its own):
 //! - `rmcp`: rmcp's stateless `StreamableHttpService` with one tool, `blob`, whose result is a
 //!   text of the requested size; mounted with `axum::serve`, once bare (`/mcp`, the unframed
-//!   baseline) and once behind `FramingLayer` with 16 KiB frames (`/mcp-framed`);
+//!   baseline), once behind `FramingLayer` with 16 KiB frames (`/mcp-framed`), and once behind
+//!   `FramingLayer::frame_all_responses` (`/mcp-all`: every response in the compatible SSE
+//!   mapping, opted in or not);
 //! - `plain`: an axum handler answering the same JSON-RPC response itself (`/plain`):
 //!   `application/json` unframed, or a `FramedBody` when the request opted in (the non-rmcp
-//!   path).
+//!   path), in the mapping the request asked for.
 //!
 //! Each is served twice: by `axum::serve` as is (Nagle's algorithm on, `nagle` in the results)
 //! and with TCP_NODELAY set on every accepted socket (`nodelay`).
@@ -15,16 +17,22 @@
 //! The client (this process, one thread) posts `tools/call` with reqwest. Unframed, it reads the
 //! response as a stock client does: SSE events with `sse-stream` (rmcp's parser), or the JSON
 //! body, without parsing the JSON (the strictest baseline). Framed, it opts in with a fresh
-//! request key and verifies the body with `VerifiedResponse` (CRC-32s, length, SHA-256,
-//! sentinel, request key); a call that does not verify fails the configuration.
+//! request key, asks for the mapping measured (base64 SSE, compatible SSE, binary), checks that
+//! the response declares it, and verifies the body with `VerifiedResponse` (CRC-32s, length,
+//! SHA-256, sentinel, request key); a call that does not verify fails the configuration. One
+//! more configuration reads `/mcp-all` as a stock client (not opted in, `sse-stream`): what the
+//! compatible mapping costs the clients that do not frame.
 //!
 //! Measured, for every (server, framing, size, TCP_NODELAY):
 //! - latency: wall time of one call (calls in sequence on a kept-alive connection), median;
 //! - server CPU per call: the server process's on-CPU time (the sum over its threads of
 //!   `/proc/<pid>/task/<tid>/schedstat`, nanoseconds) across a batch, divided by the batch;
-//! - client CPU per call: this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) across a batch.
+//! - client CPU per call: this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) across a batch;
+//! - bytes per call: the response body as the client received it, and the bytes the server wrote
+//!   to the socket (HTTP head, chunked framing and body; counted by the server's listener);
 //!
-//! and, at 64 KiB, throughput with 32 calls in flight (calls per second, median of rounds).
+//! and, at 64 KiB and 1 MiB, throughput with 32 calls in flight (calls per second, median of
+//! rounds).
 //!
 //! Configurations are interleaved: every round runs a batch of each configuration of a
 //! (size, TCP_NODELAY) block in turn, so that a noisy neighbour weighs on all of them alike and
@@ -36,14 +44,18 @@
 //! which also writes `docs/perf/e2e.md` and the plot). Options after `--`:
 //! `--rounds N` (default 20), `--batch N` calls per round and configuration (default 5),
 //! `--sizes 1KiB,64KiB`, `--only SUBSTRING` (configuration names such as `rmcp/binary/64KiB/nagle`),
-//! `--no-latency`, `--no-throughput`, `--no-floors`, `--tp-rounds N` (default 5), `--out PATH`
+//! `--no-latency`, `--no-throughput`, `--no-floors`, `--tp-rounds N` (default 5),
+//! `--tp-sizes 64KiB,1MiB` (the throughput measurement's result sizes), `--out PATH`
 //! (default `target/e2e/latest.json`). Set `E2E_SERVER_WRAPPER` (e.g.
 //! `valgrind --tool=callgrind`) to run the server under a profiler.
 
 use std::fmt;
-use std::io::{BufRead, Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::io::{BufRead, Write};
+use std::pin::Pin;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -51,10 +63,9 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::ListenerExt;
 use futures_util::StreamExt;
 use mcp_framing::http::{
-    Delivery, FramedBody, MEDIA_TYPE, OptIn, VerifiedResponse, opt_in_headers, response_headers,
+    Delivery, FramedBody, Mapping, OptIn, VerifiedResponse, opt_in_headers_with, response_headers,
 };
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{Outgoing, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
@@ -71,9 +82,10 @@ const FRAME_SIZE: usize = 16 * 1024;
 const SERVER_ENV: &str = "MCP_FRAMING_E2E_SERVER";
 /// Result sizes measured (issue 14's table, issue 13 §5's 1 KiB / 64 KiB / 1 MiB).
 const SIZES: [usize; 5] = [1024, 64 * 1024, 128 * 1024, 200 * 1024, 1024 * 1024];
-/// Calls in flight in the throughput measurement, and their result size.
+/// Calls in flight in the throughput measurement, and its result sizes (issue 14's 64 KiB, issue
+/// 13 §5's 1 MiB).
 const CONCURRENCY: usize = 32;
-const THROUGHPUT_SIZE: usize = 64 * 1024;
+const THROUGHPUT_SIZES: [usize; 2] = [64 * 1024, 1024 * 1024];
 const THROUGHPUT_CALLS_PER_TASK: usize = 10;
 
 // ---------------------------------------------------------------------------------------------
@@ -98,34 +110,57 @@ enum Framing {
     PassThrough,
     /// The base64 SSE mapping (`event: mcp-frame`).
     Sse,
+    /// The compatible SSE mapping (`message` events, `:mcp-framing` records), opted in.
+    Compat,
     /// The binary mapping (`application/vnd.mcp-framing`).
     Binary,
+    /// No opt-in, through `FramingLayer::frame_all_responses` (rmcp only): the compatible
+    /// mapping read by a stock client, which skips the records.
+    CompatStock,
 }
 
 impl Framing {
     /// Every framing, in report order. A new mapping goes here and in the methods below.
-    const ALL: [Framing; 4] = [Self::Unframed, Self::PassThrough, Self::Sse, Self::Binary];
+    const ALL: [Framing; 6] = [
+        Self::Unframed,
+        Self::PassThrough,
+        Self::Sse,
+        Self::Compat,
+        Self::Binary,
+        Self::CompatStock,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Self::Unframed => "unframed",
             Self::PassThrough => "layer-not-opted-in",
             Self::Sse => "sse",
+            Self::Compat => "compat",
             Self::Binary => "binary",
+            Self::CompatStock => "compat-stock-client",
         }
     }
 
-    /// The opt-in headers of a call with this framing (`None`: not opted in).
-    fn opt_in(self, key: RequestKey) -> Option<HeaderMap> {
+    /// The mapping a call with this framing opts in to and verifies (`None`: not opted in).
+    fn mapping(self) -> Option<Mapping> {
         match self {
-            Self::Unframed | Self::PassThrough => None,
-            Self::Sse => Some(opt_in_headers(key, false)),
-            Self::Binary => Some(opt_in_headers(key, true)),
+            Self::Unframed | Self::PassThrough | Self::CompatStock => None,
+            Self::Sse => Some(Mapping::Sse),
+            Self::Compat => Some(Mapping::Compat),
+            Self::Binary => Some(Mapping::Binary),
+        }
+    }
+
+    /// The mapping the response must declare (`Mcp-Framing` and `Content-Type`).
+    fn declared(self) -> Option<Mapping> {
+        match self {
+            Self::CompatStock => Some(Mapping::Compat),
+            framing => framing.mapping(),
         }
     }
 
     fn applies_to(self, server: Server) -> bool {
-        self != Self::PassThrough || server == Server::Rmcp
+        !matches!(self, Self::PassThrough | Self::CompatStock) || server == Server::Rmcp
     }
 }
 
@@ -142,6 +177,7 @@ impl Server {
     fn path(self, framing: Framing) -> &'static str {
         match (self, framing) {
             (Self::Rmcp, Framing::Unframed) => "/mcp",
+            (Self::Rmcp, Framing::CompatStock) => "/mcp-all",
             (Self::Rmcp, _) => "/mcp-framed",
             (Self::Plain, _) => "/plain",
         }
@@ -277,10 +313,112 @@ fn app() -> Router {
                 .frame_size(FRAME_SIZE)
                 .layer(rmcp_service()),
         )
+        .nest_service(
+            "/mcp-all",
+            FramingLayer::new()
+                .frame_size(FRAME_SIZE)
+                .frame_all_responses(true)
+                .layer(rmcp_service()),
+        )
         .route("/plain", post(plain))
 }
 
-/// Serves on two loopback listeners (as is, and TCP_NODELAY), prints their addresses, and exits
+/// A server socket that counts the bytes written to it (HTTP head, chunked framing, body).
+///
+/// A write is counted before the system call and what it did not write is taken back after it:
+/// counted after the call, the bytes of a response could still be missing from the count when the
+/// client, woken by them (and possibly preempting the server's thread), already asks for it.
+struct CountedIo {
+    io: tokio::net::TcpStream,
+    written: Arc<AtomicU64>,
+}
+
+impl CountedIo {
+    fn write(
+        &mut self,
+        len: usize,
+        write: impl FnOnce(Pin<&mut tokio::net::TcpStream>) -> Poll<std::io::Result<usize>>,
+    ) -> Poll<std::io::Result<usize>> {
+        self.written.fetch_add(len as u64, Ordering::SeqCst);
+        let result = write(Pin::new(&mut self.io));
+        let unwritten = match &result {
+            Poll::Ready(Ok(n)) => len - n,
+            _ => len,
+        };
+        self.written.fetch_sub(unwritten as u64, Ordering::SeqCst);
+        result
+    }
+}
+
+impl tokio::io::AsyncRead for CountedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for CountedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.write(buf.len(), |io| io.poll_write(cx, buf))
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let len = bufs.iter().map(|buf| buf.len()).sum();
+        self.write(len, |io| io.poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// A loopback listener whose sockets count what the server writes, with TCP_NODELAY set on every
+/// accepted socket or not (`axum::serve` as is).
+struct CountingListener {
+    listener: tokio::net::TcpListener,
+    nodelay: bool,
+    written: Arc<AtomicU64>,
+}
+
+impl axum::serve::Listener for CountingListener {
+    type Io = CountedIo;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (CountedIo, std::net::SocketAddr) {
+        let (io, addr) = axum::serve::Listener::accept(&mut self.listener).await;
+        if self.nodelay {
+            let _ = io.set_nodelay(true);
+        }
+        let written = self.written.clone();
+        (CountedIo { io, written }, addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// Serves on two loopback listeners (as is, and TCP_NODELAY) and prints their addresses; then
+/// answers each `written` line on stdin with the bytes written to all sockets so far, and exits
 /// when stdin closes (the bench process ended).
 fn server_main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -300,14 +438,27 @@ fn server_main() {
             nodelay.local_addr().expect("addr")
         );
         std::io::stdout().flush().expect("stdout");
-        tokio::spawn(axum::serve(as_is, app()).into_future());
-        let nodelay = nodelay.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        tokio::spawn(axum::serve(nodelay, app()).into_future());
+        let written = Arc::new(AtomicU64::new(0));
+        for (listener, nodelay) in [(as_is, false), (nodelay, true)] {
+            let listener = CountingListener {
+                listener,
+                nodelay,
+                written: written.clone(),
+            };
+            tokio::spawn(axum::serve(listener, app()).into_future());
+        }
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
-            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+            for line in std::io::stdin().lock().lines() {
+                match line.as_deref() {
+                    Ok("written") => {
+                        println!("written {}", written.load(Ordering::SeqCst));
+                        std::io::stdout().flush().expect("stdout");
+                    }
+                    Ok(other) => panic!("unknown command {other:?}"),
+                    Err(_) => break,
+                }
+            }
             let _ = tx.send(());
         });
         let _ = rx.await;
@@ -319,6 +470,10 @@ fn server_main() {
 
 struct ServerProcess {
     child: Child,
+    /// Commands to the server process (closed: the server exits).
+    stdin: Option<ChildStdin>,
+    /// Its answers.
+    stdout: std::io::BufReader<ChildStdout>,
     /// Base URLs: `axum::serve` as is, and with TCP_NODELAY.
     urls: [String; 2],
 }
@@ -343,9 +498,8 @@ impl ServerProcess {
             .spawn()
             .expect("start the server process");
         let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("server address");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        stdout.read_line(&mut line).expect("server address");
         let addrs: Vec<&str> = line
             .trim()
             .strip_prefix("listening ")
@@ -357,8 +511,23 @@ impl ServerProcess {
                 format!("http://{}", addrs[0]),
                 format!("http://{}", addrs[1]),
             ],
+            stdin: child.stdin.take(),
+            stdout,
             child,
         }
+    }
+
+    /// The bytes the server wrote to its sockets so far.
+    fn written(&mut self) -> u64 {
+        let stdin = self.stdin.as_mut().expect("server stdin");
+        stdin.write_all(b"written\n").expect("ask the server");
+        stdin.flush().expect("ask the server");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("server answer");
+        line.trim()
+            .strip_prefix("written ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected server answer {line:?}"))
     }
 
     /// The server process's CPU time so far: the sum over its threads of the on-CPU time in
@@ -383,7 +552,7 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         // Closing stdin ends the server; wait so that a profiler wrapper writes its output.
-        drop(self.child.stdin.take());
+        drop(self.stdin.take());
         let _ = self.child.wait();
     }
 }
@@ -407,6 +576,8 @@ struct Timing {
     response: Duration,
     /// The body ended.
     body_end: Duration,
+    /// Bytes of the response body.
+    body_bytes: usize,
 }
 
 /// One `tools/call` of `blob` (whose SSE response carries no notification, so its first data
@@ -424,10 +595,10 @@ async fn call(
     let mut builder = client
         .post(format!("{base}{}", config.server.path(config.framing)))
         .header(header::CONTENT_TYPE, "application/json");
-    let framed = match config.framing.opt_in(key) {
-        Some(headers) => {
+    let framed = match config.framing.mapping() {
+        Some(mapping) => {
             mcp_framing::set_request_key(&mut request, key)?;
-            builder = builder.headers(headers);
+            builder = builder.headers(opt_in_headers_with(key, mapping, &StreamDecoder::new()));
             true
         }
         None => {
@@ -443,43 +614,44 @@ async fn call(
             response.text().await?
         )));
     }
-    let content_type = response
-        .headers()
+    let headers = response.headers().clone();
+    let declared = Mapping::from_response_headers(&headers);
+    if declared != config.framing.declared() {
+        return Err(CallError(format!(
+            "the response declares the mapping {declared:?}, not {:?}",
+            config.framing.declared()
+        )));
+    }
+    let is_sse = headers
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let (received, timing) = if framed {
-        if config.framing == Framing::Binary && content_type.as_deref() != Some(MEDIA_TYPE) {
-            return Err(CallError(format!(
-                "binary mapping not used: {content_type:?}"
-            )));
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let body_bytes = Arc::new(AtomicUsize::new(0));
+    let counter = body_bytes.clone();
+    let body = response.bytes_stream().inspect(move |chunk| {
+        if let Ok(chunk) = chunk {
+            counter.fetch_add(chunk.len(), Ordering::Relaxed);
         }
+    });
+    let (received, response, body_end) = if framed {
         let decoder = StreamDecoder::builder().expect_request_key(key).build();
-        let headers = response.headers().clone();
-        let mut verified =
-            VerifiedResponse::from_headers(response.bytes_stream(), &headers, decoder)?;
+        let mut verified = VerifiedResponse::from_headers(body, &headers, decoder)?;
         let mut last = 0;
         loop {
             match verified.next().await {
                 Some(Ok(Delivery::Message(message))) => last = message.bytes().len(),
                 Some(Ok(Delivery::Complete(_))) => {
                     let at = start.elapsed();
-                    break (
-                        last,
-                        Timing {
-                            response: at,
-                            body_end: at,
-                        },
-                    );
+                    break (last, at, at);
                 }
                 Some(Ok(_)) => {}
                 Some(Err(err)) => return Err(CallError(err.to_string())),
                 None => return Err(CallError("verified stream ended early".into())),
             }
         }
-    } else if content_type.as_deref() == Some("text/event-stream") {
-        // As the stock rmcp client reads it: `sse-stream` events, the message when its event ends.
-        let mut events = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+    } else if is_sse {
+        // As the stock rmcp client reads it: `sse-stream` events, the message when its event ends
+        // (the compatible mapping's records are comments, which it skips).
+        let mut events = sse_stream::SseStream::from_bytes_stream(body);
         let mut message = None;
         while let Some(event) = events.next().await {
             let event = event?;
@@ -490,18 +662,21 @@ async fn call(
             }
         }
         let (len, response) = message.ok_or_else(|| CallError("no message event".into()))?;
-        let body_end = start.elapsed();
-        (len, Timing { response, body_end })
+        (len, response, start.elapsed())
     } else {
-        let len = response.bytes().await?.len();
+        // The JSON body in hand, in one buffer (as reqwest's `Response::bytes`).
+        let mut body = std::pin::pin!(body);
+        let mut json = Vec::new();
+        while let Some(chunk) = body.next().await {
+            json.extend_from_slice(&chunk?);
+        }
         let at = start.elapsed();
-        (
-            len,
-            Timing {
-                response: at,
-                body_end: at,
-            },
-        )
+        (json.len(), at, at)
+    };
+    let timing = Timing {
+        response,
+        body_end,
+        body_bytes: body_bytes.load(Ordering::Relaxed),
     };
     if received < config.size {
         return Err(CallError(format!(
@@ -518,6 +693,10 @@ struct Samples {
     body_end: Vec<f64>,
     server_cpu: Vec<f64>,
     client_cpu: Vec<f64>,
+    /// Response body bytes, per call.
+    body_bytes: Vec<f64>,
+    /// Bytes the server wrote to the socket per call, one value per batch.
+    wire_bytes: Vec<f64>,
     failure: Option<String>,
 }
 
@@ -556,6 +735,7 @@ impl Bench {
         if samples.failure.is_some() {
             return;
         }
+        let written_before = self.server.written();
         let server_before = self.server.cpu();
         let client_before = cpu_time::ThreadTime::now();
         let mut walls = Vec::with_capacity(calls);
@@ -572,11 +752,16 @@ impl Bench {
         }
         let client_cpu = client_before.elapsed();
         let server_cpu = self.server.cpu().saturating_sub(server_before);
+        let written = self.server.written() - written_before;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         samples.wall.extend(walls.iter().map(|t| ms(t.response)));
         samples
             .body_end
             .extend(walls.iter().map(|t| ms(t.body_end)));
+        samples
+            .body_bytes
+            .extend(walls.iter().map(|t| t.body_bytes as f64));
+        samples.wire_bytes.push(written as f64 / calls as f64);
         samples
             .server_cpu
             .push(server_cpu.as_secs_f64() * 1e6 / calls as f64);
@@ -586,12 +771,13 @@ impl Bench {
     }
 
     /// `CONCURRENCY` tasks, each making `THROUGHPUT_CALLS_PER_TASK` calls in sequence: calls per
-    /// second, server and client CPU per call (µs).
-    async fn throughput(&mut self, config: Config) -> Result<[f64; 3], CallError> {
+    /// second, server and client CPU per call (µs), bytes the server wrote per call.
+    async fn throughput(&mut self, config: Config) -> Result<[f64; 4], CallError> {
         let base = self.base(config).to_owned();
         let client = self.client(config).clone();
         let first_id = self.next_id;
         self.next_id += (CONCURRENCY * THROUGHPUT_CALLS_PER_TASK) as u64;
+        let written_before = self.server.written();
         let server_before = self.server.cpu();
         let client_before = cpu_time::ThreadTime::now();
         let start = Instant::now();
@@ -611,11 +797,13 @@ impl Bench {
         let elapsed = start.elapsed().as_secs_f64();
         let client_cpu = client_before.elapsed();
         let server_cpu = self.server.cpu().saturating_sub(server_before);
+        let written = self.server.written() - written_before;
         let calls = (CONCURRENCY * THROUGHPUT_CALLS_PER_TASK) as f64;
         Ok([
             calls / elapsed,
             server_cpu.as_secs_f64() * 1e6 / calls,
             client_cpu.as_secs_f64() * 1e6 / calls,
+            written as f64 / calls,
         ])
     }
 }
@@ -625,6 +813,7 @@ struct Options {
     batch: usize,
     tp_rounds: usize,
     sizes: Vec<usize>,
+    tp_sizes: Vec<usize>,
     only: Option<String>,
     latency: bool,
     throughput: bool,
@@ -639,6 +828,7 @@ impl Options {
             batch: 5,
             tp_rounds: 5,
             sizes: SIZES.to_vec(),
+            tp_sizes: THROUGHPUT_SIZES.to_vec(),
             only: None,
             latency: true,
             throughput: true,
@@ -653,6 +843,7 @@ impl Options {
                 "--batch" => options.batch = value().parse().expect("--batch N"),
                 "--tp-rounds" => options.tp_rounds = value().parse().expect("--tp-rounds N"),
                 "--sizes" => options.sizes = value().split(',').map(parse_size).collect(),
+                "--tp-sizes" => options.tp_sizes = value().split(',').map(parse_size).collect(),
                 "--only" => options.only = Some(value()),
                 "--out" => options.out = value(),
                 "--no-latency" => options.latency = false,
@@ -806,12 +997,14 @@ async fn client_main(options: Options) {
                         .count();
                     let (server_cpu, client_cpu) = (median(&s.server_cpu), median(&s.client_cpu));
                     println!(
-                        "{config:<38} {:>8.3} ms (p10 {:.3}, p90 {:.3}, {stalled} stalled)  server cpu {:>7.1} µs  client cpu {:>7.1} µs{}",
+                        "{config:<44} {:>8.3} ms (p10 {:.3}, p90 {:.3}, {stalled} stalled)  server cpu {:>7.1} µs  client cpu {:>7.1} µs  {:>8.0} B body {:>8.0} B written{}",
                         median_ms.unwrap_or(f64::NAN),
                         p10.unwrap_or(f64::NAN),
                         p90.unwrap_or(f64::NAN),
                         server_cpu.unwrap_or(f64::NAN),
                         client_cpu.unwrap_or(f64::NAN),
+                        median(&s.body_bytes).unwrap_or(f64::NAN),
+                        median(&s.wire_bytes).unwrap_or(f64::NAN),
                         s.failure
                             .as_deref()
                             .map_or(String::new(), |f| format!("  FAILED: {f}")),
@@ -825,6 +1018,8 @@ async fn client_main(options: Options) {
                     map.insert("stalled_calls".into(), stalled.into());
                     map.insert("server_cpu_us".into(), server_cpu.into());
                     map.insert("client_cpu_us".into(), client_cpu.into());
+                    map.insert("body_bytes".into(), median(&s.body_bytes).into());
+                    map.insert("wire_bytes".into(), median(&s.wire_bytes).into());
                     map.insert("failure".into(), s.failure.clone().into());
                     latency.push(Value::Object(map));
                 }
@@ -833,13 +1028,16 @@ async fn client_main(options: Options) {
     }
     let mut throughput = Vec::new();
     if options.throughput {
-        let block: Vec<Config> = [false, true]
-            .into_iter()
-            .flat_map(|nodelay| configs(THROUGHPUT_SIZE, nodelay))
+        let block: Vec<Config> = options
+            .tp_sizes
+            .iter()
+            .flat_map(|&size| [false, true].map(|nodelay| configs(size, nodelay)))
+            .flatten()
             .filter(|&c| options.selects(c))
             .collect();
-        // Per configuration: calls/s, server and client CPU per call, one value per round.
-        let mut rates: Vec<([Vec<f64>; 3], Option<String>)> =
+        // Per configuration: calls/s, server and client CPU per call, bytes written per call, one
+        // value per round.
+        let mut rates: Vec<([Vec<f64>; 4], Option<String>)> =
             block.iter().map(|_| (Default::default(), None)).collect();
         // One warm-up round (opens the 32 connections of each client).
         for round in 0..=options.tp_rounds {
@@ -862,9 +1060,9 @@ async fn client_main(options: Options) {
             }
         }
         for (&config, (values, failure)) in block.iter().zip(&rates) {
-            let [rate, server_cpu, client_cpu] = values.each_ref().map(|v| median(v));
+            let [rate, server_cpu, client_cpu, written] = values.each_ref().map(|v| median(v));
             println!(
-                "{config:<38} x{CONCURRENCY}: {:>7.0} calls/s  server cpu {:>7.1} µs/call  client cpu {:>7.1} µs/call{}",
+                "{config:<44} x{CONCURRENCY}: {:>7.0} calls/s  server cpu {:>7.1} µs/call  client cpu {:>7.1} µs/call{}",
                 rate.unwrap_or(f64::NAN),
                 server_cpu.unwrap_or(f64::NAN),
                 client_cpu.unwrap_or(f64::NAN),
@@ -878,6 +1076,7 @@ async fn client_main(options: Options) {
             map.insert("calls_per_s".into(), rate.into());
             map.insert("server_cpu_us".into(), server_cpu.into());
             map.insert("client_cpu_us".into(), client_cpu.into());
+            map.insert("wire_bytes".into(), written.into());
             map.insert("failure".into(), failure.clone().into());
             throughput.push(Value::Object(map));
         }

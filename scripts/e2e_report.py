@@ -2,7 +2,9 @@
 
 Every ratio divides two medians measured in the same run: a framed call by the unframed call of the
 same server, size and socket setting. If docs/perf/e2e-before.json exists (a run before the
-changes of issue 14), the report compares it with this run.
+changes of issue 14), the report compares it with this run; so it does with
+docs/perf/e2e-compat-before.json (a run before the compatible mapping's zero-copy pass-through in
+`FramingLayer`, issue 13 §5) for the compatible mapping's rows.
 """
 
 import datetime
@@ -21,6 +23,7 @@ LABELS = {
     "sse": "framed SSE (base64)",
     "binary": "framed binary",
     "compat": "framed compatible SSE",
+    "compat-stock-client": "compatible SSE, stock client",
 }
 # Issue 14: latency ratio limits per mapping, at 1 KiB and from 64 KiB to 1 MiB; the absolute
 # limit at 1 KiB (ms); throughput with 32 calls in flight at 64 KiB. Issue 13 §5 for the
@@ -29,7 +32,12 @@ LABELS = {
 RATIO_LIMITS = {"binary": (1.10, 1.20), "sse": (1.35, 1.35), "compat": (1.05, None)}
 MAX_EXTRA_MS_1KIB = 1.0
 THROUGHPUT_LIMIT = 0.85
+THROUGHPUT_LIMIT_SIZE = 64 * 1024
 COMPAT_1MIB_THROUGHPUT = 0.9
+MIB = 1024 * 1024
+# Issue 13 §5's sizes and mappings, for its summary table.
+COMPAT_SIZES = [1024, 64 * 1024, MIB]
+COMPAT_FRAMINGS = ["unframed", "sse", "compat", "binary", "compat-stock-client"]
 
 
 def size_name(size):
@@ -59,14 +67,17 @@ def fmt(x, digits=3):
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def latency_table(results, server):
+def latency_table(results, server, names=None, size_list=None, with_cpu=False):
+    """Median ms (ratio to unframed) per size and socket; `with_cpu` adds server / client CPU per
+    call (µs). By default every framing and size of the results."""
     lat = index(results["latency"])
-    names = [f for f in framings(results) if (server, f) in {(r["server"], r["framing"]) for r in results["latency"]}]
+    names = present(results, server, framings(results) if names is None else names)
+    size_list = sizes(results) if size_list is None else [s for s in size_list if s in sizes(results)]
     lines = [
         "| result size | socket | " + " | ".join(LABELS.get(f, f) for f in names) + " |",
         "|---|---|" + "---:|" * len(names),
     ]
-    for size in sizes(results):
+    for size in size_list:
         for nodelay, socket in SOCKETS:
             base = value(lat.get((server, "unframed", size, nodelay)), "median_ms")
             cells = []
@@ -79,11 +90,18 @@ def latency_table(results, server):
                     cells.append("–")
                 else:
                     stalled = row.get("stalled_calls", 0)
-                    note = f", {stalled}/{row['calls']} stalled" if stalled else ""
-                    ratio = f" ({ms / base:.2f}{note})" if f != "unframed" and base else (f" ({stalled}/{row['calls']} stalled)" if stalled else "")
-                    cells.append(f"{ms:.3f}{ratio}")
+                    notes = [] if f == "unframed" or not base else [f"{ms / base:.2f}"]
+                    notes += [f"{stalled}/{row['calls']} stalled"] if stalled else []
+                    note = f" ({', '.join(notes)})" if notes else ""
+                    cpu = f"; {row['server_cpu_us']:.0f} / {row['client_cpu_us']:.0f} µs" if with_cpu else ""
+                    cells.append(f"{ms:.3f}{note}{cpu}")
             lines.append(f"| {size_name(size)} | {socket} | " + " | ".join(cells) + " |")
     return lines
+
+
+def present(results, server, names):
+    have = {(r["server"], r["framing"]) for r in results["latency"]}
+    return [f for f in names if (server, f) in have]
 
 
 def cpu_table(results, server):
@@ -104,7 +122,7 @@ def cpu_table(results, server):
     return lines
 
 
-def throughput_table(results):
+def throughput_table(results, size):
     tp = index(results["throughput"])
     names = framings(results)
     lines = [
@@ -113,10 +131,10 @@ def throughput_table(results):
     ]
     for server, _ in SERVERS:
         for nodelay, socket in SOCKETS:
-            base = value(tp.get((server, "unframed", results_tp_size(results), nodelay)), "calls_per_s")
+            base = value(tp.get((server, "unframed", size, nodelay)), "calls_per_s")
             cells = []
             for f in names:
-                row = tp.get((server, f, results_tp_size(results), nodelay))
+                row = tp.get((server, f, size, nodelay))
                 rate = value(row, "calls_per_s")
                 if row is None:
                     cells.append("–")
@@ -129,8 +147,12 @@ def throughput_table(results):
     return lines
 
 
-def results_tp_size(results):
-    return results["throughput"][0]["size"] if results["throughput"] else None
+def tp_sizes(results):
+    return sorted({r["size"] for r in results["throughput"]})
+
+
+def concurrency(results):
+    return results["throughput"][0]["concurrency"] if results["throughput"] else 32
 
 
 def sizes(results):
@@ -143,7 +165,8 @@ def floors(results):
 
 def bound_ms(results, size, framing, overlap):
     """The least a framed call can add to the unframed one: CRC-32 + SHA-256 on each side
-    (serial, or on both cores at once with `overlap`), plus base64 both ways for the SSE mapping."""
+    (serial, or on both cores at once with `overlap`), plus base64 both ways for the SSE mapping
+    (the compatible mapping base64-encodes only the frame headers: nothing per byte)."""
     floor = floors(results).get(size)
     if floor is None:
         return None
@@ -153,10 +176,9 @@ def bound_ms(results, size, framing, overlap):
     return hashing / 1e3
 
 
-def throughput_bound(results, server, framing, nodelay):
+def throughput_bound(results, server, framing, size, nodelay):
     """With every core busy, calls per second go as 1 / CPU per call: the best throughput ratio
     is the unframed call's CPU (server + client, same run) over that plus the floor's."""
-    size = results_tp_size(results)
     base = index(results["throughput"]).get((server, "unframed", size, nodelay))
     extra = bound_ms(results, size, framing, overlap=False)
     if value(base, "server_cpu_us") is None or extra is None:
@@ -198,39 +220,95 @@ def goals(results):
                     shown = f"{fmt(ratio, 2)} (unframed: {base_stalls} stalled)" if base_stalls else None
                     rows.append((f"{size_name(size)} {LABELS[framing]}: latency ratio", server, socket,
                                  ratio, f"≤ {limit}", ratio is not None and ratio <= limit, (bound, bound_o), shown))
-                if size == 1024 * 1024 and lat.get((server, "compat", size, nodelay)) is not None:
-                    # Issue 13 §5: bytes per second of one call, compat over unframed.
+                if size == MIB and lat.get((server, "compat", size, nodelay)) is not None:
+                    # Issue 13 §5: bytes per second of one call, compat over unframed; the bound
+                    # is the unframed call over that plus the hashing floor.
                     ms = value(lat.get((server, "compat", size, nodelay)), "median_ms")
                     ratio = None if ms is None or not base else base / ms
+                    bound = tuple(
+                        None if x is None or not base else base / (base + x)
+                        for x in (bound_ms(results, size, "compat", False), bound_ms(results, size, "compat", True)))
                     rows.append((f"{size_name(size)} {LABELS['compat']}: throughput of a call", server, socket,
                                  ratio, f"≥ {COMPAT_1MIB_THROUGHPUT}", ratio is not None and ratio >= COMPAT_1MIB_THROUGHPUT,
-                                 None, None))
-            size = results_tp_size(results)
-            base = value(tp.get((server, "unframed", size, nodelay)), "calls_per_s")
-            for framing in ("sse", "binary", "compat"):
-                row = tp.get((server, framing, size, nodelay))
-                if row is None:
-                    continue
-                rate = value(row, "calls_per_s")
-                ratio = None if rate is None or not base else rate / base
-                bound = throughput_bound(results, server, framing, nodelay)
-                rows.append((f"{size_name(size)} x{row['concurrency']} {LABELS[framing]}: throughput ratio", server, socket,
-                             ratio, f"≥ {THROUGHPUT_LIMIT}", ratio is not None and ratio >= THROUGHPUT_LIMIT,
-                             None if bound is None else (bound, None), None))
+                                 bound, None))
+            for size in tp_sizes(results):
+                base = value(tp.get((server, "unframed", size, nodelay)), "calls_per_s")
+                # Issue 14: the SSE and binary mappings at 64 KiB; issue 13 §5: compat at 1 MiB.
+                limits = {"sse": THROUGHPUT_LIMIT, "binary": THROUGHPUT_LIMIT} if size == THROUGHPUT_LIMIT_SIZE else {}
+                if size == MIB:
+                    limits["compat"] = COMPAT_1MIB_THROUGHPUT
+                for framing, limit in limits.items():
+                    row = tp.get((server, framing, size, nodelay))
+                    if row is None:
+                        continue
+                    rate = value(row, "calls_per_s")
+                    ratio = None if rate is None or not base else rate / base
+                    bound = throughput_bound(results, server, framing, size, nodelay)
+                    rows.append((f"{size_name(size)} x{row['concurrency']} {LABELS[framing]}: throughput ratio", server, socket,
+                                 ratio, f"≥ {limit}", ratio is not None and ratio >= limit,
+                                 None if bound is None else (bound, None), None))
     return rows
 
 
-def goal_lines(results):
+def goal_lines(results, only=None):
+    """The goals table; `only`: a text the goal's name must contain."""
+    rows = [g for g in goals(results) if only is None or only in g[0]]
     lines = [
         "| goal | server | socket | measured | limit | met | bound (serial hashing / both cores) |",
         "|---|---|---|---:|---:|:---:|---:|",
     ]
-    for goal, server, socket, measured, limit, met, bound, shown in goals(results):
+    for goal, server, socket, measured, limit, met, bound, shown in rows:
         b = "" if bound is None else " / ".join(fmt(x, 2) for x in bound if x is not None)
         shown = shown or fmt(measured, 2)
         lines.append(f"| {goal} | {server} | {socket} | {shown} | {limit} | {'yes' if met else '**no**'} | {b} |")
-    met = sum(1 for g in goals(results) if g[5])
-    lines += ["", f"{met} of {len(goals(results))} goals met in this run."]
+    met = sum(1 for g in rows if g[5])
+    lines += ["", f"{met} of {len(rows)} goals met in this run."]
+    return lines
+
+
+def bytes_table(results, server, only_sizes=None):
+    """Bytes per call: the response body (ratio to unframed) and what the server wrote to the
+    socket (HTTP head, chunked framing, body). TCP_NODELAY rows: the bytes do not depend on it."""
+    lat = index(results["latency"])
+    names = [f for f in present(results, server, framings(results)) if f != "layer-not-opted-in"]
+    lines = [
+        "| result size | " + " | ".join(LABELS[f] for f in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for size in [s for s in sizes(results) if only_sizes is None or s in only_sizes]:
+        base = value(lat.get((server, "unframed", size, True)), "body_bytes")
+        cells = []
+        for f in names:
+            row = lat.get((server, f, size, True))
+            body, wire = value(row, "body_bytes"), value(row, "wire_bytes")
+            if body is None:
+                cells.append("–")
+                continue
+            ratio = f" ({body / base:.3f})" if base and f != "unframed" else ""
+            cells.append(f"{body:,.0f}{ratio} · {wire:,.0f}" if wire is not None else f"{body:,.0f}{ratio}")
+        lines.append(f"| {size_name(size)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def compat_bound_lines(results):
+    """Issue 13 §5 at 1 MiB: what the hashing floor alone allows, from this run."""
+    floor = floors(results).get(MIB)
+    lat = index(results["latency"])
+    if floor is None:
+        return []
+    lines = []
+    for server, title in SERVERS:
+        base = value(lat.get((server, "unframed", MIB, True)), "median_ms")
+        if not base:
+            continue
+        serial = base / (base + bound_ms(results, MIB, "compat", False))
+        both = base / (base + bound_ms(results, MIB, "compat", True))
+        verdict = "out of reach on this machine" if both < COMPAT_1MIB_THROUGHPUT else "within reach"
+        lines.append(
+            f"- {server}, TCP_NODELAY: the unframed 1 MiB call takes {base:.2f} ms; CRC-32 + SHA-256 of 1 MiB takes "
+            f"{floor['crc32_sha256_us'] / 1e3:.2f} ms on each side, so even a mapping that cost nothing but its "
+            f"checksums keeps at most {serial:.2f} of the unframed throughput of a call ({both:.2f} with the two "
+            f"sides hashing at once on the two cores): the goal of {COMPAT_1MIB_THROUGHPUT} is {verdict}.")
     return lines
 
 
@@ -278,7 +356,7 @@ def before_after(before, after):
             for nodelay, socket in SOCKETS:
                 cells = []
                 for run in (tb, ta):
-                    size = results_tp_size(after)
+                    size = THROUGHPUT_LIMIT_SIZE
                     rate = value(run.get((server, framing, size, nodelay)), "calls_per_s")
                     base = value(run.get((server, "unframed", size, nodelay)), "calls_per_s")
                     cells.append("–" if rate is None else f"{rate:.0f}" + (f" ({rate / base:.2f})" if base and framing != "unframed" else ""))
@@ -320,7 +398,33 @@ def issue_table(before, after):
     return lines
 
 
-def write_markdown(results, before, out):
+def compat_before_after(before, after):
+    """The compatible mapping through `FramingLayer` before and after a change (TCP_NODELAY):
+    median ms (ratio to the unframed call of its own run), server / client CPU per call."""
+    b, a = index(before["latency"]), index(after["latency"])
+    lines = [
+        f"rmcp behind `FramingLayer`, TCP_NODELAY. Before: commit {before['machine']['commit']} "
+        f"({before['machine'].get('date', '?')}); after: commit {after['machine']['commit']}. "
+        "Each cell: median ms (ratio to the unframed call of its own run); server / client CPU per call.",
+        "",
+        "| call | size | before | after |",
+        "|---|---|---:|---:|",
+    ]
+    for framing in ("compat", "compat-stock-client", "binary"):
+        for size in COMPAT_SIZES:
+            cells = []
+            for run in (b, a):
+                row, base = run.get(("rmcp", framing, size, True)), run.get(("rmcp", "unframed", size, True))
+                ms, base_ms = value(row, "median_ms"), value(base, "median_ms")
+                if ms is None or not base_ms:
+                    cells.append("–")
+                else:
+                    cells.append(f"{ms:.3f} ({ms / base_ms:.2f}); {row['server_cpu_us']:.0f} / {row['client_cpu_us']:.0f} µs")
+            lines.append(f"| {LABELS[framing]} | {size_name(size)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_markdown(results, before, out, compat_before=None):
     info = results["machine"]
     lines = [
         "# End-to-end cost of framing: `tools/call` over loopback",
@@ -341,18 +445,37 @@ def write_markdown(results, before, out):
         "- CPU per call: server process (sum of its threads' on-CPU time) and client thread, median over batches.",
         "",
     ]
+    lines += ["## The compatible SSE mapping end to end (issue 13 §5)", "",
+              "Unframed, the base64 SSE mapping, the compatible SSE mapping and the binary mapping, each verified by "
+              "`VerifiedResponse` on the client; the last column is the compatible mapping as a stock client reads it "
+              "(`FramingLayer::frame_all_responses`, not opted in, `sse-stream` skipping the records). "
+              "Each cell: median ms (ratio to unframed); server / client CPU per call.", ""]
+    for server, title in SERVERS:
+        lines += [f"{title}:", ""] + latency_table(results, server, COMPAT_FRAMINGS, COMPAT_SIZES, with_cpu=True) + [""]
+    lines += ["Bytes per call: response body (ratio to unframed) · bytes the server wrote to the socket "
+              "(HTTP head, chunked framing and body).", ""]
+    for server, title in SERVERS:
+        lines += [f"{title}:", ""] + bytes_table(results, server, COMPAT_SIZES) + [""]
+    lines += goal_lines(results, only=LABELS["compat"]) + [""] + compat_bound_lines(results) + [""]
+    if compat_before is not None and compat_before.get("machine", {}).get("commit") != info["commit"]:
+        lines += ["## The compatible mapping through `FramingLayer`, before and after its zero-copy pass-through", ""]
+        lines += compat_before_after(compat_before, results) + [""]
     for server, title in SERVERS:
         lines += [f"## Latency, {title}: median ms (ratio to unframed)", ""] + latency_table(results, server) + [""]
     lines += ["## CPU per call, µs: server / client (TCP_NODELAY rows)", ""]
     for server, title in SERVERS:
         lines += [f"{title}:", ""] + cpu_table(results, server) + [""]
-    lines += [
-        f"## Throughput: {results['throughput'][0]['concurrency'] if results['throughput'] else 32} calls in flight, "
-        f"{size_name(results_tp_size(results)) if results['throughput'] else ''} results: calls/s (ratio), server CPU per call",
-        "",
-    ] + throughput_table(results) + [""]
+    lines += ["## Bytes per call: response body (ratio to unframed) · written to the socket", ""]
+    for server, title in SERVERS:
+        lines += [f"{title}:", ""] + bytes_table(results, server) + [""]
+    for size in tp_sizes(results):
+        lines += [
+            f"## Throughput: {concurrency(results)} calls in flight, {size_name(size)} results: "
+            "calls/s (ratio), server CPU per call",
+            "",
+        ] + throughput_table(results, size) + [""]
     lines += ["## The physical cost of framing, same run", ""] + floor_lines(results) + [""]
-    lines += ["## Goals (issue 14)", "",
+    lines += ["## Goals (issue 14, issue 13 §5)", "",
               "The bound is the best ratio framing allows, from this run's floors. Latency: the unframed call plus "
               "CRC-32 + SHA-256 on both sides, one after the other or (second figure) on the two cores at once, plus "
               "base64 both ways for SSE. Throughput (every core busy, so calls per second go as 1 / CPU per call): the "
@@ -386,7 +509,7 @@ def update_readme(lines, results, readme):
     keep = False
     for line in lines:
         if line.startswith("## "):
-            keep = line.startswith("## Latency") or line.startswith("## Throughput") or line.startswith("## Issue 14")
+            keep = line.startswith(("## The compatible", "## Latency", "## Throughput", "## Issue 14"))
             line = "##" + line  # inside the README's "### End to end" section
         if line.startswith("![end-to-end"):
             break
@@ -407,7 +530,8 @@ def plot(results, out):
     lat, tp = index(results["latency"]), index(results["throughput"])
     fig, axes = plt.subplots(1, 3, figsize=(16, 5), gridspec_kw={"width_ratios": [2, 2, 1.4]})
     styles = {"rmcp": "-", "plain": "--"}
-    colors = {"layer-not-opted-in": "tab:gray", "sse": "tab:orange", "binary": "tab:blue", "compat": "tab:green"}
+    colors = {"layer-not-opted-in": "tab:gray", "sse": "tab:orange", "binary": "tab:blue", "compat": "tab:green",
+              "compat-stock-client": "tab:olive"}
     xs = sizes(results)
     for ax, (nodelay, socket) in zip(axes[:2], SOCKETS):
         for server, _ in SERVERS:
@@ -433,6 +557,9 @@ def plot(results, out):
         for framing, (small, large) in RATIO_LIMITS.items():
             if large and any(r["framing"] == framing for r in results["latency"]):
                 ax.axhline(large, color=colors[framing], linestyle=":", linewidth=1)
+        if any(r["framing"] == "compat" for r in results["latency"]):
+            # Issue 13 §5 at 1 MiB: 0.9 of the unframed bytes per second, a latency ratio of 1/0.9.
+            ax.axhline(1 / COMPAT_1MIB_THROUGHPUT, color=colors["compat"], linestyle=":", linewidth=1)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")
         ax.set_xticks(range(len(xs)), [size_name(s) for s in xs])
@@ -441,18 +568,26 @@ def plot(results, out):
         ax.set_title(f"Latency ratio, {PLOT_SOCKETS[nodelay]}")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=7)
+    # Throughput with 32 calls in flight, as a ratio to unframed (same server, socket and size).
     ax = axes[2]
-    names = framings(results)
+    names = [f for f in framings(results) if f != "unframed"]
     width = 0.8 / max(1, len(names))
-    groups = [(s, n) for s, _ in SERVERS for n, _ in SOCKETS]
+    groups = [(s, n, z) for z in tp_sizes(results) for s, _ in SERVERS for n, _ in SOCKETS]
     for i, framing in enumerate(names):
-        ys = [value(tp.get((s, framing, results_tp_size(results), n)), "calls_per_s") or 0 for s, n in groups]
+        ys = []
+        for s, n, z in groups:
+            rate = value(tp.get((s, framing, z, n)), "calls_per_s")
+            base = value(tp.get((s, "unframed", z, n)), "calls_per_s")
+            ys.append(rate / base if rate and base else 0)
         ax.bar([j + i * width for j in range(len(groups))], ys, width, label=LABELS.get(framing, framing),
                color=colors.get(framing, "black"))
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axhline(THROUGHPUT_LIMIT, color="black", linestyle=":", linewidth=1)
+    ax.axhline(COMPAT_1MIB_THROUGHPUT, color=colors["compat"], linestyle=":", linewidth=1)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(groups))],
-                  [f"{s}\n{'nodelay' if n else 'as is'}" for s, n in groups], fontsize=8)
-    ax.set_ylabel("calls per second (median)")
-    ax.set_title("Throughput, 32 in flight, 64 KiB")
+                  [f"{s}\n{'nodelay' if n else 'as is'}\n{size_name(z)}" for s, n, z in groups], fontsize=7)
+    ax.set_ylabel("calls per second / unframed (median)")
+    ax.set_title(f"Throughput ratio, {concurrency(results)} calls in flight")
     ax.legend(fontsize=7)
     ax.grid(True, axis="y", alpha=0.3)
     info = results["machine"]
@@ -471,7 +606,9 @@ def main():
     (out / "e2e.json").write_text(json.dumps(results, indent=1) + "\n")
     before_path = out / "e2e-before.json"
     before = json.loads(before_path.read_text()) if before_path.exists() else None
-    lines = write_markdown(results, before, out)
+    compat_before_path = out / "e2e-compat-before.json"
+    compat_before = json.loads(compat_before_path.read_text()) if compat_before_path.exists() else None
+    lines = write_markdown(results, before, out, compat_before)
     plot(results, out)
     update_readme(lines, results, pathlib.Path("README.md"))
     print(f"wrote {out / 'e2e.md'}, {out / 'e2e.png'} and {out / 'e2e.json'}")

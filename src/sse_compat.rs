@@ -791,10 +791,33 @@ impl CompatEncoder {
         end: bool,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
+        self.checked_record(data, check_event_data, end, dst)
+    }
+
+    /// [`message_record`](Self::message_record) for data that is text already (what an SSE
+    /// parser dispatched): the UTF-8 validation, a pass over the whole message, is not repeated;
+    /// the other checks of SPEC.md §18.3 are made.
+    pub(crate) fn text_message_record(
+        &mut self,
+        data: &str,
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.checked_record(data.as_bytes(), |_| check_event_text(data), end, dst)
+    }
+
+    /// Writes the record of `data` once `check` accepted it.
+    fn checked_record(
+        &mut self,
+        data: &[u8],
+        check: impl FnOnce(&[u8]) -> Result<(), CompatEncodeError>,
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
         if self.in_message() {
             return Err(EncodeError::MessageOpen.into());
         }
-        check_event_data(data)?;
+        check(data)?;
         self.frames.clear();
         let summary = self.encoder.message_detached(data, &mut self.frames)?;
         if end {
@@ -865,15 +888,20 @@ impl CompatEncoder {
 
 /// Checks that an SSE event carries `data` unchanged (SPEC.md §18.3): UTF-8, no CR, not empty.
 fn check_event_data(data: &[u8]) -> Result<(), CompatEncodeError> {
-    if data.is_empty() {
+    match std::str::from_utf8(data) {
+        Ok(text) => check_event_text(text),
+        Err(err) => Err(CompatEncodeError::NotUtf8 {
+            valid_up_to: err.valid_up_to(),
+        }),
+    }
+}
+
+/// [`check_event_data`] for text: not empty, no CR.
+fn check_event_text(text: &str) -> Result<(), CompatEncodeError> {
+    if text.is_empty() {
         return Err(CompatEncodeError::EmptyMessage);
     }
-    if let Err(err) = std::str::from_utf8(data) {
-        return Err(CompatEncodeError::NotUtf8 {
-            valid_up_to: err.valid_up_to(),
-        });
-    }
-    match memchr::memchr(b'\r', data) {
+    match memchr::memchr(b'\r', text.as_bytes()) {
         Some(at) => Err(CompatEncodeError::CarriageReturn { at }),
         None => Ok(()),
     }

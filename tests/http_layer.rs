@@ -116,6 +116,17 @@ async fn through_layer(
     }
 }
 
+/// The messages among `events`.
+fn messages(events: &[Event]) -> Vec<Bytes> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(m) => Some(m.bytes().clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 const NOTIFICATION: &str = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":0.5}}\n\n";
 const RESULT: &str = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
 
@@ -130,13 +141,7 @@ async fn frames_notifications_then_the_result_and_turns_comments_into_keep_alive
     ])
     .await;
     end.unwrap();
-    let messages: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message(m) => Some(m.bytes().clone()),
-            _ => None,
-        })
-        .collect();
+    let messages = messages(&events);
     assert_eq!(messages.len(), 2);
     assert!(messages[0].starts_with(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\""));
     assert_eq!(&messages[1][..], br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
@@ -399,16 +404,66 @@ async fn every_response_in_the_compatible_mapping_keeps_the_inner_bytes_and_fram
     let expected = inner.concat().replacen(":\n", "", 1);
     assert_eq!(without_records(&body), expected.into_bytes());
     assert!(events.iter().any(|e| matches!(e, Event::KeepAlive)));
-    let messages: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message(m) => Some(m.bytes().clone()),
-            _ => None,
-        })
-        .collect();
+    let messages = messages(&events);
     assert_eq!(messages.len(), 2);
     assert!(messages[0].ends_with(b"\"progress\":0.5}}"));
     assert_eq!(&messages[1][..], br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+}
+
+/// The events an SSE parser reads from `body`: (type, data).
+fn sse_events(body: &[u8]) -> Vec<(Option<String>, String)> {
+    let mut events = Vec::new();
+    mcp_framing::sse::SseParser::with_max_event_data(1 << 20)
+        .feed(body, &mut events)
+        .unwrap();
+    events.into_iter().map(|e| (e.event, e.data)).collect()
+}
+
+#[tokio::test]
+async fn every_response_in_the_compatible_mapping_passes_large_and_multi_line_events_byte_for_byte()
+{
+    let notification = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"data\":\"{}\"}}}}",
+        "y".repeat(100_000)
+    );
+    let result = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"text\":\"{}\"}}}}",
+        "z".repeat(300_000)
+    );
+    // A BOM; a large event in one piece; an event of two data lines, one with invalid UTF-8 (SSE
+    // reads it with a replacement character) and CRLF line ends; a large final response cut into
+    // pieces in the middle of its line.
+    let first = format!("\u{feff}data: {notification}\nid: 1\n\n");
+    let second: &[u8] = b"data:{\"jsonrpc\":\"2.0\",\r\ndata: \"method\":\"x\xff\"}\r\n\r\n";
+    let last = format!("data: {result}\nid: 2\n\n");
+    let inner_body = [first.as_bytes(), second, last.as_bytes()].concat();
+    let mut pieces = vec![Ok(Bytes::from(first.clone()))];
+    let rest = Bytes::from(inner_body[first.len()..].to_vec());
+    pieces.extend(
+        (0..rest.len())
+            .step_by(7_000)
+            .map(|at| Ok(rest.slice(at..(at + 7_000).min(rest.len())))),
+    );
+    let inner = Inner {
+        content_type: "text/event-stream",
+        pieces,
+    };
+    let (framing, body, events, end) = through_compat_layer(FramingLayer::new(), inner).await;
+    assert_eq!(framing, "1; mapping=compat");
+    end.unwrap();
+    // What a stock client reads: the inner bytes, the BOM still first in the body.
+    let bom = "\u{feff}".len();
+    assert!(body[bom..].starts_with(b":mcp-framing "));
+    assert!(without_records(&body[bom..]) == inner_body[bom..]);
+    assert!(sse_events(&body) == sse_events(&inner_body));
+    // What a framing client verifies: the same three messages.
+    let messages = messages(&events);
+    let data: Vec<_> = sse_events(&inner_body).into_iter().map(|e| e.1).collect();
+    assert_eq!(messages, data);
+    assert_eq!(
+        &messages[1][..],
+        "{\"jsonrpc\":\"2.0\",\n\"method\":\"x\u{fffd}\"}".as_bytes()
+    );
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! The layer's compatible-mapping body (SPEC.md §18): the inner server's SSE bytes pass through
 //! unchanged, with a framing record written before each `message` event.
 
+use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -17,6 +19,14 @@ use crate::frame::MAX_ABORT_REASON_LEN;
 use crate::sse::{SseError, SseEvent, SseParser};
 use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 
+/// Inner lines at least this long go out as they came (slices of the inner chunk, no copy);
+/// shorter ones are copied into the piece being built, with the record before them, so that a
+/// small event leaves as one piece.
+const PASS_AS_IS: usize = 4096;
+
+/// The byte order mark an SSE body may start with (WHATWG event-stream: skipped there only).
+const BOM: &[u8] = "\u{feff}".as_bytes();
+
 /// Re-frames an inner SSE response body in the compatible mapping.
 ///
 /// The inner bytes are cut into lines. A comment line outside an event (a keep-alive) goes out at
@@ -28,20 +38,39 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 /// After the final response the body ends. An inner body that fails or ends first, or a message
 /// over the limit, ends the body with an ABORT record; the event being held is then dropped, so
 /// no message reaches a stock client without its record.
+///
+/// The event's lines are held as slices of the inner chunks and its data as slices of its `data`
+/// lines: a message is neither copied nor validated as UTF-8 more than once on its way through
+/// (issue 13 §5: a 1 MiB result was copied four times, into fresh buffers).
 pub(super) struct CompatPassthrough<B> {
     body: Pin<Box<B>>,
     encoder: CompatEncoder,
+    /// Parses every line but the value of a `data` line, for which it gets `data:` and the line's
+    /// end: it decides as SSE does what the event's type is and when it is dispatched.
     parser: SseParser,
     events: Vec<SseEvent>,
     /// Bytes of a line whose end has not arrived.
     partial: BytesMut,
-    /// The lines of the event being read (held until its blank line).
-    block: BytesMut,
+    /// The lines of the event being read, as they came (held until its blank line).
+    block: Vec<Bytes>,
+    /// Bytes in `block`.
+    block_len: usize,
+    /// The values of the event's `data` lines (slices of its lines).
+    values: Vec<Bytes>,
+    /// Length of the event's data: its values joined with LF.
+    data_len: usize,
+    /// The next line is the body's first (the only one a BOM may start).
+    at_start: bool,
     /// The last line ended with CR: a following LF belongs to it.
     after_cr: bool,
+    /// The message limit: bound on an event's data.
+    max_message: usize,
     /// Bound on the bytes held (a line, an event's lines): the message limit and room for the
     /// field names, `id` lines and comments around the data.
     max_held: usize,
+    /// What goes out, in order: the pieces in `ready`, then `building`.
+    ready: VecDeque<Bytes>,
+    building: BytesMut,
     done: bool,
 }
 
@@ -53,123 +82,213 @@ impl<B> CompatPassthrough<B> {
             parser: SseParser::with_max_event_data(max_message),
             events: Vec::new(),
             partial: BytesMut::new(),
-            block: BytesMut::new(),
+            block: Vec::new(),
+            block_len: 0,
+            values: Vec::new(),
+            data_len: 0,
+            at_start: true,
             after_cr: false,
+            max_message,
             max_held: crate::limits::compat_event_data_limit(max_message as u64),
+            ready: VecDeque::new(),
+            building: BytesMut::new(),
             done: false,
         }
     }
 
     /// Ends the stream with an ABORT record.
-    fn abort(&mut self, code: AbortCode, reason: &str, out: &mut BytesMut) {
+    fn abort(&mut self, code: AbortCode, reason: &str) {
         let mut end = reason.len().min(MAX_ABORT_REASON_LEN);
         while !reason.is_char_boundary(end) {
             end -= 1;
         }
         // Fails only if the stream already ended: then there is nothing more to write.
-        let _written = self.encoder.abort(code, &reason[..end], out).is_ok();
+        let _written = self
+            .encoder
+            .abort(code, &reason[..end], &mut self.building)
+            .is_ok();
         self.done = true;
     }
 
-    /// Handles the complete lines of `data`, writing what may go out to `out`.
-    fn lines(&mut self, mut data: &[u8], out: &mut BytesMut) {
+    /// Sends `piece` after what was sent so far.
+    fn send(&mut self, piece: Bytes) {
+        if piece.len() < PASS_AS_IS {
+            self.building.extend_from_slice(&piece);
+        } else {
+            if !self.building.is_empty() {
+                self.ready.push_back(self.building.split().freeze());
+            }
+            self.ready.push_back(piece);
+        }
+    }
+
+    /// Holds a line of the event being read.
+    fn hold(&mut self, line: Bytes) {
+        self.block_len += line.len();
+        self.block.push(line);
+    }
+
+    /// Handles the complete lines of `data`, writing what may go out.
+    fn lines(&mut self, mut data: Bytes) {
         while !data.is_empty() && !self.done {
             if self.after_cr {
                 self.after_cr = false;
                 if data[0] == b'\n' {
                     // The LF of a CRLF: it goes where its line went.
+                    let lf = data.split_to(1);
                     let _ = self.parser.feed(b"\n", &mut self.events);
                     if self.block.is_empty() {
-                        out.extend_from_slice(b"\n");
+                        self.send(lf);
                     } else {
-                        self.block.extend_from_slice(b"\n");
+                        self.hold(lf);
                     }
-                    data = &data[1..];
                     continue;
                 }
             }
-            let Some(end) = memchr::memchr2(b'\n', b'\r', data) else {
-                self.partial.extend_from_slice(data);
-                self.check_held(out);
+            let Some(end) = memchr::memchr2(b'\n', b'\r', &data) else {
+                self.partial.extend_from_slice(&data);
+                self.check_held();
                 return;
             };
             self.after_cr = data[end] == b'\r';
-            let mut line = std::mem::take(&mut self.partial);
-            line.extend_from_slice(&data[..=end]);
-            data = &data[end + 1..];
-            self.line(&line, out);
+            let rest = data.split_off(end + 1);
+            let line = if self.partial.is_empty() {
+                data
+            } else {
+                self.partial.extend_from_slice(&data);
+                self.partial.split().freeze()
+            };
+            data = rest;
+            self.line(line);
         }
     }
 
     /// Ends the stream (ABORT, message too large) when the bytes held for a line or an event pass
-    /// the bound: the parser bounds data lines, this also bounds lines and events it does not
-    /// count (comments, `id` lines), so that the inner server cannot make the layer buffer more.
-    fn check_held(&mut self, out: &mut BytesMut) {
-        if self.partial.len() + self.block.len() > self.max_held {
+    /// the bound: the data is bounded by the message limit, this also bounds lines and events
+    /// it does not count (comments, `id` lines), so that the inner server cannot make the layer
+    /// buffer more.
+    fn check_held(&mut self) {
+        if self.partial.len() + self.block_len > self.max_held {
             self.partial.clear();
             self.block.clear();
+            self.values.clear();
+            self.data_len = 0;
             let max = self.max_held;
             self.abort(
                 AbortCode::MessageTooLarge,
                 &format!("an inner event holds more than {max} bytes"),
-                out,
             );
         }
     }
 
-    /// One complete line, its terminator included.
-    fn line(&mut self, line: &[u8], out: &mut BytesMut) {
-        if let Err(err) = self.parser.feed(line, &mut self.events) {
+    /// One complete line, its terminator (LF or CR) included.
+    fn line(&mut self, mut line: Bytes) {
+        if std::mem::take(&mut self.at_start) && line.starts_with(BOM) {
+            // A BOM stays first in the body, before the first record, where SSE skips it.
+            let bom = line.split_to(BOM.len());
+            self.send(bom);
+        }
+        let (content, end) = line.split_at(line.len() - 1);
+        let parsed = match data_value(content) {
+            Some(value) => {
+                // The value stays in the line; the parser sees an empty `data` field in its place.
+                let value = line.slice_ref(value);
+                self.data_len += value.len() + usize::from(!self.values.is_empty());
+                self.values.push(value);
+                if self.data_len > self.max_message {
+                    Err(SseError::EventTooLarge {
+                        max: self.max_message,
+                    })
+                } else {
+                    let field: &[u8] = if end == b"\r" { b"data:\r" } else { b"data:\n" };
+                    self.parser.feed(field, &mut self.events)
+                }
+            }
+            None => self.parser.feed(&line, &mut self.events),
+        };
+        if let Err(err) = parsed {
             // A line or an event (one JSON-RPC message) over the message limit.
             let code = match err {
                 SseError::EventTooLarge { .. } => AbortCode::MessageTooLarge,
                 _ => AbortCode::InternalError,
             };
-            self.abort(code, &format!("the response message: {err}"), out);
+            self.abort(code, &format!("the response message: {err}"));
             return;
         }
-        // A line ends at its first LF or CR (a CRLF's LF is handled in `lines`).
         let blank = line.len() == 1;
         if self.block.is_empty() && line.first() == Some(&b':') {
             // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §18.4).
-            if let Err(err) = self.encoder.keep_alive(out) {
-                self.abort(AbortCode::InternalError, &err.to_string(), out);
+            if let Err(err) = self.encoder.keep_alive(&mut self.building) {
+                self.abort(AbortCode::InternalError, &err.to_string());
             }
             return;
         }
-        self.block.extend_from_slice(line);
+        self.hold(line);
         if !blank {
-            self.check_held(out);
+            self.check_held();
             return;
         }
         // The blank line dispatched the event (if it had any field).
         let event = self.events.pop();
         self.events.clear();
-        let block = self.block.split();
+        let block = std::mem::take(&mut self.block);
+        self.block_len = 0;
+        let values = std::mem::take(&mut self.values);
+        let data_len = std::mem::take(&mut self.data_len);
         match event {
             Some(event)
-                if !event.data.is_empty()
-                    && matches!(event.event.as_deref(), None | Some("message")) =>
+                if data_len > 0 && matches!(event.event.as_deref(), None | Some("message")) =>
             {
-                let last = is_final_response(&event.data);
+                let data = event_data(&values, data_len);
+                let last = is_final_response(&data);
                 match self
                     .encoder
-                    .message_record(event.data.as_bytes(), last, out)
+                    .text_message_record(&data, last, &mut self.building)
                 {
                     Ok(_) => {
-                        out.extend_from_slice(&block);
+                        block.into_iter().for_each(|line| self.send(line));
                         self.done = last;
                     }
                     Err(CompatEncodeError::Encode(err @ EncodeError::MessageTooLarge { .. })) => {
-                        self.abort(AbortCode::MessageTooLarge, &err.to_string(), out);
+                        self.abort(AbortCode::MessageTooLarge, &err.to_string());
                     }
-                    Err(err) => self.abort(AbortCode::InternalError, &err.to_string(), out),
+                    Err(err) => self.abort(AbortCode::InternalError, &err.to_string()),
                 }
             }
             // A priming event (`id` only), an event of another type: unchanged, unframed.
-            _ => out.extend_from_slice(&block),
+            _ => block.into_iter().for_each(|line| self.send(line)),
         }
     }
+}
+
+/// The value of a `data` line (without its end): what follows `data:` and the one optional
+/// space; `None` for a line of another field or a comment. The field name is what precedes the
+/// first colon, or the whole line (WHATWG event-stream).
+fn data_value(line: &[u8]) -> Option<&[u8]> {
+    match line.strip_prefix(b"data")? {
+        [] => Some(&[]),
+        [b':', value @ ..] => Some(value.strip_prefix(b" ").unwrap_or(value)),
+        _ => None,
+    }
+}
+
+/// The event's data as an SSE parser dispatches it: the values joined with LF, each decoded as
+/// UTF-8 with replacement (as [`SseParser`] does line by line). Borrowed when it is one valid
+/// value, the usual case (a JSON-RPC message on one line).
+fn event_data(values: &[Bytes], len: usize) -> Cow<'_, str> {
+    if let [value] = values {
+        if let Ok(text) = std::str::from_utf8(value) {
+            return Cow::Borrowed(text);
+        }
+    }
+    let mut data = String::with_capacity(len);
+    for (index, value) in values.iter().enumerate() {
+        if index > 0 {
+            data.push('\n');
+        }
+        data.push_str(&String::from_utf8_lossy(value));
+    }
+    Cow::Owned(data)
 }
 
 impl<B> Stream for CompatPassthrough<B>
@@ -181,31 +300,33 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        let mut out = BytesMut::new();
-        while out.is_empty() && !this.done {
+        loop {
+            // Everything one inner chunk produced goes out before the next chunk is read.
+            if let Some(piece) = this.ready.pop_front() {
+                return Poll::Ready(Some(Ok(piece)));
+            }
+            if !this.building.is_empty() {
+                return Poll::Ready(Some(Ok(this.building.split().freeze())));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
             match this.body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(frame))) => {
                     if let Ok(data) = frame.into_data() {
-                        this.lines(&data, &mut out);
+                        this.lines(data);
                     }
                 }
                 Poll::Ready(Some(Err(err))) => this.abort(
                     AbortCode::InternalError,
                     &format!("upstream body failed: {err}"),
-                    &mut out,
                 ),
                 Poll::Ready(None) => this.abort(
                     AbortCode::InternalError,
                     "the upstream response stream ended before its final response",
-                    &mut out,
                 ),
             }
-        }
-        if out.is_empty() {
-            Poll::Ready(None)
-        } else {
-            Poll::Ready(Some(Ok(out.freeze())))
         }
     }
 }
