@@ -11,9 +11,6 @@
 //! fleet client --endpoints http://127.0.0.1:PORT_A/mcp,http://127.0.0.1:PORT_B/mcp --calls 6
 //! ```
 
-#[path = "../tests/cut_support/mod.rs"]
-mod cut_support;
-
 use std::collections::HashSet;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -111,8 +108,13 @@ async fn front(
     if !cut {
         return response;
     }
-    // End the body normally after 1500 bytes, once per key: a proxy's idle timeout.
-    cut_support::cut_after(response, 1500)
+    // End the body normally after 1500 bytes, once per key: a proxy's idle timeout. (The whole
+    // body is read first: the tool has run, only its response is lost.)
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap_or_default();
+    Response::from_parts(parts, Body::from(bytes.slice(..bytes.len().min(1500))))
 }
 
 async fn stats(State(backend): State<Arc<Backend>>) -> Response {

@@ -1,4 +1,4 @@
-//! A proxy's cut, shared by `tests/dedupe_e2e.rs` and `examples/fleet.rs`: a response whose body
+//! A proxy's cut, used by `tests/dedupe_e2e.rs`: a response whose body
 //! ends normally after `limit` bytes (an idle timeout, a redeploy, a misbehaving load balancer).
 
 use axum::body::Body;
