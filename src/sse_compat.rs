@@ -109,6 +109,10 @@ enum Queued {
 /// copy per event of at most this, not of everything it left there.
 const MAX_MOVED_PREFIX: usize = 4096;
 
+/// The event data from which [`CompatDecoder::hand_over_run`] lays the frames out in the data's
+/// own buffer even when that buffer must grow for the headers.
+const MIN_IN_PLACE: usize = 16 * 1024;
+
 /// The header and payload length of a queued DATA frame.
 fn data_frame(item: &Queued) -> Option<(&Bytes, usize)> {
     match item {
@@ -463,15 +467,20 @@ impl CompatDecoder {
     /// payloads; the lengths were checked against the data.
     ///
     /// When the data is the only handle on its buffer (a data line that arrived in several
-    /// reads, or a joined one) and `frames` holds little (the frame decoder took what came
-    /// before), the frames are laid out in that buffer, which becomes `frames`: the payloads
+    /// reads, or a joined one), `frames` holds little (the frame decoder took what came
+    /// before) and the buffer has room or the data is large ([`MIN_IN_PLACE`]), the frames are
+    /// laid out in that buffer, which becomes `frames`: the payloads
     /// move back past the headers (and the bytes `frames` held) in place, and the message is
     /// not copied into a second buffer of its size.
     fn hand_over_run(&mut self, data: Bytes, first: usize, rest: usize, frames: &mut BytesMut) {
         let total = data.len() + rest * HEADER_LEN;
         let data = if frames.len() <= MAX_MOVED_PREFIX {
             match data.try_into_mut() {
-                Ok(mut run) => {
+                // Worth it when the buffer has room already (a line grown as it arrived) or the
+                // message is large: a small one is cheaper copied than its buffer grown.
+                Ok(mut run)
+                    if run.capacity() >= frames.len() + total || run.len() >= MIN_IN_PLACE =>
+                {
                     let (prefix, carried) = (frames.len(), run.len());
                     run.resize(prefix + total, 0);
                     // Last payload first: each one moves back by the headers before it.
@@ -489,6 +498,7 @@ impl CompatDecoder {
                     *frames = run;
                     return;
                 }
+                Ok(run) => run.freeze(),
                 Err(data) => data,
             }
         } else {

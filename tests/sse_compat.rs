@@ -638,7 +638,11 @@ fn the_binary_stream_is_the_same_whether_or_not_the_frames_are_taken_between_rea
         .map(|i| {
             format!(
                 r#"{{"jsonrpc":"2.0","method":"n","params":{{"i":{i},"t":"{}"}}}}"#,
-                "x".repeat(2500 + 700 * i)
+                "x".repeat(if i % 2 == 1 {
+                    17_000 + 700 * i
+                } else {
+                    2500 + 700 * i
+                })
             )
         })
         .collect();
