@@ -11,7 +11,8 @@
 //!   rebuilt and verified;
 //! - `binary-encode` / `binary-decode`: the frames as the body (the frame layer alone).
 //!
-//! Decoders get the body in 16 KiB reads. `Throughput::Bytes` is the message size, so the
+//! Decoders get the body in 16 KiB reads (what an HTTP client hands over); `compat-decode-whole`
+//! and `binary-decode-whole` get it in one read. `Throughput::Bytes` is the message size, so the
 //! throughputs compare the cost of carrying the same message. The bytes on the wire are printed
 //! before the measurements. The clock is the thread's CPU time (`BENCH_CLOCK=wall`: wall time).
 //!
@@ -136,11 +137,27 @@ fn base64_decode(body: &[u8]) -> usize {
 }
 
 fn compat_decode(body: &[u8]) -> usize {
+    compat_decode_in(body, READ)
+}
+
+/// The compatible mapping's decoder fed the whole body at once.
+fn compat_decode_whole(body: &[u8]) -> usize {
+    compat_decode_in(body, body.len())
+}
+
+/// The binary mapping's decoder fed the whole body at once.
+fn binary_decode_whole(body: &[u8]) -> usize {
+    let mut decoder = StreamDecoder::builder().max_message_size(1 << 24).build();
+    let mut frames = BytesMut::from(body);
+    verify(&mut decoder, &mut frames, true)
+}
+
+fn compat_decode_in(body: &[u8], read_len: usize) -> usize {
     let mut compat = CompatDecoder::new();
     let mut decoder = StreamDecoder::new();
     let mut frames = BytesMut::new();
     let mut verified = 0;
-    for read in body.chunks(READ) {
+    for read in body.chunks(read_len) {
         compat.feed(read, &mut frames).unwrap();
         verified += verify(&mut decoder, &mut frames, false);
     }
@@ -156,6 +173,12 @@ const MAPPINGS: [(&str, Encode, Decode); 4] = [
     ("base64", base64_encode, base64_decode),
     ("compat", compat_encode, compat_decode),
     ("binary", binary_encode, binary_decode),
+];
+
+/// Decoders also measured with the whole body in one read (`<mapping>-decode-whole`).
+const WHOLE: [(&str, Decode); 2] = [
+    ("compat", compat_decode_whole),
+    ("binary", binary_decode_whole),
 ];
 
 const SIZES: [(&str, usize); 3] = [("1KiB", 1024), ("64KiB", 64 * 1024), ("1MiB", 1024 * 1024)];
@@ -201,6 +224,12 @@ fn groups<M: Measurement>(c: &mut Criterion<M>) {
             group.bench_function(format!("{mapping}-decode"), |b| {
                 b.iter(|| decode(black_box(&body)));
             });
+            if let Some((_, whole)) = WHOLE.iter().find(|(name, _)| *name == mapping) {
+                assert_eq!(whole(&body), len, "{mapping} round trip, one read");
+                group.bench_function(format!("{mapping}-decode-whole"), |b| {
+                    b.iter(|| whole(black_box(&body)));
+                });
+            }
         }
         group.finish();
     }

@@ -73,9 +73,26 @@ pub enum SseItem {
     Comment(Bytes),
 }
 
-/// Where [`SseParser`] puts what it parses: events only, or events and comments in body order.
+/// One item of an SSE body whose events carry their data as bytes (UTF-8, lines joined with
+/// LF): what [`SseParser::feed_raw_items`] returns to the compatible mapping, which hands the
+/// data on as frame payload and needs no `String` (SPEC.md §18.5).
+#[derive(Debug)]
+pub(crate) enum RawItem {
+    /// A dispatched event: its `event` field and its data. The data of an event with one data
+    /// line that arrived in several reads is a slice of that line, not a copy.
+    Event { name: Option<String>, data: Bytes },
+    /// A comment line: the bytes after its leading `:`, line ending excluded.
+    Comment(Bytes),
+}
+
+/// Where [`SseParser`] puts what it parses: events only, or events and comments in body order,
+/// with the data as `String` ([`SseEvent`]) or as bytes ([`RawItem`]).
 trait SseSink {
+    /// Whether events are dispatched with [`raw_event`](Self::raw_event) (their data kept as
+    /// bytes) rather than [`event`](Self::event).
+    const RAW: bool = false;
     fn event(&mut self, event: SseEvent);
+    fn raw_event(&mut self, _name: Option<String>, _data: Bytes) {}
     fn comment(&mut self, text: &[u8]);
 }
 
@@ -92,6 +109,61 @@ impl SseSink for Vec<SseItem> {
     }
     fn comment(&mut self, text: &[u8]) {
         self.push(SseItem::Comment(Bytes::copy_from_slice(text)));
+    }
+}
+
+impl SseSink for Vec<RawItem> {
+    const RAW: bool = true;
+    fn event(&mut self, event: SseEvent) {
+        self.raw_event(event.event, Bytes::from(event.data.into_bytes()));
+    }
+    fn raw_event(&mut self, name: Option<String>, data: Bytes) {
+        self.push(RawItem::Event { name, data });
+    }
+    fn comment(&mut self, text: &[u8]) {
+        self.push(RawItem::Comment(Bytes::copy_from_slice(text)));
+    }
+}
+
+/// The data of the open event for a sink that takes it as bytes ([`SseSink::RAW`]).
+#[derive(Debug, Default)]
+struct RawData {
+    /// One data line that arrived in several reads: a slice of that line, not a copy.
+    line: Option<Bytes>,
+    /// Otherwise: the data lines joined with LF (or one line read in place from the input).
+    joined: BytesMut,
+}
+
+impl RawData {
+    fn len(&self) -> usize {
+        self.line.as_ref().map_or(self.joined.len(), Bytes::len)
+    }
+
+    /// Adds a data line's value (after an LF if `separate`). `buffered` is the buffered line
+    /// that `value` is part of, if there is one: a first value is then kept as a slice of it.
+    fn push(&mut self, separate: bool, value: &[u8], buffered: Option<&Bytes>) {
+        if let Some(first) = self.line.take() {
+            self.joined.reserve(first.len() + 1 + value.len());
+            self.joined.extend_from_slice(&first);
+        } else if let (false, true, false, Some(line)) =
+            (separate, self.joined.is_empty(), value.is_empty(), buffered)
+        {
+            self.line = Some(line.slice_ref(value));
+            return;
+        }
+        if separate {
+            self.joined.put_u8(b'\n');
+        }
+        self.joined.extend_from_slice(value);
+    }
+
+    /// The data, leaving this empty; the only handle on its buffer once the line it may be a
+    /// slice of is dropped.
+    fn take(&mut self) -> Bytes {
+        match self.line.take() {
+            Some(line) => line,
+            None => std::mem::take(&mut self.joined).freeze(),
+        }
     }
 }
 
@@ -121,6 +193,8 @@ pub struct SseParser {
     line: BytesMut,
     event: Option<String>,
     data: String,
+    /// The data of the open event for a sink that takes bytes (instead of `data`).
+    raw_data: RawData,
     has_data: bool,
     id: Option<String>,
     after_cr: bool,
@@ -169,6 +243,7 @@ impl SseParser {
             line: BytesMut::new(),
             event: None,
             data: String::new(),
+            raw_data: RawData::default(),
             has_data: false,
             id: None,
             after_cr: false,
@@ -239,7 +314,20 @@ impl SseParser {
         self.feed_into(input, items)
     }
 
-    fn feed_into(&mut self, mut input: &[u8], events: &mut impl SseSink) -> Result<(), SseError> {
+    /// Like [`feed_items`](Self::feed_items), with the events' data as bytes: an event whose
+    /// one data line arrived in several reads carries a slice of that line, not a copy (the
+    /// only handle on that buffer once the parser moved on, so the receiver may take it over
+    /// with `Bytes::try_into_mut`), and no `String` is built. A parser is fed either this way
+    /// or the others, not both.
+    pub(crate) fn feed_raw_items(
+        &mut self,
+        input: &[u8],
+        items: &mut Vec<RawItem>,
+    ) -> Result<(), SseError> {
+        self.feed_into(input, items)
+    }
+
+    fn feed_into<S: SseSink>(&mut self, mut input: &[u8], events: &mut S) -> Result<(), SseError> {
         while !input.is_empty() {
             if self.after_cr {
                 self.after_cr = false;
@@ -262,15 +350,22 @@ impl SseParser {
                     self.pending_bytes += end + 1;
                     let line = &input[..end];
                     input = &input[end + 1..];
-                    self.process_line(line, events)?;
+                    self.process_line(line, None, events)?;
                 }
                 Some(end) => {
                     self.extend_line(&input[..end])?;
                     self.after_cr = input[end] == b'\r';
                     self.pending_bytes += end + 1;
                     input = &input[end + 1..];
-                    let line = self.line.split().freeze();
-                    self.process_line(&line, events)?;
+                    // A sink that takes data as bytes gets the line's own buffer, so that an
+                    // event's data can be handed on in place (`CompatDecoder`).
+                    let line = if S::RAW {
+                        std::mem::take(&mut self.line)
+                    } else {
+                        self.line.split()
+                    };
+                    let line = line.freeze();
+                    self.process_line(&line, Some(&line), events)?;
                 }
                 None => {
                     self.extend_line(input)?;
@@ -317,11 +412,19 @@ impl SseParser {
     fn reset_event(&mut self) {
         self.event = None;
         self.data.clear();
+        self.raw_data = RawData::default();
         self.has_data = false;
         self.id = None;
     }
 
-    fn process_line(&mut self, mut line: &[u8], events: &mut impl SseSink) -> Result<(), SseError> {
+    /// Processes one line (without its ending); `buffered` is the line as a whole when it was
+    /// buffered across reads, so that a data value can be kept as a slice of it.
+    fn process_line<S: SseSink>(
+        &mut self,
+        mut line: &[u8],
+        buffered: Option<&Bytes>,
+        events: &mut S,
+    ) -> Result<(), SseError> {
         if self.at_start {
             self.at_start = false;
             line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
@@ -342,11 +445,15 @@ impl SseParser {
         }
         if line.is_empty() {
             if self.has_data || self.event.is_some() || self.id.is_some() {
-                events.event(SseEvent {
-                    event: self.event.take(),
-                    data: std::mem::take(&mut self.data),
-                    id: self.id.take(),
-                });
+                if S::RAW {
+                    events.raw_event(self.event.take(), self.raw_data.take());
+                } else {
+                    events.event(SseEvent {
+                        event: self.event.take(),
+                        data: std::mem::take(&mut self.data),
+                        id: self.id.take(),
+                    });
+                }
             }
             self.reset_event();
             self.pending_bytes = 0;
@@ -374,12 +481,23 @@ impl SseParser {
         match name {
             b"event" => self.event = Some(value.into_owned()),
             b"data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(&value);
+                let len = if S::RAW {
+                    // Valid text is a part of the line; replaced text is its own.
+                    let line = match value {
+                        std::borrow::Cow::Borrowed(_) => buffered,
+                        std::borrow::Cow::Owned(_) => None,
+                    };
+                    self.raw_data.push(self.has_data, value.as_bytes(), line);
+                    self.raw_data.len()
+                } else {
+                    if self.has_data {
+                        self.data.push('\n');
+                    }
+                    self.data.push_str(&value);
+                    self.data.len()
+                };
                 self.has_data = true;
-                if self.data.len() > self.max_event_data {
+                if len > self.max_event_data {
                     return Err(SseError::EventTooLarge {
                         max: self.max_event_data,
                     });

@@ -78,7 +78,7 @@ pub use crate::limits::{
 };
 pub use crate::mapping::CompatError;
 use crate::mapping::{Mapping, SseError};
-use crate::sse::{FirstError, SseItem, SseParser};
+use crate::sse::{FirstError, RawItem, SseParser};
 
 /// The token that names this mapping ([`Mapping::Compat`]'s name): in the response header
 /// (`Mcp-Framing: 1; mapping=compat`), the request header `Mcp-Framing-Mapping`, the contract's
@@ -101,6 +101,24 @@ enum Queued {
     Data { header: Bytes, len: u32 },
     /// The rest of a record from a frame that is not whole or whose header fails its checks.
     Broken(Bytes),
+}
+
+/// The most frame bytes not yet taken by the frame decoder that
+/// [`CompatDecoder::hand_over_run`] moves to the front of an event's buffer rather than copying
+/// the event: one record's frames, bounded so that a caller who never drains `frames` costs a
+/// copy per event of at most this, not of everything it left there.
+const MAX_MOVED_PREFIX: usize = 4096;
+
+/// The event data from which [`CompatDecoder::hand_over_run`] lays the frames out in the data's
+/// own buffer even when that buffer must grow for the headers.
+const MIN_IN_PLACE: usize = 16 * 1024;
+
+/// The header and payload length of a queued DATA frame.
+fn data_frame(item: &Queued) -> Option<(&Bytes, usize)> {
+    match item {
+        Queued::Data { header, len } => Some((header, *len as usize)),
+        _ => None,
+    }
 }
 
 /// Decodes the compatible SSE mapping: body bytes in, binary frame bytes out (SPEC.md §18.5).
@@ -135,7 +153,7 @@ enum Queued {
 #[derive(Debug)]
 pub struct CompatDecoder {
     parser: SseParser,
-    items: Vec<SseItem>,
+    items: Vec<RawItem>,
     queue: VecDeque<Queued>,
     /// Payload length of the DATA frame whose header was handed over and which waits for its
     /// message event.
@@ -291,21 +309,21 @@ impl CompatDecoder {
 
     fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), CompatError> {
         // The items completed before a line that fails come first in the body (SPEC.md §15).
-        let parsed = self.parser.feed_items(input, &mut self.items);
+        let parsed = self.parser.feed_raw_items(input, &mut self.items);
         let mut items = std::mem::take(&mut self.items);
         let mut result = Ok(());
         for item in items.drain(..) {
             result = match item {
-                SseItem::Comment(text) => self.comment(text, frames),
-                SseItem::Event(event) => {
-                    if event.data.is_empty() {
+                RawItem::Comment(text) => self.comment(text, frames),
+                RawItem::Event { name, data } => {
+                    if data.is_empty() {
                         // Carries nothing (an `id`-only priming event): SSE would not dispatch it.
                         Ok(())
-                    } else if matches!(event.event.as_deref(), None | Some("message")) {
-                        self.message_event(Bytes::from(event.data.into_bytes()), frames)
+                    } else if matches!(name.as_deref(), None | Some("message")) {
+                        self.message_event(data, frames)
                     } else {
                         Err(CompatError::Sse(SseError::UnexpectedEvent {
-                            name: event.event.unwrap_or_default(),
+                            name: name.unwrap_or_default(),
                         }))
                     }
                 }
@@ -440,20 +458,62 @@ impl CompatDecoder {
         }
         self.waiting = None;
         self.open_message = true;
-        // Room for the payloads and the headers between them at once, not by doubling.
-        frames.reserve(data.len() + (run - 1) * HEADER_LEN);
-        let (mut at, mut len) = (0, first as usize);
-        for index in 0..run {
-            if index > 0 {
-                if let Some(Queued::Data { header, len: next }) = self.queue.pop_front() {
-                    frames.extend_from_slice(&header);
-                    len = next as usize;
+        self.hand_over_run(data, first as usize, run - 1, frames);
+        self.flush(frames, self.records.saturating_sub(1))
+    }
+
+    /// Appends an event's data to `frames` as the payload of the waiting DATA frame (`first`
+    /// bytes) and of the `rest` DATA frames queued after it, with their headers between the
+    /// payloads; the lengths were checked against the data.
+    ///
+    /// When the data is the only handle on its buffer (a data line that arrived in several
+    /// reads, or a joined one), `frames` holds little (the frame decoder took what came
+    /// before) and the buffer has room or the data is large ([`MIN_IN_PLACE`]), the frames are
+    /// laid out in that buffer, which becomes `frames`: the payloads
+    /// move back past the headers (and the bytes `frames` held) in place, and the message is
+    /// not copied into a second buffer of its size.
+    fn hand_over_run(&mut self, data: Bytes, first: usize, rest: usize, frames: &mut BytesMut) {
+        let total = data.len() + rest * HEADER_LEN;
+        let data = if frames.len() <= MAX_MOVED_PREFIX {
+            match data.try_into_mut() {
+                // Worth it when the buffer has room already (a line grown as it arrived) or the
+                // message is large: a small one is cheaper copied than its buffer grown.
+                Ok(mut run)
+                    if run.capacity() >= frames.len() + total || run.len() >= MIN_IN_PLACE =>
+                {
+                    let (prefix, carried) = (frames.len(), run.len());
+                    run.resize(prefix + total, 0);
+                    // Last payload first: each one moves back by the headers before it.
+                    let (mut from_end, mut to_end) = (carried, prefix + total);
+                    for (header, len) in self.queue.iter().take(rest).rev().filter_map(data_frame) {
+                        let (from, to) = (from_end - len, to_end - len);
+                        run.copy_within(from..from_end, to);
+                        run[to - HEADER_LEN..to].copy_from_slice(header);
+                        (from_end, to_end) = (from, to - HEADER_LEN);
+                    }
+                    debug_assert_eq!((from_end, to_end), (first, prefix + first));
+                    run.copy_within(..first, prefix);
+                    run[..prefix].copy_from_slice(frames);
+                    self.queue.drain(..rest);
+                    *frames = run;
+                    return;
                 }
+                Ok(run) => run.freeze(),
+                Err(data) => data,
             }
+        } else {
+            data
+        };
+        // Room for the payloads and the headers between them at once, not by doubling.
+        frames.reserve(total);
+        frames.extend_from_slice(&data[..first]);
+        let mut at = first;
+        for (header, len) in self.queue.iter().take(rest).filter_map(data_frame) {
+            frames.extend_from_slice(header);
             frames.extend_from_slice(&data[at..at + len]);
             at += len;
         }
-        self.flush(frames, self.records.saturating_sub(1))
+        self.queue.drain(..rest);
     }
 
     /// Ends the body; returns the bytes received since the last blank line (as

@@ -628,3 +628,43 @@ fn an_error_in_frames_handed_over_comes_before_the_mapping_error() {
         DecodeError::HeaderChecksumMismatch { offset: 52, .. }
     ));
 }
+
+#[test]
+fn the_binary_stream_is_the_same_whether_or_not_the_frames_are_taken_between_reads() {
+    // Multi-frame messages whose data lines span reads: the decoder lays a message's frames out
+    // in the buffer of its data line when the frame decoder took what came before, and copies
+    // them otherwise (here the frames pile up past the bytes it moves instead of copying).
+    let messages: Vec<String> = (0..6)
+        .map(|i| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"n","params":{{"i":{i},"t":"{}"}}}}"#,
+                "x".repeat(if i % 2 == 1 {
+                    17_000 + 700 * i
+                } else {
+                    2500 + 700 * i
+                })
+            )
+        })
+        .collect();
+    let (body, wire) = encode_both(&messages, 1026, Ending::FinalMessage, ATTEMPT);
+    for piece in [1, 7, 333, 1000, 4096, body.len()] {
+        let mut compat = CompatDecoder::new();
+        let mut frames = BytesMut::new();
+        for read in body.chunks(piece) {
+            compat.feed(read, &mut frames).unwrap();
+        }
+        compat.finish();
+        assert_eq!(
+            &frames[..],
+            &wire[..],
+            "reads of {piece} bytes, frames kept"
+        );
+        assert_eq!(
+            decode_chunked(&body, &[piece]).frames,
+            wire,
+            "reads of {piece} bytes, frames taken"
+        );
+    }
+    let stream = StreamDecoder::new().decode_all(&wire).unwrap();
+    assert_eq!(stream.messages.len(), messages.len());
+}
