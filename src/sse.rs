@@ -145,11 +145,12 @@ impl RawData {
         if let Some(first) = self.line.take() {
             self.joined.reserve(first.len() + 1 + value.len());
             self.joined.extend_from_slice(&first);
-        } else if let (false, true, false, Some(line)) =
-            (separate, self.joined.is_empty(), value.is_empty(), buffered)
-        {
-            self.line = Some(line.slice_ref(value));
-            return;
+        } else if !separate && self.joined.is_empty() && !value.is_empty() {
+            // The event's first value: kept as a slice of its buffered line, if it has one.
+            if let Some(line) = buffered {
+                self.line = Some(line.slice_ref(value));
+                return;
+            }
         }
         if separate {
             self.joined.put_u8(b'\n');
@@ -164,6 +165,18 @@ impl RawData {
             Some(line) => line,
             None => std::mem::take(&mut self.joined).freeze(),
         }
+    }
+}
+
+/// A field line's name and value (WHATWG event-stream): the name is what precedes the first
+/// colon, or the whole line; the value follows the colon, without one leading space.
+pub(crate) fn field(line: &[u8]) -> (&[u8], &[u8]) {
+    match line.iter().position(|&b| b == b':') {
+        Some(colon) => {
+            let value = &line[colon + 1..];
+            (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+        }
+        None => (line, &[]),
     }
 }
 
@@ -464,13 +477,7 @@ impl SseParser {
             events.comment(&line[1..]);
             return Ok(());
         }
-        let (name, value) = match line.iter().position(|&b| b == b':') {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-            }
-            None => (line, &[][..]),
-        };
+        let (name, value) = field(line);
         // The stream is UTF-8 with replacement (WHATWG). Valid text (the usual case) takes the
         // fast validation; `from_utf8_lossy` walks chunk by chunk, as slow as SHA-256 on long
         // data lines (measured: a quarter of decoding a 1 MiB event).

@@ -261,13 +261,11 @@ impl<B> CompatPassthrough<B> {
     }
 }
 
-/// The value of a `data` line (without its end): what follows `data:` and the one optional
-/// space; `None` for a line of another field or a comment. The field name is what precedes the
-/// first colon, or the whole line (WHATWG event-stream).
+/// The value of a `data` line (without its end); `None` for a line of another field or a
+/// comment.
 fn data_value(line: &[u8]) -> Option<&[u8]> {
-    match line.strip_prefix(b"data")? {
-        [] => Some(&[]),
-        [b':', value @ ..] => Some(value.strip_prefix(b" ").unwrap_or(value)),
+    match crate::sse::field(line) {
+        (b"data", value) => Some(value),
         _ => None,
     }
 }
