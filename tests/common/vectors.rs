@@ -1803,35 +1803,53 @@ pub(crate) fn is_jsonrpc_response(message: &[u8]) -> bool {
     })
 }
 
-/// The verdict of every prefix of a well-formed frame stream (index `c`: its first `c` bytes;
-/// the last index: the whole stream, whose verdict is `whole`), from the frame layout and SPEC.md
-/// §7.1 alone: with a request key expected, the prefixes from the end of the first JSON-RPC
-/// response's MESSAGE_END up to the end of the first DATA, MESSAGE_END or ABORT header after it
-/// are delivered; every other strict prefix is truncated.
+/// The verdict of every prefix of a frame stream (index `c`: its first `c` bytes; the last index:
+/// the whole stream, whose verdict is `whole`), from the frame layout and SPEC.md §7, §7.1 alone:
+/// with a request key expected, the prefixes from the end of the first JSON-RPC response's
+/// MESSAGE_END up to the end of the first DATA, MESSAGE_END or ABORT header after it are
+/// delivered; a prefix that ends right after a whole STREAM_END or ABORT is clean or aborted;
+/// every other strict prefix is truncated. For a well-formed stream this is exact; for an invalid
+/// one, a bound (its checks may fail first).
 pub(crate) fn frame_prefix_verdicts(
     stream: &[u8],
     keyed: bool,
     whole: PrefixVerdict,
 ) -> Vec<PrefixVerdict> {
     let mut delivered = None;
-    if keyed {
-        let mut message = Vec::new();
-        let mut held = None;
-        for span in super::frame_spans(stream) {
-            let kind = stream[span.start + 3];
-            if let Some(from) = held {
-                // Only KEEPALIVE, ignorable frames and STREAM_END may follow (§7.1).
-                if !matches!(kind, 0x04 | 0x06 | 0x80..=0xff) {
-                    delivered = Some(from..span.start + 20);
-                    break;
-                }
-                continue;
+    let mut terminal = None;
+    let mut message = Vec::new();
+    let mut held = None;
+    for span in super::frame_spans(stream) {
+        if span.len() < 20 {
+            // A header not yet whole: its kind is not trusted (§7.1).
+            continue;
+        }
+        let kind = stream[span.start + 3];
+        let whole_frame = span.len()
+            == 20
+                + u32::from_be_bytes(stream[span.start + 8..span.start + 12].try_into().unwrap())
+                    as usize;
+        if whole_frame && matches!(kind, 0x04 | 0x05) {
+            // The terminal frame: nothing may follow it (§3).
+            let verdict = if kind == 0x04 {
+                PrefixVerdict::Clean
+            } else {
+                PrefixVerdict::Aborted
+            };
+            terminal = Some((span.end, verdict));
+        }
+        if let Some(from) = held {
+            // Only KEEPALIVE, ignorable frames and STREAM_END may follow (§7.1).
+            if !matches!(kind, 0x04 | 0x06 | 0x80..=0xff) {
+                delivered = Some(from..span.start + 20);
+                held = None;
             }
+        } else if keyed && delivered.is_none() {
             match kind {
                 0x02 if span.len() > 20 => {
                     message.extend_from_slice(&stream[span.start + 20..span.end])
                 }
-                // A whole MESSAGE_END (a well-formed stream: its length and digest are right).
+                // A whole MESSAGE_END (of a well-formed stream: its length and digest are right).
                 0x03 if span.len() == 60 => {
                     if is_jsonrpc_response(&message) {
                         held = Some(span.end);
@@ -1841,19 +1859,23 @@ pub(crate) fn frame_prefix_verdicts(
                 _ => {}
             }
         }
-        if delivered.is_none() {
-            delivered = held.map(|from| from..stream.len() + 1);
+        if terminal.is_some() {
+            break;
         }
     }
+    if let Some(from) = held {
+        delivered = Some(from..stream.len() + 1);
+    }
     (0..=stream.len())
-        .map(|cut| {
-            if cut == stream.len() {
-                whole
-            } else if delivered.as_ref().is_some_and(|range| range.contains(&cut)) {
+        .map(|cut| match terminal {
+            _ if cut == stream.len() => whole,
+            Some((end, verdict)) if cut == end => verdict,
+            // Bytes after the terminal frame (§3).
+            Some((end, _)) if cut > end => PrefixVerdict::Truncated,
+            _ if delivered.as_ref().is_some_and(|range| range.contains(&cut)) => {
                 PrefixVerdict::Delivered
-            } else {
-                PrefixVerdict::Truncated
             }
+            _ => PrefixVerdict::Truncated,
         })
         .collect()
 }
@@ -1861,7 +1883,8 @@ pub(crate) fn frame_prefix_verdicts(
 /// For a body in an SSE mapping: how many frame bytes the mapping has handed over after each
 /// prefix of the body (index `b`: after its first `b` bytes), read with the crate's
 /// `MappingDecoder` byte by byte (its output does not depend on the split; the reference decoder
-/// checks every prefix of the manifest on its own, `tests/reference/run_vectors.py`).
+/// checks every prefix of the manifest on its own, `tests/reference/run_vectors.py`). After a
+/// mapping error (an invalid vector), no more frame bytes.
 #[cfg(feature = "sse")]
 fn frames_after_each_byte(vector: &Vector, body: &[u8]) -> (Vec<u8>, Vec<usize>) {
     let mapping: mcp_framing::Mapping = vector.mapping.parse().expect("a mapping");
@@ -1870,10 +1893,20 @@ fn frames_after_each_byte(vector: &Vector, body: &[u8]) -> (Vec<u8>, Vec<usize>)
         mcp_framing::MappingDecoder::new(mapping, decoder.limits(), vector.max_event_data);
     let mut frames = BytesMut::new();
     let mut after = vec![0];
+    let mut failed = false;
     for byte in body {
-        unwrap
-            .feed(std::slice::from_ref(byte), &mut frames)
-            .expect("a valid vector breaks no mapping rule");
+        if !failed
+            && unwrap
+                .feed(std::slice::from_ref(byte), &mut frames)
+                .is_err()
+        {
+            assert!(
+                !vector.is_valid(),
+                "{}: a valid vector breaks a mapping rule",
+                vector.file
+            );
+            failed = true;
+        }
         after.push(frames.len());
     }
     (frames.to_vec(), after)
@@ -1885,28 +1918,40 @@ fn frames_after_each_byte(_vector: &Vector, _body: &[u8]) -> (Vec<u8>, Vec<usize
 }
 
 impl Vector {
+    /// The verdict of each prefix of the vector's body by its frame layout alone (index `b`: its
+    /// first `b` bytes; the last: the whole body), as for [`prefixes`](Self::prefixes). For an
+    /// invalid vector the layout is only an upper bound: a prefix it calls delivered may be the
+    /// vector's error instead, and the whole body is the error (`Truncated` here: not clean).
+    pub(crate) fn layout_prefix_verdicts(&self) -> Vec<PrefixVerdict> {
+        let whole = match (self.expect.verdict, self.expect.sentinel_seen) {
+            ("clean", true) => PrefixVerdict::Clean,
+            ("clean", false) => PrefixVerdict::Delivered,
+            ("aborted", _) => PrefixVerdict::Aborted,
+            _ => PrefixVerdict::Truncated,
+        };
+        let keyed = self.request_key.is_some();
+        if self.mapping == "binary" {
+            return frame_prefix_verdicts(&self.bytes, keyed, whole);
+        }
+        let (frames, after) = frames_after_each_byte(self, &self.bytes);
+        let of_frames = frame_prefix_verdicts(&frames, keyed, whole);
+        let last = after.len() - 1;
+        // The whole body of an invalid vector is its error, whatever frames it carried.
+        after
+            .iter()
+            .enumerate()
+            .map(|(b, &n)| if b == last { whole } else { of_frames[n] })
+            .collect()
+    }
+
     /// The verdict of each prefix of a valid vector's body, as steps (SPEC.md §14 `prefixes`);
     /// `None` for an invalid vector.
     pub(crate) fn prefixes(&self) -> Option<Vec<PrefixStep>> {
         if !self.is_valid() {
             return None;
         }
-        let whole = match (self.expect.verdict, self.expect.sentinel_seen) {
-            ("clean", true) => PrefixVerdict::Clean,
-            ("clean", false) => PrefixVerdict::Delivered,
-            ("aborted", _) => PrefixVerdict::Aborted,
-            (other, _) => panic!("{}: a valid vector with verdict {other}", self.file),
-        };
-        let keyed = self.request_key.is_some();
-        let per_byte: Vec<PrefixVerdict> = if self.mapping == "binary" {
-            frame_prefix_verdicts(&self.bytes, keyed, whole)
-        } else {
-            let (frames, after) = frames_after_each_byte(self, &self.bytes);
-            let of_frames = frame_prefix_verdicts(&frames, keyed, whole);
-            after.iter().map(|&n| of_frames[n]).collect()
-        };
         let mut steps: Vec<PrefixStep> = Vec::new();
-        for (from, verdict) in per_byte.into_iter().enumerate() {
+        for (from, verdict) in self.layout_prefix_verdicts().into_iter().enumerate() {
             if steps.last().is_none_or(|step| step.verdict != verdict) {
                 steps.push(PrefixStep { from, verdict });
             }
