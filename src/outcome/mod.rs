@@ -12,9 +12,11 @@
 //!   non-clean verdicts ([`Verdict`], `verdict.rs`, with the one table of [`VerdictKind`]s).
 //!
 //! Only a decoder that saw the STREAM_END sentinel and then the end of its input, with nothing in
-//! between, gives [`Verdict::Clean`]. Every other way of obtaining an outcome
-//! ([`Outcome::from_error`], [`Outcome::unframed_close`], [`Outcome::mapping_violation`]) is
-//! never clean.
+//! between, gives [`Verdict::Clean`] in Regime A; only a decoder that expects a request key and
+//! saw the end of its input right after the stream's verified final response gives it in Regime
+//! B ([`Outcome::sentinel_seen`] `false`, SPEC.md §7 row 4). Every other way of obtaining an
+//! outcome ([`Outcome::from_error`], [`Outcome::unframed_close`], [`Outcome::mapping_violation`])
+//! is never clean.
 //!
 //! ```
 //! use bytes::BytesMut;
