@@ -11,12 +11,12 @@ use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 use http_body::Body;
 
-use super::is_final_response;
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::AbortCode;
 use crate::frame::MAX_ABORT_REASON_LEN;
-use crate::sse::{SseError, SseEvent, SseParser};
+use crate::jsonrpc::is_response;
+use crate::sse::{LineSplitter, Piece, SseError, SseEvent, SseParser, is_message_event};
 use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 
 /// Inner lines at least this long go out as they came (slices of the inner chunk, no copy);
@@ -29,7 +29,8 @@ const BOM: &[u8] = "\u{feff}".as_bytes();
 
 /// Re-frames an inner SSE response body in the compatible mapping.
 ///
-/// The inner bytes are cut into lines. A comment line outside an event (a keep-alive) goes out at
+/// The inner bytes are cut into lines once ([`LineSplitter`]), and each line is interpreted as SSE
+/// does ([`SseParser::line`]). A comment line outside an event (a keep-alive) goes out at
 /// once as a record carrying a KEEPALIVE frame, a comment line to stock clients as before and a
 /// frame to framing clients, whose idle timeout it restarts; the lines of an event are held until
 /// its blank line, then go out unchanged, preceded by
@@ -45,12 +46,12 @@ const BOM: &[u8] = "\u{feff}".as_bytes();
 pub(super) struct CompatPassthrough<B> {
     body: Pin<Box<B>>,
     encoder: CompatEncoder,
-    /// Parses every line but the value of a `data` line, for which it gets `data:` and the line's
-    /// end: it decides as SSE does what the event's type is and when it is dispatched.
+    /// Cuts the inner bytes into lines.
+    lines: LineSplitter,
+    /// Interprets every line but the value of a `data` line, for which it gets `data:`: it
+    /// decides as SSE does what the event's type is and when it is dispatched.
     parser: SseParser,
     events: Vec<SseEvent>,
-    /// Bytes of a line whose end has not arrived.
-    partial: BytesMut,
     /// The lines of the event being read, as they came (held until its blank line).
     block: Vec<Bytes>,
     /// Bytes in `block`.
@@ -61,8 +62,6 @@ pub(super) struct CompatPassthrough<B> {
     data_len: usize,
     /// The next line is the body's first (the only one a BOM may start).
     at_start: bool,
-    /// The last line ended with CR: a following LF belongs to it.
-    after_cr: bool,
     /// The message limit: bound on an event's data.
     max_message: usize,
     /// Bound on the bytes held (a line, an event's lines): the message limit and room for the
@@ -79,15 +78,15 @@ impl<B> CompatPassthrough<B> {
         Self {
             body: Box::pin(body),
             encoder: CompatEncoder::new(encoder),
-            parser: SseParser::with_max_event_data(max_message),
+            lines: LineSplitter::default(),
+            // The layer sends a BOM on first and tells the parser nothing of it.
+            parser: SseParser::with_max_event_data(max_message).past_start(),
             events: Vec::new(),
-            partial: BytesMut::new(),
             block: Vec::new(),
             block_len: 0,
             values: Vec::new(),
             data_len: 0,
             at_start: true,
-            after_cr: false,
             max_message,
             max_held: crate::limits::compat_event_data_limit(max_message as u64),
             ready: VecDeque::new(),
@@ -129,47 +128,46 @@ impl<B> CompatPassthrough<B> {
     }
 
     /// Handles the complete lines of `data`, writing what may go out.
-    fn lines(&mut self, mut data: Bytes) {
-        while !data.is_empty() && !self.done {
-            if self.after_cr {
-                self.after_cr = false;
-                if data[0] == b'\n' {
+    fn lines(&mut self, data: Bytes) {
+        let mut lines = std::mem::take(&mut self.lines);
+        let mut at = 0;
+        while !self.done {
+            // The bound on what is held is `check_held`'s, for a line and its event together.
+            let Ok(piece) = lines.next(&data, &mut at, usize::MAX) else {
+                unreachable!("no line is longer than usize::MAX bytes")
+            };
+            match piece {
+                Some(Piece::Line { start, end }) => {
+                    self.line(data.slice(start..end), data.slice(end..=end));
+                }
+                Some(Piece::Joined { content, end }) => self.line(content, data.slice(end..=end)),
+                Some(Piece::CrLf { at }) => {
                     // The LF of a CRLF: it goes where its line went.
-                    let lf = data.split_to(1);
-                    let _ = self.parser.feed(b"\n", &mut self.events);
+                    let lf = data.slice(at..=at);
                     if self.block.is_empty() {
                         self.send(lf);
                     } else {
                         self.hold(lf);
                     }
-                    continue;
+                }
+                None => {
+                    if self.check_held(lines.pending()) {
+                        lines.clear();
+                    }
+                    break;
                 }
             }
-            let Some(end) = memchr::memchr2(b'\n', b'\r', &data) else {
-                self.partial.extend_from_slice(&data);
-                self.check_held();
-                return;
-            };
-            self.after_cr = data[end] == b'\r';
-            let rest = data.split_off(end + 1);
-            let line = if self.partial.is_empty() {
-                data
-            } else {
-                self.partial.extend_from_slice(&data);
-                self.partial.split().freeze()
-            };
-            data = rest;
-            self.line(line);
         }
+        self.lines = lines;
     }
 
     /// Ends the stream (ABORT, message too large) when the bytes held for a line or an event pass
     /// the bound: the data is bounded by the message limit, this also bounds lines and events
     /// it does not count (comments, `id` lines), so that the inner server cannot make the layer
-    /// buffer more.
-    fn check_held(&mut self) {
-        if self.partial.len() + self.block_len > self.max_held {
-            self.partial.clear();
+    /// buffer more. `pending` is the bytes kept of a line whose end has not arrived. Returns whether it
+    /// aborted.
+    fn check_held(&mut self, pending: usize) -> bool {
+        if pending + self.block_len > self.max_held {
             self.block.clear();
             self.values.clear();
             self.data_len = 0;
@@ -178,21 +176,22 @@ impl<B> CompatPassthrough<B> {
                 AbortCode::MessageTooLarge,
                 &format!("an inner event holds more than {max} bytes"),
             );
+            return true;
         }
+        false
     }
 
-    /// One complete line, its terminator (LF or CR) included.
-    fn line(&mut self, mut line: Bytes) {
-        if std::mem::take(&mut self.at_start) && line.starts_with(BOM) {
+    /// One complete line: its content and its terminator (LF or CR).
+    fn line(&mut self, mut content: Bytes, end: Bytes) {
+        if std::mem::take(&mut self.at_start) && content.starts_with(BOM) {
             // A BOM stays first in the body, before the first record, where SSE skips it.
-            let bom = line.split_to(BOM.len());
+            let bom = content.split_to(BOM.len());
             self.send(bom);
         }
-        let (content, end) = line.split_at(line.len() - 1);
-        let parsed = match data_value(content) {
+        let parsed = match data_value(&content) {
             Some(value) => {
                 // The value stays in the line; the parser sees an empty `data` field in its place.
-                let value = line.slice_ref(value);
+                let value = content.slice_ref(value);
                 self.data_len += value.len() + usize::from(!self.values.is_empty());
                 self.values.push(value);
                 if self.data_len > self.max_message {
@@ -200,11 +199,10 @@ impl<B> CompatPassthrough<B> {
                         max: self.max_message,
                     })
                 } else {
-                    let field: &[u8] = if end == b"\r" { b"data:\r" } else { b"data:\n" };
-                    self.parser.feed(field, &mut self.events)
+                    self.parser.line(b"data:", None, &mut self.events)
                 }
             }
-            None => self.parser.feed(&line, &mut self.events),
+            None => self.parser.line(&content, None, &mut self.events),
         };
         if let Err(err) = parsed {
             // A line or an event (one JSON-RPC message) over the message limit.
@@ -215,17 +213,18 @@ impl<B> CompatPassthrough<B> {
             self.abort(code, &format!("the response message: {err}"));
             return;
         }
-        let blank = line.len() == 1;
-        if self.block.is_empty() && line.first() == Some(&b':') {
+        let blank = content.is_empty();
+        if self.block.is_empty() && content.first() == Some(&b':') {
             // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §18.4).
             if let Err(err) = self.encoder.keep_alive(&mut self.building) {
                 self.abort(AbortCode::InternalError, &err.to_string());
             }
             return;
         }
-        self.hold(line);
+        self.hold(content);
+        self.hold(end);
         if !blank {
-            self.check_held();
+            self.check_held(0);
             return;
         }
         // The blank line dispatched the event (if it had any field).
@@ -236,11 +235,9 @@ impl<B> CompatPassthrough<B> {
         let values = std::mem::take(&mut self.values);
         let data_len = std::mem::take(&mut self.data_len);
         match event {
-            Some(event)
-                if data_len > 0 && matches!(event.event.as_deref(), None | Some("message")) =>
-            {
+            Some(event) if data_len > 0 && is_message_event(event.event.as_deref()) => {
                 let data = event_data(&values, data_len);
-                let last = is_final_response(&data);
+                let last = is_response(&data);
                 match self
                     .encoder
                     .text_message_record(&data, last, &mut self.building)

@@ -18,12 +18,12 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 
 use super::compat_body::CompatPassthrough;
-use super::is_final_response;
 use crate::codec::Outgoing;
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::event::{Abort, AbortCode};
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
-use crate::sse::{SseError, SseEvent, SseParser};
+use crate::jsonrpc::is_response;
+use crate::sse::{SseError, SseEvent, SseParser, is_message_event};
 
 /// The response body of [`FramingService`].
 pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
@@ -503,11 +503,11 @@ where
                                 this.queue.push_back(Outgoing::KeepAlive);
                             }
                             for event in events {
-                                let is_message =
-                                    matches!(event.event.as_deref(), None | Some("message"));
                                 // Priming events (`id` only) and keep-alives carry no message.
-                                if is_message && !event.data.is_empty() {
-                                    this.final_seen |= is_final_response(&event.data);
+                                if is_message_event(event.event.as_deref())
+                                    && !event.data.is_empty()
+                                {
+                                    this.final_seen |= is_response(&event.data);
                                     this.queue
                                         .push_back(Outgoing::Message(Bytes::from(event.data)));
                                 }
