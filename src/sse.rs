@@ -286,6 +286,12 @@ impl LineSplitter {
         self.partial.len()
     }
 
+    /// Takes the start of a line kept (for a caller that passes every byte on).
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn take_pending(&mut self) -> Bytes {
+        std::mem::take(&mut self.partial).freeze()
+    }
+
     /// Forgets the start of a line kept (the body ended: it is not a line).
     pub(crate) fn clear(&mut self) {
         self.partial.clear();
