@@ -365,9 +365,14 @@ where
 /// Sends `request` (not opted in) through the layer to an inner server answering `body`;
 /// returns the body the client gets.
 async fn through_layer(request: &Value, content_type: &'static str, body: String) -> Bytes {
+    through_layer_raw(request.to_string(), content_type, body).await
+}
+
+/// [`through_layer`] with the request's text as given.
+async fn through_layer_raw(request: String, content_type: &'static str, body: String) -> Bytes {
     let request = Request::post("/mcp")
         .header("accept", "application/json, text/event-stream")
-        .body(Full::new(Bytes::from(request.to_string())))
+        .body(Full::new(Bytes::from(request)))
         .unwrap();
     let inner = Scripted { content_type, body };
     let response = FramingLayer::new()
@@ -487,9 +492,12 @@ async fn only_the_result_of_a_discovery_request_is_declared_in() {
         r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}"#;
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "initialize"}});
     let notification = json!({"jsonrpc": "2.0", "method": "initialize"});
-    for request in [call, notification] {
+    // An `initialize` over 64 KiB is no discovery request either (SPEC.md §11.2).
+    let mut huge = initialize();
+    huge["params"]["clientInfo"]["name"] = json!("x".repeat(64 * 1024));
+    for request in [call, notification, huge] {
         let got = through_layer(&request, "application/json", lookalike.to_owned()).await;
-        assert_eq!(got, lookalike.as_bytes(), "{request}");
+        assert_eq!(got, lookalike.as_bytes(), "{}", &request.to_string()[..80]);
     }
     // An error answering `initialize`, and a result the contract cannot go into: unchanged,
     // the second one logged.
@@ -512,4 +520,29 @@ async fn only_the_result_of_a_discovery_request_is_declared_in() {
     let value: Value = serde_json::from_slice(&got).unwrap();
     let found = ServerDiscovery::from_initialize(&value).unwrap().contract;
     assert_eq!(found, Some(FramingLayer::new().contract()));
+}
+
+#[tokio::test]
+async fn a_discovery_request_is_known_however_its_method_is_spelled() {
+    let result = r#"{"jsonrpc":"2.0","id":1,"result":{"capabilities":{}}}"#;
+    for (request, field) in [
+        (
+            r#"{"method":"initi\u0061lize","jsonrpc":"2.0","id":1,"params":{}}"#,
+            "experimental",
+        ),
+        (
+            r#"{"id":1,"jsonrpc":"2.0","method":"server\/discover"}"#,
+            "extensions",
+        ),
+        (
+            r#" {"jsonrpc" : "2.0", "id" : 1, "method" : "server/discover"} "#,
+            "extensions",
+        ),
+    ] {
+        let got =
+            through_layer_raw(request.to_owned(), "application/json", result.to_owned()).await;
+        let value: Value = serde_json::from_slice(&got).unwrap();
+        let found = contract_in(&value["result"]["capabilities"], field);
+        assert_eq!(found, Some(FramingLayer::new().contract()), "{request}");
+    }
 }

@@ -111,6 +111,15 @@ impl<B> RequestBody<B> {
                 })
                 .freeze(),
         };
+        // Most requests are tool calls: a scan for what the method names hold spares them the
+        // parse. A JSON string equal to `initialize` or `server/discover` holds `initialize` or
+        // `discover` as written, or a `\u` escape.
+        let named = ["initialize", "discover", "\\u"]
+            .iter()
+            .any(|needle| memchr::memmem::find(&whole, needle.as_bytes()).is_some());
+        if !named {
+            return;
+        }
         let source = match crate::jsonrpc::request_method(&whole).as_deref() {
             Some("initialize") => DiscoverySource::Initialize,
             Some("server/discover") => DiscoverySource::Discover,
