@@ -31,7 +31,10 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 ///
 /// A refused call writes nothing. [`fail`](Self::fail) ends the stream with the ABORT its error
 /// calls for: code 5, message too large, for a message over the limit (which a client does not
-/// retry, SPEC.md §11.6), code 1, internal error, otherwise.
+/// retry, SPEC.md §11.6), code 1, internal error, otherwise. The errors are the compatible
+/// mapping's ([`CompatEncodeError`]), whose refusals of a message an SSE event cannot carry
+/// unchanged occur in that mapping alone; in the others every error is a
+/// [`CompatEncodeError::Encode`].
 ///
 /// # Examples
 ///

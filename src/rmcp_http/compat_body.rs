@@ -178,8 +178,9 @@ impl<B: Body> SsePassthrough<B> {
                     }
                     Failure::Internal(reason) => reason,
                 };
-                tracing::event!(target: "mcp_framing::contract", tracing::Level::WARN,
-                    reason, "the contract is not declared: the discovery response cannot be read");
+                if let Some(declaration) = self.declare.take() {
+                    declaration.not_declared(&reason);
+                }
                 held.into_iter().for_each(|(piece, _)| self.send(piece));
                 self.transparent = true;
             }

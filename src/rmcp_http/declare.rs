@@ -180,6 +180,24 @@ impl Declaration {
         Self { contract, source }
     }
 
+    /// Logs why the contract could not be declared in the response.
+    pub(super) fn not_declared(&self, reason: &str) {
+        tracing::event!(target: "mcp_framing::contract", tracing::Level::WARN,
+            source = %self.source, reason,
+            "the framing contract could not be declared in the response");
+    }
+
+    /// [`apply`](Self::apply) to a response's bytes (which must be UTF-8, as JSON is).
+    pub(super) fn apply_bytes(&self, response: &[u8]) -> Option<String> {
+        match std::str::from_utf8(response) {
+            Ok(text) => self.apply(text),
+            Err(_) => {
+                self.not_declared("the response is not UTF-8");
+                None
+            }
+        }
+    }
+
     /// `response`, the text of the JSON-RPC response to the discovery request, with the contract
     /// written in; `None` when it stays as it is (SPEC.md §11.2): it declares this very contract
     /// already, or it is no result the contract can be written into (logged).
@@ -194,9 +212,7 @@ impl Declaration {
                 Some(text)
             }
             Err(err) => {
-                tracing::event!(target: "mcp_framing::contract", tracing::Level::WARN,
-                    source = %self.source, error = %err,
-                    "the framing contract could not be declared in the response");
+                self.not_declared(&err.to_string());
                 None
             }
         }

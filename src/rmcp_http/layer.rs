@@ -337,19 +337,26 @@ async fn declare<B: InnerBody>(
         Some(false) => {
             let (mut parts, body) = response.into_parts();
             let body = match read_json(body, max_message).await {
-                Json::Whole(json) => {
-                    let declared = std::str::from_utf8(&json)
-                        .ok()
-                        .and_then(|text| declaration.apply(text));
-                    match declared {
-                        Some(text) => {
-                            parts.headers.remove(http::header::CONTENT_LENGTH);
-                            fixed_body(text)
-                        }
-                        None => fixed_body(json),
+                Json::Whole(json) => match declaration.apply_bytes(&json) {
+                    Some(text) => {
+                        parts.headers.remove(http::header::CONTENT_LENGTH);
+                        fixed_body(text)
                     }
+                    None => fixed_body(json),
+                },
+                Json::Unread {
+                    read,
+                    rest,
+                    failure,
+                } => {
+                    if let JsonFailure::TooLarge(len) = failure {
+                        let max = max_message;
+                        declaration.not_declared(&format!(
+                            "the response holds more than {max} bytes (at least {len})"
+                        ));
+                    }
+                    unread(read, rest)
                 }
-                Json::Unread { read, rest, .. } => unread(read, rest),
             };
             Response::from_parts(parts, body)
         }
