@@ -100,6 +100,7 @@ class StreamDecoder:
         "_pinned",
         "_plen",
         "_sha",
+        "_span",
         "_terminal",
         "_verdict",
     )
@@ -134,6 +135,7 @@ class StreamDecoder:
         self._kept = 0  # bytes of the open message held in `_pieces`
         self._pinned = 0  # bytes of input objects the pieces reference
         self._pin_obj: Any = None
+        self._span: Any = None  # (input, start, end): the pieces as one run; False: they are not
         self._message_ends = 0
         self._keepalives = 0
         self._ignorables = 0
@@ -276,27 +278,41 @@ class StreamDecoder:
                 kind = self._kind
                 if kind == DATA:
                     self._sha.update(piece)
-                    self._keep(piece, data)
+                    self._keep(piece, data, i - take)
                 elif kind < 0x80:
                     self._pbuf += piece
                 self._need = need - take
                 if self._need == 0:
                     self._complete()
 
-    def _keep(self, piece: memoryview, data: bytes) -> None:
+    def _keep(self, piece: memoryview, data: bytes, start: int) -> None:
         """Keeps a piece of the open message. A view of the input is kept while the input objects
         the message references stay within twice its bytes (plus 64 KiB), else a copy: memory is
-        bounded by the message (§6), whatever the reads and the frames around the message."""
+        bounded by the message (§6), whatever the reads and the frames around the message.
+        While the pieces are one contiguous run of one input object (an SSE event carries a
+        whole message), `_span` says so, and the message is taken from it without a join."""
         size = len(piece)
         self._kept += size
         if data is self._pin_obj:
-            self._pieces.append(piece)
+            pinned = True
         elif self._pinned + len(data) <= 2 * self._kept + _PIN_SLACK:
             self._pin_obj = data
             self._pinned += len(data)
-            self._pieces.append(piece)
+            pinned = True
         else:
+            pinned = False
+        span = self._span
+        if not pinned:
             self._pieces.append(bytes(piece))
+            self._span = False
+            return
+        self._pieces.append(piece)
+        if span is None:
+            self._span = (data, start, start + size) if len(self._pieces) == 1 else False
+        elif span is not False and span[0] is data and span[2] == start:
+            self._span = (data, span[1], start + size)
+        else:
+            self._span = False
 
     # -- header (§2 "Header first") --------------------------------------------------------------
 
@@ -433,11 +449,16 @@ class StreamDecoder:
 
     def _take_message(self) -> bytes:
         pieces = self._pieces
-        if len(pieces) == 1 and type(pieces[0]) is memoryview and pieces[0].nbytes == len(pieces[0].obj):
-            message = pieces[0].obj  # the whole input object: no copy
+        span = self._span
+        if span:
+            # One contiguous run of one input object (an event of the SSE mappings carries a
+            # whole message): the object itself, or one slice of it.
+            obj, start, end = span
+            message = obj if start == 0 and end == len(obj) else obj[start:end]
         else:
             message = b"".join(pieces)
         self._pieces = []
+        self._span = None
         self._sha = None
         self._msg_len = self._kept = self._pinned = 0
         self._pin_obj = None

@@ -60,6 +60,8 @@ class Outcome:
     detail: str
     received: Received
     error: DecodeError | None = None
+    #: The status of an HTTP error response (`kind` "HttpStatus").
+    http_status: int | None = None
 
     @property
     def is_clean(self) -> bool:
@@ -81,27 +83,35 @@ class Outcome:
 
     @property
     def message(self) -> str:
-        """The text after `mcp-framing: ` in the error the caller gets."""
-        return {
-            "clean": "response complete",
-            "abandoned": "response abandoned: ",
-            "aborted": "response aborted by the server: ",
-            "corrupt": "response corrupt: ",
-            "spliced": "response spliced: ",
-            "cross_wired": "response cross-wired: ",
-            "contract_violation": "framing contract violated: ",
-            "ambiguous": "completion ambiguous (Regime C): ",
-        }[self.classification] + (self.detail if self.classification != "clean" else "")
+        """The verdict as the error message says it: ``mcp-framing: response <this>`` (§11.7)."""
+        c = self.classification
+        if c == "clean":
+            return "complete"
+        if c == "cross_wired":
+            return "cross-wired: the response is for another request"
+        if c == "ambiguous":
+            return f"completion ambiguous (Regime C): {self.detail}"
+        label = {"contract_violation": "framing contract violated"}.get(c, c)
+        return f"{label}: {self.detail}"
 
     @classmethod
     def client_side(
-        cls, classification: Classification, kind: str, detail: str, received: Received | None = None
+        cls,
+        classification: Classification,
+        kind: str,
+        detail: str,
+        received: Received | None = None,
+        http_status: int | None = None,
     ) -> Outcome:
-        """An outcome the client decided without a decoder's verdict (never clean: §7)."""
+        """An outcome the client decided without a decoder's verdict (never clean: §7).
+
+        >>> Outcome.client_side("abandoned", "IdleTimeout", "no frame for 60 s").message
+        'abandoned: no frame for 60 s'
+        """
         if classification == "clean":
             raise ValueError("only a decoder's verdict is clean (SPEC.md §7)")
         regime: Literal["A", "B", "C"] = "C" if classification == "ambiguous" else "B"
-        return cls(classification, regime, kind, detail, received or Received())
+        return cls(classification, regime, kind, detail, received or Received(), http_status=http_status)
 
 
 def _classify_error(err: DecodeError) -> Classification:

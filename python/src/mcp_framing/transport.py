@@ -353,6 +353,7 @@ class _Call:
         self.started = time.monotonic()
         self.session = request.headers.get("mcp-session-id")
         self.retry_after = 0.0
+        self.mapping: Mapping = transport.mapping  # the mapping of the last attempt's response
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -452,14 +453,17 @@ class _Call:
             response = await t.inner.handle_async_request(request)
         except httpx2.HTTPError as err:
             # It may or may not have reached the server: abandoned, nothing received.
-            return "failed", (Outcome.client_side("abandoned", "TransportError", f"request failed: {err}"), telemetry)
+            outcome = Outcome.client_side("abandoned", "Send", f"the request could not be sent: {err}")
+            return "failed", (outcome, telemetry)
         status = response.status_code
         if status >= 300 or status == 202:
             if status >= 500:
                 await response.aclose()
-                outcome = Outcome.client_side("abandoned", "HttpStatus", f"HTTP {status}")
-                return "failed", (outcome, telemetry)
-            return "status", response
+                return "failed", (_http_status(status), telemetry)
+            if status == 202:
+                return "accepted", response
+            await response.aclose()
+            return "failed", (_http_status(status), telemetry)
         mapping = mapping_of_response(response.headers.get("mcp-framing"), response.headers.get("content-type"))
         if mapping is None:
             if self.handshake and policy is None:
@@ -472,6 +476,7 @@ class _Call:
             detail = f"response not framed (content type {response.headers.get('content-type')!r})"
             return "failed", (Outcome.client_side("contract_violation", "NotFramed", detail), telemetry)
         decoder = body_decoder(mapping, limits, self.key)
+        self.mapping = mapping
         return "stream", _Attempt(response, decoder, telemetry)
 
     # -- the SDK's response -----------------------------------------------------------------------
@@ -480,7 +485,7 @@ class _Call:
         what, value = await self._send()
         if what == "plain":
             return value  # type: ignore[no-any-return]
-        if what == "status" and self.attempt == 1:
+        if what == "accepted" and self.attempt == 1:
             return value  # type: ignore[no-any-return]
         if what == "unframed":
             return await self._unframed(*value)
@@ -530,9 +535,9 @@ class _Call:
             if what == "refused":
                 yield self._refusal(value)
                 return
-            if what == "status":
+            if what == "accepted":
                 await value.aclose()
-                outcome = Outcome.client_side("abandoned", "HttpStatus", f"HTTP {value.status_code}")
+                outcome = Outcome.client_side("abandoned", "NoFinalResponse", "202 Accepted for a request")
                 yield self._failure(outcome, RetryDecision("do_not_retry", "would_repeat"))
                 return
             if what == "stream":
@@ -605,9 +610,7 @@ class _Call:
                     )
                     break
                 except httpx2.HTTPError as err:
-                    failure = Outcome.client_side(
-                        "abandoned", "TransportError", f"the body failed: {err}", decoder.received()
-                    )
+                    failure = Outcome.client_side("abandoned", "Body", f"the body failed: {err}", decoder.received())
                     break
                 for message in decoder.feed(chunk):
                     problem = _unfit(message)
@@ -712,41 +715,58 @@ class _Call:
         return _sse_event(json.dumps(error, separators=(",", ":")).encode())
 
     def _failure(self, outcome: Outcome, decision: RetryDecision) -> bytes:
+        """The report of §11.7 for a request whose last attempt did not end clean."""
         received = outcome.received
-        data = {
-            "classification": outcome.classification,
-            "kind": outcome.kind,
-            "regime": outcome.regime,
+        kind = outcome.kind
+        classification: str = outcome.classification
+        if outcome.error is not None and outcome.error.is_mapping_error:
+            kind = "Sse" if self.mapping == "sse" else "Compat"  # the precise name is in `detail`
+        if kind == "HttpStatus":
+            classification = "http_error"
+        elif kind in ("InvalidUtf8", "CarriageReturn"):
+            classification = "invalid_message"
+        data: dict[str, Any] = {
+            "classification": classification,
+            "kind": kind,
             "detail": outcome.detail,
             "requestKeyFingerprint": fingerprint(self.key),
             "attempts": self.attempt,
             "retryDecision": decision.action,
-            "retryReason": decision.reason,
-            "bytesReceived": received.bytes,
-            "framesReceived": received.frames,
-            "messagesVerified": received.messages,
-            "openMessageBytes": received.open_message_bytes,
         }
+        if classification == outcome.classification:
+            data.update(
+                retryReason=decision.reason,
+                regime=outcome.regime,
+                framesReceived=received.frames,
+                bytesReceived=received.bytes,
+                messagesVerified=received.messages,
+                openMessageBytes=received.open_message_bytes,
+            )
+        if received.attempt_id is not None:
+            data["attemptId"] = received.attempt_id.hex()
+        if outcome.http_status is not None:
+            data["httpStatus"] = outcome.http_status
         telemetry = self._telemetry(str(self.request.url))
-        telemetry.record_operation(time.monotonic() - self.started, outcome.classification)
-        return self._error_event(outcome.message, data)
+        telemetry.record_operation(time.monotonic() - self.started, classification)
+        message = f"response {outcome.message}" if classification == outcome.classification else outcome.detail
+        return self._error_event(message, data)
 
     def _refusal(self, err: ContractError) -> bytes:
-        regime_c = err.regime_c
+        """The report of §11.7 for a request refused before any attempt: no usable contract."""
         data = {
-            "classification": "ambiguous" if regime_c else "contract_violation",
+            "classification": "configuration_error",
             "kind": err.kind,
-            "regime": "C" if regime_c else "B",
             "detail": str(err),
             "requestKeyFingerprint": fingerprint(self.key),
-            "attempts": self.attempt,
+            "attempts": self.attempt if err.kind == "Downgrade" else 0,
             "retryDecision": "do_not_retry",
-            "retryReason": "ambiguous" if regime_c else "contract_violation",
-            "bytesReceived": 0,
-            "messagesVerified": 0,
         }
         logger.warning("mcp-framing: %s (%s, request key %s)", err, self.method, fingerprint(self.key))
         return self._error_event(str(err), data)
+
+
+def _http_status(status: int) -> Outcome:
+    return Outcome.client_side("abandoned", "HttpStatus", f"HTTP {status}", http_status=status)
 
 
 def _unfit(message: bytes) -> Outcome | None:
