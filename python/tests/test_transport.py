@@ -368,3 +368,37 @@ async def test_a_response_on_the_get_stream_ends_it_unverified() -> None:
     body = await (await transport.handle_async_request(httpx2.Request("GET", URL))).aread()
     assert b"list_changed" in body
     assert b'"id":9' not in body and b"notifications/message" not in body
+
+
+@pytest.mark.anyio
+async def test_an_http_error_status_is_reported_at_once_and_never_retried() -> None:
+    statuses = [404, 503, 503, 200]
+    seen = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "initialize":
+            return await Server(contract()).handler(request)
+        seen.append(body["id"])
+        return httpx2.Response(statuses.pop(0), content=b"no such \x1b[31msession")
+
+    transport = FramingTransport(
+        httpx2.MockTransport(handler), retries=RetrySchedule(max_attempts=2, initial_backoff=0.0)
+    )
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=listing))).aread()
+    data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["classification"], data["kind"], data["httpStatus"], data["attempts"]) == (
+        "http_error",
+        "HttpStatus",
+        404,
+        1,
+    )
+    assert "\\u{1b}" in data["detail"]  # the server's text, escaped (§3.1)
+    # A 5xx is retried where the method allows it (tools/list is idempotent), up to the budget.
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=listing))).aread()
+    data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["httpStatus"], data["attempts"], data["retryDecision"]) == (503, 2, "surface_to_caller")
+    assert seen == [2, 2, "2~attempt-2"]

@@ -25,7 +25,7 @@ import httpx2
 
 from .body import BINARY_MEDIA_TYPE, Mapping, body_decoder, mapping_of_response
 from .contract import EXTENSION_KEY, ClientPolicy, ContractError, Discovery
-from .errors import DecodeError
+from .errors import DecodeError, escape
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
 from .retry import IDEMPOTENT_METHODS, EndpointResolver, Resolution, RetrySchedule, StaticResolver
@@ -458,12 +458,12 @@ class _Call:
         status = response.status_code
         if status >= 300 or status == 202:
             if status >= 500:
-                await response.aclose()
-                return "failed", (_http_status(status), telemetry)
+                text = await _error_text(response)
+                return "failed", (_http_status(status, text), telemetry)
             if status == 202:
                 return "accepted", response
-            await response.aclose()
-            return "failed", (_http_status(status), telemetry)
+            text = await _error_text(response)
+            return "failed", (_http_status(status, text), telemetry)
         mapping = mapping_of_response(response.headers.get("mcp-framing"), response.headers.get("content-type"))
         if mapping is None:
             if self.handshake and policy is None:
@@ -653,7 +653,10 @@ class _Call:
         t = self.t
         policy = t.policy
         deduplicated = policy is not None and policy.deduplicates(self.method)
-        decision = decide_retry(outcome, idempotent=self.idempotent, keyed=True, deduplicated=deduplicated)
+        if outcome.http_status is not None and outcome.http_status < 500:
+            decision = RetryDecision("do_not_retry", "would_repeat")  # the server refused: final
+        else:
+            decision = decide_retry(outcome, idempotent=self.idempotent, keyed=True, deduplicated=deduplicated)
         if decision.is_retry and self.attempt >= t.retries.max_attempts:
             decision = decision.surfaced()
         telemetry.record_decision(decision)
@@ -765,8 +768,24 @@ class _Call:
         return self._error_event(str(err), data)
 
 
-def _http_status(status: int) -> Outcome:
-    return Outcome.client_side("abandoned", "HttpStatus", f"HTTP {status}", http_status=status)
+def _http_status(status: int, text: str = "") -> Outcome:
+    detail = f"HTTP {status}" + (f": {text}" if text else "")
+    return Outcome.client_side("abandoned", "HttpStatus", detail, http_status=status)
+
+
+async def _error_text(response: httpx2.Response) -> str:
+    """At most 512 bytes of an error response's body, as escaped diagnostic text (never trusted)."""
+    out = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            out += chunk
+            if len(out) >= 512:
+                break
+    except httpx2.HTTPError:
+        pass
+    finally:
+        await response.aclose()
+    return escape(out[:512].decode("utf-8", "replace"))
 
 
 def _unfit(message: bytes) -> Outcome | None:
