@@ -27,7 +27,9 @@ WHOLE = Writer().binary([b'{"jsonrpc":"2.0","id":1,"result":{}}'])
     ("data", "key", "classification", "regime"),
     [
         (WHOLE, KEY, "clean", "A"),
-        (WHOLE[:-1], KEY, "abandoned", "B"),
+        (WHOLE[:-1], KEY, "clean", "B"),  # §7 row 4: the final response delivered, sentinel cut
+        (WHOLE[:-1], None, "abandoned", "B"),  # a receiver without a key skips row 4
+        (WHOLE[:80], KEY, "abandoned", "B"),
         (WHOLE, bytes(range(16)), "cross_wired", "B"),
         (b'{"jsonrpc":"2.0"}', None, "contract_violation", "B"),
         (WHOLE[:30] + bytes([WHOLE[30] ^ 1]) + WHOLE[31:], None, "corrupt", "B"),

@@ -95,7 +95,7 @@ class Server:
         if body["method"] == "tools/call" and self.cuts:
             cut = self.cuts.pop(0)
             if cut is not None:
-                framed = framed[:cut]
+                framed = framed[:cut] if cut >= 0 else framed[: len(framed) + cut]  # < 0: from the end
         return httpx2.Response(200, headers=headers, content=framed)
 
     def client(self, **options: Any) -> httpx2.AsyncClient:
@@ -402,3 +402,19 @@ async def test_an_http_error_status_is_reported_at_once_and_never_retried() -> N
     data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
     assert (data["httpStatus"], data["attempts"], data["retryDecision"]) == (503, 2, "surface_to_caller")
     assert seen == [2, 2, "2~attempt-2"]
+
+
+@pytest.mark.anyio
+async def test_a_final_response_whose_sentinel_was_cut_is_delivered_once_and_recorded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    declared = contract(deduplication={"methods": ["tools/call"], "windowMs": 60000, "scope": "principal"})
+    server = Server(declared, mapping="binary")
+    server.cuts = [-10]  # inside STREAM_END (28 bytes): the final response arrived whole
+    with caplog.at_level(logging.WARNING, logger="mcp_framing"):
+        outcomes, transport = await session_run(server, ["kept"], mapping="binary", retries=RetrySchedule())
+    assert outcomes == ["kept"]  # delivered (SPEC.md §7 row 4), not retried
+    assert len([r for r in server.requests if b"tools/call" in r.content]) == 1
+    delivered = [o for o in transport.stats.outcomes if not o.sentinel_seen]
+    assert [(o.classification, o.regime) for o in delivered] == [("clean", "B")]
+    assert any("without its sentinel" in r.getMessage() for r in caplog.records)

@@ -24,6 +24,7 @@ MESSAGE_END is complete, and handed out only then.
 from __future__ import annotations
 
 import hashlib
+import json
 import zlib
 from typing import Any
 
@@ -53,6 +54,31 @@ _NO_MESSAGES: list[bytes] = []
 _FIXED = {HEAD: 32, MESSAGE_END: 40, STREAM_END: 8, KEEPALIVE: 0}
 # Bytes of input a message may keep referenced beyond its own (see `_keep`).
 _PIN_SLACK = 65_536
+# §7.1: the final response, looked for by a decoder that expects a request key.
+_UNCHECKED, _AWAITED, _HELD, _SPENT = 0, 1, 2, 3
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"not JSON: {name}")
+
+
+def json_rpc_response(message: bytes) -> Any:
+    """§7.1: the parsed value of `message` if it is a JSON-RPC response (UTF-8, one JSON text,
+    an object with a top-level `id` and a top-level `result` or `error`), else None.
+
+    >>> json_rpc_response(b'{"jsonrpc":"2.0","id":null,"error":{}}')
+    {'jsonrpc': '2.0', 'id': None, 'error': {}}
+    >>> json_rpc_response(b'{"method":"x","params":{"id":1,"result":2}}') is None
+    True
+    """
+    try:
+        # NaN and Infinity are not JSON (RFC 8259), though Python reads them.
+        value = json.loads(message.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if isinstance(value, dict) and "id" in value and ("result" in value or "error" in value):
+        return value
+    return None
 
 
 class StreamDecoder:
@@ -73,8 +99,10 @@ class StreamDecoder:
     """
 
     __slots__ = (
+        "_answer",
         "_crc",
         "_error",
+        "_final",
         "_frames",
         "_hbuf",
         "_head",
@@ -143,6 +171,9 @@ class StreamDecoder:
         self._terminal: Abort | bool | None = None  # True: STREAM_END; Abort: ABORT
         self._error: DecodeError | None = None
         self._verdict: StreamVerdict | None = None
+        # §7.1: a decoder that expects a key looks for the final response among the messages
+        self._answer = _UNCHECKED if request_key is None else _AWAITED
+        self._final: tuple[int, Any] | None = None  # (index in `messages`, parsed value)
 
     # -- state -------------------------------------------------------------------------------
 
@@ -171,6 +202,12 @@ class StreamDecoder:
     def messages(self) -> list[bytes]:
         """Every message verified so far, in order."""
         return self._messages
+
+    @property
+    def final_response(self) -> tuple[int, Any] | None:
+        """§7.1: the stream's final response, once verified: its index in `messages` and its
+        parsed JSON value (only a decoder that expects a request key looks for it)."""
+        return self._final
 
     @property
     def head(self) -> tuple[bytes, bytes] | None:
@@ -377,6 +414,9 @@ class StreamDecoder:
             raise DecodeError("TooManyIgnorableFrames", offset=off, max=limits.max_ignorable_in_a_row)
         if kind == MESSAGE_END and self._message_ends >= limits.max_messages:
             raise DecodeError("TooManyMessages", offset=off, max=limits.max_messages)
+        # §7.1: after the final response, a DATA, MESSAGE_END or ABORT header ends its delivery
+        if self._answer == _HELD and kind in (DATA, MESSAGE_END, ABORT):
+            self._answer = _SPENT
         self._last_seq = seq
         self._offset = off + HEADER_LEN
         self._kind = kind
@@ -419,7 +459,13 @@ class StreamDecoder:
             digest = self._sha.digest() if self._sha is not None else _EMPTY_SHA256
             if digest != payload[8:40]:
                 raise DecodeError("DigestMismatch", length=declared)
-            self._messages.append(self._take_message())
+            message = self._take_message()
+            self._messages.append(message)
+            if self._answer == _AWAITED:
+                value = json_rpc_response(message)
+                if value is not None:  # the first JSON-RPC response is the final one
+                    self._answer = _HELD
+                    self._final = (len(self._messages) - 1, value)
             self._message_ends += 1
             self._keepalives = self._ignorables = 0
         elif kind == HEAD:
@@ -485,10 +531,14 @@ class StreamDecoder:
             return StreamVerdict("error", messages, error=self._error, received=received)
         terminal = self._terminal
         if terminal is True:
-            return StreamVerdict("clean", messages, received=received)
+            return StreamVerdict("clean", messages, received=received, sentinel_seen=True)
         if isinstance(terminal, Abort):
             err = DecodeError("PeerAbort", code=terminal.code, reason=terminal.reason)
             return StreamVerdict("aborted", messages, abort=terminal, error=err, received=received)
+        if self._answer == _HELD:
+            # §7 row 4: the final response verified, then only filler frames and part of at most
+            # one more frame (a header, or a STREAM_END or ignorable payload): delivered
+            return StreamVerdict("clean", messages, received=received, sentinel_seen=False)
         if self._kind >= 0:
             err = DecodeError(
                 "Truncated",

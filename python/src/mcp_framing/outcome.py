@@ -62,6 +62,8 @@ class Outcome:
     error: DecodeError | None = None
     #: The status of an HTTP error response (`kind` "HttpStatus").
     http_status: int | None = None
+    #: Whether STREAM_END arrived; a clean outcome without it delivered the final response (§7.1).
+    sentinel_seen: bool = True
 
     @property
     def is_clean(self) -> bool:
@@ -141,7 +143,10 @@ def classify(verdict: StreamVerdict) -> Outcome:
     ('abandoned', 'B', 'Truncated', 'no_frame')
     """
     if verdict.is_clean:
-        return Outcome("clean", "A", None, "complete", verdict.received)
+        if verdict.sentinel_seen:
+            return Outcome("clean", "A", None, "complete", verdict.received)
+        # §7 row 4: the final response delivered without the sentinel, recorded as such
+        return Outcome("clean", "B", None, "complete without the sentinel", verdict.received, sentinel_seen=False)
     err = verdict.error
     assert err is not None
     classification = _classify_error(err)

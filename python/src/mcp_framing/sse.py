@@ -122,6 +122,11 @@ class EventStreamDecoder:
         """Whole frames the frame decoder accepted so far."""
         return self.frames.frames_decoded
 
+    @property
+    def final_response(self) -> tuple[int, Any] | None:
+        """The stream's final response once verified (§7.1): its index and parsed value."""
+        return self.frames.final_response
+
     def received(self) -> Received:
         """What the frame decoder received so far."""
         return self.frames.received()

@@ -6,6 +6,7 @@ metrics API when it is installed (optional), under the Rust crate's metric names
 |---|---|---|
 | `mcp.client.operation.duration` | histogram, s | `mcp.method.name`, `gen_ai.tool.name`, `error.type` |
 | `mcp_framing.client.responses` | counter | `outcome`, `regime`, `mcp.method.name` |
+| `mcp_framing.client.sentinel_missing` | counter | `mcp.method.name` (delivered without STREAM_END, §7.1) |
 | `mcp_framing.client.truncations` | counter | `at`, `mcp.method.name` |
 | `mcp_framing.client.incomplete_bytes` | counter, By | `outcome` |
 | `mcp_framing.client.open_message_bytes` | counter, By | `outcome` |
@@ -31,6 +32,7 @@ __all__ = [
     "CLIENT_RESPONSES",
     "CLIENT_RETRIES",
     "CLIENT_RETRY_DECISIONS",
+    "CLIENT_SENTINEL_MISSING",
     "CLIENT_TRUNCATIONS",
     "Attempt",
     "fingerprint",
@@ -43,6 +45,7 @@ CLIENT_INCOMPLETE_BYTES = "mcp_framing.client.incomplete_bytes"
 CLIENT_OPEN_MESSAGE_BYTES = "mcp_framing.client.open_message_bytes"
 CLIENT_RETRY_DECISIONS = "mcp_framing.client.retry_decisions"
 CLIENT_RETRIES = "mcp_framing.client.retries"
+CLIENT_SENTINEL_MISSING = "mcp_framing.client.sentinel_missing"
 
 logger = logging.getLogger("mcp_framing")
 
@@ -90,6 +93,10 @@ class _Instruments:
         self.retries = meter.create_counter(
             CLIENT_RETRIES, description="Requests sent again after a response that did not complete"
         )
+        self.sentinel_missing = meter.create_counter(
+            CLIENT_SENTINEL_MISSING,
+            description="Final responses delivered although the stream's sentinel was cut (clean, Regime B)",
+        )
 
 
 _instruments: _Instruments | None = None
@@ -122,8 +129,8 @@ class Attempt:
         }
 
     def record_outcome(self, outcome: Outcome) -> None:
-        """One response stream: a WARNING for every outcome that is not clean (DEBUG otherwise),
-        and its counters."""
+        """One response stream: a WARNING for every outcome that is not clean and for a final
+        response delivered without its sentinel (DEBUG otherwise), and its counters."""
         received = outcome.received
         attempt_id = received.attempt_id.hex() if received.attempt_id else None
         extra = dict(
@@ -135,13 +142,21 @@ class Attempt:
             messages=received.messages,
             message_bytes=received.open_message_bytes,
             attempt_id=attempt_id,
+            sentinel_seen=outcome.sentinel_seen,
         )
-        level = logging.DEBUG if outcome.is_clean else logging.WARNING
+        missing = outcome.is_clean and not outcome.sentinel_seen
+        level = logging.DEBUG if outcome.is_clean and not missing else logging.WARNING
         if logger.isEnabledFor(level):
             logger.log(
                 level,
                 "%s: attempt %d of %s (request key %s) via %s: outcome=%s regime=%s frames=%d bytes=%d messages=%d: %s",
-                "framed stream complete" if outcome.is_clean else "response stream did not complete cleanly",
+                (
+                    "final response delivered without its sentinel (a cut after it)"
+                    if missing
+                    else "framed stream complete"
+                    if outcome.is_clean
+                    else "response stream did not complete cleanly"
+                ),
                 self.attempt,
                 self.method,
                 extra["request_key"],
@@ -160,6 +175,8 @@ class Attempt:
         m.responses.add(
             1, {"outcome": outcome.classification, "regime": outcome.regime, "mcp.method.name": self.method}
         )
+        if missing:
+            m.sentinel_missing.add(1, {"mcp.method.name": self.method})
         if not outcome.is_clean:
             if outcome.classification == "abandoned":
                 m.truncations.add(1, {"at": outcome.truncation_label, "mcp.method.name": self.method})

@@ -25,6 +25,7 @@ import httpx2
 
 from .body import BINARY_MEDIA_TYPE, Mapping, body_decoder, mapping_of_response
 from .contract import EXTENSION_KEY, ClientPolicy, ContractError, Discovery
+from .decoder import json_rpc_response
 from .errors import DecodeError, escape
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
@@ -61,16 +62,6 @@ def _new_key() -> bytes:
         key = os.urandom(16)
         if any(key):
             return key
-
-
-def _is_final_response(message: Any) -> bool:
-    """§1: the JSON-RPC response (a result or an error) that ends a response stream."""
-    return (
-        isinstance(message, dict)
-        and "id" in message
-        and "method" not in message
-        and ("result" in message or "error" in message)
-    )
 
 
 def _sse_event(message: bytes) -> bytes:
@@ -162,13 +153,9 @@ async def discover(transport: httpx2.AsyncBaseTransport, endpoint: str) -> Disco
         content = await response.aread()
     except httpx2.HTTPError as err:
         raise ContractError("NotADiscoveryResult", f"server/discover at {endpoint}: {err}") from err
-    messages = _unframed_messages(response, content, Limits())
-    for raw in messages:
-        try:
-            message = json.loads(raw)
-        except ValueError:
-            continue
-        if _is_final_response(message) and "result" in message:
+    for raw in _unframed_messages(response, content, Limits()):
+        message = json_rpc_response(raw)
+        if message is not None and "result" in message:
             return Discovery.from_result("server/discover", message["result"])
     raise ContractError(
         "NotADiscoveryResult", f"server/discover at {endpoint}: HTTP {response.status_code}, no discovery result"
@@ -289,11 +276,7 @@ async def _standalone_events(response: httpx2.Response, limits: Limits) -> Async
         async for chunk in response.aiter_bytes():
             events.feed(chunk)
             for data in events.collected:
-                try:
-                    response_message = _is_final_response(json.loads(data))
-                except ValueError:
-                    response_message = False
-                if response_message:
+                if json_rpc_response(data) is not None:
                     logger.warning("a JSON-RPC response on the GET stream cannot be verified: the stream ends")
                     return
                 yield _sse_event(data)
@@ -325,6 +308,8 @@ class _Attempt:
     response: httpx2.Response
     decoder: Any
     telemetry: Attempt
+    #: The parsed final response, once the attempt ended clean (§7.1).
+    final_value: Any = None
 
 
 class _Call:
@@ -502,11 +487,8 @@ class _Call:
         messages = _unframed_messages(response, content, t.limits)
         discovery = None
         for raw in messages:
-            try:
-                message = json.loads(raw)
-            except ValueError:
-                continue
-            if _is_final_response(message) and "result" in message:
+            message = json_rpc_response(raw)
+            if message is not None and "result" in message:
                 try:
                     discovery = Discovery.from_result(self.method, message["result"])
                 except ContractError as err:
@@ -548,11 +530,12 @@ class _Call:
                 outcome = t.stats.outcomes[-1]
                 telemetry = attempt.telemetry
                 if outcome.is_clean and final:
-                    after = self._retryable_refusal(final[0], telemetry)
+                    value = attempt.final_value
+                    after = self._retryable_refusal(value, telemetry)
                     if after is None:
                         t.stats.complete += 1
-                        telemetry.record_operation(time.monotonic() - self.started, self._error_type(final[0]))
-                        yield self._deliver(final[0])
+                        telemetry.record_operation(time.monotonic() - self.started, _error_type(value))
+                        yield self._deliver(final[0], value)
                         return
                     self.retry_after = after
                     decision = RetryDecision("retry", "keyed")
@@ -612,17 +595,21 @@ class _Call:
                 except httpx2.HTTPError as err:
                     failure = Outcome.client_side("abandoned", "Body", f"the body failed: {err}", decoder.received())
                     break
-                for message in decoder.feed(chunk):
+                first = len(decoder.messages)
+                for index, message in enumerate(decoder.feed(chunk), first):
                     problem = _unfit(message)
                     if problem is not None:
                         failure = problem
                         break
-                    try:
-                        parsed = json.loads(message)
-                    except ValueError:
-                        parsed = None
-                    if _is_final_response(parsed):
-                        final.append(message)
+                    final_response = decoder.final_response
+                    if final_response is not None and final_response[0] == index:
+                        final.append(message)  # §7.1: held until the end of input decides
+                    elif final_response is not None and final_response[0] < index:
+                        # §1: nothing may follow the final response (this one is not delivered)
+                        failure = Outcome.client_side(
+                            "abandoned", "NoFinalResponse", "a message after the final response", decoder.received()
+                        )
+                        break
                     else:
                         t.stats.verified_messages += 1
                         yield _sse_event(message)
@@ -635,14 +622,12 @@ class _Call:
             await attempt.response.aclose()
         if failure is None:
             failure = classify(decoder.finish())
-            if failure.is_clean and len(final) != 1:
-                # §1: a complete stream must end with exactly one response: it answers nothing
-                detail = (
-                    "the stream is complete but carries no final response"
-                    if not final
-                    else ("the stream carries more than one response")
-                )
+            if failure.is_clean and not final:
+                # §1: a complete stream must end with its response: it answers nothing
+                detail = "the stream is complete but carries no final response"
                 failure = Outcome.client_side("abandoned", "NoFinalResponse", detail, failure.received)
+            elif failure.is_clean:
+                attempt.final_value = decoder.final_response[1]
         t.stats.outcomes.append(failure)
         attempt.telemetry.record_outcome(failure)
         if not failure.is_clean:
@@ -662,13 +647,12 @@ class _Call:
         telemetry.record_decision(decision)
         return decision
 
-    def _retryable_refusal(self, final: bytes, telemetry: Attempt) -> float | None:
+    def _retryable_refusal(self, final: dict[str, Any], telemetry: Attempt) -> float | None:
         """§17.9: a retryable deduplication refusal, retried like a cut while attempts are left:
         the least delay (seconds) before the retry, or None to deliver the response."""
         try:
-            error = json.loads(final).get("error")
-            data = error["data"][DEDUPE_DATA_KEY]
-        except (ValueError, TypeError, KeyError, AttributeError):
+            data = final["error"]["data"][DEDUPE_DATA_KEY]
+        except (TypeError, KeyError):
             return None
         if not isinstance(data, dict) or data.get("retryable") is not True:
             return None
@@ -679,31 +663,23 @@ class _Call:
         after = data.get("retryAfterMs", 0)
         return min(float(after) / 1000.0, 10.0) if isinstance(after, (int, float)) else 0.0
 
-    def _error_type(self, final: bytes) -> str | None:
-        try:
-            error = json.loads(final).get("error")
-        except (ValueError, AttributeError):
-            return None
-        return str(error.get("code")) if isinstance(error, dict) else None
-
-    def _deliver(self, final: bytes) -> bytes:
+    def _deliver(self, final: bytes, message: dict[str, Any]) -> bytes:
         """The verified final response, under the SDK's own id."""
         self.t.stats.verified_messages += 1
         if self.attempt > 1:
-            message = json.loads(final)
-            message["id"] = self.id
+            # A retry's response answers the retry's id: the SDK awaits its own (the value is
+            # written again; the SDK parses it into its model anyway).
+            message = dict(message, id=self.id)
             final = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
-        if self.handshake and self.t.policy is None:
+        if self.handshake and self.t.policy is None and "result" in message:
             # the handshake carries the contract (§11.2)
-            message = json.loads(final)
-            if "result" in message:
-                try:
-                    discovery = Discovery.from_result(self.method, message["result"])
-                except ContractError as err:
-                    return self._refusal(err)
-                err = self.t.adopt(discovery)
-                if err is not None:
-                    return self._refusal(err)
+            try:
+                discovery = Discovery.from_result(self.method, message["result"])
+            except ContractError as err:
+                return self._refusal(err)
+            refused = self.t.adopt(discovery)
+            if refused is not None:
+                return self._refusal(refused)
         return _sse_event(final)
 
     # -- the errors the SDK gets ------------------------------------------------------------------
@@ -786,6 +762,12 @@ async def _error_text(response: httpx2.Response) -> str:
     finally:
         await response.aclose()
     return escape(out[:512].decode("utf-8", "replace"))
+
+
+def _error_type(final: dict[str, Any]) -> str | None:
+    """`error.type` of a request answered with a JSON-RPC error: its code."""
+    error = final.get("error")
+    return str(error.get("code")) if isinstance(error, dict) else None
 
 
 def _unfit(message: bytes) -> Outcome | None:

@@ -41,7 +41,9 @@ class StreamVerdict:
     """The end-of-input verdict of one stream: clean, aborted (`PeerAbort`) or an error.
 
     `messages` are the messages verified before the end (for an aborted or failed stream too,
-    §9: each was verified by its MESSAGE_END).
+    §9: each was verified by its MESSAGE_END). A clean stream either saw its sentinel (§7 row 2,
+    Regime A) or ended right after its verified final response (row 4: delivered, Regime B,
+    `sentinel_seen` False).
     """
 
     verdict: Literal["clean", "aborted", "error"]
@@ -49,6 +51,12 @@ class StreamVerdict:
     abort: Abort | None = None
     error: DecodeError | None = None
     received: Received = field(default_factory=Received)
+    sentinel_seen: bool = False
+
+    @property
+    def regime(self) -> Literal["A", "B"]:
+        """§9, §11.4: the sentinel or an ABORT decided (A), or the framing's own checks (B)."""
+        return "A" if self.sentinel_seen or self.verdict == "aborted" else "B"
 
     @property
     def is_clean(self) -> bool:
@@ -67,6 +75,8 @@ class StreamVerdict:
         error = self.error
         return {
             "verdict": self.verdict,
+            "sentinel_seen": self.sentinel_seen,
+            "regime": self.regime,
             "messages": messages,
             "abort": None if self.abort is None else {"code": self.abort.code, "reason": self.abort.reason},
             "error": None if error is None else error.kind,
