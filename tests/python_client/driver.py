@@ -33,6 +33,7 @@ from mcp_framing import (
     DiscoveringResolver,
     RetrySchedule,
     framing_http_client,
+    framing_transport,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stock_clients"))
@@ -76,7 +77,7 @@ async def call(
 
 
 def stats(http) -> dict:
-    s = http._transport.stats
+    s = framing_transport(http).stats
     return {
         "verified_messages": s.verified_messages,
         "messages_verified_by_attempts": sum(o.received.messages for o in s.outcomes),

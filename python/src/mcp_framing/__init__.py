@@ -17,6 +17,8 @@ standard library): `framing_http_client`, `FramingTransport`, `DiscoveringResolv
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .body import MAPPINGS, BodyDecoder, Mapping, body_decoder, mapping_of_response
 from .compat import CompatDecoder
 from .contract import ClientPolicy, ContractError, Discovery, FramingContract
@@ -28,8 +30,13 @@ from .retry import EndpointResolver, Resolution, RetrySchedule, StaticResolver
 from .sse import SseDecoder
 from .verdict import Abort, Received, StreamVerdict
 
+if TYPE_CHECKING:  # the SDK seam, imported on first use (it needs httpx2)
+    from .client import framing_http_client, framing_transport
+    from .transport import OUTCOME_DATA_KEY, DiscoveringResolver, FramingTransport, TransportStats
+
 _LAZY = {
     "framing_http_client": "client",
+    "framing_transport": "client",
     "FramingTransport": "transport",
     "DiscoveringResolver": "transport",
     "TransportStats": "transport",
@@ -76,5 +83,6 @@ __all__ = [
     "classify",
     "decide_retry",
     "framing_http_client",
+    "framing_transport",
     "mapping_of_response",
 ]

@@ -11,7 +11,7 @@ from .limits import Limits
 from .retry import EndpointResolver, RetrySchedule
 from .transport import FramingTransport
 
-__all__ = ["framing_http_client"]
+__all__ = ["framing_http_client", "framing_transport"]
 
 #: The SDK's own defaults (`mcp.shared._httpx_utils`): 30 s, and 300 s to read a response stream.
 _TIMEOUT = httpx2.Timeout(30.0, read=300.0)
@@ -58,3 +58,16 @@ def framing_http_client(
     )
     client_options.setdefault("timeout", _TIMEOUT)
     return httpx2.AsyncClient(transport=framing, **client_options)
+
+
+def framing_transport(client: httpx2.AsyncClient) -> FramingTransport:
+    """The `FramingTransport` of a client `framing_http_client` built: its counters (`stats`)
+    and the policy negotiated with the server (`policy`).
+
+    >>> framing_transport(framing_http_client()).stats.attempts
+    0
+    """
+    transport = client._transport  # httpx2 keeps the transport it was given here
+    if not isinstance(transport, FramingTransport):
+        raise TypeError("not a client built by framing_http_client")
+    return transport
