@@ -186,6 +186,7 @@ async def test_a_server_that_declares_no_contract_is_refused_as_regime_c() -> No
     (refused,), _ = await session_run(server, ["never sent"])
     data = report(refused)
     assert (data["classification"], data["kind"]) == ("configuration_error", "NoContract")
+    assert data["attempts"] == 1  # the initialize that revealed it; nothing else was sent
     assert "Regime C" in data["detail"]
 
 
@@ -260,7 +261,7 @@ async def test_a_downgrade_on_a_later_resolution_fails_closed() -> None:
     resolver.downgraded = True
     body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
     data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
-    assert (data["classification"], data["kind"]) == ("configuration_error", "Downgrade")
+    assert (data["classification"], data["kind"], data["attempts"]) == ("configuration_error", "Downgrade", 0)
     assert len([r for r in server.requests if b"tools/call" in r.content]) == 1  # nothing sent
 
 

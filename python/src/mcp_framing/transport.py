@@ -335,6 +335,7 @@ class _Call:
         self.handshake = self.method in _HANDSHAKES
         self.idempotent = self.method in transport.idempotent_methods
         self.attempt = 0
+        self.sent = 0  # attempts actually sent (a refused one is not)
         self.started = time.monotonic()
         self.session = request.headers.get("mcp-session-id")
         self.retry_after = 0.0
@@ -388,7 +389,6 @@ class _Call:
         under accepted ambiguity."""
         t = self.t
         self.attempt += 1
-        t.stats.attempts += 1
         policy = t.policy
         url = str(self.request.url)
         if policy is None and t.policy_error is not None and not self.handshake:
@@ -434,6 +434,8 @@ class _Call:
             content=self._body(opt_in=True),
             extensions=self.request.extensions,
         )
+        t.stats.attempts += 1
+        self.sent += 1
         try:
             response = await t.inner.handle_async_request(request)
         except httpx2.HTTPError as err:
@@ -709,7 +711,7 @@ class _Call:
             "kind": kind,
             "detail": outcome.detail,
             "requestKeyFingerprint": fingerprint(self.key),
-            "attempts": self.attempt,
+            "attempts": self.sent,
             "retryDecision": decision.action,
         }
         if classification == outcome.classification:
@@ -737,7 +739,7 @@ class _Call:
             "kind": err.kind,
             "detail": str(err),
             "requestKeyFingerprint": fingerprint(self.key),
-            "attempts": self.attempt if err.kind == "Downgrade" else 0,
+            "attempts": self.sent,
             "retryDecision": "do_not_retry",
         }
         logger.warning("mcp-framing: %s (%s, request key %s)", err, self.method, fingerprint(self.key))
