@@ -30,7 +30,7 @@ from .errors import DecodeError, escape
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
 from .retry import IDEMPOTENT_METHODS, EndpointResolver, Resolution, RetrySchedule, StaticResolver
-from .sse import EventStreamDecoder
+from .sse import EventStreamDecoder, is_utf8
 from .telemetry import Attempt, fingerprint, logger
 from .verdict import Received
 
@@ -775,11 +775,13 @@ def _error_type(final: dict[str, Any]) -> str | None:
 def _unfit(message: bytes) -> Outcome | None:
     """A verified message the SDK cannot be handed unchanged: not UTF-8 (the SDK's parser would
     replace bytes), or holding a CR (an SSE line break). Never altered: the request fails."""
-    try:
-        message.decode("utf-8")
-    except UnicodeDecodeError as err:
+    if not is_utf8(message):
+        try:
+            message.decode("utf-8")
+        except UnicodeDecodeError as err:
+            where = err.start
         return Outcome.client_side(
-            "corrupt", "InvalidUtf8", f"a verified message is not valid UTF-8 (invalid byte at offset {err.start})"
+            "corrupt", "InvalidUtf8", f"a verified message is not valid UTF-8 (invalid byte at offset {where})"
         )
     if b"\r" in message:
         return Outcome.client_side("corrupt", "CarriageReturn", "a verified message holds a CR, which SSE cannot carry")
