@@ -35,7 +35,7 @@ def is_utf8(value: bytes) -> bool:
     carries a sequence cut by a slice over to the next): no string of the whole size is built,
     which costs several times the decoding itself for a large message with non-ASCII text.
 
-    >>> is_utf8("café ✓".encode()), is_utf8(b"caf\xc3"), is_utf8(b"\xe2\x9c" + b"\x93" * 2)
+    >>> is_utf8("café ✓".encode()), is_utf8(b"caf\\xc3"), is_utf8(b"\\xe2\\x9c" + b"\\x93" * 2)
     (True, False, False)
     """
     if value.isascii():
