@@ -106,7 +106,7 @@ class CompatDecoder(EventStreamDecoder):
                 return
 
     def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
-        if name is not None and name != b"message":
+        if name not in (None, b"", b"message"):  # §18.3: no, an empty or a `message` event field
             self._fail("UnexpectedEvent", event=name.decode("utf-8", "replace"))
             return
         index = self.message_events

@@ -98,7 +98,7 @@ class _Collected(EventStreamDecoder):
         self.collected: list[bytes] = []
 
     def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
-        if name in (None, b"message"):
+        if name in (None, b"", b"message"):  # a message event (SPEC.md §15, §18.3)
             self.collected.append(data)
 
 
@@ -136,7 +136,9 @@ async def discover(transport: httpx2.AsyncBaseTransport, endpoint: str) -> Disco
         "jsonrpc": "2.0",
         "id": "mcp-framing-discover",
         "method": "server/discover",
-        "params": {"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}},
+        # MCP 2026-07-28: the version and the client's capabilities in `_meta`, the version and
+        # the method in headers too (rmcp refuses the request without them)
+        "params": {"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}},
     }
     request = httpx2.Request(
         "POST",
@@ -145,6 +147,7 @@ async def discover(transport: httpx2.AsyncBaseTransport, endpoint: str) -> Disco
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
             "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "server/discover",
         },
         content=json.dumps(body).encode(),
     )
