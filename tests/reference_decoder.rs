@@ -1,6 +1,9 @@
-//! The independent Python reference decoder (tests/reference/, written from SPEC.md alone) must
-//! agree with the manifest of the conformance suite and with this crate's decoder, on every
-//! vector, on thousands of generated and mutated streams, and whatever way the input is split.
+//! Every external decoder must agree with the manifest of the conformance suite and with this
+//! crate's decoder, on every vector, on thousands of generated and mutated streams, and whatever
+//! way the input is split. The external decoders are listed in [`external_decoders`]: the
+//! independent Python reference decoder (tests/reference/, written from SPEC.md alone) and the
+//! shipped client packages (python/), each run once per test in `--batch` mode (the protocol of
+//! `tests/reference/mcp_framing_ref.py`), one process each.
 //!
 //! These tests need `python3` and fail (they do not skip) without it: `scripts/test` installs it.
 
@@ -24,8 +27,34 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn reference_script() -> PathBuf {
-    repo().join("tests/reference/mcp_framing_ref.py")
+/// An external decoder speaking the batch protocol (a job list on stdin, the verdicts on stdout).
+struct External {
+    /// Who it is, in failure reports.
+    name: &'static str,
+    program: &'static str,
+    /// Arguments; paths are relative to the repository root, the working directory.
+    args: &'static [&'static str],
+    /// Environment variables set for it.
+    env: &'static [(&'static str, &'static str)],
+}
+
+/// The decoders every verdict of the crate is compared with. Adding a decoder is one entry here.
+fn external_decoders() -> Vec<External> {
+    vec![
+        External {
+            name: "reference decoder (tests/reference/)",
+            program: "python3",
+            args: &["tests/reference/mcp_framing_ref.py", "--batch"],
+            env: &[],
+        },
+        External {
+            // The package's decoder is standard library only: its source tree is enough.
+            name: "Python package (python/)",
+            program: "python3",
+            args: &["-m", "mcp_framing.conformance", "--batch"],
+            env: &[("PYTHONPATH", "python/src")],
+        },
+    ]
 }
 
 /// `tests/vectors`, or the directory named by `MCP_FRAMING_VECTORS` (to check another suite).
@@ -34,18 +63,21 @@ fn vectors_dir() -> PathBuf {
         .map_or_else(|| repo().join("tests/vectors"), PathBuf::from)
 }
 
-/// Runs `python3` with `args`, feeding `stdin`; panics with a clear message if python3 is absent.
-fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
-    let mut child = Command::new("python3")
+/// Runs `program` with `args` and `env` in the repository, feeding `stdin`; panics with a clear
+/// message if the program is absent.
+fn run(program: &str, args: &[&Path], env: &[(&str, &str)], stdin: &[u8]) -> std::process::Output {
+    let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
+        .current_dir(repo())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|err| {
             panic!(
-                "cannot run python3 ({err}): the reference decoder needs Python 3; \
-                 run `bash scripts/test`, which installs it"
+                "cannot run {program} ({err}): run `bash scripts/test`, which installs what the \
+                 external decoders need"
             )
         });
     let mut pipe = child.stdin.take().expect("stdin is piped");
@@ -310,9 +342,9 @@ impl Case {
     }
 }
 
-/// Runs the reference decoder over `cases` in one process and compares every verdict with the
-/// crate decoder's (same split) and with the manifest (when given). Returns (agreements, report,
-/// the number of streams by verdict).
+/// Runs every external decoder over `cases` (one process each) and compares every verdict with
+/// the crate decoder's (same split) and with the manifest (when given). Returns (agreements,
+/// report, the number of streams by the first external decoder's verdict).
 fn compare(cases: &[Case]) -> (usize, Vec<String>, BTreeMap<String, usize>) {
     let jobs: Vec<Value> = cases
         .iter()
@@ -325,70 +357,101 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>, BTreeMap<String, usize>) {
             })
         })
         .collect();
-    let out = python(
-        &[reference_script().as_path(), Path::new("--batch")],
-        serde_json::to_vec(&jobs).unwrap().as_slice(),
-    );
-    assert!(
-        out.status.success(),
-        "reference decoder failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answers: Vec<Vec<Value>> =
-        serde_json::from_slice(&out.stdout).expect("reference decoder prints JSON");
-    assert_eq!(answers.len(), cases.len(), "one answer per job");
+    let jobs = serde_json::to_vec(&jobs).unwrap();
+    let rust: Vec<Vec<Value>> = cases
+        .iter()
+        .map(|case| {
+            case.splits
+                .iter()
+                .map(|cuts| rust_verdict(&case.data, &case.config, cuts))
+                .collect()
+        })
+        .collect();
     let mut agreements = 0;
     let mut failures = Vec::new();
-    let mut outcomes = BTreeMap::<String, usize>::new();
-    for (case, answer) in cases.iter().zip(answers) {
-        assert_eq!(
-            answer.len(),
-            case.splits.len(),
-            "{}: one verdict per split",
-            case.name
+    let mut by_verdict = None;
+    for external in external_decoders() {
+        let args: Vec<&Path> = external.args.iter().map(Path::new).collect();
+        let out = run(external.program, &args, external.env, &jobs);
+        assert!(
+            out.status.success(),
+            "{} failed ({}): {}",
+            external.name,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
         );
-        let first = &answer[0];
-        let outcome = match first["verdict"].as_str() {
-            Some("error") => format!(
-                "{}{}",
-                first["error"].as_str().unwrap_or("?"),
-                first["truncation"]
-                    .as_str()
-                    .map(|t| format!("/{t}"))
-                    .unwrap_or_default()
-            ),
-            // SPEC.md §7 row 4: clean without the sentinel.
-            Some("clean") if first["sentinel_seen"] == false => "delivered".to_owned(),
-            other => other.unwrap_or("?").to_owned(),
-        };
-        *outcomes.entry(outcome).or_default() += 1;
-        for (cuts, python) in case.splits.iter().zip(answer) {
-            let rust = rust_verdict(&case.data, &case.config, cuts);
-            let mut ok = true;
-            if python != rust {
-                ok = false;
-                failures.push(format!(
-                    "{} (cuts {:?}): reference {python} != crate {rust}",
-                    case.name,
-                    &cuts[..cuts.len().min(4)]
-                ));
-            }
-            if let Some(expect) = &case.expect {
-                if &python != expect {
+        let answers: Vec<Vec<Value>> = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{} prints JSON: {e}", external.name));
+        assert_eq!(
+            answers.len(),
+            cases.len(),
+            "{}: one answer per job",
+            external.name
+        );
+        let mut outcomes = BTreeMap::<String, usize>::new();
+        for ((case, answer), rust) in cases.iter().zip(answers).zip(&rust) {
+            assert_eq!(
+                answer.len(),
+                case.splits.len(),
+                "{}: {}: one verdict per split",
+                external.name,
+                case.name
+            );
+            let first = &answer[0];
+            let outcome = match first["verdict"].as_str() {
+                Some("error") => format!(
+                    "{}{}",
+                    first["error"].as_str().unwrap_or("?"),
+                    first["truncation"]
+                        .as_str()
+                        .map(|t| format!("/{t}"))
+                        .unwrap_or_default()
+                ),
+                // SPEC.md §7 row 4: clean without the sentinel.
+                Some("clean") if first["sentinel_seen"] == false => "delivered".to_owned(),
+                other => other.unwrap_or("?").to_owned(),
+            };
+            *outcomes.entry(outcome).or_default() += 1;
+            for ((cuts, theirs), rust) in case.splits.iter().zip(answer).zip(rust) {
+                // The fields the crate reports are compared (a decoder may report more).
+                let theirs = match (&theirs, rust) {
+                    (Value::Object(fields), Value::Object(wanted)) => Value::Object(
+                        fields
+                            .iter()
+                            .filter(|(k, _)| wanted.contains_key(*k))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    ),
+                    _ => theirs,
+                };
+                let mut ok = true;
+                if &theirs != rust {
                     ok = false;
                     failures.push(format!(
-                        "{} (cuts {:?}): reference {python} != manifest {expect}",
+                        "{}: {} (cuts {:?}): {theirs} != crate {rust}",
+                        external.name,
                         case.name,
                         &cuts[..cuts.len().min(4)]
                     ));
                 }
+                if let Some(expect) = &case.expect {
+                    if &theirs != expect {
+                        ok = false;
+                        failures.push(format!(
+                            "{}: {} (cuts {:?}): {theirs} != manifest {expect}",
+                            external.name,
+                            case.name,
+                            &cuts[..cuts.len().min(4)]
+                        ));
+                    }
+                }
+                agreements += usize::from(ok);
             }
-            agreements += usize::from(ok);
         }
+        eprintln!("{}: outcomes (by stream): {outcomes:?}", external.name);
+        by_verdict.get_or_insert(outcomes);
     }
-    eprintln!("outcomes (by stream): {outcomes:?}");
-    (agreements, failures, outcomes)
+    (agreements, failures, by_verdict.unwrap_or_default())
 }
 
 /// Asserts that both decoders agree on every case; returns the number of streams by verdict.
@@ -433,7 +496,7 @@ fn expectation(expect: &Value) -> Value {
 const ALL_SPLITS_MAX: usize = 4096;
 
 #[test]
-fn reference_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
+fn every_external_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
     let manifest_path = vectors_dir().join("manifest.json");
     let manifest: Value = serde_json::from_slice(
         &std::fs::read(&manifest_path)
@@ -478,8 +541,10 @@ fn reference_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
 fn reference_self_check_passes_on_the_vectors() {
     let script = repo().join("tests/reference/run_vectors.py");
     let dir = vectors_dir();
-    let out = python(
+    let out = run(
+        "python3",
         &[script.as_path(), Path::new("--vectors"), dir.as_path()],
+        &[],
         b"",
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -655,7 +720,7 @@ fn seq_of(frame: &[u8]) -> u32 {
 }
 
 #[test]
-fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
+fn every_external_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
     let streams = encoded_streams();
     let default = Config::default();
     let keyed = Config {
@@ -880,7 +945,7 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
 /// SSE bodies (SPEC.md §15) made by the crate's SSE encoder, reformatted and mutated.
 #[cfg(feature = "sse")]
 #[test]
-fn reference_decoder_agrees_with_the_crate_on_sse_bodies() {
+fn every_external_decoder_agrees_with_the_crate_on_sse_bodies() {
     use mcp_framing::sse::SseFrameEncoder;
 
     let sse = Config {
@@ -1128,7 +1193,7 @@ fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 /// reformatted, cut, mutated, and with records or events stripped, dropped or duplicated.
 #[cfg(feature = "sse")]
 #[test]
-fn reference_decoder_agrees_with_the_crate_on_compat_bodies() {
+fn every_external_decoder_agrees_with_the_crate_on_compat_bodies() {
     use mcp_framing::sse_compat::CompatEncoder;
 
     let compat = Config {
