@@ -538,6 +538,6 @@ export class StreamDecoder {
       where = `between messages (${this.verified.length} complete)`;
     }
     const detail = `stream truncated ${where}: ${progress.frames} frames, ${progress.bytes} bytes received`;
-    return { ...base, verdict: 'error', error: 'Truncated', truncation: at, detail, fields: { truncation: at } };
+    return { ...base, verdict: 'error', error: 'Truncated', truncation: at, detail, fields: { truncation: at, where } };
   }
 }

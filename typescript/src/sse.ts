@@ -323,3 +323,37 @@ export class SseDecoder extends EventStreamDecoder {
     this.move(frames);
   }
 }
+
+/** One event of a plain (unframed) event stream. */
+export interface PlainEvent {
+  /** Its `event` field (`null`: a `message` event without one). */
+  name: string | null;
+  /** Its data, as the SSE parser joined it. */
+  data: Uint8Array;
+}
+
+/**
+ * An unframed event stream parsed with the same rules and bounds (the standalone GET stream,
+ * or a response under an accept-ambiguity policy): nothing in it is verified. Its errors
+ * (`EventTooLarge`, `TooManyComments`) are in `frames.error`.
+ */
+export class PlainEventStream extends EventStreamDecoder {
+  private readonly out: PlainEvent[] = [];
+
+  constructor(options: DecoderOptions = {}) {
+    super(options, 'compat');
+  }
+
+  protected comment(): void {
+    // a keep-alive
+  }
+
+  protected event(name: string | null, data: Uint8Array): void {
+    this.out.push({ name, data });
+  }
+
+  /** The events completed since the last call. */
+  take(): PlainEvent[] {
+    return this.out.splice(0);
+  }
+}
