@@ -56,7 +56,8 @@ export type ContractErrorKind =
   | 'UnsupportedDigest'
   | 'NoCommonTransport'
   | 'InvalidLimit'
-  | 'Downgrade';
+  | 'Downgrade'
+  | 'NotDiscovered';
 
 /** A configuration error of the contract layer: refused before any request is framed. */
 export class ContractError extends Error {

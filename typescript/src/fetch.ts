@@ -31,7 +31,7 @@ import {
 import { fingerprint, randomRequestKey, type RequestKey } from './ids.js';
 import { idOf, isResponse, messageShape, withId } from './jsonrpc.js';
 import { DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE } from './limits.js';
-import { attemptFailure, decide, outcomeOf, reasonText, type Outcome, type RetryDecision } from './outcome.js';
+import { attemptFailure, decide, outcomeOf, type Outcome, type ReportClassification, type RetryDecision } from './outcome.js';
 import { PlainEventStream } from './sse.js';
 import { Telemetry, type AttemptContext, type Logger, type MeterLike } from './telemetry.js';
 import type { Progress } from './verdict.js';
@@ -196,6 +196,68 @@ function sseEvent(message: Uint8Array): Uint8Array {
 
 function errorResponse(id: unknown, message: string, data: Record<string, unknown>): Uint8Array {
   return encoder.encode(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message, data: { [OUTCOME_DATA_KEY]: data } } }));
+}
+
+const VERDICTS: ReadonlySet<string> = new Set(['abandoned', 'aborted', 'corrupt', 'spliced', 'cross_wired', 'contract_violation', 'ambiguous']);
+
+/**
+ * The outcome report of SPEC.md §11.7, and the JSON-RPC error that carries it under the
+ * pending request's own id: a stream outcome with its decision, or a failure before any stream.
+ */
+function report(
+  id: unknown,
+  key: RequestKey | null,
+  attempts: number,
+  failure: { outcome: Outcome; decision: RetryDecision } | { classification: ReportClassification; kind: string; detail: string },
+): Uint8Array {
+  if ('classification' in failure) {
+    const data: Record<string, unknown> = {
+      classification: failure.classification,
+      kind: failure.kind,
+      detail: failure.detail,
+      attempts,
+      retryDecision: 'do_not_retry',
+    };
+    if (key !== null) {
+      data['requestKeyFingerprint'] = fingerprint(key);
+    }
+    return errorResponse(id, `mcp-framing: ${failure.detail}`, data);
+  }
+  const { outcome, decision } = failure;
+  const data: Record<string, unknown> = {
+    classification: outcome.classification,
+    kind: outcome.kind,
+    detail: outcome.detail,
+    attempts,
+    retryDecision: decision.decision === 'retry' ? 'surface_to_caller' : decision.decision,
+  };
+  if (key !== null) {
+    data['requestKeyFingerprint'] = fingerprint(key);
+  }
+  if (VERDICTS.has(outcome.classification)) {
+    const p = outcome.progress;
+    Object.assign(data, {
+      retryReason: decision.reason,
+      regime: outcome.regime,
+      framesReceived: p.frames,
+      bytesReceived: p.bytes,
+      messagesVerified: p.messages,
+      openMessageBytes: p.openMessageBytes,
+    });
+  }
+  if (outcome.head !== null) {
+    data['attemptId'] = outcome.head.attemptId;
+  }
+  if (outcome.httpStatus !== undefined) {
+    data['httpStatus'] = outcome.httpStatus;
+  }
+  const message = VERDICTS.has(outcome.classification) ? `mcp-framing: response ${outcome.detail}` : `mcp-framing: ${outcome.detail}`;
+  return errorResponse(id, message, data);
+}
+
+/** The report of a refused contract (SPEC.md §11.3, §11.5): a configuration error. */
+function refusalReport(id: unknown, key: RequestKey | null, attempts: number, error: ContractError): Uint8Array {
+  return report(id, key, attempts, { classification: 'configuration_error', kind: error.kind, detail: error.message });
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -577,42 +639,14 @@ class Call {
 
   private deliverError(outcome: Outcome, decision: RetryDecision): void {
     this.shared.stats.errors += 1;
-    this.out.message(
-      errorResponse(this.id, `mcp-framing: response ${outcome.detail}`, {
-        classification: outcome.classification,
-        kind: outcome.kind,
-        regime: outcome.regime,
-        detail: outcome.detail,
-        requestKeyFingerprint: fingerprint(this.key),
-        attempts: this.attempt,
-        retryDecision: decision.decision,
-        retryReason: reasonText(decision.reason),
-        bytesReceived: outcome.progress.bytes,
-        messagesVerified: outcome.progress.messages,
-        framesReceived: outcome.progress.frames,
-        openMessageBytes: outcome.progress.openMessageBytes,
-      }),
-    );
+    this.out.message(report(this.id, this.key, this.attempt, { outcome, decision }));
   }
 
   /** A configuration error (Regime C, a downgrade): the call fails closed, nothing sent after it. */
   refuse(error: ContractError): Promise<Response> {
     this.shared.stats.errors += 1;
-    this.shared.telemetry.operation(this.context(), 0, 'contract_violation');
-    this.out.message(
-      errorResponse(this.id, `mcp-framing: ${error.message}`, {
-        classification: error.isRegimeC ? 'ambiguous' : 'contract_violation',
-        kind: error.kind,
-        regime: error.isRegimeC ? 'C' : 'B',
-        detail: error.message,
-        requestKeyFingerprint: fingerprint(this.key),
-        attempts: this.attempt,
-        retryDecision: 'do_not_retry',
-        retryReason: reasonText(error.isRegimeC ? 'ambiguous' : 'contract_violation'),
-        bytesReceived: 0,
-        messagesVerified: 0,
-      }),
-    );
+    this.shared.telemetry.operation(this.context(), 0, 'configuration_error');
+    this.out.message(refusalReport(this.id, this.key, this.attempt, error));
     this.out.close();
     return Promise.resolve(new Response(this.out.stream, { status: 200, headers: { 'content-type': 'text/event-stream' } }));
   }
@@ -691,19 +725,24 @@ class Call {
     try {
       this.endpoint = await this.resolveEndpoint();
     } catch (error) {
+      this.headers(new Headers());
+      this.shared.stats.errors += 1;
       if (error instanceof ContractError) {
-        this.headers(new Headers());
-        const outcome = attemptFailure('NotFramed', error.message);
-        const failed = { ...outcome, kind: error.kind, detail: `framing contract violated: ${error.message}` };
-        shared.count(failed);
-        shared.telemetry.outcome(failed, this.context());
-        const decision: RetryDecision = { decision: 'do_not_retry', reason: 'contract_violation' };
-        this.report(failed, decision);
-        this.deliverError(failed, decision);
-        this.finish('contract_violation');
-        return null;
+        // SPEC.md §11.5: a downgrade fails closed, nothing is sent
+        shared.telemetry.operation(this.context(), (performance.now() - this.started) / 1000, 'configuration_error');
+        this.out.message(refusalReport(this.id, this.key, this.attempt - 1, error));
+      } else {
+        shared.telemetry.operation(this.context(), (performance.now() - this.started) / 1000, 'resolve_error');
+        this.out.message(
+          report(this.id, this.key, this.attempt - 1, {
+            classification: 'resolve_error',
+            kind: 'Resolve',
+            detail: `endpoint resolution failed: ${describe(error)}`,
+          }),
+        );
       }
-      throw error;
+      this.out.close();
+      return null;
     }
     const framed = shared.policy.state !== 'ambiguous';
     shared.stats.attempts += 1;
@@ -720,7 +759,7 @@ class Call {
         throw error;
       }
       // The request may or may not have reached the server: abandoned, nothing received.
-      return { outcome: attemptFailure('Transport', `the request failed: ${describe(error)}`), response: null };
+      return { outcome: attemptFailure('Send', `the request could not be sent: ${describe(error)}`), response: null };
     }
     const session = response.headers.get('mcp-session-id');
     if (session !== null) {
@@ -733,11 +772,17 @@ class Call {
         return null;
       }
       await response.body?.cancel().catch(() => {});
-      return { outcome: attemptFailure('HttpStatus', `the server answered HTTP ${response.status}`), response: null };
+      // our event stream already began (an earlier attempt): the status is final
+      this.shared.stats.errors += 1;
+      this.out.message(
+        report(this.id, this.key, this.attempt, { classification: 'http_error', kind: 'HttpStatus', detail: `the server answered HTTP ${response.status}` }),
+      );
+      this.finish('http_error');
+      return null;
     }
     if (!response.ok) {
       await response.body?.cancel().catch(() => {});
-      return { outcome: attemptFailure('HttpStatus', `the server answered HTTP ${response.status}`), response: null };
+      return { outcome: { ...attemptFailure('HttpStatus', `the server answered HTTP ${response.status}`), httpStatus: response.status }, response: null };
     }
     this.headers(response.headers);
     const version = shared.policy.state === 'framed' ? shared.policy.negotiated.version : 1;
@@ -829,13 +874,13 @@ class Call {
     if (failure !== null) {
       return { outcome: failure, response: null };
     }
-    const outcome = outcomeOf(decoder.finish());
+    const outcome = outcomeOf(decoder.finish(), mapping);
     if (outcome.classification !== 'clean') {
       return { outcome, response: null };
     }
     if (held === null) {
       // §1: a complete stream that carries no response to the request answers nothing
-      return { outcome: attemptFailure('MissingResponse', 'the stream is complete but carries no response to the request', progress(), frames.head), response: null };
+      return { outcome: attemptFailure('NoFinalResponse', 'the stream ended clean without the final response (SPEC.md §1)', progress(), frames.head), response: null };
     }
     return this.complete(outcome, held);
   }
@@ -844,19 +889,19 @@ class Call {
    * A verified message: handed to the SDK at once unless it is the final response (held until
    * the stream is complete). Returns `'final'`, `null`, or why the stream fails.
    */
-  private take(message: Uint8Array, afterFinal: boolean): 'final' | null | { kind: 'InvalidUtf8' | 'UnexpectedResponse'; detail: string } {
+  private take(message: Uint8Array, afterFinal: boolean): 'final' | null | { kind: 'InvalidUtf8' | 'NoFinalResponse'; detail: string } {
     if (!isUtf8(message)) {
       // never altered (no replacement): a JSON-RPC message is UTF-8 text (RFC 8259)
       return { kind: 'InvalidUtf8', detail: 'a verified message is not valid UTF-8' };
     }
     if (afterFinal) {
-      return { kind: 'UnexpectedResponse', detail: 'a message follows the final response (SPEC.md §1)' };
+      return { kind: 'NoFinalResponse', detail: 'a message follows the final response (SPEC.md §1)' };
     }
     const shape = messageShape(message);
     if (isResponse(shape)) {
       const sent = this.attempt > 1 ? `${typeof this.id === 'string' ? this.id : JSON.stringify(this.id)}~attempt-${this.attempt}` : this.id;
       if (idOf(message, shape) !== sent) {
-        return { kind: 'UnexpectedResponse', detail: 'the stream carries a response to another request id (SPEC.md §1)' };
+        return { kind: 'NoFinalResponse', detail: 'the stream carries a response to another request id (SPEC.md §1)' };
       }
       return 'final';
     }
@@ -902,21 +947,8 @@ class Call {
 
   private refuseDiscovery(error: ContractError): void {
     this.shared.stats.errors += 1;
-    this.out.message(
-      errorResponse(this.id, `mcp-framing: ${error.message}`, {
-        classification: error.isRegimeC ? 'ambiguous' : 'contract_violation',
-        kind: error.kind,
-        regime: error.isRegimeC ? 'C' : 'B',
-        detail: error.message,
-        requestKeyFingerprint: fingerprint(this.key),
-        attempts: this.attempt,
-        retryDecision: 'do_not_retry',
-        retryReason: reasonText(error.isRegimeC ? 'ambiguous' : 'contract_violation'),
-        bytesReceived: 0,
-        messagesVerified: 0,
-      }),
-    );
-    this.finish('contract_violation');
+    this.out.message(refusalReport(this.id, this.key, this.attempt, error));
+    this.finish('configuration_error');
   }
 
   /**
@@ -985,7 +1017,7 @@ class Call {
       }
     }
     const progress: Progress = { frames: 0, bytes, lastSequence: null, messages: 0, openMessageBytes: 0 };
-    const outcome = attemptFailure('Unframed', failed ?? 'the response is not framed: whether it is complete cannot be told (Regime C)', progress);
+    const outcome = attemptFailure('NotFramed', failed ?? 'the response is not framed: whether it is complete cannot be told (Regime C)', progress, null, true);
     if (final === null) {
       return { outcome: { ...outcome, detail: `${outcome.detail}; it ended without a response` }, response: null };
     }
@@ -1034,7 +1066,7 @@ function getStream(response: Response, shared: Shared): Response {
       }
       events.feed(value);
       if (events.frames.error !== null) {
-        shared.telemetry.outcome(attemptFailure('Unframed', `the GET stream broke its event bounds: ${events.frames.error.message}`), {
+        shared.telemetry.outcome(attemptFailure('NotFramed', `the GET stream broke its event bounds: ${events.frames.error.message}`, undefined, null, true), {
           method: 'GET',
           endpoint: response.url,
           attempt: 1,
@@ -1070,10 +1102,10 @@ function refuseBatch(batch: unknown[], shared: Shared): Response {
     if (isRecord(item) && 'method' in item && item['id'] !== undefined && item['id'] !== null) {
       shared.stats.errors += 1;
       out.message(
-        errorResponse(item['id'], 'mcp-framing: JSON-RPC batches are not framed (a request key per request); send the requests one by one', {
-          classification: 'contract_violation',
-          kind: 'Batch',
-          retryDecision: 'do_not_retry',
+        report(item['id'], null, 0, {
+          classification: 'invalid_request',
+          kind: 'NotARequest',
+          detail: 'JSON-RPC batches are not framed (a request key per request): send the requests one by one',
         }),
       );
     }
@@ -1136,7 +1168,7 @@ export function framingFetch(baseFetch?: typeof fetch | FramingFetchOptions, opt
     if (policy.state === 'unknown' && DISCOVERY[message['method']] === undefined) {
       return call.refuse(
         new ContractError(
-          'NoContract',
+          'NotDiscovered',
           'configuration error: no initialize or server/discover result has been read yet, so the framing contract is unknown and completion would be ambiguous (Regime C); connect the client first',
         ),
       );

@@ -25,27 +25,29 @@ export type Classification =
 export type Regime = 'A' | 'B' | 'C';
 
 /**
- * Kinds of an attempt's end that are not the frame decoder's: the response is not framed
- * (`NotFramed`, SPEC.md §16), its body failed (`Body`) or went quiet (`IdleTimeout`, §12), the
- * request could not be sent (`Transport`), the server answered an error status (`HttpStatus`), a
- * complete stream answers nothing (`MissingResponse`, §1) or carries another response or a
- * message after the final one (`UnexpectedResponse`, §1), a verified message is not UTF-8
- * (`InvalidUtf8`), an unframed body closed under an accept-ambiguity policy (`Unframed`).
+ * Kinds of an attempt's end that are not the frame decoder's (SPEC.md §11.7): the response is
+ * not framed (`NotFramed`, §16), its body failed (`Body`) or went quiet (`IdleTimeout`, §12),
+ * the request could not be sent or its response headers did not arrive (`Send`), the server
+ * answered an error status (`HttpStatus`), a complete stream does not end with the final
+ * response (`NoFinalResponse`, §1), a verified message is not UTF-8 (`InvalidUtf8`).
  */
-export type AttemptErrorKind =
-  | 'NotFramed'
-  | 'Body'
-  | 'IdleTimeout'
-  | 'Transport'
-  | 'HttpStatus'
-  | 'MissingResponse'
-  | 'InvalidUtf8'
-  | 'UnexpectedResponse'
-  | 'Unframed';
+export type AttemptErrorKind = 'NotFramed' | 'Body' | 'IdleTimeout' | 'Send' | 'HttpStatus' | 'NoFinalResponse' | 'InvalidUtf8';
+
+/**
+ * What a caller's report says failed (SPEC.md §11.7): a verdict name when a response stream
+ * ended, or why no stream could be used.
+ */
+export type ReportClassification =
+  | Classification
+  | 'invalid_message'
+  | 'configuration_error'
+  | 'http_error'
+  | 'resolve_error'
+  | 'invalid_request';
 
 /** How one attempt's response ended. */
 export interface Outcome {
-  classification: Classification;
+  classification: Classification | 'invalid_message';
   regime: Regime;
   /** The error kind (SPEC.md and the manifest's names, or an {@link AttemptErrorKind}); `null` when clean. */
   kind: string | null;
@@ -59,6 +61,8 @@ export interface Outcome {
   progress: Progress;
   /** The stream head, if it arrived. */
   head: StreamHead | null;
+  /** The status of an `HttpStatus` failure. */
+  httpStatus?: number;
 }
 
 const NOTHING: Progress = { frames: 0, bytes: 0, lastSequence: null, messages: 0, openMessageBytes: 0 };
@@ -76,7 +80,7 @@ const CONTRACT_KINDS: ReadonlySet<string> = new Set([
  * The outcome of a stream from its decoder's verdict (SPEC.md §11.4): only a verdict that saw
  * STREAM_END and then the end of input is clean.
  */
-export function outcomeOf(verdict: Verdict): Outcome {
+export function outcomeOf(verdict: Verdict, mapping: 'binary' | 'sse' | 'compat' = 'binary'): Outcome {
   const base = {
     kind: verdict.error,
     truncation: verdict.truncation,
@@ -103,36 +107,48 @@ export function outcomeOf(verdict: Verdict): Outcome {
   if (kind === 'ForeignFrame') {
     return { ...base, classification: 'spliced', regime: 'B', detail: `spliced: ${message}` };
   }
+  if (isMappingErrorKind(kind)) {
+    // §11.7: a mapping's error is reported by its mapping, the precise rule in the detail
+    const name = mapping === 'compat' ? 'compatible SSE mapping' : 'SSE mapping';
+    return {
+      ...base,
+      kind: mapping === 'compat' ? 'Compat' : 'Sse',
+      classification: 'contract_violation',
+      regime: 'B',
+      detail: `framing contract violated: ${name}: ${message} (${kind})`,
+    };
+  }
   const atStart = (kind === 'BadMagic' || kind === 'UnsupportedVersion') && verdict.fields['offset'] === 0;
-  if (atStart || CONTRACT_KINDS.has(kind) || isMappingErrorKind(kind)) {
+  if (atStart || CONTRACT_KINDS.has(kind)) {
     return { ...base, classification: 'contract_violation', regime: 'B', detail: `framing contract violated: ${message}` };
   }
   return { ...base, classification: 'corrupt', regime: 'B', detail: `corrupt: ${message}` };
 }
 
 /**
- * An attempt that ended outside the frame decoder's verdict: never clean. `NotFramed` and
- * `InvalidUtf8` are contract violations and invalid messages; `Unframed` is Regime C
- * (ambiguous); the others are abandoned (the stream stopped before its sentinel, or a complete
- * stream answered nothing, §1).
+ * An attempt that ended outside the frame decoder's verdict: never clean. `NotFramed` is a
+ * contract violation (or, under an accept-ambiguity policy, `ambiguous`: Regime C),
+ * `InvalidUtf8` an invalid message; the others are abandoned (the stream stopped before its
+ * sentinel, or a complete stream answered nothing, §1).
  */
 export function attemptFailure(
   kind: AttemptErrorKind,
   detail: string,
   progress: Progress = NOTHING,
   head: StreamHead | null = null,
+  ambiguous = false,
 ): Outcome {
   const base = { kind, truncation: null, abort: null, progress, head };
-  switch (kind) {
-    case 'NotFramed':
-      return { ...base, classification: 'contract_violation', regime: 'B', detail: `framing contract violated: ${detail}` };
-    case 'InvalidUtf8':
-      return { ...base, classification: 'contract_violation', regime: 'B', detail: `framing contract violated: ${detail}` };
-    case 'Unframed':
-      return { ...base, classification: 'ambiguous', regime: 'C', detail };
-    default:
-      return { ...base, classification: 'abandoned', regime: 'B', detail: `abandoned: ${detail}` };
+  if (kind === 'NotFramed' && ambiguous) {
+    return { ...base, classification: 'ambiguous', regime: 'C', detail: `completion ambiguous: ${detail}` };
   }
+  if (kind === 'NotFramed') {
+    return { ...base, classification: 'contract_violation', regime: 'B', detail: `framing contract violated: ${detail}` };
+  }
+  if (kind === 'InvalidUtf8') {
+    return { ...base, classification: 'invalid_message', regime: 'B', detail };
+  }
+  return { ...base, classification: 'abandoned', regime: 'B', detail: `abandoned: ${detail}` };
 }
 
 const ABORT_NAMES: Record<number, string> = {
@@ -227,6 +243,7 @@ export function decide(outcome: Outcome, request: RequestTraits): RetryDecision 
           return { decision: 'surface_to_caller', reason: 'unknown_abort' };
       }
     case 'contract_violation':
+    case 'invalid_message':
       return { decision: 'do_not_retry', reason: 'contract_violation' };
     case 'ambiguous':
       return { decision: 'surface_to_caller', reason: 'ambiguous' };

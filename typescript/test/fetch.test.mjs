@@ -98,6 +98,9 @@ for (const sdk of SDKS) {
               assert.equal(outcome.attempts, 1);
               // keyed, but this server declares no deduplication (SPEC.md §17.11): surfaced
               assert.equal(outcome.retryDecision, 'surface_to_caller');
+              assert.equal(outcome.retryReason, 'not_deduplicated');
+              assert.match(outcome.attemptId ?? '', cut >= 1000 || cut < 0 || (cut > 0 && cut < 1) ? /^[0-9a-f]{32}$/ : /^$/); // once HEAD's record arrived
+              assert.equal(typeof outcome.bytesReceived, 'number');
               assert.match(outcome.requestKeyFingerprint, /^sha256:[0-9a-f]{16}$/);
               return true;
             },
@@ -177,9 +180,9 @@ for (const sdk of SDKS) {
         const { client } = await connect(sdk, server.url, { resolve, retry: { initialBackoffMs: 1 } });
         await assert.rejects(client.callTool({ name: 'generate_text', arguments: ARGS }, undefined, TIMEOUT), (/** @type {any} */ error) => {
           const outcome = outcomeOf(error);
-          assert.equal(outcome.classification, 'contract_violation', error.message);
+          assert.equal(outcome.classification, 'configuration_error', error.message);
           assert.equal(outcome.kind, 'Downgrade');
-          assert.equal(outcome.attempts, 2);
+          assert.equal(outcome.attempts, 1, 'the downgraded attempt was never sent');
           return true;
         });
         assert.equal(server.log.calls.length, 1, 'nothing sent to the downgraded endpoint');
