@@ -16,6 +16,8 @@
 //! `cargo test --all-features --test stock_clients -- --ignored --nocapture` prints the cut table
 //! measured with every SDK's default timeouts (it takes minutes: some clients hang until them).
 
+mod dedupe_support;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -87,36 +89,43 @@ fn repo() -> &'static Path {
 /// (a no-op after `cargo test`, which builds the examples), and the binary's path.
 fn server_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let features: Vec<&str> = [
-            ("codec", cfg!(feature = "codec")),
-            ("sse", cfg!(feature = "sse")),
-            ("http", cfg!(feature = "http")),
-            ("rmcp", cfg!(feature = "rmcp")),
-            ("demo", cfg!(feature = "demo")),
-            ("cli", cfg!(feature = "cli")),
-        ]
-        .into_iter()
-        .filter_map(|(name, on)| on.then_some(name))
-        .collect();
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .current_dir(repo())
-            .args(["build", "--quiet", "--example", "rmcp_server"])
-            .args(["--message-format", "json", "--no-default-features"])
-            .args(["--features", &features.join(",")]);
-        if !cfg!(debug_assertions) {
-            cargo.arg("--release");
-        }
-        let output = cargo.stderr(Stdio::inherit()).output().expect("run cargo");
-        assert!(output.status.success(), "cargo build --example rmcp_server");
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|m| m["target"]["name"] == "rmcp_server")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reported the rmcp_server executable")
-    })
+    BINARY.get_or_init(|| example_binary("rmcp_server"))
+}
+
+/// `cargo build --example NAME` with the features and profile this test was built with, and
+/// the binary's path.
+fn example_binary(name: &str) -> PathBuf {
+    let features: Vec<&str> = [
+        ("codec", cfg!(feature = "codec")),
+        ("sse", cfg!(feature = "sse")),
+        ("http", cfg!(feature = "http")),
+        ("rmcp", cfg!(feature = "rmcp")),
+        ("demo", cfg!(feature = "demo")),
+        ("cli", cfg!(feature = "cli")),
+        ("dedupe", cfg!(feature = "dedupe")),
+        ("redis", cfg!(feature = "redis")),
+        ("client", cfg!(feature = "client")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .current_dir(repo())
+        .args(["build", "--quiet", "--example", name])
+        .args(["--message-format", "json", "--no-default-features"])
+        .args(["--features", &features.join(",")]);
+    if !cfg!(debug_assertions) {
+        cargo.arg("--release");
+    }
+    let output = cargo.stderr(Stdio::inherit()).output().expect("run cargo");
+    assert!(output.status.success(), "cargo build --example {name}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|m| m["target"]["name"] == name)
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo reported the {name} executable"))
 }
 
 /// The example server on a free loopback port, killed on drop.
@@ -300,6 +309,15 @@ struct Report {
     #[serde(default)]
     seconds: Option<f64>,
     warnings: Vec<String>,
+    /// Whether the client ran with `framingFetch` (typescript/, `client.mjs --wrap`).
+    #[serde(default)]
+    wrapped: bool,
+    /// The outcome report of a wrapped call that failed (SPEC.md §11.7).
+    #[serde(default)]
+    framing: Option<Value>,
+    /// `framingFetch`'s counters after the call (`verified`, `unverified`, `attempts`, ...).
+    #[serde(default, rename = "framingStats")]
+    framing_stats: Option<Value>,
 }
 
 /// `path` (relative to the repository), which `scripts/stock-clients` installs: missing is a
@@ -322,12 +340,18 @@ fn python() -> PathBuf {
     )
 }
 
-/// `node`, with the pinned TypeScript SDK installed next to `client.mjs`.
+/// `node`, with the pinned TypeScript SDKs (both lines) installed next to `client.mjs`, and the
+/// TypeScript client package built (`typescript/dist`, for `--wrap`).
 fn node() -> PathBuf {
     installed(
         "tests/stock_clients/node_modules/@modelcontextprotocol/sdk",
         "the pinned TypeScript SDK",
     );
+    installed(
+        "tests/stock_clients/node_modules/@modelcontextprotocol/client",
+        "the pinned TypeScript SDK of the v2 line",
+    );
+    installed("typescript/dist/index.js", "the TypeScript client package");
     PathBuf::from("node")
 }
 
@@ -344,12 +368,14 @@ fn read_all(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Str
 fn run_program(
     program: &Path,
     script: &str,
+    options: &[&str],
     urls: &[&str],
     timeout: Option<f64>,
     cap: Duration,
 ) -> Vec<Report> {
     let mut command = Command::new(program);
     command.arg(repo().join("tests/stock_clients").join(script));
+    command.args(options);
     if let Some(timeout) = timeout {
         command.args(["--timeout", &timeout.to_string()]);
     }
@@ -385,11 +411,32 @@ fn run_program(
 }
 
 fn run_python(urls: &[&str], timeout: Option<f64>, cap: Duration) -> Vec<Report> {
-    run_program(&python(), "client.py", urls, timeout, cap)
+    run_program(&python(), "client.py", &[], urls, timeout, cap)
 }
 
+/// The TypeScript SDK lines: `client.mjs --sdk` and what the README calls them.
+const TYPESCRIPT_SDKS: [(&str, &str); 2] = [
+    ("v1", "@modelcontextprotocol/sdk 1.32.2"),
+    ("v2", "@modelcontextprotocol/client 2.4.0"),
+];
+
 fn run_typescript(urls: &[&str], timeout: Option<f64>, cap: Duration) -> Vec<Report> {
-    run_program(&node(), "client.mjs", urls, timeout, cap)
+    run_typescript_sdk("v1", false, urls, timeout, cap)
+}
+
+/// The stock TypeScript client of SDK line `sdk` over `urls`; `wrap`: with `framingFetch`.
+fn run_typescript_sdk(
+    sdk: &str,
+    wrap: bool,
+    urls: &[&str],
+    timeout: Option<f64>,
+    cap: Duration,
+) -> Vec<Report> {
+    let mut options = vec!["--sdk", sdk];
+    if wrap {
+        options.push("--wrap");
+    }
+    run_program(&node(), "client.mjs", &options, urls, timeout, cap)
 }
 
 /// A `tracing` layer that keeps every event at WARN or above.
@@ -459,6 +506,9 @@ fn run_rmcp_stock(url: &str, timeout: Option<f64>) -> Report {
             code: None,
             seconds: None,
             warnings: Vec::new(),
+            wrapped: false,
+            framing: None,
+            framing_stats: None,
         };
         let transport = StreamableHttpClientTransport::from_uri(url);
         let peer = match ().serve(transport).await {
@@ -551,6 +601,11 @@ fn python_sdk_client_gets_every_result_byte_for_byte_through_the_layer() {
 #[test]
 fn typescript_sdk_client_gets_every_result_byte_for_byte_through_the_layer() {
     clean_runs(|urls| run_typescript(urls, None, Duration::from_secs(60)));
+}
+
+#[test]
+fn typescript_v2_sdk_client_gets_every_result_byte_for_byte_through_the_layer() {
+    clean_runs(|urls| run_typescript_sdk("v2", false, urls, None, Duration::from_secs(60)));
 }
 
 #[test]
@@ -679,35 +734,51 @@ fn python_sdk_client_on_a_cut_response_errs_at_once_as_the_readme_says() {
 }
 
 #[test]
-fn typescript_sdk_client_on_a_cut_sse_response_hangs_until_its_request_timeout() {
-    cut_runs(
-        |urls| run_typescript(urls, Some(CUT_TIMEOUT_SECONDS), Duration::from_secs(60)),
-        |case, report| {
-            let label = case.label();
-            let error = error_of(report);
-            let seconds = report.seconds.unwrap();
-            if case.json {
-                assert!(error.starts_with("SyntaxError: "), "{label}: {error}");
-                assert!(seconds < CUT_TIMEOUT_SECONDS, "{label}: {report:?}");
-                assert!(
-                    report.warnings.contains(&format!("onerror: {error}")),
-                    "{label}: {:?}",
-                    report.warnings
-                );
-            } else {
-                assert_eq!(
-                    error, "McpError: MCP error -32001: Request timed out",
-                    "{label}"
-                );
-                assert_eq!(report.code, Some(-32001), "{label}: RequestTimeout");
-                assert!(
-                    seconds >= CUT_TIMEOUT_SECONDS * 0.99,
-                    "{label}: waited for the timeout: {report:?}"
-                );
-                assert!(report.warnings.is_empty(), "{label}: {:?}", report.warnings);
-            }
-        },
-    );
+fn typescript_sdk_clients_on_a_cut_sse_response_hang_until_their_request_timeout() {
+    // (SDK line, the error its request timeout raises, its JSON-RPC code if it has one)
+    let timeouts = [
+        (
+            "v1",
+            "McpError: MCP error -32001: Request timed out",
+            Some(-32001),
+        ),
+        ("v2", "SdkError: Request timed out", None),
+    ];
+    for (sdk, timed_out, timeout_code) in timeouts {
+        cut_runs(
+            |urls| {
+                run_typescript_sdk(
+                    sdk,
+                    false,
+                    urls,
+                    Some(CUT_TIMEOUT_SECONDS),
+                    Duration::from_secs(60),
+                )
+            },
+            |case, report| {
+                let label = format!("{sdk}, {}", case.label());
+                let error = error_of(report);
+                let seconds = report.seconds.unwrap();
+                if case.json {
+                    assert!(error.starts_with("SyntaxError: "), "{label}: {error}");
+                    assert!(seconds < CUT_TIMEOUT_SECONDS, "{label}: {report:?}");
+                    assert!(
+                        report.warnings.contains(&format!("onerror: {error}")),
+                        "{label}: {:?}",
+                        report.warnings
+                    );
+                } else {
+                    assert_eq!(error, timed_out, "{label}");
+                    assert_eq!(report.code, timeout_code, "{label}: the timeout's code");
+                    assert!(
+                        seconds >= CUT_TIMEOUT_SECONDS * 0.99,
+                        "{label}: waited for the timeout: {report:?}"
+                    );
+                    assert!(report.warnings.is_empty(), "{label}: {:?}", report.warnings);
+                }
+            },
+        );
+    }
 }
 
 #[test]
@@ -795,6 +866,266 @@ fn framing_client_reports_the_same_cuts_as_abandoned_and_surfaces_them_without_d
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The stock TypeScript clients wrapped with `framingFetch` (the typescript/ package): the same
+// SDKs, untouched, given the package's fetch.
+
+/// The server modes whose responses a wrapped client verifies: the layer framing the requests
+/// that opt in, and framing every response (the compatible mapping).
+const FRAMED_MODES: &[&str] = &["opt-in", "compat"];
+
+/// What a wrapped report's counters say (`framingFetch`'s `stats`).
+fn stat(report: &Report, name: &str) -> u64 {
+    report
+        .framing_stats
+        .as_ref()
+        .and_then(|stats| stats[name].as_u64())
+        .unwrap_or_else(|| panic!("{}: no framingStats.{name} in {report:?}", report.url))
+}
+
+/// Offsets to cut a framed `tools/call` body of `len` bytes at: before its first byte, inside
+/// the first record (HEAD), around the first message event, spread over the body, and its last
+/// bytes (the final event without its blank line).
+fn cut_offsets(len: usize) -> Vec<usize> {
+    let mut offsets = vec![0, 1, 13, 100, 229, 230, 1_000, 16_500];
+    offsets.extend([len / 4, len / 2, 3 * len / 4, len - 100, len - 2, len - 1]);
+    offsets.sort_unstable();
+    offsets.dedup();
+    offsets
+}
+
+#[test]
+fn typescript_sdk_clients_wrapped_get_every_result_verified_and_fail_every_cut_at_once() {
+    // (mode, json, server, an uncut proxy in front of it)
+    let mut servers = Vec::new();
+    for mode in FRAMED_MODES {
+        for json in [false, true] {
+            let server = Server::start(mode, json);
+            let whole = Proxy::start(&server.url, usize::MAX);
+            let label = format!("mode {mode}, {}", if json { "json" } else { "sse" });
+            servers.push((label, server, whole));
+        }
+    }
+    let expected = expected_text(SEED, LINES);
+    let mut cut_calls = 0;
+    for (sdk, name) in TYPESCRIPT_SDKS {
+        // Clean: byte for byte, every message handed to the SDK verified, nothing logged.
+        let urls: Vec<&str> = servers
+            .iter()
+            .map(|(_, _, whole)| whole.url.as_str())
+            .collect();
+        let labels: Vec<String> = servers
+            .iter()
+            .map(|(label, _, _)| format!("{name}, {label}"))
+            .collect();
+        let reports = run_typescript_sdk(sdk, true, &urls, None, Duration::from_secs(60));
+        assert_exact(&reports, &labels);
+        for (report, label) in reports.iter().zip(&labels) {
+            assert!(report.wrapped, "{label}");
+            assert_eq!(stat(report, "unverified"), 0, "{label}: {report:?}");
+            assert!(stat(report, "verified") >= 3, "{label}: {report:?}");
+            assert_eq!(stat(report, "errors"), 0, "{label}: {report:?}");
+        }
+        // Cut: the framed body's length (from the uncut proxy) decides where.
+        let mut cuts = Vec::new();
+        for (label, server, whole) in &servers {
+            let len = whole.forwarded.load(Ordering::SeqCst);
+            assert!(
+                len > expected.len(),
+                "{label}: the framed body carries the whole result"
+            );
+            for cut in cut_offsets(len) {
+                cuts.push((label, cut, Proxy::start(&server.url, cut)));
+            }
+        }
+        let urls: Vec<&str> = cuts
+            .iter()
+            .map(|(_, _, proxy)| proxy.url.as_str())
+            .collect();
+        let reports = run_typescript_sdk(sdk, true, &urls, None, Duration::from_secs(120));
+        for ((label, cut, proxy), report) in cuts.iter().zip(&reports) {
+            let label = format!("{name}, {label}, cut at {cut}");
+            assert_eq!(report.phase, "tools/call", "{label}: {report:?}");
+            assert_eq!(
+                report.outcome, "error",
+                "{label}: a cut call handed out: {report:?}"
+            );
+            assert_eq!(proxy.forwarded.load(Ordering::SeqCst), *cut, "{label}");
+            // At once, with the outcome, where the unwrapped SDK waits for its request timeout.
+            let seconds = report.seconds.unwrap();
+            assert!(seconds < 1.0, "{label}: failed after {seconds} s");
+            assert_eq!(report.code, Some(-32603), "{label}: {report:?}");
+            assert!(
+                error_of(report).contains("mcp-framing: response abandoned: truncated"),
+                "{label}: {report:?}"
+            );
+            let outcome = report.framing.as_ref().expect("the outcome report");
+            assert_eq!(outcome["classification"], "abandoned", "{label}");
+            assert_eq!(outcome["kind"], "Truncated", "{label}");
+            assert_eq!(outcome["attempts"], 1, "{label}");
+            // Keyed, but the example server declares no deduplication (SPEC.md §17.11).
+            assert_eq!(outcome["retryDecision"], "surface_to_caller", "{label}");
+            assert_eq!(outcome["messagesVerified"], 0, "{label}");
+            // Nothing unverified reached the SDK; the cut is logged once, as a warning.
+            assert_eq!(stat(report, "unverified"), 0, "{label}");
+            assert_eq!(report.warnings.len(), 1, "{label}: {:?}", report.warnings);
+            assert!(
+                report.warnings[0].contains("outcome=abandoned"),
+                "{label}: {:?}",
+                report.warnings
+            );
+            cut_calls += 1;
+        }
+    }
+    assert!(cut_calls >= 100, "{cut_calls} cut calls");
+}
+
+#[test]
+fn typescript_sdk_clients_wrapped_refuse_a_server_without_a_framing_contract() {
+    // rmcp alone declares no framing contract: Regime C, refused before any tool call.
+    let server = Server::start("plain", false);
+    for (sdk, name) in TYPESCRIPT_SDKS {
+        let reports = run_typescript_sdk(
+            sdk,
+            true,
+            &[&server.url],
+            Some(5.0),
+            Duration::from_secs(60),
+        );
+        let report = &reports[0];
+        assert_eq!(report.outcome, "error", "{name}: {report:?}");
+        assert_eq!(report.phase, "initialize", "{name}: {report:?}");
+        assert!(error_of(report).contains("Regime C"), "{name}: {report:?}");
+        assert!(report.seconds.unwrap() < 5.0, "{name}: {report:?}");
+    }
+}
+
+/// A `fleet backend` process (examples/fleet.rs) on a free loopback port, killed on drop.
+struct FleetBackend {
+    child: Child,
+    url: String,
+}
+
+impl FleetBackend {
+    fn start(redis: &str, name: &str, cut: bool) -> Self {
+        static BINARY: OnceLock<PathBuf> = OnceLock::new();
+        let binary = BINARY.get_or_init(|| example_binary("fleet"));
+        let mut command = Command::new(binary);
+        command.args(["backend", "--redis", redis, "--name", name]);
+        if cut {
+            command.arg("--cut");
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start a fleet backend");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the backend's first line");
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in the backend's first line {line:?}"))
+            .to_owned();
+        Self { child, url }
+    }
+
+    /// Tool executions so far (the backend's `/stats`).
+    fn executions(&self) -> u64 {
+        let url = self.url.replace("/mcp", "/stats");
+        let stats: Value = runtime().block_on(async {
+            reqwest::get(&url)
+                .await
+                .expect("stats")
+                .json()
+                .await
+                .expect("stats JSON")
+        });
+        stats["executions"].as_u64().expect("executions")
+    }
+}
+
+impl Drop for FleetBackend {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn typescript_sdk_clients_wrapped_with_keyed_retries_run_each_cut_tool_call_once_across_a_fleet() {
+    // Two backend processes sharing one real Redis; backend-a cuts every tool call's first
+    // response (after 1500 bytes, the tool having run), so every call is cut once, and its
+    // keyed retry goes to backend-b, which must replay the result instead of charging again.
+    const CALLS: u64 = 24;
+    let redis = dedupe_support::RedisServer::start();
+    let a = FleetBackend::start(&redis.url(), "backend-a", true);
+    let b = FleetBackend::start(&redis.url(), "backend-b", false);
+    let endpoints = format!("{},{}", a.url, b.url);
+    let mut logical = 0;
+    for (sdk, name) in TYPESCRIPT_SDKS {
+        let mut command = Command::new(node());
+        command
+            .arg(repo().join("tests/stock_clients/fleet.mjs"))
+            .args([
+                "--sdk",
+                sdk,
+                "--endpoints",
+                &endpoints,
+                "--calls",
+                &CALLS.to_string(),
+            ]);
+        let output = command
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run fleet.mjs");
+        assert!(output.status.success(), "{name}: fleet.mjs failed");
+        let run: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&output.stdout)));
+        let calls = run["calls"].as_array().expect("calls");
+        assert_eq!(calls.len() as u64, CALLS, "{name}");
+        for (i, call) in calls.iter().enumerate() {
+            assert_eq!(call["ok"], true, "{name}: call {i}: {call}");
+            let text = call["text"].as_str().unwrap();
+            let expected = format!("charged {} to acct-{sdk}-{i}\n", 100 + i);
+            assert!(text.starts_with(&expected), "{name}: call {i}: {text:?}");
+        }
+        // Every call: a cut first attempt on backend-a, decided `retry`, then a clean one.
+        let tool_attempts: Vec<&Value> = run["attempts"]
+            .as_array()
+            .expect("attempts")
+            .iter()
+            .filter(|attempt| attempt["method"] == "tools/call")
+            .collect();
+        assert_eq!(
+            tool_attempts.len() as u64,
+            2 * CALLS,
+            "{name}: {tool_attempts:?}"
+        );
+        for pair in tool_attempts.chunks(2) {
+            assert_eq!(pair[0]["endpoint"], a.url.as_str(), "{name}: {pair:?}");
+            assert_eq!(pair[0]["outcome"], "abandoned", "{name}: {pair:?}");
+            assert_eq!(pair[0]["decision"], "retry", "{name}: {pair:?}");
+            assert_eq!(pair[1]["endpoint"], b.url.as_str(), "{name}: {pair:?}");
+            assert_eq!(pair[1]["outcome"], "clean", "{name}: {pair:?}");
+        }
+        assert!(
+            run["stats"]["retries"].as_u64().unwrap() >= CALLS,
+            "{name}: {}",
+            run["stats"]
+        );
+        logical += CALLS;
+        // One execution per logical call, across both backends.
+        assert_eq!(
+            a.executions() + b.executions(),
+            logical,
+            "{name}: exactly once"
+        );
+    }
+    assert!(logical >= 20);
+}
+
 #[test]
 fn the_warn_capture_sees_events_of_tasks_spawned_on_the_client_runtime() {
     // The rmcp tests' "no warning" is only as good as this capture.
@@ -817,22 +1148,35 @@ fn print_the_cut_table_with_sdk_default_timeouts() {
     let cap = Duration::from_secs(400);
     let cases = cut_cases();
     let urls: Vec<&str> = cases.iter().map(|c| c.proxy.url.as_str()).collect();
-    let (python, typescript, rmcp) = std::thread::scope(|scope| {
-        let python = scope.spawn(|| run_python(&urls, None, cap));
-        let typescript = scope.spawn(|| run_typescript(&urls, None, cap));
+    let runs: Vec<Vec<Report>> = std::thread::scope(|scope| {
+        let mut runs = vec![scope.spawn(|| run_python(&urls, None, cap))];
+        for (sdk, _) in TYPESCRIPT_SDKS {
+            for wrap in [false, true] {
+                let urls = &urls;
+                runs.push(scope.spawn(move || run_typescript_sdk(sdk, wrap, urls, None, cap)));
+            }
+        }
         let rmcp: Vec<Report> = urls.iter().map(|url| run_rmcp_stock(url, None)).collect();
-        (python.join().unwrap(), typescript.join().unwrap(), rmcp)
+        let mut done: Vec<Vec<Report>> = runs.into_iter().map(|run| run.join().unwrap()).collect();
+        done.push(rmcp);
+        done
     });
-    for reports in [python, typescript, rmcp] {
+    for reports in runs {
         for (case, report) in cases.iter().zip(reports) {
             println!(
-                "{}: {} -> {} {:?} (code {:?}) after {:?} s; logged {:?}",
+                "{}: {}{} -> {} {:?} (code {:?}) after {:?} s; outcome {}; logged {:?}",
                 case.label(),
                 report.client,
+                if report.wrapped {
+                    " + framingFetch"
+                } else {
+                    ""
+                },
                 report.outcome,
                 report.error,
                 report.code,
                 report.seconds,
+                report.framing.as_ref().map_or(Value::Null, Clone::clone),
                 report.warnings
             );
         }

@@ -1022,7 +1022,8 @@ class Call {
       return { outcome: { ...outcome, detail: `${outcome.detail}; it ended without a response` }, response: null };
     }
     shared.count(outcome);
-    shared.telemetry.outcome(outcome, this.context());
+    // Before the contract is known, an unframed discovery result is the bootstrap, not a fault.
+    shared.telemetry.outcome(outcome, this.context(), shared.policy.state === 'unknown');
     this.report(outcome, null);
     if (this.source !== undefined) {
       const refused = this.learnFrom(final);
@@ -1180,19 +1181,29 @@ export function framingFetch(baseFetch?: typeof fetch | FramingFetchOptions, opt
   return wrapped as FramingFetch;
 }
 
+/** Options of {@link discoveringResolver}. */
+export interface DiscoveringResolverOptions {
+  /** The fetch for the `server/discover` requests (default the global `fetch`). */
+  fetch?: typeof fetch;
+  /** Which endpoint an attempt goes to, by index (default: each in turn, round robin). */
+  choose?: (context: ResolveContext, endpoints: readonly string[]) => number;
+}
+
 /**
- * An {@link EndpointResolver} over `endpoints`, taken in turn (round robin), that runs
+ * An {@link EndpointResolver} over `endpoints` (by default taken in turn, round robin) that runs
  * `server/discover` (MCP 2026-07-28) on the chosen endpoint at every resolution, so that the
  * contract is re-checked where each attempt goes (SPEC.md §11.5).
  */
-export function discoveringResolver(endpoints: readonly (string | URL)[], options: { fetch?: typeof fetch } = {}): EndpointResolver {
+export function discoveringResolver(endpoints: readonly (string | URL)[], options: DiscoveringResolverOptions = {}): EndpointResolver {
   if (endpoints.length === 0) {
     throw new RangeError('at least one endpoint');
   }
+  const list = endpoints.map(String);
   const base = options.fetch ?? globalThis.fetch.bind(globalThis);
   let next = 0;
-  return async () => {
-    const endpoint = String(endpoints[next++ % endpoints.length]);
+  const choose = options.choose ?? (() => next++ % list.length);
+  return async (context) => {
+    const endpoint = list[choose(context, list) % list.length]!;
     const response = await base(endpoint, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },

@@ -39,6 +39,7 @@ export {
   framingFetch,
   responseMapping,
   type AttemptReport,
+  type DiscoveringResolverOptions,
   type EndpointResolver,
   type FramingFetch,
   type FramingFetchOptions,

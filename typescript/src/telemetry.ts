@@ -151,8 +151,11 @@ export class Telemetry {
     return this.cached;
   }
 
-  /** One attempt's outcome: a log line (`warn` unless clean) and the response metrics. */
-  outcome(outcome: Outcome, ctx: AttemptContext): void {
+  /**
+   * One attempt's outcome: a log line (`warn` unless clean, or `info` when `expected`: the
+   * unframed discovery result a client reads before it knows the contract) and the metrics.
+   */
+  outcome(outcome: Outcome, ctx: AttemptContext, expected = false): void {
     const m = this.instruments;
     const name = outcome.classification;
     m?.responses.add(1, { outcome: name, regime: outcome.regime, 'mcp.method.name': ctx.method });
@@ -183,6 +186,8 @@ export class Telemetry {
       field('detail', outcome.detail);
     if (name === 'clean') {
       this.logger.debug(line);
+    } else if (expected) {
+      this.logger.info(line);
     } else {
       this.logger.warn(line);
     }
