@@ -1,8 +1,10 @@
-//! The independent Python reference decoder (tests/reference/, written from SPEC.md alone) must
-//! agree with the manifest of the conformance suite and with this crate's decoder, on every
-//! vector, on thousands of generated and mutated streams, and whatever way the input is split.
+//! The independent Python reference decoder (tests/reference/, written from SPEC.md alone) and
+//! the TypeScript client package's decoder (typescript/, its `--batch` entry point) must agree
+//! with the manifest of the conformance suite and with this crate's decoder, on every vector, on
+//! thousands of generated and mutated streams, and whatever way the input is split.
 //!
-//! These tests need `python3` and fail (they do not skip) without it: `scripts/test` installs it.
+//! These tests need `python3`, `node` and the TypeScript package built, and fail (they do not
+//! skip) without them: `scripts/test` installs them (`scripts/stock-clients` builds the package).
 
 mod common;
 
@@ -33,9 +35,30 @@ fn vectors_dir() -> PathBuf {
         .map_or_else(|| repo().join("tests/vectors"), PathBuf::from)
 }
 
-/// Runs `python3` with `args`, feeding `stdin`; panics with a clear message if python3 is absent.
-fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
-    let mut child = Command::new("python3")
+/// The decoders compared with the crate's, each run once per batch of cases (`--batch`, the
+/// protocol of `tests/reference/mcp_framing_ref.py`): (name, program, arguments). The
+/// TypeScript package's batch entry point is built by `scripts/stock-clients` (`scripts/test`).
+fn external_decoders() -> Vec<(&'static str, &'static str, Vec<PathBuf>)> {
+    vec![
+        (
+            "reference decoder",
+            "python3",
+            vec![reference_script(), PathBuf::from("--batch")],
+        ),
+        (
+            "TypeScript package",
+            "node",
+            vec![
+                repo().join("typescript/dist/batch.js"),
+                PathBuf::from("--batch"),
+            ],
+        ),
+    ]
+}
+
+/// Runs `program` with `args`, feeding `stdin`; panics with a clear message if it is absent.
+fn run_external(program: &str, args: &[PathBuf], stdin: &[u8]) -> std::process::Output {
+    let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -43,20 +66,26 @@ fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
         .spawn()
         .unwrap_or_else(|err| {
             panic!(
-                "cannot run python3 ({err}): the reference decoder needs Python 3; \
-                 run `bash scripts/test`, which installs it"
+                "cannot run {program} ({err}): the external decoders need Python 3 and Node.js, \
+                 and the TypeScript package built; run `bash scripts/test`, which installs them"
             )
         });
     let mut pipe = child.stdin.take().expect("stdin is piped");
     let input = stdin.to_vec();
     // Write from another thread so a large answer cannot deadlock against a large job list.
     let writer = std::thread::spawn(move || pipe.write_all(&input));
-    let out = child.wait_with_output().expect("python3 ran");
+    let out = child.wait_with_output().expect("the decoder ran");
     writer
         .join()
         .expect("writer thread")
         .expect("job list written");
     out
+}
+
+/// Runs `python3` with `args`, feeding `stdin`.
+fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
+    let args: Vec<PathBuf> = args.iter().map(|a| a.to_path_buf()).collect();
+    run_external("python3", &args, stdin)
 }
 
 /// Decoder settings of one case, in the manifest's `decoder` shape.
@@ -300,9 +329,27 @@ impl Case {
     }
 }
 
-/// Runs the reference decoder over `cases` in one process and compares every verdict with the
-/// crate decoder's (same split) and with the manifest (when given). Returns (agreements, report).
+/// Runs every external decoder over `cases` (one process each) and compares every verdict with
+/// the crate decoder's (same split) and with the manifest (when given). Returns (agreements,
+/// report).
 fn compare(cases: &[Case]) -> (usize, Vec<String>) {
+    let mut agreements = 0;
+    let mut failures = Vec::new();
+    for (name, program, args) in external_decoders() {
+        let (agreed, failed) = compare_with(name, program, &args, cases);
+        agreements += agreed;
+        failures.extend(failed);
+    }
+    (agreements, failures)
+}
+
+/// [`compare`] for one external decoder.
+fn compare_with(
+    name: &str,
+    program: &str,
+    args: &[PathBuf],
+    cases: &[Case],
+) -> (usize, Vec<String>) {
     let jobs: Vec<Value> = cases
         .iter()
         .map(|c| {
@@ -314,18 +361,15 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
             })
         })
         .collect();
-    let out = python(
-        &[reference_script().as_path(), Path::new("--batch")],
-        serde_json::to_vec(&jobs).unwrap().as_slice(),
-    );
+    let out = run_external(program, args, serde_json::to_vec(&jobs).unwrap().as_slice());
     assert!(
         out.status.success(),
-        "reference decoder failed ({}): {}",
+        "{name} failed ({}): {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     let answers: Vec<Vec<Value>> =
-        serde_json::from_slice(&out.stdout).expect("reference decoder prints JSON");
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{name} prints JSON: {e}"));
     assert_eq!(answers.len(), cases.len(), "one answer per job");
     let mut agreements = 0;
     let mut failures = Vec::new();
@@ -356,7 +400,7 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
             if python != rust {
                 ok = false;
                 failures.push(format!(
-                    "{} (cuts {:?}): reference {python} != crate {rust}",
+                    "{} (cuts {:?}): {name} {python} != crate {rust}",
                     case.name,
                     &cuts[..cuts.len().min(4)]
                 ));
@@ -365,7 +409,7 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
                 if &python != expect {
                     ok = false;
                     failures.push(format!(
-                        "{} (cuts {:?}): reference {python} != manifest {expect}",
+                        "{} (cuts {:?}): {name} {python} != manifest {expect}",
                         case.name,
                         &cuts[..cuts.len().min(4)]
                     ));
@@ -374,7 +418,7 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
             agreements += usize::from(ok);
         }
     }
-    eprintln!("outcomes (by stream): {outcomes:?}");
+    eprintln!("{name}: outcomes (by stream): {outcomes:?}");
     (agreements, failures)
 }
 
