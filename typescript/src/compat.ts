@@ -106,7 +106,7 @@ export class CompatDecoder extends EventStreamDecoder {
     }
   }
 
-  protected event(name: string | null, raw: Uint8Array): void {
+  protected event(name: string | null, raw: Uint8Array, utf8: boolean): void {
     if (name !== null && name !== 'message') {
       this.fail('UnexpectedEvent', `unexpected SSE event ${JSON.stringify(name)} in a framed stream (expected "mcp-frame")`, {
         event: name,
@@ -121,7 +121,7 @@ export class CompatDecoder extends EventStreamDecoder {
       return;
     }
     // The event's bytes as dispatched: the data as UTF-8 (invalid sequences as U+FFFD).
-    const data = asDispatched(raw);
+    const data = utf8 ? raw : asDispatched(raw);
     let declared = this.waiting;
     let run = 0; // DATA headers after the waiting one, in the queue with nothing between
     while (run < this.queue.length && this.queue[run]!.type === 'data') {

@@ -54,7 +54,7 @@ function joinLf(pieces: Uint8Array[], length: number): Uint8Array {
   if (pieces.length === 1) {
     return pieces[0]!;
   }
-  const out = new Uint8Array(length);
+  const out = Buffer.allocUnsafe(length); // every byte is written below
   let at = 0;
   pieces.forEach((piece, i) => {
     if (i > 0) {
@@ -97,6 +97,8 @@ export abstract class EventStreamDecoder implements BodyDecoder {
   private dataPieces: Uint8Array[] = [];
   private dataLength = 0;
   private dataSize = 0;
+  /** Whether every data line of the open event is valid UTF-8 (then it is dispatched as it is). */
+  private dataUtf8 = true;
   private collected: Uint8Array[] | null = null;
   /** Events dispatched with data. */
   protected events = 0;
@@ -233,7 +235,12 @@ export abstract class EventStreamDecoder implements BodyDecoder {
       this.dataPieces.push(value);
       this.dataLength += value.length;
       // §15: the data as SSE joins it, counted in UTF-8 bytes (invalid bytes as U+FFFD)
-      this.dataSize += isUtf8(value) ? value.length : asDispatched(value).length;
+      if (isUtf8(value)) {
+        this.dataSize += value.length;
+      } else {
+        this.dataUtf8 = false;
+        this.dataSize += asDispatched(value).length;
+      }
       if (this.dataSize > this.limits.maxEventData) {
         this.tooLarge();
       }
@@ -247,23 +254,28 @@ export abstract class EventStreamDecoder implements BodyDecoder {
     const name = this.eventName;
     const pieces = this.dataPieces;
     const length = this.dataLength;
+    const utf8 = this.dataUtf8;
     this.eventName = null;
     this.dataPieces = [];
     this.dataLength = 0;
     this.dataSize = 0;
+    this.dataUtf8 = true;
     if (length === 0) {
       // §15: empty data carries nothing (a priming event, a named event without data): skipped
       return;
     }
     this.events += 1;
-    this.event(name === null ? null : Buffer.from(name).toString('utf8'), joinLf(pieces, length));
+    this.event(name === null ? null : Buffer.from(name).toString('utf8'), joinLf(pieces, length), utf8);
   }
 
   /** A comment line, without its colon. */
   protected abstract comment(text: Uint8Array): void;
 
-  /** An event with data: its name (`null` if it had no `event` field) and its data. */
-  protected abstract event(name: string | null, data: Uint8Array): void;
+  /**
+   * An event with data: its name (`null` if it had no `event` field), its data, and whether the
+   * data is valid UTF-8 (else it is dispatched with U+FFFD for the invalid bytes, §18.3).
+   */
+  protected abstract event(name: string | null, data: Uint8Array, utf8: boolean): void;
 
   finish(): Verdict {
     // An event still open when the body ends is discarded (§15): the stream lacks its end.
@@ -272,7 +284,7 @@ export abstract class EventStreamDecoder implements BodyDecoder {
 }
 
 function joinPieces(pieces: Uint8Array[], length: number): Uint8Array {
-  const out = new Uint8Array(length);
+  const out = Buffer.allocUnsafe(length); // every byte is written below
   let at = 0;
   for (const piece of pieces) {
     out.set(piece, at);
@@ -282,6 +294,7 @@ function joinPieces(pieces: Uint8Array[], length: number): Uint8Array {
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 
 /**
  * The canonical padded standard base64 of `text` (SPEC.md §15, §18.2), decoded; `null` if it is
@@ -291,8 +304,16 @@ export function decodeCanonicalBase64(text: string): Uint8Array | null {
   if (text.length % 4 !== 0 || !BASE64.test(text)) {
     return null;
   }
+  // The bits of the last character before `=` padding that no byte uses must be zero.
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  if (padding > 0) {
+    const last = ALPHABET.indexOf(text[text.length - padding - 1]!);
+    if ((last & (padding === 2 ? 0x0f : 0x03)) !== 0) {
+      return null;
+    }
+  }
   const bytes = Buffer.from(text, 'base64');
-  return bytes.toString('base64') === text ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : null;
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** The base64 SSE mapping (SPEC.md §15): `mcp-frame` events whose data is base64 of whole frames. */
@@ -314,7 +335,8 @@ export class SseDecoder extends EventStreamDecoder {
       return;
     }
     // the LF between data lines is not base64: dropped
-    const text = Buffer.from(data).toString('latin1').replaceAll('\n', '');
+    const latin1 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('latin1');
+    const text = latin1.includes('\n') ? latin1.replaceAll('\n', '') : latin1;
     const frames = decodeCanonicalBase64(text);
     if (frames === null) {
       this.fail('InvalidBase64', `SSE event ${this.events} carries invalid base64`, { event: this.events });
