@@ -31,6 +31,7 @@ import {
   u64,
 } from './frame.js';
 import { fingerprint, hex, isRequestKey, keyBytes, type RequestKey } from './ids.js';
+import { isJsonRpcResponse } from './jsonrpc.js';
 import { HEADER_LEN, MAX_ABORT_TEXT, SEQUENCE_WINDOW, resolveLimits, type Limits, type ResolvedLimits } from './limits.js';
 import type { Progress, StreamHead, Verdict } from './verdict.js';
 
@@ -511,25 +512,66 @@ export class StreamDecoder {
     (this.fresh ??= []).push(message);
   }
 
+  /**
+   * §7 row 4 (§7.1): this decoder expects a request key and assembles messages; the first
+   * verified message that is a JSON-RPC response is the stream's final response; it is the last
+   * message, and after its MESSAGE_END no DATA, MESSAGE_END or ABORT header was accepted (only
+   * KEEPALIVE, ignorable frames and part of at most one more frame: a header, or a STREAM_END or
+   * ignorable payload). Decided at the end of input, the one moment it matters, so a stream
+   * that ends with its sentinel is never parsed as JSON.
+   */
+  private finalResponseDelivered(): boolean {
+    const n = this.verified.length;
+    if (this.expectedKey === null || n === 0 || this.inMessage) {
+      return false;
+    }
+    if (this.awaiting && (this.kind === DATA || this.kind === MESSAGE_END || this.kind === ABORT)) {
+      return false;
+    }
+    const first = this.verified.findIndex((message) => isJsonRpcResponse(message));
+    return first === n - 1;
+  }
+
   /** The verdict at the end of input (SPEC.md §7): the first of its rows that holds. */
   finish(): Verdict {
     const progress = this.progress;
     const base = { messages: this.verified.slice(), progress, head: this.streamHead, abort: null, truncation: null };
     if (this.failure !== null) {
-      return { ...base, verdict: 'error', error: this.failure.kind, detail: this.failure.message, fields: this.failure.detail };
+      return {
+        ...base,
+        verdict: 'error',
+        sentinelSeen: false,
+        regime: 'B',
+        error: this.failure.kind,
+        detail: this.failure.message,
+        fields: this.failure.detail,
+      };
     }
     if (this.terminal === 'clean') {
-      return { ...base, verdict: 'clean', error: null, detail: 'complete', fields: {} };
+      return { ...base, verdict: 'clean', sentinelSeen: true, regime: 'A', error: null, detail: 'complete', fields: {} };
     }
     if (this.terminal !== null) {
       const { code, reason } = this.terminal;
       return {
         ...base,
         verdict: 'aborted',
+        sentinelSeen: false,
+        regime: 'A',
         error: 'PeerAbort',
         abort: { code, reason },
         detail: `stream aborted by the peer: code ${code}, ${JSON.stringify(reason)}`,
         fields: { code, reason },
+      };
+    }
+    if (this.finalResponseDelivered()) {
+      return {
+        ...base,
+        verdict: 'clean',
+        sentinelSeen: false,
+        regime: 'B',
+        error: null,
+        detail: 'complete without the sentinel: the final response verified, the input ended before STREAM_END',
+        fields: { sentinel: 'missing' },
       };
     }
     let at: TruncationPoint;
@@ -551,6 +593,6 @@ export class StreamDecoder {
       where = `between messages (${this.verified.length} complete)`;
     }
     const detail = `stream truncated ${where}: ${progress.frames} frames, ${progress.bytes} bytes received`;
-    return { ...base, verdict: 'error', error: 'Truncated', truncation: at, detail, fields: { truncation: at, where } };
+    return { ...base, verdict: 'error', sentinelSeen: false, regime: 'B', error: 'Truncated', truncation: at, detail, fields: { truncation: at, where } };
   }
 }

@@ -29,7 +29,7 @@ import {
   type Negotiated,
 } from './contract.js';
 import { fingerprint, randomRequestKey, type RequestKey } from './ids.js';
-import { idOf, isResponse, messageShape, withId } from './jsonrpc.js';
+import { idOf, isJsonRpcResponse, isResponse, messageShape, withId } from './jsonrpc.js';
 import { DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE } from './limits.js';
 import { attemptFailure, decide, outcomeOf, type Outcome, type ReportClassification, type RetryDecision } from './outcome.js';
 import { PlainEventStream } from './sse.js';
@@ -898,7 +898,7 @@ class Call {
       return { kind: 'NoFinalResponse', detail: 'a message follows the final response (SPEC.md §1)' };
     }
     const shape = messageShape(message);
-    if (isResponse(shape)) {
+    if (isResponse(shape) && isJsonRpcResponse(message)) {
       const sent = this.attempt > 1 ? `${typeof this.id === 'string' ? this.id : JSON.stringify(this.id)}~attempt-${this.attempt}` : this.id;
       if (idOf(message, shape) !== sent) {
         return { kind: 'NoFinalResponse', detail: 'the stream carries a response to another request id (SPEC.md §1)' };

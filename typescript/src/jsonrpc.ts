@@ -1,11 +1,14 @@
 /**
- * What a verified message is, read from its bytes without a JSON tree: the top-level members of
- * a JSON-RPC message and where its `id` value lies, so that the final response is recognised
- * (SPEC.md §1) and a retry's id put back by editing that member alone, the verified bytes
- * otherwise unchanged.
+ * What a verified message is: whether it is a JSON-RPC response (the one rule of SPEC.md §7.1,
+ * used by the decoder for §7 row 4 and by the fetch wrapper for the final response), and, read
+ * from its bytes without a JSON tree, the top-level members and where its `id` value lies, so
+ * that a retry's id is put back by editing that member alone, the verified bytes otherwise
+ * unchanged.
  *
  * @module
  */
+
+import { isUtf8 } from 'node:buffer';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -103,6 +106,14 @@ function skipSpace(bytes: Buffer, at: number): number {
 }
 
 function keyIs(bytes: Buffer, start: number, end: number, name: string): boolean {
+  if (bytes.indexOf(BACKSLASH, start) !== -1 && bytes.indexOf(BACKSLASH, start) < end) {
+    // an escaped key (`"\u0069d"`): compared as JSON reads it
+    try {
+      return JSON.parse(bytes.subarray(start - 1, end + 1).toString('utf8')) === name;
+    } catch {
+      return false;
+    }
+  }
   if (end - start !== name.length) {
     return false;
   }
@@ -193,4 +204,25 @@ export function withId(message: Uint8Array, shape: MessageShape & { id: [number,
   out.set(replacement, start);
   out.set(message.subarray(end), start + replacement.length);
   return out;
+}
+
+/**
+ * Whether `message` is a JSON-RPC response (SPEC.md §7.1): UTF-8, one JSON text (RFC 8259,
+ * whitespace around it allowed) whose value is an object with a top-level `id` and a top-level
+ * `result` or `error`, whatever their values. Parsed as Latin-1 once it is known to be UTF-8:
+ * every byte is one character then, so the JSON grammar is checked exactly, on V8's fast path.
+ */
+export function isJsonRpcResponse(message: Uint8Array): boolean {
+  const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+  const open = skipSpace(bytes, 0);
+  if (bytes[open] !== OPEN_BRACE || !isUtf8(bytes)) {
+    return false; // not an object (a batch, a scalar): not a response, nothing to parse
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('latin1'));
+  } catch {
+    return false;
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && 'id' in value && ('result' in value || 'error' in value);
 }

@@ -61,6 +61,8 @@ export interface Outcome {
   progress: Progress;
   /** The stream head, if it arrived. */
   head: StreamHead | null;
+  /** Whether STREAM_END arrived (`false` for a final response delivered without it, §7 row 4). */
+  sentinelSeen: boolean;
   /** The status of an `HttpStatus` failure. */
   httpStatus?: number;
 }
@@ -87,9 +89,11 @@ export function outcomeOf(verdict: Verdict, mapping: 'binary' | 'sse' | 'compat'
     abort: verdict.abort,
     progress: verdict.progress,
     head: verdict.head,
+    sentinelSeen: verdict.sentinelSeen,
   };
   if (verdict.verdict === 'clean') {
-    return { ...base, classification: 'clean', regime: 'A', detail: 'complete' };
+    // §7 row 2 (Regime A), or row 4: the final response delivered without its sentinel (B)
+    return { ...base, classification: 'clean', regime: verdict.regime, detail: verdict.detail };
   }
   if (verdict.verdict === 'aborted') {
     const { code, reason } = verdict.abort!;
@@ -138,7 +142,7 @@ export function attemptFailure(
   head: StreamHead | null = null,
   ambiguous = false,
 ): Outcome {
-  const base = { kind, truncation: null, abort: null, progress, head };
+  const base = { kind, truncation: null, abort: null, progress, head, sentinelSeen: false };
   if (kind === 'NotFramed' && ambiguous) {
     return { ...base, classification: 'ambiguous', regime: 'C', detail: `completion ambiguous: ${detail}` };
   }

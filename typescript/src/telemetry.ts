@@ -7,6 +7,7 @@
  * |---|---|---|
  * | `mcp.client.operation.duration` | histogram, s | `mcp.method.name`, `gen_ai.tool.name`, `error.type`, `server.address`, `server.port`, `network.transport`, `network.protocol.name` |
  * | `mcp_framing.client.responses` | counter | `outcome`, `regime`, `mcp.method.name` |
+ * | `mcp_framing.client.sentinel_missing` | counter | `mcp.method.name` |
  * | `mcp_framing.client.truncations` | counter | `at`, `mcp.method.name` |
  * | `mcp_framing.client.incomplete_bytes`, `mcp_framing.client.open_message_bytes` | counters, bytes | `outcome` |
  * | `mcp_framing.client.retry_decisions` | counter | `decision`, `reason` |
@@ -25,6 +26,8 @@ import type { Outcome, RetryDecision } from './outcome.js';
 export const CLIENT_OPERATION_DURATION = 'mcp.client.operation.duration';
 export const CLIENT_RESPONSES = 'mcp_framing.client.responses';
 export const CLIENT_TRUNCATIONS = 'mcp_framing.client.truncations';
+/** Final responses delivered although their STREAM_END was cut (clean, Regime B, SPEC.md §7 row 4). */
+export const CLIENT_SENTINEL_MISSING = 'mcp_framing.client.sentinel_missing';
 export const CLIENT_INCOMPLETE_BYTES = 'mcp_framing.client.incomplete_bytes';
 export const CLIENT_OPEN_MESSAGE_BYTES = 'mcp_framing.client.open_message_bytes';
 export const CLIENT_RETRY_DECISIONS = 'mcp_framing.client.retry_decisions';
@@ -70,6 +73,7 @@ interface Instruments {
   duration: ReturnType<MeterLike['createHistogram']>;
   responses: ReturnType<MeterLike['createCounter']>;
   truncations: ReturnType<MeterLike['createCounter']>;
+  sentinelMissing: ReturnType<MeterLike['createCounter']>;
   incompleteBytes: ReturnType<MeterLike['createCounter']>;
   openMessageBytes: ReturnType<MeterLike['createCounter']>;
   retryDecisions: ReturnType<MeterLike['createCounter']>;
@@ -85,6 +89,9 @@ function instruments(meter: MeterLike): Instruments {
     responses: meter.createCounter(CLIENT_RESPONSES, { description: 'Framed response streams received, by verdict' }),
     truncations: meter.createCounter(CLIENT_TRUNCATIONS, {
       description: 'Response streams abandoned before their sentinel, by where they stopped',
+    }),
+    sentinelMissing: meter.createCounter(CLIENT_SENTINEL_MISSING, {
+      description: "Final responses delivered although the stream's sentinel was cut (clean, Regime B)",
     }),
     incompleteBytes: meter.createCounter(CLIENT_INCOMPLETE_BYTES, {
       unit: 'By',
@@ -159,6 +166,11 @@ export class Telemetry {
     const m = this.instruments;
     const name = outcome.classification;
     m?.responses.add(1, { outcome: name, regime: outcome.regime, 'mcp.method.name': ctx.method });
+    // §7 row 4, §11.6: delivered, not retried, but a cut all the same: counted and warned
+    const sentinelMissing = name === 'clean' && !outcome.sentinelSeen;
+    if (sentinelMissing) {
+      m?.sentinelMissing.add(1, { 'mcp.method.name': ctx.method });
+    }
     if (name !== 'clean') {
       if (name === 'abandoned') {
         const at = outcome.truncation === null ? 'transport' : (TRUNCATION_LABELS[outcome.truncation] ?? 'transport');
@@ -169,9 +181,14 @@ export class Telemetry {
     }
     const p = outcome.progress;
     const line =
-      (name === 'clean' ? 'mcp-framing: framed stream complete' : 'mcp-framing: response stream did not complete cleanly') +
+      (sentinelMissing
+        ? 'mcp-framing: final response delivered without its sentinel (STREAM_END cut)'
+        : name === 'clean'
+          ? 'mcp-framing: framed stream complete'
+          : 'mcp-framing: response stream did not complete cleanly') +
       field('outcome', name) +
       field('regime', outcome.regime) +
+      field('sentinel_seen', outcome.sentinelSeen) +
       field('kind', outcome.kind) +
       field('frames', p.frames) +
       field('bytes', p.bytes) +
@@ -184,7 +201,7 @@ export class Telemetry {
       field('method', ctx.method) +
       field('attempt', ctx.attempt) +
       field('detail', outcome.detail);
-    if (name === 'clean') {
+    if (name === 'clean' && !sentinelMissing) {
       this.logger.debug(line);
     } else if (expected) {
       this.logger.info(line);

@@ -33,8 +33,15 @@ export interface StreamHead {
 
 /** The verdict on one stream, in the shape of the manifest's `expect` plus what was received. */
 export interface Verdict {
-  /** `clean` only when STREAM_END arrived and then the end of input (§7 row 2). */
+  /**
+   * `clean` only when STREAM_END arrived and then the end of input (§7 row 2), or the input
+   * ended right after the verified final response (row 4, §7.1).
+   */
   verdict: 'clean' | 'aborted' | 'error';
+  /** Whether STREAM_END arrived: `false` for a final response delivered without it (row 4). */
+  sentinelSeen: boolean;
+  /** `A`: the sentinel or ABORT decided; `B`: the framing's own checks (§9, §11.4). */
+  regime: 'A' | 'B';
   /** Every message verified, in order (also for an error or an abort: §9, §14). */
   messages: Uint8Array[];
   /** The ABORT's code and reason, when aborted. */
@@ -65,6 +72,8 @@ export interface ManifestMessage {
 /** The manifest's `expect` shape of a verdict (the batch protocol of tests/reference_decoder.rs). */
 export interface ManifestVerdict {
   verdict: Verdict['verdict'];
+  sentinel_seen: boolean;
+  regime: Verdict['regime'];
   messages: ManifestMessage[];
   abort: Verdict['abort'];
   error: ErrorKind | null;
@@ -75,6 +84,8 @@ export interface ManifestVerdict {
 export function toManifest(verdict: Verdict): ManifestVerdict {
   return {
     verdict: verdict.verdict,
+    sentinel_seen: verdict.sentinelSeen,
+    regime: verdict.regime,
     messages: verdict.messages.map((m) => {
       let utf8: string | null;
       try {

@@ -16,15 +16,39 @@ const manifest = JSON.parse(readFileSync(new URL('manifest.json', VECTORS), 'utf
 const ALL_CUTS_MAX = 4096;
 const SAMPLE_CUTS = 256;
 
-/** @param {any} expect */
+/** The manifest's expectation, with the fields it states (older manifests lack `sentinel_seen` and `regime`). @param {any} expect */
 function expected(expect) {
-  return {
+  /** @type {Record<string, unknown>} */
+  const out = {
     verdict: expect.verdict,
     messages: expect.messages.map((/** @type {any} */ m) => ({ len: m.len, sha256: m.sha256, utf8: m.utf8 })),
     abort: expect.abort,
     error: expect.error,
     truncation: expect.truncation,
   };
+  for (const key of ['sentinel_seen', 'regime']) {
+    if (key in expect) {
+      out[key] = expect[key];
+    }
+  }
+  return out;
+}
+
+/** The decoder's verdict, limited to the fields `want` states. @param {any} verdict @param {Record<string, unknown>} want */
+function view(verdict, want) {
+  const got = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (toManifest(verdict)));
+  return Object.fromEntries(Object.keys(want).map((key) => [key, got[key]]));
+}
+
+/** A prefix verdict's class, as the manifest's `prefixes` name it (SPEC.md §14). @param {any} verdict */
+function prefixClass(verdict) {
+  if (verdict.verdict === 'clean') {
+    return verdict.sentinelSeen ? 'clean' : 'delivered';
+  }
+  if (verdict.verdict === 'aborted') {
+    return 'aborted';
+  }
+  return verdict.error === 'Truncated' ? 'truncated' : `error ${verdict.error}`;
 }
 
 /** @param {number} n */
@@ -52,11 +76,31 @@ for (const vector of manifest.vectors) {
     assert.equal(body.length, vector.size);
     const options = optionsFromManifest(vector.decoder);
     const want = expected(vector.expect);
-    assert.deepEqual(toManifest(decodeBody(body, vector.mapping, options)), want, 'whole');
+    assert.deepEqual(view(decodeBody(body, vector.mapping, options), want), want, 'whole');
     const bytes = Array.from({ length: Math.max(0, body.length - 1) }, (_, i) => i + 1);
-    assert.deepEqual(toManifest(decodeBody(body, vector.mapping, options, bytes)), want, 'byte by byte');
+    assert.deepEqual(view(decodeBody(body, vector.mapping, options, bytes), want), want, 'byte by byte');
     for (const cut of cutPoints(body.length)) {
-      assert.deepEqual(toManifest(decodeBody(body, vector.mapping, options, [cut])), want, `cut at ${cut}`);
+      assert.deepEqual(view(decodeBody(body, vector.mapping, options, [cut]), want), want, `cut at ${cut}`);
     }
   });
+  if (vector.prefixes !== undefined) {
+    test(`every prefix of ${vector.file} has the manifest's verdict (truncated, delivered, clean or aborted)`, () => {
+      const body = new Uint8Array(readFileSync(new URL(vector.file, VECTORS)));
+      const options = optionsFromManifest(vector.decoder);
+      /** @type {{from: number, verdict: string}[]} */
+      const steps = vector.prefixes;
+      let delivered = null;
+      for (const length of cutPoints(body.length)) {
+        const step = steps.filter((s) => s.from <= length).at(-1);
+        const got = prefixClass(decodeBody(body.subarray(0, length), vector.mapping, options));
+        assert.equal(got, step?.verdict, `prefix of ${length} bytes`);
+        if (got === 'delivered' && delivered === null) {
+          delivered = length;
+        }
+      }
+      if (body.length <= ALL_CUTS_MAX) {
+        assert.equal(delivered, vector.delivered_from, 'the first prefix delivered');
+      }
+    });
+  }
 }
