@@ -1204,27 +1204,36 @@ export function discoveringResolver(endpoints: readonly (string | URL)[], option
   const choose = options.choose ?? (() => next++ % list.length);
   return async (context) => {
     const endpoint = list[choose(context, list) % list.length]!;
+    // MCP 2026-07-28: the version and the client's capabilities in `_meta`, the version and the
+    // method in headers too (rmcp refuses the request without them).
     const response = await base(endpoint, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'server/discover',
+      },
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 'discover',
         method: 'server/discover',
-        params: { _meta: { [META_PROTOCOL_VERSION]: '2026-07-28' } },
+        params: { _meta: { [META_PROTOCOL_VERSION]: '2026-07-28', [META_CLIENT_CAPABILITIES]: {} } },
       }),
     });
-    const text = await response.text();
-    let result: unknown = null;
-    if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    const body = new Uint8Array(await response.arrayBuffer());
+    let message: Uint8Array | undefined = body;
+    if ((response.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase() === 'text/event-stream') {
+      // A server answering in SSE: the response is its message event that is one.
       const events = new PlainEventStream();
-      events.feed(encoder.encode(`${text}\n\n`));
-      for (const event of events.take()) {
-        result = JSON.parse(Buffer.from(event.data).toString('utf8'));
-      }
-    } else {
-      result = JSON.parse(text);
+      events.feed(body);
+      events.feed(encoder.encode('\n\n'));
+      message = events.take().find((e) => (e.name === null || e.name === 'message') && isJsonRpcResponse(e.data))?.data;
     }
+    if (message === undefined) {
+      throw new Error(`server/discover at ${endpoint}: no JSON-RPC response in the event stream`);
+    }
+    const result: unknown = JSON.parse(Buffer.from(message).toString('utf8'));
     return { endpoint, discovery: result, source: 'discover' };
   };
 }
