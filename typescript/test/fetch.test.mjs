@@ -46,6 +46,15 @@ async function connect(sdk, url, options = {}) {
   return { client, fetch, lines, errors };
 }
 
+/**
+ * Calls a tool with the request timeout, as each SDK line takes it (v1: `callTool(params,
+ * schema, options)`, v2: `callTool(params, options)`).
+ * @param {any} client @param {any} params
+ */
+function callTool(client, params) {
+  return client instanceof ClientV2 ? client.callTool(params, TIMEOUT) : client.callTool(params, undefined, TIMEOUT);
+}
+
 /** @param {any} error */
 function outcomeOf(error) {
   return error?.data?.[OUTCOME_DATA_KEY];
@@ -57,7 +66,7 @@ for (const sdk of SDKS) {
       const server = await startServer({ notifications: ['{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}'] });
       try {
         const { client, fetch, lines } = await connect(sdk, server.url);
-        const result = /** @type {any} */ (await client.callTool({ name: 'generate_text', arguments: ARGS }, undefined, TIMEOUT));
+        const result = /** @type {any} */ (await callTool(client, { name: 'generate_text', arguments: ARGS }));
         assert.equal(result.content[0].text, expectedText(ARGS.seed, ARGS.lines));
         assert.equal(fetch.stats.unverified, 0);
         assert.ok(fetch.stats.verified >= 3, `verified ${fetch.stats.verified}`);
@@ -87,7 +96,7 @@ for (const sdk of SDKS) {
           cutAt = (length) => (cut < 0 ? length + cut : cut < 1 ? Math.floor(length * cut) : cut);
           const warned = lines.warn.length;
           await assert.rejects(
-            client.callTool({ name: 'generate_text', arguments: ARGS }, undefined, TIMEOUT),
+            callTool(client, { name: 'generate_text', arguments: ARGS }),
             (/** @type {any} */ error) => {
               assert.equal(error.code, -32603, `cut ${cut}: ${error.message}`);
               assert.match(error.message, /mcp-framing: response abandoned: truncated/, `cut ${cut}`);
@@ -109,7 +118,7 @@ for (const sdk of SDKS) {
           assert.match(lines.warn.at(-1) ?? '', /outcome=abandoned/);
         }
         cutAt = () => null;
-        const result = /** @type {any} */ (await client.callTool({ name: 'generate_text', arguments: ARGS }, undefined, TIMEOUT));
+        const result = /** @type {any} */ (await callTool(client, { name: 'generate_text', arguments: ARGS }));
         assert.equal(result.content[0].text, expectedText(ARGS.seed, ARGS.lines));
         assert.equal(fetch.stats.unverified, 0);
         assert.equal(fetch.stats.outcomes['abandoned'], cuts.length);
@@ -136,7 +145,7 @@ for (const sdk of SDKS) {
       const server = await startServer({ contract: null, frame: false });
       try {
         const { client, fetch } = await connect(sdk, server.url, { acceptAmbiguity: true });
-        const result = /** @type {any} */ (await client.callTool({ name: 'generate_text', arguments: ARGS }, undefined, TIMEOUT));
+        const result = /** @type {any} */ (await callTool(client, { name: 'generate_text', arguments: ARGS }));
         assert.equal(result.content[0].text, expectedText(ARGS.seed, ARGS.lines));
         assert.ok(fetch.stats.unverified >= 2);
         assert.equal(fetch.negotiated, null);
@@ -155,7 +164,7 @@ for (const sdk of SDKS) {
       try {
         const { client, fetch } = await connect(sdk, server.url, { retry: { initialBackoffMs: 1 } });
         for (let i = 0; i < 3; i++) {
-          const result = /** @type {any} */ (await client.callTool({ name: 'generate_text', arguments: { ...ARGS, seed: `s${i}` } }, undefined, TIMEOUT));
+          const result = /** @type {any} */ (await callTool(client, { name: 'generate_text', arguments: { ...ARGS, seed: `s${i}` } }));
           assert.equal(result.content[0].text, expectedText(`s${i}`, ARGS.lines));
         }
         assert.equal(fetch.stats.retries, 3);
@@ -178,7 +187,7 @@ for (const sdk of SDKS) {
         const resolve = (/** @type {any} */ { attempt }) =>
           attempt === 1 ? { endpoint: server.url } : { endpoint: server.url, discovery: { capabilities: {} }, source: /** @type {const} */ ('discover') };
         const { client } = await connect(sdk, server.url, { resolve, retry: { initialBackoffMs: 1 } });
-        await assert.rejects(client.callTool({ name: 'generate_text', arguments: ARGS }, undefined, TIMEOUT), (/** @type {any} */ error) => {
+        await assert.rejects(callTool(client, { name: 'generate_text', arguments: ARGS }), (/** @type {any} */ error) => {
           const outcome = outcomeOf(error);
           assert.equal(outcome.classification, 'configuration_error', error.message);
           assert.equal(outcome.kind, 'Downgrade');
@@ -196,7 +205,7 @@ for (const sdk of SDKS) {
       const server = await startServer({ stall: true });
       try {
         const { client } = await connect(sdk, server.url, { idleTimeoutMs: 100 });
-        await assert.rejects(client.callTool({ name: 'generate_text', arguments: ARGS }, undefined, TIMEOUT), (/** @type {any} */ error) => {
+        await assert.rejects(callTool(client, { name: 'generate_text', arguments: ARGS }), (/** @type {any} */ error) => {
           const outcome = outcomeOf(error);
           assert.equal(outcome.classification, 'abandoned', error.message);
           assert.equal(outcome.kind, 'IdleTimeout');
@@ -254,7 +263,7 @@ test('every attempt is counted under the Rust crate metric names', async () => {
   const server = await startServer({ cut: () => 400 });
   try {
     const { client } = await connect(/** @type {typeof SDKS[number]} */ (SDKS[0]), server.url, { meter });
-    await assert.rejects(client.callTool({ name: 'generate_text', arguments: ARGS }, undefined, TIMEOUT));
+    await assert.rejects(callTool(client, { name: 'generate_text', arguments: ARGS }));
     const names = new Set(points.map(([name]) => name));
     for (const name of [
       'mcp_framing.client.responses',
@@ -272,6 +281,31 @@ test('every attempt is counted under the Rust crate metric names', async () => {
     assert.deepEqual(decision?.[2], { decision: 'surface_to_caller', reason: 'not_deduplicated' });
     await client.close();
   } finally {
+    await server.close();
+  }
+});
+
+test('with @opentelemetry/api installed, attempts are counted through its global meter provider', async () => {
+  const { metrics } = await import('@opentelemetry/api');
+  /** @type {Array<[string, number, Record<string, string>]>} */
+  const points = [];
+  const meter = {
+    createCounter: (/** @type {string} */ name) => ({ add: (/** @type {number} */ v, /** @type {any} */ a) => points.push([name, v, a]) }),
+    createHistogram: (/** @type {string} */ name) => ({ record: (/** @type {number} */ v, /** @type {any} */ a) => points.push([name, v, a]) }),
+  };
+  metrics.setGlobalMeterProvider(/** @type {any} */ ({ getMeter: () => meter }));
+  const server = await startServer({ cut: () => 350 });
+  try {
+    const { client } = await connect(/** @type {typeof SDKS[number]} */ (SDKS[1]), server.url);
+    await assert.rejects(callTool(client, { name: 'generate_text', arguments: ARGS }));
+    const truncation = points.find(([name]) => name === 'mcp_framing.client.truncations');
+    assert.deepEqual(truncation?.slice(1), [1, { at: 'in_payload', 'mcp.method.name': 'tools/call' }]);
+    const duration = points.find(([name, , a]) => name === 'mcp.client.operation.duration' && a['mcp.method.name'] === 'tools/call');
+    assert.equal(duration?.[2]['error.type'], 'abandoned');
+    assert.equal(duration?.[2]['gen_ai.tool.name'], 'generate_text');
+    await client.close();
+  } finally {
+    metrics.disable();
     await server.close();
   }
 });
