@@ -141,21 +141,27 @@ impl Server {
         if json {
             command.arg("--json");
         }
-        let mut child = command
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the example server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the server's first line");
-        let url = line
-            .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in the server's first line {line:?}"))
-            .to_owned();
+        let (child, url) = listening(&mut command);
         Self { child, url }
     }
+}
+
+/// Starts `command` (an example server) and reads the URL from its first line of output.
+fn listening(command: &mut Command) -> (Child, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the example server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the server's first line");
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in the server's first line {line:?}"))
+        .to_owned();
+    (child, url)
 }
 
 impl Drop for Server {
@@ -1015,19 +1021,7 @@ impl FleetBackend {
         if cut {
             command.arg("--cut");
         }
-        let mut child = command
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start a fleet backend");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the backend's first line");
-        let url = line
-            .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in the backend's first line {line:?}"))
-            .to_owned();
+        let (child, url) = listening(&mut command);
         Self { child, url }
     }
 

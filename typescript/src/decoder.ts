@@ -13,6 +13,7 @@
 
 import { createHash, type Hash } from 'node:crypto';
 
+import { concat } from './bytes.js';
 import { DecodeError, type ErrorDetail, type ErrorKind, type TruncationPoint } from './errors.js';
 import {
   ABORT,
@@ -51,32 +52,6 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Thrown inside the decoder, caught at `feed`: the error becomes sticky there. */
 class Stop {
   constructor(readonly error: DecodeError) {}
-}
-
-function concat(pieces: Uint8Array[], length: number): Uint8Array {
-  const first = pieces[0]!;
-  if (pieces.length === 1) {
-    return first;
-  }
-  // Views that follow each other in one buffer (a compatible-mapping event's payloads) are
-  // one view: no copy.
-  let end = first.byteOffset + first.byteLength;
-  let contiguous = true;
-  for (let i = 1; i < pieces.length && contiguous; i++) {
-    const piece = pieces[i]!;
-    contiguous = piece.buffer === first.buffer && piece.byteOffset === end;
-    end += piece.byteLength;
-  }
-  if (contiguous) {
-    return new Uint8Array(first.buffer, first.byteOffset, length);
-  }
-  const out = Buffer.allocUnsafe(length); // every byte is written below
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.length;
-  }
-  return out;
 }
 
 function hex32(value: number): string {

@@ -916,20 +916,34 @@ class Call {
     if (this.refusal(held)?.retryable) {
       return { outcome, response: held }; // a retryable refusal: decided by run()
     }
+    this.answer(outcome, held, true);
+    return null;
+  }
+
+  /**
+   * An attempt that ended with its final response: recorded, a discovery result learnt from (a
+   * refused contract answers the request instead), then handed over. `verified`: framed.
+   */
+  private answer(outcome: Outcome, message: Uint8Array, verified: boolean): void {
+    const shared = this.shared;
     shared.count(outcome);
-    shared.telemetry.outcome(outcome, this.context());
+    // Before the contract is known, an unframed discovery result is the bootstrap, not a fault.
+    shared.telemetry.outcome(outcome, this.context(), !verified && shared.policy.state === 'unknown');
     this.report(outcome, null);
     if (this.source !== undefined) {
-      const refused = this.learnFrom(held);
+      const refused = this.learnFrom(message);
       if (refused !== null) {
         this.refuseDiscovery(refused);
-        return null;
+        return;
       }
     }
-    shared.stats.verified += 1;
-    this.deliverFinal(held);
+    if (verified) {
+      shared.stats.verified += 1;
+    } else {
+      shared.stats.unverified += 1;
+    }
+    this.deliverFinal(message);
     this.finish(null);
-    return null;
   }
 
   private learnFrom(message: Uint8Array): ContractError | null {
@@ -1021,20 +1035,7 @@ class Call {
     if (final === null) {
       return { outcome: { ...outcome, detail: `${outcome.detail}; it ended without a response` }, response: null };
     }
-    shared.count(outcome);
-    // Before the contract is known, an unframed discovery result is the bootstrap, not a fault.
-    shared.telemetry.outcome(outcome, this.context(), shared.policy.state === 'unknown');
-    this.report(outcome, null);
-    if (this.source !== undefined) {
-      const refused = this.learnFrom(final);
-      if (refused !== null) {
-        this.refuseDiscovery(refused);
-        return null;
-      }
-    }
-    shared.stats.unverified += 1;
-    this.out.message(final);
-    this.finish(null);
+    this.answer(outcome, final, false);
     return null;
   }
 }

@@ -13,6 +13,7 @@
 
 import { isUtf8 } from 'node:buffer';
 
+import { concat } from './bytes.js';
 import { StreamDecoder, type DecoderOptions } from './decoder.js';
 import type { ErrorDetail, MappingErrorKind } from './errors.js';
 import { LINE_FIELD_ALLOWANCE, resolveLimits, type ResolvedLimits } from './limits.js';
@@ -163,7 +164,7 @@ export abstract class EventStreamDecoder implements BodyDecoder {
       if (this.pendingLength > 0) {
         this.pending.push(line);
         const length = this.pendingLength + line.length;
-        line = joinPieces(this.pending, length);
+        line = concat(this.pending, length);
         this.pending = [];
         this.pendingLength = 0;
       }
@@ -281,16 +282,6 @@ export abstract class EventStreamDecoder implements BodyDecoder {
     // An event still open when the body ends is discarded (§15): the stream lacks its end.
     return this.frames.finish();
   }
-}
-
-function joinPieces(pieces: Uint8Array[], length: number): Uint8Array {
-  const out = Buffer.allocUnsafe(length); // every byte is written below
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.length;
-  }
-  return out;
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
