@@ -10,7 +10,7 @@
 import type { DecoderOptions } from './decoder.js';
 import { DATA, headerPasses, u32, ABORT, MESSAGE_END } from './frame.js';
 import { HEADER_LEN } from './limits.js';
-import { EventStreamDecoder, asDispatched, decodeCanonicalBase64 } from './sse.js';
+import { EventStreamDecoder, asDispatched, decodeCanonicalBase64, isMessageEvent } from './sse.js';
 
 const RECORD_MARK = Buffer.from('mcp-framing');
 
@@ -107,7 +107,7 @@ export class CompatDecoder extends EventStreamDecoder {
   }
 
   protected event(name: string | null, raw: Uint8Array, utf8: boolean): void {
-    if (name !== null && name !== 'message') {
+    if (!isMessageEvent(name)) {
       this.fail('UnexpectedEvent', `unexpected SSE event ${JSON.stringify(name)} in a framed stream (expected "mcp-frame")`, {
         event: name,
       });

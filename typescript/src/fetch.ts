@@ -32,7 +32,7 @@ import { fingerprint, randomRequestKey, type RequestKey } from './ids.js';
 import { idOf, isJsonRpcResponse, isResponse, messageShape, withId } from './jsonrpc.js';
 import { DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE } from './limits.js';
 import { attemptFailure, decide, outcomeOf, type Outcome, type ReportClassification, type RetryDecision } from './outcome.js';
-import { PlainEventStream } from './sse.js';
+import { PlainEventStream, isMessageEvent } from './sse.js';
 import { Telemetry, type AttemptContext, type Logger, type MeterLike } from './telemetry.js';
 import type { Progress } from './verdict.js';
 
@@ -1002,7 +1002,7 @@ class Call {
             break;
           }
           for (const event of events.take()) {
-            if (event.name === null || event.name === 'message') {
+            if (isMessageEvent(event.name)) {
               messages.push(event.data);
             }
           }
@@ -1076,7 +1076,7 @@ function getStream(response: Response, shared: Shared): Response {
         break;
       }
       for (const event of events.take()) {
-        if (event.name !== null && event.name !== 'message') {
+        if (!isMessageEvent(event.name)) {
           continue;
         }
         if (isResponse(messageShape(event.data))) {
@@ -1229,7 +1229,7 @@ export function discoveringResolver(endpoints: readonly (string | URL)[], option
       const events = new PlainEventStream();
       events.feed(body);
       events.feed(encoder.encode('\n\n'));
-      message = events.take().find((e) => (e.name === null || e.name === 'message') && isJsonRpcResponse(e.data))?.data;
+      message = events.take().find((e) => isMessageEvent(e.name) && isJsonRpcResponse(e.data))?.data;
     }
     if (message === undefined) {
       throw new Error(`server/discover at ${endpoint}: no JSON-RPC response in the event stream`);

@@ -68,6 +68,14 @@ function joinLf(pieces: Uint8Array[], length: number): Uint8Array {
 }
 
 /**
+ * Whether an event of this name is a `message` event (SPEC.md §15, §18.3): no `event` field, an
+ * empty one, or `event: message`, as WHATWG and the SDKs read it. The one rule of this package.
+ */
+export function isMessageEvent(name: string | null): boolean {
+  return name === null || name === '' || name === 'message';
+}
+
+/**
  * A decoder of a body in one of the framed mappings: bytes in, in any split; verified messages
  * out; one verdict at the end of the body.
  */
