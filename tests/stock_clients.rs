@@ -16,8 +16,8 @@
 //! `cargo test --all-features --test stock_clients -- --ignored --nocapture` prints the cut table
 //! measured with every SDK's default timeouts (it takes minutes: some clients hang until them).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -30,7 +30,7 @@ use serde_json::Value;
 mod stock_support;
 use stock_support::{
     Report, Server, assert_exact, framing_call, run_python, run_rmcp_stock, run_typescript,
-    servers, with_warn_capture,
+    runtime, servers, with_warn_capture,
 };
 
 /// The server modes every stock client must not notice (`--mode` of the example server):
@@ -49,17 +49,6 @@ const CUT_TIMEOUT_SECONDS: f64 = 2.0;
 
 // ---------------------------------------------------------------------------------------------
 // A proxy that ends the `tools/call` response body normally after `cut` bytes.
-
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("a runtime for the proxies")
-    })
-}
 
 struct ProxyState {
     upstream: String,

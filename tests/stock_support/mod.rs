@@ -25,6 +25,19 @@ use tracing_subscriber::layer::SubscriberExt;
 pub(crate) const SEED: &str = "stock-clients";
 pub(crate) const LINES: u32 = 1200;
 
+/// A multi-threaded runtime for what the tests serve or proxy in process, beside the clients
+/// (which run on runtimes of their own).
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    })
+}
+
 /// The text of `generate_text {seed, lines}`, by the rule in `examples/rmcp_server.rs`,
 /// written again here so that the test does not trust the server's code.
 pub(crate) fn expected_text(seed: &str, lines: u32) -> String {
@@ -408,7 +421,10 @@ pub(crate) fn framing_call(
             client,
             StreamableHttpClientTransportConfig::with_uri(url),
         );
-        let peer = ().serve(transport).await.expect("initialize is not cut");
+        let peer = match ().serve(transport).await {
+            Ok(peer) => peer,
+            Err(err) => return Err((format!("initialize: {err}"), Value::Null)),
+        };
         let result = peer.call_tool(generate_text_call()).await;
         let _ = peer.cancel().await;
         match result {
