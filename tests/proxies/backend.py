@@ -67,7 +67,7 @@ class Backend(BaseHTTPRequestHandler):
     upstream: urllib.parse.SplitResult
     stall: float
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def read_body(self) -> bytes:
@@ -129,12 +129,14 @@ class Backend(BaseHTTPRequestHandler):
             # Every connection serves one request: a proxy's pooled connection to a process that
             # died in an earlier case cannot make the next case fail.
             self.close_connection = True
-            self.head(status, headers, [("Content-Length", str(len(data))), ("Connection", "close")])
+            self.head(
+                status, headers, [("Content-Length", str(len(data))), ("Connection", "close")]
+            )
             self.wfile.write(data)
             self.wfile.flush()
             return
         cut = max(0, min(len(data), offset if offset >= 0 else len(data) + offset))
-        content_type = dict((k.lower(), v) for k, v in headers).get("content-type", "")
+        content_type = {k.lower(): v for k, v in headers}.get("content-type", "")
         record = {
             "way": way,
             "offset": cut,

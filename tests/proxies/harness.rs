@@ -92,12 +92,20 @@ fn template(kind: Kind, file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
 
-/// A loopback port nothing listens on (bound, read and released).
+/// A loopback port for a proxy to listen on: below the kernel's ephemeral range (32768 and up
+/// on Linux), so that no `bind(0)` of another test or program takes it between this check and
+/// the proxy's own bind, each port handed out once per run, and free when handed out.
 pub(crate) fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free loopback port")
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    // A start that differs between runs (and between concurrent test processes).
+    let base = 20_000 + u16::try_from(std::process::id() % 1_000).unwrap() * 12;
+    for _ in 0..12_000 {
+        let port = 20_000 + (base - 20_000 + NEXT.fetch_add(1, Ordering::SeqCst)) % 12_000;
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in 20000..32000");
 }
 
 /// `kill -TERM pid`, then SIGKILL if it is still there after `grace`.
@@ -316,6 +324,17 @@ impl Proxy {
         format!("http://127.0.0.1:{}{path}", self.ports[route])
     }
 
+    /// Everything the proxy logged so far (its output, and the log files of its directory).
+    pub(crate) fn logs(&self) -> String {
+        let mut logs = String::new();
+        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            if entry.path().extension().is_some_and(|e| e == "log") {
+                logs.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+        }
+        logs
+    }
+
     /// "nginx 1.22 (default)".
     pub(crate) fn label(&self) -> String {
         format!("{} ({})", self.kind.label(), self.variant.name())
@@ -440,11 +459,32 @@ impl Downstream {
 /// POSTs `body` (JSON) to `http://127.0.0.1:port{path}` as a stock client would (no opt-in, no
 /// compression) and records what comes back.
 pub(crate) async fn observe(port: u16, path: &str, body: &str) -> Downstream {
+    observe_with(port, path, body, &[]).await
+}
+
+/// [`observe`] with more request headers (`name: value`): a framing client's opt-in, its
+/// `Accept-Encoding`. The body is counted as it comes (compressed, if it is).
+pub(crate) async fn observe_with(
+    port: u16,
+    path: &str,
+    body: &str,
+    headers: &[(String, String)],
+) -> Downstream {
     let mut stream = tokio::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port))
         .await
         .expect("connect to the proxy");
+    let accept = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("accept"))
+        .map_or("application/json, text/event-stream", |(_, value)| value);
+    let mut extra = String::new();
+    for (name, value) in headers {
+        if !name.eq_ignore_ascii_case("accept") {
+            extra.push_str(&format!("{name}: {value}\r\n"));
+        }
+    }
     let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json, text/event-stream\r\n\
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {accept}\r\n{extra}\
          Content-Type: application/json\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         body.len()
