@@ -330,7 +330,7 @@ fn assert_exact_but_caddy(proxy: &Proxy, reports: &[Report], labels: &[String]) 
 #[test]
 fn every_client_gets_every_result_byte_for_byte_through_every_proxy() {
     let _serial = serial();
-    let servers: Vec<(&str, bool, Server)> = [("opt-in", false), ("opt-in", true)]
+    let mut servers: Vec<(&str, bool, Server)> = [("opt-in", false), ("opt-in", true)]
         .into_iter()
         .chain([("compat", false), ("compat", true)])
         .map(|(mode, json)| (mode, json, Server::start(mode, json)))
@@ -409,6 +409,9 @@ fn every_client_gets_every_result_byte_for_byte_through_every_proxy() {
     });
     for row in &rows {
         table.row(row);
+    }
+    for (_, _, server) in &mut servers {
+        server.assert_running();
     }
     table.write();
 }
@@ -623,7 +626,7 @@ struct StockCase {
 #[test]
 fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_never_a_parse_error() {
     let _serial = serial();
-    let server = Server::start("opt-in", false);
+    let mut server = Server::start("opt-in", false);
     let tails = tails(&server);
     let backend = Backend::start(&server.url, STALL_SECONDS);
     let mut table = Table::new(
@@ -807,6 +810,7 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
     for row in &rows {
         table.row(row);
     }
+    server.assert_running();
     // The backend did what it was told: every cut it made is where the path said.
     for record in backend.records.lock().unwrap().iter() {
         let (offset, sent) = (record["offset"].as_u64(), record["sent"].as_u64());
@@ -821,7 +825,7 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
 #[test]
 fn a_backend_slower_than_the_read_timeout_of_every_proxy_is_never_a_clean_response() {
     let _serial = serial();
-    let server = Server::start("opt-in", false);
+    let mut server = Server::start("opt-in", false);
     let backend = Backend::start(&server.url, STALL_SECONDS);
     let mut table = Table::new(
         "slow",
@@ -889,6 +893,7 @@ fn a_backend_slower_than_the_read_timeout_of_every_proxy_is_never_a_clean_respon
     for row in &rows {
         table.row(row);
     }
+    server.assert_running();
     table.write();
 }
 

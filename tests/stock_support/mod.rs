@@ -103,7 +103,8 @@ pub(crate) fn server_binary() -> &'static Path {
     })
 }
 
-/// The example server on a free loopback port, killed on drop.
+/// The example server on a free loopback port, killed on drop (it stops by itself after an hour,
+/// longer than any test takes, the proxies' full matrix included).
 pub(crate) struct Server {
     pub(crate) child: Child,
     pub(crate) url: String,
@@ -112,7 +113,7 @@ pub(crate) struct Server {
 impl Server {
     pub(crate) fn start(mode: &str, json: bool) -> Self {
         let mut command = Command::new(server_binary());
-        command.args(["--addr", "127.0.0.1:0", "--mode", mode, "--seconds", "300"]);
+        command.args(["--addr", "127.0.0.1:0", "--mode", mode, "--seconds", "3600"]);
         if json {
             command.arg("--json");
         }
@@ -130,6 +131,13 @@ impl Server {
             .unwrap_or_else(|| panic!("no URL in the server's first line {line:?}"))
             .to_owned();
         Self { child, url }
+    }
+
+    /// Panics if the server exited: a test whose every request failed through a dead server
+    /// must not pass for a proxy's doing.
+    pub(crate) fn assert_running(&mut self) {
+        let status = self.child.try_wait().expect("wait for the example server");
+        assert!(status.is_none(), "the example server exited: {status:?}");
     }
 }
 
