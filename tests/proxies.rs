@@ -236,7 +236,7 @@ impl Verdict {
                     .find(|s| message.contains(s));
                 match status {
                     // `framing_call` names a failed initialize: the proxy refused the session
-                    // before the call (after an earlier case's backend died).
+                    // before the call.
                     Some(status) if message.starts_with("initialize:") => {
                         Self::HttpError(format!("{status} to initialize"))
                     }
@@ -745,8 +745,7 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
                 let label = format!("{label}, framing client ({})", mapping_name(*mapping));
                 // The final response verified and the body ended cleanly after it (not a transport
                 // error): delivered (issue 18). The proxy cut it or failed: abandoned. A session
-                // the proxy refused at `initialize` (Traffic Server, for a while after a backend
-                // died) never reached the cut.
+                // the proxy refused at `initialize` never reached the cut.
                 let refused = matches!(verdict, Verdict::HttpError(s) if s.ends_with("initialize"));
                 if FINAL_RESPONSE_DELIVERED_WITHOUT_SENTINEL
                     && deliverable(end.as_ref())
