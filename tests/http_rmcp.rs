@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -55,10 +56,10 @@ fn new_cut() -> Arc<Cut> {
 async fn rmcp_client_gets_a_verified_result_through_the_layer() {
     let cut = new_cut();
     let addr = server(cut.clone()).await;
-    for binary in [false, true] {
+    for mapping in Mapping::ALL {
         let metrics = Recorded::new();
         let _recording = metrics.install_local(); // this runtime's tasks run on this thread
-        let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let stats = client.stats();
         let result = call(addr, client, &cut, usize::MAX)
             .await
@@ -102,30 +103,31 @@ async fn rmcp_client_gets_a_verified_result_through_the_layer() {
 async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() {
     let cut = new_cut();
     let addr = server(cut.clone()).await;
-    for binary in [false, true] {
-        let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+    for mapping in Mapping::ALL {
+        let client = || FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let (clean, total) = call(addr, client(), &cut, usize::MAX).await;
         clean.expect("clean call");
         // The STREAM_END sentinel is the last 28 bytes (binary) or its 65-byte event (SSE):
         // cutting just before it leaves the final result verified but the stream unfinished.
-        let sentinel = if binary { 28 } else { 65 };
-        for limit in [
-            0,
-            100,
-            1500,
-            9000,
-            total / 2,
-            total - sentinel - 1,
-            total - sentinel,
-            total - 1,
-        ] {
+        // In the compatible mapping it travels in the record before the final message's event,
+        // so every cut lands before the final message is verified.
+        let sentinel = match mapping {
+            Mapping::Binary => 28,
+            Mapping::Sse => 65,
+            _ => 0,
+        };
+        let mut limits = vec![0, 100, 1500, 9000, total / 2, total - 1];
+        if sentinel > 0 {
+            limits.extend([total - sentinel - 1, total - sentinel]);
+        }
+        for limit in limits {
             let metrics = Recorded::new();
             let _recording = metrics.install_local(); // this runtime's tasks run on this thread
             let client = client();
             let stats = client.stats();
             let (result, _) = call(addr, client, &cut, limit).await;
             let Err(ServiceError::McpError(error)) = result else {
-                panic!("cut at {limit}: expected our classification, got {result:?}");
+                panic!("{mapping:?}, cut at {limit}: expected our classification, got {result:?}");
             };
             let outcome = &error.data.as_ref().expect("data")[OUTCOME_DATA_KEY];
             assert_eq!(
@@ -133,7 +135,7 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
                 "cut at {limit}: {error:?}"
             );
             assert_eq!(outcome["kind"], "Truncated");
-            if limit == total - sentinel {
+            if sentinel > 0 && limit == total - sentinel {
                 // The result itself was verified; only the sentinel is missing: still abandoned.
                 let detail = outcome["detail"].as_str().unwrap();
                 assert!(detail.contains("between messages"), "{detail}");
@@ -252,9 +254,9 @@ async fn rmcp_server_behind_the_layer_aborts_a_result_over_the_limit_the_client_
     // so the layer aborts with code 5 (message too large, not retried) instead of sending a
     // message the client would have to refuse and blame on the server.
     let addr = server(new_cut()).await;
-    for binary in [false, true] {
+    for mapping in Mapping::ALL {
         let transport = StreamableHttpClientTransport::with_client(
-            FramingHttpClient::new(reqwest::Client::new()).binary(binary),
+            FramingHttpClient::new(reqwest::Client::new()).mapping(mapping),
             StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"))
                 .max_json_response_size(16 * 1024),
         );
@@ -262,7 +264,7 @@ async fn rmcp_server_behind_the_layer_aborts_a_result_over_the_limit_the_client_
         let result = peer.call_tool(render_report_call("Q3")).await;
         let _ = peer.cancel().await;
         let Err(ServiceError::McpError(error)) = result else {
-            panic!("binary {binary}: expected our classification, got an Ok or another error");
+            panic!("{mapping:?}: expected our classification, got an Ok or another error");
         };
         let outcome = &error.data.as_ref().expect("data")[OUTCOME_DATA_KEY];
         assert_eq!(outcome["classification"], "aborted", "{outcome}");

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::response::IntoResponse;
+use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
 use mcp_framing::telemetry::CLIENT_RESPONSES;
 
@@ -31,8 +32,8 @@ async fn a_verified_message_that_is_not_utf8_fails_the_call_instead_of_being_alt
         framed(headers, vec![Bytes::from(message)])
     }))
     .await;
-    for binary in [false, true] {
-        let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+    for mapping in [Mapping::Sse, Mapping::Binary] {
+        let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let stats = client.stats();
         let result = call_tool(addr, client).await;
         let data = outcome_data(&result);
@@ -42,6 +43,15 @@ async fn a_verified_message_that_is_not_utf8_fails_the_call_instead_of_being_alt
         // Only the handshake's result was handed to rmcp.
         assert_eq!((stats.verified_messages(), stats.failed()), (1, 1));
     }
+    // The compatible mapping cannot carry such a message unchanged (SPEC.md §18.3): the server
+    // aborts it (code 1) rather than alter it.
+    let client = FramingHttpClient::new(reqwest::Client::new()).mapping(Mapping::Compat);
+    let data = outcome_data(&call_tool(addr, client).await);
+    assert_eq!(data["kind"], "PeerAbort", "{data}");
+    assert!(
+        data["detail"].as_str().unwrap().contains("not UTF-8"),
+        "{data}"
+    );
 }
 
 #[tokio::test]
@@ -127,15 +137,15 @@ async fn the_limits_configured_in_rmcps_transport_hold_for_framed_responses() {
         ("max_sse_event_size", |c| c.max_sse_event_size(64 * 1024)),
     ];
     for (what, config) in configs {
-        for binary in [false, true] {
-            let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        for mapping in Mapping::ALL {
+            let client = || FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
             let result = call_tool_with(small, client(), config).await;
-            result.unwrap_or_else(|err| panic!("{what}, binary {binary}: {err}"));
+            result.unwrap_or_else(|err| panic!("{what}, {mapping:?}: {err}"));
             // The client announced its limits (SPEC.md §11.3, §16): the server, told, aborts
             // with code 5 rather than sending what the client would refuse.
             let result = call_tool_with(large, client(), config).await;
             let data = outcome_data(&result);
-            assert_eq!(data["kind"], "PeerAbort", "{what}, binary {binary}: {data}");
+            assert_eq!(data["kind"], "PeerAbort", "{what}, {mapping:?}: {data}");
             assert_eq!(data["classification"], "aborted", "{what}: {data}");
             let detail = data["detail"].as_str().unwrap();
             assert!(detail.contains("message too large"), "{what}: {detail}");
@@ -256,10 +266,10 @@ async fn a_response_on_the_get_stream_is_refused_because_it_cannot_be_verified()
 #[tokio::test]
 async fn a_server_that_stops_sending_frames_is_abandoned_after_the_idle_timeout() {
     let addr = scripted_server(Arc::new(|_, headers| stalled(headers))).await;
-    for binary in [false, true] {
+    for mapping in Mapping::ALL {
         let idle = std::time::Duration::from_millis(300);
         let client = FramingHttpClient::new(reqwest::Client::new())
-            .binary(binary)
+            .mapping(mapping)
             .idle_timeout(Some(idle));
         let stats = client.stats();
         let started = std::time::Instant::now();

@@ -27,6 +27,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use futures_util::StreamExt;
+use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -565,7 +566,16 @@ fn rmcp_stock_client_gets_every_result_byte_for_byte_through_the_layer() {
 /// JSON-RPC error's message and outcome data.
 fn run_framing(url: &str, binary: bool) -> (Result<String, (String, Value)>, Vec<String>) {
     with_warn_capture(async {
-        let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        // The example server declares no framing contract until `FramingLayer` writes it into
+        // its discovery results: accept that (its responses are framed all the same).
+        let mapping = if binary {
+            Mapping::Binary
+        } else {
+            Mapping::Sse
+        };
+        let client = FramingHttpClient::new(reqwest::Client::new())
+            .mapping(mapping)
+            .accept_ambiguity(true);
         let transport = StreamableHttpClientTransport::with_client(
             client,
             StreamableHttpClientTransportConfig::with_uri(url),

@@ -7,8 +7,9 @@ use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::StreamExt;
 
-use super::client::FramingClientError;
-use super::{SseItem, is_final_response};
+use super::SseItem;
+use super::error::FramingClientError;
+use crate::jsonrpc::is_response;
 use crate::sse::{SseError, SseEvent, SseParser};
 
 /// The state of one GET stream.
@@ -30,7 +31,7 @@ where
         loop {
             if let Some(event) = self.queue.pop_front() {
                 let is_message = matches!(event.event.as_deref(), None | Some("message"));
-                if is_message && is_final_response(&event.data) {
+                if is_message && is_response(&event.data) {
                     self.done = true;
                     self.queue.clear();
                     let err = FramingClientError::ResponseOnGetStream;

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use mcp_framing::http::{FramedBody, OptIn, response_headers};
 use mcp_framing::rmcp_http::FramingHttpClient;
-use mcp_framing::{Outgoing, StreamEncoder};
+use mcp_framing::{FramingContract, Outgoing, StreamEncoder};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -57,7 +57,8 @@ async fn handle(
             let version = request["params"]["protocolVersion"].clone();
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": version,
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}, "experimental": {
+                    mcp_framing::EXTENSION_KEY: FramingContract::v1()}},
                 "serverInfo": {"name": "scripted", "version": "1"}}});
             framed(&headers, vec![Bytes::from(result.to_string())])
         }
