@@ -416,7 +416,6 @@ impl Call {
                 tokio::time::sleep(delay).await;
                 self.retry_after = Duration::ZERO;
             }
-            self.attempt += 1;
             match self.send().await {
                 Ok(attempt) => {
                     self.current = Some(attempt);
@@ -473,10 +472,11 @@ impl Call {
             .build()
     }
 
-    /// Resolves, re-checks the contract, sends attempt `self.attempt` and reads its headers.
+    /// Resolves, re-checks the contract, sends the next attempt and reads its headers.
     async fn send(&mut self) -> Result<Attempt, Failure> {
         let (endpoint, policy) = self.route().await.map_err(Failure::Final)?;
         self.endpoint = endpoint;
+        self.attempt += 1;
         let retry_policy = policy.as_ref().map_or_else(RetryPolicy::default, |policy| {
             RetryPolicy::for_method(policy, &self.method)
         });
