@@ -35,8 +35,8 @@ mod rmcp_support;
 #[path = "rmcp_support/scripted.rs"]
 mod scripted;
 use scripted::{
-    Scripted, ToolAnswer, call_tool, call_tool_with, framed, outcome_data, received, stalled,
-    tool_result,
+    Scripted, ToolAnswer, call_tool, call_tool_with, framed, not_utf8_result, outcome_data,
+    received, stalled, tool_result,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -129,18 +129,7 @@ fn cut_then(
 
 #[tokio::test]
 async fn retrying_client_refuses_a_verified_response_that_is_not_utf8_instead_of_altering_it() {
-    let (addr, _) = Scripted::new(Arc::new(|id, headers| {
-        // The result's text holds a lone 0xFF byte: verified by its digest, yet not UTF-8.
-        let mut message = tool_result(&id, "caf\u{e9}").to_vec();
-        let at = message
-            .windows(2)
-            .position(|w| w == "\u{e9}".as_bytes())
-            .unwrap();
-        message.splice(at..at + 2, [0xff]);
-        framed(headers, vec![Bytes::from(message)])
-    }))
-    .start()
-    .await;
+    let (addr, _) = Scripted::new(not_utf8_result()).start().await;
     // The compatible mapping cannot carry it (the server aborts): the two that can.
     for mapping in [Mapping::Sse, Mapping::Binary] {
         let resolver = RoundRobin::new([url(addr)], deduplicating());

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::response::IntoResponse;
 use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
@@ -15,23 +15,13 @@ use metrics_support::Recorded;
 #[path = "rmcp_support/scripted.rs"]
 mod scripted;
 use scripted::{
-    call_tool, call_tool_with, framed, outcome_data, scripted_server, scripted_server_with_get,
-    stalled, tool_result,
+    call_tool, call_tool_with, framed, not_utf8_result, outcome_data, scripted_server,
+    scripted_server_with_get, stalled, tool_result,
 };
 
 #[tokio::test]
 async fn a_verified_message_that_is_not_utf8_fails_the_call_instead_of_being_altered() {
-    let addr = scripted_server(Arc::new(|id, headers| {
-        // The result's text holds a lone 0xFF byte: verified by its digest, yet not UTF-8.
-        let mut message = tool_result(&id, "caf\u{e9}").to_vec();
-        let at = message
-            .windows(2)
-            .position(|w| w == "\u{e9}".as_bytes())
-            .unwrap();
-        message.splice(at..at + 2, [0xff]);
-        framed(headers, vec![Bytes::from(message)])
-    }))
-    .await;
+    let addr = scripted_server(not_utf8_result()).await;
     for mapping in [Mapping::Sse, Mapping::Binary] {
         let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let stats = client.stats();

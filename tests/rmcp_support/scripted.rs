@@ -249,6 +249,20 @@ pub(crate) fn tool_result(id: &Value, text: &str) -> Bytes {
     )
 }
 
+/// A tool answer whose result text holds a lone 0xFF byte: verified by its digest, yet not
+/// UTF-8.
+pub(crate) fn not_utf8_result() -> ToolAnswer {
+    Arc::new(|id, headers| {
+        let mut message = tool_result(&id, "caf\u{e9}").to_vec();
+        let at = message
+            .windows(2)
+            .position(|w| w == "\u{e9}".as_bytes())
+            .unwrap();
+        message.splice(at..at + 2, [0xff]);
+        framed(headers, vec![Bytes::from(message)])
+    })
+}
+
 /// Connects `client` to `addr` (transport configured by `config`), calls the tool `echo` once
 /// and disconnects.
 pub(crate) async fn call_tool_with(
