@@ -25,8 +25,10 @@
 //!
 //! The `outcome` label takes the [`Verdict::name`] values (`clean`, `abandoned`, `aborted`,
 //! `corrupt`, `spliced`, `cross_wired`, `contract_violation`, `ambiguous`), which are also the
-//! `error.type` of a failed operation. [`describe`] registers the units and descriptions with the
-//! installed recorder.
+//! `error.type` of a failed operation, with the other classifications of a client's outcome
+//! report (SPEC.md §11.7: `invalid_message`, `configuration_error`, `http_error`,
+//! `resolve_error`, `invalid_request`); an operation answered with a JSON-RPC error has its code.
+//! [`describe`] registers the units and descriptions with the installed recorder.
 //!
 //! ```
 //! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
