@@ -15,7 +15,8 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use futures_util::StreamExt;
 use mcp_framing::client::{
-    CallError, EndpointResolver, Resolution, ResolveFuture, RetrySchedule, RetryingClient,
+    CallError, DiscoveringResolver, EndpointResolver, Resolution, ResolveFuture, RetrySchedule,
+    RetryingClient,
 };
 use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer, OUTCOME_DATA_KEY};
@@ -613,4 +614,28 @@ async fn every_client_hands_its_caller_the_same_outcome_report() {
             "retryReason"
         ]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-request discovery against rmcp's own answer.
+
+#[tokio::test]
+async fn the_discovering_resolver_reads_the_contract_from_rmcps_own_server_discover_answer() {
+    // rmcp answers `server/discover` itself (from `get_info`), on an event stream, and checks
+    // the request's `MCP-Protocol-Version` header against its `_meta`.
+    let service = FramingLayer::new().layer(rmcp_support::unframed_service());
+    let app = Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::new();
+    let resolver = DiscoveringResolver::new(http.clone(), [url(addr)]);
+    let resolution = resolver.resolve().await.expect("a discovery result");
+    assert_eq!(resolution.discovery.contract, Some(FramingContract::v1()));
+    let call = RetryingClient::new(http, resolver)
+        .call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await
+        .expect("tools/list");
+    let response: Value = call.deserialize().unwrap();
+    assert_eq!(response["result"]["tools"][0]["name"], "render_report");
 }
