@@ -92,14 +92,15 @@ impl Default for TransportLimits {
     }
 }
 
-/// One verified message of a call, in the order the caller gets them.
+/// One verified message of a call, in the order the caller gets them: the verified bytes,
+/// checked once to be UTF-8 (JSON-RPC text), never altered.
 #[derive(Debug)]
 pub(crate) enum Item {
     /// A message before the final response (a notification, a server request), as verified.
-    Message(Bytes),
+    Message(String),
     /// The final response, as verified (its id member edited back to the caller's after a
     /// retry); always the last item.
-    Response(Bytes),
+    Response(String),
 }
 
 /// One attempt being received.
@@ -107,7 +108,7 @@ struct Attempt {
     verified: VerifiedResponse<Body>,
     /// The final response, held back until the stream ends: a caller (rmcp) stops reading once
     /// it has it, so the stream's end is decided here, before.
-    held: Option<Bytes>,
+    held: Option<String>,
     retry_policy: RetryPolicy,
 }
 
@@ -233,7 +234,7 @@ impl Call {
 
     /// The JSON-RPC error response under the caller's id that stands for `err` (SPEC.md §11.7).
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
-    pub(crate) fn error_response(&self, err: &CallError) -> Bytes {
+    pub(crate) fn error_response(&self, err: &CallError) -> String {
         err.error_response(&self.id, Some(self.key), self.attempt)
     }
 
@@ -265,10 +266,8 @@ impl Call {
             match attempt.verified.next().await {
                 Some(Ok(Delivery::Message(message))) => {
                     let index = message.summary().index;
-                    let bytes = message.into_bytes();
-                    let is_response = match std::str::from_utf8(&bytes) {
-                        // SPEC.md §1: the final JSON-RPC response ends the request's stream.
-                        Ok(text) => jsonrpc::is_response(text),
+                    let text = match String::from_utf8(message.into_bytes().into()) {
+                        Ok(text) => text,
                         Err(err) => {
                             // Never altered (no lossy replacement): the call fails.
                             self.state.responses.ended(false);
@@ -276,16 +275,17 @@ impl Call {
                             let err = CallError::InvalidUtf8 {
                                 attempts: self.attempt,
                                 index,
-                                valid_up_to: err.valid_up_to(),
+                                valid_up_to: err.utf8_error().valid_up_to(),
                             };
                             return Some(Err(self.fail(err)));
                         }
                     };
                     self.state.responses.verified_message();
-                    if !is_response {
-                        return Some(Ok(Item::Message(bytes)));
+                    // SPEC.md §1: the final JSON-RPC response ends the request's stream.
+                    if !jsonrpc::is_response(&text) {
+                        return Some(Ok(Item::Message(text)));
                     }
-                    attempt.held = Some(bytes);
+                    attempt.held = Some(text);
                 }
                 Some(Ok(Delivery::Complete(_))) => {
                     let attempt = self.current.take().expect("an attempt in progress");
@@ -325,7 +325,7 @@ impl Call {
 
     /// An attempt whose stream ended complete: its final response for the caller, `None` to
     /// retry (a retryable refusal, or no final response), or the error ending the call.
-    fn complete(&mut self, attempt: Attempt) -> Result<Option<Bytes>, CallError> {
+    fn complete(&mut self, attempt: Attempt) -> Result<Option<String>, CallError> {
         let progress = attempt.verified.progress();
         let head = attempt.verified.head();
         let Some(held) = attempt.held else {
@@ -343,7 +343,7 @@ impl Call {
             .cloned()
             .unwrap_or_else(|| Outcome::abandoned(None, progress, head));
         self.record(&outcome);
-        let text = std::str::from_utf8(&held).expect("checked when it was verified");
+        let text = held.as_str();
         let members = jsonrpc::top_level(text).unwrap_or_default();
         if let Some(after) = self.retryable_refusal(text, &members, &attempt.retry_policy) {
             self.retry_after = after;
@@ -362,7 +362,7 @@ impl Call {
             // member alone, every other byte as verified.
             let id = serde_json::to_string(&self.id).expect("a JSON value serializes");
             match jsonrpc::with_id(text, &id) {
-                Ok(edited) => Bytes::from(edited),
+                Ok(edited) => edited,
                 // Only a duplicate can fail: the message is a response (one object, an id).
                 Err(IdEditError::DuplicateId | IdEditError::NoId | IdEditError::NotAnObject) => {
                     return Err(CallError::DuplicateId {

@@ -1,7 +1,6 @@
 //! Why a call ended without its final response, and the one JSON-RPC error shape every client
 //! hands its caller for it (SPEC.md §11.7).
 
-use bytes::Bytes;
 use http::StatusCode;
 use serde_json::{Map, Value, json};
 
@@ -261,7 +260,7 @@ impl CallError {
         id: &Value,
         key: Option<RequestKey>,
         attempts: u32,
-    ) -> Bytes {
+    ) -> String {
         let message = match self {
             Self::Incomplete { outcome, .. } => {
                 format!("mcp-framing: response {}", outcome.verdict)
@@ -271,7 +270,7 @@ impl CallError {
         let response = json!({"jsonrpc": "2.0", "id": id, "error": {
             "code": -32603, "message": message,
             "data": {OUTCOME_DATA_KEY: self.report(key, attempts)}}});
-        Bytes::from(response.to_string())
+        response.to_string()
     }
 }
 

@@ -278,10 +278,10 @@ impl RetryingClient {
         let mut notifications = Vec::new();
         while let Some(item) = call.next().await {
             match item? {
-                Item::Message(message) => notifications.push(message),
+                Item::Message(message) => notifications.push(Bytes::from(message)),
                 Item::Response(response) => {
                     return Ok(CallOutcome {
-                        response,
+                        response: Bytes::from(response),
                         notifications,
                         attempts: call.attempts(),
                         request_key: call.key(),
@@ -322,7 +322,7 @@ impl RetryingClient {
         let call = self.start(request, headers)?;
         Ok(futures_util::stream::unfold(call, |mut call| async move {
             let item = match call.next().await? {
-                Ok(Item::Message(bytes) | Item::Response(bytes)) => Ok(bytes),
+                Ok(Item::Message(text) | Item::Response(text)) => Ok(Bytes::from(text)),
                 Err(err) => Err(err),
             };
             Some((item, call))

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -252,10 +251,10 @@ fn status_text_error(
 }
 
 /// A verified message (or the JSON-RPC error the engine built) as the SSE event rmcp reads.
-fn message_event(data: Bytes) -> sse_stream::Sse {
+fn message_event(data: String) -> sse_stream::Sse {
     sse_stream::Sse {
         event: Some("message".to_owned()),
-        data: Some(String::from_utf8(data.into()).expect("the engine hands on UTF-8 only")),
+        data: Some(data),
         id: None,
         retry: None,
     }
