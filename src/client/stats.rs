@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// # Examples
 ///
 /// ```
-/// let client = mcp_framing::rmcp_http::FramingHttpClient::new(reqwest::Client::new());
-/// assert_eq!(client.stats().abandoned(), 0);
+/// # use mcp_framing::client::*;
+/// let client = RetryingClient::new(reqwest::Client::new(),
+///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
+/// assert_eq!(client.response_stats().abandoned(), 0);
 /// ```
 #[derive(Debug, Default)]
 pub struct ClientStats {
