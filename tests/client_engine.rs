@@ -302,17 +302,18 @@ async fn the_mapping_the_idle_timeout_and_rmcps_limits_reach_every_attempt_in_an
             client
                 .auto_retry(resolver, schedule(2))
                 .mapping(Mapping::Sse)
-                .idle_timeout(Some(Duration::from_millis(200)))
+                .idle_timeout(Some(Duration::from_secs(2)))
         }),
         ("options before auto_retry", |client, resolver| {
             client
                 .mapping(Mapping::Sse)
-                .idle_timeout(Some(Duration::from_millis(200)))
+                .idle_timeout(Some(Duration::from_secs(2)))
                 .auto_retry(resolver, schedule(2))
         }),
     ];
     for (order, build) in orders {
-        // The first attempt stalls after its head: only the idle timeout ends it.
+        // The first attempt sends nothing after its response headers: only the idle timeout
+        // ends it.
         let attempts = Arc::new(AtomicUsize::new(0));
         let (addr, log) = Scripted::new(Arc::new(move |id, headers| {
             if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -329,7 +330,8 @@ async fn the_mapping_the_idle_timeout_and_rmcps_limits_reach_every_attempt_in_an
         // rmcp's per-call limits: 32 KiB events, hence §15 frames of at most
         // 32768 / 4 * 3 - 20 = 24556 bytes, and messages of at most 32 KiB.
         let call = call_tool_with(addr, client, |c| c.max_sse_event_size(32 * 1024));
-        // Bounded well above the 200 ms idle timeout: the default one (60 s) would not fit.
+        // Bounded well above the 2 s idle timeout (a loaded machine does not stall an answered
+        // attempt that long), and well below the default one (60 s).
         let result = tokio::time::timeout(Duration::from_secs(30), call)
             .await
             .unwrap_or_else(|_| panic!("{order}: the idle timeout did not reach the attempt"));
