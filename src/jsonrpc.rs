@@ -77,6 +77,7 @@ pub(crate) fn top_level(message: &str) -> Option<TopLevel> {
 
 /// Why [`with_id`] cannot put an id back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // the clients' retries use it
 pub(crate) enum IdEditError {
     /// The message is not exactly one valid JSON object.
     NotAnObject,
@@ -90,6 +91,7 @@ pub(crate) enum IdEditError {
 /// `message` with the value of its top-level `id` member replaced by `id` (a JSON text, e.g.
 /// `7` or `"a"`), every other byte unchanged: the members' order, their spelling (escapes,
 /// number forms) and the whitespace stay as the peer wrote them.
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // the clients' retries use it
 pub(crate) fn with_id(message: &str, id: &str) -> Result<String, IdEditError> {
     let members = top_level(message).ok_or(IdEditError::NotAnObject)?;
     let span = match (members.ids, members.id) {
