@@ -102,6 +102,8 @@
 
 #[cfg(feature = "sse")]
 mod body;
+#[cfg(feature = "sse")]
+mod body_encoder;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "codec")]
@@ -117,6 +119,8 @@ pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
+#[cfg(feature = "rmcp")]
+mod json_text;
 pub mod jsonrpc;
 pub mod limits;
 pub mod mapping;
@@ -133,6 +137,8 @@ pub mod telemetry;
 
 #[cfg(feature = "sse")]
 pub use body::{BodyDecoder, BodyError, MappingDecoder};
+#[cfg(feature = "sse")]
+pub use body_encoder::MappingEncoder;
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};

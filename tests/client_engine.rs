@@ -624,7 +624,8 @@ async fn every_client_hands_its_caller_the_same_outcome_report() {
 #[tokio::test]
 async fn the_discovering_resolver_reads_the_contract_from_rmcps_own_server_discover_answer() {
     // rmcp answers `server/discover` itself (from `get_info`), on an event stream, and checks
-    // the request's `MCP-Protocol-Version` header against its `_meta`.
+    // the request's `MCP-Protocol-Version` header against its `_meta`; the layer declares its
+    // contract in that answer.
     let service = FramingLayer::new().layer(rmcp_support::unframed_service());
     let app = Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -633,7 +634,11 @@ async fn the_discovering_resolver_reads_the_contract_from_rmcps_own_server_disco
     let http = reqwest::Client::new();
     let resolver = DiscoveringResolver::new(http.clone(), [url(addr)]);
     let resolution = resolver.resolve().await.expect("a discovery result");
-    assert_eq!(resolution.discovery.contract, Some(FramingContract::v1()));
+    // The contract the layer writes into the result rmcp answered (SPEC.md §11.2).
+    assert_eq!(
+        resolution.discovery.contract,
+        Some(FramingLayer::new().contract())
+    );
     let call = RetryingClient::new(http, resolver)
         .call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
         .await

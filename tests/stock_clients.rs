@@ -566,16 +566,13 @@ fn rmcp_stock_client_gets_every_result_byte_for_byte_through_the_layer() {
 /// JSON-RPC error's message and outcome data.
 fn run_framing(url: &str, binary: bool) -> (Result<String, (String, Value)>, Vec<String>) {
     with_warn_capture(async {
-        // The example server declares no framing contract until `FramingLayer` writes it into
-        // its discovery results: accept that (its responses are framed all the same).
+        // The README table's rows: the SSE mapping of SPEC.md §15 and the binary one.
         let mapping = if binary {
             Mapping::Binary
         } else {
             Mapping::Sse
         };
-        let client = FramingHttpClient::new(reqwest::Client::new())
-            .mapping(mapping)
-            .accept_ambiguity(true);
+        let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let transport = StreamableHttpClientTransport::with_client(
             client,
             StreamableHttpClientTransportConfig::with_uri(url),

@@ -243,7 +243,7 @@ fn discover_event(body: &[u8]) -> Result<Vec<u8>, String> {
     events
         .into_iter()
         .find(|event| {
-            matches!(event.event.as_deref(), None | Some("message"))
+            crate::sse::is_message_event(event.event.as_deref())
                 && crate::jsonrpc::is_response(&event.data)
         })
         .map(|event| event.data.into_bytes())

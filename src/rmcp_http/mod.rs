@@ -21,6 +21,7 @@
 
 mod client;
 mod compat_body;
+mod declare;
 #[cfg(feature = "dedupe")]
 mod dedupe;
 mod error;
@@ -29,15 +30,13 @@ mod standalone;
 
 pub use crate::client::ClientStats;
 pub use client::FramingHttpClient;
+pub use declare::RequestBody;
 #[cfg(feature = "dedupe")]
 pub use dedupe::DedupingFramingLayer;
 pub use error::FramingClientError;
 pub use layer::{FramingBody, FramingLayer, FramingService};
 
 pub use crate::client::OUTCOME_DATA_KEY;
-/// The one rule for "the final JSON-RPC response" (SPEC.md §1), under the name the server side
-/// of this module uses.
-pub(crate) use crate::jsonrpc::is_response as is_final_response;
 
 /// An SSE event as rmcp's `StreamableHttpClient` hands it over.
 pub(crate) type SseItem = Result<sse_stream::Sse, sse_stream::Error>;

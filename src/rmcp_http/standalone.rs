@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use super::SseItem;
 use super::error::FramingClientError;
 use crate::jsonrpc::is_response;
-use crate::sse::{SseError, SseEvent, SseParser};
+use crate::sse::{SseError, SseEvent, SseParser, is_message_event};
 
 /// The state of one GET stream.
 struct Standalone<S> {
@@ -30,8 +30,7 @@ where
     async fn next(&mut self) -> Option<SseItem> {
         loop {
             if let Some(event) = self.queue.pop_front() {
-                let is_message = matches!(event.event.as_deref(), None | Some("message"));
-                if is_message && is_response(&event.data) {
+                if is_message_event(event.event.as_deref()) && is_response(&event.data) {
                     self.done = true;
                     self.queue.clear();
                     let err = FramingClientError::ResponseOnGetStream;

@@ -1313,6 +1313,13 @@ fn compat(set: &mut Set) {
         Expect::clean(&[OK_MESSAGE]),
     );
 
+    set.add_compat(
+        "valid_compat_empty_event_field.sse",
+        "§13 example whose message event has an empty `event` field (`event:`): SSE dispatches it as a `message` event (WHATWG: an empty event type is `message`), as rmcp and the SDKs read it",
+        format!("{}event:\n{}", pieces[0], pieces[1]),
+        Expect::clean(&[OK_MESSAGE]),
+    );
+
     let mut enc = encoder(ATTEMPT, 16 * 1024);
     let mut wire = BytesMut::new();
     enc.message(PRETTY, &mut wire).expect("message");

@@ -490,7 +490,7 @@ class SseDecoder:
         self.events += 1
         if name != FRAME_EVENT:
             # any other event that carries data, named or not
-            label = "message" if name is None else name.decode("utf-8", "replace")
+            label = "message" if name in (None, b"") else name.decode("utf-8", "replace")
             self._fail("UnexpectedEvent", event=label)
             return
         text = data.replace(b"\n", b"")  # the LF between data lines is not base64: dropped
@@ -601,7 +601,7 @@ class CompatDecoder(SseDecoder):
                 return
 
     def _event(self, name, data):
-        if name is not None and name != b"message":
+        if name not in (None, b"", b"message"):  # an empty event type is `message` (WHATWG)
             label = name.decode("utf-8", "replace")
             self._fail("UnexpectedEvent", event=label)
             return

@@ -6,11 +6,10 @@
 use std::sync::Arc;
 
 use mcp_framing::rmcp_http::{FramingLayer, FramingService};
-use mcp_framing::{EXTENSION_KEY, FramingContract};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, Implementation, NumberOrString, ProgressNotificationParam,
-    ProgressToken, RequestMetaObject, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken,
+    RequestMetaObject,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -30,7 +29,7 @@ pub(crate) struct ReportArgs {
 #[derive(Clone)]
 pub(crate) struct Reports;
 
-#[tool_router]
+#[tool_router(server_handler)]
 impl Reports {
     #[tool(description = "Render a report: returns the document with numbered lines")]
     async fn render_report(
@@ -53,28 +52,6 @@ impl Reports {
             .collect();
         format!("# {}\n{}", args.title, lines.join("\n"))
     }
-}
-
-#[rmcp::tool_handler]
-impl rmcp::ServerHandler for Reports {
-    fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
-        declare_contract(&mut capabilities, &FramingContract::v1());
-        ServerConfig::new(capabilities).with_server_info(Implementation::from_build_env())
-    }
-}
-
-/// Declares `contract` in rmcp's capabilities (`experimental`, which rmcp writes into its
-/// `initialize` result and its `server/discover` result, SPEC.md §11.2), as a server behind
-/// `FramingLayer` does, so that `FramingHttpClient` builds its policy from it.
-pub(crate) fn declare_contract(capabilities: &mut ServerCapabilities, contract: &FramingContract) {
-    let serde_json::Value::Object(contract) = serde_json::to_value(contract).expect("JSON") else {
-        unreachable!("a contract is an object")
-    };
-    capabilities
-        .experimental
-        .get_or_insert_with(Default::default)
-        .insert(EXTENSION_KEY.to_owned(), contract);
 }
 
 /// A document of about 31 KiB: tool-call arguments that span many frames.
