@@ -198,6 +198,28 @@ async fn a_retried_response_gets_the_callers_id_back_by_an_edit_of_the_id_member
     }
 }
 
+#[tokio::test]
+async fn a_stream_that_goes_on_after_its_final_response_answers_nothing() {
+    // SPEC.md §1: the final response is the stream's last message; a complete stream with a
+    // message after it answers nothing, and neither client reports the request as answered.
+    let late = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"late"}}"#;
+    let (addr, _) = Scripted::new(Arc::new(move |id, headers| {
+        framed(headers, vec![tool_result(&id, "early"), Bytes::from(late)])
+    }))
+    .start()
+    .await;
+    let resolver = RoundRobin::new([url(addr)], FramingContract::v1());
+    let err = RetryingClient::new(reqwest::Client::new(), resolver)
+        .call(tool_call(1))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "MessageAfterFinalResponse", "{err}");
+    assert_eq!(err.classification(), "abandoned");
+    let data = outcome_data(&call_tool(addr, FramingHttpClient::new(reqwest::Client::new())).await);
+    assert_eq!(data["kind"], "MessageAfterFinalResponse", "{data}");
+    assert_eq!(data["retryDecision"], "surface_to_caller", "{data}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Defect 2: auto_retry broke rmcp's default (session) server.
 

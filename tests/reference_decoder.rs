@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -214,8 +215,17 @@ fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
         ),
         Some(err) => ("error", Value::Null, json!(err.kind()), Value::Null),
     };
+    // SPEC.md §11.4: the regime and whether the sentinel decided, from the decoder's own state;
+    // a mapping's error is a contract violation, decided by the framing's rules (Regime B).
+    let outcome = decoder.outcome();
+    let (sentinel_seen, regime) = match (&failure, &mapping_error) {
+        (None, Some(_)) => (false, "B"),
+        _ => (outcome.sentinel_seen, outcome.regime.name()),
+    };
     json!({
         "verdict": verdict,
+        "sentinel_seen": sentinel_seen,
+        "regime": regime,
         "messages": messages,
         "abort": abort,
         "error": error,
@@ -301,8 +311,9 @@ impl Case {
 }
 
 /// Runs the reference decoder over `cases` in one process and compares every verdict with the
-/// crate decoder's (same split) and with the manifest (when given). Returns (agreements, report).
-fn compare(cases: &[Case]) -> (usize, Vec<String>) {
+/// crate decoder's (same split) and with the manifest (when given). Returns (agreements, report,
+/// the number of streams by verdict).
+fn compare(cases: &[Case]) -> (usize, Vec<String>, BTreeMap<String, usize>) {
     let jobs: Vec<Value> = cases
         .iter()
         .map(|c| {
@@ -329,7 +340,7 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
     assert_eq!(answers.len(), cases.len(), "one answer per job");
     let mut agreements = 0;
     let mut failures = Vec::new();
-    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    let mut outcomes = BTreeMap::<String, usize>::new();
     for (case, answer) in cases.iter().zip(answers) {
         assert_eq!(
             answer.len(),
@@ -347,6 +358,8 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
                     .map(|t| format!("/{t}"))
                     .unwrap_or_default()
             ),
+            // SPEC.md §7 row 4: clean without the sentinel.
+            Some("clean") if first["sentinel_seen"] == false => "delivered".to_owned(),
             other => other.unwrap_or("?").to_owned(),
         };
         *outcomes.entry(outcome).or_default() += 1;
@@ -375,11 +388,12 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
         }
     }
     eprintln!("outcomes (by stream): {outcomes:?}");
-    (agreements, failures)
+    (agreements, failures, outcomes)
 }
 
-fn assert_agree(what: &str, cases: &[Case]) {
-    let (agreements, failures) = compare(cases);
+/// Asserts that both decoders agree on every case; returns the number of streams by verdict.
+fn assert_agree(what: &str, cases: &[Case]) -> BTreeMap<String, usize> {
+    let (agreements, failures, outcomes) = compare(cases);
     eprintln!(
         "{what}: {} streams, {agreements} verdicts agree, {} disagreements",
         cases.len(),
@@ -391,6 +405,7 @@ fn assert_agree(what: &str, cases: &[Case]) {
         failures.len(),
         failures[..failures.len().min(20)].join("\n")
     );
+    outcomes
 }
 
 /// The manifest's expectation reduced to the fields both decoders report.
@@ -405,6 +420,8 @@ fn expectation(expect: &Value) -> Value {
         .unwrap_or_default();
     json!({
         "verdict": expect["verdict"],
+        "sentinel_seen": expect["sentinel_seen"],
+        "regime": expect["regime"],
         "messages": messages,
         "abort": expect["abort"],
         "error": expect["error"],
@@ -560,6 +577,53 @@ fn encoded_streams() -> Vec<(&'static str, Vec<u8>)> {
         "abort between messages, reserved code, UTF-8 reason",
         w.to_vec(),
     ));
+
+    // Final JSON-RPC responses (SPEC.md §7.1), so that a keyed decoder's cuts after them are
+    // delivered (§7 row 4), and what may or may not follow them.
+    let progress =
+        br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#;
+    let mut w = BytesMut::new();
+    let mut e = enc(0x0000_0010, 24);
+    e.message(progress, &mut w).unwrap();
+    e.message(
+        br#" {"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}} "#,
+        &mut w,
+    )
+    .unwrap();
+    e.keep_alive(&mut w).unwrap();
+    e.end(&mut w).unwrap();
+    out.push((
+        "a notification, then an error response, a keep-alive",
+        w.to_vec(),
+    ));
+
+    let mut w = BytesMut::new();
+    let mut e = enc(0x0BAD_CAFE, 16384);
+    e.message(br#"{"jsonrpc":"2.0","id":null,"result":{"id":1}}"#, &mut w)
+        .unwrap();
+    e.message(progress, &mut w).unwrap();
+    e.message(br#"{"jsonrpc":"2.0","id":2,"result":{}}"#, &mut w)
+        .unwrap();
+    e.end(&mut w).unwrap();
+    out.push((
+        "a response, a notification and a second response",
+        w.to_vec(),
+    ));
+
+    let mut w = BytesMut::new();
+    let mut e = enc(0x7777_0000, 8);
+    e.message(br#"[{"id":1,"result":{}}]"#, &mut w).unwrap();
+    e.message(br#"{"id":1,"result":NaN}"#, &mut w).unwrap();
+    e.message(br#"{"id":1,"result":{}}x"#, &mut w).unwrap();
+    e.message(br#"{"result":{},"params":{"id":1}}"#, &mut w)
+        .unwrap();
+    e.message(br#"{"jsonrpc":"2.0","\u0069d":5,"result":[]}"#, &mut w)
+        .unwrap();
+    e.abort(AbortCode::Overloaded, "draining", &mut w).unwrap();
+    out.push((
+        "messages that are not responses (a batch, NaN, trailing bytes, a nested id), then an escaped-key response and an abort",
+        w.to_vec(),
+    ));
     out
 }
 
@@ -631,6 +695,12 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
                 stream[..cut].to_vec(),
                 default.clone(),
             ));
+            // A keyed decoder delivers the final response at a cut after it (SPEC.md §7 row 4).
+            cases.push(Case::new(
+                format!("{name}, cut at {cut}, key expected"),
+                stream[..cut].to_vec(),
+                keyed.clone(),
+            ));
         }
         let mut trailing = stream.clone();
         trailing.push(0x9f);
@@ -643,10 +713,11 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
             let mut flipped = stream.clone();
             let at = rng.below(flipped.len());
             flipped[at] ^= 1 << rng.below(8);
+            let config = if rng.below(2) == 0 { &default } else { &keyed };
             cases.push(Case::new(
                 format!("{name}, bit flip at {at}"),
                 flipped,
-                default.clone(),
+                config.clone(),
             ));
         }
         let frames = frames_of(stream);
@@ -662,8 +733,13 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
             );
             cases.push(Case::new(
                 format!("{name}, frame {i} dropped"),
-                dropped,
+                dropped.clone(),
                 default.clone(),
+            ));
+            cases.push(Case::new(
+                format!("{name}, frame {i} dropped, key expected"),
+                dropped,
+                keyed.clone(),
             ));
             let mut dup: Vec<&Vec<u8>> = frames.iter().collect();
             dup.insert(i, &frames[i]);
@@ -729,10 +805,11 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
             for (what, frame) in rewrites {
                 let mut fs: Vec<&Vec<u8>> = frames.iter().collect();
                 fs[i] = &frame;
+                let config = if rng.below(2) == 0 { &default } else { &keyed };
                 cases.push(Case::new(
                     format!("{name}, frame {i}: {what}"),
                     join(fs),
-                    default.clone(),
+                    config.clone(),
                 ));
             }
         }
@@ -792,7 +869,12 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
         cases.push(Case::new(format!("garbage {n}"), data, default.clone()));
     }
     assert!(cases.len() > 2000, "{} cases", cases.len());
-    assert_agree("generated streams", &cases);
+    let outcomes = assert_agree("generated streams", &cases);
+    // The final-response rule (SPEC.md §7 row 4) is exercised, not only the sentinel's.
+    assert!(
+        outcomes.get("delivered").copied().unwrap_or(0) >= 50,
+        "delivered streams: {outcomes:?}"
+    );
 }
 
 /// SSE bodies (SPEC.md §15) made by the crate's SSE encoder, reformatted and mutated.
@@ -895,6 +977,11 @@ fn reference_decoder_agrees_with_the_crate_on_sse_bodies() {
                 format!("sse {name}, cut at {cut}"),
                 body[..cut].to_vec(),
                 sse.clone(),
+            ));
+            cases.push(Case::new(
+                format!("sse {name}, cut at {cut}, key"),
+                body[..cut].to_vec(),
+                sse_keyed.clone(),
             ));
         }
         for _ in 0..body.len() / 4 {
@@ -1089,6 +1176,26 @@ fn reference_decoder_agrees_with_the_crate_on_compat_bodies() {
     e.message(large.as_bytes(), &mut b).unwrap();
     e.abort(AbortCode::UpstreamFailed, "gone", &mut b).unwrap();
     bodies.push(("a 5 KiB message in 1 KiB frames, aborted", b.to_vec()));
+    // The final response with STREAM_END in a later record (SPEC.md §18.5): a keyed decoder
+    // delivers its cuts between the response's event and that record (§7 row 4).
+    let mut b = BytesMut::new();
+    let mut e = encoder(0x0000_0042, 16384);
+    e.message(
+        br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+        &mut b,
+    )
+    .unwrap();
+    e.message(
+        br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#,
+        &mut b,
+    )
+    .unwrap();
+    e.keep_alive(&mut b).unwrap();
+    e.end(&mut b).unwrap();
+    bodies.push((
+        "a notification, the response, then a keep-alive and STREAM_END in records of their own",
+        b.to_vec(),
+    ));
 
     let mut rng = Rng(0xC0A7);
     let mut cases = Vec::new();
@@ -1162,6 +1269,11 @@ fn reference_decoder_agrees_with_the_crate_on_compat_bodies() {
                 format!("compat {name}, cut at {cut}"),
                 body[..cut].to_vec(),
                 compat.clone(),
+            ));
+            cases.push(Case::new(
+                format!("compat {name}, cut at {cut}, key"),
+                body[..cut].to_vec(),
+                keyed.clone(),
             ));
         }
         const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

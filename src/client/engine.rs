@@ -10,8 +10,9 @@
 //!    (§10, §11.3, §16, §18.8);
 //! 3. verify the body as it streams ([`VerifiedResponse`]) and hand on every message as it is
 //!    verified, unchanged (a message that is not UTF-8 fails the call, never altered);
-//! 4. hold the final response until the stream ends clean, then deliver it (under the caller's id,
-//!    edited into the id member alone after a retry);
+//! 4. hold the final response (the decoder flags it) until the stream ends clean, then deliver it
+//!    (under the caller's id, edited into the id member alone after a retry); a stream that ends
+//!    without one, or goes on after it, answers nothing (SPEC.md §1);
 //! 5. on any other end, record the outcome, decide on a retry (§11.6) within the schedule, and
 //!    build the error the caller sees (§11.7).
 
@@ -109,6 +110,8 @@ struct Attempt {
     /// The final response, held back until the stream ends: a caller (rmcp) stops reading once
     /// it has it, so the stream's end is decided here, before.
     held: Option<String>,
+    /// A message came after the final response (SPEC.md §1): the stream answers nothing.
+    after_final: bool,
     retry_policy: RetryPolicy,
 }
 
@@ -266,6 +269,8 @@ impl Call {
             match attempt.verified.next().await {
                 Some(Ok(Delivery::Message(message))) => {
                     let index = message.summary().index;
+                    // SPEC.md §1, §7.1: the decoder (keyed, assembling) flags the final response.
+                    let is_final = message.is_final_response();
                     let text = match String::from_utf8(message.into_bytes().into()) {
                         Ok(text) => text,
                         Err(err) => {
@@ -281,8 +286,13 @@ impl Call {
                         }
                     };
                     self.state.responses.verified_message();
-                    // SPEC.md §1: the final JSON-RPC response ends the request's stream.
-                    if !jsonrpc::is_response(&text) {
+                    if attempt.held.is_some() {
+                        // SPEC.md §1: nothing follows the final response; a stream that goes on
+                        // answers nothing, and what follows is not handed on.
+                        attempt.after_final = true;
+                        continue;
+                    }
+                    if !is_final {
                         return Some(Ok(Item::Message(text)));
                     }
                     attempt.held = Some(text);
@@ -328,14 +338,21 @@ impl Call {
     fn complete(&mut self, attempt: Attempt) -> Result<Option<String>, CallError> {
         let progress = attempt.verified.progress();
         let head = attempt.verified.head();
-        let Some(held) = attempt.held else {
-            // The stream ended without a final response: nothing to hand out.
-            let outcome = Outcome::abandoned(None, progress, head);
-            let cause = AttemptError::NoFinalResponse;
-            return match self.decide(outcome, &attempt.retry_policy, cause) {
-                None => Ok(None),
-                Some(err) => Err(err),
-            };
+        let held = match attempt.held {
+            Some(held) if !attempt.after_final => held,
+            // The stream ended without a final response, or went on after it (SPEC.md §1): it
+            // answers nothing, and the request is decided as for an abandoned stream.
+            held => {
+                let outcome = Outcome::abandoned(None, progress, head);
+                let cause = match held {
+                    None => AttemptError::NoFinalResponse,
+                    Some(_) => AttemptError::AfterFinalResponse,
+                };
+                return match self.decide(outcome, &attempt.retry_policy, cause) {
+                    None => Ok(None),
+                    Some(err) => Err(err),
+                };
+            }
         };
         let outcome = attempt
             .verified
@@ -561,6 +578,7 @@ impl Call {
         Ok(Attempt {
             verified,
             held: None,
+            after_final: false,
             retry_policy,
         })
     }

@@ -45,11 +45,15 @@ pub enum AttemptError {
     /// The response stream ended complete without a final JSON-RPC response.
     #[error("the response stream ended without a final response")]
     NoFinalResponse,
+    /// A message followed the final response in a complete stream (SPEC.md §1): the stream
+    /// answers nothing.
+    #[error("a message followed the final response: the stream answers nothing")]
+    AfterFinalResponse,
 }
 
 impl AttemptError {
     /// The stable name of the error (the `kind` of the outcome report, SPEC.md §11.7): `Send`,
-    /// `HttpStatus`, `NoFinalResponse`, or [`ReceiveError::kind`].
+    /// `HttpStatus`, `NoFinalResponse`, `MessageAfterFinalResponse`, or [`ReceiveError::kind`].
     ///
     /// # Examples
     ///
@@ -61,6 +65,7 @@ impl AttemptError {
             Self::Status { .. } => "HttpStatus",
             Self::Receive(err) => err.kind(),
             Self::NoFinalResponse => "NoFinalResponse",
+            Self::AfterFinalResponse => "MessageAfterFinalResponse",
         }
     }
 }
