@@ -340,12 +340,16 @@ fn every_cut_call_executes_exactly_once_across_two_backends_and_is_verified() {
             endpoints: vec![a.url(), b.url()],
             next: AtomicUsize::new(0),
         };
-        let client = FramingHttpClient::new(reqwest::Client::new()).auto_retry(
-            resolver,
-            RetrySchedule::default()
-                .max_attempts(6)
-                .initial_backoff(Duration::from_millis(20)),
-        );
+        // The SSE mapping of SPEC.md §15, whose HEAD event leaves before the tool finishes (the
+        // offsets below are chosen for it).
+        let client = FramingHttpClient::new(reqwest::Client::new())
+            .mapping(Mapping::Sse)
+            .auto_retry(
+                resolver,
+                RetrySchedule::default()
+                    .max_attempts(6)
+                    .initial_backoff(Duration::from_millis(20)),
+            );
         let retry_stats = client.retry_stats().unwrap();
         let transport = StreamableHttpClientTransport::with_client(
             client,
