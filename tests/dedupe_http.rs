@@ -126,22 +126,22 @@ async fn completion_survives_a_client_that_goes_away(sse: bool, read_headers: bo
     assert_eq!(executions.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_json_response_is_recorded_when_the_client_leaves_before_the_headers() {
     completion_survives_a_client_that_goes_away(false, false).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_sse_response_is_recorded_when_the_client_leaves_after_the_headers() {
     completion_survives_a_client_that_goes_away(true, true).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_sse_response_is_recorded_when_the_client_leaves_before_the_headers() {
     completion_survives_a_client_that_goes_away(true, false).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn requests_without_a_key_or_of_other_methods_pass_through() {
     let executions = Arc::new(AtomicUsize::new(0));
     let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(SlowTool {
