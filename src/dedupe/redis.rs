@@ -154,16 +154,25 @@ struct Scripts {
 
 /// A script's text and SHA-1.
 struct Lua {
-    code: &'static str,
+    code: String,
     sha1: String,
 }
 
 impl Lua {
-    fn new(code: &'static str) -> Self {
-        Self {
-            code,
-            sha1: Script::new(code).get_hash().to_owned(),
-        }
+    /// For a cluster, the script declares itself (Redis 7 `#!lua`, no `no-writes` flag) a
+    /// write: a node that serves the slot only as a replica (a primary demoted by a failover
+    /// that the client has not noticed yet) then redirects it with `MOVED`, which the cluster
+    /// client follows and learns the new layout from. Without it, the `redis` crate's cluster
+    /// connections (all in `READONLY` mode) would have the replica run the script and fail
+    /// with `READONLY`, over and over.
+    fn new(code: &'static str, cluster: bool) -> Self {
+        let code = if cluster {
+            format!("#!lua\n{code}")
+        } else {
+            code.to_owned()
+        };
+        let sha1 = Script::new(&code).get_hash().to_owned();
+        Self { code, sha1 }
     }
 }
 
@@ -336,12 +345,9 @@ impl RedisStoreBuilder {
                 .set_max_delay(Duration::from_millis(200));
             Connection::Node(ConnectionManager::new_with_config(client, config).await?)
         };
-        Ok(RedisStore {
-            connection,
-            prefix: self.prefix,
-            replicas: self.replicas,
-            scripts: std::sync::Arc::new(Scripts::new()),
-        })
+        Ok(RedisStore::over(connection)
+            .prefix(self.prefix)
+            .with_replicas(self.replicas))
     }
 }
 
@@ -373,12 +379,12 @@ fn seeds(url: &str) -> Result<(bool, Vec<String>), StoreError> {
 }
 
 impl Scripts {
-    fn new() -> Self {
+    fn new(cluster: bool) -> Self {
         Self {
-            claim: Lua::new(CLAIM),
-            renew: Lua::new(RENEW),
-            complete: Lua::new(COMPLETE),
-            release: Lua::new(RELEASE),
+            claim: Lua::new(CLAIM, cluster),
+            renew: Lua::new(RENEW, cluster),
+            complete: Lua::new(COMPLETE, cluster),
+            release: Lua::new(RELEASE, cluster),
         }
     }
 }
@@ -457,12 +463,18 @@ impl RedisStore {
     }
 
     fn over(connection: Connection) -> Self {
+        let cluster = matches!(connection, Connection::Cluster(_));
         Self {
             connection,
             prefix: DEFAULT_PREFIX.to_owned(),
             replicas: None,
-            scripts: std::sync::Arc::new(Scripts::new()),
+            scripts: std::sync::Arc::new(Scripts::new(cluster)),
         }
+    }
+
+    fn with_replicas(mut self, replicas: Option<Replicas>) -> Self {
+        self.replicas = replicas;
+        self
     }
 
     /// Sets the key prefix (default [`DEFAULT_PREFIX`]).
@@ -488,9 +500,8 @@ impl RedisStore {
     /// # let _ = run;
     /// ```
     #[must_use]
-    pub fn wait_for_replicas(mut self, count: u32, timeout: Duration) -> Self {
-        self.replicas = (count > 0).then_some(Replicas { count, timeout });
-        self
+    pub fn wait_for_replicas(self, count: u32, timeout: Duration) -> Self {
+        self.with_replicas((count > 0).then_some(Replicas { count, timeout }))
     }
 
     /// Whether the store talks to a Redis Cluster.
@@ -566,7 +577,7 @@ impl RedisStore {
         let pipeline = |with_text: bool| {
             let mut pipe = redis::pipe();
             let command = if with_text {
-                pipe.cmd("EVAL").arg(script.code)
+                pipe.cmd("EVAL").arg(&script.code)
             } else {
                 pipe.cmd("EVALSHA").arg(&script.sha1)
             };

@@ -3,6 +3,7 @@
 //! store.
 #![allow(dead_code, unreachable_pub, unused_imports)] // each test binary uses part of it
 
+#[cfg(feature = "redis")]
 mod servers;
 
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+#[cfg(feature = "redis")]
 pub use servers::{Persistence, RedisCluster, RedisServer};
 
 use mcp_framing::RequestKey;

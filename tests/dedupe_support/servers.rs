@@ -311,7 +311,34 @@ impl RedisCluster {
         );
         let cluster = Self { nodes };
         cluster.wait_healthy(Duration::from_secs(60));
+        cluster.wait_replicas_online(replicas, Duration::from_secs(60));
         cluster
+    }
+
+    /// Waits until every running primary has `replicas` replicas online (synchronised and
+    /// streaming), and every replica's link to its primary is up.
+    pub fn wait_replicas_online(&self, replicas: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let ready = self.nodes.iter().filter(|n| n.is_running()).all(|node| {
+                match node.info_field("replication", "role").as_deref() {
+                    Some("master") => node.replica_ports().len() == replicas,
+                    _ => {
+                        node.info_field("replication", "master_link_status")
+                            .as_deref()
+                            == Some("up")
+                    }
+                }
+            });
+            if ready {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the replicas did not come online within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// A `redis+cluster://` URL naming every node as a seed.
@@ -324,8 +351,8 @@ impl RedisCluster {
         format!("redis+cluster://{}/", hosts.join(","))
     }
 
-    /// Waits until every running node says `cluster_state:ok` with all 16384 slots served, and
-    /// they agree on who serves each slot.
+    /// Waits until every running node says `cluster_state:ok` with all 16384 slots served by
+    /// running nodes, and they agree on who serves each slot.
     pub fn wait_healthy(&self, within: Duration) {
         let deadline = Instant::now() + within;
         loop {
@@ -336,7 +363,12 @@ impl RedisCluster {
             });
             let layouts: Vec<Vec<(i64, i64, u16)>> =
                 running.iter().map(|node| node.slot_owners()).collect();
-            if healthy && layouts.windows(2).all(|w| w[0] == w[1]) {
+            // Every slot served by a node that runs (a stopped primary's slots taken over).
+            let served = layouts
+                .iter()
+                .flatten()
+                .all(|(_, _, port)| running.iter().any(|node| node.port() == *port));
+            if healthy && served && layouts.windows(2).all(|w| w[0] == w[1]) {
                 return;
             }
             assert!(
@@ -364,26 +396,12 @@ impl RedisCluster {
         self.index_of(port)
     }
 
-    /// The replicas of the primary `index` (by index).
+    /// The replicas of the primary `index` online now (by index), as the primary reports them.
     pub fn replicas_of(&self, index: usize) -> Vec<usize> {
-        let id: String = self.nodes[index].command(&["CLUSTER", "MYID"]);
-        let node = self
-            .nodes
-            .iter()
-            .find(|n| n.is_running())
-            .expect("a node runs");
-        let replicas: Vec<String> = node.command(&["CLUSTER", "REPLICAS", &id]);
-        replicas
-            .iter()
-            .map(|line| {
-                let address = line.split(' ').nth(1).expect("a node line has an address");
-                let port: u16 = address
-                    .split(['@', ':'])
-                    .nth(1)
-                    .and_then(|p| p.parse().ok())
-                    .expect("host:port@bus");
-                self.index_of(port)
-            })
+        self.nodes[index]
+            .replica_ports()
+            .into_iter()
+            .map(|port| self.index_of(port))
             .collect()
     }
 
@@ -408,6 +426,19 @@ impl RedisCluster {
 }
 
 impl RedisServer {
+    /// The ports of this primary's replicas that are online (`INFO replication`).
+    fn replica_ports(&self) -> Vec<u16> {
+        let info: String = self.command(&["INFO", "replication"]);
+        info.lines()
+            .filter(|line| line.starts_with("slave") && line.contains("state=online"))
+            .filter_map(|line| {
+                line.split(',')
+                    .find_map(|part| part.strip_prefix("port="))
+                    .and_then(|port| port.parse().ok())
+            })
+            .collect()
+    }
+
     fn info_cluster(&self, field: &str) -> Option<String> {
         let info: String = self.command(&["CLUSTER", "INFO"]);
         info.lines()
