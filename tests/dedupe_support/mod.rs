@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 #[cfg(feature = "redis")]
-pub use servers::{Persistence, RedisCluster, RedisServer};
+pub use servers::{Persistence, RedisCluster, RedisServer, free_port};
 
 use mcp_framing::RequestKey;
 use mcp_framing::dedupe::{
