@@ -427,7 +427,7 @@ impl RedisCluster {
 
 impl RedisServer {
     /// The ports of this primary's replicas that are online (`INFO replication`).
-    fn replica_ports(&self) -> Vec<u16> {
+    pub fn replica_ports(&self) -> Vec<u16> {
         let info: String = self.command(&["INFO", "replication"]);
         info.lines()
             .filter(|line| line.starts_with("slave") && line.contains("state=online"))
