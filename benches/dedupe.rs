@@ -36,8 +36,8 @@ use axum::routing::post;
 use criterion::Criterion;
 use mcp_framing::RequestKey;
 use mcp_framing::dedupe::{
-    ClaimRequest, Decision, DedupeStore, Deduplicator, FencingToken, LeaseExpiry, MemoryStore,
-    RedisStore,
+    ClaimRequest, Decision, DedupeStore, Deduplicator, FencingToken, Fingerprint, KeyedCall,
+    LeaseExpiry, MemoryStore, Principal, RedisStore, Scope,
 };
 use mcp_framing::http::DedupeLayer;
 use serde_json::{Value, json};
@@ -241,7 +241,13 @@ fn main() {
         Arc::new(move || {
             let store = store.clone();
             Box::pin(async move {
-                let call = dedupe_support::call("bench", RequestKey::random(), json!({}));
+                // The store operation alone: a fresh key, a fixed fingerprint (no JSON work).
+                let scope = Scope::new(Principal::anonymous(), "tools/call", Some("charge"));
+                let call = KeyedCall::new(
+                    scope,
+                    RequestKey::random(),
+                    Fingerprint::from_bytes([7; 32]),
+                );
                 let claim = ClaimRequest {
                     fingerprint: call.fingerprint(),
                     token: FencingToken::random(),
