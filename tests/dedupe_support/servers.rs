@@ -43,14 +43,25 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A directory of its own for one server (a counter, not a port: two servers sharing one would
+/// share a cluster's `nodes.conf`, and the first one removed would take the other's with it).
 fn scratch_dir(name: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!(
-        "mcp-framing-redis-{}-{name}-{}",
-        std::process::id(),
-        free_port()
+        "mcp-framing-redis-{}-{name}-{n}",
+        std::process::id()
     ));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch directory for redis-server");
     dir
+}
+
+/// The last lines of a server's log, for a failure message.
+fn log_tail(dir: &Path) -> String {
+    let log = std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
 impl RedisServer {
@@ -101,6 +112,8 @@ impl RedisServer {
             .args(["--daemonize", "no", "--loglevel", "warning"])
             .arg("--dir")
             .arg(&self.dir)
+            .arg("--logfile")
+            .arg(self.dir.join("redis.log"))
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -293,22 +306,43 @@ impl RedisCluster {
         for node in &nodes {
             create.arg(format!("127.0.0.1:{}", node.port()));
         }
-        let output = create
+        let out = nodes[0].dir().join("cluster-create.log");
+        let mut child = create
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
-            .output()
+            .stdout(std::fs::File::create(&out).expect("a log file"))
+            .stderr(Stdio::inherit())
+            .spawn()
             .unwrap_or_else(|err| {
                 panic!(
                     "cannot run `{redis_cli}` ({err}): the cluster tests need redis-cli on PATH \
                      (it comes with redis-server; scripts/test installs it)"
                 )
             });
-        assert!(
-            output.status.success(),
-            "redis-cli --cluster create failed:\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        // redis-cli waits for the nodes to join without end: bounded here (generously).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("redis-cli") {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        if status.is_none_or(|status| !status.success()) {
+            let logs: Vec<String> = nodes
+                .iter()
+                .map(|n| format!("node {}:\n{}", n.port(), log_tail(n.dir())))
+                .collect();
+            panic!(
+                "redis-cli --cluster create failed ({status:?}):\n{}\n{}",
+                std::fs::read_to_string(&out).unwrap_or_default(),
+                logs.join("\n")
+            );
+        }
         let cluster = Self { nodes };
         cluster.wait_healthy(Duration::from_secs(60));
         cluster.wait_replicas_online(replicas, Duration::from_secs(60));
