@@ -4,7 +4,9 @@
 //! `fleet backend` processes (rmcp behind `FramingLayer::dedupe` over a `RedisStore`, each with
 //! its own connection; backend-a also cuts every tool-call response the first time, as a
 //! misbehaving proxy would), then `fleet client`, which calls the tool through the retrying
-//! client and prints the attempts per call and the executions per backend.
+//! client and prints the attempts per call and the executions per backend. rmcp answers
+//! `server/discover`; the layer writes its framing contract, deduplication included, into the
+//! result (SPEC.md §11.2, §17.11): the backend declares nothing by hand.
 //!
 //! ```sh
 //! fleet backend --redis redis://127.0.0.1:6379/ --name backend-a --cut
@@ -26,7 +28,6 @@ use mcp_framing::client::{AttemptReport, DiscoveringResolver, RetrySchedule, Ret
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::http::DedupeLayer;
 use mcp_framing::rmcp_http::FramingLayer;
-use mcp_framing::{DiscoverySource, FramingContract};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -69,13 +70,11 @@ struct Backend {
     name: String,
     executions: Arc<AtomicUsize>,
     dedup: Deduplicator,
-    contract: Value,
     cut: bool,
     cut_keys: Mutex<HashSet<String>>,
 }
 
-/// `server/discover` (MCP 2026-07-28) with the framing contract and its deduplication, answered
-/// before rmcp; tool calls cut once per key on the cutting backend; everything else to rmcp.
+/// Tool calls cut once per key on the cutting backend; everything to rmcp behind the layer.
 async fn front(
     State(backend): State<Arc<Backend>>,
     request: Request,
@@ -86,14 +85,6 @@ async fn front(
         .await
         .unwrap_or_default();
     let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    if message["method"] == "server/discover" {
-        let result = json!({"jsonrpc": "2.0", "id": message["id"], "result": backend.contract});
-        return (
-            [(http::header::CONTENT_TYPE, "application/json")],
-            result.to_string(),
-        )
-            .into_response();
-    }
     let key = parts
         .headers
         .get("mcp-framing-request-key")
@@ -144,18 +135,11 @@ async fn backend(args: &[String]) {
         .await
         .expect("redis");
     let dedupe = DedupeLayer::new(Deduplicator::new(store));
-    let mut result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-                            "serverInfo": {"name": name, "version": "1.0.0"}});
-    FramingContract::v1()
-        .with_deduplication(dedupe.declaration())
-        .declare_in(&mut result, DiscoverySource::Discover)
-        .expect("a discovery result");
     let executions = Arc::new(AtomicUsize::new(0));
     let state = Arc::new(Backend {
         name: name.clone(),
         executions: executions.clone(),
         dedup: dedupe.deduplicator().clone(),
-        contract: result,
         cut: args.iter().any(|a| a == "--cut"),
         cut_keys: Mutex::default(),
     });

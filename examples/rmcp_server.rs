@@ -1,5 +1,8 @@
 //! An rmcp server (stateless Streamable HTTP) behind `FramingLayer`: requests that opt in
-//! (`Mcp-Framing: 1`) get framed responses, others are answered exactly as before.
+//! (`Mcp-Framing: 1`) get framed responses, others are answered as before; the layer declares
+//! its framing contract in the `initialize` and `server/discover` results rmcp writes (SPEC.md
+//! §11.2), so every client learns from the handshake it performs anyway that this server frames,
+//! without a line of declaration here.
 //!
 //! Run: `cargo run --features rmcp,demo --example rmcp_server -- [OPTIONS]`, then in another
 //! terminal `cargo run --features rmcp,demo --example rmcp_client [URL]`, or any stock MCP client
@@ -195,7 +198,8 @@ async fn main() {
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    // The wiring this example is about: one layer around rmcp's service.
+    // The wiring this example is about: one layer around rmcp's service, which frames and
+    // declares that it does (`layer.contract()`).
     let layer = FramingLayer::new()
         .frame_size(options.frame_size)
         .frame_all_responses(options.mode == Mode::Compat);

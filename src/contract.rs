@@ -320,6 +320,76 @@ impl FramingContract {
     }
 }
 
+/// What writing a contract into the text of a discovery response did
+/// ([`FramingContract::declare_in_text`], SPEC.md §11.2).
+#[cfg(feature = "rmcp")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TextDeclaration {
+    /// The result declared no contract: the text with this one written in.
+    Written(String),
+    /// The result declared this very contract (the same values): the text stays as it is.
+    Unchanged,
+    /// The result declared another contract, or one that does not parse (`previous`, as
+    /// written): the text with this one in its place.
+    Replaced {
+        /// The new text.
+        text: String,
+        /// The contract the result declared.
+        previous: String,
+    },
+}
+
+#[cfg(feature = "rmcp")]
+impl FramingContract {
+    /// Server side: writes the contract into the text of a JSON-RPC response carrying a
+    /// discovery result, where [`declare_in`](Self::declare_in) writes it, editing the text
+    /// there alone: every other byte stays as the handler wrote it (SPEC.md §11.2). A contract
+    /// the result declares already is kept when it has the same values, replaced otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`ContractError::NotADiscoveryResult`] if `response` is not a JSON object whose `result`
+    /// is one, or a member on the way (`capabilities`, its `experimental` or `extensions`) is
+    /// not an object.
+    pub(crate) fn declare_in_text(
+        &self,
+        response: &str,
+        source: DiscoverySource,
+    ) -> Result<TextDeclaration, ContractError> {
+        use crate::json_text::{Found, Splice, locate};
+        let not_result = |_| ContractError::NotADiscoveryResult { origin: source };
+        // A response with a result: an error response has none to declare anything in.
+        if !matches!(
+            locate(response, &["result"], "{}").map_err(not_result)?,
+            Found::Value(_)
+        ) {
+            return Err(ContractError::NotADiscoveryResult { origin: source });
+        }
+        let value = serde_json::to_string(self).map_err(|err| ContractError::Malformed {
+            origin: source,
+            reason: err.to_string(),
+        })?;
+        let path = [
+            "result",
+            "capabilities",
+            source.capability_field(),
+            EXTENSION_KEY,
+        ];
+        match locate(response, &path, &value).map_err(not_result)? {
+            Found::Missing(splice) => Ok(TextDeclaration::Written(splice.apply(response))),
+            Found::Value(range) => {
+                let previous = &response[range.clone()];
+                if serde_json::from_str::<Self>(previous).is_ok_and(|declared| declared == *self) {
+                    return Ok(TextDeclaration::Unchanged);
+                }
+                let previous = previous.to_owned();
+                let text = Splice { range, with: value }.apply(response);
+                Ok(TextDeclaration::Replaced { text, previous })
+            }
+        }
+    }
+}
+
 /// Which discovery result a [`ServerDiscovery`] was read from.
 ///
 /// # Examples

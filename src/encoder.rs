@@ -107,6 +107,12 @@ impl EncoderBuilder {
         self
     }
 
+    /// The frame size and the message limit set.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn limits(&self) -> (usize, u64) {
+        (self.frame_size, self.max_message_size)
+    }
+
     /// Creates the encoder for one response stream.
     ///
     /// # Examples

@@ -50,7 +50,7 @@ impl<'de> Visitor<'de> for TopLevel {
             match key {
                 Key::Id => id = true,
                 Key::Result | Key::Error => outcome = true,
-                Key::Other => {}
+                Key::Method | Key::Other => {}
             }
             map.next_value::<IgnoredAny>()?;
         }
@@ -63,6 +63,7 @@ enum Key {
     Id,
     Result,
     Error,
+    Method,
     Other,
 }
 
@@ -86,7 +87,48 @@ impl Visitor<'_> for KeyVisitor {
             "id" => Key::Id,
             "result" => Key::Result,
             "error" => Key::Error,
+            "method" => Key::Method,
             _ => Key::Other,
         })
+    }
+}
+
+/// The method of a JSON-RPC request: one JSON object with an `id` member and a string `method`
+/// member (JSON-RPC 2.0 §4), read as [`is_response`] reads, skipping every other value. `None`
+/// for a notification (no `id`), a response, a batch, anything that is not one JSON object.
+#[cfg(feature = "rmcp")]
+pub(crate) fn request_method(message: &[u8]) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_slice(message);
+    let method = de.deserialize_map(Request).ok().flatten()?;
+    de.end().ok().map(|()| method)
+}
+
+/// Visits a request's top-level object: its `id` (skipped) and `method`.
+#[cfg(feature = "rmcp")]
+struct Request;
+
+#[cfg(feature = "rmcp")]
+impl<'de> Visitor<'de> for Request {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC request (a JSON object)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let (mut id, mut method) = (false, None);
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Id => {
+                    id = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Key::Method => method = Some(map.next_value::<String>()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(method.filter(|_| id))
     }
 }

@@ -66,7 +66,7 @@
 //! # let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
 //! # let mut body = bytes::BytesMut::new();
 //! # enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut body).unwrap();
-//! # let complete = body.clone();
+//! # let cut = body[..body.len() - 10].to_vec(); // inside the response's MESSAGE_END
 //! # enc.end(&mut body).unwrap();
 //!
 //! # tokio_test::block_on(async {
@@ -79,13 +79,14 @@
 //!         assert_eq!(value["id"], 1);
 //!     }
 //! }
-//! // Reaching here means the STREAM_END sentinel arrived: the response is complete.
+//! // Reaching here means the response is complete: the STREAM_END sentinel arrived (or the
+//! // body ended right after the verified final response: delivered, SPEC.md §7 row 4).
 //!
-//! // The same response cut before its sentinel is an error, never a clean end:
+//! // The same response cut before its MESSAGE_END is an error, never a clean end:
 //! let decoder = StreamDecoder::builder().expect_request_key(key).build();
-//! let frames = FramedRead::new(&complete[..], decoder);
+//! let frames = FramedRead::new(&cut[..], decoder);
 //! let result: Result<Vec<Event>, _> = frames.try_collect().await;
-//! assert!(result.unwrap_err().to_string().starts_with("stream truncated between messages"));
+//! assert!(result.unwrap_err().to_string().starts_with("stream truncated inside the payload"));
 //! # Ok::<(), mcp_framing::CodecError>(())
 //! # }).unwrap();
 //! ```
@@ -102,6 +103,8 @@
 
 #[cfg(feature = "sse")]
 mod body;
+#[cfg(feature = "sse")]
+mod body_encoder;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "codec")]
@@ -117,6 +120,8 @@ pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
+#[cfg(feature = "rmcp")]
+mod json_text;
 pub mod jsonrpc;
 pub mod limits;
 pub mod mapping;
@@ -133,6 +138,8 @@ pub mod telemetry;
 
 #[cfg(feature = "sse")]
 pub use body::{BodyDecoder, BodyError, MappingDecoder};
+#[cfg(feature = "sse")]
+pub use body_encoder::MappingEncoder;
 #[cfg(feature = "codec")]
 pub use codec::{CodecError, Outgoing};
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};

@@ -87,7 +87,7 @@ pub(crate) enum RawItem {
 
 /// Where [`SseParser`] puts what it parses: events only, or events and comments in body order,
 /// with the data as `String` ([`SseEvent`]) or as bytes ([`RawItem`]).
-trait SseSink {
+pub(crate) trait SseSink {
     /// Whether events are dispatched with [`raw_event`](Self::raw_event) (their data kept as
     /// bytes) rather than [`event`](Self::event).
     const RAW: bool = false;
@@ -180,6 +180,125 @@ pub(crate) fn field(line: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
+/// Whether an SSE event whose `event` field is `event` is a `message` event: one without an
+/// `event` field, with an empty one, or with `event: message` (WHATWG event-stream: an empty
+/// event type buffer dispatches as `message`; rmcp and the Python and TypeScript SDKs read such
+/// events as MCP messages). The one rule of the crate: the layer, the compatible mapping's
+/// encoder and decoder, the deduplication layer and the client's GET stream all decide by it
+/// (SPEC.md §15, §18.3).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::sse::is_message_event;
+/// assert!(is_message_event(None));
+/// assert!(is_message_event(Some("")));
+/// assert!(is_message_event(Some("message")));
+/// assert!(!is_message_event(Some("mcp-frame")));
+/// assert!(!is_message_event(Some("Message"))); // event types are case-sensitive
+/// ```
+#[must_use]
+pub fn is_message_event(event: Option<&str>) -> bool {
+    matches!(event, None | Some("" | "message"))
+}
+
+/// A line longer than a [`LineSplitter`]'s bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LineTooLong;
+
+/// Splits `text/event-stream` bytes into lines (WHATWG event-stream: a line ends at CR, LF or
+/// CRLF), whatever the reads: the one line splitter of the crate, under [`SseParser`] and the
+/// layer's compatible pass-through. Each byte of input is looked at once; a line that lies whole
+/// in one input is handed out in place, only the start of a line whose end has not arrived is
+/// kept (bounded).
+#[derive(Debug, Default)]
+pub(crate) struct LineSplitter {
+    /// The start of a line whose end has not arrived.
+    partial: BytesMut,
+    /// The last line ended with CR: an LF first in the next input completes a CRLF.
+    after_cr: bool,
+}
+
+/// One piece of input from [`LineSplitter::next`].
+#[derive(Debug)]
+// Where a line's terminator lies matters to the layer's pass-through (feature `rmcp`), which
+// sends every byte on; the parser needs the content alone.
+#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+pub(crate) enum Piece {
+    /// A complete line lying whole in the input: `input[start..end]` is its content and
+    /// `input[end]` its terminator (CR or LF).
+    Line { start: usize, end: usize },
+    /// A complete line begun in earlier input: its content (the bytes kept and this input's
+    /// part, terminator excluded; the only handle on its buffer) and `input[end]`, its
+    /// terminator.
+    Joined { content: Bytes, end: usize },
+    /// The LF at `input[at]` completing a CRLF: it ends no line of its own.
+    CrLf { at: usize },
+}
+
+impl LineSplitter {
+    /// The next piece of `input` from `*at`, which moves past it; `None` once the rest of the
+    /// input is kept as the start of a line. A line's content may hold at most `max` bytes.
+    pub(crate) fn next(
+        &mut self,
+        input: &[u8],
+        at: &mut usize,
+        max: usize,
+    ) -> Result<Option<Piece>, LineTooLong> {
+        let rest = &input[*at..];
+        if rest.is_empty() {
+            return Ok(None);
+        }
+        if std::mem::take(&mut self.after_cr) && rest[0] == b'\n' {
+            let piece = Piece::CrLf { at: *at };
+            *at += 1;
+            return Ok(Some(piece));
+        }
+        let Some(len) = memchr::memchr2(b'\n', b'\r', rest) else {
+            if self.partial.len() + rest.len() > max {
+                return Err(LineTooLong);
+            }
+            self.partial.extend_from_slice(rest);
+            *at = input.len();
+            return Ok(None);
+        };
+        let end = *at + len;
+        if self.partial.len() + len > max {
+            return Err(LineTooLong);
+        }
+        self.after_cr = input[end] == b'\r';
+        let piece = if self.partial.is_empty() {
+            Piece::Line { start: *at, end }
+        } else {
+            self.partial.extend_from_slice(&input[*at..end]);
+            Piece::Joined {
+                content: std::mem::take(&mut self.partial).freeze(),
+                end,
+            }
+        };
+        *at = end + 1;
+        Ok(Some(piece))
+    }
+
+    /// Bytes kept of a line whose end has not arrived.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn pending(&self) -> usize {
+        self.partial.len()
+    }
+
+    /// Takes the start of a line kept (for a caller that passes every byte on).
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn take_pending(&mut self) -> Bytes {
+        std::mem::take(&mut self.partial).freeze()
+    }
+
+    /// Forgets the start of a line kept (the body ended: it is not a line).
+    pub(crate) fn clear(&mut self) {
+        self.partial.clear();
+        self.after_cr = false;
+    }
+}
+
 /// A sans-I/O parser of `text/event-stream` bodies (the WHATWG event-stream format): any
 /// chunking, `\n`, `\r\n` and `\r` line endings, `:` comments, a leading BOM.
 ///
@@ -203,14 +322,13 @@ pub(crate) fn field(line: &[u8]) -> (&[u8], &[u8]) {
 /// ```
 #[derive(Debug)]
 pub struct SseParser {
-    line: BytesMut,
+    lines: LineSplitter,
     event: Option<String>,
     data: String,
     /// The data of the open event for a sink that takes bytes (instead of `data`).
     raw_data: RawData,
     has_data: bool,
     id: Option<String>,
-    after_cr: bool,
     at_start: bool,
     max_event_data: usize,
     comments: u64,
@@ -253,13 +371,12 @@ impl SseParser {
     #[must_use]
     pub fn with_max_event_data(max: usize) -> Self {
         Self {
-            line: BytesMut::new(),
+            lines: LineSplitter::default(),
             event: None,
             data: String::new(),
             raw_data: RawData::default(),
             has_data: false,
             id: None,
-            after_cr: false,
             at_start: true,
             max_event_data: max,
             comments: 0,
@@ -267,6 +384,14 @@ impl SseParser {
             max_quiet_lines: DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW,
             pending_bytes: 0,
         }
+    }
+
+    /// A parser for lines after the body's first, which alone may start with a BOM (for a
+    /// caller that handled the BOM itself and hands over lines with [`line`](Self::line)).
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn past_start(mut self) -> Self {
+        self.at_start = false;
+        self
     }
 
     /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
@@ -340,51 +465,27 @@ impl SseParser {
         self.feed_into(input, items)
     }
 
-    fn feed_into<S: SseSink>(&mut self, mut input: &[u8], events: &mut S) -> Result<(), SseError> {
-        while !input.is_empty() {
-            if self.after_cr {
-                self.after_cr = false;
-                if input[0] == b'\n' {
-                    input = &input[1..];
-                    self.pending_bytes += 1;
-                    continue;
-                }
-            }
-            match memchr::memchr2(b'\n', b'\r', input) {
-                Some(end) if self.line.is_empty() => {
-                    // The whole line is in this input: read it in place, without a copy (the
-                    // same bound as `extend_line`).
-                    if end > self.max_event_data.saturating_add(16) {
-                        return Err(SseError::EventTooLarge {
-                            max: self.max_event_data,
-                        });
-                    }
-                    self.after_cr = input[end] == b'\r';
-                    self.pending_bytes += end + 1;
-                    let line = &input[..end];
-                    input = &input[end + 1..];
-                    self.process_line(line, None, events)?;
-                }
-                Some(end) => {
-                    self.extend_line(&input[..end])?;
-                    self.after_cr = input[end] == b'\r';
-                    self.pending_bytes += end + 1;
-                    input = &input[end + 1..];
-                    // A sink that takes data as bytes gets the line's own buffer, so that an
-                    // event's data can be handed on in place (`CompatDecoder`).
-                    let line = if S::RAW {
-                        std::mem::take(&mut self.line)
-                    } else {
-                        self.line.split()
-                    };
-                    let line = line.freeze();
-                    self.process_line(&line, Some(&line), events)?;
-                }
-                None => {
-                    self.extend_line(input)?;
-                    self.pending_bytes += input.len();
-                    input = &[];
-                }
+    fn feed_into<S: SseSink>(&mut self, input: &[u8], events: &mut S) -> Result<(), SseError> {
+        // Bytes since the last blank line: this input's, until a blank line resets it.
+        self.pending_bytes += input.len();
+        // A line holds at most a field name, `: ` and the data it adds.
+        let max = self.max_event_data.saturating_add(16);
+        let max_event_data = self.max_event_data;
+        let too_large = |_| SseError::EventTooLarge {
+            max: max_event_data,
+        };
+        let mut at = 0;
+        while let Some(piece) = self.lines.next(input, &mut at, max).map_err(too_large)? {
+            let dispatched = match piece {
+                // The whole line is in this input: read in place, without a copy.
+                Piece::Line { start, end } => self.line(&input[start..end], None, events)?,
+                // The line's own buffer goes along, so that an event's data can be handed on
+                // in place (`CompatDecoder`).
+                Piece::Joined { content, .. } => self.line(&content, Some(&content), events)?,
+                Piece::CrLf { .. } => false,
+            };
+            if dispatched {
+                self.pending_bytes = input.len() - at;
             }
         }
         Ok(())
@@ -406,20 +507,9 @@ impl SseParser {
     pub fn finish(&mut self) -> usize {
         let discarded = self.pending_bytes;
         self.reset_event();
-        self.line.clear();
+        self.lines.clear();
         self.pending_bytes = 0;
         discarded
-    }
-
-    fn extend_line(&mut self, bytes: &[u8]) -> Result<(), SseError> {
-        // A line holds at most a field name, `: ` and the data it adds.
-        if self.line.len() + bytes.len() > self.max_event_data.saturating_add(16) {
-            return Err(SseError::EventTooLarge {
-                max: self.max_event_data,
-            });
-        }
-        self.line.extend_from_slice(bytes);
-        Ok(())
     }
 
     fn reset_event(&mut self) {
@@ -430,14 +520,15 @@ impl SseParser {
         self.id = None;
     }
 
-    /// Processes one line (without its ending); `buffered` is the line as a whole when it was
-    /// buffered across reads, so that a data value can be kept as a slice of it.
-    fn process_line<S: SseSink>(
+    /// Interprets one line (without its ending) of the body, as [`LineSplitter`] cut it;
+    /// `buffered` is the line as a whole when it was kept across reads, so that a data value can
+    /// be kept as a slice of it. Returns whether the line was blank (an event's end).
+    pub(crate) fn line<S: SseSink>(
         &mut self,
         mut line: &[u8],
         buffered: Option<&Bytes>,
         events: &mut S,
-    ) -> Result<(), SseError> {
+    ) -> Result<bool, SseError> {
         if self.at_start {
             self.at_start = false;
             line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
@@ -469,13 +560,12 @@ impl SseParser {
                 }
             }
             self.reset_event();
-            self.pending_bytes = 0;
-            return Ok(());
+            return Ok(true);
         }
         if line[0] == b':' {
             self.comments += 1;
             events.comment(&line[1..]);
-            return Ok(());
+            return Ok(false);
         }
         let (name, value) = field(line);
         // The stream is UTF-8 with replacement (WHATWG). Valid text (the usual case) takes the
@@ -514,7 +604,7 @@ impl SseParser {
             // `retry` and unknown fields are ignored (WHATWG event-stream interpretation).
             _ => {}
         }
-        Ok(())
+        Ok(false)
     }
 }
 
@@ -700,8 +790,12 @@ impl SseFrameDecoder {
                     self.frame_events += 1;
                 }
                 name => {
+                    let name = match name {
+                        Some(name) if !is_message_event(Some(name)) => name,
+                        _ => "message",
+                    };
                     return Err(SseError::UnexpectedEvent {
-                        name: name.unwrap_or("message").to_owned(),
+                        name: name.to_owned(),
                     });
                 }
             }

@@ -78,7 +78,7 @@ pub use crate::limits::{
 };
 pub use crate::mapping::CompatError;
 use crate::mapping::{Mapping, SseError};
-use crate::sse::{FirstError, RawItem, SseParser};
+use crate::sse::{FirstError, RawItem, SseParser, is_message_event};
 
 /// The token that names this mapping ([`Mapping::Compat`]'s name): in the response header
 /// (`Mcp-Framing: 1; mapping=compat`), the request header `Mcp-Framing-Mapping`, the contract's
@@ -319,7 +319,7 @@ impl CompatDecoder {
                     if data.is_empty() {
                         // Carries nothing (an `id`-only priming event): SSE would not dispatch it.
                         Ok(())
-                    } else if matches!(name.as_deref(), None | Some("message")) {
+                    } else if is_message_event(name.as_deref()) {
                         self.message_event(data, frames)
                     } else {
                         Err(CompatError::Sse(SseError::UnexpectedEvent {

@@ -68,10 +68,7 @@ async fn server(setup: Setup, cut: Arc<Cut>, drop_mapping_header: bool) -> Socke
     let app = if setup.unframed {
         Router::new().nest_service("/mcp", service)
     } else {
-        let layer = FramingLayer::new()
-            .frame_size(1024)
-            .frame_all_responses(setup.all_responses);
-        Router::new().nest_service("/mcp", layer.layer(service))
+        Router::new().nest_service("/mcp", layer_of(setup).layer(service))
     };
     let app = app.layer(axum::middleware::from_fn_with_state(cut, cutting_proxy));
     let app = if drop_mapping_header {
@@ -175,6 +172,27 @@ async fn plain_initialize(addr: SocketAddr) -> (Option<String>, String, Vec<u8>)
     )
 }
 
+/// The layer of `setup` (the one `server` mounts).
+fn layer_of(setup: Setup) -> FramingLayer {
+    FramingLayer::new()
+        .frame_size(1024)
+        .frame_all_responses(setup.all_responses)
+}
+
+/// `messages` with the declaration the layer of `setup` writes into an `initialize` result taken
+/// out again: exactly the text `"experimental":{KEY:contract}` after the capabilities rmcp
+/// declares (SPEC.md §11.2), every other byte as rmcp wrote it.
+fn undeclared(messages: &[String], setup: Setup) -> Vec<String> {
+    let contract = serde_json::to_string(&layer_of(setup).contract()).unwrap();
+    let declared = format!(
+        ",\"experimental\":{{\"{}\":{contract}}}",
+        mcp_framing::EXTENSION_KEY
+    );
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0].matches(&declared).count(), 1, "{messages:?}");
+    vec![messages[0].replacen(&declared, "", 1)]
+}
+
 /// The data of the `message` events a plain SSE parser reads.
 fn stock_view(body: &[u8]) -> Vec<String> {
     let mut events = Vec::new();
@@ -215,8 +233,13 @@ async fn a_response_to_a_request_that_did_not_opt_in_carries_the_unframed_messag
         let (framing, content_type, body) = plain_initialize(addr).await;
         assert_eq!(framing.as_deref(), Some("1; mapping=compat"), "{setup:?}");
         assert_eq!(content_type, "text/event-stream");
-        // What a stock client reads: the very messages of the unframed server.
-        assert_eq!(stock_view(&body), stock_view(&plain), "{setup:?}");
+        // What a stock client reads: the very messages of the unframed server, the layer's
+        // contract declared in the result (SPEC.md §11.2).
+        assert_eq!(
+            undeclared(&stock_view(&body), setup),
+            stock_view(&plain),
+            "{setup:?}"
+        );
         assert!(body.starts_with(b":mcp-framing "), "{setup:?}");
         // What a framing client verifies: the same message, complete (no key: not opted in).
         let mut compat = CompatDecoder::new();
@@ -230,16 +253,20 @@ async fn a_response_to_a_request_that_did_not_opt_in_carries_the_unframed_messag
             .iter()
             .map(|m| String::from_utf8(m.bytes().to_vec()).unwrap())
             .collect();
-        assert_eq!(messages, stock_view(&plain));
+        assert_eq!(undeclared(&messages, setup), stock_view(&plain));
     }
-    // Without the switch, a request that did not opt in is answered exactly as before.
+    // Without the switch, a request that did not opt in is answered unframed, as before, its
+    // result declaring the contract.
     let opt_in_only = Setup {
         all_responses: false,
         ..EVERY_RESPONSE
     };
     let (framing, _, body) = plain_initialize(server(opt_in_only, Cut::new(), false).await).await;
     assert_eq!(framing, None);
-    assert_eq!(stock_view(&body), stock_view(&plain));
+    assert_eq!(
+        undeclared(&stock_view(&body), opt_in_only),
+        stock_view(&plain)
+    );
     assert!(!body.windows(12).any(|w| w == b":mcp-framing"));
 }
 

@@ -61,7 +61,8 @@ impl Inner {
     }
 }
 
-impl Service<Request<String>> for Inner {
+// Any request body: the layer hands its inner service the request body wrapped (`RequestBody`).
+impl<B> Service<Request<B>> for Inner {
     type Response = Response<ScriptedBody>;
     type Error = Infallible;
     type Future = Ready<Result<Self::Response, Infallible>>;
@@ -70,7 +71,7 @@ impl Service<Request<String>> for Inner {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, _: Request<String>) -> Self::Future {
+    fn call(&mut self, _: Request<B>) -> Self::Future {
         let pieces: Vec<Piece> = self
             .pieces
             .iter()

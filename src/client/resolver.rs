@@ -166,19 +166,50 @@ impl EndpointResolver for DiscoveringResolver {
             let fail = |what: &str, err: &dyn std::fmt::Display| {
                 ResolveError::new(format!("server/discover at {endpoint}: {what}: {err}"))
             };
+            // MCP 2026-07-28: the version and the client's capabilities in `_meta`, the version
+            // and the method in headers too (rmcp refuses the request without them).
             let request = json!({"jsonrpc": "2.0", "id": "discover", "method": "server/discover",
-                                 "params": {"_meta": {crate::http::META_PROTOCOL_VERSION: "2026-07-28"}}});
-            let response: Value = self
+                                 "params": {"_meta": {crate::http::META_PROTOCOL_VERSION: "2026-07-28",
+                                                      crate::http::META_CLIENT_CAPABILITIES: {}}}});
+            let response = self
                 .http
                 .post(&endpoint)
                 .header(http::header::ACCEPT, "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "server/discover")
                 .json(&request)
                 .send()
                 .await
-                .map_err(|e| fail("request", &e))?
-                .json()
-                .await
+                .map_err(|e| fail("request", &e))?;
+            let sse = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| {
+                    crate::mapping::Mapping::from_content_type(Some(v))
+                        == Some(crate::mapping::Mapping::Sse)
+                });
+            let body = response.bytes().await.map_err(|e| fail("response", &e))?;
+            let response: Value = if sse {
+                // A server answering in SSE: the response is its message event that is one.
+                let mut events = Vec::new();
+                crate::sse::SseParser::with_max_event_data(
+                    crate::DEFAULT_MAX_MESSAGE_SIZE as usize,
+                )
+                .feed(&body, &mut events)
                 .map_err(|e| fail("response", &e))?;
+                let message = events
+                    .into_iter()
+                    .find(|e| {
+                        crate::sse::is_message_event(e.event.as_deref())
+                            && crate::jsonrpc::is_response(&e.data)
+                    })
+                    .ok_or_else(|| fail("response", &"no JSON-RPC response in the event stream"))?;
+                serde_json::from_str(&message.data)
+            } else {
+                serde_json::from_slice(&body)
+            }
+            .map_err(|e| fail("response", &e))?;
             let discovery =
                 ServerDiscovery::from_discover(&response).map_err(|e| fail("result", &e))?;
             Ok(Resolution::new(endpoint.clone(), discovery))

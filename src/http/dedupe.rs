@@ -21,8 +21,9 @@ use crate::dedupe::{
 };
 use crate::http::REQUEST_KEY_HEADER;
 use crate::ids::RequestKey;
+use crate::jsonrpc::is_response;
 use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
-use crate::sse::{SseEvent, SseParser};
+use crate::sse::{SseEvent, SseParser, is_message_event};
 
 /// Response header a [`DedupeService`] sets on a deduplicated call's response: `execute`,
 /// `replay`, `unprotected` or the refusal's reason (for operators and tests; clients rely on
@@ -570,7 +571,7 @@ where
                     let _ = tx.send(Ok(whole.clone()));
                     if whole.len() as u64 > DEFAULT_MAX_MESSAGE_SIZE {
                         record(guard, Found::TooLarge(whole.len() as u64)).await;
-                    } else if is_final(&whole) {
+                    } else if std::str::from_utf8(&whole).is_ok_and(is_response) {
                         record(guard, Found::Message(whole)).await;
                     } else {
                         no_final_response(&guard);
@@ -684,28 +685,13 @@ impl FinalResponse {
             return None;
         }
         for event in events {
-            let is_message = matches!(event.event.as_deref(), None | Some("message"));
-            if is_message && is_final(event.data.as_bytes()) {
+            if is_message_event(event.event.as_deref()) && is_response(&event.data) {
                 self.found = true;
                 return Some(Found::Message(Bytes::from(event.data)));
             }
         }
         None
     }
-}
-
-fn is_final(message: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow)]
-        id: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow)]
-        result: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow)]
-        error: Option<&'a serde_json::value::RawValue>,
-    }
-    serde_json::from_slice::<Probe<'_>>(message)
-        .is_ok_and(|p| p.id.is_some() && (p.result.is_some() || p.error.is_some()))
 }
 
 /// The client's side of the relay.

@@ -9,13 +9,11 @@ use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 
 use super::Mapping;
+use crate::body_encoder::{MappingEncoder, fit_reason};
 use crate::codec::Outgoing;
 use crate::encoder::StreamEncoder;
-use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
-use crate::frame::MAX_ABORT_REASON_LEN;
-use crate::sse::SseFrameEncoder;
-use crate::sse_compat::{CompatEncodeError, CompatEncoder};
+use crate::sse_compat::CompatEncodeError;
 
 /// The frames a [`FramedBody`] gathers from several ready items before it hands them out (one
 /// item's frames always go together, whatever their size).
@@ -61,9 +59,9 @@ const CHUNK_TARGET: usize = 64 * 1024;
 /// ```
 pub struct FramedBody<S> {
     source: S,
-    writer: Writer,
-    mapping: Mapping,
-    /// Frames encoded and not handed out yet (the HEAD waits here for the first item).
+    /// Writes the body in its mapping (the choice of mapping, the ABORT for a refused item).
+    encoder: MappingEncoder,
+    /// Body bytes written and not handed out yet (the HEAD waits here for the first item).
     out: BytesMut,
     /// An item was encoded: from now on a pending source flushes what is ready.
     started: bool,
@@ -73,22 +71,11 @@ pub struct FramedBody<S> {
 impl<S> fmt::Debug for FramedBody<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FramedBody")
-            .field("mapping", &self.mapping)
+            .field("mapping", &self.encoder.mapping())
             .field("buffered", &self.out.len())
             .field("done", &self.done)
             .finish_non_exhaustive()
     }
-}
-
-/// What writes the body: frames (binary, or base64 in events), or records and events.
-enum Writer {
-    Frames(StreamEncoder),
-    Compat {
-        encoder: CompatEncoder,
-        /// A message complete in the encoder, not written yet: its record gets the sentinel if
-        /// the source ends next.
-        held: bool,
-    },
 }
 
 impl<S> FramedBody<S> {
@@ -98,124 +85,51 @@ impl<S> FramedBody<S> {
     ///
     /// See [`FramedBody`].
     pub fn new(source: S, encoder: StreamEncoder, mapping: Mapping) -> Self {
-        let writer = match mapping {
-            Mapping::Compat => Writer::Compat {
-                encoder: CompatEncoder::new(encoder),
-                held: false,
-            },
-            _ => Writer::Frames(encoder),
-        };
         Self {
             source,
-            writer,
-            mapping,
+            encoder: MappingEncoder::new(mapping, encoder),
             out: BytesMut::new(),
             started: false,
             done: false,
         }
     }
 
-    fn output(&mut self) -> Bytes {
-        match self.mapping {
-            Mapping::Sse => {
-                let events = SseFrameEncoder::new().to_events(&self.out);
-                self.out.clear();
-                events
-            }
-            _ => self.out.split().freeze(),
-        }
-    }
-
-    /// Whether a message is open (pieces given, not finished); a held one is finished.
-    fn in_message(&self) -> bool {
-        match &self.writer {
-            Writer::Frames(encoder) => encoder.in_message(),
-            Writer::Compat { encoder, held } => encoder.in_message() && !held,
-        }
-    }
-
     fn abort(&mut self, code: AbortCode, reason: &str) {
-        // Only fails if the stream already ended or the sequence space is exhausted; then
-        // there is nothing more to write.
-        let reason = cut_reason(reason);
-        let _written = match &mut self.writer {
-            Writer::Frames(encoder) => encoder.abort(code, reason, &mut self.out).is_ok(),
-            Writer::Compat { encoder, held } => {
-                *held = false;
-                encoder.abort(code, reason, &mut self.out).is_ok()
-            }
-        };
+        // Only fails if the stream already ended: then there is nothing more to write.
+        let _written = self.encoder.abort(code, reason, &mut self.out).is_ok();
         self.done = true;
     }
 
-    /// Writes a held message (compatible mapping): its record without the sentinel.
+    /// Writes a message held in the compatible mapping: its record without the sentinel.
     fn release(&mut self) {
-        if let Writer::Compat { encoder, held } = &mut self.writer {
-            if std::mem::take(held) {
-                let result = encoder.finish_message(&mut self.out).map(drop);
-                self.settle(result);
-            }
-        }
+        let result = self.encoder.flush(&mut self.out);
+        self.settle(result);
     }
 
     fn encode(&mut self, item: Outgoing) {
         self.started = true;
-        let dst = &mut self.out;
-        let result = match &mut self.writer {
-            Writer::Frames(encoder) => match item {
-                Outgoing::Chunk(bytes) => encoder.push(&bytes, dst),
-                Outgoing::FinishMessage => encoder.finish_message(dst).map(drop),
-                Outgoing::Message(bytes) => encoder.message(&bytes, dst).map(drop),
-                Outgoing::KeepAlive => encoder.keep_alive(dst),
-                Outgoing::End => encoder.end(dst),
-                Outgoing::Abort(abort) => encoder.abort_with(&abort, dst),
-            }
-            .map_err(CompatEncodeError::Encode),
-            Writer::Compat { encoder, held } => {
-                let was_held = std::mem::take(held);
-                match item {
-                    // The last message: its record carries the sentinel (SPEC.md §18.4).
-                    Outgoing::End if was_held => encoder.finish_final_message(dst).map(drop),
-                    item => {
-                        let released = if was_held {
-                            encoder.finish_message(dst).map(drop)
-                        } else {
-                            Ok(())
-                        };
-                        released.and_then(|()| match item {
-                            Outgoing::Chunk(bytes) => encoder.push(&bytes),
-                            Outgoing::FinishMessage => {
-                                *held = true;
-                                Ok(())
-                            }
-                            Outgoing::Message(bytes) => encoder.push(&bytes).map(|()| {
-                                *held = true;
-                            }),
-                            Outgoing::KeepAlive => encoder.keep_alive(dst),
-                            Outgoing::End => encoder.end(dst),
-                            Outgoing::Abort(abort) => encoder.abort(abort.code, &abort.reason, dst),
-                        })
-                    }
-                }
-            }
+        let (encoder, dst) = (&mut self.encoder, &mut self.out);
+        let result = match item {
+            Outgoing::Chunk(bytes) => encoder.push(&bytes, dst),
+            Outgoing::FinishMessage => encoder.finish_message(dst),
+            Outgoing::Message(bytes) => encoder.message(&bytes, dst),
+            Outgoing::KeepAlive => encoder.keep_alive(dst),
+            // The last message held in the compatible mapping: its record carries the sentinel.
+            Outgoing::End => encoder.end(dst),
+            Outgoing::Abort(abort) => encoder.abort_with(&abort, dst),
         };
         self.settle(result);
     }
 
-    /// Acts on an encoder's answer: finished, or an ABORT for a refused item.
+    /// Acts on an encoder's answer: finished, or the ABORT for a refused item (code 5 for a
+    /// message over the limit).
     fn settle(&mut self, result: Result<(), CompatEncodeError>) {
         match result {
-            Ok(()) => {
-                self.done = match &self.writer {
-                    Writer::Frames(encoder) => encoder.is_finished(),
-                    Writer::Compat { encoder, .. } => encoder.is_finished(),
-                };
+            Ok(()) => self.done = self.encoder.is_finished(),
+            Err(err) => {
+                self.encoder.fail(&err, &mut self.out);
+                self.done = true;
             }
-            Err(CompatEncodeError::Encode(err @ EncodeError::MessageTooLarge { .. })) => {
-                self.abort(AbortCode::MessageTooLarge, &err.to_string());
-            }
-            // A message an SSE event cannot carry unchanged, a call out of order.
-            Err(err) => self.abort(AbortCode::InternalError, &err.to_string()),
         }
     }
 }
@@ -229,18 +143,17 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        if let Writer::Frames(encoder) = &mut this.writer {
-            if !this.started && !this.done {
-                // The HEAD, held until the first item (idempotent once written).
-                let _ = encoder.open(&mut this.out);
-            }
+        if !this.started && !this.done {
+            // The HEAD, held until the first item (idempotent once written; in the compatible
+            // mapping it goes in the first record).
+            let _ = this.encoder.open(&mut this.out);
         }
         let mut extra_look = true;
         while !this.done {
             if this.out.len() >= CHUNK_TARGET {
                 // Over the target, one more look at the source when a message just ended: its
                 // end (MESSAGE_END with STREAM_END) goes in the same chunk.
-                if !extra_look || this.in_message() {
+                if !extra_look || this.encoder.in_message() {
                     this.release();
                     break;
                 }
@@ -259,7 +172,7 @@ where
                 Poll::Ready(Some(Err(err))) => {
                     this.abort(AbortCode::InternalError, &err.to_string());
                 }
-                Poll::Ready(None) if this.in_message() => this.abort(
+                Poll::Ready(None) if this.encoder.in_message() => this.abort(
                     AbortCode::InternalError,
                     "the producer ended inside a message",
                 ),
@@ -272,17 +185,9 @@ where
         if this.out.is_empty() {
             Poll::Ready(None)
         } else {
-            Poll::Ready(Some(Ok(this.output())))
+            Poll::Ready(Some(Ok(this.out.split().freeze())))
         }
     }
-}
-
-fn cut_reason(reason: &str) -> &str {
-    let mut end = reason.len().min(MAX_ABORT_REASON_LEN);
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
-    &reason[..end]
 }
 
 /// An [`Abort`] for a server-side failure, with a reason cut to the frame's limit.
@@ -295,5 +200,5 @@ fn cut_reason(reason: &str) -> &str {
 /// ```
 #[must_use]
 pub fn abort_for(reason: &str) -> Abort {
-    Abort::new(AbortCode::UpstreamFailed, cut_reason(reason))
+    Abort::new(AbortCode::UpstreamFailed, fit_reason(reason))
 }

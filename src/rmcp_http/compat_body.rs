@@ -1,5 +1,6 @@
-//! The layer's compatible-mapping body (SPEC.md §18): the inner server's SSE bytes pass through
-//! unchanged, with a framing record written before each `message` event.
+//! The layer's SSE pass-through: the inner server's SSE bytes go on unchanged, with a framing
+//! record written before each `message` event in the compatible mapping (SPEC.md §18), and with
+//! the framing contract written into the final response to a discovery request (§11.2).
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -11,13 +12,14 @@ use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 use http_body::Body;
 
-use super::is_final_response;
+use super::declare::Declaration;
+use crate::body_encoder::MappingEncoder;
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::AbortCode;
-use crate::frame::MAX_ABORT_REASON_LEN;
-use crate::sse::{SseError, SseEvent, SseParser};
-use crate::sse_compat::{CompatEncodeError, CompatEncoder};
+use crate::jsonrpc::is_response;
+use crate::mapping::Mapping;
+use crate::sse::{LineSplitter, Piece, SseEvent, SseParser, is_message_event};
 
 /// Inner lines at least this long go out as they came (slices of the inner chunk, no copy);
 /// shorter ones are copied into the piece being built, with the record before them, so that a
@@ -27,32 +29,43 @@ const PASS_AS_IS: usize = 4096;
 /// The byte order mark an SSE body may start with (WHATWG event-stream: skipped there only).
 const BOM: &[u8] = "\u{feff}".as_bytes();
 
-/// Re-frames an inner SSE response body in the compatible mapping.
+/// Passes an inner SSE response body on, event by event: re-framed in the compatible mapping
+/// ([`compat`](Self::compat)), or unframed with the contract declared ([`plain`](Self::plain)).
 ///
-/// The inner bytes are cut into lines. A comment line outside an event (a keep-alive) goes out at
-/// once as a record carrying a KEEPALIVE frame, a comment line to stock clients as before and a
-/// frame to framing clients, whose idle timeout it restarts; the lines of an event are held until
-/// its blank line, then go out unchanged, preceded by
-/// the event's record when it is a `message` event with data (the record holds HEAD before the
-/// first message, the DATA headers and MESSAGE_END, and STREAM_END after the final response).
-/// After the final response the body ends. An inner body that fails or ends first, or a message
-/// over the limit, ends the body with an ABORT record; the event being held is then dropped, so
-/// no message reaches a stock client without its record.
+/// The inner bytes are cut into lines once ([`LineSplitter`]), and each line is interpreted as SSE
+/// does ([`SseParser::line`]). The lines of an event are held until its blank line, then go out
+/// unchanged, preceded in the compatible mapping by the event's record when it is a `message`
+/// event with data (the record holds HEAD before the first message, the DATA headers and
+/// MESSAGE_END, and STREAM_END after the final response); in the compatible mapping a comment
+/// line outside an event (a keep-alive) goes out at once as a record carrying a KEEPALIVE frame,
+/// a comment line to stock clients as before and a frame to framing clients, whose idle timeout
+/// it restarts. The final response to a discovery request gets the framing contract written into
+/// its result (SPEC.md §11.2): its `data` lines are written anew, the event's other lines stay.
+///
+/// In the compatible mapping the body ends after the final response; an inner body that fails or
+/// ends first, or a message over the limit, ends it with an ABORT record, and the event being
+/// held is then dropped, so no message reaches a stock client without its record. Unframed, the
+/// body is the inner one: after the final response, or an event that cannot be read within the
+/// bounds, the rest passes on unread, and an inner failure comes after the bytes before it.
 ///
 /// The event's lines are held as slices of the inner chunks and its data as slices of its `data`
 /// lines: a message is neither copied nor validated as UTF-8 more than once on its way through
 /// (issue 13 §5: a 1 MiB result was copied four times, into fresh buffers).
-pub(super) struct CompatPassthrough<B> {
+pub(super) struct SsePassthrough<B: Body> {
     body: Pin<Box<B>>,
-    encoder: CompatEncoder,
-    /// Parses every line but the value of a `data` line, for which it gets `data:` and the line's
-    /// end: it decides as SSE does what the event's type is and when it is dispatched.
+    /// Writes the records (the compatible mapping); `None`: unframed.
+    framing: Option<MappingEncoder>,
+    /// Writes the framing contract into the final response (a discovery request).
+    declare: Option<Declaration>,
+    /// Cuts the inner bytes into lines.
+    lines: LineSplitter,
+    /// Interprets every line but the value of a `data` line, for which it gets `data:`: it
+    /// decides as SSE does what the event's type is and when it is dispatched.
     parser: SseParser,
     events: Vec<SseEvent>,
-    /// Bytes of a line whose end has not arrived.
-    partial: BytesMut,
-    /// The lines of the event being read, as they came (held until its blank line).
-    block: Vec<Bytes>,
+    /// The lines of the event being read, as they came (held until its blank line), each marked
+    /// when it is part of a `data` line.
+    block: Vec<(Bytes, bool)>,
     /// Bytes in `block`.
     block_len: usize,
     /// The values of the event's `data` lines (slices of its lines).
@@ -61,53 +74,117 @@ pub(super) struct CompatPassthrough<B> {
     data_len: usize,
     /// The next line is the body's first (the only one a BOM may start).
     at_start: bool,
-    /// The last line ended with CR: a following LF belongs to it.
-    after_cr: bool,
     /// The message limit: bound on an event's data.
     max_message: usize,
     /// Bound on the bytes held (a line, an event's lines): the message limit and room for the
     /// field names, `id` lines and comments around the data.
     max_held: usize,
+    /// Unframed: the rest of the inner body passes on unread.
+    transparent: bool,
     /// What goes out, in order: the pieces in `ready`, then `building`.
     ready: VecDeque<Bytes>,
     building: BytesMut,
+    /// Unframed: the inner body's error, handed on after the bytes before it.
+    failed: Option<B::Error>,
     done: bool,
 }
 
-impl<B> CompatPassthrough<B> {
-    pub(super) fn new(body: B, encoder: StreamEncoder, max_message: usize) -> Self {
+// No field is pinned but the inner body, which is boxed.
+impl<B: Body> Unpin for SsePassthrough<B> {}
+
+/// Why the pass-through cannot go on reading events.
+enum Failure {
+    /// A message (or what is held for an event) over the limit.
+    TooLarge { len: u64, max: u64 },
+    /// Anything else: its description.
+    Internal(String),
+}
+
+impl<B: Body> SsePassthrough<B> {
+    /// Re-frames `body` in the compatible mapping with `encoder`, each event's data within
+    /// `max_message` bytes; with `declare`, the final response declares the contract.
+    pub(super) fn compat(
+        body: B,
+        encoder: StreamEncoder,
+        max_message: usize,
+        declare: Option<Declaration>,
+    ) -> Self {
+        let framing = MappingEncoder::new(Mapping::Compat, encoder);
+        Self::new(body, Some(framing), max_message, declare)
+    }
+
+    /// Passes `body` on unframed, the final response declaring the contract (read within
+    /// `max_message` bytes an event).
+    pub(super) fn plain(body: B, max_message: usize, declare: Declaration) -> Self {
+        Self::new(body, None, max_message, Some(declare))
+    }
+
+    fn new(
+        body: B,
+        framing: Option<MappingEncoder>,
+        max_message: usize,
+        declare: Option<Declaration>,
+    ) -> Self {
         Self {
             body: Box::pin(body),
-            encoder: CompatEncoder::new(encoder),
-            parser: SseParser::with_max_event_data(max_message),
+            framing,
+            declare,
+            lines: LineSplitter::default(),
+            // The pass-through sends a BOM on first and tells the parser nothing of it.
+            parser: SseParser::with_max_event_data(max_message).past_start(),
             events: Vec::new(),
-            partial: BytesMut::new(),
             block: Vec::new(),
             block_len: 0,
             values: Vec::new(),
             data_len: 0,
             at_start: true,
-            after_cr: false,
             max_message,
             max_held: crate::limits::compat_event_data_limit(max_message as u64),
+            transparent: false,
             ready: VecDeque::new(),
             building: BytesMut::new(),
+            failed: None,
             done: false,
         }
     }
 
-    /// Ends the stream with an ABORT record.
-    fn abort(&mut self, code: AbortCode, reason: &str) {
-        let mut end = reason.len().min(MAX_ABORT_REASON_LEN);
-        while !reason.is_char_boundary(end) {
-            end -= 1;
+    /// Stops reading events. In the compatible mapping the stream ends with the ABORT `failure`
+    /// calls for and what is held is dropped; unframed, what is held goes out as it came and the
+    /// rest passes on unread.
+    fn give_up(&mut self, failure: Failure) {
+        let held = std::mem::take(&mut self.block);
+        self.block_len = 0;
+        self.values.clear();
+        self.data_len = 0;
+        match &mut self.framing {
+            Some(encoder) => {
+                let dst = &mut self.building;
+                // Fails only if the stream already ended: then there is nothing more to write.
+                let _ = match failure {
+                    Failure::TooLarge { len, max } => {
+                        encoder.fail(&EncodeError::MessageTooLarge { len, max }.into(), dst)
+                    }
+                    Failure::Internal(reason) => encoder
+                        .abort(AbortCode::InternalError, &reason, dst)
+                        .ok()
+                        .map(|()| AbortCode::InternalError),
+                };
+                self.done = true;
+            }
+            None => {
+                let reason = match failure {
+                    Failure::TooLarge { len, max } => {
+                        format!("an event holds at least {len} bytes, over {max}")
+                    }
+                    Failure::Internal(reason) => reason,
+                };
+                if let Some(declaration) = self.declare.take() {
+                    declaration.not_declared(&reason);
+                }
+                held.into_iter().for_each(|(piece, _)| self.send(piece));
+                self.transparent = true;
+            }
         }
-        // Fails only if the stream already ended: then there is nothing more to write.
-        let _written = self
-            .encoder
-            .abort(code, &reason[..end], &mut self.building)
-            .is_ok();
-        self.done = true;
     }
 
     /// Sends `piece` after what was sent so far.
@@ -122,110 +199,128 @@ impl<B> CompatPassthrough<B> {
         }
     }
 
-    /// Holds a line of the event being read.
-    fn hold(&mut self, line: Bytes) {
-        self.block_len += line.len();
-        self.block.push(line);
+    /// Holds a piece of the event being read (`data`: of a `data` line).
+    fn hold(&mut self, piece: Bytes, data: bool) {
+        self.block_len += piece.len();
+        self.block.push((piece, data));
     }
 
     /// Handles the complete lines of `data`, writing what may go out.
-    fn lines(&mut self, mut data: Bytes) {
-        while !data.is_empty() && !self.done {
-            if self.after_cr {
-                self.after_cr = false;
-                if data[0] == b'\n' {
+    fn lines(&mut self, data: Bytes) {
+        if self.transparent {
+            self.send(data);
+            return;
+        }
+        let mut lines = std::mem::take(&mut self.lines);
+        let mut at = 0;
+        while !self.done {
+            if self.transparent {
+                // The rest of this chunk too.
+                self.send(data.slice(at..));
+                break;
+            }
+            // The bound on what is held is `check_held`'s, for a line and its event together.
+            let Ok(piece) = lines.next(&data, &mut at, usize::MAX) else {
+                unreachable!("no line is longer than usize::MAX bytes")
+            };
+            match piece {
+                Some(Piece::Line { start, end }) => {
+                    self.line(data.slice(start..end), data.slice(end..=end));
+                }
+                Some(Piece::Joined { content, end }) => self.line(content, data.slice(end..=end)),
+                Some(Piece::CrLf { at }) => {
                     // The LF of a CRLF: it goes where its line went.
-                    let lf = data.split_to(1);
-                    let _ = self.parser.feed(b"\n", &mut self.events);
-                    if self.block.is_empty() {
-                        self.send(lf);
-                    } else {
-                        self.hold(lf);
+                    let lf = data.slice(at..=at);
+                    match self.block.last() {
+                        None => self.send(lf),
+                        Some(&(_, data)) => self.hold(lf, data),
                     }
-                    continue;
+                }
+                None => {
+                    let pending = lines.pending();
+                    if self.over_held(pending) && self.framing.is_none() {
+                        // Unframed, the kept start of the line goes out with what is held.
+                        self.send(lines.take_pending());
+                    }
+                    break;
                 }
             }
-            let Some(end) = memchr::memchr2(b'\n', b'\r', &data) else {
-                self.partial.extend_from_slice(&data);
-                self.check_held();
-                return;
-            };
-            self.after_cr = data[end] == b'\r';
-            let rest = data.split_off(end + 1);
-            let line = if self.partial.is_empty() {
-                data
-            } else {
-                self.partial.extend_from_slice(&data);
-                self.partial.split().freeze()
-            };
-            data = rest;
-            self.line(line);
         }
+        self.lines = lines;
     }
 
-    /// Ends the stream (ABORT, message too large) when the bytes held for a line or an event pass
-    /// the bound: the data is bounded by the message limit, this also bounds lines and events
-    /// it does not count (comments, `id` lines), so that the inner server cannot make the layer
-    /// buffer more.
-    fn check_held(&mut self) {
-        if self.partial.len() + self.block_len > self.max_held {
-            self.partial.clear();
-            self.block.clear();
-            self.values.clear();
-            self.data_len = 0;
-            let max = self.max_held;
-            self.abort(
-                AbortCode::MessageTooLarge,
-                &format!("an inner event holds more than {max} bytes"),
-            );
+    /// Gives up (message too large) when the bytes held for a line or an event pass the bound:
+    /// the data is bounded by the message limit, this also bounds lines and events it does not
+    /// count (comments, `id` lines), so that the inner server cannot make the layer buffer more.
+    /// `pending` is the bytes kept of a line whose end has not arrived. Returns whether it gave
+    /// up.
+    fn over_held(&mut self, pending: usize) -> bool {
+        let held = pending + self.block_len;
+        if held <= self.max_held {
+            return false;
         }
+        self.give_up(Failure::TooLarge {
+            len: held as u64,
+            max: self.max_held as u64,
+        });
+        true
     }
 
-    /// One complete line, its terminator (LF or CR) included.
-    fn line(&mut self, mut line: Bytes) {
-        if std::mem::take(&mut self.at_start) && line.starts_with(BOM) {
+    /// One complete line: its content and its terminator (LF or CR).
+    fn line(&mut self, mut content: Bytes, end: Bytes) {
+        if std::mem::take(&mut self.at_start) && content.starts_with(BOM) {
             // A BOM stays first in the body, before the first record, where SSE skips it.
-            let bom = line.split_to(BOM.len());
+            let bom = content.split_to(BOM.len());
             self.send(bom);
         }
-        let (content, end) = line.split_at(line.len() - 1);
-        let parsed = match data_value(content) {
+        let value = data_value(&content).map(|value| content.slice_ref(value));
+        let parsed = match &value {
             Some(value) => {
                 // The value stays in the line; the parser sees an empty `data` field in its place.
-                let value = line.slice_ref(value);
                 self.data_len += value.len() + usize::from(!self.values.is_empty());
-                self.values.push(value);
+                self.values.push(value.clone());
                 if self.data_len > self.max_message {
-                    Err(SseError::EventTooLarge {
-                        max: self.max_message,
-                    })
-                } else {
-                    let field: &[u8] = if end == b"\r" { b"data:\r" } else { b"data:\n" };
-                    self.parser.feed(field, &mut self.events)
+                    let (len, max) = (self.data_len as u64, self.max_message as u64);
+                    // Unframed, the line goes on with what is held (framed, all is dropped).
+                    self.hold(content, true);
+                    self.hold(end, true);
+                    self.give_up(Failure::TooLarge { len, max });
+                    return;
                 }
+                self.parser.line(b"data:", None, &mut self.events)
             }
-            None => self.parser.feed(&line, &mut self.events),
+            None => self.parser.line(&content, None, &mut self.events),
         };
         if let Err(err) = parsed {
-            // A line or an event (one JSON-RPC message) over the message limit.
-            let code = match err {
-                SseError::EventTooLarge { .. } => AbortCode::MessageTooLarge,
-                _ => AbortCode::InternalError,
-            };
-            self.abort(code, &format!("the response message: {err}"));
+            // Lines that carry nothing, too many in a row (SPEC.md §15).
+            let reason = format!("the response stream: {err}");
+            // Unframed, the line goes on with what is held (framed, all is dropped).
+            self.hold(content, false);
+            self.hold(end, false);
+            self.give_up(Failure::Internal(reason));
             return;
         }
-        let blank = line.len() == 1;
-        if self.block.is_empty() && line.first() == Some(&b':') {
-            // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §18.4).
-            if let Err(err) = self.encoder.keep_alive(&mut self.building) {
-                self.abort(AbortCode::InternalError, &err.to_string());
+        let blank = content.is_empty();
+        if self.block.is_empty() && content.first() == Some(&b':') {
+            match &mut self.framing {
+                // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §18.4).
+                Some(encoder) => {
+                    if let Err(err) = encoder.keep_alive(&mut self.building) {
+                        self.give_up(Failure::Internal(err.to_string()));
+                    }
+                }
+                None => {
+                    self.send(content);
+                    self.send(end);
+                }
             }
             return;
         }
-        self.hold(line);
+        let data = value.is_some();
+        self.hold(content, data);
+        self.hold(end, data);
         if !blank {
-            self.check_held();
+            self.over_held(0);
             return;
         }
         // The blank line dispatched the event (if it had any field).
@@ -236,29 +331,82 @@ impl<B> CompatPassthrough<B> {
         let values = std::mem::take(&mut self.values);
         let data_len = std::mem::take(&mut self.data_len);
         match event {
-            Some(event)
-                if data_len > 0 && matches!(event.event.as_deref(), None | Some("message")) =>
-            {
-                let data = event_data(&values, data_len);
-                let last = is_final_response(&data);
-                match self
-                    .encoder
-                    .text_message_record(&data, last, &mut self.building)
-                {
-                    Ok(_) => {
-                        block.into_iter().for_each(|line| self.send(line));
-                        self.done = last;
-                    }
-                    Err(CompatEncodeError::Encode(err @ EncodeError::MessageTooLarge { .. })) => {
-                        self.abort(AbortCode::MessageTooLarge, &err.to_string());
-                    }
-                    Err(err) => self.abort(AbortCode::InternalError, &err.to_string()),
-                }
+            Some(event) if data_len > 0 && is_message_event(event.event.as_deref()) => {
+                self.message_event(block, &values, data_len);
             }
             // A priming event (`id` only), an event of another type: unchanged, unframed.
-            _ => block.into_iter().for_each(|line| self.send(line)),
+            _ => block.into_iter().for_each(|(piece, _)| self.send(piece)),
         }
     }
+
+    /// A message event dispatched: its record first (compatible mapping), then its lines, with
+    /// the contract declared in the final response to a discovery request.
+    fn message_event(&mut self, mut block: Vec<(Bytes, bool)>, values: &[Bytes], data_len: usize) {
+        let mut data = event_data(values, data_len);
+        let last = is_response(&data);
+        if last {
+            if let Some(declared) = self.declare.take().and_then(|d| d.apply(&data)) {
+                block = with_data(block, &declared);
+                data = Cow::Owned(declared);
+            }
+        }
+        match &mut self.framing {
+            Some(encoder) => match encoder.passed_message_record(&data, last, &mut self.building) {
+                Ok(()) => {
+                    block.into_iter().for_each(|(piece, _)| self.send(piece));
+                    self.done = last;
+                }
+                Err(err) => {
+                    // The event is dropped: no message without its record.
+                    encoder.fail(&err, &mut self.building);
+                    self.done = true;
+                }
+            },
+            None => {
+                block.into_iter().for_each(|(piece, _)| self.send(piece));
+                // After the final response the body has nothing more to declare.
+                self.transparent = last;
+            }
+        }
+    }
+
+    /// The inner body ended: in the compatible mapping before its final response (an ABORT);
+    /// unframed, what is held goes out as it came.
+    fn body_ended(&mut self) {
+        if self.framing.is_some() {
+            self.give_up(Failure::Internal(
+                "the upstream response stream ended before its final response".to_owned(),
+            ));
+            return;
+        }
+        // An event left open, a line without its end: the client's, as they came.
+        let held = std::mem::take(&mut self.block);
+        held.into_iter().for_each(|(piece, _)| self.send(piece));
+        let pending = self.lines.take_pending();
+        self.send(pending);
+        self.done = true;
+    }
+}
+
+/// An event's held lines with its `data` lines replaced by `data`'s (one `data: ` line per
+/// LF-separated piece, SPEC.md §18.3), where the first one was.
+fn with_data(block: Vec<(Bytes, bool)>, data: &str) -> Vec<(Bytes, bool)> {
+    let mut lines = Vec::with_capacity(block.len());
+    let mut written = false;
+    for (piece, is_data) in block {
+        if !is_data {
+            lines.push((piece, false));
+        } else if !std::mem::replace(&mut written, true) {
+            let mut text = String::with_capacity(data.len() + 8);
+            for line in data.split('\n') {
+                text.push_str("data: ");
+                text.push_str(line);
+                text.push('\n');
+            }
+            lines.push((Bytes::from(text), true));
+        }
+    }
+    lines
 }
 
 /// The value of a `data` line (without its end); `None` for a line of another field or a
@@ -289,12 +437,12 @@ fn event_data(values: &[Bytes], len: usize) -> Cow<'_, str> {
     Cow::Owned(data)
 }
 
-impl<B> Stream for CompatPassthrough<B>
+impl<B> Stream for SsePassthrough<B>
 where
     B: Body<Data = Bytes>,
     B::Error: fmt::Display,
 {
-    type Item = Result<Bytes, std::convert::Infallible>;
+    type Item = Result<Bytes, B::Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
@@ -306,6 +454,9 @@ where
             if !this.building.is_empty() {
                 return Poll::Ready(Some(Ok(this.building.split().freeze())));
             }
+            if let Some(err) = this.failed.take() {
+                return Poll::Ready(Some(Err(err)));
+            }
             if this.done {
                 return Poll::Ready(None);
             }
@@ -316,14 +467,14 @@ where
                         this.lines(data);
                     }
                 }
-                Poll::Ready(Some(Err(err))) => this.abort(
-                    AbortCode::InternalError,
-                    &format!("upstream body failed: {err}"),
-                ),
-                Poll::Ready(None) => this.abort(
-                    AbortCode::InternalError,
-                    "the upstream response stream ended before its final response",
-                ),
+                Poll::Ready(Some(Err(err))) if this.framing.is_some() => {
+                    this.give_up(Failure::Internal(format!("upstream body failed: {err}")))
+                }
+                Poll::Ready(Some(Err(err))) => {
+                    this.body_ended();
+                    this.failed = Some(err);
+                }
+                Poll::Ready(None) => this.body_ended(),
             }
         }
     }

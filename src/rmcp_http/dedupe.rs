@@ -1,5 +1,6 @@
 //! [`FramingLayer::dedupe`]: framing and request-key deduplication in one layer (SPEC.md §17.10).
 
+use crate::contract::FramingContract;
 use crate::dedupe::Deduplicator;
 use crate::http::{DedupeLayer, DedupeService};
 
@@ -17,7 +18,8 @@ impl FramingLayer {
     /// whichever backend sharing the store it lands; retries get the stored result, framed
     /// afresh (a new attempt id, the key echoed) under their own JSON-RPC id. Takes a
     /// [`Deduplicator`] (defaults) or a configured [`DedupeLayer`] (principal extractor,
-    /// methods). Declare it in discovery with [`DedupeLayer::declaration`].
+    /// methods). The layer declares it in the discovery results that pass through it, in its
+    /// contract's `deduplication` member ([`DedupeLayer::declaration`], SPEC.md §17.11).
     ///
     /// # Examples
     ///
@@ -76,12 +78,30 @@ impl DedupingFramingLayer {
     pub fn dedupe_layer(&self) -> &DedupeLayer {
         &self.dedupe
     }
+
+    /// The framing contract the layer declares ([`FramingLayer::contract`]) with its
+    /// deduplication (SPEC.md §17.11).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::rmcp_http::FramingLayer;
+    /// let layer = FramingLayer::new().dedupe(Deduplicator::new(MemoryStore::new()));
+    /// let deduplication = layer.contract().deduplication.expect("declared");
+    /// assert_eq!(deduplication, layer.dedupe_layer().declaration());
+    /// ```
+    #[must_use]
+    pub fn contract(&self) -> FramingContract {
+        self.framing.contract_with(Some(self.dedupe.declaration()))
+    }
 }
 
 impl<S> tower_layer::Layer<S> for DedupingFramingLayer {
     type Service = FramingService<DedupeService<S>>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        self.framing.layer(self.dedupe.layer(inner))
+        self.framing
+            .service(self.dedupe.layer(inner), self.contract())
     }
 }

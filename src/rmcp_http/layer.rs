@@ -1,11 +1,13 @@
 //! The server side: [`FramingLayer`] re-frames the responses of requests that opted in (and, with
-//! [`FramingLayer::frame_all_responses`], every response).
+//! [`FramingLayer::frame_all_responses`], every response), and declares its framing contract in
+//! the discovery results that pass through it.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -17,13 +19,18 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 
-use super::compat_body::CompatPassthrough;
-use super::is_final_response;
+use super::compat_body::SsePassthrough;
+use super::declare::{Declaration, RequestBody};
+use crate::body_encoder::{MappingEncoder, too_large};
 use crate::codec::Outgoing;
+use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
+use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
-use crate::sse::{SseError, SseEvent, SseParser};
+use crate::jsonrpc::is_response;
+use crate::limits::MIN_MAX_FRAME_PAYLOAD;
+use crate::sse::{SseError, SseEvent, SseParser, is_message_event};
 
 /// The response body of [`FramingService`].
 pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
@@ -32,6 +39,15 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 /// [`frame_all_responses`](Self::frame_all_responses) every response, in the compatible SSE
 /// mapping for requests that did not opt in.
 ///
+/// It declares what it does: its framing contract ([`contract`](Self::contract)) is written into
+/// every `initialize` and `server/discover` result that passes through it, framed or not, so
+/// that any client learns it from the exchange it performs anyway (SPEC.md §11.2). The layer
+/// edits the result's JSON text where the contract goes (`capabilities.experimental` of an
+/// `initialize` result, `capabilities.extensions` of a `server/discover` result) and leaves every
+/// other byte as the handler wrote it. A contract the handler declared there itself stays when it
+/// has the layer's values, and is replaced by the layer's otherwise, with a warning: the layer is
+/// what frames the responses, so only its declaration is true.
+///
 /// # Examples
 ///
 /// ```
@@ -39,7 +55,8 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 /// let layer = FramingLayer::new().frame_size(4096).max_message_size(64 << 20);
 /// // Frame every response: stock clients read the compatible mapping as a plain MCP stream.
 /// let every_response = FramingLayer::new().frame_all_responses(true);
-/// # let _ = (layer, every_response);
+/// assert_eq!(every_response.contract().always_framed.as_deref(), Some("compat"));
+/// # let _ = layer;
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct FramingLayer {
@@ -133,6 +150,54 @@ impl FramingLayer {
         self
     }
 
+    /// The framing contract the layer declares (SPEC.md §11.1): format version 1 with the
+    /// sentinel required, the binary, SSE and compatible mappings, the frame size as
+    /// `maxFramePayload` (at least 1026, the room its control frames take) and the message limit
+    /// as `maxMessageSize`, `alwaysFramed: "compat"` when it
+    /// [frames every response](Self::frame_all_responses);
+    /// [`dedupe`](Self::dedupe) adds the deduplication it does. The layer writes it into the
+    /// discovery results that pass through it (see [`FramingLayer`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::FramingContract;
+    /// use mcp_framing::rmcp_http::FramingLayer;
+    /// let contract = FramingLayer::new().frame_size(4096).max_message_size(1 << 20).contract();
+    /// assert_eq!(contract, FramingContract::v1().with_limits(4096, 1 << 20));
+    /// // Frames of 512 bytes: the control frames still take up to 1026.
+    /// assert_eq!(FramingLayer::new().frame_size(512).contract().max_frame_payload, 1026);
+    /// ```
+    #[must_use]
+    pub fn contract(&self) -> FramingContract {
+        self.contract_with(None)
+    }
+
+    /// [`contract`](Self::contract), with `deduplication` declared when the layer deduplicates.
+    pub(super) fn contract_with(&self, deduplication: Option<Deduplication>) -> FramingContract {
+        let (frame_size, max_message_size) = self.encoder.limits();
+        let max_frame_payload = u32::try_from(frame_size)
+            .unwrap_or(u32::MAX)
+            .max(MIN_MAX_FRAME_PAYLOAD);
+        let mut contract = FramingContract::v1().with_limits(max_frame_payload, max_message_size);
+        if self.all_responses {
+            contract = contract.with_always_framed(Mapping::Compat.name());
+        }
+        if let Some(deduplication) = deduplication {
+            contract = contract.with_deduplication(deduplication);
+        }
+        contract
+    }
+
+    /// The service around `inner`, declaring `contract`.
+    pub(super) fn service<S>(&self, inner: S, contract: FramingContract) -> FramingService<S> {
+        FramingService {
+            inner,
+            config: *self,
+            contract: Arc::new(contract),
+        }
+    }
+
     /// Sets the largest message the layer frames (default 16 MiB, as the decoder's default and
     /// rmcp's default JSON and SSE event limits, SPEC.md §6), lowered for each request to the
     /// client's own limit when it sent one (`Mcp-Framing-Limits`, SPEC.md §11.3, §16; the frame
@@ -154,14 +219,13 @@ impl<S> tower_layer::Layer<S> for FramingLayer {
     type Service = FramingService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        FramingService {
-            inner,
-            config: *self,
-        }
+        self.service(inner, self.contract())
     }
 }
 
-/// The service of [`FramingLayer`].
+/// The service of [`FramingLayer`]. Its inner service receives each request with its body
+/// wrapped in a [`RequestBody`] (the same bytes, read as they pass to find the discovery
+/// requests).
 ///
 /// # Examples
 ///
@@ -176,13 +240,15 @@ impl<S> tower_layer::Layer<S> for FramingLayer {
 pub struct FramingService<S> {
     inner: S,
     config: FramingLayer,
+    /// What it declares in discovery results.
+    contract: Arc<FramingContract>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 impl<S, ReqBody, ResBody> tower_service::Service<Request<ReqBody>> for FramingService<S>
 where
-    S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: tower_service::Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
     S::Future: Send + 'static,
     ResBody: Body<Data = Bytes> + Send + 'static,
     ResBody::Error: fmt::Display + Send + 'static,
@@ -211,22 +277,145 @@ where
         // every response (SPEC.md §18.8); a JSON answer only if the client also takes SSE.
         let unsolicited = (config.all_responses && request.method() == http::Method::POST)
             .then(|| accepts_event_stream(request.headers()));
-        let future = self.inner.call(request);
+        let (parts, body) = request.into_parts();
+        let (body, discovery) = RequestBody::new(body);
+        let future = self.inner.call(Request::from_parts(parts, body));
+        let contract = self.contract.clone();
         Box::pin(async move {
             let response = future.await?;
-            Ok(match (opt_in, unsolicited) {
-                (Some(opt_in), _) if opt_in.mapping() == Mapping::Compat => {
-                    compat_response(response, Some(opt_in), Unsolicited::No, config).await
+            // The inner service read the request to answer it: whether it was a discovery
+            // request is known now (SPEC.md §11.2).
+            Ok(match discovery.get() {
+                None => respond(response, opt_in, unsolicited, config).await,
+                Some(source) => {
+                    let declaration = Declaration::new(contract, *source);
+                    let max_message = buffer_limit(config.encoder.limits().1);
+                    let response = declare(response, declaration, max_message).await;
+                    respond(response, opt_in, unsolicited, config).await
                 }
-                (Some(opt_in), _) => frame_response(response, opt_in, config).await,
-                (None, Some(json_to_sse)) => {
-                    let unsolicited = Unsolicited::Yes { json_to_sse };
-                    compat_response(response, None, unsolicited, config).await
-                }
-                (None, None) => response.map(|body| body.boxed_unsync()),
             })
         })
     }
+}
+
+/// Frames `response` as the request asked (or, unsolicited, in the compatible mapping), or
+/// passes it on.
+async fn respond<B: InnerBody>(
+    response: Response<B>,
+    opt_in: Option<OptIn>,
+    unsolicited: Option<bool>,
+    config: FramingLayer,
+) -> Response<FramingBody<B::Error>> {
+    match (opt_in, unsolicited) {
+        (Some(opt_in), _) if opt_in.mapping() == Mapping::Compat => {
+            compat_response(response, Some(opt_in), Unsolicited::No, config).await
+        }
+        (Some(opt_in), _) => frame_response(response, opt_in, config).await,
+        (None, Some(json_to_sse)) => {
+            let unsolicited = Unsolicited::Yes { json_to_sse };
+            compat_response(response, None, unsolicited, config).await
+        }
+        (None, None) => response.map(|body| body.boxed_unsync()),
+    }
+}
+
+/// The response to a discovery request with the layer's contract written into its result
+/// (SPEC.md §11.2), to be framed, or not, as any response: a JSON body is read whole (within
+/// `max_message` bytes), an SSE body event by event. A body that cannot be read so passes on
+/// unchanged.
+async fn declare<B: InnerBody>(
+    response: Response<B>,
+    declaration: Declaration,
+    max_message: usize,
+) -> Response<FramingBody<B::Error>> {
+    match framed_kind(&response, true) {
+        Some(true) => response.map(|body| {
+            let events = SsePassthrough::plain(body, max_message, declaration);
+            http_body_util::StreamBody::new(events.map(|piece| piece.map(Frame::data)))
+                .boxed_unsync()
+        }),
+        Some(false) => {
+            let (mut parts, body) = response.into_parts();
+            let body = match read_json(body, max_message).await {
+                Json::Whole(json) => match declaration.apply_bytes(&json) {
+                    Some(text) => {
+                        parts.headers.remove(http::header::CONTENT_LENGTH);
+                        fixed_body(text)
+                    }
+                    None => fixed_body(json),
+                },
+                Json::Unread {
+                    read,
+                    rest,
+                    failure,
+                } => {
+                    if let JsonFailure::TooLarge(len) = failure {
+                        let max = max_message;
+                        declaration.not_declared(&format!(
+                            "the response holds more than {max} bytes (at least {len})"
+                        ));
+                    }
+                    unread(read, rest)
+                }
+            };
+            Response::from_parts(parts, body)
+        }
+        None => response.map(|body| body.boxed_unsync()),
+    }
+}
+
+/// A JSON body, read whole within a limit or not.
+enum Json<B> {
+    /// The whole body.
+    Whole(Bytes),
+    /// It could not be read whole: what was read, the rest, and why.
+    Unread {
+        read: Bytes,
+        rest: Pin<Box<B>>,
+        failure: JsonFailure,
+    },
+}
+
+/// Why a JSON body was not read whole.
+enum JsonFailure {
+    /// Over the limit: the bytes read so far.
+    TooLarge(u64),
+    /// The body failed.
+    Failed(String),
+}
+
+/// Reads a JSON body whole, within `max` bytes (the response head waits for it).
+async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
+    let mut body = Box::pin(body);
+    let mut json = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let failure = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => {
+                    json.extend_from_slice(&data);
+                    if json.len() <= max {
+                        continue;
+                    }
+                    JsonFailure::TooLarge(json.len() as u64)
+                }
+                Err(_) => continue,
+            },
+            Err(err) => JsonFailure::Failed(err.to_string()),
+        };
+        return Json::Unread {
+            read: json.freeze(),
+            rest: body,
+            failure,
+        };
+    }
+    Json::Whole(json.freeze())
+}
+
+/// A body of `read` and then what `rest` still holds: a body passed on as it was.
+fn unread<B: InnerBody>(read: Bytes, rest: Pin<Box<B>>) -> FramingBody<B::Error> {
+    let read = futures_util::stream::once(std::future::ready(Ok(Frame::data(read))));
+    let rest = http_body_util::BodyStream::new(rest);
+    http_body_util::StreamBody::new(read.chain(rest)).boxed_unsync()
 }
 
 /// Whether a request's `Accept` lists `text/event-stream` (or any type).
@@ -284,7 +473,7 @@ async fn compat_response<B: InnerBody>(
     let max_message = buffer_limit(encoder.max_message_size());
     let (mut parts, body) = response.into_parts();
     let framed = if sse {
-        let mut passthrough = CompatPassthrough::new(body, encoder, max_message);
+        let mut passthrough = SsePassthrough::compat(body, encoder, max_message, None);
         // As for the other mappings, the head waits a little for the first message's record and
         // event (see `FramingLayer::head_wait`).
         let first = head_start(&mut passthrough, config.head_wait).await;
@@ -292,68 +481,64 @@ async fn compat_response<B: InnerBody>(
         http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data))).boxed_unsync()
     } else {
         // The whole JSON body, within the message limit, before the response head is sent.
-        let mut body = Box::pin(body);
-        let mut json = BytesMut::new();
-        let mut failure = None;
-        while let Some(frame) = body.frame().await {
-            match frame {
-                Ok(frame) => {
-                    if let Ok(data) = frame.into_data() {
-                        json.extend_from_slice(&data);
-                        if json.len() > max_message {
-                            failure = Some(AbortCode::MessageTooLarge);
-                            break;
-                        }
+        let mut compat = MappingEncoder::new(Mapping::Compat, encoder);
+        let mut out = BytesMut::new();
+        let (written, original) = match read_json(body, max_message).await {
+            Json::Whole(json) => {
+                let written = compat
+                    .message(&json, &mut out)
+                    .and_then(|()| compat.end(&mut out));
+                (written.map_err(Refusal::Encode), fixed_body(json))
+            }
+            Json::Unread {
+                read,
+                rest,
+                failure,
+            } => {
+                let refusal = match failure {
+                    JsonFailure::TooLarge(len) => {
+                        let max = compat.max_message_size();
+                        Refusal::Encode(EncodeError::MessageTooLarge { len, max }.into())
+                    }
+                    JsonFailure::Failed(reason) => Refusal::Upstream(reason),
+                };
+                (Err(refusal), unread(read, rest))
+            }
+        };
+        match written {
+            Ok(()) => fixed_body(out.freeze()),
+            // Not opted in: the client gets the body as it was (an event cannot carry it, or
+            // it could not be read whole), the bytes read so far and then the rest.
+            Err(_) if unsolicited != Unsolicited::No => {
+                return Response::from_parts(parts, original);
+            }
+            Err(refusal) => {
+                out.clear();
+                // The ABORT its refusal calls for (code 5 for a message over the limit).
+                match refusal {
+                    Refusal::Encode(err) => {
+                        compat.fail(&err, &mut out);
+                    }
+                    Refusal::Upstream(reason) => {
+                        let reason = format!("upstream body failed: {reason}");
+                        let _ = compat.abort(AbortCode::InternalError, &reason, &mut out);
                     }
                 }
-                Err(_) => {
-                    failure = Some(AbortCode::InternalError);
-                    break;
-                }
+                fixed_body(out.freeze())
             }
         }
-        let mut compat = crate::sse_compat::CompatEncoder::new(encoder);
-        let mut out = BytesMut::new();
-        let written = match failure {
-            None => compat
-                .final_message(&json, &mut out)
-                .map_err(|err| match err {
-                    crate::sse_compat::CompatEncodeError::Encode(
-                        crate::EncodeError::MessageTooLarge { .. },
-                    ) => AbortCode::MessageTooLarge,
-                    _ => AbortCode::InternalError,
-                }),
-            Some(code) => Err(code),
-        };
-        if let Err(code) = written {
-            if unsolicited != Unsolicited::No {
-                // Not opted in: the client gets the body as it was, the bytes read so far and
-                // then the rest.
-                let read =
-                    futures_util::stream::once(std::future::ready(Ok(Frame::data(json.freeze()))));
-                let rest = http_body_util::BodyStream::new(body);
-                let body = http_body_util::StreamBody::new(read.chain(rest));
-                return Response::from_parts(parts, body.boxed_unsync());
-            }
-            out.clear();
-            let _written = compat
-                .abort(
-                    code,
-                    "the JSON response cannot be framed in the compatible mapping",
-                    &mut out,
-                )
-                .is_ok();
-        }
-        http_body_util::Full::new(out.freeze()).boxed_unsync()
     };
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(Mapping::Compat));
-    Response::from_parts(
-        parts,
-        framed
-            .map_err(|never: Infallible| match never {})
-            .boxed_unsync(),
-    )
+    Response::from_parts(parts, framed)
+}
+
+/// Why a JSON answer was not written in the compatible mapping.
+enum Refusal {
+    /// The encoder refused it (over the limit, or an event cannot carry it unchanged).
+    Encode(crate::sse_compat::CompatEncodeError),
+    /// The inner body failed.
+    Upstream(String),
 }
 
 /// An inner response body the layer can frame.
@@ -386,8 +571,8 @@ fn framed_kind<B>(response: &Response<B>, json: bool) -> Option<bool> {
     (json && is_json).then_some(false)
 }
 
-fn fixed_body<E: 'static>(text: String) -> FramingBody<E> {
-    http_body_util::Full::new(Bytes::from(text))
+fn fixed_body<E: 'static>(bytes: impl Into<Bytes>) -> FramingBody<E> {
+    http_body_util::Full::new(bytes.into())
         .map_err(|never: Infallible| match never {})
         .boxed_unsync()
 }
@@ -487,9 +672,12 @@ where
                             let mut events: Vec<SseEvent> = Vec::new();
                             if let Err(err) = parser.feed(&data, &mut events) {
                                 this.done = true;
+                                let max = this.max_message as u64;
                                 return Poll::Ready(Some(Ok(match err {
                                     // An event (one JSON-RPC message) over the message limit.
-                                    SseError::EventTooLarge { .. } => too_large(this.max_message),
+                                    SseError::EventTooLarge { .. } => {
+                                        Outgoing::Abort(too_large(max + 1, max))
+                                    }
                                     other => Outgoing::Abort(Abort::new(
                                         AbortCode::InternalError,
                                         other.to_string(),
@@ -503,20 +691,24 @@ where
                                 this.queue.push_back(Outgoing::KeepAlive);
                             }
                             for event in events {
-                                let is_message =
-                                    matches!(event.event.as_deref(), None | Some("message"));
                                 // Priming events (`id` only) and keep-alives carry no message.
-                                if is_message && !event.data.is_empty() {
-                                    this.final_seen |= is_final_response(&event.data);
+                                if is_message_event(event.event.as_deref())
+                                    && !event.data.is_empty()
+                                {
+                                    this.final_seen |= is_response(&event.data);
                                     this.queue
                                         .push_back(Outgoing::Message(Bytes::from(event.data)));
                                 }
                             }
                         }
                         None => {
-                            if this.json.len() + data.len() > this.max_message {
+                            let len = this.json.len() + data.len();
+                            if len > this.max_message {
                                 this.done = true;
-                                return Poll::Ready(Some(Ok(too_large(this.max_message))));
+                                let max = this.max_message as u64;
+                                return Poll::Ready(Some(Ok(Outgoing::Abort(too_large(
+                                    len as u64, max,
+                                )))));
                             }
                             this.json.extend_from_slice(&data);
                         }
@@ -536,13 +728,4 @@ where
             }
         }
     }
-}
-
-/// The ABORT for an inner message over the limit: code 5, message too large (SPEC.md §3.1), a
-/// deterministic failure that a client does not retry.
-fn too_large(max: usize) -> Outgoing {
-    Outgoing::Abort(Abort::new(
-        AbortCode::MessageTooLarge,
-        format!("the response message exceeds the message limit of {max} bytes"),
-    ))
 }

@@ -18,6 +18,7 @@
 
 mod client;
 mod compat_body;
+mod declare;
 #[cfg(feature = "dedupe")]
 mod dedupe;
 mod layer;
@@ -25,6 +26,7 @@ mod retrying;
 mod standalone;
 
 pub use client::{ClientStats, FramingClientError, FramingHttpClient};
+pub use declare::RequestBody;
 #[cfg(feature = "dedupe")]
 pub use dedupe::DedupingFramingLayer;
 pub use layer::{FramingBody, FramingLayer, FramingService};

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 
 use super::client::FramingClientError;
 use super::{SseItem, is_final_response};
-use crate::sse::{SseError, SseEvent, SseParser};
+use crate::sse::{SseError, SseEvent, SseParser, is_message_event};
 
 /// The state of one GET stream.
 struct Standalone<S> {
@@ -29,8 +29,7 @@ where
     async fn next(&mut self) -> Option<SseItem> {
         loop {
             if let Some(event) = self.queue.pop_front() {
-                let is_message = matches!(event.event.as_deref(), None | Some("message"));
-                if is_message && is_final_response(&event.data) {
+                if is_message_event(event.event.as_deref()) && is_final_response(&event.data) {
                     self.done = true;
                     self.queue.clear();
                     let err = FramingClientError::ResponseOnGetStream;

@@ -6,17 +6,15 @@ use std::path::PathBuf;
 
 use bytes::BytesMut;
 use clap::Args;
+use mcp_framing::sse_compat::CompatEncodeError;
 use mcp_framing::{
-    AbortCode, AttemptId, DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE,
-    EncodeError, RequestKey, StreamEncoder, StreamHead,
+    AttemptId, DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE,
+    EncodeError, Mapping, MappingEncoder, RequestKey, StreamEncoder, StreamHead,
 };
 use serde::de::IgnoredAny;
 
 use crate::CliError;
 use crate::input::{InputPath, MappingArgs, open_output};
-use mcp_framing::Mapping;
-use mcp_framing::sse::SseFrameEncoder;
-use mcp_framing::sse_compat::{CompatEncodeError, CompatEncoder};
 
 /// Options of `encode`.
 #[derive(Debug, Args)]
@@ -99,115 +97,54 @@ pub(crate) fn run(args: &EncodeArgs) -> Result<u8, CliError> {
         .output
         .as_ref()
         .map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
-    if args.mapping.mapping == Mapping::Compat {
-        if args.chunk.is_some() {
-            return Err(CliError::Usage(
-                "--chunk does not apply to --mapping compat: an event carries a whole message"
-                    .into(),
-            ));
-        }
-        let messages = match messages {
-            Some(messages) => messages,
-            None => vec![input.read_all()?],
-        };
-        let out = open_output(args.output.as_deref(), false)?;
-        return write_compat(encoder, &messages, out, &output_name);
+    let mapping = args.mapping.mapping;
+    if mapping == Mapping::Compat && args.chunk.is_some() {
+        return Err(CliError::Usage(
+            "--chunk does not apply to --mapping compat: an event carries a whole message".into(),
+        ));
     }
-    let out = open_output(
-        args.output.as_deref(),
-        args.mapping.mapping == Mapping::Binary,
-    )?;
     let mut sink = Sink {
-        encoder,
-        out,
-        sse: (args.mapping.mapping == Mapping::Sse)
-            .then(|| (SseFrameEncoder::new(), BytesMut::new())),
+        encoder: MappingEncoder::new(mapping, encoder),
+        out: open_output(args.output.as_deref(), mapping == Mapping::Binary)?,
         buf: BytesMut::new(),
         output_name,
         piece: args.chunk.map_or(args.frame_size, NonZeroUsize::get),
     };
     sink.encoder.open(&mut sink.buf).map_err(encode_bug)?;
-    match messages {
+    let last = match messages {
         Some(messages) => {
-            for message in &messages {
-                sink.message(message)?;
+            for (i, message) in messages.iter().enumerate() {
+                sink.message(Some(i), message, i + 1 == messages.len())?;
             }
+            messages.len().checked_sub(1)
         }
-        None => sink.stream_message(&input)?,
+        None => {
+            sink.stream_message(&input)?;
+            None
+        }
+    };
+    // In the compatible mapping the last message's record carries the sentinel (SPEC.md §18.4).
+    if let Err(err) = sink.encoder.end(&mut sink.buf) {
+        return Err(sink.refused(last, &err));
     }
-    sink.encoder.end(&mut sink.buf).map_err(encode_bug)?;
     sink.flush()?;
     Ok(0)
 }
 
-/// The compatible SSE mapping (SPEC.md §18.4): per message a record and a `message` event, the
-/// last record carrying STREAM_END. A message an event cannot carry unchanged, or one over the
-/// limit, aborts the stream (ABORT code 1 or 5) after the messages before it.
-fn write_compat(
-    encoder: StreamEncoder,
-    messages: &[Vec<u8>],
-    mut out: Box<dyn Write>,
-    output_name: &str,
-) -> Result<u8, CliError> {
-    let mut compat = CompatEncoder::new(encoder);
-    let mut body = BytesMut::new();
-    let mut failure = None;
-    for (i, message) in messages.iter().enumerate() {
-        let written = if i + 1 == messages.len() {
-            compat.final_message(message, &mut body)
-        } else {
-            compat.message(message, &mut body)
-        };
-        match written {
-            Ok(_) => {}
-            Err(CompatEncodeError::Encode(EncodeError::MessageTooLarge { len, max })) => {
-                failure = Some((
-                    AbortCode::MessageTooLarge,
-                    format!("message of at least {len} bytes exceeds {max} (--max-message-size)"),
-                ));
-                break;
-            }
-            Err(err @ CompatEncodeError::Encode(_)) => {
-                return Err(CliError::Usage(format!("encoder refused a call: {err}")));
-            }
-            Err(err) => {
-                failure = Some((AbortCode::InternalError, format!("message {i}: {err}")));
-                break;
-            }
-        }
-    }
-    if let Some((code, reason)) = &failure {
-        compat
-            .abort(*code, reason, &mut body)
-            .map_err(|e| CliError::Usage(format!("encoder refused a call: {e}")))?;
-    } else if !compat.is_finished() {
-        compat
-            .end(&mut body)
-            .map_err(|e| CliError::Usage(format!("encoder refused a call: {e}")))?;
-    }
-    out.write_all(&body)
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::io(format!("cannot write to {output_name}"), e))?;
-    match failure {
-        Some((code, reason)) => Err(CliError::Usage(format!(
-            "{reason}; the stream was aborted with code {}",
-            u16::from(code)
-        ))),
-        None => Ok(0),
-    }
-}
-
 /// An encoder error the CLI's own call order rules out.
-fn encode_bug(err: EncodeError) -> CliError {
+fn encode_bug(err: impl std::fmt::Display) -> CliError {
     CliError::Usage(format!("encoder refused a call: {err}"))
 }
 
+/// Writes the body in its mapping as it is encoded: in the binary and SSE mappings each piece
+/// goes out as it is pushed; in the compatible mapping (SPEC.md §18.4) each message is a record
+/// and a `message` event once it is complete, the last record carrying STREAM_END. A message
+/// over the limit, or one an event cannot carry unchanged, aborts the stream (ABORT code 5 or 1)
+/// after the messages before it.
 struct Sink {
-    encoder: StreamEncoder,
+    encoder: MappingEncoder,
     out: Box<dyn Write>,
-    /// For the SSE mapping: the event encoder and its output buffer.
-    sse: Option<(SseFrameEncoder, BytesMut)>,
-    /// Whole frames not yet written.
+    /// Body bytes not yet written.
     buf: BytesMut,
     output_name: String,
     piece: usize,
@@ -215,48 +152,71 @@ struct Sink {
 
 impl Sink {
     fn flush(&mut self) -> Result<(), CliError> {
-        let bytes = match &mut self.sse {
-            Some((encoder, events)) => {
-                events.clear();
-                encoder.encode(&self.buf, events); // one event per frame (SPEC.md §15)
-                &events[..]
-            }
-            None => &self.buf[..],
-        };
         self.out
-            .write_all(bytes)
+            .write_all(&self.buf)
             .and_then(|()| self.out.flush())
             .map_err(|e| CliError::io(format!("cannot write to {}", self.output_name), e))?;
         self.buf.clear();
         Ok(())
     }
 
-    /// Pushes one piece; a message over the limit aborts the stream (SPEC.md §3 ABORT code 5).
-    fn push(&mut self, piece: &[u8]) -> Result<(), CliError> {
+    /// Aborts the stream as `err` calls for (SPEC.md §3.1: code 5 for a message over the limit)
+    /// and writes it; the error to report, naming message `index` if known.
+    fn refused(&mut self, index: Option<usize>, err: &CompatEncodeError) -> CliError {
+        let Some(code) = self.encoder.fail(err, &mut self.buf) else {
+            return encode_bug(err);
+        };
+        if let Err(write) = self.flush() {
+            return write;
+        }
+        let at = index.map_or_else(String::new, |i| format!("message {i}: "));
+        let hint = match err {
+            CompatEncodeError::Encode(EncodeError::MessageTooLarge { .. }) => {
+                " (--max-message-size)"
+            }
+            _ => "",
+        };
+        CliError::Usage(format!(
+            "{at}{err}{hint}; the stream was aborted with code {}",
+            u16::from(code)
+        ))
+    }
+
+    /// Pushes one piece of message `index`.
+    fn push(&mut self, index: Option<usize>, piece: &[u8]) -> Result<(), CliError> {
         match self.encoder.push(piece, &mut self.buf) {
             Ok(()) => self.flush(),
-            Err(EncodeError::MessageTooLarge { len, max }) => {
-                let reason = format!("message of at least {len} bytes exceeds {max}");
-                self.encoder
-                    .abort(AbortCode::MessageTooLarge, &reason, &mut self.buf)
-                    .map_err(encode_bug)?;
-                self.flush()?;
-                Err(CliError::Usage(format!(
-                    "{reason} (--max-message-size); the stream was aborted with code 5"
-                )))
-            }
-            Err(err) => Err(encode_bug(err)),
+            Err(err) => Err(self.refused(index, &err)),
         }
     }
 
-    fn message(&mut self, message: &[u8]) -> Result<(), CliError> {
-        for piece in message.chunks(self.piece) {
-            self.push(piece)?;
+    /// Finishes message `index`; one that is not the `last` is written at once, the last one
+    /// with the end.
+    fn finish(&mut self, index: Option<usize>, last: bool) -> Result<(), CliError> {
+        let finished = self.encoder.finish_message(&mut self.buf);
+        let written = finished.and_then(|()| {
+            if last {
+                Ok(())
+            } else {
+                self.encoder.flush(&mut self.buf)
+            }
+        });
+        match written {
+            Ok(()) => self.flush(),
+            Err(err) => Err(self.refused(index, &err)),
         }
-        self.encoder
-            .finish_message(&mut self.buf)
-            .map_err(encode_bug)?;
-        self.flush()
+    }
+
+    fn message(
+        &mut self,
+        index: Option<usize>,
+        message: &[u8],
+        last: bool,
+    ) -> Result<(), CliError> {
+        for piece in message.chunks(self.piece) {
+            self.push(index, piece)?;
+        }
+        self.finish(index, last)
     }
 
     /// The whole input is one message, pushed in pieces as it is read (a stream from a pipe is
@@ -268,16 +228,13 @@ impl Sink {
             let n = read_full(&mut reader, &mut piece)
                 .map_err(|e| CliError::io(format!("cannot read {}", input.name()), e))?;
             if n > 0 {
-                self.push(&piece[..n])?;
+                self.push(None, &piece[..n])?;
             }
             if n < piece.len() {
                 break;
             }
         }
-        self.encoder
-            .finish_message(&mut self.buf)
-            .map_err(encode_bug)?;
-        self.flush()
+        self.finish(None, true)
     }
 }
 

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Counts the crate's public API from rustdoc's JSON output (`--output-format json`).
+
+An item counts once, however many paths reach it: every module, type, trait, function, constant,
+static, macro and type alias reachable from the crate root through public modules and `pub use`,
+plus the inherent methods and associated items of those types, the public fields of structs and
+the variants of enums (each a name a user can write). Trait implementations (`impl Display for
+..`) add no name and are not counted. Prints the root's names, the total, and one line per module.
+
+Usage: public_items.py target/doc/mcp_framing.json [--list]
+"""
+import json
+import sys
+from collections import Counter
+
+
+def main() -> int:
+    path = sys.argv[1]
+    listing = "--list" in sys.argv[2:]
+    doc = json.load(open(path, encoding="utf-8"))
+    index = doc["index"]
+    item = lambda i: index.get(str(i))  # noqa: E731
+
+    counted: dict[str, str] = {}  # id -> a path that reaches it
+    variants: set[str] = set()
+
+    def is_member(p: str) -> bool:
+        return p in variants
+    root_names = 0
+
+    def visit(item_id, path: str) -> None:
+        it = item(item_id)
+        if it is None or it["crate_id"] != 0:
+            return  # an item of another crate re-exported: not ours to count
+        kind, inner = next(iter(it["inner"].items()))
+        if kind == "use":
+            target = inner.get("id")
+            if target is None:
+                return
+            name = inner["name"]
+            if inner.get("is_glob"):
+                target_item = item(target)
+                if target_item and "module" in target_item["inner"]:
+                    for child in target_item["inner"]["module"]["items"]:
+                        visit(child, path)
+                return
+            visit_named(target, f"{path}::{name}")
+            return
+        visit_named(item_id, f"{path}::{it['name']}" if it.get("name") else path)
+
+    def visit_named(item_id, path: str) -> None:
+        it = item(item_id)
+        if it is None or it["crate_id"] != 0:
+            return
+        key = str(item_id)
+        if key in counted:
+            return
+        counted[key] = path
+        kind, inner = next(iter(it["inner"].items()))
+        if kind == "module":
+            for child in inner["items"]:
+                visit(child, path)
+        elif kind == "struct":
+            fields = inner["kind"].get("plain", {}).get("fields", []) if isinstance(inner["kind"], dict) else []
+            tuple_fields = inner["kind"].get("tuple", []) if isinstance(inner["kind"], dict) else []
+            for f in fields + [f for f in tuple_fields if f is not None]:
+                f_it = item(f)
+                if f_it and f_it.get("visibility") == "public":
+                    counted[str(f)] = f"{path}.{f_it.get('name')}"
+            impls(inner["impls"], path)
+        elif kind == "enum":
+            for v in inner["variants"]:
+                v_it = item(v)
+                counted[str(v)] = f"{path}::{v_it['name'] if v_it else '?'}"
+                variants.add(counted[str(v)])
+            impls(inner["impls"], path)
+        elif kind == "union":
+            impls(inner["impls"], path)
+        elif kind == "trait":
+            for child in inner["items"]:
+                c = item(child)
+                counted[str(child)] = f"{path}::{c['name'] if c else '?'}"
+
+    def impls(ids, path: str) -> None:
+        for impl_id in ids:
+            imp = item(impl_id)
+            if imp is None:
+                continue
+            inner = imp["inner"]["impl"]
+            if inner.get("trait") is not None or inner.get("is_synthetic") or inner.get("blanket_impl"):
+                continue
+            for child in inner["items"]:
+                c = item(child)
+                if c is not None and c.get("visibility") == "public":
+                    counted[str(child)] = f"{path}::{c['name']}"
+
+    root = item(doc["root"])
+    for child in root["inner"]["module"]["items"]:
+        c = item(child)
+        if c is not None and "module" not in c["inner"]:
+            root_names += 1
+        visit(child, "crate")
+
+    per_module = Counter()
+    for p in counted.values():
+        parts = p.split("::")
+        per_module["::".join(parts[:2]) if len(parts) > 2 else "crate"] += 1
+    members = sum(1 for p in counted.values() if "." in p or is_member(p))
+    print(
+        f"public items: {len(counted)} (names at the crate root: {root_names}; "
+        f"struct fields and enum variants among them: {members})"
+    )
+    for module, n in sorted(per_module.items(), key=lambda kv: -kv[1]):
+        print(f"  {module}: {n}")
+    if listing:
+        for p in sorted(counted.values()):
+            print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

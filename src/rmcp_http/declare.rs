@@ -1,0 +1,220 @@
+//! The layer declares what it does (SPEC.md §11.2): it finds the discovery requests in the
+//! request bodies passing through it, and writes its framing contract into their results.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes, BytesMut};
+use http_body::{Body, Frame, SizeHint};
+
+use crate::contract::{DiscoverySource, FramingContract, TextDeclaration};
+
+/// The largest request body read to find out whether it is a discovery request: an `initialize`
+/// or `server/discover` request is a few hundred bytes; a larger body is another request.
+const MAX_DISCOVERY_REQUEST: usize = 64 * 1024;
+
+/// The request body [`FramingService`](super::FramingService) hands its inner service: the
+/// client's body, unchanged, read as it passes (up to 64 KiB, without a copy) to find out whether
+/// the request is `initialize` or `server/discover`, whose result the layer declares its framing
+/// contract in (SPEC.md §11.2).
+///
+/// # Examples
+///
+/// ```
+/// use std::convert::Infallible;
+/// use std::future::Future;
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll};
+/// use bytes::Bytes;
+/// use http_body_util::{BodyExt, Full};
+/// use mcp_framing::rmcp_http::{FramingLayer, RequestBody};
+/// use tower_layer::Layer;
+/// use tower_service::Service;
+///
+/// // An inner service that reads the request body, as rmcp does, and echoes it.
+/// struct Echo;
+/// impl Service<http::Request<RequestBody<String>>> for Echo {
+///     type Response = http::Response<Full<Bytes>>;
+///     type Error = Infallible;
+///     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+///     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+///         Poll::Ready(Ok(()))
+///     }
+///     fn call(&mut self, request: http::Request<RequestBody<String>>) -> Self::Future {
+///         Box::pin(async move {
+///             let body = request.into_body().collect().await?.to_bytes();
+///             Ok(http::Response::new(Full::new(body)))
+///         })
+///     }
+/// }
+///
+/// # tokio_test::block_on(async {
+/// let mut service = FramingLayer::new().layer(Echo);
+/// let response = service.call(http::Request::new("ping".to_owned())).await.unwrap();
+/// assert_eq!(response.into_body().collect().await.unwrap().to_bytes(), "ping");
+/// # });
+/// ```
+pub struct RequestBody<B> {
+    body: Pin<Box<B>>,
+    /// The body's pieces so far, while they are few enough to be a discovery request.
+    seen: Vec<Bytes>,
+    seen_len: usize,
+    /// Set, once the body ended, to the discovery request it is.
+    probe: Arc<OnceLock<DiscoverySource>>,
+}
+
+impl<B> fmt::Debug for RequestBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestBody")
+            .field("seen", &self.seen_len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> RequestBody<B> {
+    /// `body`, and where the discovery request it is will be told once it ended.
+    pub(super) fn new(body: B) -> (Self, Arc<OnceLock<DiscoverySource>>) {
+        let probe = Arc::new(OnceLock::new());
+        let body = Self {
+            body: Box::pin(body),
+            seen: Vec::new(),
+            seen_len: 0,
+            probe: probe.clone(),
+        };
+        (body, probe)
+    }
+
+    fn see(&mut self, data: &Bytes) {
+        self.seen_len = self.seen_len.saturating_add(data.len());
+        if self.seen_len > MAX_DISCOVERY_REQUEST {
+            self.seen = Vec::new();
+        } else {
+            self.seen.push(data.clone());
+        }
+    }
+
+    /// The body ended: which discovery request it is, if one.
+    fn finish(&mut self) {
+        if self.seen_len > MAX_DISCOVERY_REQUEST {
+            return;
+        }
+        let seen = std::mem::take(&mut self.seen);
+        let whole = match <[Bytes; 1]>::try_from(seen) {
+            Ok([one]) => one,
+            Err(pieces) => pieces
+                .iter()
+                .fold(BytesMut::with_capacity(self.seen_len), |mut all, piece| {
+                    all.extend_from_slice(piece);
+                    all
+                })
+                .freeze(),
+        };
+        // Most requests are tool calls: a scan for what the method names hold spares them the
+        // parse. A JSON string equal to `initialize` or `server/discover` holds `initialize` or
+        // `discover` as written, or a `\u` escape.
+        let named = ["initialize", "discover", "\\u"]
+            .iter()
+            .any(|needle| memchr::memmem::find(&whole, needle.as_bytes()).is_some());
+        if !named {
+            return;
+        }
+        let source = match crate::jsonrpc::request_method(&whole).as_deref() {
+            Some("initialize") => DiscoverySource::Initialize,
+            Some("server/discover") => DiscoverySource::Discover,
+            _ => return,
+        };
+        let _ = self.probe.set(source);
+    }
+}
+
+impl<B: Body> Body for RequestBody<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let this = self.get_mut();
+        match this.body.as_mut().poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let frame = frame.map_data(|mut data| data.copy_to_bytes(data.remaining()));
+                if let Some(data) = frame.data_ref() {
+                    this.see(data);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(None) => {
+                this.finish();
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Err(err))) => {
+                this.seen = Vec::new();
+                this.seen_len = usize::MAX;
+                Poll::Ready(Some(Err(err)))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The contract a service declares in the result of one discovery request.
+#[derive(Clone, Debug)]
+pub(super) struct Declaration {
+    contract: Arc<FramingContract>,
+    source: DiscoverySource,
+}
+
+impl Declaration {
+    pub(super) fn new(contract: Arc<FramingContract>, source: DiscoverySource) -> Self {
+        Self { contract, source }
+    }
+
+    /// Logs why the contract could not be declared in the response.
+    pub(super) fn not_declared(&self, reason: &str) {
+        tracing::event!(target: "mcp_framing::contract", tracing::Level::WARN,
+            source = %self.source, reason,
+            "the framing contract could not be declared in the response");
+    }
+
+    /// [`apply`](Self::apply) to a response's bytes (which must be UTF-8, as JSON is).
+    pub(super) fn apply_bytes(&self, response: &[u8]) -> Option<String> {
+        match std::str::from_utf8(response) {
+            Ok(text) => self.apply(text),
+            Err(_) => {
+                self.not_declared("the response is not UTF-8");
+                None
+            }
+        }
+    }
+
+    /// `response`, the text of the JSON-RPC response to the discovery request, with the contract
+    /// written in; `None` when it stays as it is (SPEC.md §11.2): it declares this very contract
+    /// already, or it is no result the contract can be written into (logged).
+    pub(super) fn apply(&self, response: &str) -> Option<String> {
+        match self.contract.declare_in_text(response, self.source) {
+            Ok(TextDeclaration::Written(text)) => Some(text),
+            Ok(TextDeclaration::Unchanged) => None,
+            Ok(TextDeclaration::Replaced { text, previous }) => {
+                tracing::event!(target: "mcp_framing::contract", tracing::Level::WARN,
+                    source = %self.source, handler = previous,
+                    "the handler declared another framing contract; the layer's, which says what it does, replaces it");
+                Some(text)
+            }
+            Err(err) => {
+                self.not_declared(&err.to_string());
+                None
+            }
+        }
+    }
+}
