@@ -208,9 +208,7 @@ fn mapping_name(mapping: Mapping) -> &'static str {
 /// `FramingHttpClient` asking for `mapping`, over reqwest (which asks for gzip and decodes it:
 /// the proxies' compression is on its path too).
 fn framing_client(mapping: Mapping) -> FramingHttpClient {
-    FramingHttpClient::new(reqwest::Client::new())
-        .binary(mapping == Mapping::Binary)
-        .compat(mapping == Mapping::Compat)
+    FramingHttpClient::new(reqwest::Client::new()).mapping(mapping)
 }
 
 /// The framing client's verdict on a `generate_text` call.

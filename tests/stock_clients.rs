@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use cut::Cut;
 use example_support::{Example, executions, fleet_backend, repo, rmcp_server, runtime};
+use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
 use serde_json::Value;
 use stock_support::{
@@ -142,8 +143,14 @@ fn rmcp_stock_client_gets_every_result_byte_for_byte_through_the_layer() {
 /// The framing client (`FramingHttpClient` over reqwest, opted in) through the same proxy: the
 /// JSON-RPC error's message and outcome data.
 fn run_framing(url: &str, binary: bool) -> (Result<String, (String, Value)>, Vec<String>) {
+    // The README table's rows: the SSE mapping of SPEC.md §15 and the binary one.
+    let mapping = if binary {
+        Mapping::Binary
+    } else {
+        Mapping::Sse
+    };
     framing_call(
-        FramingHttpClient::new(reqwest::Client::new()).binary(binary),
+        FramingHttpClient::new(reqwest::Client::new()).mapping(mapping),
         url,
     )
 }
