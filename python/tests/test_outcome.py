@@ -4,14 +4,16 @@ attempt: a `logging` record and the OpenTelemetry counters under the Rust crate'
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import pytest
 
-from mcp_framing import DecodeError, StreamDecoder, classify, decide_retry, telemetry
+from mcp_framing import ContractError, DecodeError, StreamDecoder, classify, decide_retry, telemetry
+from mcp_framing.errors import CLIENT_KINDS, CONTRACT_ERROR_KINDS, FRAME_ERROR_KINDS
 from mcp_framing.outcome import Outcome
 from mcp_framing.verdict import Received
-from support import KEY, Writer
+from support import KEY, REPO, Writer
 
 
 def outcome_of(data: bytes, key: bytes | None = None) -> Outcome:
@@ -160,3 +162,32 @@ def test_received_counts_what_arrived() -> None:
         request_key=KEY,
         attempt_id=decoder.head[1] if decoder.head else None,
     )
+
+
+def spec_report_kinds() -> list[str]:
+    """The names SPEC.md §11.7's outcome report lists for `kind` (its table row, parsed)."""
+    spec = (REPO / "SPEC.md").read_text(encoding="utf-8")
+    section = spec[spec.index("### §11.7 ") :]
+    section = section[: section.index("\n## ")]
+    (row,) = [line for line in section.splitlines() if line.startswith("| `kind` |")]
+    meaning = row.split("|")[4]
+    # kind names are CamelCase (`id` and the like are member names)
+    return re.findall(r"`([A-Z][A-Za-z0-9]*)`", meaning)
+
+
+def test_the_outcome_kinds_are_the_ones_spec_section_11_7_lists() -> None:
+    listed = spec_report_kinds()
+    # §11.7 names a few decoder kinds as examples ("`Truncated`, `PeerAbort`, ..., §2–§7"): every
+    # one of them is a frame error kind, and every other name is one of the client's.
+    decoder = [k for k in listed if k in FRAME_ERROR_KINDS]
+    assert decoder == ["Truncated", "PeerAbort", "HeaderChecksumMismatch"]
+    assert sorted(k for k in listed if k not in FRAME_ERROR_KINDS) == sorted(CLIENT_KINDS)
+    assert len(set(CLIENT_KINDS)) == len(CLIENT_KINDS)
+    assert set(CONTRACT_ERROR_KINDS) <= set(CLIENT_KINDS)
+
+
+def test_an_outcome_or_contract_error_with_a_kind_spec_does_not_list_cannot_be_built() -> None:
+    with pytest.raises(ValueError, match=r"§11\.7"):
+        Outcome.client_side("corrupt", "CarriageReturn", "a CR")
+    with pytest.raises(ValueError, match=r"§11\.7"):
+        ContractError("NoSuchKind", "x")

@@ -47,6 +47,9 @@ class Server:
         self.requests: list[httpx2.Request] = []
         self.event_ids = False
         self.plain = False
+        # The tools/call response as the server writes it, `{id}` standing for its id's JSON.
+        self.raw_call_response: bytes | None = None
+        self.after_final = False  # the notification after the tools/call response (§1: answers nothing)
 
     def result(self, body: dict) -> Any:
         method = body["method"]
@@ -79,11 +82,15 @@ class Server:
             if not (self.deduplicate and seen):
                 self.executions[key.hex()] = seen + 1
         message = response(body["id"], self.result(body))
+        if body["method"] == "tools/call" and self.raw_call_response is not None:
+            message = self.raw_call_response.replace(b"{id}", json.dumps(body["id"]).encode())
         if self.plain or key_hex is None:
             return httpx2.Response(200, headers={"content-type": "application/json"}, content=message)
         writer = Writer(key)
         notification = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}'
         messages = [notification, message] if body["method"] == "tools/call" else [message]
+        if body["method"] == "tools/call" and self.after_final:
+            messages.reverse()
         if self.mapping == "compat":
             framed = writer.compat(messages)
             if self.event_ids:
@@ -198,16 +205,28 @@ async def test_a_contract_without_the_sentinel_is_refused_as_regime_c() -> None:
 
 
 @pytest.mark.anyio
-async def test_accepting_ambiguity_talks_to_an_unframed_server_and_records_every_response(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    server = Server(declared=None)
-    server.plain = True
-    with caplog.at_level(logging.WARNING, logger="mcp_framing"):
-        outcomes, transport = await session_run(server, [TEXT], accept_ambiguity=True)
+async def test_accepting_ambiguity_still_verifies_a_server_that_frames_without_declaring_a_contract() -> None:
+    server = Server(declared=None)  # frames every opted-in response, declares nothing
+    outcomes, transport = await session_run(server, [TEXT], accept_ambiguity=True)
     assert outcomes == [TEXT]
-    classifications = {o.classification for o in transport.stats.outcomes}
-    assert classifications == {"ambiguous"}  # tools/list and tools/call, each recorded
+    assert transport.policy is not None and transport.policy.regime == "C"
+    call = next(r for r in server.requests if b"tools/call" in r.content)
+    assert call.headers["mcp-framing"] == "1"  # opted in, so that the response proves itself
+    assert {o.classification for o in transport.stats.outcomes} == {"clean"}
+    assert transport.stats.errors == 0
+
+
+@pytest.mark.anyio
+async def test_accepting_ambiguity_never_delivers_an_unframed_response(caplog: pytest.LogCaptureFixture) -> None:
+    server = Server(declared=None)
+    server.plain = True  # answers every request unframed
+    with caplog.at_level(logging.WARNING, logger="mcp_framing"):
+        (failed,), transport = await session_run(server, [TEXT], accept_ambiguity=True)
+    data = report(failed)  # the initialize itself: nothing unframed reaches the SDK (§11.3)
+    assert (data["classification"], data["kind"], data["regime"]) == ("ambiguous", "NotFramed", "C")
+    assert (data["retryDecision"], data["retryReason"]) == ("surface_to_caller", "ambiguous")
+    assert failed.error.message.startswith("mcp-framing: response completion ambiguous (Regime C)")
+    assert transport.stats.verified_messages == 0
     assert any("outcome=ambiguous" in r.getMessage() for r in caplog.records)
 
 
@@ -419,3 +438,93 @@ async def test_a_final_response_whose_sentinel_was_cut_is_delivered_once_and_rec
     delivered = [o for o in transport.stats.outcomes if not o.sentinel_seen]
     assert [(o.classification, o.regime) for o in delivered] == [("clean", "B")]
     assert any("without its sentinel" in r.getMessage() for r in caplog.records)
+
+
+DEDUPLICATING = contract(deduplication={"methods": ["tools/call"], "windowMs": 60000, "scope": "principal"})
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+async def post_events(server: Server, message: dict, **options: Any) -> list[bytes]:
+    """Posts `message` (after an initialize) through the transport; the data of every event the
+    SDK would read, as bytes."""
+    async with server.client(**options) as http:
+        for sent in (INITIALIZE, message):
+            reply = await http.post(URL, json=sent, headers={"accept": "application/json, text/event-stream"})
+        events = reply.content.split(b"\n\n")
+    return [b"\n".join(line[6:] for line in e.split(b"\n") if line.startswith(b"data: ")) for e in events if e]
+
+
+@pytest.mark.anyio
+async def test_a_retried_final_response_comes_back_byte_for_byte_but_for_its_id() -> None:
+    # What a parse and a dump would change: member order, number spellings, unicode escapes,
+    # whitespace.
+    raw = '{"result": {"z":1.0,"a":1e2,"n":-0,"s":"caf\\u00e9 \\ud83d\\ude00 \\/"}, "jsonrpc":"2.0",  "id" : {id} }'
+    server = Server(DEDUPLICATING)
+    server.deduplicate = True
+    server.raw_call_response = raw.encode()
+    server.cuts = [120, None]
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
+    events = await post_events(server, call, retries=RetrySchedule(max_attempts=2, initial_backoff=0.0))
+    sent = [json.loads(r.content)["id"] for r in server.requests if b"tools/call" in r.content]
+    assert sent == [7, "7~attempt-2"]
+    assert events[-1] == raw.replace("{id}", "7").encode()
+
+
+@pytest.mark.anyio
+async def test_a_retried_final_response_with_two_ids_fails_as_a_duplicate_id() -> None:
+    server = Server(DEDUPLICATING)
+    server.deduplicate = True
+    server.raw_call_response = b'{"jsonrpc":"2.0","id":"elsewhere","result":{},"id":{id}}'
+    server.cuts = [120, None]
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
+    events = await post_events(server, call, retries=RetrySchedule(max_attempts=2, initial_backoff=0.0))
+    error = json.loads(events[-1])
+    assert error["id"] == 7
+    data = error["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["classification"], data["kind"], data["attempts"]) == ("invalid_message", "DuplicateId", 2)
+    assert data["retryDecision"] == "do_not_retry"
+    assert "regime" not in data  # not a stream outcome (§11.7)
+
+
+@pytest.mark.anyio
+async def test_a_message_after_the_final_response_fails_the_call_as_message_after_final_response() -> None:
+    server = Server(contract())
+    server.after_final = True
+    (failed,), transport = await session_run(server, ["x"])
+    data = report(failed)
+    assert (data["classification"], data["kind"], data["regime"]) == ("abandoned", "MessageAfterFinalResponse", "B")
+    assert (data["retryDecision"], data["retryReason"]) == ("surface_to_caller", "not_deduplicated")
+    assert transport.stats.verified_messages == 1  # the initialize result; nothing of the call
+
+
+@pytest.mark.anyio
+async def test_a_verified_message_with_carriage_returns_reaches_the_sdk_as_the_same_json() -> None:
+    # Only the binary and §15 mappings carry a CR; in a JSON text it is whitespace, which the SSE
+    # events the SDK reads write as line breaks (as the TypeScript package does).
+    server = Server(contract(), mapping="binary")
+    server.raw_call_response = b'{"jsonrpc":"2.0",\r\n"id":{id},\r"result":{"content":[{"type":"text","text":"cr"}]}}'
+    outcomes, transport = await session_run(server, ["x"], mapping="binary")
+    assert outcomes == ["cr"]
+    assert transport.stats.errors == 0
+
+
+@pytest.mark.anyio
+async def test_keyed_retries_are_on_by_default_where_the_server_deduplicates_and_off_with_false() -> None:
+    server = Server(DEDUPLICATING)
+    server.deduplicate = True
+    server.cuts = [100, None]
+    outcomes, transport = await session_run(server, ["one"])  # no retry option
+    assert outcomes == ["one"]
+    assert transport.retries.max_attempts == 4
+    assert transport.stats.retries == 1
+    assert sorted(server.executions.values()) == [1]
+    server = Server(DEDUPLICATING)
+    server.cuts = [100]
+    outcomes, transport = await session_run(server, ["one"], retries=False)
+    data = report(outcomes[0])
+    assert (data["attempts"], data["retryDecision"], data["retryReason"]) == (1, "surface_to_caller", "keyed")

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { CONTRACT_ERROR_KINDS } from './errors.js';
 import { DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD } from './limits.js';
 import type { Mapping } from './body.js';
 
@@ -46,18 +47,7 @@ export interface ServerDiscovery {
 }
 
 /** Why a contract was refused (the Rust crate's `ContractError` kinds). */
-export type ContractErrorKind =
-  | 'NotADiscoveryResult'
-  | 'Malformed'
-  | 'NoContract'
-  | 'SentinelNotRequired'
-  | 'VersionMismatch'
-  | 'UnsupportedChecksum'
-  | 'UnsupportedDigest'
-  | 'NoCommonTransport'
-  | 'InvalidLimit'
-  | 'Downgrade'
-  | 'NotDiscovered';
+export type ContractErrorKind = (typeof CONTRACT_ERROR_KINDS)[number];
 
 /** A configuration error of the contract layer: refused before any request is framed. */
 export class ContractError extends Error {

@@ -48,6 +48,49 @@ export type MappingErrorKind =
 /** Every error kind a body decoder reports. */
 export type ErrorKind = FrameErrorKind | MappingErrorKind;
 
+/** Why a contract was refused (SPEC.md §11.3, §11.5; the Rust crate's `ContractError` kinds). */
+export const CONTRACT_ERROR_KINDS = [
+  'NoContract',
+  'SentinelNotRequired',
+  'VersionMismatch',
+  'UnsupportedChecksum',
+  'UnsupportedDigest',
+  'NoCommonTransport',
+  'InvalidLimit',
+  'Malformed',
+  'NotADiscoveryResult',
+  'Downgrade',
+  'NotDiscovered',
+] as const;
+
+/**
+ * The `kind` names of the outcome report (SPEC.md §11.7) besides the frame decoder's error kinds
+ * ({@link FrameErrorKind}): the mapping errors (the precise kind is in `detail`), what the client
+ * decided itself, and the contract errors. Every kind a report carries is one of these or a frame
+ * error kind (the report's types say so); `test/vectors.test.mjs` checks this list against
+ * SPEC.md §11.7.
+ */
+export const CLIENT_KINDS = [
+  'NotFramed',
+  'Sse',
+  'Compat',
+  'Body',
+  'IdleTimeout',
+  'Send',
+  'HttpStatus',
+  'NoFinalResponse',
+  'MessageAfterFinalResponse',
+  'InvalidUtf8',
+  'DuplicateId',
+  ...CONTRACT_ERROR_KINDS,
+  'Resolve',
+  'NotARequest',
+  'RequestKey',
+] as const;
+
+/** A kind of the outcome report that is not the frame decoder's (SPEC.md §11.7). */
+export type ClientKind = (typeof CLIENT_KINDS)[number];
+
 /** Where a truncated stream stopped (SPEC.md §7 rows 4 to 8). */
 export type TruncationPoint = 'NoFrame' | 'InHeader' | 'InPayload' | 'InMessage' | 'BetweenMessages';
 

@@ -30,6 +30,7 @@ import {
 } from './contract.js';
 import { fingerprint, randomRequestKey, type RequestKey } from './ids.js';
 import { idOf, isJsonRpcResponse, isResponse, messageShape, withId } from './jsonrpc.js';
+import type { ClientKind } from './errors.js';
 import { DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE } from './limits.js';
 import { attemptFailure, decide, outcomeOf, type Outcome, type ReportClassification, type RetryDecision } from './outcome.js';
 import { PlainEventStream, isMessageEvent } from './sse.js';
@@ -113,10 +114,10 @@ export interface FramingFetchOptions extends ClientFraming {
   /** The mapping asked for (default `compat`, SPEC.md §18); a response in another mapping the contract lists is read too. */
   mapping?: Mapping;
   /**
-   * Run against a server without a framing contract (Regime C, SPEC.md §11.3): requests are sent
-   * without the opt-in, responses handed over unverified, and every close is recorded as
-   * `ambiguous`; a body that ends without the response becomes an `ambiguous` JSON-RPC error at
-   * once. Default `false`: such a server is refused with a configuration error.
+   * Run against a server without a framing contract (Regime C, SPEC.md §11.3): requests are still
+   * opted in, a response that arrives framed is verified as any other, and an unframed one becomes
+   * an `ambiguous` JSON-RPC error at once, nothing in it delivered. Default `false`: such a server
+   * is refused with a configuration error.
    */
   acceptAmbiguity?: boolean;
   /** Automatic retries (default on, within SPEC.md §17.13's rules); `false` turns them off. */
@@ -208,7 +209,7 @@ function report(
   id: unknown,
   key: RequestKey | null,
   attempts: number,
-  failure: { outcome: Outcome; decision: RetryDecision } | { classification: ReportClassification; kind: string; detail: string },
+  failure: { outcome: Outcome; decision: RetryDecision } | { classification: ReportClassification; kind: ClientKind; detail: string },
 ): Uint8Array {
   if ('classification' in failure) {
     const data: Record<string, unknown> = {
@@ -563,7 +564,9 @@ class Call {
       this.report(outcome, decision);
       if (decision.decision !== 'retry') {
         if (end.response !== null) {
-          this.deliverFinal(end.response); // a final refusal is the server's answer
+          if (!this.deliverFinal(end.response)) {
+            return; // a final refusal is the server's answer, unless its id cannot be put back
+          }
         } else {
           this.deliverError(outcome, decision);
         }
@@ -628,13 +631,24 @@ class Call {
     this.out.close();
   }
 
-  private deliverFinal(response: Uint8Array): void {
+  /** Hands over the final response; `false` when it cannot be (the request failed instead). */
+  private deliverFinal(response: Uint8Array): boolean {
     let message = response;
     const shape = messageShape(response);
-    if (this.attempt > 1 && isResponse(shape)) {
+    if (this.attempt > 1) {
+      if (!isResponse(shape) || shape.ids !== 1) {
+        // SPEC.md §17.13: which of several id members a reader takes is not defined, so the
+        // SDK's id cannot be put back by editing one of them; the request fails (§11.7).
+        this.shared.stats.errors += 1;
+        const detail = `attempt ${this.attempt}: the final response has ${shape?.ids ?? 0} top-level id members, so the request's id cannot be put back`;
+        this.out.message(report(this.id, this.key, this.attempt, { classification: 'invalid_message', kind: 'DuplicateId', detail }));
+        this.finish('invalid_message');
+        return false;
+      }
       message = withId(response, shape, this.id); // the SDK's id back, every other byte as verified
     }
     this.out.message(message);
+    return true;
   }
 
   private deliverError(outcome: Outcome, decision: RetryDecision): void {
@@ -652,13 +666,13 @@ class Call {
   }
 
   /** The request as sent by attempt `this.attempt`: the key in `_meta`, a new id for a retry. */
-  private body(framed: boolean): string {
+  private body(): string {
     const request: Record<string, unknown> = { ...this.request };
     if (this.attempt > 1) {
       // a retry is a new JSON-RPC request with the same key (SPEC.md §10)
       request['id'] = `${typeof this.id === 'string' ? this.id : JSON.stringify(this.id)}~attempt-${this.attempt}`;
     }
-    if (framed) {
+    {
       const params: Record<string, unknown> = isRecord(request['params']) ? { ...request['params'] } : {};
       const meta: Record<string, unknown> = isRecord(params['_meta']) ? { ...params['_meta'] } : {};
       meta[REQUEST_KEY_META] = this.key;
@@ -676,11 +690,8 @@ class Call {
     return JSON.stringify(request);
   }
 
-  private requestHeaders(framed: boolean): Headers {
+  private requestHeaders(): Headers {
     const headers = new Headers(this.init.headers);
-    if (!framed) {
-      return headers;
-    }
     const shared = this.shared;
     const mapping = shared.mapping();
     const limits = shared.limits();
@@ -744,15 +755,14 @@ class Call {
       this.out.close();
       return null;
     }
-    const framed = shared.policy.state !== 'ambiguous';
     shared.stats.attempts += 1;
     let response: Response;
     try {
       response = await shared.base(this.endpoint, {
         ...this.init,
         method: 'POST',
-        headers: this.requestHeaders(framed),
-        body: this.body(framed),
+        headers: this.requestHeaders(),
+        body: this.body(),
       });
     } catch (error) {
       if (this.signal?.aborted) {
@@ -787,7 +797,14 @@ class Call {
     this.headers(response.headers);
     const version = shared.policy.state === 'framed' ? shared.policy.negotiated.version : 1;
     const mapping = responseMapping(response.headers, version);
-    if (mapping === null || !framed) {
+    if (mapping === null) {
+      if (shared.policy.state === 'ambiguous' || (shared.policy.state === 'unknown' && shared.options.acceptAmbiguity === true)) {
+        // SPEC.md §11.3: under an accept-ambiguity policy an unframed body is Regime C, its close
+        // completion-ambiguous whatever it held, and nothing in it is delivered.
+        await response.body?.cancel().catch(() => {});
+        const type = response.headers.get('content-type');
+        return { outcome: attemptFailure('NotFramed', `the response is not framed (content-type ${JSON.stringify(type)})`, undefined, null, true), response: null };
+      }
       if (shared.policy.state === 'framed') {
         await response.body?.cancel().catch(() => {});
         const type = response.headers.get('content-type');
@@ -796,8 +813,8 @@ class Call {
           response: null,
         };
       }
-      // Before the contract is known (the discovery exchange), or under accept-ambiguity:
-      // read as it is, unverified.
+      // Before the contract is known (the discovery exchange): read as it is, for its
+      // discovery result (a server without a contract is refused from it).
       return this.unframed(response);
     }
     return this.framed(response, mapping);
@@ -889,13 +906,13 @@ class Call {
    * A verified message: handed to the SDK at once unless it is the final response (held until
    * the stream is complete). Returns `'final'`, `null`, or why the stream fails.
    */
-  private take(message: Uint8Array, afterFinal: boolean): 'final' | null | { kind: 'InvalidUtf8' | 'NoFinalResponse'; detail: string } {
+  private take(message: Uint8Array, afterFinal: boolean): 'final' | null | { kind: 'InvalidUtf8' | 'NoFinalResponse' | 'MessageAfterFinalResponse'; detail: string } {
     if (!isUtf8(message)) {
       // never altered (no replacement): a JSON-RPC message is UTF-8 text (RFC 8259)
       return { kind: 'InvalidUtf8', detail: 'a verified message is not valid UTF-8' };
     }
     if (afterFinal) {
-      return { kind: 'NoFinalResponse', detail: 'a message follows the final response (SPEC.md §1)' };
+      return { kind: 'MessageAfterFinalResponse', detail: 'a message followed the final response: the stream answers nothing (SPEC.md §1)' };
     }
     const shape = messageShape(message);
     if (isResponse(shape) && isJsonRpcResponse(message)) {
@@ -937,12 +954,14 @@ class Call {
         return;
       }
     }
+    if (!this.deliverFinal(message)) {
+      return;
+    }
     if (verified) {
       shared.stats.verified += 1;
     } else {
       shared.stats.unverified += 1;
     }
-    this.deliverFinal(message);
     this.finish(null);
   }
 
@@ -966,8 +985,8 @@ class Call {
   }
 
   /**
-   * An unframed response (before the contract is known, or under accept-ambiguity): parsed as
-   * it is, handed over unverified, every close `ambiguous` (Regime C).
+   * An unframed response to the discovery exchange, before the contract is known (ambiguity not
+   * accepted): parsed as it is for its discovery result, every close `ambiguous` (Regime C).
    */
   private async unframed(response: Response): Promise<AttemptEnd | null> {
     const shared = this.shared;

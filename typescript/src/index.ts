@@ -29,7 +29,16 @@ export {
   type ServerDiscovery,
 } from './contract.js';
 export { StreamDecoder, type DecoderOptions } from './decoder.js';
-export { DecodeError, type ErrorKind, type FrameErrorKind, type MappingErrorKind, type TruncationPoint } from './errors.js';
+export {
+  CLIENT_KINDS,
+  CONTRACT_ERROR_KINDS,
+  DecodeError,
+  type ClientKind,
+  type ErrorKind,
+  type FrameErrorKind,
+  type MappingErrorKind,
+  type TruncationPoint,
+} from './errors.js';
 export {
   DEDUPE_DATA_KEY,
   IDEMPOTENT_METHODS,

@@ -21,8 +21,10 @@ const COLON = 0x3a;
 
 /** The top-level members of a JSON-RPC message that decide what it is. */
 export interface MessageShape {
-  /** The `id` member's value, as its byte range `[start, end)`, if present. */
+  /** The (last) `id` member's value, as its byte range `[start, end)`, if present. */
   id: [number, number] | null;
+  /** How many top-level `id` members it has (JSON allows duplicates; which one a reader takes is not defined). */
+  ids: number;
   /** Whether it has a `method` member (a request or a notification). */
   method: boolean;
   /** Whether it has a `result` or an `error` member. */
@@ -128,7 +130,7 @@ function keyIs(bytes: Buffer, start: number, end: number, name: string): boolean
 /** The shape of a JSON-RPC message, or `null` if it is not a JSON object. */
 export function messageShape(message: Uint8Array): MessageShape | null {
   const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
-  const shape: MessageShape = { id: null, method: false, outcome: false, error: false };
+  const shape: MessageShape = { id: null, ids: 0, method: false, outcome: false, error: false };
   try {
     let i = skipSpace(bytes, 0);
     if (bytes[i] !== OPEN_BRACE) {
@@ -152,6 +154,7 @@ export function messageShape(message: Uint8Array): MessageShape | null {
       const valueEnd = skipValue(bytes, valueStart);
       if (keyIs(bytes, keyStart, keyStop, 'id')) {
         shape.id = [valueStart, valueEnd];
+        shape.ids += 1;
       } else if (keyIs(bytes, keyStart, keyStop, 'method')) {
         shape.method = true;
       } else if (keyIs(bytes, keyStart, keyStop, 'result')) {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { isMappingErrorKind, type TruncationPoint } from './errors.js';
+import { isMappingErrorKind, type ClientKind, type TruncationPoint } from './errors.js';
 import type { Progress, StreamHead, Verdict } from './verdict.js';
 
 /** The eight verdict kinds (the `outcome` label of every metric, the `classification` field). */
@@ -29,9 +29,13 @@ export type Regime = 'A' | 'B' | 'C';
  * not framed (`NotFramed`, §16), its body failed (`Body`) or went quiet (`IdleTimeout`, §12),
  * the request could not be sent or its response headers did not arrive (`Send`), the server
  * answered an error status (`HttpStatus`), a complete stream does not end with the final
- * response (`NoFinalResponse`, §1), a verified message is not UTF-8 (`InvalidUtf8`).
+ * response (`NoFinalResponse`, §1) or goes on after it (`MessageAfterFinalResponse`, §1), a
+ * verified message is not UTF-8 (`InvalidUtf8`).
  */
-export type AttemptErrorKind = 'NotFramed' | 'Body' | 'IdleTimeout' | 'Send' | 'HttpStatus' | 'NoFinalResponse' | 'InvalidUtf8';
+export type AttemptErrorKind = Extract<
+  ClientKind,
+  'NotFramed' | 'Body' | 'IdleTimeout' | 'Send' | 'HttpStatus' | 'NoFinalResponse' | 'MessageAfterFinalResponse' | 'InvalidUtf8'
+>;
 
 /**
  * What a caller's report says failed (SPEC.md §11.7): a verdict name when a response stream

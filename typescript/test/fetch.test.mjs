@@ -141,17 +141,41 @@ for (const sdk of SDKS) {
       }
     });
 
-    test('accepting ambiguity runs unframed and counts every message as unverified', async () => {
-      const server = await startServer({ contract: null, frame: false });
+    test('accepting ambiguity still verifies a server that frames without declaring a contract', async () => {
+      const server = await startServer({ contract: null });
       try {
         const { client, fetch } = await connect(sdk, server.url, { acceptAmbiguity: true });
         const result = /** @type {any} */ (await callTool(client, { name: 'generate_text', arguments: ARGS }));
         assert.equal(result.content[0].text, expectedText(ARGS.seed, ARGS.lines));
-        assert.ok(fetch.stats.unverified >= 2);
+        assert.equal(fetch.stats.unverified, 0);
         assert.equal(fetch.negotiated, null);
         const call = server.log.requests.find((r) => r.message.method === 'tools/call');
-        assert.equal(call.headers['mcp-framing'], undefined, 'no opt-in in Regime C');
+        assert.equal(call.headers['mcp-framing'], '1', 'opted in, so that a framed response proves itself (SPEC.md §11.3)');
         await client.close();
+      } finally {
+        await server.close();
+      }
+    });
+
+    test('accepting ambiguity never delivers an unframed response: it is an ambiguous outcome', async () => {
+      const server = await startServer({ contract: null, frame: false });
+      try {
+        const fetch = framingFetch({ logger: quietLogger().logger, acceptAmbiguity: true });
+        const client = new sdk.Client({ name: 'test', version: '1.0.0' });
+        client.onerror = () => {};
+        // the initialize itself: nothing unframed reaches the SDK
+        await assert.rejects(client.connect(/** @type {any} */ (new sdk.Transport(new URL(server.url), { fetch })), TIMEOUT), (/** @type {any} */ error) => {
+          const outcome = outcomeOf(error);
+          assert.equal(outcome?.classification, 'ambiguous', error.message);
+          assert.equal(outcome.kind, 'NotFramed');
+          assert.equal(outcome.regime, 'C');
+          assert.equal(outcome.retryDecision, 'surface_to_caller');
+          assert.equal(outcome.retryReason, 'ambiguous');
+          assert.match(error.message, /mcp-framing: response completion ambiguous/);
+          return true;
+        });
+        assert.equal(fetch.stats.unverified, 0);
+        assert.equal(fetch.stats.verified, 0);
       } finally {
         await server.close();
       }
@@ -195,6 +219,23 @@ for (const sdk of SDKS) {
           return true;
         });
         assert.equal(server.log.calls.length, 1, 'nothing sent to the downgraded endpoint');
+        await client.close();
+      } finally {
+        await server.close();
+      }
+    });
+
+    test('a message after the final response fails the call as MessageAfterFinalResponse', async () => {
+      const server = await startServer({ afterFinal: ['{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"late"}}'] });
+      try {
+        const { client, fetch } = await connect(sdk, server.url);
+        await assert.rejects(callTool(client, { name: 'generate_text', arguments: ARGS }), (/** @type {any} */ error) => {
+          const outcome = outcomeOf(error);
+          assert.deepEqual([outcome?.classification, outcome.kind, outcome.regime], ['abandoned', 'MessageAfterFinalResponse', 'B'], error.message);
+          assert.deepEqual([outcome.retryDecision, outcome.retryReason], ['surface_to_caller', 'not_deduplicated']);
+          return true;
+        });
+        assert.equal(fetch.stats.unverified, 0);
         await client.close();
       } finally {
         await server.close();
@@ -306,6 +347,81 @@ test('with @opentelemetry/api installed, attempts are counted through its global
     await client.close();
   } finally {
     metrics.disable();
+    await server.close();
+  }
+});
+
+/**
+ * Initializes through `fetch`, then posts a tools/call with id 7: the data of every event of its
+ * response, as the SDK's SSE parser reads them (data lines joined with LF).
+ * @param {any} fetch @param {string} url
+ */
+async function callEvents(fetch, url) {
+  const post = (/** @type {any} */ message) =>
+    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(message) });
+  await (await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })).text();
+  /** @type {string} */
+  const text = await (await post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'generate_text', arguments: ARGS } })).text();
+  return text
+    .split('\n\n')
+    .filter((event) => event !== '')
+    .map((event) =>
+      event
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => line.slice(6))
+        .join('\n'),
+    );
+}
+
+const DEDUPLICATING = { versions: [1], sentinelRequired: true, frameChecksum: 'crc32', messageDigest: 'sha256', transports: ['compat'], deduplication: { methods: ['tools/call'], windowMs: 60000, scope: 'principal' } };
+
+test('a retried final response comes back byte for byte but for its id', async () => {
+  // What a parse and a stringify would change: member order, number spellings, unicode escapes, whitespace.
+  const raw = '{"result": {"z":1.0,"a":1e2,"n":-0,"s":"caf\\u00e9 \\ud83d\\ude00 \\/"}, "jsonrpc":"2.0",  "id" : {id} }';
+  const server = await startServer({ contract: DEDUPLICATING, callResponse: (id) => raw.replace('{id}', JSON.stringify(id)), cut: (_key, attempt) => (attempt === 1 ? 120 : null) });
+  try {
+    const fetch = framingFetch({ logger: quietLogger().logger, retry: { initialBackoffMs: 1 } });
+    const events = await callEvents(fetch, server.url);
+    assert.deepEqual(server.log.calls.map((/** @type {any} */ c) => c.id), [7, '7~attempt-2']);
+    assert.equal(events.at(-1), raw.replace('{id}', '7'));
+  } finally {
+    await server.close();
+  }
+});
+
+test('a retried final response with two id members fails as DuplicateId', async () => {
+  const server = await startServer({
+    contract: DEDUPLICATING,
+    callResponse: (id) => `{"jsonrpc":"2.0","id":"elsewhere","result":{},"id":${JSON.stringify(id)}}`,
+    cut: (_key, attempt) => (attempt === 1 ? 120 : null),
+  });
+  try {
+    const fetch = framingFetch({ logger: quietLogger().logger, retry: { initialBackoffMs: 1 } });
+    const events = await callEvents(fetch, server.url);
+    const error = JSON.parse(events.at(-1) ?? '');
+    assert.equal(error.id, 7);
+    const outcome = error.error.data[OUTCOME_DATA_KEY];
+    assert.deepEqual([outcome.classification, outcome.kind, outcome.attempts, outcome.retryDecision], ['invalid_message', 'DuplicateId', 2, 'do_not_retry']);
+    assert.equal(outcome.regime, undefined, 'not a stream outcome (SPEC.md §11.7)');
+  } finally {
+    await server.close();
+  }
+});
+
+test('keyed retries are on by default where the server deduplicates, and off with retry: false', async () => {
+  const server = await startServer({ contract: DEDUPLICATING, cut: (_key, attempt) => (attempt === 1 ? 120 : null) });
+  try {
+    const fetch = framingFetch({ logger: quietLogger().logger }); // no retry option
+    const events = await callEvents(fetch, server.url);
+    assert.equal(JSON.parse(events.at(-1) ?? '').id, 7);
+    assert.equal(JSON.parse(events.at(-1) ?? '').error, undefined);
+    assert.equal(fetch.stats.retries, 1);
+    const off = framingFetch({ logger: quietLogger().logger, retry: false });
+    const error = JSON.parse((await callEvents(off, server.url)).at(-1) ?? '');
+    const outcome = error.error.data[OUTCOME_DATA_KEY];
+    assert.deepEqual([outcome.attempts, outcome.retryDecision, outcome.retryReason], [1, 'surface_to_caller', 'keyed']);
+  } finally {
     await server.close();
   }
 });

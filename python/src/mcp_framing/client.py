@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 
@@ -22,7 +22,7 @@ def framing_http_client(
     mapping: Mapping = "compat",
     limits: Limits | None = None,
     accept_ambiguity: bool = False,
-    retries: RetrySchedule | None = None,
+    retries: RetrySchedule | Literal[False] | None = None,
     resolver: EndpointResolver | None = None,
     idle_timeout: float | None = 60.0,
     transport: httpx2.AsyncBaseTransport | None = None,
@@ -38,9 +38,11 @@ def framing_http_client(
                     await session.initialize()   # reads the server's framing contract
                     await session.call_tool("search", {"q": "framing"})
 
-    `retries` enables automatic keyed retries (SPEC.md §17.13: only where the server declares
-    deduplication for the method, or the method is idempotent); `resolver` is asked for the
-    endpoint before every attempt. The other keyword arguments go to `httpx2.AsyncClient`
+    Automatic keyed retries are on (`retries`, default `RetrySchedule()`: at most 4 attempts;
+    `retries=False` turns them off), within SPEC.md §17.13's rules: only where the server declares
+    deduplication for the method, or the method is idempotent. They go to the endpoint `resolver`
+    gives before every attempt: by default the SDK's URL, so retries stay on the same endpoint; a
+    resolver is needed to retry elsewhere. The other keyword arguments go to `httpx2.AsyncClient`
     (headers, auth, timeout; the SDK's timeouts by default).
 
     >>> client = framing_http_client(retries=RetrySchedule(max_attempts=3))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .errors import CONTRACT_ERROR_KINDS
 from .limits import MIN_MAX_FRAME_PAYLOAD, Limits
 
 __all__ = [
@@ -38,6 +39,8 @@ class ContractError(Exception):
     """
 
     def __init__(self, kind: str, message: str) -> None:
+        if kind not in CONTRACT_ERROR_KINDS:
+            raise ValueError(f"not a contract error kind of SPEC.md §11.7: {kind!r}")
         self.kind = kind
         super().__init__(message)
 

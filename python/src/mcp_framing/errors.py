@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 __all__ = [
+    "CLIENT_KINDS",
+    "CONTRACT_ERROR_KINDS",
     "FRAME_ERROR_KINDS",
     "MAPPING_ERROR_KINDS",
     "TRUNCATION_POINTS",
@@ -65,6 +67,42 @@ ErrorKind = Literal[
 FRAME_ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__[:24]  # type: ignore[attr-defined]
 #: The kinds of the SSE mappings (§15, §18.5): contract violations, never truncations.
 MAPPING_ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__[24:]  # type: ignore[attr-defined]
+
+#: Why a contract cannot be used (§11.3, §11.5; the Rust crate's `ContractError::kind`).
+CONTRACT_ERROR_KINDS: tuple[str, ...] = (
+    "NoContract",
+    "SentinelNotRequired",
+    "VersionMismatch",
+    "UnsupportedChecksum",
+    "UnsupportedDigest",
+    "NoCommonTransport",
+    "InvalidLimit",
+    "Malformed",
+    "NotADiscoveryResult",
+    "Downgrade",
+    "NotDiscovered",
+)
+#: The `kind` names of the outcome report (SPEC.md §11.7) besides the decoder's frame error kinds
+#: (`FRAME_ERROR_KINDS`): the mapping errors (a mapping's precise kind is in `detail`), what the
+#: client decided itself, and the contract errors. Every kind a report carries is one of these or
+#: a frame error kind; `tests/test_outcome.py` checks this list against SPEC.md §11.7.
+CLIENT_KINDS: tuple[str, ...] = (
+    "NotFramed",
+    "Sse",
+    "Compat",
+    "Body",
+    "IdleTimeout",
+    "Send",
+    "HttpStatus",
+    "NoFinalResponse",
+    "MessageAfterFinalResponse",
+    "InvalidUtf8",
+    "DuplicateId",
+    *CONTRACT_ERROR_KINDS,
+    "Resolve",
+    "NotARequest",
+    "RequestKey",
+)
 
 
 class DecodeError(Exception):

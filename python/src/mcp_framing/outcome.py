@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import DecodeError
+from .errors import CLIENT_KINDS, DecodeError
 from .verdict import Received, StreamVerdict
 
 __all__ = [
@@ -50,8 +50,8 @@ class Outcome:
     """The classification of one attempt's response stream.
 
     `error` is the decoder's error (None for a clean stream, or when the transport failed before
-    a decoder saw a byte); `kind` is its SPEC.md name, or the client's own (`NotFramed`,
-    `IdleTimeout`, `TransportError`, `NoFinalResponse`, `InvalidUtf8`, `CarriageReturn`).
+    a decoder saw a byte); `kind` is its SPEC.md name, or the client's own (one of
+    `CLIENT_KINDS`: `NotFramed`, `IdleTimeout`, `NoFinalResponse`, `InvalidUtf8`, ..., §11.7).
     """
 
     classification: Classification
@@ -112,6 +112,8 @@ class Outcome:
         """
         if classification == "clean":
             raise ValueError("only a decoder's verdict is clean (SPEC.md §7)")
+        if kind not in CLIENT_KINDS:
+            raise ValueError(f"not an outcome kind of SPEC.md §11.7: {kind!r}")
         regime: Literal["A", "B", "C"] = "C" if classification == "ambiguous" else "B"
         return cls(classification, regime, kind, detail, received or Received(), http_status=http_status)
 

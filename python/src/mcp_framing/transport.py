@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx2
@@ -27,6 +27,7 @@ from .body import BINARY_MEDIA_TYPE, Mapping, body_decoder, mapping_of_response
 from .contract import EXTENSION_KEY, ClientPolicy, ContractError, Discovery
 from .decoder import json_rpc_response
 from .errors import DecodeError, escape
+from .jsonrpc import DuplicateIdError, with_id
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
 from .retry import IDEMPOTENT_METHODS, EndpointResolver, Resolution, RetrySchedule, StaticResolver
@@ -65,8 +66,12 @@ def _new_key() -> bytes:
 
 
 def _sse_event(message: bytes) -> bytes:
-    """One SSE `message` event carrying `message` unchanged (an LF becomes a new data line,
-    which the SDK's parser joins with LF again)."""
+    """One SSE `message` event carrying `message`: a line break in it (LF, CR or CRLF: in a JSON
+    text only whitespace) becomes a new data line, which the SDK's parser joins with LF; a message
+    without CR (every one the compatible mapping carries, §18.3) reaches it byte for byte. As the
+    TypeScript package writes it."""
+    if b"\r" in message:
+        message = message.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return b"".join(b"data: " + line + b"\n" for line in message.split(b"\n")) + b"\n"
 
 
@@ -184,10 +189,13 @@ class FramingTransport(httpx2.AsyncBaseTransport):
       event, SPEC.md §18), `"binary"` or `"sse"`; a response in any framed mapping is read.
     - `limits`: the client's own limits; the ones negotiated with the server's contract are sent
       with every request (`Mcp-Framing-Limits`) and enforced.
-    - `accept_ambiguity`: talk to a server that declares no contract (Regime C) without
-      verification, every response then recorded as `ambiguous`; default False: refused.
-    - `retries`: the attempt budget and backoff (None: one attempt); a request is retried only
-      where §17.13 allows it.
+    - `accept_ambiguity`: talk to a server that declares no contract (Regime C): requests are
+      still opted in, a framed response is verified as any other, and an unframed one fails as
+      `ambiguous` (SPEC.md §11.3), never delivered; default False: such a server is refused.
+    - `retries`: the attempt budget and backoff (default `RetrySchedule()`: 4 attempts; `False`:
+      one); a request is retried only where §17.13 allows it (an idempotent method, or a keyed
+      request whose method the contract declares deduplicated), to the endpoint the `resolver`
+      gives (by default the SDK's URL: retries stay on it; a resolver is needed to go elsewhere).
     - `resolver`: where each attempt goes (default: the SDK's URL, with the contract of the
       session's `initialize` / `server/discover` exchange).
     - `idle_timeout`: seconds a response may go without completing a frame (None: for ever).
@@ -200,7 +208,7 @@ class FramingTransport(httpx2.AsyncBaseTransport):
         mapping: Mapping = "compat",
         limits: Limits | None = None,
         accept_ambiguity: bool = False,
-        retries: RetrySchedule | None = None,
+        retries: RetrySchedule | Literal[False] | None = None,
         resolver: EndpointResolver | None = None,
         idle_timeout: float | None = 60.0,
         idempotent_methods: frozenset[str] = IDEMPOTENT_METHODS,
@@ -211,7 +219,9 @@ class FramingTransport(httpx2.AsyncBaseTransport):
         self.mapping = mapping
         self.limits = limits or Limits()
         self.accept_ambiguity = accept_ambiguity
-        self.retries = retries or RetrySchedule(max_attempts=1)
+        if retries is False:
+            retries = RetrySchedule(max_attempts=1)
+        self.retries = retries if retries is not None else RetrySchedule()
         self.resolver = resolver or StaticResolver()
         bind = getattr(self.resolver, "bind", None)
         if bind is not None:
@@ -388,8 +398,7 @@ class _Call:
     async def _send(self) -> tuple[str, Any]:
         """Attempt `self.attempt + 1`: ("stream", _Attempt), ("failed", (Outcome, Attempt)),
         ("status", response) for an HTTP error status, ("refused", ContractError),
-        ("unframed", (response, content)) for a handshake that was not framed, ("plain", response)
-        under accepted ambiguity."""
+        ("unframed", (response, content)) for a handshake that was not framed."""
         t = self.t
         self.attempt += 1
         policy = t.policy
@@ -421,13 +430,8 @@ class _Call:
                     return "refused", err
             policy = t.policy
             assert policy is not None
-            if policy.negotiated is None:
-                # Regime C, accepted: unframed, and recorded as such.
-                response = await t.inner.handle_async_request(self.request)
-                outcome = Outcome.client_side("ambiguous", "NoContract", "the server declares no framing contract")
-                self._telemetry(url).record_outcome(outcome)
-                t.stats.outcomes.append(outcome)
-                return "plain", response
+            # Regime C, accepted (no negotiated contract): still opted in, so that a response
+            # that arrives framed proves itself; an unframed one is ambiguous (§11.3).
         limits = policy.decoder_limits() if policy is not None else t.limits
         telemetry = self._telemetry(endpoint)
         request = httpx2.Request(
@@ -456,6 +460,12 @@ class _Call:
             return "failed", (_http_status(status, text), telemetry)
         mapping = mapping_of_response(response.headers.get("mcp-framing"), response.headers.get("content-type"))
         if mapping is None:
+            if t.accept_ambiguity and (policy is None or policy.negotiated is None):
+                # §11.3: under an accept-ambiguity policy an unframed body is Regime C, its close
+                # completion-ambiguous whatever it held, and nothing in it is delivered.
+                await response.aclose()
+                detail = f"the response is not framed (content type {response.headers.get('content-type')!r})"
+                return "failed", (Outcome.client_side("ambiguous", "NotFramed", detail), telemetry)
             if self.handshake and policy is None:
                 try:
                     content = await _read_bounded(response, limits.max_message_size + 65_536)
@@ -473,8 +483,6 @@ class _Call:
 
     async def start(self) -> httpx2.Response:
         what, value = await self._send()
-        if what == "plain":
-            return value  # type: ignore[no-any-return]
         if what == "accepted" and self.attempt == 1:
             return value  # type: ignore[no-any-return]
         if what == "unframed":
@@ -612,7 +620,10 @@ class _Call:
                     elif final_response is not None and final_response[0] < index:
                         # §1: nothing may follow the final response (this one is not delivered)
                         failure = Outcome.client_side(
-                            "abandoned", "NoFinalResponse", "a message after the final response", decoder.received()
+                            "abandoned",
+                            "MessageAfterFinalResponse",
+                            "a message followed the final response: the stream answers nothing",
+                            decoder.received(),
                         )
                         break
                     else:
@@ -661,7 +672,8 @@ class _Call:
             return None
         if not isinstance(data, dict) or data.get("retryable") is not True:
             return None
-        cut = Outcome.client_side("abandoned", "DedupeRefusal", str(data.get("reason")))
+        # decided as a stream of which nothing was received (the Rust engine's rule)
+        cut = Outcome("abandoned", "B", None, f"deduplication refusal: {data.get('reason')}", Received())
         decision = self._decide(cut, telemetry)
         if not decision.is_retry:
             return None
@@ -670,12 +682,16 @@ class _Call:
 
     def _deliver(self, final: bytes, message: dict[str, Any]) -> bytes:
         """The verified final response, under the SDK's own id."""
-        self.t.stats.verified_messages += 1
         if self.attempt > 1:
-            # A retry's response answers the retry's id: the SDK awaits its own (the value is
-            # written again; the SDK parses it into its model anyway).
-            message = dict(message, id=self.id)
-            final = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+            # A retry's response answers the retry's id: the SDK's own goes back into the id
+            # member alone, every other byte as verified (§17.13).
+            try:
+                final = with_id(final, self.id)
+            except DuplicateIdError as err:
+                detail = f"attempt {self.attempt}: the final response's id cannot be put back: {err}"
+                outcome = Outcome.client_side("corrupt", "DuplicateId", detail)
+                return self._failure(outcome, RetryDecision("do_not_retry", "complete"))
+        self.t.stats.verified_messages += 1
         if self.handshake and self.t.policy is None and "result" in message:
             # the handshake carries the contract (§11.2)
             try:
@@ -707,7 +723,7 @@ class _Call:
             kind = "Sse" if self.mapping == "sse" else "Compat"  # the precise name is in `detail`
         if kind == "HttpStatus":
             classification = "http_error"
-        elif kind in ("InvalidUtf8", "CarriageReturn"):
+        elif kind in ("InvalidUtf8", "DuplicateId"):
             classification = "invalid_message"
         data: dict[str, Any] = {
             "classification": classification,
@@ -777,7 +793,7 @@ def _error_type(final: dict[str, Any]) -> str | None:
 
 def _unfit(message: bytes) -> Outcome | None:
     """A verified message the SDK cannot be handed unchanged: not UTF-8 (the SDK's parser would
-    replace bytes), or holding a CR (an SSE line break). Never altered: the request fails."""
+    replace bytes). Never altered: the request fails (SPEC.md §11.7, as the Rust engine)."""
     if not is_utf8(message):
         try:
             message.decode("utf-8")
@@ -786,8 +802,6 @@ def _unfit(message: bytes) -> Outcome | None:
         return Outcome.client_side(
             "corrupt", "InvalidUtf8", f"a verified message is not valid UTF-8 (invalid byte at offset {where})"
         )
-    if b"\r" in message:
-        return Outcome.client_side("corrupt", "CarriageReturn", "a verified message holds a CR, which SSE cannot carry")
     return None
 
 

@@ -113,8 +113,10 @@ export function expectedText(seed, lines) {
  * @property {(key: string, attempt: number, length: number) => number | null} [cut] bytes of a tools/call body forwarded before it ends
  * @property {boolean} [stall] hold tools/call bodies open after their first bytes
  * @property {string[]} [notifications] sent before the tools/call result
+ * @property {string[]} [afterFinal] sent after the tools/call result (SPEC.md §1: the stream then answers nothing)
  * @property {boolean} [frame] frame opted-in responses (default true)
  * @property {string} [getResponse] a JSON-RPC response sent on the GET stream
+ * @property {(id: unknown) => string} [callResponse] the tools/call response as written, for the request's id
  */
 
 /**
@@ -173,9 +175,11 @@ export async function startServer(script = {}) {
       } else {
         result = {};
       }
-      const response = JSON.stringify({ jsonrpc: '2.0', id: message.id, result });
+      const response =
+        message.method === 'tools/call' && script.callResponse !== undefined ? script.callResponse(message.id) : JSON.stringify({ jsonrpc: '2.0', id: message.id, result });
       const optedIn = req.headers['mcp-framing'] === '1' && script.frame !== false;
-      const messages = [...(message.method === 'tools/call' ? (script.notifications ?? []) : []), response];
+      const messages =
+        message.method === 'tools/call' ? [...(script.notifications ?? []), response, ...(script.afterFinal ?? [])] : [response];
       if (!optedIn) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.end(messages.map((m) => `data: ${m}\n\n`).join(''));
