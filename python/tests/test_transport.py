@@ -528,3 +528,33 @@ async def test_keyed_retries_are_on_by_default_where_the_server_deduplicates_and
     outcomes, transport = await session_run(server, ["one"], retries=False)
     data = report(outcomes[0])
     assert (data["attempts"], data["retryDecision"], data["retryReason"]) == (1, "surface_to_caller", "keyed")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("content-type", "text/event-stream"), ("content-type", "application/vnd.mcp-framing"), ("mcp-framing", "1")],
+        [("content-type", "text/event-stream"), ("mcp-framing", "1; mapping=compat"), ("mcp-framing", "1")],
+        [("content-type", "text/event-stream"), ("mcp-framing", "1"), ("mcp-framing", "1; mapping=compat")],
+    ],
+)
+@pytest.mark.anyio
+async def test_a_response_whose_field_lines_disagree_is_not_framed(headers: list[tuple[str, str]]) -> None:
+    # SPEC.md §18.8: several Content-Type or Mcp-Framing lines that disagree: not framed, whatever
+    # the body holds (httpx2 joins repeated fields with ", ").
+    server = Server(contract())
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "initialize":
+            return await server.handler(request)
+        key = bytes.fromhex(request.headers["mcp-framing-request-key"])
+        return httpx2.Response(200, headers=headers, content=Writer(key).compat([response(body["id"], {})]))
+
+    transport = FramingTransport(httpx2.MockTransport(handler))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["classification"], data["kind"]) == ("contract_violation", "NotFramed")

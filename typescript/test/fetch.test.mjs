@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextproto
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 
 import { OUTCOME_DATA_KEY, framingFetch } from '../dist/index.js';
-import { expectedText, framedBody, startServer } from './support/server.mjs';
+import { CONTRACT, expectedText, framedBody, startServer } from './support/server.mjs';
 
 const SDKS = [
   { name: '@modelcontextprotocol/sdk 1.32.2', Client: ClientV1, Transport: TransportV1 },
@@ -423,5 +423,39 @@ test('keyed retries are on by default where the server deduplicates, and off wit
     assert.deepEqual([outcome.attempts, outcome.retryDecision, outcome.retryReason], [1, 'surface_to_caller', 'keyed']);
   } finally {
     await server.close();
+  }
+});
+
+test('a response whose field lines disagree is not framed (SPEC.md §18.8)', async () => {
+  const cases = [
+    [['content-type', 'text/event-stream'], ['content-type', 'application/vnd.mcp-framing'], ['mcp-framing', '1']],
+    [['content-type', 'text/event-stream'], ['mcp-framing', '1; mapping=compat'], ['mcp-framing', '1']],
+    [['content-type', 'text/event-stream'], ['mcp-framing', '1'], ['mcp-framing', '1; mapping=compat']],
+  ];
+  for (const lines of cases) {
+    /** A server that frames in the compatible mapping, with `lines` as the tools/list response's headers. */
+    const base = /** @type {typeof fetch} */ (
+      async (_url, init) => {
+        const message = JSON.parse(String(init?.body));
+        const key = new Headers(init?.headers).get('mcp-framing-request-key');
+        if (message.method === 'initialize') {
+          const result = { protocolVersion: '2025-06-18', capabilities: { experimental: { 'io.github.mcp-framing/framing': CONTRACT } }, serverInfo: { name: 't', version: '1' } };
+          const body = framedBody([JSON.stringify({ jsonrpc: '2.0', id: message.id, result })], 'compat', key);
+          return new Response(body, { headers: { 'content-type': 'text/event-stream', 'mcp-framing': '1; mapping=compat' } });
+        }
+        const headers = new Headers();
+        for (const [name, value] of lines) {
+          headers.append(/** @type {string} */ (name), /** @type {string} */ (value)); // fetch joins them with ", "
+        }
+        return new Response(framedBody([JSON.stringify({ jsonrpc: '2.0', id: message.id, result: {} })], 'compat', key), { headers });
+      }
+    );
+    const fetch = framingFetch({ fetch: base, logger: quietLogger().logger });
+    const post = (/** @type {any} */ message) => fetch('http://mcp.test/mcp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(message) });
+    await (await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })).text();
+    assert.equal(fetch.negotiated?.version, 1);
+    const text = await (await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' })).text();
+    const data = JSON.parse(text.slice(text.lastIndexOf('data: ') + 6)).error?.data?.[OUTCOME_DATA_KEY];
+    assert.deepEqual([data?.classification, data?.kind], ['contract_violation', 'NotFramed'], JSON.stringify(lines));
   }
 });
