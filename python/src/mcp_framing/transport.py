@@ -546,9 +546,8 @@ class _Call:
                     value = attempt.final_value
                     after = self._retryable_refusal(value, telemetry)
                     if after is None:
-                        t.stats.complete += 1
-                        telemetry.record_operation(time.monotonic() - self.started, _error_type(value))
-                        yield self._deliver(final[0], value)
+                        t.stats.complete += 1  # the stream ended clean (what follows may still fail)
+                        yield self._deliver(final[0], value, telemetry)
                         return
                     self.retry_after = after
                     decision = RetryDecision("retry", "keyed")
@@ -680,8 +679,8 @@ class _Call:
         after = data.get("retryAfterMs", 0)
         return min(float(after) / 1000.0, 10.0) if isinstance(after, (int, float)) else 0.0
 
-    def _deliver(self, final: bytes, message: dict[str, Any]) -> bytes:
-        """The verified final response, under the SDK's own id."""
+    def _deliver(self, final: bytes, message: dict[str, Any], telemetry: Attempt) -> bytes:
+        """The verified final response, under the SDK's own id (or the failure that stands for it)."""
         if self.attempt > 1:
             # A retry's response answers the retry's id: the SDK's own goes back into the id
             # member alone, every other byte as verified (§17.13).
@@ -691,6 +690,7 @@ class _Call:
                 detail = f"attempt {self.attempt}: the final response's id cannot be put back: {err}"
                 outcome = Outcome.client_side("corrupt", "DuplicateId", detail)
                 return self._failure(outcome, RetryDecision("do_not_retry", "complete"))
+        telemetry.record_operation(time.monotonic() - self.started, _error_type(message))
         self.t.stats.verified_messages += 1
         if self.handshake and self.t.policy is None and "result" in message:
             # the handshake carries the contract (§11.2)
