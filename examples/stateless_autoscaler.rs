@@ -25,6 +25,7 @@
 //! Run: `cargo run --release --features rmcp,demo --example stateless_autoscaler`
 
 use std::collections::HashMap;
+use std::fmt::Display;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -434,62 +435,43 @@ async fn run(metrics: &Snapshotter) {
     println!(
         "\n== summary ({CALLS} tool calls per run; the proxy cut {unframed_cuts} and {framed_cuts} responses)"
     );
-    let rows = [
-        (
-            "what the client saw at the cut",
-            "JSON parse error".to_owned(),
-            "abandoned (Truncated)".to_owned(),
-        ),
-        (
-            "tool calls reported ok",
-            unframed.ok.to_string(),
-            framed.ok.to_string(),
-        ),
-        (
-            "tool calls failed",
-            unframed.failed.to_string(),
-            framed.failed.to_string(),
-        ),
-        (
-            "truncations counted",
-            unframed.truncations.to_string(),
-            framed.truncations.to_string(),
-        ),
-        (
-            "retries counted",
-            unframed.retries.to_string(),
-            format!("{} (automatic, keyed)", framed.retries),
-        ),
-        (
-            "attempts per call",
-            "2 (hand-made retry)".to_owned(),
-            framed
-                .attempts
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
-        (
-            "results verified (len+sha256+sentinel)",
-            unframed.verified.to_string(),
-            framed.verified.to_string(),
-        ),
-        (
-            "start without contract (Regime C)",
-            "n/a".to_owned(),
-            if refused { "refused" } else { "STARTED" }.to_owned(),
-        ),
-        (
-            "tool executions (backend-a / backend-b)",
-            format!("{} / {}", unframed_executions[0], unframed_executions[1]),
-            format!("{} / {}", framed_executions[0], framed_executions[1]),
-        ),
-    ];
-    println!("  {:<40} {:>22} {:>22}", "", "unframed", "framed");
-    for (label, left, right) in rows {
-        println!("  {label:<40} {left:>22} {right:>22}");
-    }
+    let row = |label: &str, unframed: &dyn Display, framed: &dyn Display| {
+        println!("  {label:<40} {unframed:>22} {framed:>22}");
+    };
+    let pair = |n: &[usize]| format!("{} / {}", n[0], n[1]);
+    let attempts: Vec<String> = framed.attempts.iter().map(u32::to_string).collect();
+    row("", &"unframed", &"framed");
+    row(
+        "what the client saw at the cut",
+        &"JSON parse error",
+        &"abandoned (Truncated)",
+    );
+    row("tool calls reported ok", &unframed.ok, &framed.ok);
+    row("tool calls failed", &unframed.failed, &framed.failed);
+    row(
+        "truncations counted",
+        &unframed.truncations,
+        &framed.truncations,
+    );
+    let keyed = format!("{} (automatic, keyed)", framed.retries);
+    row("retries counted", &unframed.retries, &keyed);
+    row(
+        "attempts per call",
+        &"2 (hand-made retry)",
+        &attempts.join(", "),
+    );
+    row(
+        "results verified (len+sha256+sentinel)",
+        &unframed.verified,
+        &framed.verified,
+    );
+    let started = if refused { "refused" } else { "STARTED" };
+    row("start without contract (Regime C)", &"n/a", &started);
+    row(
+        "tool executions (backend-a / backend-b)",
+        &pair(&unframed_executions),
+        &pair(&framed_executions),
+    );
     println!(
         "  (framed retries carry the request key: backend-b finds the call in the deduplication\n   \
          store (mcp_framing::dedupe) and replays its result instead of running the\n   \
