@@ -3,25 +3,30 @@
 //! response body with a normal HTTP ending, at a chunk boundary, in the middle of a tool call's
 //! JSON arguments.
 //!
-//! The same workload runs twice:
-//! 1. unframed: the client gets a JSON parse error, retries on the other backend, "succeeds",
-//!    and the truncation is in no counter;
-//! 2. framed (SSE mapping): the client (`mcp_framing::client::RetryingClient`) classifies the cut
-//!    as abandoned with the frames and bytes that arrived, counts it, and retries by itself with
-//!    the same request key, because the contract says the backends deduplicate keyed tool calls
-//!    (`mcp_framing::dedupe`, one `MemoryStore` shared by both backends here; a `RedisStore` for
-//!    separate processes, see `scripts/fleet-demo`); the retry lands on the other backend, which
-//!    answers from the store without running the tool again; the final result is verified
-//!    (length + SHA-256, sentinel).
+//! Each backend is what a user mounts: rmcp's `StreamableHttpService` (stateless, JSON
+//! responses) with a non-idempotent tool, behind
+//! `FramingLayer::new().frame_size(512).dedupe(..)` over one `MemoryStore` shared by both (a
+//! `RedisStore` for separate processes, see `scripts/fleet-demo`). The layer frames the responses
+//! of requests that opt in, deduplicates keyed tool calls, and declares both in the
+//! `server/discover` result rmcp writes (SPEC.md §11.2, §17.11).
 //!
-//! 3. Then discovery stops declaring the framing contract, and the framed client refuses to
+//! The same workload runs twice:
+//! 1. unframed: a plain HTTP client gets a JSON parse error, retries on the other backend,
+//!    "succeeds", the tool ran twice, and the truncation is in no counter;
+//! 2. framed: `mcp_framing::client::RetryingClient` over a `DiscoveringResolver` learns the
+//!    contract from `server/discover` before each attempt, classifies the cut as abandoned with
+//!    the frames and bytes that arrived, counts it, and retries by itself with the same request
+//!    key; the retry lands on the other backend, which replays the stored result instead of
+//!    running the tool again; the final result is verified (length + SHA-256, sentinel).
+//!
+//! 3. Then the framed client is pointed at an rmcp backend without `FramingLayer`: it refuses to
 //!    start (Regime C: a clean end would be indistinguishable from an abandoned one).
 //!
-//! Run: `cargo run --release --features demo --example stateless_autoscaler`
+//! Run: `cargo run --release --features rmcp,demo --example stateless_autoscaler`
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::fmt::Display;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,151 +37,77 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::stream;
-use mcp_framing::client::{AttemptReport, DiscoveringResolver, RetrySchedule, RetryingClient};
-use mcp_framing::dedupe::{Decision, Deduplicator, KeyedCall, MemoryStore, Principal};
-use mcp_framing::http::{FramedBody, OptIn, response_headers};
-use mcp_framing::telemetry;
-use mcp_framing::{
-    ClientPolicy, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY, EncodeError,
-    FramingContract, Outgoing, ServerDiscovery, StreamEncoder, Verdict,
+use mcp_framing::client::{
+    AttemptReport, CallError, DiscoveringResolver, RetrySchedule, RetryingClient,
 };
+use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+use mcp_framing::rmcp_http::FramingLayer;
+use mcp_framing::{ContractError, Verdict, telemetry};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{tool, tool_router};
 use serde_json::{Value, json};
+use tower_layer::Layer;
 
 /// The proxy forwards bodies in pieces of this size (its chunk boundaries).
 const PROXY_CHUNK: usize = 1024;
 const CALLS: usize = 3;
 
 // ---------------------------------------------------------------------------------------------
-// The backends: stateless, identical, each answers `server/discover` and `tools/call`.
+// The backends: an rmcp server with one non-idempotent tool, stateless, identical.
 
-struct Backend {
-    name: &'static str,
-    advertise_contract: Arc<AtomicBool>,
-    executions: AtomicUsize,
-    /// The deduplication engine over the store every backend shares (SPEC.md §17): what makes
-    /// a keyed retry of a non-idempotent tool safe on a stateless fleet.
-    dedup: Deduplicator,
+#[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct PlanArgs {
+    /// The task to plan for.
+    task: String,
 }
 
-/// The tool's result: the next tool call an agent should make, with large JSON arguments.
-fn plan_next_step(id: &Value, task: &str) -> Value {
-    let content: String = (0..160)
-        .map(|i| format!("{task}: line {i:03} of the report body.\n"))
-        .collect();
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "result": {
-            "content": [{"type": "text", "text": "next step planned"}],
-            "structuredContent": {
-                "next_call": {
-                    "name": "write_file",
-                    "arguments": {"path": format!("reports/{task}.md"), "content": content},
-                }
-            },
-            "isError": false
-        }
-    })
+#[derive(Clone)]
+struct Planner {
+    executions: Arc<AtomicUsize>,
 }
 
-fn run_tool(backend: &Backend, id: &Value, request: &Value) -> Value {
-    backend.executions.fetch_add(1, Ordering::SeqCst);
-    let task = request["params"]["arguments"]["task"]
-        .as_str()
-        .unwrap_or("task");
-    plan_next_step(id, task)
-}
-
-async fn backend(State(backend): State<Arc<Backend>>, headers: HeaderMap, body: Bytes) -> Response {
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        return (StatusCode::BAD_REQUEST, "not JSON").into_response();
-    };
-    let id = request["id"].clone();
-    let response = match request["method"].as_str() {
-        Some("server/discover") => {
-            let mut result = json!({
-                "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {}, "extensions": {}},
-                "serverInfo": {"name": backend.name, "version": "1.0.0"},
-            });
-            if backend.advertise_contract.load(Ordering::SeqCst) {
-                FramingContract::v1()
-                    .with_deduplication(Deduplication::new(backend.dedup.window_duration()))
-                    .declare_in(&mut result, DiscoverySource::Discover)
-                    .expect("a discovery result");
-            }
-            json!({"jsonrpc": "2.0", "id": id, "result": result})
-        }
-        Some("tools/call") => {
-            let header_key = OptIn::from_headers(&headers)
-                .ok()
-                .flatten()
-                .and_then(|o| o.request_key);
-            let principal = Principal::from_authorization(&headers);
-            match KeyedCall::from_request(principal, header_key, &request, backend.dedup.rules()) {
-                Ok(Some(call)) => match backend.dedup.begin(&call).await {
-                    // First attempt of this key on any backend: run the tool, record the result.
-                    Decision::Execute(guard) => {
-                        let result = run_tool(&backend, &id, &request);
-                        let bytes = serde_json::to_vec(&result).expect("serializable");
-                        guard.complete(&bytes).await.expect("the store records it");
-                        result
-                    }
-                    // A retry of a call that already ran: its result, under this attempt's id.
-                    Decision::Replay(stored) => {
-                        serde_json::from_str(&stored.to_response(&id)).expect("stored JSON")
-                    }
-                    Decision::Refused(refusal) => {
-                        serde_json::from_str(&refusal.to_response(&id, call.request_key()))
-                            .expect("a JSON-RPC error")
-                    }
-                    Decision::Unprotected(_) => run_tool(&backend, &id, &request),
-                },
-                // No key: nothing to deduplicate on.
-                Ok(None) => run_tool(&backend, &id, &request),
-                Err(err) => return (StatusCode::BAD_REQUEST, err.to_string()).into_response(),
-            }
-        }
-        _ => {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})
-        }
-    };
-    let bytes = serde_json::to_vec(&response).expect("serializable");
-    match OptIn::from_headers(&headers) {
-        // Not opted in: answered exactly as before, as `application/json`.
-        Ok(None) => (
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            Body::from_stream(stream::iter(
-                bytes
-                    .chunks(512)
-                    .map(|c| Ok::<_, std::io::Error>(Bytes::copy_from_slice(c)))
-                    .collect::<Vec<_>>(),
-            )),
-        )
-            .into_response(),
-        Ok(Some(opt_in)) => {
-            // Framed: a progress notification, then the result as produced, in 512-byte pieces.
-            let token = request["params"]["_meta"]["progressToken"].clone();
-            let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                                  "params": {"progressToken": token, "progress": 1, "total": 2}});
-            let mut items = vec![Outgoing::Message(
-                serde_json::to_vec(&progress).expect("serializable").into(),
-            )];
-            items.extend(
-                bytes
-                    .chunks(512)
-                    .map(|c| Outgoing::Chunk(Bytes::copy_from_slice(c))),
-            );
-            items.push(Outgoing::FinishMessage);
-            // Within the client's limits (`Mcp-Framing-Limits`), echoing its request key.
-            let encoder = opt_in.encoder(StreamEncoder::builder().frame_size(512));
-            let source = stream::iter(items.into_iter().map(Ok::<_, EncodeError>));
-            let body = FramedBody::new(source, encoder, opt_in.mapping());
-            (response_headers(opt_in.mapping()), Body::from_stream(body)).into_response()
-        }
-        Err(err) => (StatusCode::BAD_REQUEST, err.to_string()).into_response(),
+#[tool_router(server_handler)]
+impl Planner {
+    /// The next tool call an agent should make, with large JSON arguments (a few KiB).
+    #[tool(description = "Plan the next step of a task (not idempotent: counts executions)")]
+    fn plan_next_step(
+        &self,
+        Parameters(PlanArgs { task }): Parameters<PlanArgs>,
+    ) -> CallToolResult {
+        self.executions.fetch_add(1, Ordering::SeqCst);
+        let content: String = (0..160)
+            .map(|i| format!("{task}: line {i:03} of the report body.\n"))
+            .collect();
+        let mut result = CallToolResult::success(vec![ContentBlock::text("next step planned")]);
+        result.structured_content = Some(json!({"next_call": {"name": "write_file",
+            "arguments": {"path": format!("reports/{task}.md"), "content": content}}}));
+        result
     }
+}
+
+/// rmcp's stateless Streamable HTTP service over `Planner`, answering with `application/json`.
+fn planner(executions: &Arc<AtomicUsize>) -> StreamableHttpService<Planner, NeverSessionManager> {
+    let planner = Planner {
+        executions: executions.clone(),
+    };
+    let mut config = StreamableHttpServerConfig::default();
+    config.legacy_session_mode = false;
+    config.json_response = true;
+    StreamableHttpService::new(move || Ok(planner.clone()), Arc::default(), config)
+}
+
+async fn serve(router: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("local addr");
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{addr}/mcp")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -221,49 +152,18 @@ async fn proxy(State(proxy): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes)
     (status, response_headers, body).into_response()
 }
 
-// ---------------------------------------------------------------------------------------------
-// Discovery: a resolver that hands out the next endpoint on every request (round robin).
-
-struct Resolver {
-    endpoints: Vec<(String, &'static str)>,
-    next: AtomicUsize,
+fn tool_call(id: usize, task: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "plan_next_step", "arguments": {"task": task}}})
 }
 
-impl Resolver {
-    fn resolve(&self) -> &(String, &'static str) {
-        let i = self.next.fetch_add(1, Ordering::SeqCst);
-        &self.endpoints[i % self.endpoints.len()]
-    }
-}
-
-async fn serve(router: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind loopback");
-    let addr = listener.local_addr().expect("local addr");
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    addr
-}
-
-fn tool_call(id: u64, task: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "plan_next_step", "arguments": {"task": task},
-        "_meta": {"progressToken": id,
-                  "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
-}
-
-/// Where `"arguments":{...}` sits in a result message, to show where the cut landed.
-fn arguments_span(message: &[u8]) -> (usize, usize) {
-    let text = String::from_utf8_lossy(message);
+/// Where the cut landed in the complete response, against its `"arguments":{...}` span.
+fn cut_position(cut: usize, complete: &[u8]) -> String {
+    let text = String::from_utf8_lossy(complete);
     let start = text
         .find("\"arguments\"")
         .expect("the result has arguments");
-    let end = text.rfind("}}}").expect("the result ends its objects");
-    (start, end)
-}
-
-fn cut_position(cut: usize, complete: &[u8]) -> String {
-    let (start, end) = arguments_span(complete);
+    let end = text.rfind("}}").expect("the arguments end");
     let inside = if (start..end).contains(&cut) {
         "inside"
     } else {
@@ -276,36 +176,43 @@ fn cut_position(cut: usize, complete: &[u8]) -> String {
     )
 }
 
-// ---------------------------------------------------------------------------------------------
-// Run 1: an ordinary client. Any error is retried on the next endpoint; success is counted.
-
 #[derive(Default)]
 struct Counters {
     ok: usize,
     failed: usize,
     truncations: usize,
     retries: usize,
-    keyed_retries: usize,
     verified: usize,
-    /// Attempts per logical call (framed run).
+    /// Attempts per logical call.
     attempts: Vec<u32>,
 }
 
-async fn unframed_run(
-    http: &reqwest::Client,
-    resolver: &Resolver,
-    log: &mut Vec<String>,
-) -> Counters {
+// ---------------------------------------------------------------------------------------------
+// Run 1: an ordinary client, round robin. Any error is retried on the next endpoint.
+
+async fn unframed_run(endpoints: &[(String, &str)], log: &mut Vec<String>) -> Counters {
+    let http = reqwest::Client::new();
     let mut counters = Counters::default();
+    let mut next = 0;
     for call in 0..CALLS {
         let task = format!("task-{call}");
         let mut cut_at = None;
         for attempt in 1.. {
-            let (url, name) = resolver.resolve();
+            let (url, name) = &endpoints[next % endpoints.len()];
+            next += 1;
+            // What rmcp requires of a 2026-07-28 request: its version and capabilities in `_meta`,
+            // the version, the method and the tool in headers.
+            let mut request = tool_call(call + 1, &task);
+            request["params"]["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}});
             let body = http
                 .post(url)
                 .header("accept", "application/json, text/event-stream")
-                .json(&tool_call(call as u64 + 1, &task))
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "plan_next_step")
+                .json(&request)
                 .send()
                 .await
                 .expect("loopback request")
@@ -332,8 +239,8 @@ async fn unframed_run(
                          after {} bytes ending ...{tail}; retrying",
                         body.len()
                     ));
-                    cut_at = Some(body.len());
                     // The usual client: a parse error is "transient", retried, not counted.
+                    cut_at = Some(body.len());
                 }
                 Err(_) => {
                     counters.failed += 1;
@@ -346,109 +253,61 @@ async fn unframed_run(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Run 2: the framed client. Discovery first: no contract, no start.
+// Run 2: the framed client. Before each attempt it re-resolves the endpoint (round robin,
+// server/discover every time) and re-checks the contract the layer declares there.
 
-/// Discovery with the client policy of issue 3: every endpoint the resolver can hand out must
-/// declare the framing contract (a request may land on any of them), and must keep declaring what
-/// the first one did (a downgrade between two endpoints is an error, not a silent fallback).
-async fn discover(
-    http: &reqwest::Client,
-    resolver: &Resolver,
-) -> Result<ClientPolicy, ContractError> {
-    let mut policy: Option<ClientPolicy> = None;
-    for (url, _) in &resolver.endpoints {
-        let response: Value = http
-            .post(url)
-            .json(&json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover"}))
-            .send()
-            .await
-            .expect("loopback request")
-            .json()
-            .await
-            .expect("discovery is not cut");
-        let discovery = ServerDiscovery::from_discover(&response["result"])?;
-        match &policy {
-            None => policy = Some(ClientPolicy::new(&discovery)?),
-            Some(policy) => policy.recheck(&discovery)?,
-        }
-    }
-    Ok(policy.expect("at least one endpoint"))
-}
+/// Each ended attempt, as a log line, and whether it was abandoned (a cut seen as one).
+type AttemptLog = Arc<Mutex<Vec<(bool, String)>>>;
 
-async fn framed_run(
-    http: &reqwest::Client,
-    resolver: &Resolver,
-    log: &mut Vec<String>,
-) -> Counters {
-    let mut counters = Counters::default();
-    let policy = discover(http, resolver)
-        .await
-        .expect("the contract is declared");
-    let negotiated = policy.negotiated().expect("framing negotiated");
-    log.push(format!(
-        "discovery: {EXTENSION_KEY} on every endpoint; negotiated version {}, regime {:?}, \
-         deduplication of tools/call declared: {}",
-        negotiated.version,
-        policy.regime(),
-        policy.deduplicates("tools/call")
-    ));
-    // The client retries by itself: before each attempt it re-resolves the endpoint (round
-    // robin, server/discover every time) and re-checks the contract there.
-    let endpoints: Vec<&str> = resolver
-        .endpoints
-        .iter()
-        .map(|(url, _)| url.as_str())
-        .collect();
-    let names: HashMap<String, &'static str> = resolver
-        .endpoints
-        .iter()
-        .map(|(url, name)| (url.clone(), *name))
-        .collect();
-    let attempts_log = Arc::new(Mutex::new(Vec::new()));
-    let truncations = Arc::new(AtomicUsize::new(0));
-    let client = RetryingClient::new(
-        http.clone(),
-        DiscoveringResolver::new(http.clone(), endpoints),
-    )
-    .schedule(
-        RetrySchedule::default()
-            .max_attempts(3)
-            .initial_backoff(Duration::from_millis(20)),
-    )
-    .observe({
-        let attempts_log = attempts_log.clone();
-        let truncations = truncations.clone();
-        move |report: &AttemptReport<'_>| {
-            if matches!(report.outcome.verdict, Verdict::Abandoned { .. }) {
-                truncations.fetch_add(1, Ordering::SeqCst);
-            }
+fn framed_client(endpoints: &[(String, &'static str)], log: &AttemptLog) -> RetryingClient {
+    let http = reqwest::Client::new();
+    let names: HashMap<String, &str> = endpoints.iter().cloned().collect();
+    let urls: Vec<String> = endpoints.iter().map(|(url, _)| url.clone()).collect();
+    let log = log.clone();
+    RetryingClient::new(http.clone(), DiscoveringResolver::new(http, urls))
+        .schedule(
+            RetrySchedule::default()
+                .max_attempts(3)
+                .initial_backoff(Duration::from_millis(20)),
+        )
+        .observe(move |report: &AttemptReport<'_>| {
             let name = names.get(report.endpoint).copied().unwrap_or("?");
-            let received = report.outcome.received;
+            let outcome = report.outcome;
             let line = match report.decision {
                 None => format!(
-                    "attempt {} via {name}: {}, result verified",
-                    report.attempt, report.outcome.verdict
+                    "attempt {} via {name}: {} (regime {:?}), result verified",
+                    report.attempt, outcome.verdict, outcome.regime
                 ),
                 Some(decision) => format!(
-                    "attempt {} via {name}: {}; {} frames, {} bytes received, {} message(s) \
-                         verified, {} bytes of the result open\n      retry decision: {} ({})",
+                    "attempt {} via {name}: {} (regime {:?}); {} frames, {} bytes received, \
+                     {} message(s) verified, {} bytes of the result open\n      \
+                     retry decision: {} ({})",
                     report.attempt,
-                    report.outcome.verdict,
-                    received.frames,
-                    received.bytes,
-                    received.messages,
-                    received.open_message_bytes,
+                    outcome.verdict,
+                    outcome.regime,
+                    outcome.received.frames,
+                    outcome.received.bytes,
+                    outcome.received.messages,
+                    outcome.received.open_message_bytes,
                     decision.name(),
                     decision.reason()
                 ),
             };
-            attempts_log.lock().expect("lock").push(line);
-        }
-    });
+            let abandoned = matches!(outcome.verdict, Verdict::Abandoned { .. });
+            log.lock().expect("lock").push((abandoned, line));
+        })
+}
+
+async fn framed_run(endpoints: &[(String, &'static str)], log: &mut Vec<String>) -> Counters {
+    let attempts = AttemptLog::default();
+    let client = framed_client(endpoints, &attempts);
+    let mut counters = Counters::default();
     for call in 0..CALLS {
-        let task = format!("task-{call}");
-        // The client draws one key per logical request and reuses it on every retry.
-        match client.call(tool_call(call as u64 + 1, &task)).await {
+        // The client draws one request key per logical call and reuses it on every retry.
+        match client
+            .call(tool_call(call + 1, &format!("task-{call}")))
+            .await
+        {
             Ok(outcome) => {
                 log.push(format!(
                     "call {call} (request key {}): ok after {} attempt(s), {} bytes",
@@ -456,9 +315,6 @@ async fn framed_run(
                     outcome.attempts,
                     outcome.response.len()
                 ));
-                for line in attempts_log.lock().expect("lock").drain(..) {
-                    log.push(format!("    {line}"));
-                }
                 counters.ok += 1;
                 counters.verified += 1;
                 counters.attempts.push(outcome.attempts);
@@ -468,11 +324,12 @@ async fn framed_run(
                 counters.failed += 1;
             }
         }
+        for (abandoned, line) in attempts.lock().expect("lock").drain(..) {
+            counters.truncations += usize::from(abandoned);
+            log.push(format!("    {line}"));
+        }
     }
-    let stats = client.stats().snapshot();
-    counters.retries = stats.retries as usize;
-    counters.keyed_retries = stats.retries as usize;
-    counters.truncations = truncations.load(Ordering::SeqCst);
+    counters.retries = client.stats().snapshot().retries as usize;
     counters
 }
 
@@ -484,94 +341,93 @@ async fn main() {
     let snapshotter = recorder.snapshotter();
     recorder.install().expect("the only recorder");
     telemetry::describe();
-    METRICS.set(snapshotter).expect("set once");
-    tokio::time::timeout(Duration::from_secs(60), run())
+    tokio::time::timeout(Duration::from_secs(60), run(&snapshotter))
         .await
         .expect("the demo finishes in seconds");
 }
 
-async fn run() {
-    let advertise = Arc::new(AtomicBool::new(true));
+async fn run(metrics: &Snapshotter) {
     // One store for both backends (they share this process); separate processes share a
     // RedisStore instead (scripts/fleet-demo).
     let store = Arc::new(MemoryStore::new());
+    let executions = [Arc::default(), Arc::default(), Arc::default()];
     let mut backends = Vec::new();
-    for name in ["backend-a", "backend-b"] {
-        let state = Arc::new(Backend {
-            name,
-            advertise_contract: advertise.clone(),
-            executions: AtomicUsize::new(0),
-            dedup: Deduplicator::with_shared_store(store.clone()),
-        });
-        let addr = serve(
-            Router::new()
-                .route("/mcp", post(backend))
-                .with_state(state.clone()),
-        )
-        .await;
-        backends.push((state, addr));
+    for executions in &executions[..2] {
+        let mcp = FramingLayer::new()
+            .frame_size(512)
+            .dedupe(Deduplicator::with_shared_store(store.clone()))
+            .layer(planner(executions));
+        backends.push(serve(Router::new().nest_service("/mcp", mcp)).await);
     }
-    let http = reqwest::Client::new();
     let proxy_state = Arc::new(Proxy {
-        upstream: format!("http://{}/mcp", backends[0].1),
-        http: http.clone(),
+        upstream: backends[0].clone(),
+        http: reqwest::Client::new(),
         cuts: AtomicUsize::new(0),
     });
-    let proxy_addr = serve(
+    let proxy_url = serve(
         Router::new()
             .route("/mcp", post(proxy))
             .with_state(proxy_state.clone()),
     )
     .await;
-    let resolver = Resolver {
-        endpoints: vec![
-            (format!("http://{proxy_addr}/mcp"), "proxy->backend-a"),
-            (format!("http://{}/mcp", backends[1].1), "backend-b"),
-        ],
-        next: AtomicUsize::new(0),
-    };
+    let endpoints = [
+        (proxy_url.clone(), "proxy->backend-a"),
+        (backends[1].clone(), "backend-b"),
+    ];
     println!(
-        "loopback: backend-a {}, backend-b {}, proxy {proxy_addr} -> backend-a",
-        backends[0].1, backends[1].1
+        "loopback: backend-a {}, backend-b {}, proxy {proxy_url} -> backend-a",
+        backends[0], backends[1]
+    );
+    println!(
+        "backends: rmcp StreamableHttpService (stateless, JSON responses) behind \
+         FramingLayer::new().frame_size(512).dedupe(..), one MemoryStore"
     );
     println!("resolver: round robin over [proxy->backend-a, backend-b], re-resolved per request\n");
-
-    let mut unframed_log = Vec::new();
-    let unframed = unframed_run(&http, &resolver, &mut unframed_log).await;
-    let unframed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
-    let executions = |backends: &[(Arc<Backend>, SocketAddr)]| -> Vec<usize> {
-        backends
+    let executed = || -> Vec<usize> {
+        executions
             .iter()
-            .map(|(b, _)| b.executions.swap(0, Ordering::SeqCst))
+            .map(|n| n.swap(0, Ordering::SeqCst))
             .collect()
     };
-    let unframed_executions = executions(&backends);
+
+    let mut log = Vec::new();
+    let unframed = unframed_run(&endpoints, &mut log).await;
+    let unframed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
+    let unframed_executions = executed();
     println!("== run 1: unframed (application/json)");
-    unframed_log.iter().for_each(|l| println!("  {l}"));
+    log.drain(..).for_each(|l| println!("  {l}"));
 
-    resolver.next.store(0, Ordering::SeqCst);
-    let mut framed_log = Vec::new();
-    let framed = framed_run(&http, &resolver, &mut framed_log).await;
+    let framed = framed_run(&endpoints, &mut log).await;
     let framed_cuts = proxy_state.cuts.swap(0, Ordering::SeqCst);
-    let framed_executions = executions(&backends);
-    println!("\n== run 2: framed (SSE mapping, event: mcp-frame)");
-    framed_log.iter().for_each(|l| println!("  {l}"));
+    let framed_executions = executed();
+    println!(
+        "\n== run 2: framed (RetryingClient: the compatible SSE mapping, the contract from server/discover)"
+    );
+    log.drain(..).for_each(|l| println!("  {l}"));
 
-    println!("\n== run 3: discovery without the framing contract");
-    advertise.store(false, Ordering::SeqCst);
-    let refused = match discover(&http, &resolver).await {
-        Err(err @ ContractError::NoContract { .. }) => {
-            println!("  framed client refuses to start, no request sent:\n    {err}");
+    println!("\n== run 3: the framed client against rmcp without FramingLayer");
+    let plain = serve(Router::new().nest_service("/mcp", planner(&executions[2]))).await;
+    let attempts = AttemptLog::default();
+    let refusal = framed_client(&[(plain, "backend-c")], &attempts)
+        .call(tool_call(1, "task-0"))
+        .await;
+    let refused = match refusal {
+        Err(err @ CallError::Contract(ContractError::NoContract { .. })) => {
+            println!("  framed client refuses to start, no tool call sent:\n    {err}");
             true
         }
         Err(err) => {
-            println!("  framed client refuses to start: {err}");
-            true
+            println!("  framed client failed otherwise: {err}");
+            false
         }
         Ok(_) => false,
     };
-    println!("\n== framed client's metrics (the `metrics` facade, read from the recorder)");
-    let metric_lines = metric_lines(METRICS.get().expect("installed"));
+    let refused = refused && executed()[2] == 0 && attempts.lock().expect("lock").is_empty();
+
+    println!(
+        "\n== metrics of the framed client and the layers (the `metrics` facade, read from the recorder)"
+    );
+    let metric_lines = metric_lines(metrics);
     for line in &metric_lines {
         println!("  {line}");
     }
@@ -579,66 +435,42 @@ async fn run() {
     println!(
         "\n== summary ({CALLS} tool calls per run; the proxy cut {unframed_cuts} and {framed_cuts} responses)"
     );
-    let rows = [
-        (
-            "what the client saw at the cut",
-            "JSON parse error".to_owned(),
-            "abandoned (Truncated)".to_owned(),
-        ),
-        (
-            "tool calls reported ok",
-            unframed.ok.to_string(),
-            framed.ok.to_string(),
-        ),
-        (
-            "tool calls failed",
-            unframed.failed.to_string(),
-            framed.failed.to_string(),
-        ),
-        (
-            "truncations counted",
-            unframed.truncations.to_string(),
-            framed.truncations.to_string(),
-        ),
-        (
-            "retries counted",
-            unframed.retries.to_string(),
-            format!("{} (automatic, keyed)", framed.keyed_retries),
-        ),
-        (
-            "attempts per call",
-            "2 (hand-made retry)".to_owned(),
-            framed
-                .attempts
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
-        (
-            "results verified (len+sha256+sentinel)",
-            unframed.verified.to_string(),
-            framed.verified.to_string(),
-        ),
-        (
-            "start without contract (Regime C)",
-            "n/a".to_owned(),
-            if refused {
-                "refused".to_owned()
-            } else {
-                "STARTED".to_owned()
-            },
-        ),
-    ];
-    println!("  {:<40} {:>22} {:>22}", "", "unframed", "framed");
-    for (label, left, right) in rows {
-        println!("  {label:<40} {left:>22} {right:>22}");
-    }
-    println!(
-        "  {:<40} {:>22} {:>22}",
+    let row = |label: &str, unframed: &dyn Display, framed: &dyn Display| {
+        println!("  {label:<40} {unframed:>22} {framed:>22}");
+    };
+    let pair = |n: &[usize]| format!("{} / {}", n[0], n[1]);
+    let attempts: Vec<String> = framed.attempts.iter().map(u32::to_string).collect();
+    row("", &"unframed", &"framed");
+    row(
+        "what the client saw at the cut",
+        &"JSON parse error",
+        &"abandoned (Truncated)",
+    );
+    row("tool calls reported ok", &unframed.ok, &framed.ok);
+    row("tool calls failed", &unframed.failed, &framed.failed);
+    row(
+        "truncations counted",
+        &unframed.truncations,
+        &framed.truncations,
+    );
+    let keyed = format!("{} (automatic, keyed)", framed.retries);
+    row("retries counted", &unframed.retries, &keyed);
+    row(
+        "attempts per call",
+        &"2 (hand-made retry)",
+        &attempts.join(", "),
+    );
+    row(
+        "results verified (len+sha256+sentinel)",
+        &unframed.verified,
+        &framed.verified,
+    );
+    let started = if refused { "refused" } else { "STARTED" };
+    row("start without contract (Regime C)", &"n/a", &started);
+    row(
         "tool executions (backend-a / backend-b)",
-        format!("{} / {}", unframed_executions[0], unframed_executions[1]),
-        format!("{} / {}", framed_executions[0], framed_executions[1]),
+        &pair(&unframed_executions),
+        &pair(&framed_executions),
     );
     println!(
         "  (framed retries carry the request key: backend-b finds the call in the deduplication\n   \
@@ -651,47 +483,27 @@ async fn run() {
         (CALLS, 0),
         "unframed hides the cuts"
     );
-    assert_eq!(unframed_cuts, CALLS);
+    assert_eq!((unframed_cuts, framed_cuts), (CALLS, CALLS));
     assert_eq!(
-        (framed.ok, framed.truncations, framed.verified),
-        (CALLS, CALLS, CALLS)
-    );
-    assert_eq!(framed_cuts, CALLS);
-    assert!(refused, "Regime C must be refused");
-    assert_eq!(
-        unframed_executions,
+        unframed_executions[..2],
         [CALLS, CALLS],
         "unframed retries run the tool again"
     );
     assert_eq!(
-        framed_executions,
-        [CALLS, 0],
-        "keyed retries are deduplicated"
-    );
-    let counted = |prefix: &str| {
-        metric_lines
-            .iter()
-            .filter(|line| line.starts_with(prefix))
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum::<u64>()
-    };
-    assert_eq!(
-        (
-            counted("mcp_framing.client.responses{outcome=abandoned"),
-            counted("mcp_framing.client.responses{outcome=clean"),
-            counted("mcp_framing.client.retries{"),
-            counted("mcp_framing.client.truncations{"),
-        ),
-        (3, 3, 3, 3)
+        (framed.ok, framed.truncations, framed.verified),
+        (CALLS, CALLS, CALLS)
     );
     assert_eq!(
         framed.attempts, [2; CALLS],
         "one cut, one automatic retry per call"
     );
+    assert_eq!(
+        framed_executions[..2],
+        [CALLS, 0],
+        "keyed retries are deduplicated"
+    );
+    assert!(refused, "Regime C must be refused before any tool call");
 }
-
-/// The debugging recorder's reader, set once in `main`.
-static METRICS: std::sync::OnceLock<Snapshotter> = std::sync::OnceLock::new();
 
 /// Every counter, and every histogram's count and sum, as `name{labels} value` lines.
 fn metric_lines(snapshotter: &Snapshotter) -> Vec<String> {
