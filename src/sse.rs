@@ -465,7 +465,29 @@ impl SseParser {
         self.feed_into(input, items)
     }
 
+    /// [`feed_raw_items`](Self::feed_raw_items) of a shared buffer: the data of an event with one
+    /// data line is a slice of `input` too when the line lies whole in it, so that no event's
+    /// data is copied (the layer reading its inner server's events, issue 21).
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn feed_raw_shared(
+        &mut self,
+        input: &Bytes,
+        items: &mut Vec<RawItem>,
+    ) -> Result<(), SseError> {
+        self.feed_lines(input, Some(input), items)
+    }
+
     fn feed_into<S: SseSink>(&mut self, input: &[u8], events: &mut S) -> Result<(), SseError> {
+        self.feed_lines(input, None, events)
+    }
+
+    /// Parses `input`; `shared` is the same bytes as a shared buffer, if the caller has one.
+    fn feed_lines<S: SseSink>(
+        &mut self,
+        input: &[u8],
+        shared: Option<&Bytes>,
+        events: &mut S,
+    ) -> Result<(), SseError> {
         // Bytes since the last blank line: this input's, until a blank line resets it.
         self.pending_bytes += input.len();
         // A line holds at most a field name, `: ` and the data it adds.
@@ -478,7 +500,11 @@ impl SseParser {
         while let Some(piece) = self.lines.next(input, &mut at, max).map_err(too_large)? {
             let dispatched = match piece {
                 // The whole line is in this input: read in place, without a copy.
-                Piece::Line { start, end } => self.line(&input[start..end], None, events)?,
+                Piece::Line { start, end } => {
+                    // A raw sink keeps a data value as a slice of the line, if it is shared.
+                    let line = shared.filter(|_| S::RAW).map(|b| b.slice(start..end));
+                    self.line(&input[start..end], line.as_ref(), events)?
+                }
                 // The line's own buffer goes along, so that an event's data can be handed on
                 // in place (`CompatDecoder`).
                 Piece::Joined { content, .. } => self.line(&content, Some(&content), events)?,
@@ -521,8 +547,8 @@ impl SseParser {
     }
 
     /// Interprets one line (without its ending) of the body, as [`LineSplitter`] cut it;
-    /// `buffered` is the line as a whole when it was kept across reads, so that a data value can
-    /// be kept as a slice of it. Returns whether the line was blank (an event's end).
+    /// `buffered` is the line as a shared buffer when there is one (kept across reads, or a slice
+    /// of a shared input), so that a data value can be kept as a slice of it. Returns whether the line was blank (an event's end).
     pub(crate) fn line<S: SseSink>(
         &mut self,
         mut line: &[u8],

@@ -683,15 +683,22 @@ impl CompatEncoder {
     /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
+        self.check_push(chunk.len())?;
+        self.message.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The checks of [`push`](Self::push) for `len` more bytes: the stream not finished, the
+    /// message within the limit.
+    pub(crate) fn check_push(&self, len: usize) -> Result<(), CompatEncodeError> {
         if self.encoder.is_finished() {
             return Err(EncodeError::StreamFinished.into());
         }
-        let len = (self.message.len() + chunk.len()) as u64;
+        let len = (self.message.len() + len) as u64;
         let max = self.encoder.max_message_size();
         if len > max {
             return Err(EncodeError::MessageTooLarge { len, max }.into());
         }
-        self.message.extend_from_slice(chunk);
         Ok(())
     }
 
@@ -985,8 +992,9 @@ fn write_record(frames: &[u8], dst: &mut BytesMut) {
 /// Writes a `message` event carrying `message` (checked by [`check_event_data`]): one `data: `
 /// line per LF-separated piece, then the blank line (SPEC.md §18.3).
 fn write_message_event(message: &[u8], dst: &mut BytesMut) {
-    let lines = 1 + memchr::memchr_iter(b'\n', message).count();
-    dst.reserve(message.len() + lines * 7 + 1);
+    // Room for a one-line message (a compact JSON text); a line more grows it as it comes, so
+    // that the message is looked at once.
+    dst.reserve(message.len() + 8);
     let mut start = 0;
     for end in memchr::memchr_iter(b'\n', message).chain([message.len()]) {
         dst.put_slice(b"data: ");
