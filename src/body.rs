@@ -231,7 +231,9 @@ impl MappingDecoder {
 /// [`feed`](Self::feed) body bytes as they arrive, take the events with
 /// [`next_event`](Self::next_event) until it answers `Ok(None)`, and call
 /// [`finish`](Self::finish) when the body ends; after that, `Ok(None)` means the stream is
-/// complete (its sentinel arrived and nothing followed it). In the SSE mapping the `mcp-frame`
+/// complete: its sentinel arrived and nothing followed it, or, for a decoder that expects a
+/// request key, the body ended after the verified final response (SPEC.md §7 row 4; the last
+/// event is then [`Event::End`] without [`sentinel_seen`](crate::StreamSummary::sentinel_seen)). In the SSE mapping the `mcp-frame`
 /// events' frames go to the [`StreamDecoder`], and an SSE error comes after the frames of the
 /// events before it (body order, SPEC.md §15): the result never depends on how the body was split
 /// into reads. [`outcome`](Self::outcome) classifies the body at any time.
@@ -367,7 +369,8 @@ impl BodyDecoder {
     }
 
     /// The next event in body order. `Ok(None)`: more body bytes are needed or, after
-    /// [`finish`](Self::finish), the stream is complete.
+    /// [`finish`](Self::finish), the stream is complete (with its sentinel, or a final response
+    /// delivered without it, SPEC.md §7 rows 2 and 4).
     ///
     /// # Errors
     ///
@@ -405,7 +408,8 @@ impl BodyDecoder {
     }
 
     /// How the body ended, so far: [`StreamDecoder::outcome`] (clean only after
-    /// [`finish`](Self::finish) and the sentinel), or, after a mapping's error,
+    /// [`finish`](Self::finish), with the sentinel or a delivered final response), or, after a
+    /// mapping's error,
     /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation) with what was received
     /// before it.
     ///

@@ -3,7 +3,11 @@
 //! Use them with `FramedRead` / `FramedWrite` over any `AsyncRead` / `AsyncWrite`. Unlike
 //! `LengthDelimitedCodec`, `decode_eof` never turns a truncated stream into a clean end: a stream
 //! that ends before its STREAM_END sentinel (even right after a header) yields
-//! [`DecodeError::Truncated`].
+//! [`DecodeError::Truncated`]. The one end without the sentinel that is not an error is a verified
+//! final response read by a decoder that expects a request key (SPEC.md §7 row 4): `FramedRead`
+//! then yields [`Event::End`](crate::Event::End) with
+//! [`sentinel_seen`](crate::StreamSummary::sentinel_seen) `false` as its last item, then `None`,
+//! and `framed.decoder().outcome()` is clean in Regime B.
 
 use std::io;
 

@@ -139,6 +139,8 @@ impl fmt::Debug for MessageSummary {
 pub struct VerifiedMessage {
     pub(crate) summary: MessageSummary,
     pub(crate) bytes: Bytes,
+    /// The stream's final JSON-RPC response (SPEC.md §1), as the decoder recognized it.
+    pub(crate) final_response: bool,
 }
 
 impl VerifiedMessage {
@@ -172,6 +174,46 @@ impl VerifiedMessage {
         self.summary
     }
 
+    /// Whether this message is the stream's **final JSON-RPC response** (SPEC.md §1): the first
+    /// message of its stream that is a JSON-RPC response (one JSON object with an `id` and a
+    /// `result` or an `error`, [`jsonrpc::is_response`](crate::jsonrpc::is_response)), which §1
+    /// makes the stream's last message.
+    ///
+    /// The decoder decides it once, as it verifies the message, when it assembles messages and
+    /// expects a request key ([`DecoderBuilder::expect_request_key`](crate::DecoderBuilder::expect_request_key):
+    /// the key echoed in HEAD binds the stream to the request). Such a response is **delivered**
+    /// even if the input ends before the STREAM_END sentinel, provided nothing but KEEPALIVE,
+    /// ignorable frames or STREAM_END's own bytes followed it (clean in Regime B, SPEC.md §7).
+    /// Always `false` from a decoder that expects no key, and for every message after the first
+    /// response (a second response breaks §1). Callers hold or deliver a message by this flag and
+    /// never scan its bytes again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let key = RequestKey::random();
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#, &mut wire)?;
+    /// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+    /// enc.end(&mut wire)?;
+    ///
+    /// let stream = StreamDecoder::builder().expect_request_key(key).build().decode_all(&wire).unwrap();
+    /// let finals: Vec<bool> = stream.messages.iter().map(|m| m.is_final_response()).collect();
+    /// assert_eq!(finals, [false, true]);
+    ///
+    /// // A decoder that expects no key does not look:
+    /// let stream = StreamDecoder::new().decode_all(&wire).unwrap();
+    /// assert!(!stream.messages[1].is_final_response());
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
+    #[must_use]
+    pub fn is_final_response(&self) -> bool {
+        self.final_response
+    }
+
     /// Deserializes the message as JSON into any `serde` type (e.g. an MCP JSON-RPC message).
     ///
     /// # Errors
@@ -192,11 +234,14 @@ impl fmt::Debug for VerifiedMessage {
         f.debug_struct("VerifiedMessage")
             .field("summary", &self.summary)
             .field("bytes", &self.bytes)
+            .field("final_response", &self.final_response)
             .finish()
     }
 }
 
-/// Totals of a stream that ended with its STREAM_END sentinel.
+/// Totals of a stream that ended: with its STREAM_END sentinel ([`sentinel_seen`](Self::sentinel_seen)),
+/// or at the end of input right after its verified final response (SPEC.md §7: delivered, clean
+/// in Regime B).
 ///
 /// # Examples
 ///
@@ -210,25 +255,34 @@ impl fmt::Debug for VerifiedMessage {
 /// let stream = StreamDecoder::new().decode_all(&wire).unwrap();
 /// assert_eq!(stream.summary.messages, 1);
 /// assert_eq!(stream.summary.frames, 4); // HEAD, DATA, MESSAGE_END, STREAM_END
+/// assert!(stream.summary.sentinel_seen);
 /// # Ok::<(), mcp_framing::EncodeError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamSummary {
-    /// Messages the stream carried (checked against the sentinel's count).
+    /// Messages the stream carried (checked against the sentinel's count, when it arrived).
     pub messages: u64,
-    /// Frames received, the sentinel included.
+    /// Whole frames received, the sentinel included.
     pub frames: u64,
-    /// Bytes received, the sentinel included.
+    /// Bytes received: the sentinel included, or, without it, every byte up to the end of input
+    /// (a cut sentinel's bytes too).
     pub bytes: u64,
+    /// Whether the STREAM_END sentinel arrived (Regime A). `false`: the input ended after the
+    /// verified final response, before or inside STREAM_END (SPEC.md §7 row 9: the response is
+    /// delivered, clean in Regime B; only a decoder that expects a request key and assembles
+    /// messages ends a stream so).
+    pub sentinel_seen: bool,
 }
 
 /// What the decoder reports as a stream arrives.
 ///
 /// A stream yields `Opened`, then any number of `Chunk`, `Message` (or `MessageVerified` when the
-/// decoder does not assemble messages) and `KeepAlive`, then exactly one of `End` or `Aborted`.
-/// Only `Message`/`MessageVerified` say a message is complete; `End` says the sentinel arrived,
-/// and the stream is complete when the input ends right after it (SPEC.md §3, §7;
-/// [`StreamDecoder::outcome`](crate::StreamDecoder::outcome) tells).
+/// decoder does not assemble messages) and `KeepAlive`, then at most one of `End` or `Aborted`.
+/// Only `Message`/`MessageVerified` say a message is complete. `End` comes from `decode` when the
+/// sentinel arrived (the stream is complete when the input ends right after it), or from
+/// `decode_eof` when the input ended after the stream's verified final response without it
+/// (delivered, SPEC.md §7; [`StreamSummary::sentinel_seen`] is then `false`);
+/// [`StreamDecoder::outcome`](crate::StreamDecoder::outcome) tells which.
 ///
 /// # Examples
 ///
@@ -267,8 +321,12 @@ pub enum Event {
     MessageVerified(MessageSummary),
     /// A KEEPALIVE frame: the server is alive. Useful to reset idle timers.
     KeepAlive,
-    /// The STREAM_END sentinel: nothing but the end of input may follow; then the stream is
-    /// complete (SPEC.md §3, §7).
+    /// The end of the stream. With [`StreamSummary::sentinel_seen`]: the STREAM_END sentinel
+    /// arrived; nothing but the end of input may follow, then the stream is complete (Regime A,
+    /// SPEC.md §3, §7). Without: reported by
+    /// [`decode_eof`](crate::StreamDecoder::decode_eof) as its last event when the input ended
+    /// after the verified final response ([`VerifiedMessage::is_final_response`]) and before
+    /// the sentinel: the response is delivered (clean in Regime B, SPEC.md §7 row 9).
     End(StreamSummary),
     /// The peer aborted the stream; no further message will come, the open one is discarded.
     /// End of input after this reports [`DecodeError::PeerAbort`](crate::DecodeError::PeerAbort).

@@ -66,7 +66,7 @@
 //! # let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
 //! # let mut body = bytes::BytesMut::new();
 //! # enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut body).unwrap();
-//! # let complete = body.clone();
+//! # let cut = body[..body.len() - 10].to_vec(); // inside the response's MESSAGE_END
 //! # enc.end(&mut body).unwrap();
 //!
 //! # tokio_test::block_on(async {
@@ -79,13 +79,14 @@
 //!         assert_eq!(value["id"], 1);
 //!     }
 //! }
-//! // Reaching here means the STREAM_END sentinel arrived: the response is complete.
+//! // Reaching here means the response is complete: the STREAM_END sentinel arrived (or the
+//! // body ended right after the verified final response: delivered, SPEC.md §7 row 4).
 //!
-//! // The same response cut before its sentinel is an error, never a clean end:
+//! // The same response cut before its MESSAGE_END is an error, never a clean end:
 //! let decoder = StreamDecoder::builder().expect_request_key(key).build();
-//! let frames = FramedRead::new(&complete[..], decoder);
+//! let frames = FramedRead::new(&cut[..], decoder);
 //! let result: Result<Vec<Event>, _> = frames.try_collect().await;
-//! assert!(result.unwrap_err().to_string().starts_with("stream truncated between messages"));
+//! assert!(result.unwrap_err().to_string().starts_with("stream truncated inside the payload"));
 //! # Ok::<(), mcp_framing::CodecError>(())
 //! # }).unwrap();
 //! ```

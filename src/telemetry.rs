@@ -16,7 +16,8 @@
 //! | metric | kind | labels | what |
 //! |---|---|---|---|
 //! | [`CLIENT_OPERATION_DURATION`] (`mcp.client.operation.duration`) | histogram, seconds | `mcp.method.name`, `gen_ai.tool.name`, `error.type` (only when it failed), `server.address`, `server.port`, `network.transport`, `network.protocol.name` | a logical request, from sending to its final result, retries included (OpenTelemetry's MCP semantic conventions) |
-//! | [`CLIENT_RESPONSES`] (`mcp_framing.client.responses`) | counter | `outcome`, `regime`, `mcp.method.name` | every response stream (attempt), by verdict |
+//! | [`CLIENT_RESPONSES`] (`mcp_framing.client.responses`) | counter | `outcome`, `regime`, `mcp.method.name` | every response stream (attempt), by verdict (`outcome="clean", regime="B"`: a final response delivered without its sentinel) |
+//! | [`CLIENT_SENTINEL_MISSING`] (`mcp_framing.client.sentinel_missing`) | counter | `mcp.method.name` | final responses delivered although their STREAM_END sentinel was cut (SPEC.md §7 row 4): clean, not retried, but a cut all the same |
 //! | [`CLIENT_TRUNCATIONS`] (`mcp_framing.client.truncations`) | counter | `at`, `mcp.method.name` | abandoned streams, by where they stopped |
 //! | [`CLIENT_INCOMPLETE_BYTES`] (`mcp_framing.client.incomplete_bytes`) | counter, bytes | `outcome` | bytes received by streams that did not complete |
 //! | [`CLIENT_OPEN_MESSAGE_BYTES`] (`mcp_framing.client.open_message_bytes`) | counter, bytes | `outcome` | bytes of messages left open (never delivered) |
@@ -25,8 +26,11 @@
 //!
 //! The `outcome` label takes the [`Verdict::name`] values (`clean`, `abandoned`, `aborted`,
 //! `corrupt`, `spliced`, `cross_wired`, `contract_violation`, `ambiguous`), which are also the
-//! `error.type` of a failed operation. [`describe`] registers the units and descriptions with the
-//! installed recorder.
+//! `error.type` of a failed operation. A clean outcome without its sentinel
+//! ([`Outcome::sentinel_seen`] `false`: the final response verified, the input ended before
+//! STREAM_END) counts as `clean` in Regime `B`, in [`CLIENT_SENTINEL_MISSING`] too, and its
+//! `tracing` event is a warning naming the request key's fingerprint and the attempt id.
+//! [`describe`] registers the units and descriptions with the installed recorder.
 //!
 //! ```
 //! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
@@ -62,6 +66,9 @@ use crate::retry::RetryDecision;
 pub const CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
 /// `mcp_framing.client.responses`: counter of response streams (attempts), by `outcome`.
 pub const CLIENT_RESPONSES: &str = "mcp_framing.client.responses";
+/// `mcp_framing.client.sentinel_missing`: counter of final responses delivered without their
+/// STREAM_END sentinel (clean in Regime B, SPEC.md §7 row 4), by `mcp.method.name`.
+pub const CLIENT_SENTINEL_MISSING: &str = "mcp_framing.client.sentinel_missing";
 /// `mcp_framing.client.truncations`: counter of abandoned streams, by where they stopped (`at`).
 pub const CLIENT_TRUNCATIONS: &str = "mcp_framing.client.truncations";
 /// `mcp_framing.client.incomplete_bytes`: counter of bytes received by streams that did not
@@ -93,6 +100,11 @@ pub fn describe() {
         CLIENT_RESPONSES,
         Unit::Count,
         "Framed response streams received, by verdict"
+    );
+    describe_counter!(
+        CLIENT_SENTINEL_MISSING,
+        Unit::Count,
+        "Final responses delivered although the stream's sentinel was cut (clean, Regime B)"
     );
     describe_counter!(
         CLIENT_TRUNCATIONS,
@@ -209,22 +221,52 @@ impl<'a> AttemptContext<'a> {
     }
 }
 
-/// Records one response stream: its `tracing` event (`WARN` for every outcome that is not clean,
-/// `DEBUG` for a clean one, target `mcp_framing`, with the structured fields `outcome`, `regime`,
+/// Records one response stream: its `tracing` event (`WARN` for every outcome that is not clean
+/// and for a final response delivered without its sentinel, `DEBUG` for a clean one with it,
+/// target `mcp_framing`, with the structured fields `outcome`, `regime`, `sentinel_seen`,
 /// `frames`, `bytes`, `messages`, `message_bytes`, `last_sequence`, `request_key`, `attempt_id`,
 /// `endpoint`, `method`, `attempt` and `detail`; `request_key` is the key's
-/// [fingerprint](crate::RequestKey::fingerprint), never the key) and its metrics ([`CLIENT_RESPONSES`], and for a
-/// stream that did not complete [`CLIENT_TRUNCATIONS`], [`CLIENT_INCOMPLETE_BYTES`],
-/// [`CLIENT_OPEN_MESSAGE_BYTES`]).
+/// [fingerprint](crate::RequestKey::fingerprint), never the key) and its metrics
+/// ([`CLIENT_RESPONSES`]; for a response delivered without its sentinel
+/// [`CLIENT_SENTINEL_MISSING`]; for a stream that did not complete [`CLIENT_TRUNCATIONS`],
+/// [`CLIENT_INCOMPLETE_BYTES`], [`CLIENT_OPEN_MESSAGE_BYTES`]).
 ///
 /// # Examples
 ///
-/// See the [module docs](self).
+/// See the [module docs](self). A response whose sentinel was cut after its final response:
+///
+/// ```
+/// use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+/// use mcp_framing::telemetry::{self, AttemptContext};
+/// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let key = RequestKey::random();
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+/// let mut wire = bytes::BytesMut::new();
+/// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?; // no STREAM_END
+/// let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
+/// while let Some(_event) = decoder.decode_eof(&mut wire).unwrap() {}
+///
+/// let recorder = DebuggingRecorder::new();
+/// let snapshotter = recorder.snapshotter();
+/// metrics::with_local_recorder(&recorder, || {
+///     telemetry::record_outcome(&decoder.outcome(), &AttemptContext::default().request_key(key));
+/// });
+/// let missing = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
+///     key.key().name() == telemetry::CLIENT_SENTINEL_MISSING && value == DebugValue::Counter(1)
+/// });
+/// assert!(missing);
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
 pub fn record_outcome(outcome: &Outcome, ctx: &AttemptContext<'_>) {
     let name = outcome.verdict.name();
     let method = ctx.method.unwrap_or("");
     counter!(CLIENT_RESPONSES, "outcome" => name, "regime" => regime_label(outcome), "mcp.method.name" => method.to_owned())
         .increment(1);
+    if outcome.is_clean() && !outcome.sentinel_seen {
+        // SPEC.md §7 row 4, §11.6: delivered, not retried, but the sentinel was cut.
+        counter!(CLIENT_SENTINEL_MISSING, "mcp.method.name" => method.to_owned()).increment(1);
+    }
     if !outcome.is_clean() {
         if let Verdict::Abandoned { at } = &outcome.verdict {
             counter!(CLIENT_TRUNCATIONS, "at" => truncation_label(at.as_ref()), "mcp.method.name" => method.to_owned())
@@ -372,6 +414,7 @@ fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {
                 $level,
                 outcome = outcome.verdict.name(),
                 regime = %outcome.regime,
+                sentinel_seen = outcome.sentinel_seen,
                 frames = outcome.received.frames,
                 bytes = outcome.received.bytes,
                 messages = outcome.received.messages,
@@ -387,8 +430,13 @@ fn emit(outcome: &Outcome, ctx: &AttemptContext<'_>) {
             )
         };
     }
-    if outcome.is_clean() {
+    if outcome.is_clean() && outcome.sentinel_seen {
         event!(tracing::Level::DEBUG, "framed stream complete");
+    } else if outcome.is_clean() {
+        event!(
+            tracing::Level::WARN,
+            "final response delivered without its sentinel: the stream was cut after it"
+        );
     } else {
         event!(
             tracing::Level::WARN,

@@ -149,11 +149,23 @@ const MAPPING_ERRORS: [&str; 9] = [
     "EventLengthMismatch",
 ];
 
+/// The fields of `verify --json` that carry the manifest's `expect` names (SPEC.md §14).
+const VERDICT_FIELDS: [&str; 6] = [
+    "verdict",
+    "sentinel_seen",
+    "regime",
+    "error",
+    "truncation",
+    "abort",
+];
+
 /// The exit status the README documents for a manifest verdict.
 fn expected_exit(v: &Vector) -> i32 {
     let e = &v.expect;
     let framed_start = v.data.len() >= 2 && v.data[..2] == [0x9f, 0x4d];
     match (e["verdict"].as_str(), e["error"].as_str()) {
+        // A final response delivered without its sentinel (SPEC.md §7 row 4).
+        (Some("clean"), _) if e["sentinel_seen"] == false => 1,
         (Some("clean"), _) => 0,
         (Some("aborted"), _) => 5,
         (_, Some(kind)) if MAPPING_ERRORS.contains(&kind) => 6,
@@ -213,7 +225,7 @@ fn verify_reaches_the_manifest_verdict_and_exit_status_on_every_vector() {
         assert_no_panic(&out, &v.file);
         let got: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{}: verify --json printed no JSON ({e}): {out:?}", v.file));
-        for field in ["verdict", "error", "truncation", "abort"] {
+        for field in VERDICT_FIELDS {
             assert_eq!(got[field], v.expect[field], "{}: {field}", v.file);
         }
         let (have, want) = (
@@ -318,6 +330,26 @@ fn inspect_lists_the_frames_and_marks_the_frame_where_the_decoder_stopped() {
             v.expect["verdict"].as_str().unwrap(),
             v.expect["error"].as_str(),
         ) {
+            // Delivered without the sentinel (SPEC.md §7 row 4): the frame the cut left partial,
+            // if any, is the last one listed, `cut`.
+            ("clean", _) if v.expect["sentinel_seen"] == false => {
+                assert!(stops.is_empty(), "{}: {stops:?}", v.file);
+                let (last, whole) = frames.split_last().expect("frames");
+                assert!(whole.iter().all(|f| f["decoder"] == "ok"), "{}", v.file);
+                assert!(
+                    ["ok", "cut"].contains(&last["decoder"].as_str().unwrap()),
+                    "{}",
+                    v.file
+                );
+                assert!(
+                    got["end_of_input"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("Delivered"),
+                    "{}",
+                    v.file
+                );
+            }
             ("clean", _) => {
                 assert!(stops.is_empty(), "{}: {stops:?}", v.file);
                 assert!(frames.iter().all(|f| f["decoder"] == "ok"), "{}", v.file);
@@ -526,6 +558,57 @@ fn every_prefix_of_a_stream_is_abandoned_never_clean() {
 }
 
 #[test]
+fn verify_and_decode_report_a_final_response_delivered_without_its_sentinel_with_exit_status_1() {
+    // SPEC.md §7 row 4: the final response verified, STREAM_END cut inside its payload.
+    let dir = vectors_dir();
+    let path = dir.join("valid_final_response_cut_in_stream_end.bin");
+    let path = path.to_str().unwrap();
+    let key = "00112233445566778899aabbccddeeff";
+    let out = run(&["verify", "--expect-request-key", key, path], b"");
+    assert_eq!(code(&out), 1, "{out:?}");
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        line.contains(": delivered: the final response verified"),
+        "{line}"
+    );
+    assert!(line.contains("before the STREAM_END sentinel"), "{line}");
+    let out = run(&["decode", "--expect-request-key", key, path], b"");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let messages: Vec<&[u8]> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|m| !m.is_empty())
+        .collect();
+    assert_eq!(
+        messages.len(),
+        2,
+        "the notification and the final response are written"
+    );
+    assert!(messages[1].starts_with(br#"{"jsonrpc":"2.0","id":1,"result""#));
+    let out = run(
+        &["verify", "--json", "--expect-request-key", key, path],
+        b"",
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            &got["status"],
+            &got["verdict"],
+            &got["sentinel_seen"],
+            &got["regime"]
+        ),
+        (
+            &Value::from("delivered"),
+            &Value::from("clean"),
+            &Value::from(false),
+            &Value::from("B")
+        )
+    );
+    // Without the key the tool cannot tell the final response is the request's: abandoned.
+    assert_eq!(code(&run(&["verify", "--quiet", path], b"")), 3);
+}
+
+#[test]
 fn inspect_keeps_listing_frames_after_a_corrupt_one() {
     let mut stream = single_message_vector();
     stream[52 + 20 + 3] ^= 0x10; // a bit of the DATA payload
@@ -646,6 +729,7 @@ fn help_documents_the_exit_statuses() {
     let text = String::from_utf8(out.stdout).unwrap();
     for needle in [
         "0 clean",
+        "1 delivered without the sentinel",
         "3 abandoned",
         "4 corrupt",
         "5 aborted",
@@ -713,7 +797,7 @@ fn verify_reaches_the_same_verdict_on_every_vector_carried_in_sse_events() {
         let out = run(&with_decoder_args(&v, &["verify", "--json"]), b"");
         assert_no_panic(&out, &v.file);
         let got: Value = serde_json::from_slice(&out.stdout).unwrap();
-        for field in ["verdict", "error", "truncation", "abort"] {
+        for field in VERDICT_FIELDS {
             assert_eq!(got[field], v.expect[field], "{} in SSE: {field}", v.file);
         }
         assert_eq!(

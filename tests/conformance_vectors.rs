@@ -89,8 +89,17 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
     });
     match expect["verdict"].as_str().expect("verdict") {
         "clean" => {
-            if outcome.end.is_err() || !matches!(outcome.events.last(), Some(Event::End(_))) {
+            let Some(Event::End(summary)) = outcome.events.last().filter(|_| outcome.end.is_ok())
+            else {
                 return Err(format!("expected clean end, got {:?}", outcome.end));
+            };
+            // With the sentinel (SPEC.md §7 row 2, Regime A), or a final response delivered
+            // without it (row 4, Regime B).
+            if Some(summary.sentinel_seen) != expect["sentinel_seen"].as_bool() {
+                return Err(format!(
+                    "sentinel seen: {}, expected {}",
+                    summary.sentinel_seen, expect["sentinel_seen"]
+                ));
             }
         }
         "aborted" => {
@@ -122,6 +131,19 @@ fn check(outcome: &Outcome, expect: &Value) -> Result<(), String> {
             }
         }
         other => return Err(format!("unknown verdict {other}")),
+    }
+    // The regime follows from the verdict (SPEC.md §11.4): the sentinel or ABORT decided (A),
+    // or the framing's own checks (B).
+    let regime = match (
+        expect["verdict"].as_str(),
+        expect["sentinel_seen"].as_bool(),
+    ) {
+        (Some("clean"), Some(true)) | (Some("aborted"), Some(false)) => "A",
+        (Some("clean" | "error"), Some(false)) => "B",
+        other => return Err(format!("verdict and sentinel_seen {other:?}")),
+    };
+    if expect["regime"] != regime {
+        return Err(format!("regime {}, expected {regime}", expect["regime"]));
     }
     if let (Some(kind), Err(err)) = (expect["error"].as_str(), &outcome.end) {
         if err.kind() != kind {
@@ -430,6 +452,144 @@ fn vectors_cover_every_error_kind_truncation_and_frame_kind() {
     );
 }
 
+/// The prefix offsets to check of a body of `len` bytes whose verdict changes at `steps`: every
+/// offset up to 8 KiB; above, every offset within 64 bytes of a step or of either end, and every
+/// 997th.
+fn prefix_cuts(len: usize, steps: &[usize]) -> Vec<usize> {
+    (0..=len)
+        .filter(|&at| {
+            len <= 8 * 1024
+                || at % 997 == 0
+                || steps
+                    .iter()
+                    .chain(&[0, len])
+                    .any(|&step| at.abs_diff(step) <= 64)
+        })
+        .collect()
+}
+
+/// What the crate makes of a prefix of a vector's body, in the manifest's words (SPEC.md §14
+/// `prefixes`): `truncated`, `delivered`, `clean` or `aborted`, or the unexpected verdict.
+fn prefix_verdict(entry: &Value, prefix: &[u8]) -> String {
+    let decoder = decoder_for(entry);
+    let (end, outcome) = match entry["mapping"].as_str() {
+        Some("binary") => {
+            let mut decoder = decoder;
+            let events = decoder.decode_to_end(&mut bytes::BytesMut::from(prefix));
+            let end = match events.last() {
+                Some(Err(err)) => Err(err.clone()),
+                _ => Ok(()),
+            };
+            (end, decoder.outcome())
+        }
+        #[cfg(feature = "sse")]
+        Some("sse" | "compat") => {
+            let mut body = body_decoder_for(entry);
+            body.feed(prefix);
+            body.finish();
+            let end = loop {
+                match body.next_event() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => break Ok(()),
+                    Err(mcp_framing::BodyError::Decode(err)) => break Err(err),
+                    Err(err) => return format!("mapping error {err}"),
+                }
+            };
+            (end, body.outcome())
+        }
+        other => panic!("mapping {other:?} (the SSE mappings need the `sse` feature)"),
+    };
+    match end {
+        Ok(()) if outcome.is_clean() && outcome.sentinel_seen => "clean".to_owned(),
+        Ok(()) if outcome.is_clean() && outcome.regime == mcp_framing::Regime::B => {
+            "delivered".to_owned()
+        }
+        Err(DecodeError::Truncated { .. }) if !outcome.is_clean() => "truncated".to_owned(),
+        Err(DecodeError::PeerAbort(_)) => "aborted".to_owned(),
+        other => format!("{other:?} with the outcome {outcome:?}"),
+    }
+}
+
+#[test]
+fn every_prefix_of_a_valid_vector_reaches_the_verdict_the_manifest_gives_it() {
+    let manifest = manifest();
+    let mut failures = Vec::new();
+    let mut delivered = 0;
+    for entry in entries(&manifest) {
+        let file = entry["file"].as_str().expect("file");
+        if !file.starts_with("valid_") {
+            assert!(
+                entry.get("prefixes").is_none(),
+                "{file}: prefixes of an invalid vector"
+            );
+            continue;
+        }
+        #[cfg(not(feature = "sse"))]
+        if entry["mapping"] != "binary" {
+            continue; // needs the `sse` feature (CI runs --all-features)
+        }
+        let bytes = std::fs::read(vectors_dir().join(file)).expect(file);
+        let steps: Vec<(usize, &str)> = entry["prefixes"]
+            .as_array()
+            .expect("prefixes")
+            .iter()
+            .map(|step| {
+                let from = usize::try_from(step["from"].as_u64().expect("from")).expect("usize");
+                (from, step["verdict"].as_str().expect("verdict"))
+            })
+            .collect();
+        let first_delivered = steps
+            .iter()
+            .find(|(_, v)| *v == "delivered")
+            .map(|(at, _)| *at);
+        assert_eq!(
+            entry["delivered_from"]
+                .as_u64()
+                .map(|at| usize::try_from(at).expect("usize")),
+            first_delivered,
+            "{file}: delivered_from is the first delivered step"
+        );
+        let whole = steps.last().expect("a step").1;
+        let expect = &entry["expect"];
+        let want_whole = match (
+            expect["verdict"].as_str(),
+            expect["sentinel_seen"].as_bool(),
+        ) {
+            (Some("clean"), Some(true)) => "clean",
+            (Some("clean"), Some(false)) => "delivered",
+            (Some("aborted"), _) => "aborted",
+            other => panic!("{file}: a valid vector with {other:?}"),
+        };
+        assert_eq!(
+            whole, want_whole,
+            "{file}: the last step is the whole verdict"
+        );
+        let cuts = prefix_cuts(
+            bytes.len(),
+            &steps.iter().map(|(at, _)| *at).collect::<Vec<_>>(),
+        );
+        for cut in cuts {
+            let want = steps
+                .iter()
+                .rev()
+                .find(|(from, _)| *from <= cut)
+                .expect("a step from 0")
+                .1;
+            let got = prefix_verdict(entry, &bytes[..cut]);
+            if got != want {
+                failures.push(format!(
+                    "{file} cut at {cut}: {got}, the manifest says {want}"
+                ));
+                break;
+            }
+            delivered += usize::from(want == "delivered");
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(delivered > 0, "some prefixes are delivered");
+}
+
+#[cfg(feature = "sse")]
 #[test]
 fn committed_vectors_match_the_generator() {
     let generated = vectors::all_mappings();

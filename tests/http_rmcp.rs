@@ -17,7 +17,8 @@ mod metrics_support;
 mod rmcp_support;
 use cut::{Cut, cutting_proxy};
 use mcp_framing::telemetry::{
-    CLIENT_OPERATION_DURATION, CLIENT_RESPONSES, CLIENT_RETRY_DECISIONS, CLIENT_TRUNCATIONS,
+    CLIENT_OPERATION_DURATION, CLIENT_RESPONSES, CLIENT_RETRY_DECISIONS, CLIENT_SENTINEL_MISSING,
+    CLIENT_TRUNCATIONS,
 };
 use metrics_support::Recorded;
 use rmcp_support::{framed_service, render_report_call};
@@ -105,20 +106,41 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
     for binary in [false, true] {
         let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
         let (clean, total) = call(addr, client(), &cut, usize::MAX).await;
-        clean.expect("clean call");
+        let clean = clean.expect("clean call");
         // The STREAM_END sentinel is the last 28 bytes (binary) or its 65-byte event (SSE):
-        // cutting just before it leaves the final result verified but the stream unfinished.
+        // cutting at it or inside it leaves the final result verified and only the sentinel
+        // missing: the result is delivered (SPEC.md §7 row 4), clean in Regime B, counted apart.
         let sentinel = if binary { 28 } else { 65 };
-        for limit in [
-            0,
-            100,
-            1500,
-            9000,
-            total / 2,
-            total - sentinel - 1,
-            total - sentinel,
-            total - 1,
-        ] {
+        for limit in [total - sentinel, total - 1] {
+            let metrics = Recorded::new();
+            let _recording = metrics.install_local();
+            let client = client();
+            let stats = client.stats();
+            let (result, _) = call(addr, client, &cut, limit).await;
+            let result = result.unwrap_or_else(|err| panic!("cut at {limit}: {err:?}"));
+            assert_eq!(result, clean, "cut at {limit}: the verified result");
+            assert_eq!(stats.abandoned(), 0, "cut at {limit}");
+            assert_eq!(
+                metrics.counter(CLIENT_RESPONSES, &[("outcome", "clean"), ("regime", "B")]),
+                1,
+                "cut at {limit}"
+            );
+            assert_eq!(
+                metrics.counter(
+                    CLIENT_SENTINEL_MISSING,
+                    &[("mcp.method.name", "tools/call")]
+                ),
+                1,
+                "cut at {limit}"
+            );
+            assert_eq!(
+                metrics.counter(CLIENT_TRUNCATIONS, &[]),
+                0,
+                "cut at {limit}"
+            );
+        }
+        // Cut anywhere before the result's MESSAGE_END is whole: abandoned.
+        for limit in [0, 100, 1500, 9000, total / 2, total - sentinel - 1] {
             let metrics = Recorded::new();
             let _recording = metrics.install_local(); // this runtime's tasks run on this thread
             let client = client();
@@ -133,11 +155,6 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
                 "cut at {limit}: {error:?}"
             );
             assert_eq!(outcome["kind"], "Truncated");
-            if limit == total - sentinel {
-                // The result itself was verified; only the sentinel is missing: still abandoned.
-                let detail = outcome["detail"].as_str().unwrap();
-                assert!(detail.contains("between messages"), "{detail}");
-            }
             assert!(error.message.starts_with("mcp-framing: response abandoned"));
             // Keyed, but this client was given no contract saying the server deduplicates
             // (SPEC.md §17.11): surfaced, not retried.

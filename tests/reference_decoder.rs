@@ -1,11 +1,15 @@
-//! The independent Python reference decoder (tests/reference/, written from SPEC.md alone) must
-//! agree with the manifest of the conformance suite and with this crate's decoder, on every
-//! vector, on thousands of generated and mutated streams, and whatever way the input is split.
+//! Every external decoder must agree with the manifest of the conformance suite and with this
+//! crate's decoder, on every vector, on thousands of generated and mutated streams, and whatever
+//! way the input is split. The external decoders are listed in [`external_decoders`]: the
+//! independent Python reference decoder (tests/reference/, written from SPEC.md alone) and the
+//! shipped client packages (python/), each run once per test in `--batch` mode (the protocol of
+//! `tests/reference/mcp_framing_ref.py`), one process each.
 //!
 //! These tests need `python3` and fail (they do not skip) without it: `scripts/test` installs it.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,8 +27,34 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn reference_script() -> PathBuf {
-    repo().join("tests/reference/mcp_framing_ref.py")
+/// An external decoder speaking the batch protocol (a job list on stdin, the verdicts on stdout).
+struct External {
+    /// Who it is, in failure reports.
+    name: &'static str,
+    program: &'static str,
+    /// Arguments; paths are relative to the repository root, the working directory.
+    args: &'static [&'static str],
+    /// Environment variables set for it.
+    env: &'static [(&'static str, &'static str)],
+}
+
+/// The decoders every verdict of the crate is compared with. Adding a decoder is one entry here.
+fn external_decoders() -> Vec<External> {
+    vec![
+        External {
+            name: "reference decoder (tests/reference/)",
+            program: "python3",
+            args: &["tests/reference/mcp_framing_ref.py", "--batch"],
+            env: &[],
+        },
+        External {
+            // The package's decoder is standard library only: its source tree is enough.
+            name: "Python package (python/)",
+            program: "python3",
+            args: &["-m", "mcp_framing.conformance", "--batch"],
+            env: &[("PYTHONPATH", "python/src")],
+        },
+    ]
 }
 
 /// `tests/vectors`, or the directory named by `MCP_FRAMING_VECTORS` (to check another suite).
@@ -33,18 +63,21 @@ fn vectors_dir() -> PathBuf {
         .map_or_else(|| repo().join("tests/vectors"), PathBuf::from)
 }
 
-/// Runs `python3` with `args`, feeding `stdin`; panics with a clear message if python3 is absent.
-fn python(args: &[&Path], stdin: &[u8]) -> std::process::Output {
-    let mut child = Command::new("python3")
+/// Runs `program` with `args` and `env` in the repository, feeding `stdin`; panics with a clear
+/// message if the program is absent.
+fn run(program: &str, args: &[&Path], env: &[(&str, &str)], stdin: &[u8]) -> std::process::Output {
+    let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
+        .current_dir(repo())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|err| {
             panic!(
-                "cannot run python3 ({err}): the reference decoder needs Python 3; \
-                 run `bash scripts/test`, which installs it"
+                "cannot run {program} ({err}): run `bash scripts/test`, which installs what the \
+                 external decoders need"
             )
         });
     let mut pipe = child.stdin.take().expect("stdin is piped");
@@ -214,8 +247,17 @@ fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
         ),
         Some(err) => ("error", Value::Null, json!(err.kind()), Value::Null),
     };
+    // SPEC.md §11.4: the regime and whether the sentinel decided, from the decoder's own state;
+    // a mapping's error is a contract violation, decided by the framing's rules (Regime B).
+    let outcome = decoder.outcome();
+    let (sentinel_seen, regime) = match (&failure, &mapping_error) {
+        (None, Some(_)) => (false, "B"),
+        _ => (outcome.sentinel_seen, outcome.regime.name()),
+    };
     json!({
         "verdict": verdict,
+        "sentinel_seen": sentinel_seen,
+        "regime": regime,
         "messages": messages,
         "abort": abort,
         "error": error,
@@ -300,9 +342,10 @@ impl Case {
     }
 }
 
-/// Runs the reference decoder over `cases` in one process and compares every verdict with the
-/// crate decoder's (same split) and with the manifest (when given). Returns (agreements, report).
-fn compare(cases: &[Case]) -> (usize, Vec<String>) {
+/// Runs every external decoder over `cases` (one process each) and compares every verdict with
+/// the crate decoder's (same split) and with the manifest (when given). Returns (agreements,
+/// report, the number of streams by the first external decoder's verdict).
+fn compare(cases: &[Case]) -> (usize, Vec<String>, BTreeMap<String, usize>) {
     let jobs: Vec<Value> = cases
         .iter()
         .map(|c| {
@@ -314,72 +357,106 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>) {
             })
         })
         .collect();
-    let out = python(
-        &[reference_script().as_path(), Path::new("--batch")],
-        serde_json::to_vec(&jobs).unwrap().as_slice(),
-    );
-    assert!(
-        out.status.success(),
-        "reference decoder failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answers: Vec<Vec<Value>> =
-        serde_json::from_slice(&out.stdout).expect("reference decoder prints JSON");
-    assert_eq!(answers.len(), cases.len(), "one answer per job");
+    let jobs = serde_json::to_vec(&jobs).unwrap();
+    let rust: Vec<Vec<Value>> = cases
+        .iter()
+        .map(|case| {
+            case.splits
+                .iter()
+                .map(|cuts| rust_verdict(&case.data, &case.config, cuts))
+                .collect()
+        })
+        .collect();
     let mut agreements = 0;
     let mut failures = Vec::new();
-    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
-    for (case, answer) in cases.iter().zip(answers) {
-        assert_eq!(
-            answer.len(),
-            case.splits.len(),
-            "{}: one verdict per split",
-            case.name
+    let mut by_verdict = None;
+    for external in external_decoders() {
+        let args: Vec<&Path> = external.args.iter().map(Path::new).collect();
+        let out = run(external.program, &args, external.env, &jobs);
+        assert!(
+            out.status.success(),
+            "{} failed ({}): {}",
+            external.name,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
         );
-        let first = &answer[0];
-        let outcome = match first["verdict"].as_str() {
-            Some("error") => format!(
-                "{}{}",
-                first["error"].as_str().unwrap_or("?"),
-                first["truncation"]
-                    .as_str()
-                    .map(|t| format!("/{t}"))
-                    .unwrap_or_default()
-            ),
-            other => other.unwrap_or("?").to_owned(),
-        };
-        *outcomes.entry(outcome).or_default() += 1;
-        for (cuts, python) in case.splits.iter().zip(answer) {
-            let rust = rust_verdict(&case.data, &case.config, cuts);
-            let mut ok = true;
-            if python != rust {
-                ok = false;
-                failures.push(format!(
-                    "{} (cuts {:?}): reference {python} != crate {rust}",
-                    case.name,
-                    &cuts[..cuts.len().min(4)]
-                ));
-            }
-            if let Some(expect) = &case.expect {
-                if &python != expect {
+        let answers: Vec<Vec<Value>> = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{} prints JSON: {e}", external.name));
+        assert_eq!(
+            answers.len(),
+            cases.len(),
+            "{}: one answer per job",
+            external.name
+        );
+        let mut outcomes = BTreeMap::<String, usize>::new();
+        for ((case, answer), rust) in cases.iter().zip(answers).zip(&rust) {
+            assert_eq!(
+                answer.len(),
+                case.splits.len(),
+                "{}: {}: one verdict per split",
+                external.name,
+                case.name
+            );
+            let first = &answer[0];
+            let outcome = match first["verdict"].as_str() {
+                Some("error") => format!(
+                    "{}{}",
+                    first["error"].as_str().unwrap_or("?"),
+                    first["truncation"]
+                        .as_str()
+                        .map(|t| format!("/{t}"))
+                        .unwrap_or_default()
+                ),
+                // SPEC.md §7 row 4: clean without the sentinel.
+                Some("clean") if first["sentinel_seen"] == false => "delivered".to_owned(),
+                other => other.unwrap_or("?").to_owned(),
+            };
+            *outcomes.entry(outcome).or_default() += 1;
+            for ((cuts, theirs), rust) in case.splits.iter().zip(answer).zip(rust) {
+                // The fields the crate reports are compared (a decoder may report more).
+                let theirs = match (&theirs, rust) {
+                    (Value::Object(fields), Value::Object(wanted)) => Value::Object(
+                        fields
+                            .iter()
+                            .filter(|(k, _)| wanted.contains_key(*k))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    ),
+                    _ => theirs,
+                };
+                let mut ok = true;
+                if &theirs != rust {
                     ok = false;
                     failures.push(format!(
-                        "{} (cuts {:?}): reference {python} != manifest {expect}",
+                        "{}: {} (cuts {:?}): {theirs} != crate {rust}",
+                        external.name,
                         case.name,
                         &cuts[..cuts.len().min(4)]
                     ));
                 }
+                if let Some(expect) = &case.expect {
+                    if &theirs != expect {
+                        ok = false;
+                        failures.push(format!(
+                            "{}: {} (cuts {:?}): {theirs} != manifest {expect}",
+                            external.name,
+                            case.name,
+                            &cuts[..cuts.len().min(4)]
+                        ));
+                    }
+                }
+                agreements += usize::from(ok);
             }
-            agreements += usize::from(ok);
         }
+        eprintln!("{}: outcomes (by stream): {outcomes:?}", external.name);
+        by_verdict.get_or_insert(outcomes);
     }
-    eprintln!("outcomes (by stream): {outcomes:?}");
-    (agreements, failures)
+    (agreements, failures, by_verdict.unwrap_or_default())
 }
 
-fn assert_agree(what: &str, cases: &[Case]) {
-    let (agreements, failures) = compare(cases);
+/// Asserts that both decoders agree on every case; returns the number of streams by verdict.
+fn assert_agree(what: &str, cases: &[Case]) -> BTreeMap<String, usize> {
+    let (agreements, failures, outcomes) = compare(cases);
     eprintln!(
         "{what}: {} streams, {agreements} verdicts agree, {} disagreements",
         cases.len(),
@@ -391,6 +468,7 @@ fn assert_agree(what: &str, cases: &[Case]) {
         failures.len(),
         failures[..failures.len().min(20)].join("\n")
     );
+    outcomes
 }
 
 /// The manifest's expectation reduced to the fields both decoders report.
@@ -405,6 +483,8 @@ fn expectation(expect: &Value) -> Value {
         .unwrap_or_default();
     json!({
         "verdict": expect["verdict"],
+        "sentinel_seen": expect["sentinel_seen"],
+        "regime": expect["regime"],
         "messages": messages,
         "abort": expect["abort"],
         "error": expect["error"],
@@ -416,7 +496,7 @@ fn expectation(expect: &Value) -> Value {
 const ALL_SPLITS_MAX: usize = 4096;
 
 #[test]
-fn reference_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
+fn every_external_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
     let manifest_path = vectors_dir().join("manifest.json");
     let manifest: Value = serde_json::from_slice(
         &std::fs::read(&manifest_path)
@@ -461,8 +541,10 @@ fn reference_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector() {
 fn reference_self_check_passes_on_the_vectors() {
     let script = repo().join("tests/reference/run_vectors.py");
     let dir = vectors_dir();
-    let out = python(
+    let out = run(
+        "python3",
         &[script.as_path(), Path::new("--vectors"), dir.as_path()],
+        &[],
         b"",
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -560,6 +642,53 @@ fn encoded_streams() -> Vec<(&'static str, Vec<u8>)> {
         "abort between messages, reserved code, UTF-8 reason",
         w.to_vec(),
     ));
+
+    // Final JSON-RPC responses (SPEC.md §7.1), so that a keyed decoder's cuts after them are
+    // delivered (§7 row 4), and what may or may not follow them.
+    let progress =
+        br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#;
+    let mut w = BytesMut::new();
+    let mut e = enc(0x0000_0010, 24);
+    e.message(progress, &mut w).unwrap();
+    e.message(
+        br#" {"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}} "#,
+        &mut w,
+    )
+    .unwrap();
+    e.keep_alive(&mut w).unwrap();
+    e.end(&mut w).unwrap();
+    out.push((
+        "a notification, then an error response, a keep-alive",
+        w.to_vec(),
+    ));
+
+    let mut w = BytesMut::new();
+    let mut e = enc(0x0BAD_CAFE, 16384);
+    e.message(br#"{"jsonrpc":"2.0","id":null,"result":{"id":1}}"#, &mut w)
+        .unwrap();
+    e.message(progress, &mut w).unwrap();
+    e.message(br#"{"jsonrpc":"2.0","id":2,"result":{}}"#, &mut w)
+        .unwrap();
+    e.end(&mut w).unwrap();
+    out.push((
+        "a response, a notification and a second response",
+        w.to_vec(),
+    ));
+
+    let mut w = BytesMut::new();
+    let mut e = enc(0x7777_0000, 8);
+    e.message(br#"[{"id":1,"result":{}}]"#, &mut w).unwrap();
+    e.message(br#"{"id":1,"result":NaN}"#, &mut w).unwrap();
+    e.message(br#"{"id":1,"result":{}}x"#, &mut w).unwrap();
+    e.message(br#"{"result":{},"params":{"id":1}}"#, &mut w)
+        .unwrap();
+    e.message(br#"{"jsonrpc":"2.0","\u0069d":5,"result":[]}"#, &mut w)
+        .unwrap();
+    e.abort(AbortCode::Overloaded, "draining", &mut w).unwrap();
+    out.push((
+        "messages that are not responses (a batch, NaN, trailing bytes, a nested id), then an escaped-key response and an abort",
+        w.to_vec(),
+    ));
     out
 }
 
@@ -591,7 +720,7 @@ fn seq_of(frame: &[u8]) -> u32 {
 }
 
 #[test]
-fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
+fn every_external_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
     let streams = encoded_streams();
     let default = Config::default();
     let keyed = Config {
@@ -631,6 +760,12 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
                 stream[..cut].to_vec(),
                 default.clone(),
             ));
+            // A keyed decoder delivers the final response at a cut after it (SPEC.md §7 row 4).
+            cases.push(Case::new(
+                format!("{name}, cut at {cut}, key expected"),
+                stream[..cut].to_vec(),
+                keyed.clone(),
+            ));
         }
         let mut trailing = stream.clone();
         trailing.push(0x9f);
@@ -643,10 +778,11 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
             let mut flipped = stream.clone();
             let at = rng.below(flipped.len());
             flipped[at] ^= 1 << rng.below(8);
+            let config = if rng.below(2) == 0 { &default } else { &keyed };
             cases.push(Case::new(
                 format!("{name}, bit flip at {at}"),
                 flipped,
-                default.clone(),
+                config.clone(),
             ));
         }
         let frames = frames_of(stream);
@@ -662,8 +798,13 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
             );
             cases.push(Case::new(
                 format!("{name}, frame {i} dropped"),
-                dropped,
+                dropped.clone(),
                 default.clone(),
+            ));
+            cases.push(Case::new(
+                format!("{name}, frame {i} dropped, key expected"),
+                dropped,
+                keyed.clone(),
             ));
             let mut dup: Vec<&Vec<u8>> = frames.iter().collect();
             dup.insert(i, &frames[i]);
@@ -729,10 +870,11 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
             for (what, frame) in rewrites {
                 let mut fs: Vec<&Vec<u8>> = frames.iter().collect();
                 fs[i] = &frame;
+                let config = if rng.below(2) == 0 { &default } else { &keyed };
                 cases.push(Case::new(
                     format!("{name}, frame {i}: {what}"),
                     join(fs),
-                    default.clone(),
+                    config.clone(),
                 ));
             }
         }
@@ -792,13 +934,18 @@ fn reference_decoder_agrees_with_the_crate_on_generated_and_mutated_streams() {
         cases.push(Case::new(format!("garbage {n}"), data, default.clone()));
     }
     assert!(cases.len() > 2000, "{} cases", cases.len());
-    assert_agree("generated streams", &cases);
+    let outcomes = assert_agree("generated streams", &cases);
+    // The final-response rule (SPEC.md §7 row 4) is exercised, not only the sentinel's.
+    assert!(
+        outcomes.get("delivered").copied().unwrap_or(0) >= 50,
+        "delivered streams: {outcomes:?}"
+    );
 }
 
 /// SSE bodies (SPEC.md §15) made by the crate's SSE encoder, reformatted and mutated.
 #[cfg(feature = "sse")]
 #[test]
-fn reference_decoder_agrees_with_the_crate_on_sse_bodies() {
+fn every_external_decoder_agrees_with_the_crate_on_sse_bodies() {
     use mcp_framing::sse::SseFrameEncoder;
 
     let sse = Config {
@@ -895,6 +1042,11 @@ fn reference_decoder_agrees_with_the_crate_on_sse_bodies() {
                 format!("sse {name}, cut at {cut}"),
                 body[..cut].to_vec(),
                 sse.clone(),
+            ));
+            cases.push(Case::new(
+                format!("sse {name}, cut at {cut}, key"),
+                body[..cut].to_vec(),
+                sse_keyed.clone(),
             ));
         }
         for _ in 0..body.len() / 4 {
@@ -1041,7 +1193,7 @@ fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 /// reformatted, cut, mutated, and with records or events stripped, dropped or duplicated.
 #[cfg(feature = "sse")]
 #[test]
-fn reference_decoder_agrees_with_the_crate_on_compat_bodies() {
+fn every_external_decoder_agrees_with_the_crate_on_compat_bodies() {
     use mcp_framing::sse_compat::CompatEncoder;
 
     let compat = Config {
@@ -1089,6 +1241,26 @@ fn reference_decoder_agrees_with_the_crate_on_compat_bodies() {
     e.message(large.as_bytes(), &mut b).unwrap();
     e.abort(AbortCode::UpstreamFailed, "gone", &mut b).unwrap();
     bodies.push(("a 5 KiB message in 1 KiB frames, aborted", b.to_vec()));
+    // The final response with STREAM_END in a later record (SPEC.md §18.5): a keyed decoder
+    // delivers its cuts between the response's event and that record (§7 row 4).
+    let mut b = BytesMut::new();
+    let mut e = encoder(0x0000_0042, 16384);
+    e.message(
+        br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+        &mut b,
+    )
+    .unwrap();
+    e.message(
+        br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#,
+        &mut b,
+    )
+    .unwrap();
+    e.keep_alive(&mut b).unwrap();
+    e.end(&mut b).unwrap();
+    bodies.push((
+        "a notification, the response, then a keep-alive and STREAM_END in records of their own",
+        b.to_vec(),
+    ));
 
     let mut rng = Rng(0xC0A7);
     let mut cases = Vec::new();
@@ -1162,6 +1334,11 @@ fn reference_decoder_agrees_with_the_crate_on_compat_bodies() {
                 format!("compat {name}, cut at {cut}"),
                 body[..cut].to_vec(),
                 compat.clone(),
+            ));
+            cases.push(Case::new(
+                format!("compat {name}, cut at {cut}, key"),
+                body[..cut].to_vec(),
+                keyed.clone(),
             ));
         }
         const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -16,17 +16,12 @@
 //! `cargo test --all-features --test stock_clients -- --ignored --nocapture` prints the cut table
 //! measured with every SDK's default timeouts (it takes minutes: some clients hang until them).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
-use futures_util::StreamExt;
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -76,83 +71,35 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+#[path = "rmcp_support/cut.rs"]
+mod cut;
+#[path = "example_support/mod.rs"]
+mod example_support;
+
+use cut::Cut;
+use example_support::{Example, repo, runtime};
 
 // ---------------------------------------------------------------------------------------------
 // The example server, as a subprocess.
 
-/// `cargo build --example rmcp_server` with the features and profile this test was built with
-/// (a no-op after `cargo test`, which builds the examples), and the binary's path.
-fn server_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let features: Vec<&str> = [
-            ("codec", cfg!(feature = "codec")),
-            ("sse", cfg!(feature = "sse")),
-            ("http", cfg!(feature = "http")),
-            ("rmcp", cfg!(feature = "rmcp")),
-            ("demo", cfg!(feature = "demo")),
-            ("cli", cfg!(feature = "cli")),
-        ]
-        .into_iter()
-        .filter_map(|(name, on)| on.then_some(name))
-        .collect();
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .current_dir(repo())
-            .args(["build", "--quiet", "--example", "rmcp_server"])
-            .args(["--message-format", "json", "--no-default-features"])
-            .args(["--features", &features.join(",")]);
-        if !cfg!(debug_assertions) {
-            cargo.arg("--release");
-        }
-        let output = cargo.stderr(Stdio::inherit()).output().expect("run cargo");
-        assert!(output.status.success(), "cargo build --example rmcp_server");
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|m| m["target"]["name"] == "rmcp_server")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reported the rmcp_server executable")
-    })
-}
-
 /// The example server on a free loopback port, killed on drop.
 struct Server {
-    child: Child,
+    _example: Example,
     url: String,
 }
 
 impl Server {
     fn start(mode: &str, json: bool) -> Self {
-        let mut command = Command::new(server_binary());
-        command.args(["--addr", "127.0.0.1:0", "--mode", mode, "--seconds", "300"]);
+        let mut args = vec!["--addr", "127.0.0.1:0", "--mode", mode, "--seconds", "300"];
         if json {
-            command.arg("--json");
+            args.push("--json");
         }
-        let mut child = command
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the example server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the server's first line");
-        let url = line
-            .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in the server's first line {line:?}"))
-            .to_owned();
-        Self { child, url }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let example = Example::start("rmcp_server", &args);
+        let url = example.url.clone();
+        Self {
+            _example: example,
+            url,
+        }
     }
 }
 
@@ -170,107 +117,31 @@ fn servers(modes: &[&str]) -> Vec<(String, bool, Server)> {
 // ---------------------------------------------------------------------------------------------
 // A proxy that ends the `tools/call` response body normally after `cut` bytes.
 
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("a runtime for the proxies")
-    })
-}
-
-struct ProxyState {
-    upstream: String,
-    cut: usize,
-    http: reqwest::Client,
-    /// Bytes of the last `tools/call` response body forwarded.
-    forwarded: Arc<AtomicUsize>,
-}
-
-async fn forward(State(state): State<Arc<ProxyState>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, 64 << 20)
-        .await
-        .expect("request body");
-    let is_call = serde_json::from_slice::<Value>(&body)
-        .is_ok_and(|message| message["method"] == "tools/call");
-    let mut upstream = state.http.request(parts.method, &state.upstream);
-    for (name, value) in &parts.headers {
-        if !matches!(name.as_str(), "host" | "content-length" | "connection") {
-            upstream = upstream.header(name, value);
-        }
-    }
-    let upstream = upstream.body(body).send().await.expect("upstream");
-    let mut response = Response::builder().status(upstream.status());
-    for (name, value) in upstream.headers() {
-        if !matches!(
-            name.as_str(),
-            "content-length" | "transfer-encoding" | "connection"
-        ) {
-            response = response.header(name, value);
-        }
-    }
-    let left = if is_call { state.cut } else { usize::MAX };
-    let forwarded = state.forwarded.clone();
-    if is_call {
-        forwarded.store(0, Ordering::SeqCst);
-    }
-    // Forward until `left` bytes, then end the body normally (chunked terminator): a proxy's
-    // idle timeout or a backend scaled in, as the client sees it.
-    let stream = futures_util::stream::unfold(
-        (upstream.bytes_stream(), left),
-        move |(mut upstream, left)| {
-            let forwarded = forwarded.clone();
-            async move {
-                if left == 0 {
-                    return None;
-                }
-                let chunk = match upstream.next().await? {
-                    Ok(chunk) => chunk,
-                    Err(err) => return Some((Err(std::io::Error::other(err)), (upstream, 0))),
-                };
-                let take = chunk.len().min(left);
-                if is_call {
-                    forwarded.fetch_add(take, Ordering::SeqCst);
-                }
-                Some((Ok(chunk.slice(..take)), (upstream, left - take)))
-            }
-        },
-    );
-    response
-        .body(Body::from_stream(stream))
-        .expect("a response")
-}
-
-/// A proxy in front of `upstream` that cuts every `tools/call` response after `cut` bytes.
+/// A proxy in front of `upstream` that ends every `tools/call` response body normally after
+/// `cut` bytes (`tests/rmcp_support/cut.rs`): a proxy's idle timeout or a backend scaled in, as
+/// the client sees it.
 struct Proxy {
     url: String,
-    forwarded: Arc<AtomicUsize>,
+    cut: Arc<Cut>,
 }
 
 impl Proxy {
-    fn start(upstream: &str, cut: usize) -> Self {
-        let forwarded = Arc::new(AtomicUsize::new(0));
-        let state = Arc::new(ProxyState {
-            upstream: upstream.to_owned(),
-            cut,
-            http: reqwest::Client::new(),
-            forwarded: forwarded.clone(),
-        });
-        let app = axum::Router::new().fallback(forward).with_state(state);
-        let listener = runtime().block_on(async {
-            tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind")
-        });
-        let addr = listener.local_addr().expect("addr");
-        runtime().spawn(async move { axum::serve(listener, app).await });
-        Self {
-            url: format!("http://{addr}/mcp"),
-            forwarded,
-        }
+    fn start(upstream: &str, cut_at: usize) -> Self {
+        let cut = Cut::new();
+        cut.cut_method("tools/call", std::iter::repeat_n(cut_at, 64));
+        let url = cut::serve_proxy(runtime(), upstream, cut.clone());
+        Self { url, cut }
+    }
+
+    /// Bytes of the last `tools/call` response body forwarded.
+    fn forwarded(&self) -> usize {
+        self.cut
+            .forwarded
+            .lock()
+            .unwrap()
+            .last()
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -632,7 +503,7 @@ fn cut_runs(run: impl Fn(&[&str]) -> Vec<Report>, check: impl Fn(&CutCase, &Repo
         assert_eq!(report.phase, "tools/call", "{label}: {report:?}");
         assert_eq!(report.outcome, "error", "{label}: {report:?}");
         assert_eq!(
-            case.proxy.forwarded.load(Ordering::SeqCst),
+            case.proxy.forwarded(),
             case.cut,
             "{label}: the proxy forwarded exactly the bytes before the cut"
         );
@@ -748,7 +619,7 @@ fn framing_client_reports_the_same_cuts_as_abandoned_and_surfaces_them_without_d
             let Err((message, outcome)) = result else {
                 panic!("{label}: a cut response was handed out as complete");
             };
-            assert_eq!(case.proxy.forwarded.load(Ordering::SeqCst), case.cut);
+            assert_eq!(case.proxy.forwarded(), case.cut);
             assert!(
                 message.starts_with("mcp-framing: response abandoned: truncated"),
                 "{label}: {message}"

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use mcp_framing::telemetry::{
     self, CLIENT_INCOMPLETE_BYTES, CLIENT_OPEN_MESSAGE_BYTES, CLIENT_RESPONSES, CLIENT_RETRIES,
-    CLIENT_RETRY_DECISIONS, CLIENT_TRUNCATIONS,
+    CLIENT_RETRY_DECISIONS, CLIENT_SENTINEL_MISSING, CLIENT_TRUNCATIONS,
 };
 use mcp_framing::{
     AttemptContext, DiscoveryMode, Outcome, RequestKey, RequestTraits, RetryPolicy, StreamDecoder,
@@ -68,9 +68,13 @@ fn capture(f: impl FnOnce()) -> Vec<Captured> {
     events.lock().unwrap().clone()
 }
 
+/// A stream for `key` cut after its two messages, before STREAM_END, read by a decoder that
+/// checks no key: abandoned `BetweenMessages` (a decoder that expects the key would deliver the
+/// final response, SPEC.md §7 row 4: see
+/// `a_final_response_delivered_without_its_sentinel_warns_and_counts_apart`).
 fn truncated_outcome(key: RequestKey) -> (Outcome, mcp_framing::StreamHead) {
     let (head, wire) = complete_stream(Some(key));
-    let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
+    let mut decoder = StreamDecoder::new();
     let cut = &wire[..wire.len() - 28]; // drop STREAM_END
     let _ = final_result(&mut decoder, cut);
     (decoder.outcome(), head)
@@ -141,6 +145,7 @@ fn clean_outcome_is_recorded_at_debug_level() {
     assert_eq!(events[0].level, tracing::Level::DEBUG);
     assert_eq!(events[0].fields["outcome"], "clean");
     assert_eq!(events[0].fields["regime"], "A");
+    assert_eq!(events[0].fields["sentinel_seen"], "true");
     assert_eq!(
         metrics.counter(CLIENT_RESPONSES, &[("outcome", "clean")]),
         1
@@ -148,6 +153,56 @@ fn clean_outcome_is_recorded_at_debug_level() {
     assert_eq!(metrics.counter(CLIENT_RESPONSES, &[("regime", "A")]), 1);
     assert_eq!(metrics.counter(CLIENT_INCOMPLETE_BYTES, &[]), 0);
     assert_eq!(metrics.counter(CLIENT_TRUNCATIONS, &[]), 0);
+    assert_eq!(metrics.counter(CLIENT_SENTINEL_MISSING, &[]), 0);
+}
+
+#[test]
+fn a_final_response_delivered_without_its_sentinel_warns_and_counts_apart() {
+    // SPEC.md §7 row 4, §11.6: clean in Regime B, not retried, but the cut is recorded.
+    let key = RequestKey::random();
+    let (head, wire) = complete_stream(Some(key));
+    let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
+    let _ = final_result(&mut decoder, &wire[..wire.len() - 28]); // drop STREAM_END
+    let outcome = decoder.outcome();
+    assert!(outcome.is_clean() && !outcome.sentinel_seen);
+    let ctx = AttemptContext::default()
+        .request_key(key)
+        .method("tools/call")
+        .attempt(1);
+    let metrics = Recorded::new();
+    let events = capture(|| metrics.run(|| telemetry::record_outcome(&outcome, &ctx)));
+    assert_eq!(events.len(), 1);
+    let f = &events[0].fields;
+    assert_eq!(events[0].level, tracing::Level::WARN);
+    assert_eq!(
+        (
+            f["outcome"].as_str(),
+            f["regime"].as_str(),
+            f["sentinel_seen"].as_str()
+        ),
+        ("clean", "B", "false")
+    );
+    assert_eq!(f["request_key"], key.fingerprint().to_string());
+    assert_eq!(f["attempt_id"], head.attempt_id.to_string());
+    assert!(f["message"].contains("without its sentinel"), "{f:?}");
+    assert_eq!(
+        metrics.counter(CLIENT_RESPONSES, &[("outcome", "clean"), ("regime", "B")]),
+        1
+    );
+    assert_eq!(
+        metrics.counter(
+            CLIENT_SENTINEL_MISSING,
+            &[("mcp.method.name", "tools/call")]
+        ),
+        1
+    );
+    assert_eq!(metrics.counter(CLIENT_TRUNCATIONS, &[]), 0);
+    assert_eq!(metrics.counter(CLIENT_INCOMPLETE_BYTES, &[]), 0);
+    // Not retried, whatever the request (SPEC.md §11.6: clean).
+    let decision = RetryPolicy::default()
+        .server_deduplicates(true)
+        .decide(&outcome, &RequestTraits::keyed(key));
+    assert!(!decision.is_retry(), "{decision:?}");
 }
 
 #[test]

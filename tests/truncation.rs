@@ -1,5 +1,7 @@
-//! Every truncation point (SPEC.md §7): a strict prefix of a valid stream is never a clean end,
-//! never yields a message whose MESSAGE_END is missing, and ends in `Truncated` saying where.
+//! Every truncation point (SPEC.md §7): a strict prefix of a valid stream is never a clean end
+//! with the sentinel, never yields a message whose MESSAGE_END is missing, and ends in
+//! `Truncated` saying where, unless it ends after the stream's verified final response for a
+//! decoder that expects the request key (delivered, §7 row 4).
 
 mod common;
 
@@ -64,15 +66,49 @@ fn valid_vectors() -> Vec<Vector> {
         .collect()
 }
 
+/// The vector's decoder without its request-key check: §7 row 4 does not apply (SPEC.md §7.1).
+fn keyless(vector: &Vector) -> StreamDecoder {
+    StreamDecoder::builder()
+        .limits(*vector.decoder().limits())
+        .build()
+}
+
 #[test]
 fn every_strict_prefix_of_every_valid_vector_is_truncated_where_it_was_cut() {
     for vector in valid_vectors() {
         let full = decode_one_shot(vector.decoder(), &vector.bytes);
         let full_messages = full.messages();
+        // Which prefixes the keyed decoder delivers, from the frame layout (the generator's
+        // rule, SPEC.md §7.1); the whole vector's own verdict is checked elsewhere.
+        let delivered = vectors::frame_prefix_verdicts(
+            &vector.bytes,
+            vector.request_key.is_some(),
+            vectors::PrefixVerdict::Clean,
+        );
         for cut in std::iter::once(0).chain(common::cut_points(&vector.bytes)) {
-            let outcome = decode_one_shot(vector.decoder(), &vector.bytes[..cut]);
             let (at, messages, frames) = expected_truncation(&vector.bytes, cut);
             let context = format!("{} cut at {cut}", vector.file);
+            let keyed = decode_one_shot(vector.decoder(), &vector.bytes[..cut]);
+            let outcome = decode_one_shot(keyless(&vector), &vector.bytes[..cut]);
+            if delivered[cut] == vectors::PrefixVerdict::Delivered {
+                // The final response and the messages before it, then the end.
+                let Some(Event::End(end)) = keyed.events.last() else {
+                    panic!("{context}: not delivered: {:?}", keyed.end);
+                };
+                assert!(keyed.is_clean() && !end.sentinel_seen, "{context}");
+                assert_eq!(keyed.messages(), outcome.messages(), "{context}");
+                assert_eq!(
+                    (end.messages, end.bytes),
+                    (messages, cut as u64),
+                    "{context}"
+                );
+            } else {
+                assert_eq!(
+                    (&keyed.end, keyed.messages()),
+                    (&outcome.end, outcome.messages()),
+                    "{context}: the key changes a truncation"
+                );
+            }
             let Err(DecodeError::Truncated {
                 at: found,
                 progress,

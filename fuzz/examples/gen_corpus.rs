@@ -217,6 +217,9 @@ const SCHEDULES: [&[u8]; 4] = [&[], &[0x80], &[0x82, 0x13, 0xff, 0x00], &[0x93, 
 /// and frame 1500 / messages 40.
 const SMALL_LIMITS: [u8; 2] = [0b0110_1100, 0b0000_1001];
 
+/// Bit 6 of a limits byte: the decoder expects [`EXPECTED_KEY`], the key of the vectors.
+const KEYED_LIMITS_BIT: u8 = 0b0100_0000;
+
 /// `contract_json` seeds: (name, mode byte, JSON). Mode bit 0: `server/discover`; bit 1: accept
 /// ambiguity.
 const CONTRACTS: [(&str, u8, &str); 10] = [
@@ -364,6 +367,22 @@ fn main() {
                 &with_prefix(&[mode, DEFAULT_LIMITS_BYTE]),
             );
         }
+    }
+    // The final-response rule (SPEC.md §7 row 4) applies to a decoder that expects the key:
+    // every vector about it, whole and cut, seeds the targets with the key expected too.
+    let keyed = DEFAULT_LIMITS_BYTE | KEYED_LIMITS_BIT;
+    for seed in seeds.iter().filter(|s| s.name.contains("final_response")) {
+        let with_prefix = |prefix: &[u8]| [prefix, &seed.bytes[..]].concat();
+        let name = format!("{}_keyed", seed.name);
+        write(&corpus.join("decode_raw"), &name, &with_prefix(&[keyed]));
+        let mut prefix = vec![keyed, SCHEDULES[0].len() as u8];
+        prefix.extend_from_slice(SCHEDULES[0]);
+        write(&corpus.join("decode_chunked"), &name, &with_prefix(&prefix));
+        write(
+            &corpus.join("fixed_checksums"),
+            &name,
+            &with_prefix(&[0, keyed]),
+        );
     }
     for (limits, seed) in SMALL_LIMITS.iter().zip(seeds.iter().filter(|s| s.valid)) {
         let name = format!("{}_limits_{limits:02x}", seed.name);

@@ -31,6 +31,10 @@ pub struct StreamChecker<'a> {
     end: Option<StreamSummary>,
     abort: Option<Abort>,
     messages: u64,
+    /// A message flagged as the final response came (SPEC.md §7.1: at most one).
+    final_seen: bool,
+    /// The last verified message is the final response, and no chunk came since.
+    last_is_final: bool,
     open_len: u64,
     open_hash: Sha256,
     open_chunks: Vec<Bytes>,
@@ -57,6 +61,8 @@ impl<'a> StreamChecker<'a> {
             end: None,
             abort: None,
             messages: 0,
+            final_seen: false,
+            last_is_final: false,
             open_len: 0,
             open_hash: Sha256::new(),
             open_chunks: Vec::with_capacity(input.len() / 21 + 1),
@@ -141,6 +147,7 @@ impl<'a> StreamChecker<'a> {
                     "chunk's offset in its message"
                 );
                 self.open_len += bytes.len() as u64;
+                self.last_is_final = false;
                 assert!(
                     self.open_len <= self.limits.max_message_size,
                     "message grew to {} bytes past the limit {}",
@@ -170,6 +177,16 @@ impl<'a> StreamChecker<'a> {
                     message.summary().sha256,
                     "summary digest of the bytes"
                 );
+                // SPEC.md §7.1: one final response at most, and only where it is looked for.
+                if message.is_final_response() {
+                    assert!(
+                        self.limits.request_key.is_some(),
+                        "a final response flagged by a decoder that expects no key"
+                    );
+                    assert!(!self.final_seen, "a second final response");
+                    self.final_seen = true;
+                }
+                self.last_is_final = message.is_final_response();
                 self.close_message(message.summary());
             }
             Event::MessageVerified(summary) => {
@@ -185,6 +202,33 @@ impl<'a> StreamChecker<'a> {
                     .expect(AFTER_HEAD)
                     .keep_alive(&mut self.scratch)
                     .expect("re-encode a keepalive");
+            }
+            Event::End(summary) if !summary.sentinel_seen => {
+                // SPEC.md §7 row 4: the end of input right after the final response, reported by
+                // `decode_eof`: no frame goes with it, and nothing is re-encoded for it.
+                assert!(
+                    self.limits.request_key.is_some() && self.limits.assemble,
+                    "delivered by a decoder that does not look for the final response"
+                );
+                assert!(
+                    self.last_is_final,
+                    "delivered, but the last message is not the final response"
+                );
+                assert_eq!(self.open_len, 0, "delivered inside a message");
+                assert_eq!(summary.messages, self.messages, "delivered message count");
+                assert_eq!(summary.frames, progress.frames, "delivered frame count");
+                assert_eq!(summary.bytes, consumed as u64, "delivered byte count");
+                assert_eq!(
+                    consumed,
+                    self.input.len(),
+                    "delivered before the input's end"
+                );
+                assert_eq!(
+                    progress.bytes, consumed as u64,
+                    "progress bytes when delivered"
+                );
+                self.end = Some(*summary);
+                return;
             }
             Event::End(summary) => {
                 assert_eq!(self.open_len, 0, "STREAM_END inside a message accepted");
@@ -324,13 +368,25 @@ impl<'a> StreamChecker<'a> {
         let terminal = self.end.is_some() || self.abort.is_some();
         let err = match verdict {
             Ok(()) => {
-                assert!(self.end.is_some(), "clean end without STREAM_END");
+                let end = self.end.expect("clean end without STREAM_END");
                 assert_eq!(remaining.unwrap_or(0), 0, "clean end with bytes left");
-                if self.in_sync {
+                if self.in_sync && end.sentinel_seen {
                     assert_eq!(
                         self.synced_to,
                         self.input.len(),
                         "clean end before the input's end"
+                    );
+                } else if self.in_sync {
+                    // Delivered (SPEC.md §7 row 4): after the last whole frame, part of one
+                    // frame at most.
+                    let rest = &self.input[self.synced_to..];
+                    let declared = rest.get(8..12).map_or(0, |len| {
+                        u32::from_be_bytes(len.try_into().expect("4 bytes"))
+                    });
+                    assert!(
+                        rest.len() < 20 || rest.len() < 20 + declared as usize,
+                        "delivered with {} bytes after the last whole frame",
+                        rest.len()
                     );
                 }
                 return;

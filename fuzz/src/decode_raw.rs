@@ -91,6 +91,11 @@ pub fn run(data: &[u8], guard: &dyn MemoryGuard) {
                 assert!(summaries.is_empty(), "decode_all assembled messages");
             }
             assert_eq!(stream.summary.messages, checker.summaries().len() as u64);
+            assert_eq!(
+                stream.summary.sentinel_seen,
+                decoder.outcome().sentinel_seen,
+                "decode_all's sentinel"
+            );
         }
         (Err(err), Err(again)) => assert_eq!(err, &again, "decode_all's error"),
         (verdict, all) => panic!("decode_all disagrees: {all:?} after {verdict:?}"),
@@ -106,7 +111,15 @@ fn fails_closed(
 ) {
     match verdict {
         Ok(()) => {
-            assert!(decoder.is_complete(), "clean end, decoder not complete");
+            // Complete with the sentinel, or a final response delivered without it (SPEC.md §7
+            // row 4), as the outcome records.
+            let outcome = decoder.outcome();
+            assert!(outcome.is_clean(), "clean end, outcome {outcome:?}");
+            assert_eq!(
+                decoder.is_complete(),
+                outcome.sentinel_seen,
+                "complete exactly when the sentinel arrived"
+            );
             assert_eq!(decoder.decode(buf), Ok(None), "decode after the end");
             assert_eq!(
                 decoder.decode_eof(buf),

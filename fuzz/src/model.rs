@@ -1,7 +1,10 @@
 //! An independent model of SPEC.md: walks the frames of a byte string and says what a receiver
 //! must report. It shares no code with the crate's decoder (only the crate's value types, to
 //! compare), works on a whole slice, and is written straight from the spec's tables, so that a
-//! disagreement points at one of the two.
+//! disagreement points at one of the two. Which message is a JSON-RPC response (SPEC.md §7.1) is
+//! read with the crate's one rule, `jsonrpc::is_response` (tested against `serde_json` values in
+//! `tests/jsonrpc.rs`); where that rule applies, and what it decides at the end of input, is the
+//! model's own.
 
 use mcp_framing::frame::FrameKind;
 use mcp_framing::{
@@ -46,10 +49,13 @@ pub enum Expected {
         bytes: Vec<u8>,
         /// Their SHA-256.
         sha256: [u8; 32],
+        /// The stream's final response (SPEC.md §7.1), for a decoder that expects a key and
+        /// assembles.
+        final_response: bool,
     },
     /// KEEPALIVE.
     KeepAlive,
-    /// STREAM_END.
+    /// STREAM_END, or the end of input after the final response (`sentinel_seen` false).
     End(StreamSummary),
     /// ABORT.
     Aborted(Abort),
@@ -60,6 +66,8 @@ pub enum Expected {
 pub enum Verdict {
     /// STREAM_END, then nothing.
     Clean,
+    /// The final response, then the end of input before STREAM_END (SPEC.md §7 row 4).
+    Delivered,
     /// Input ended without a terminal frame (SPEC.md §7).
     Truncated(Truncation),
     /// ABORT, then nothing.
@@ -82,6 +90,19 @@ enum State {
     AwaitingHead,
     Between,
     InMessage,
+}
+
+/// SPEC.md §7.1: where a stream stands with its final response.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// The decoder expects no key or does not assemble: not looked for.
+    Unchecked,
+    /// No JSON-RPC response verified yet.
+    Awaited,
+    /// The final response verified; only KEEPALIVE, ignorable or STREAM_END headers since.
+    Held,
+    /// A DATA, MESSAGE_END or ABORT header after the final response.
+    Spent,
 }
 
 fn be32(bytes: &[u8], at: usize) -> u32 {
@@ -125,8 +146,27 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
     // KEEPALIVE and ignorable frames since the last DATA or MESSAGE_END.
     let bounds = mcp_framing::Limits::DEFAULT;
     let (mut keepalives, mut ignorable) = (0u32, 0u32);
+    let mut answer = if limits.request_key.is_some() && limits.assemble {
+        Answer::Awaited
+    } else {
+        Answer::Unchecked
+    };
+    // SPEC.md §7 row 4: the end of input after the final response, whatever part of a frame
+    // (a header, or a STREAM_END or ignorable payload) it cut.
+    let delivered = |events: &mut Vec<Expected>, frames: u64, messages: u64| {
+        events.push(Expected::End(StreamSummary {
+            messages,
+            frames,
+            bytes: input.len() as u64,
+            sentinel_seen: false,
+        }));
+        Verdict::Delivered
+    };
     loop {
         let rest = &input[pos..];
+        if answer == Answer::Held && rest.is_empty() {
+            return delivered(events, frames, messages);
+        }
         if rest.is_empty() {
             return Verdict::Truncated(match state {
                 State::AwaitingHead => Truncation::NoFrame,
@@ -143,6 +183,9 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
             }
             if rest.len() >= 3 && rest[2] != VERSION {
                 return Verdict::Error("UnsupportedVersion");
+            }
+            if answer == Answer::Held {
+                return delivered(events, frames, messages);
             }
             return Verdict::Truncated(Truncation::InHeader {
                 received: rest.len(),
@@ -205,8 +248,15 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
         if kind == MESSAGE_END && messages >= bounds.max_messages {
             return Verdict::Error("TooManyMessages");
         }
+        // SPEC.md §7.1: only filler frames and STREAM_END may follow the final response.
+        if answer == Answer::Held && !matches!(kind, KEEPALIVE | STREAM_END | 0x80..=0xff) {
+            answer = Answer::Spent;
+        }
         let len = len as usize;
         if rest.len() - 20 < len {
+            if answer == Answer::Held {
+                return delivered(events, frames, messages);
+            }
             return Verdict::Truncated(Truncation::InPayload {
                 kind: FrameKind::from_byte(kind).expect("known kind"),
                 received: rest.len() - 20,
@@ -256,10 +306,17 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
                 if payload[8..] != sha256 {
                     return Verdict::Error("DigestMismatch");
                 }
+                // SPEC.md §7.1: the first verified JSON-RPC response is the final one.
+                let final_response = answer == Answer::Awaited
+                    && std::str::from_utf8(&open).is_ok_and(mcp_framing::jsonrpc::is_response);
+                if final_response {
+                    answer = Answer::Held;
+                }
                 events.push(Expected::Message {
                     index: messages,
                     bytes: std::mem::take(&mut open),
                     sha256,
+                    final_response,
                 });
                 messages += 1;
                 state = State::Between;
@@ -273,6 +330,7 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
                     messages,
                     frames,
                     bytes: pos as u64,
+                    sentinel_seen: true,
                 }));
                 return after_terminal(&input[pos..], Verdict::Clean);
             }
@@ -328,7 +386,7 @@ pub fn assert_agrees(outcome: &Outcome, events: &[Result<Event, DecodeError>], a
         events.get(outcome.events.len()),
     );
     match (&outcome.verdict, verdict) {
-        (Verdict::Clean, None) => {}
+        (Verdict::Clean | Verdict::Delivered, None) => {}
         (Verdict::Truncated(at), Some(DecodeError::Truncated { at: found, .. })) => {
             assert_eq!(at, found, "truncation point");
         }
@@ -359,18 +417,21 @@ fn matches(expected: &Expected, event: &Event, assemble: bool) -> bool {
                 index,
                 bytes,
                 sha256,
+                final_response,
             },
             Event::Message(message),
         ) if assemble => {
             let summary = message.summary();
             (summary.index, summary.len, summary.sha256) == (*index, bytes.len() as u64, *sha256)
                 && message.bytes()[..] == bytes[..]
+                && message.is_final_response() == *final_response
         }
         (
             Expected::Message {
                 index,
                 bytes,
                 sha256,
+                ..
             },
             Event::MessageVerified(summary),
         ) if !assemble => {

@@ -12,8 +12,10 @@
 //!   from those bytes;
 //! - and the round trip itself: when the decoder's limits admit the stream, a clean stream gives
 //!   back every message and keepalive, an aborted one the messages finished before the abort and
-//!   the abort, an unterminated one the finished messages and a truncation; a cut stream is never
-//!   clean and gives back a prefix of the messages.
+//!   the abort, an unterminated one the finished messages and a truncation, or, when its last
+//!   message is its first JSON-RPC response and the decoder expects a key, the response delivered
+//!   (SPEC.md §7 row 4); a cut stream is never clean with its sentinel, is delivered only after
+//!   its final response, and gives back a prefix of the messages.
 
 use arbitrary::{Arbitrary, Unstructured};
 use bytes::BytesMut;
@@ -38,6 +40,18 @@ pub enum Op {
     Finish,
     /// `StreamEncoder::keep_alive`.
     KeepAlive,
+    /// `StreamEncoder::message` with a JSON-RPC response of this id (SPEC.md §7.1).
+    Response(u32),
+}
+
+/// The JSON-RPC response of [`Op::Response`].
+fn response(id: u32) -> Vec<u8> {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#).into_bytes()
+}
+
+/// Whether `message` is a JSON-RPC response (the crate's one rule, SPEC.md §7.1).
+fn is_response(message: &[u8]) -> bool {
+    std::str::from_utf8(message).is_ok_and(mcp_framing::jsonrpc::is_response)
 }
 
 /// How the script ends its stream.
@@ -175,6 +189,10 @@ fn encode(script: &Script) -> (BytesMut, Simulation) {
     };
     let mut wire = BytesMut::new();
     for op in &script.ops {
+        let op = &match op {
+            Op::Response(id) => Op::Message(response(*id)),
+            other => other.clone(),
+        };
         let before = wire.len();
         let refused = match op {
             Op::Push(bytes) => {
@@ -227,6 +245,7 @@ fn encode(script: &Script) -> (BytesMut, Simulation) {
                 sim.keepalives += 1;
                 false
             }
+            Op::Response(_) => unreachable!("written as a message above"),
         };
         if refused {
             assert_eq!(
@@ -394,6 +413,14 @@ pub fn run(data: &[u8]) {
             Verdict::Clean,
             "a strict prefix decoded as clean"
         );
+        if outcome.verdict == Verdict::Delivered {
+            // SPEC.md §7.1: only right after the final response, the stream's last message.
+            let last = outcome.events.iter().rev().find_map(|e| match e {
+                Expected::Message { final_response, .. } => Some(*final_response),
+                _ => None,
+            });
+            assert_eq!(last, Some(true), "delivered without a final response last");
+        }
         return;
     }
     if !admitted {
@@ -414,10 +441,18 @@ pub fn run(data: &[u8]) {
             "stream head"
         );
     }
+    // SPEC.md §7 row 4: an unterminated stream whose last message is its first JSON-RPC
+    // response, for a decoder that expects a key and assembles messages.
+    let first_response = sim.messages.iter().position(|m| is_response(m));
+    let delivers = limits.request_key.is_some()
+        && limits.assemble
+        && sim.open.is_none()
+        && first_response.is_some_and(|i| i + 1 == sim.messages.len());
     let expected = match (&script.ending, &sim.abort) {
         (Ending::End, _) => Verdict::Clean,
         (Ending::Abort { .. }, Some(abort)) => Verdict::PeerAbort(abort.clone()),
         (_, _) if sim.frames.is_empty() => Verdict::Truncated(Truncation::NoFrame),
+        (_, _) if delivers => Verdict::Delivered,
         (_, _) => Verdict::Truncated(match &sim.open {
             Some(open) => Truncation::InMessage {
                 message_bytes: open.len() as u64,

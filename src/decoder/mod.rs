@@ -16,7 +16,7 @@ mod check;
 mod state;
 
 use check::{Expect, Runs, check_header, check_partial_header, cold};
-use state::{Message, Pending, Position, State};
+use state::{Answer, Message, Pending, Position, State};
 
 /// Builds a [`StreamDecoder`] with non-default limits or checks.
 ///
@@ -45,6 +45,13 @@ impl DecoderBuilder {
 
     /// Requires the stream head to echo this request key; another key (or none) is
     /// [`DecodeError::RequestKeyMismatch`]: a response that belongs to another request.
+    ///
+    /// The key binds the stream to the request, so a decoder that expects one and assembles
+    /// messages also recognizes the stream's final JSON-RPC response
+    /// ([`VerifiedMessage::is_final_response`]) and delivers it when the input ends after it
+    /// without the STREAM_END sentinel (SPEC.md §7 row 4, §7.1): [`decode_eof`](StreamDecoder::decode_eof)
+    /// then reports [`Event::End`] with [`StreamSummary::sentinel_seen`] `false`, and the outcome
+    /// is clean in Regime B.
     ///
     /// # Examples
     ///
@@ -111,8 +118,10 @@ impl DecoderBuilder {
 ///
 /// Feed it bytes as they arrive with [`decode`](Self::decode) (`Ok(None)`: need more bytes),
 /// and call [`decode_eof`](Self::decode_eof) when the input ends: it returns `Ok(None)` only after
-/// the STREAM_END sentinel, and a precise [`DecodeError::Truncated`] otherwise. With the `codec`
-/// feature it is also a `tokio_util::codec::Decoder` for `FramedRead`.
+/// the STREAM_END sentinel, or after the verified final response of a decoder that expects a
+/// request key (SPEC.md §7 row 4: delivered without the sentinel), and a precise
+/// [`DecodeError::Truncated`] otherwise. With the `codec` feature it is also a
+/// `tokio_util::codec::Decoder` for `FramedRead`.
 ///
 /// The decoder examines each byte once, checks a header before waiting for its payload, never
 /// reserves memory from a declared length, and hands out DATA bytes as zero-copy slices of the
@@ -195,7 +204,8 @@ pub struct DecodedStream {
     pub head: StreamHead,
     /// Every message, verified (empty when the decoder does not assemble messages).
     pub messages: Vec<VerifiedMessage>,
-    /// The totals reported with the sentinel.
+    /// The totals reported with the end ([`StreamSummary::sentinel_seen`]: the sentinel
+    /// arrived, or the final response was delivered without it).
     pub summary: StreamSummary,
 }
 
@@ -306,7 +316,8 @@ impl StreamDecoder {
         self.state.stream_state()
     }
 
-    /// Whether the STREAM_END sentinel was received (and nothing is wrong).
+    /// Whether the STREAM_END sentinel was received (and nothing is wrong). A final response
+    /// delivered without it (SPEC.md §7 row 4) is clean, but not complete in this sense.
     ///
     /// # Examples
     ///
@@ -316,7 +327,7 @@ impl StreamDecoder {
     /// ```
     #[must_use]
     pub fn is_complete(&self) -> bool {
-        matches!(self.state, State::Complete { .. })
+        matches!(&self.state, State::Complete { summary, .. } if summary.sentinel_seen)
     }
 
     /// How the stream ended, from this decoder's own state (SPEC.md §7, §11.4): the one way to
@@ -327,7 +338,8 @@ impl StreamDecoder {
     ///
     /// | the decoder saw | verdict |
     /// |---|---|
-    /// | STREAM_END, then the end of input (`decode_eof` returned `Ok(None)`) | `Clean` (Regime A) |
+    /// | STREAM_END, then the end of input (`decode_eof` returned `Ok(None)`) | `Clean` (Regime A, [`sentinel_seen`](Outcome::sentinel_seen)) |
+    /// | the final response, then the end of input before STREAM_END (`decode_eof` reported [`Event::End`] without [`sentinel_seen`](StreamSummary::sentinel_seen), then `Ok(None)`; SPEC.md §7 row 4) | `Clean` (Regime B, the sentinel not seen) |
     /// | ABORT | `Aborted` (Regime A) |
     /// | a truncation at the end of input | `Abandoned { at: Some(..) }` |
     /// | any other error | as [`Outcome::from_error`] |
@@ -362,8 +374,14 @@ impl StreamDecoder {
         let head = self.head();
         match &self.state {
             State::Complete {
+                input_ended: true,
+                summary,
+                ..
+            } if summary.sentinel_seen => Outcome::clean(self.progress, head),
+            // SPEC.md §7 row 4: the final response, then the end of input before STREAM_END.
+            State::Complete {
                 input_ended: true, ..
-            } => Outcome::clean(self.progress, head),
+            } => Outcome::delivered(self.progress, head),
             State::Aborted { abort, .. } => Outcome::aborted(abort.clone(), self.progress, head),
             State::Failed { error, .. } => {
                 let received = match error {
@@ -401,13 +419,20 @@ impl StreamDecoder {
     }
 
     /// Call when the input has ended: returns the remaining events one by one, then `Ok(None)`
-    /// if and only if the stream ended with its STREAM_END sentinel (SPEC.md §7).
+    /// if and only if the stream is complete (SPEC.md §7): it ended with its STREAM_END
+    /// sentinel (row 2), or the input ended after its verified final response (row 4, a decoder
+    /// that expects a request key and assembles messages, SPEC.md §7.1). In the second case the
+    /// last event is [`Event::End`] with [`StreamSummary::sentinel_seen`] `false`, reported here
+    /// (not by [`decode`](Self::decode)), and the bytes of a frame cut after the response (a
+    /// STREAM_END cut short) are consumed with it: `buf` is empty after it, so that
+    /// `tokio_util`'s `FramedRead` ends the stream with `None`.
     ///
     /// # Errors
     ///
     /// [`DecodeError::Truncated`] saying where the stream stopped and what was received if the
-    /// sentinel is missing (also for a stream cut right after a header), and
-    /// [`DecodeError::PeerAbort`] if the peer aborted; otherwise as [`decode`](Self::decode).
+    /// sentinel is missing and no final response was delivered (also for a stream cut right
+    /// after a header), and [`DecodeError::PeerAbort`] if the peer aborted; otherwise as
+    /// [`decode`](Self::decode).
     ///
     /// # Examples
     ///
@@ -419,19 +444,48 @@ impl StreamDecoder {
     /// let err = dec.decode_eof(&mut BytesMut::new()).unwrap_err();
     /// assert!(matches!(err, DecodeError::Truncated { at: Truncation::NoFrame, .. }));
     /// ```
+    ///
+    /// A final response whose STREAM_END was cut is delivered by a decoder that expects the key:
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use mcp_framing::{Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let key = RequestKey::random();
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+    /// let mut wire = BytesMut::new();
+    /// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+    /// enc.end(&mut wire)?;
+    /// wire.truncate(wire.len() - 5); // cut inside STREAM_END
+    ///
+    /// let mut dec = StreamDecoder::builder().expect_request_key(key).build();
+    /// let mut last = None;
+    /// while let Some(event) = dec.decode_eof(&mut wire).unwrap() {
+    ///     last = Some(event);
+    /// }
+    /// let Some(Event::End(summary)) = last else { panic!("{last:?}") };
+    /// assert!(!summary.sentinel_seen);
+    /// assert!(dec.outcome().is_clean());
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[inline]
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
         // Returned as is, not re-wrapped: the event is built once, in the caller's slot.
         match self.decode(buf) {
-            Ok(None) => self.end_of_input(buf).map(|_| None),
+            // SPEC.md §7 row 4: the end of a delivered final response is reported here, once.
+            Ok(None) => {
+                let ended = self.end_of_input(buf)?;
+                Ok(ended.delivered.then_some(Event::End(ended.summary)))
+            }
             result => result,
         }
     }
 
     /// The verdict once no further frame can be decoded from `buf` and the input ended
-    /// (SPEC.md §7): the head and totals of a complete stream, or why it is not.
+    /// (SPEC.md §7): the head and totals of a complete stream (`delivered`: the input ended
+    /// right after the final response, just now, row 4), or why it is not.
     #[cold]
-    fn end_of_input(&mut self, buf: &BytesMut) -> Result<(StreamHead, StreamSummary), DecodeError> {
+    fn end_of_input(&mut self, buf: &mut BytesMut) -> Result<Ended, DecodeError> {
         let err = match &mut self.state {
             State::Complete {
                 head,
@@ -439,10 +493,37 @@ impl StreamDecoder {
                 input_ended,
             } => {
                 *input_ended = true;
-                return Ok((*head, *summary));
+                return Ok(Ended {
+                    head: *head,
+                    summary: *summary,
+                    delivered: false,
+                });
             }
             State::Failed { error, .. } => return Err(error.clone()),
             State::Aborted { abort, .. } => DecodeError::PeerAbort(abort.clone()),
+            State::Open {
+                at:
+                    Position::Streaming {
+                        head,
+                        answer: Answer::Held,
+                        ..
+                    },
+                ..
+            } => {
+                // SPEC.md §7 row 4: the final response was verified and nothing but filler
+                // frames, or part of one more frame (its header, or STREAM_END's or an
+                // ignorable frame's payload), followed it. Those bytes are consumed with the
+                // stream, so the buffer is empty at its end.
+                let head = *head;
+                self.progress.bytes += buf.len() as u64;
+                buf.clear();
+                let summary = self.complete(head, false);
+                return Ok(Ended {
+                    head,
+                    summary,
+                    delivered: true,
+                });
+            }
             State::Open { at, pending } => {
                 let at = match pending {
                     Some(pending) => Truncation::InPayload {
@@ -473,12 +554,15 @@ impl StreamDecoder {
         Err(self.failed_with(err))
     }
 
-    /// Decodes a whole stream held in memory, requiring its sentinel.
+    /// Decodes a whole stream held in memory, requiring its sentinel or, for a decoder that
+    /// expects a request key, its final response (SPEC.md §7 row 4: the summary then says
+    /// [`sentinel_seen`](StreamSummary::sentinel_seen) `false`).
     ///
     /// # Errors
     ///
     /// The first [`DecodeError`] of the stream, [`DecodeError::Truncated`] if the sentinel is
-    /// missing, [`DecodeError::PeerAbort`] if it was aborted.
+    /// missing (and no final response was delivered), [`DecodeError::PeerAbort`] if it was
+    /// aborted.
     ///
     /// # Examples
     ///
@@ -507,7 +591,7 @@ impl StreamDecoder {
                 messages.push(message);
             }
         }
-        let (head, summary) = self.end_of_input(&buf)?;
+        let Ended { head, summary, .. } = self.end_of_input(&mut buf)?;
         Ok(DecodedStream {
             head,
             messages,
@@ -528,7 +612,8 @@ impl StreamDecoder {
 
     /// Call when the input has ended: every remaining event in `buf`, followed by the
     /// end-of-input verdict if it is an error (see [`decode_eof`](Self::decode_eof)). A list that
-    /// does not end with an error means the stream ended with its sentinel.
+    /// does not end with an error means the stream is complete: it ends with [`Event::End`],
+    /// with the sentinel or for a delivered final response (SPEC.md §7 rows 2 and 4).
     ///
     /// # Examples
     ///
@@ -596,6 +681,13 @@ impl StreamDecoder {
                         runs: self.runs,
                     };
                     let kind = check_header(&header, at, expect, offset)?;
+                    if let Position::Streaming { answer, .. } = at {
+                        // SPEC.md §7.1: after the final response only filler frames and
+                        // STREAM_END leave it deliverable at the end of input.
+                        if *answer == Answer::Held && !may_follow_final_response(kind) {
+                            *answer = Answer::Spent;
+                        }
+                    }
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
                     if buf.len() < header.len as usize {
@@ -625,7 +717,12 @@ impl StreamDecoder {
             self.progress.frames += 1;
             self.progress.last_sequence = Some(header.sequence);
             self.expected_sequence = header.sequence.wrapping_add(1);
-            let Position::Streaming { head, message } = at else {
+            let Position::Streaming {
+                head,
+                message,
+                answer,
+            } = at
+            else {
                 // Only HEAD passes the header check before the stream is open.
                 return self.open_stream(&header, kind, &payload);
             };
@@ -678,7 +775,19 @@ impl StreamDecoder {
                     self.progress.open_message_bytes = 0;
                     self.runs = Runs::default();
                     if self.config.assemble {
-                        Event::Message(VerifiedMessage { summary, bytes })
+                        // SPEC.md §7.1: the first verified JSON-RPC response is the final one,
+                        // recognized here once (only while it is awaited: a keyed, assembling
+                        // decoder before its first response).
+                        let final_response =
+                            *answer == Answer::Awaited && is_jsonrpc_response(&bytes);
+                        if final_response {
+                            *answer = Answer::Held;
+                        }
+                        Event::Message(VerifiedMessage {
+                            summary,
+                            bytes,
+                            final_response,
+                        })
                     } else {
                         Event::MessageVerified(summary)
                     }
@@ -757,10 +866,18 @@ impl StreamDecoder {
                 });
             }
         }
+        // SPEC.md §7.1: only a decoder that expects a key and keeps the messages looks for the
+        // final response.
+        let answer = if self.config.request_key.is_some() && self.config.assemble {
+            Answer::Awaited
+        } else {
+            Answer::Unchecked
+        };
         self.state = State::Open {
             at: Position::Streaming {
                 head,
                 message: None,
+                answer,
             },
             pending: None,
         };
@@ -782,17 +899,25 @@ impl StreamDecoder {
                 received: self.progress.messages,
             });
         }
+        Ok(Some(Event::End(self.complete(head, true))))
+    }
+
+    /// Ends the stream as complete, with what was received: with its sentinel (SPEC.md §7 row 2;
+    /// the end of input must still come) or without it, at the end of input right after the
+    /// final response (row 4).
+    fn complete(&mut self, head: StreamHead, sentinel_seen: bool) -> StreamSummary {
         let summary = StreamSummary {
             messages: self.progress.messages,
             frames: self.progress.frames,
             bytes: self.progress.bytes,
+            sentinel_seen,
         };
         self.state = State::Complete {
             head,
             summary,
-            input_ended: false,
+            input_ended: !sentinel_seen,
         };
-        Ok(Some(Event::End(summary)))
+        summary
     }
 
     /// Acts on an ABORT frame: the stream ends, the open message is discarded, never delivered
@@ -811,4 +936,30 @@ impl StreamDecoder {
         };
         Ok(Some(Event::Aborted(abort)))
     }
+}
+
+/// How the end of input ended a stream that is not in error (SPEC.md §7 rows 2 and 4).
+#[derive(Clone, Copy, Debug)]
+struct Ended {
+    head: StreamHead,
+    summary: StreamSummary,
+    /// The end of input delivered the final response just now (row 4): `decode_eof` reports
+    /// [`Event::End`] for it, once.
+    delivered: bool,
+}
+
+/// Whether a frame of `kind` may follow the final response without ending its delivery at the
+/// end of input (SPEC.md §7.1): filler frames and the sentinel.
+#[inline]
+fn may_follow_final_response(kind: FrameKind) -> bool {
+    matches!(
+        kind,
+        FrameKind::KeepAlive | FrameKind::Ignorable(_) | FrameKind::StreamEnd
+    )
+}
+
+/// Whether verified message bytes are a JSON-RPC response (SPEC.md §7.1): UTF-8, then the one
+/// rule of [`crate::jsonrpc::is_response`].
+fn is_jsonrpc_response(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(crate::jsonrpc::is_response)
 }

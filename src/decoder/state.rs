@@ -19,10 +19,12 @@ pub(super) enum State {
         /// A header that passed every check and whose payload has not all arrived yet.
         pending: Option<Pending>,
     },
-    /// STREAM_END arrived, its message count matched.
+    /// STREAM_END arrived, its message count matched (`summary.sentinel_seen`); or the input
+    /// ended right after the final response (SPEC.md §7 row 4: delivered, `input_ended` set at
+    /// once).
     Complete {
         head: StreamHead,
-        /// The totals reported with the sentinel.
+        /// The totals reported with the end.
         summary: StreamSummary,
         /// The end of input came with nothing after the sentinel (SPEC.md §3, §7): only then is
         /// the stream clean.
@@ -77,7 +79,26 @@ pub(super) enum Position {
     Streaming {
         head: StreamHead,
         message: Option<Message>,
+        /// Where the stream stands with its final response (SPEC.md §7.1).
+        answer: Answer,
     },
+}
+
+/// Where a stream stands with its final JSON-RPC response (SPEC.md §7.1): whether the end of
+/// input before STREAM_END delivers it (§7 row 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// Not looked for: the decoder expects no request key or does not assemble messages (§7
+    /// row 4 does not apply).
+    Unchecked,
+    /// No final response yet: every verified message is checked.
+    Awaited,
+    /// The last verified message is the final response, and every header accepted since is a
+    /// KEEPALIVE, ignorable or STREAM_END one: the end of input delivers it.
+    Held,
+    /// A DATA, MESSAGE_END or ABORT header came after the final response: for the rest of the
+    /// stream the end of input before STREAM_END is a truncation again.
+    Spent,
 }
 
 impl Position {

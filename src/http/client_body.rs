@@ -39,8 +39,11 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub enum Delivery {
     /// A message whose length and SHA-256 were verified.
     Message(VerifiedMessage),
-    /// The body ended after the STREAM_END sentinel: the response is complete. Always the last
-    /// item of a clean response.
+    /// The response is complete: the body ended after the STREAM_END sentinel or, for a decoder
+    /// that expects a request key, right after the verified final response
+    /// ([`VerifiedMessage::is_final_response`], SPEC.md §7 row 4: the summary's
+    /// [`sentinel_seen`](StreamSummary::sentinel_seen) is then `false` and the outcome clean in
+    /// Regime B). Always the last item of a clean response.
     Complete(StreamSummary),
 }
 
@@ -204,7 +207,10 @@ impl<E> ReceiveError<E> {
 ///
 /// Yields every message once verified, then [`Delivery::Complete`] when the body ended after
 /// the sentinel; or a [`ReceiveError`] as its last item. It never yields a message that failed
-/// verification or was cut, and a body that ends without the sentinel is always an error. A body
+/// verification or was cut, and a body that ends without the sentinel is an error, except right
+/// after the final response of a decoder that expects the request's key: that body ends with
+/// [`Delivery::Complete`] (the outcome clean in Regime B, the sentinel recorded as missing,
+/// SPEC.md §7 row 4), so the held final response is delivered like any other. A body
 /// that goes without a frame for the [idle timeout](Self::idle_timeout) (default 60 s) is
 /// abandoned ([`ReceiveError::IdleTimeout`]).
 ///
@@ -232,6 +238,37 @@ impl<E> ReceiveError<E> {
 /// assert!(err.is_abandoned());
 /// assert_eq!(err.progress().unwrap().messages, 1);
 /// assert!(response.next().await.is_none());
+/// # });
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+///
+/// The same cut, read by a client that sent a request key and expects it (as every keyed
+/// client does): the final response was verified, only its sentinel is missing, so the response
+/// completes (SPEC.md §7 row 4) and is not retried.
+///
+/// ```
+/// use bytes::Bytes;
+/// use futures::{StreamExt, stream};
+/// use mcp_framing::http::{Delivery, Mapping, VerifiedResponse};
+/// use mcp_framing::{Regime, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let key = RequestKey::random();
+/// let mut wire = bytes::BytesMut::new();
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+/// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+/// enc.end(&mut wire)?;
+///
+/// # tokio_test::block_on(async {
+/// let body = stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(&wire[..wire.len() - 10]))]);
+/// let decoder = StreamDecoder::builder().expect_request_key(key).build();
+/// let mut response = VerifiedResponse::new(body, Mapping::Binary, decoder);
+/// let Some(Ok(Delivery::Message(message))) = response.next().await else { panic!() };
+/// assert!(message.is_final_response());
+/// let Some(Ok(Delivery::Complete(summary))) = response.next().await else { panic!() };
+/// assert!(!summary.sentinel_seen);
+/// let outcome = response.outcome().unwrap();
+/// assert!(outcome.is_clean());
+/// assert_eq!((outcome.regime, outcome.sentinel_seen), (Regime::B, false));
 /// # });
 /// # Ok::<(), mcp_framing::EncodeError>(())
 /// ```
@@ -614,7 +651,8 @@ where
     }
 }
 
-/// Collects a [`VerifiedResponse`]: all verified messages if the response completed.
+/// Collects a [`VerifiedResponse`]: all verified messages if the response completed (with its
+/// sentinel, or a final response delivered without it, SPEC.md §7 row 4).
 ///
 /// # Errors
 ///

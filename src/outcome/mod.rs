@@ -12,9 +12,11 @@
 //!   non-clean verdicts ([`Verdict`], `verdict.rs`, with the one table of [`VerdictKind`]s).
 //!
 //! Only a decoder that saw the STREAM_END sentinel and then the end of its input, with nothing in
-//! between, gives [`Verdict::Clean`]. Every other way of obtaining an outcome
-//! ([`Outcome::from_error`], [`Outcome::unframed_close`], [`Outcome::mapping_violation`]) is
-//! never clean.
+//! between, gives [`Verdict::Clean`] in Regime A; only a decoder that expects a request key and
+//! saw the end of its input right after the stream's verified final response gives it in Regime
+//! B ([`Outcome::sentinel_seen`] `false`, SPEC.md §7 row 4). Every other way of obtaining an
+//! outcome ([`Outcome::from_error`], [`Outcome::unframed_close`], [`Outcome::mapping_violation`])
+//! is never clean.
 //!
 //! ```
 //! use bytes::BytesMut;
@@ -77,6 +79,12 @@ pub struct Outcome {
     pub verdict: Verdict,
     /// The regime whose rule decided (A: the sentinel, B: the framing's checks, C: nothing).
     pub regime: Regime,
+    /// Whether a clean verdict rests on the STREAM_END sentinel (SPEC.md §7 row 2, Regime A).
+    /// `false` for a final response delivered when the input ended before its sentinel (§7 row
+    /// 4: [`Verdict::Clean`] in Regime B, the missing sentinel recorded here), and for every
+    /// verdict that is not clean, also one found after the sentinel (`TrailingData`): there the
+    /// sentinel decided nothing.
+    pub sentinel_seen: bool,
     /// What had been received: frames, bytes, last sequence number, verified messages and the
     /// bytes of a message left open.
     pub received: Progress,
@@ -86,10 +94,12 @@ pub struct Outcome {
 
 impl Outcome {
     /// A framed stream decided by the decision table: the payload is self-delimiting, the
-    /// sentinel was seen (and then the end of input) or not, and without it the stream-level
-    /// integrity check (STREAM_END's message count) did not pass.
+    /// sentinel was seen (and then the end of input) or not, and without it the integrity check
+    /// passed (the final response verified, then the end of input, SPEC.md §7.1) or not (the
+    /// stream-level check, STREAM_END's message count, never arrived).
     fn framed(
         sentinel_seen: bool,
+        integrity_ok: bool,
         at: Option<Truncation>,
         received: Progress,
         head: Option<StreamHead>,
@@ -97,7 +107,7 @@ impl Outcome {
         let obs = Observations {
             sentinel_seen,
             self_delimiting: true,
-            integrity_ok: sentinel_seen,
+            integrity_ok,
             sticky_discovery: false,
         };
         let (verdict, regime) = match classify(&obs) {
@@ -107,6 +117,7 @@ impl Outcome {
             Err(err) => (Verdict::Ambiguous(err), Regime::C),
         };
         Self {
+            sentinel_seen: sentinel_seen && verdict == Verdict::Clean,
             verdict,
             regime,
             received,
@@ -116,7 +127,13 @@ impl Outcome {
 
     /// A stream whose decoder saw STREAM_END and then the end of its input.
     pub(crate) fn clean(received: Progress, head: Option<StreamHead>) -> Self {
-        Self::framed(true, None, received, head)
+        Self::framed(true, true, None, received, head)
+    }
+
+    /// A stream whose decoder saw the end of its input right after the verified final response,
+    /// before the sentinel (SPEC.md §7 row 4): clean in Regime B, the sentinel not seen.
+    pub(crate) fn delivered(received: Progress, head: Option<StreamHead>) -> Self {
+        Self::framed(false, true, None, received, head)
     }
 
     /// A stream that stopped before its sentinel: truncated at `at` when the decoder saw the end
@@ -126,7 +143,7 @@ impl Outcome {
         received: Progress,
         head: Option<StreamHead>,
     ) -> Self {
-        Self::framed(false, at, received, head)
+        Self::framed(false, false, at, received, head)
     }
 
     /// A stream the server aborted (Regime A: the ABORT frame is as authoritative as the
@@ -135,6 +152,7 @@ impl Outcome {
         Self {
             verdict: Verdict::Aborted(abort),
             regime: Regime::A,
+            sentinel_seen: false,
             received,
             head,
         }
@@ -190,6 +208,7 @@ impl Outcome {
             verdict => Self {
                 verdict,
                 regime: Regime::B,
+                sentinel_seen: false,
                 received,
                 head,
             },
@@ -225,6 +244,7 @@ impl Outcome {
         Self {
             verdict,
             regime: Regime::C,
+            sentinel_seen: false,
             received: Progress {
                 bytes: bytes_received,
                 ..Progress::default()
@@ -256,16 +276,38 @@ impl Outcome {
         Self {
             verdict: Verdict::MappingViolation(cause),
             regime: Regime::B,
+            sentinel_seen: false,
             received: Progress::default(),
             head: None,
         }
     }
 
-    /// Whether the response is complete (the only verdict under which it may be used as such).
+    /// Whether the response is complete (the only verdict under which it may be used as such):
+    /// [`Verdict::Clean`], with the sentinel (Regime A) or, for a final response delivered
+    /// without it, in Regime B ([`sentinel_seen`](Self::sentinel_seen) `false`, SPEC.md §7 row
+    /// 4). Neither is retried.
     ///
     /// # Examples
     ///
-    /// See [`Outcome`].
+    /// A stream cut after its verified final response, read by a decoder that expects the
+    /// request's key:
+    ///
+    /// ```
+    /// use mcp_framing::{Regime, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let key = RequestKey::random();
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#, &mut wire)?;
+    /// // A proxy cut the body here, before STREAM_END.
+    ///
+    /// let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
+    /// while let Some(_event) = decoder.decode_eof(&mut wire).unwrap() {}
+    /// let outcome = decoder.outcome();
+    /// assert!(outcome.is_clean());
+    /// assert_eq!((outcome.regime, outcome.sentinel_seen), (Regime::B, false));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn is_clean(&self) -> bool {
         self.verdict == Verdict::Clean

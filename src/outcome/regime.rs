@@ -20,8 +20,9 @@ pub struct Observations {
     /// The payload is self-delimiting: lengths and checksums say where it ends (a framed stream).
     pub self_delimiting: bool,
     /// The payload's integrity check passed. For a framed stream: every frame and message
-    /// checked out *and* the stream-level check (STREAM_END's message count) passed, so a stream
-    /// cut between two verified messages does not pass.
+    /// checked out *and* either the stream-level check (STREAM_END's message count) passed or
+    /// the stream's final response was verified with nothing but filler after it (SPEC.md §7.1),
+    /// so a stream cut between two verified notifications does not pass.
     pub integrity_ok: bool,
     /// Discovery is sticky (retries reach the instance that served the earlier attempt), rather
     /// than re-resolved per request.

@@ -281,7 +281,15 @@ pub(crate) fn decode_pieces<'a>(
         match decoder.decode_eof(&mut buf) {
             Ok(Some(event)) => events.push(event),
             Ok(None) => {
-                assert!(decoder.is_complete(), "clean end but not complete");
+                // A clean end: with the sentinel (complete), or a final response delivered
+                // without it (SPEC.md §7 row 4), which the outcome records.
+                let outcome = decoder.outcome();
+                assert!(outcome.is_clean(), "clean end but {:?}", outcome.verdict);
+                assert_eq!(
+                    decoder.is_complete(),
+                    outcome.sentinel_seen,
+                    "complete exactly when the sentinel arrived"
+                );
                 return Outcome {
                     events,
                     end: Ok(()),

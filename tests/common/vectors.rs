@@ -102,6 +102,12 @@ impl Vector {
 pub(crate) struct Expect {
     /// `"clean"`, `"aborted"` or `"error"`.
     pub(crate) verdict: &'static str,
+    /// Whether a clean verdict rests on STREAM_END (SPEC.md §7 row 2); `false` for a final
+    /// response delivered without it (row 4) and for every other verdict.
+    pub(crate) sentinel_seen: bool,
+    /// The regime that decided (SPEC.md §9, §11.4): `"A"` for the sentinel or ABORT, `"B"` for a
+    /// delivered final response and every error.
+    pub(crate) regime: &'static str,
     /// Verified messages delivered before the end.
     pub(crate) messages: Vec<Vec<u8>>,
     /// Code and reason of the ABORT frame, for aborted streams.
@@ -116,6 +122,8 @@ impl Expect {
     fn clean(messages: &[&[u8]]) -> Self {
         Self {
             verdict: "clean",
+            sentinel_seen: true,
+            regime: "A",
             messages: messages.iter().map(|m| m.to_vec()).collect(),
             abort: None,
             error: None,
@@ -123,9 +131,19 @@ impl Expect {
         }
     }
 
+    /// The input ended after the verified final response, before STREAM_END (SPEC.md §7 row 4).
+    fn delivered(messages: &[&[u8]]) -> Self {
+        Self {
+            sentinel_seen: false,
+            regime: "B",
+            ..Self::clean(messages)
+        }
+    }
+
     fn aborted(messages: &[&[u8]], code: u16, reason: &str) -> Self {
         Self {
             verdict: "aborted",
+            sentinel_seen: false,
             abort: Some((code, reason.to_owned())),
             error: Some("PeerAbort"),
             ..Self::clean(messages)
@@ -135,6 +153,8 @@ impl Expect {
     fn error(kind: &'static str, messages: &[&[u8]]) -> Self {
         Self {
             verdict: "error",
+            sentinel_seen: false,
+            regime: "B",
             error: Some(kind),
             ..Self::clean(messages)
         }
@@ -279,7 +299,121 @@ fn binary() -> Set {
     invalid_frames(&mut set);
     invalid_streams(&mut set);
     truncated(&mut set);
+    final_response(&mut set);
     set
+}
+
+/// HEAD, the [`PROGRESS`] notification, then the final response [`RESULT`]; with `end`, a
+/// KEEPALIVE and STREAM_END after it.
+fn notification_then_response(end: bool) -> Vec<u8> {
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(PROGRESS, &mut wire).expect("message");
+    enc.message(RESULT, &mut wire).expect("message");
+    if end {
+        enc.keep_alive(&mut wire).expect("keep-alive");
+        enc.end(&mut wire).expect("end");
+    }
+    wire.to_vec()
+}
+
+/// SPEC.md §7 row 4, §7.1: a final response delivered without its sentinel, and what ends that.
+fn final_response(set: &mut Set) {
+    set.add(
+        "valid_final_response_cut_after_message_end.bin",
+        "a notification, then the final JSON-RPC response; the body ends right after the response's MESSAGE_END, before STREAM_END: delivered (clean in Regime B, the sentinel not seen, §7 row 4)",
+        notification_then_response(false),
+        Expect::delivered(&[PROGRESS, RESULT]),
+    );
+    let whole = notification_then_response(true);
+    set.add(
+        "valid_final_response_then_keepalive.bin",
+        "a notification, the final response, a KEEPALIVE and STREAM_END: clean (Regime A); every prefix from the response's MESSAGE_END on is delivered (§7 row 4)",
+        whole.clone(),
+        Expect::clean(&[PROGRESS, RESULT]),
+    );
+    set.add(
+        "valid_final_response_cut_in_stream_end.bin",
+        "valid_final_response_then_keepalive.bin cut inside the STREAM_END payload (5 of 8 bytes): delivered",
+        whole[..whole.len() - 3].to_vec(),
+        Expect::delivered(&[PROGRESS, RESULT]),
+    );
+    set.add(
+        "valid_final_response_cut_in_stream_end_header.bin",
+        "valid_final_response_then_keepalive.bin cut inside the STREAM_END header (10 of 20 bytes): delivered",
+        whole[..whole.len() - 18].to_vec(),
+        Expect::delivered(&[PROGRESS, RESULT]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(RESULT, &mut wire).expect("message");
+    enc.message(PROGRESS, &mut wire).expect("message");
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_message_after_final_response.bin",
+        "the final response, then a notification, then STREAM_END: intact as frames (clean), although for an MCP client it answers nothing (§1); its prefixes are delivered from the response's MESSAGE_END until the notification's DATA header is whole (§7.1)",
+        wire.to_vec(),
+        Expect::clean(&[RESULT, PROGRESS]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(RESULT, &mut wire).expect("message");
+    enc.push(&PROGRESS[..30], &mut wire).expect("push");
+    set.add(
+        "invalid_truncated_message_after_final_response.bin",
+        "the final response, then a DATA frame that opens another message, then the end of input: a message opened after the final response is abandoned at a cut (§7.1)",
+        wire.to_vec(),
+        Expect::truncated("InMessage", &[RESULT]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(RESULT, &mut wire).expect("message");
+    enc.finish_message(&mut wire).expect("empty message");
+    enc.end(&mut wire).expect("end");
+    set.add(
+        "valid_empty_message_after_final_response.bin",
+        "the final response, then an empty message (a MESSAGE_END alone), then STREAM_END: clean; its prefixes are delivered until that MESSAGE_END's header is whole (§7.1)",
+        wire.to_vec(),
+        Expect::clean(&[RESULT, b""]),
+    );
+
+    let mut enc = encoder(ATTEMPT, 16 * 1024);
+    let mut wire = BytesMut::new();
+    enc.message(RESULT, &mut wire).expect("message");
+    enc.abort(AbortCode::Overloaded, "draining", &mut wire)
+        .expect("abort");
+    set.add(
+        "valid_aborted_after_final_response.bin",
+        "the final response, then ABORT (code 3): aborted (§7 row 3); its prefixes are delivered until the ABORT header is whole, then truncated (§7.1)",
+        wire.to_vec(),
+        Expect::aborted(&[RESULT], 3, "draining"),
+    );
+
+    let mut raw = Raw::head(Some(KEY), ATTEMPT);
+    raw.message(RESULT).keep_alive();
+    let mut bytes = raw.build();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    set.add(
+        "invalid_bad_frame_after_final_response.bin",
+        "the final response, then a KEEPALIVE whose header CRC is wrong: that error, whatever came before (§7 row 1)",
+        bytes,
+        Expect::error("HeaderChecksumMismatch", &[RESULT]),
+    );
+
+    let mut enc = StreamEncoder::new(head(None, ATTEMPT));
+    let mut wire = BytesMut::new();
+    enc.message(RESULT, &mut wire).expect("message");
+    set.add(
+        "invalid_final_response_cut_without_request_key.bin",
+        "the final response cut after its MESSAGE_END, read by a decoder that expects no request key: §7 row 4 does not apply (§7.1), truncated",
+        wire.to_vec(),
+        Expect::truncated("BetweenMessages", &[RESULT]),
+    )
+    .request_key = None;
 }
 
 fn valid(set: &mut Set) {
@@ -1215,6 +1349,26 @@ fn sse(set: &mut Set) {
         b": keep-alive\n\n: keep-alive\n\n".to_vec(),
         Expect::truncated("NoFrame", &[]),
     );
+
+    set.add_sse(
+        "valid_sse_final_response_cut_after_message_end.sse",
+        "valid_final_response_cut_after_message_end.bin in the SSE mapping: the body ends after the final response's MESSAGE_END event: delivered (§7 row 4)",
+        sse_body(&notification_then_response(false)).into_bytes(),
+        Expect::delivered(&[PROGRESS, RESULT]),
+    );
+    let body = sse_body(&notification_then_response(true));
+    set.add_sse(
+        "valid_sse_final_response_cut_in_stream_end_event.sse",
+        "valid_final_response_then_keepalive.bin in the SSE mapping, cut before the blank line of the STREAM_END event: the event is discarded, the final response delivered (§7 row 4)",
+        body.strip_suffix('\n').expect("blank line").as_bytes().to_vec(),
+        Expect::delivered(&[PROGRESS, RESULT]),
+    );
+    set.add_sse(
+        "valid_sse_message_after_final_response.sse",
+        "valid_message_after_final_response.bin in the SSE mapping: clean; delivered prefixes end with the event of the notification's DATA frame",
+        sse_body(&bytes_of(set, "valid_message_after_final_response.bin")).into_bytes(),
+        Expect::clean(&[RESULT, PROGRESS]),
+    );
 }
 
 /// A record line of the compatible mapping carrying `frames` (SPEC.md §18.2), ended with `eol`.
@@ -1378,6 +1532,19 @@ fn compat(set: &mut Set) {
         &mut wire,
     )
     .expect("abort");
+    set.add_compat(
+        "valid_compat_final_response_cut_after_event.sse",
+        "valid_final_response_cut_after_message_end.bin in the compatible mapping: the final response's record holds its MESSAGE_END and no STREAM_END, and the body ends after its event: delivered (§7 row 4)",
+        compat_body(&notification_then_response(false)),
+        Expect::delivered(&[PROGRESS, RESULT]),
+    );
+    set.add_compat(
+        "valid_compat_final_response_then_keepalive.sse",
+        "valid_final_response_then_keepalive.bin in the compatible mapping: KEEPALIVE and STREAM_END in a record after the final response's event; the prefixes before that record's line end are delivered",
+        compat_body(&notification_then_response(true)),
+        Expect::clean(&[PROGRESS, RESULT]),
+    );
+
     set.add_compat(
         "valid_compat_aborted.sse",
         "a message, then ABORT (code 4) in a record of its own after the event, as the §18.4 sender writes it",
@@ -1609,6 +1776,205 @@ fn compat(set: &mut Set) {
     .max_event_data = Some(4096);
 }
 
+/// What a prefix of a valid vector ends as, when its body is cut there and the input ends
+/// (SPEC.md §7, §14 `prefixes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum PrefixVerdict {
+    /// A `Truncated` error: abandoned.
+    Truncated,
+    /// The final response delivered without the sentinel: clean, Regime B (§7 row 4).
+    Delivered,
+    /// Clean with the sentinel (§7 row 2).
+    Clean,
+    /// Aborted by the peer (§7 row 3).
+    Aborted,
+}
+
+/// From `from` on, prefixes end as `verdict` (up to the next step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct PrefixStep {
+    pub(crate) from: usize,
+    pub(crate) verdict: PrefixVerdict,
+}
+
+/// Whether `message` is a JSON-RPC response (SPEC.md §7.1), decided here on a `serde_json`
+/// value, apart from the crate's `jsonrpc::is_response`: one JSON object with an `id` and a
+/// `result` or an `error`.
+pub(crate) fn is_jsonrpc_response(message: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(message).is_ok_and(|value| {
+        value.as_object().is_some_and(|object| {
+            object.contains_key("id")
+                && (object.contains_key("result") || object.contains_key("error"))
+        })
+    })
+}
+
+/// The verdict of every prefix of a frame stream (index `c`: its first `c` bytes; the last index:
+/// the whole stream, whose verdict is `whole`), from the frame layout and SPEC.md §7, §7.1 alone:
+/// with a request key expected, the prefixes from the end of the first JSON-RPC response's
+/// MESSAGE_END up to the end of the first DATA, MESSAGE_END or ABORT header after it are
+/// delivered; a prefix that ends right after a whole STREAM_END or ABORT is clean or aborted;
+/// every other strict prefix is truncated. For a well-formed stream this is exact; for an invalid
+/// one, a bound (its checks may fail first).
+pub(crate) fn frame_prefix_verdicts(
+    stream: &[u8],
+    keyed: bool,
+    whole: PrefixVerdict,
+) -> Vec<PrefixVerdict> {
+    let mut delivered = None;
+    let mut terminal = None;
+    let mut message = Vec::new();
+    let mut held = None;
+    for span in super::frame_spans(stream) {
+        if span.len() < 20 {
+            // A header not yet whole: its kind is not trusted (§7.1).
+            continue;
+        }
+        let kind = stream[span.start + 3];
+        let whole_frame = span.len()
+            == 20
+                + u32::from_be_bytes(stream[span.start + 8..span.start + 12].try_into().unwrap())
+                    as usize;
+        if whole_frame && matches!(kind, 0x04 | 0x05) {
+            // The terminal frame: nothing may follow it (§3).
+            let verdict = if kind == 0x04 {
+                PrefixVerdict::Clean
+            } else {
+                PrefixVerdict::Aborted
+            };
+            terminal = Some((span.end, verdict));
+        }
+        if let Some(from) = held {
+            // Only KEEPALIVE, ignorable frames and STREAM_END may follow (§7.1).
+            if !matches!(kind, 0x04 | 0x06 | 0x80..=0xff) {
+                delivered = Some(from..span.start + 20);
+                held = None;
+            }
+        } else if keyed && delivered.is_none() {
+            match kind {
+                0x02 if span.len() > 20 => {
+                    message.extend_from_slice(&stream[span.start + 20..span.end])
+                }
+                // A whole MESSAGE_END (of a well-formed stream: its length and digest are right).
+                0x03 if span.len() == 60 => {
+                    if is_jsonrpc_response(&message) {
+                        held = Some(span.end);
+                    }
+                    message.clear();
+                }
+                _ => {}
+            }
+        }
+        if terminal.is_some() {
+            break;
+        }
+    }
+    if let Some(from) = held {
+        delivered = Some(from..stream.len() + 1);
+    }
+    (0..=stream.len())
+        .map(|cut| match terminal {
+            _ if cut == stream.len() => whole,
+            Some((end, verdict)) if cut == end => verdict,
+            // Bytes after the terminal frame (§3).
+            Some((end, _)) if cut > end => PrefixVerdict::Truncated,
+            _ if delivered.as_ref().is_some_and(|range| range.contains(&cut)) => {
+                PrefixVerdict::Delivered
+            }
+            _ => PrefixVerdict::Truncated,
+        })
+        .collect()
+}
+
+/// For a body in an SSE mapping: how many frame bytes the mapping has handed over after each
+/// prefix of the body (index `b`: after its first `b` bytes), read with the crate's
+/// `MappingDecoder` byte by byte (its output does not depend on the split; the reference decoder
+/// checks every prefix of the manifest on its own, `tests/reference/run_vectors.py`). After a
+/// mapping error (an invalid vector), no more frame bytes.
+#[cfg(feature = "sse")]
+fn frames_after_each_byte(vector: &Vector, body: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    let mapping: mcp_framing::Mapping = vector.mapping.parse().expect("a mapping");
+    let decoder = vector.decoder();
+    let mut unwrap =
+        mcp_framing::MappingDecoder::new(mapping, decoder.limits(), vector.max_event_data);
+    let mut frames = BytesMut::new();
+    let mut after = vec![0];
+    let mut failed = false;
+    for byte in body {
+        if !failed
+            && unwrap
+                .feed(std::slice::from_ref(byte), &mut frames)
+                .is_err()
+        {
+            assert!(
+                !vector.is_valid(),
+                "{}: a valid vector breaks a mapping rule",
+                vector.file
+            );
+            failed = true;
+        }
+        after.push(frames.len());
+    }
+    (frames.to_vec(), after)
+}
+
+#[cfg(not(feature = "sse"))]
+fn frames_after_each_byte(_vector: &Vector, _body: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    panic!("the prefixes of an SSE body need the `sse` feature")
+}
+
+impl Vector {
+    /// The verdict of each prefix of the vector's body by its frame layout alone (index `b`: its
+    /// first `b` bytes; the last: the whole body), as for [`prefixes`](Self::prefixes). For an
+    /// invalid vector the layout is only an upper bound: a prefix it calls delivered may be the
+    /// vector's error instead, and the whole body is the error (`Truncated` here: not clean).
+    pub(crate) fn layout_prefix_verdicts(&self) -> Vec<PrefixVerdict> {
+        let whole = match (self.expect.verdict, self.expect.sentinel_seen) {
+            ("clean", true) => PrefixVerdict::Clean,
+            ("clean", false) => PrefixVerdict::Delivered,
+            ("aborted", _) => PrefixVerdict::Aborted,
+            _ => PrefixVerdict::Truncated,
+        };
+        let keyed = self.request_key.is_some();
+        if self.mapping == "binary" {
+            return frame_prefix_verdicts(&self.bytes, keyed, whole);
+        }
+        let (frames, after) = frames_after_each_byte(self, &self.bytes);
+        let of_frames = frame_prefix_verdicts(&frames, keyed, whole);
+        let last = after.len() - 1;
+        // The whole body of an invalid vector is its error, whatever frames it carried.
+        after
+            .iter()
+            .enumerate()
+            .map(|(b, &n)| if b == last { whole } else { of_frames[n] })
+            .collect()
+    }
+
+    /// The verdict of each prefix of a valid vector's body, as steps (SPEC.md §14 `prefixes`);
+    /// `None` for an invalid vector.
+    pub(crate) fn prefixes(&self) -> Option<Vec<PrefixStep>> {
+        if !self.is_valid() {
+            return None;
+        }
+        let mut steps: Vec<PrefixStep> = Vec::new();
+        for (from, verdict) in self.layout_prefix_verdicts().into_iter().enumerate() {
+            if steps.last().is_none_or(|step| step.verdict != verdict) {
+                steps.push(PrefixStep { from, verdict });
+            }
+        }
+        Some(steps)
+    }
+
+    /// The first offset whose prefix is delivered (SPEC.md §14 `delivered_from`).
+    pub(crate) fn delivered_from(steps: &[PrefixStep]) -> Option<usize> {
+        steps
+            .iter()
+            .find(|step| step.verdict == PrefixVerdict::Delivered)
+            .map(|step| step.from)
+    }
+}
+
 #[derive(Serialize)]
 struct ManifestJson<'a> {
     spec_version: u32,
@@ -1622,6 +1988,12 @@ struct EntryJson<'a> {
     mapping: &'static str,
     decoder: DecoderJson,
     expect: ExpectJson,
+    /// Valid vectors: the first offset whose prefix is delivered, or null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivered_from: Option<Option<usize>>,
+    /// Valid vectors: the verdict of every prefix, as steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prefixes: Option<Vec<PrefixStep>>,
     /// Added field: the vector's length in bytes.
     size: usize,
     /// Added field: SHA-256 of the file.
@@ -1643,6 +2015,8 @@ struct DecoderJson {
 #[derive(Serialize)]
 struct ExpectJson {
     verdict: &'static str,
+    sentinel_seen: bool,
+    regime: &'static str,
     messages: Vec<MessageJson>,
     abort: Option<AbortJson>,
     error: Option<&'static str>,
@@ -1673,38 +2047,45 @@ pub(crate) fn manifest(vectors: &[Vector]) -> String {
         spec_version: SPEC_VERSION,
         vectors: vectors
             .iter()
-            .map(|v| EntryJson {
-                file: &v.file,
-                description: &v.description,
-                mapping: v.mapping,
-                decoder: DecoderJson {
-                    max_frame_payload: v.max_frame_payload,
-                    max_message_size: v.max_message_size,
-                    request_key: v.request_key.map(|k| k.to_string()),
-                    max_event_data: v.max_event_data,
-                    bounds: v.bounds,
-                },
-                expect: ExpectJson {
-                    verdict: v.expect.verdict,
-                    messages: v
-                        .expect
-                        .messages
-                        .iter()
-                        .map(|m| MessageJson {
-                            len: m.len(),
-                            sha256: hex(&sha256(m)),
-                            utf8: std::str::from_utf8(m).ok().map(str::to_owned),
-                        })
-                        .collect(),
-                    abort: v.expect.abort.as_ref().map(|(code, reason)| AbortJson {
-                        code: *code,
-                        reason: reason.clone(),
-                    }),
-                    error: v.expect.error,
-                    truncation: v.expect.truncation,
-                },
-                size: v.bytes.len(),
-                sha256: hex(&sha256(&v.bytes)),
+            .map(|v| {
+                let prefixes = v.prefixes();
+                EntryJson {
+                    file: &v.file,
+                    description: &v.description,
+                    mapping: v.mapping,
+                    decoder: DecoderJson {
+                        max_frame_payload: v.max_frame_payload,
+                        max_message_size: v.max_message_size,
+                        request_key: v.request_key.map(|k| k.to_string()),
+                        max_event_data: v.max_event_data,
+                        bounds: v.bounds,
+                    },
+                    expect: ExpectJson {
+                        verdict: v.expect.verdict,
+                        sentinel_seen: v.expect.sentinel_seen,
+                        regime: v.expect.regime,
+                        messages: v
+                            .expect
+                            .messages
+                            .iter()
+                            .map(|m| MessageJson {
+                                len: m.len(),
+                                sha256: hex(&sha256(m)),
+                                utf8: std::str::from_utf8(m).ok().map(str::to_owned),
+                            })
+                            .collect(),
+                        abort: v.expect.abort.as_ref().map(|(code, reason)| AbortJson {
+                            code: *code,
+                            reason: reason.clone(),
+                        }),
+                        error: v.expect.error,
+                        truncation: v.expect.truncation,
+                    },
+                    delivered_from: prefixes.as_deref().map(Vector::delivered_from),
+                    prefixes,
+                    size: v.bytes.len(),
+                    sha256: hex(&sha256(&v.bytes)),
+                }
             })
             .collect(),
     };

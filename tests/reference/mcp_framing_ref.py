@@ -17,7 +17,8 @@ Library use:
     for chunk in chunks:
         dec.feed(chunk)          # never raises: an error is recorded and sticks
     verdict = dec.finish()       # end of input (§7)
-    verdict.to_json()            # {"verdict", "messages", "abort", "error", "truncation"}
+    verdict.to_json()            # {"verdict", "sentinel_seen", "regime", "messages", "abort",
+                                 #  "error", "truncation"}
 
 Command line:
 
@@ -92,11 +93,40 @@ class DecodeError(Exception):
         self.detail = detail
 
 
+def _no_constant(name):
+    raise ValueError("not JSON: %s" % name)
+
+
+def is_response(message):
+    """§7.1: a JSON-RPC response: UTF-8, one JSON text (RFC 8259) whose value is an object with
+    a top-level `id` and a top-level `result` or `error`, whatever their values."""
+    try:
+        # parse_constant: NaN and Infinity are not JSON (RFC 8259), though Python reads them.
+        value = json.loads(message.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "id" in value and ("result" in value or "error" in value)
+
+
 class Verdict:
     """The outcome of a stream at end of input (§7)."""
 
-    def __init__(self, verdict, messages, abort=None, error=None, truncation=None, detail=None):
+    def __init__(
+        self,
+        verdict,
+        messages,
+        abort=None,
+        error=None,
+        truncation=None,
+        detail=None,
+        sentinel_seen=False,
+    ):
         self.verdict = verdict  # "clean" | "aborted" | "error"
+        # §11.4: a clean verdict with STREAM_END (§7 row 2) or a delivered final response without
+        # it (row 4)
+        self.sentinel_seen = sentinel_seen
+        # §9, §11.4: the sentinel or ABORT decided (A), or the framing's own checks (B)
+        self.regime = "A" if sentinel_seen or verdict == "aborted" else "B"
         self.messages = messages  # list of bytes, every one verified
         self.abort = abort  # (code, reason) when aborted
         self.error = error  # SPEC error kind name; "PeerAbort" when aborted (§7)
@@ -113,6 +143,8 @@ class Verdict:
             msgs.append({"len": len(m), "sha256": hashlib.sha256(m).hexdigest(), "utf8": text})
         out = {
             "verdict": self.verdict,
+            "sentinel_seen": self.sentinel_seen,
+            "regime": self.regime,
             "messages": msgs,
             "abort": None
             if self.abort is None
@@ -162,6 +194,10 @@ class Decoder:
         self.messages = []  # verified messages
         self.terminal = None  # ("clean",) or ("aborted", code, reason)
         self.error = None  # DecodeError, sticky
+        # §7.1: the final response, looked for by a decoder that expects a request key (this one
+        # always assembles messages): "awaited" until the first JSON-RPC response, "held" while
+        # only KEEPALIVE, ignorable or STREAM_END headers followed it, "spent" after any other
+        self.answer = "unchecked" if request_key is None else "awaited"
 
     # -- input -------------------------------------------------------------------------------
 
@@ -284,6 +320,9 @@ class Decoder:
             raise DecodeError("TooManyIgnorableFrames", offset=off, max=self.max_ignorable_in_a_row)
         if kind == MESSAGE_END and self.message_ends >= self.max_messages:
             raise DecodeError("TooManyMessages", offset=off, max=self.max_messages)
+        # §7.1: after the final response, a DATA, MESSAGE_END or ABORT header ends its delivery
+        if self.answer == "held" and kind in (DATA, MESSAGE_END, ABORT):
+            self.answer = "spent"
         self.last_seq = seq
         return {"kind": kind, "seq": seq, "length": length, "pcrc": pcrc, "offset": off}
 
@@ -322,6 +361,8 @@ class Decoder:
             if hashlib.sha256(self.message).digest() != digest:
                 raise DecodeError("DigestMismatch", length=declared)
             self.messages.append(bytes(self.message))
+            if self.answer == "awaited" and is_response(self.messages[-1]):
+                self.answer = "held"  # §7.1: the first JSON-RPC response is the final one
             self.message = bytearray()
             self.in_message = False
             self.message_ends += 1
@@ -357,7 +398,7 @@ class Decoder:
             return Verdict("error", self.messages, error=self.error.name, detail=detail)
         if self.terminal is not None:
             if self.terminal[0] == "clean":
-                return Verdict("clean", self.messages, detail=base)
+                return Verdict("clean", self.messages, detail=base, sentinel_seen=True)
             return Verdict(
                 "aborted",
                 self.messages,
@@ -365,6 +406,12 @@ class Decoder:
                 error="PeerAbort",
                 detail=base,
             )
+        if self.answer == "held":
+            # §7 row 4: the final response verified, then only filler frames and part of at
+            # most one more frame (a header, or a STREAM_END or ignorable payload)
+            detail = dict(base)
+            detail.update(sentinel="missing", partial_bytes=len(self.buf))
+            return Verdict("clean", self.messages, detail=detail)
         detail = dict(base)
         if self.header is not None:
             point = "InPayload"

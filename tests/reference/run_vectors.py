@@ -27,6 +27,8 @@ def expected_view(expect):
     """The manifest's expectation, reduced to the fields the verdict is compared on."""
     return {
         "verdict": expect.get("verdict"),
+        "sentinel_seen": expect.get("sentinel_seen"),
+        "regime": expect.get("regime"),
         "messages": [
             {k: m[k] for k in ("len", "sha256", "utf8") if k in m} for m in expect.get("messages", [])
         ],
@@ -80,7 +82,42 @@ def check_vector(vdir, vec, all_max):
         if split != want:
             failures.append("%s: split at %d: %s" % (name, cut, json.dumps(split)))
             break
+    failures += check_prefixes(name, data, config, vec, all_max)
     return failures
+
+
+def prefix_verdict(verdict):
+    """A verdict in the words of the manifest's `prefixes` (SPEC.md §14)."""
+    if verdict.verdict == "clean":
+        return "clean" if verdict.sentinel_seen else "delivered"
+    if verdict.verdict == "aborted":
+        return "aborted"
+    if verdict.error == "Truncated":
+        return "truncated"
+    return "error %s" % verdict.error
+
+
+def check_prefixes(name, data, config, vec, all_max):
+    """Every prefix of a valid vector (a sample above --all-splits-max bytes, dense around each
+    step) ends as the manifest's `prefixes` say (SPEC.md §7, §7.1, §14)."""
+    steps = vec.get("prefixes")
+    if steps is None:
+        if name.startswith("valid_"):
+            return ["%s: a valid vector without prefixes" % name]
+        return []
+    delivered = [s["from"] for s in steps if s["verdict"] == "delivered"]
+    if vec.get("delivered_from") != (delivered[0] if delivered else None):
+        return ["%s: delivered_from %r disagrees with prefixes" % (name, vec.get("delivered_from"))]
+    n = len(data)
+    cuts = set(split_points(n, all_max))
+    for s in steps:
+        cuts |= set(range(max(0, s["from"] - 64), min(n, s["from"] + 64) + 1))
+    for cut in sorted(cuts):
+        want = [s for s in steps if s["from"] <= cut][-1]["verdict"]
+        got = prefix_verdict(ref.decode(data[:cut], **config))
+        if got != want:
+            return ["%s: prefix of %d bytes is %s, the manifest says %s" % (name, cut, got, want)]
+    return []
 
 
 def main(argv):

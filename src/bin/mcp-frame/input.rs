@@ -144,7 +144,8 @@ pub(crate) struct DecoderArgs {
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_sse_comments_in_a_row)]
     pub(crate) max_sse_comments_in_a_row: u32,
     /// The request key the client sent (32 hex digits): a stream for another request is a
-    /// contract violation.
+    /// contract violation, and a stream cut after its verified final response is delivered
+    /// (exit status 1, SPEC.md §7 row 4) instead of abandoned.
     #[arg(long, value_name = "HEX")]
     pub(crate) expect_request_key: Option<RequestKey>,
     /// Largest SSE event (its data) or line accepted, in bytes; default 262144 for `sse`,

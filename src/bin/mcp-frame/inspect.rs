@@ -342,6 +342,12 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
             ),
             None,
         ) => Some(describe_failure(failure)),
+        // SPEC.md §7 row 4: what the end of input decided, though it is no error.
+        (None, _) if outcome.status() == crate::verdict::Status::Delivered => Some(
+            "Delivered: the final response verified, then the end of input before STREAM_END \
+             (clean in Regime B)"
+                .to_owned(),
+        ),
         _ => None,
     };
     let sse_note = sse.as_ref().map(|s| {

@@ -11,9 +11,11 @@
 //! Every command takes `--mapping binary|sse|compat` (SPEC.md §15, §16, §18).
 //!
 //! Exit statuses (every subcommand that reads a stream):
-//! 0 clean, 2 usage or I/O error, 3 abandoned (truncated), 4 corrupt, 5 aborted by the peer,
-//! 6 contract violation (not a framed stream, unsupported version, frames or messages over the
-//! limits, request key mismatch, a broken SSE mapping). The crate's `Outcome` decides.
+//! 0 clean, 1 delivered without the sentinel (with `--expect-request-key`: the final response
+//! verified, the input ended before STREAM_END; clean in Regime B, SPEC.md §7 row 4), 2 usage or
+//! I/O error, 3 abandoned (truncated), 4 corrupt, 5 aborted by the peer, 6 contract violation
+//! (not a framed stream, unsupported version, frames or messages over the limits, request key
+//! mismatch, a broken SSE mapping). The crate's `Outcome` decides.
 
 mod decode;
 mod encode;
@@ -31,7 +33,9 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "mcp-frame",
     version,
-    after_help = "Exit statuses: 0 clean, 2 usage or I/O error, 3 abandoned (truncated), \
+    after_help = "Exit statuses: 0 clean, 1 delivered without the sentinel (the final response \
+                  verified, the input ended before STREAM_END: clean in Regime B, only with \
+                  --expect-request-key), 2 usage or I/O error, 3 abandoned (truncated), \
                   4 corrupt, 5 aborted by the peer, 6 contract violation (not a framed stream, \
                   unsupported version, over the limits, request key mismatch, broken SSE mapping)."
 )]

@@ -17,6 +17,10 @@ use crate::input::hex;
 pub(crate) enum Status {
     /// STREAM_END arrived and every message verified.
     Clean,
+    /// The final response verified, then the input ended before STREAM_END: the response is
+    /// delivered, clean in Regime B (SPEC.md §7 row 4; only with `--expect-request-key`). Its own
+    /// status: the answer is usable, the stream was cut all the same.
+    Delivered,
     /// The input ended before the sentinel (`Truncated`, SPEC.md §7).
     Abandoned,
     /// The bytes break the format: checksums, lengths, digests, sequence (splices included),
@@ -33,9 +37,13 @@ pub(crate) enum Status {
 impl Status {
     /// The library's classification (`Outcome`, SPEC.md §11.4) decides; this only picks the
     /// exit status for it, so the tool and a client using the crate always agree.
-    fn of(failure: Option<&BodyError>) -> Self {
+    fn of(failure: Option<&BodyError>, outcome: &mcp_framing::Outcome) -> Self {
         let Some(failure) = failure else {
-            return Self::Clean;
+            return if outcome.is_clean() && !outcome.sentinel_seen {
+                Self::Delivered
+            } else {
+                Self::Clean
+            };
         };
         match failure.outcome().verdict.kind() {
             VerdictKind::Clean => Self::Clean,
@@ -52,6 +60,7 @@ impl Status {
     pub(crate) const fn exit_code(self) -> u8 {
         match self {
             Self::Clean => 0,
+            Self::Delivered => 1,
             Self::Abandoned => 3,
             Self::Corrupt => 4,
             Self::Aborted => 5,
@@ -62,6 +71,7 @@ impl Status {
     const fn name(self) -> &'static str {
         match self {
             Self::Clean => "clean",
+            Self::Delivered => "delivered",
             Self::Abandoned => "abandoned",
             Self::Corrupt => "corrupt",
             Self::Aborted => "aborted",
@@ -73,8 +83,10 @@ impl Status {
 /// The end state of one decoded input.
 #[derive(Debug)]
 pub(crate) struct Outcome {
-    /// `None`: clean.
+    /// `None`: clean (with the sentinel, or a final response delivered without it).
     pub(crate) failure: Option<BodyError>,
+    /// The crate's classification of the body (SPEC.md §11.4): verdict, regime, sentinel.
+    pub(crate) classification: mcp_framing::Outcome,
     pub(crate) head: Option<StreamHead>,
     pub(crate) messages: Vec<MessageSummary>,
     pub(crate) progress: Progress,
@@ -174,6 +186,11 @@ impl Session {
         self.drain(on_message)?;
         let decoder = self.body.decoder();
         Ok(Outcome {
+            // A failure found outside the body decoder (`fail`) decides over its state.
+            classification: match &self.failure {
+                Some(failure) if self.body.outcome().is_clean() => failure.outcome(),
+                _ => self.body.outcome(),
+            },
             head: decoder.head(),
             progress: decoder.progress(),
             failure: self.failure,
@@ -241,7 +258,7 @@ impl Outcome {
         if self.not_framed() {
             Status::Contract
         } else {
-            Status::of(self.failure.as_ref())
+            Status::of(self.failure.as_ref(), &self.classification)
         }
     }
 
@@ -280,6 +297,12 @@ impl Outcome {
         let status = self.status();
         let verified = plural(self.messages.len() as u64, "message");
         let body = match &self.failure {
+            None if status == Status::Delivered => format!(
+                "the final response verified, then the input ended before the STREAM_END \
+                 sentinel (clean in Regime B, SPEC.md §7 row 4); {verified} verified, {}, {}",
+                plural(self.progress.frames, "frame"),
+                plural(self.input_bytes, "byte")
+            ),
             None => format!(
                 "{verified} verified, {}, {}",
                 plural(self.progress.frames, "frame"),
@@ -305,8 +328,8 @@ impl Outcome {
         format!("{}: {body}{}", status.name(), self.mapping_hint())
     }
 
-    /// The verdict for machines; `verdict`, `error`, `truncation` and `abort` use the names of
-    /// `tests/vectors/manifest.json`.
+    /// The verdict for machines; `verdict`, `sentinel_seen`, `regime`, `error`, `truncation` and
+    /// `abort` use the names of `tests/vectors/manifest.json`.
     pub(crate) fn to_json(&self) -> Value {
         let status = self.status();
         let (verdict, truncation, abort) = match &self.failure {
@@ -325,6 +348,8 @@ impl Outcome {
             "status": status.name(),
             "exit_code": status.exit_code(),
             "verdict": verdict,
+            "sentinel_seen": self.classification.sentinel_seen,
+            "regime": self.classification.regime.name(),
             "error": self.failure.as_ref().map(BodyError::kind),
             "truncation": truncation,
             "abort": abort,

@@ -1,0 +1,85 @@
+"""Speed of verification against the same run's floor (issue 19): decoding a 1 MiB response in
+the binary and the compatible mapping, as medians, divided by the median of `hashlib.sha256` +
+`zlib.crc32` of the same body bytes. Goals: binary at most 1.5x, compatible at most 2x.
+
+    python python/bench.py [--rounds N] [--chunk BYTES]
+
+The body is fed in reads of `--chunk` bytes (64 KiB, as an HTTP client hands it over). Two
+messages: JSON text that is pure ASCII, and JSON text with UTF-8 on every line (the compatible
+mapping validates it, as an SSE parser decodes the event as UTF-8, SPEC.md §18.3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+import time
+import zlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE / "src"), str(HERE / "tests")]
+
+from mcp_framing import body_decoder  # noqa: E402
+from support import Writer  # noqa: E402
+
+MIB = 1 << 20
+
+
+def message(utf8: bool) -> bytes:
+    line = 'line {i:06} "quoted" back\\slash\ttab caf\u00e9 \u2713 {run}\n' if utf8 else "line {i:06} text {run}\n"
+    lines, size, i = [], 0, 0
+    while size < MIB - 200:
+        text = line.format(i=i, run="x" * (i % 64))
+        lines.append(text)
+        size += len(text.encode())
+        i += 1
+    result = {"content": [{"type": "text", "text": "".join(lines)}]}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}, ensure_ascii=False, separators=(",", ":"))
+    return body.encode()
+
+
+def median(run, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--chunk", type=int, default=64 * 1024)
+    args = parser.parse_args()
+    print(f"{'case':<28}{'bytes':>10}{'decode ms':>11}{'floor ms':>10}{'ratio':>8}{'goal':>7}")
+    for utf8 in (False, True):
+        m = message(utf8)
+        for mapping, goal in (("binary", 1.5), ("compat", 2.0)):
+            writer = Writer()
+            body = writer.binary([m]) if mapping == "binary" else writer.compat([m])
+            chunks = [body[i : i + args.chunk] for i in range(0, len(body), args.chunk)]
+
+            def decode(chunks=chunks, mapping=mapping) -> None:
+                decoder = body_decoder(mapping)
+                for chunk in chunks:
+                    decoder.feed(chunk)
+                assert decoder.finish().is_clean
+
+            def floor(body=body) -> None:
+                hashlib.sha256(body).digest()
+                zlib.crc32(body)
+
+            decode()
+            d, f = median(decode, args.rounds), median(floor, args.rounds)
+            case = f"{mapping}, {'UTF-8' if utf8 else 'ASCII'} JSON"
+            print(f"{case:<28}{len(body):>10}{d * 1e3:>11.3f}{f * 1e3:>10.3f}{d / f:>8.2f}{goal:>7.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,421 @@
+"""The transport under the official SDK's `ClientSession`, against an in-process framing server
+(httpx2's MockTransport): what the caller gets for clean, cut, refused and retried responses."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from mcp_framing import (
+    OUTCOME_DATA_KEY,
+    Discovery,
+    FramingContract,
+    FramingTransport,
+    Resolution,
+    RetrySchedule,
+    framing_http_client,
+)
+from support import Writer, contract, response
+
+URL = "http://mcp.test/mcp"
+TEXT = "line of text café ✓\n" * 200
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Server:
+    """A framing MCP server: answers initialize (declaring `contract`), tools/list and tools/call
+    (`echo`), framed in the compatible or binary mapping; cuts tool-call bodies as told."""
+
+    def __init__(self, declared: dict | None = None, mapping: str = "compat") -> None:
+        self.declared = declared
+        self.mapping = mapping
+        self.cuts: list[int | None] = []  # per tools/call attempt: cut after N bytes (None: whole)
+        self.executions: dict[str, int] = {}  # request key -> executions
+        self.deduplicate = False
+        self.requests: list[httpx2.Request] = []
+        self.event_ids = False
+        self.plain = False
+
+    def result(self, body: dict) -> Any:
+        method = body["method"]
+        if method == "initialize":
+            capabilities: dict = {"tools": {}}
+            if self.declared is not None:
+                capabilities["experimental"] = {"io.github.mcp-framing/framing": self.declared}
+            return {
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "serverInfo": {"name": "test", "version": "1"},
+            }
+        if method == "tools/list":
+            return {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        if method == "tools/call":
+            return {"content": [{"type": "text", "text": body["params"]["arguments"]["text"]}]}
+        return {}
+
+    async def handler(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        if request.method != "POST":
+            return httpx2.Response(405)
+        body = json.loads(request.content)
+        if "id" not in body:
+            return httpx2.Response(202)
+        key_hex = request.headers.get("mcp-framing-request-key")
+        key = bytes.fromhex(key_hex) if key_hex else bytes(16)
+        if body["method"] == "tools/call":
+            seen = self.executions.get(key.hex(), 0)
+            if not (self.deduplicate and seen):
+                self.executions[key.hex()] = seen + 1
+        message = response(body["id"], self.result(body))
+        if self.plain or key_hex is None:
+            return httpx2.Response(200, headers={"content-type": "application/json"}, content=message)
+        writer = Writer(key)
+        notification = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}'
+        messages = [notification, message] if body["method"] == "tools/call" else [message]
+        if self.mapping == "compat":
+            framed = writer.compat(messages)
+            if self.event_ids:
+                framed = framed.replace(b"\ndata: ", b"\nid: 7\ndata: ")
+            headers = {"content-type": "text/event-stream", "mcp-framing": "1; mapping=compat"}
+        else:
+            framed = writer.binary(messages)
+            headers = {"content-type": "application/vnd.mcp-framing", "mcp-framing": "1"}
+        if body["method"] == "tools/call" and self.cuts:
+            cut = self.cuts.pop(0)
+            if cut is not None:
+                framed = framed[:cut] if cut >= 0 else framed[: len(framed) + cut]  # < 0: from the end
+        return httpx2.Response(200, headers=headers, content=framed)
+
+    def client(self, **options: Any) -> httpx2.AsyncClient:
+        return framing_http_client(transport=httpx2.MockTransport(self.handler), **options)
+
+
+async def session_run(server: Server, calls: list[str], **options: Any) -> tuple[list[Any], FramingTransport]:
+    """Initializes, then calls `echo` with each text; returns results or the MCPError of each."""
+    outcomes: list[Any] = []
+    async with server.client(**options) as http:
+        transport = http._transport
+        assert isinstance(transport, FramingTransport)
+        async with (
+            streamable_http_client(URL, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            try:
+                await session.initialize()
+            except MCPError as err:
+                return [err], transport
+            for text in calls:
+                try:
+                    result = await session.call_tool("echo", {"text": text})
+                    outcomes.append(result.content[0].text)
+                except MCPError as err:
+                    outcomes.append(err)
+    return outcomes, transport
+
+
+def report(err: MCPError) -> dict:
+    assert err.error.message.startswith("mcp-framing: "), err.error.message
+    assert err.error.code == -32603
+    return err.error.data[OUTCOME_DATA_KEY]
+
+
+@pytest.mark.anyio
+async def test_a_framed_call_reaches_the_caller_byte_for_byte() -> None:
+    server = Server(contract())
+    outcomes, transport = await session_run(server, [TEXT])
+    assert outcomes == [TEXT]
+    call = next(r for r in server.requests if b"tools/call" in r.content)
+    assert call.headers["mcp-framing"] == "1"
+    assert call.headers["mcp-framing-mapping"] == "compat"
+    assert call.headers["mcp-framing-limits"] == "frame=65536, message=16777216"
+    key = call.headers["mcp-framing-request-key"]
+    assert json.loads(call.content)["params"]["_meta"]["io.github.mcp-framing/requestKey"] == key
+    assert transport.stats.complete >= 2 and transport.stats.errors == 0
+
+
+@pytest.mark.anyio
+async def test_the_binary_mapping_is_read_when_asked_for() -> None:
+    server = Server(contract(), mapping="binary")
+    outcomes, _ = await session_run(server, [TEXT], mapping="binary")
+    assert outcomes == [TEXT]
+    call = next(r for r in server.requests if b"tools/call" in r.content)
+    assert call.headers["accept"].startswith("application/vnd.mcp-framing")
+
+
+@pytest.mark.anyio
+async def test_a_call_cut_at_any_offset_fails_with_the_outcome_and_no_unverified_message() -> None:
+    server = Server(contract())
+    whole = Writer().compat([b"x" * 10, response(1, {"content": []})])
+    cuts = list(range(0, len(whole), 7))
+    server.cuts = list(cuts)
+    outcomes, transport = await session_run(server, ["cut"] * len(cuts))
+    assert len(outcomes) == len(cuts)
+    for cut, outcome in zip(cuts, outcomes, strict=True):
+        assert isinstance(outcome, MCPError), f"cut at {cut}: {outcome!r}"
+        data = report(outcome)
+        assert data["classification"] == "abandoned", (cut, data)
+        assert data["kind"] == "Truncated"
+        assert data["regime"] == "B"
+        # The server declares no deduplication: a retry could run the tool again (§11.6).
+        assert (data["retryDecision"], data["retryReason"]) == ("surface_to_caller", "not_deduplicated")
+        assert data["attempts"] == 1
+        assert data["requestKeyFingerprint"].startswith("sha256:")
+        assert outcome.error.message.startswith("mcp-framing: response abandoned: truncated")
+    # Only verified messages reached the SDK: the initialize result and the progress
+    # notifications whose MESSAGE_END arrived before the cut.
+    verified = sum(o.received.messages for o in transport.stats.outcomes)
+    assert transport.stats.verified_messages == verified
+    assert transport.stats.errors == len(cuts)
+
+
+@pytest.mark.anyio
+async def test_a_server_that_declares_no_contract_is_refused_as_regime_c() -> None:
+    server = Server(declared=None)
+    (refused,), _ = await session_run(server, ["never sent"])
+    data = report(refused)
+    assert (data["classification"], data["kind"]) == ("configuration_error", "NoContract")
+    assert data["attempts"] == 1  # the initialize that revealed it; nothing else was sent
+    assert "Regime C" in data["detail"]
+
+
+@pytest.mark.anyio
+async def test_a_contract_without_the_sentinel_is_refused_as_regime_c() -> None:
+    server = Server(contract(sentinelRequired=False))
+    (refused,), _ = await session_run(server, ["never sent"])
+    assert report(refused)["kind"] == "SentinelNotRequired"
+
+
+@pytest.mark.anyio
+async def test_accepting_ambiguity_talks_to_an_unframed_server_and_records_every_response(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = Server(declared=None)
+    server.plain = True
+    with caplog.at_level(logging.WARNING, logger="mcp_framing"):
+        outcomes, transport = await session_run(server, [TEXT], accept_ambiguity=True)
+    assert outcomes == [TEXT]
+    classifications = {o.classification for o in transport.stats.outcomes}
+    assert classifications == {"ambiguous"}  # tools/list and tools/call, each recorded
+    assert any("outcome=ambiguous" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.anyio
+async def test_a_cut_keyed_call_is_retried_once_with_the_same_key_where_the_server_deduplicates() -> None:
+    declared = contract(deduplication={"methods": ["tools/call"], "windowMs": 60000, "scope": "principal"})
+    server = Server(declared)
+    server.deduplicate = True
+    server.cuts = [100, None, 250, None]
+    retries = RetrySchedule(max_attempts=3, initial_backoff=0.0)
+    outcomes, transport = await session_run(server, ["one", "two"], retries=retries)
+    assert outcomes == ["one", "two"]
+    calls = [json.loads(r.content) for r in server.requests if b"tools/call" in r.content]
+    assert len(calls) == 4
+    keys = [c["params"]["_meta"]["io.github.mcp-framing/requestKey"] for c in calls]
+    assert keys[0] == keys[1] and keys[2] == keys[3] and keys[0] != keys[2]
+    assert calls[1]["id"] == f"{calls[0]['id']}~attempt-2"  # a new JSON-RPC id (§10)
+    assert sorted(server.executions.values()) == [1, 1]  # one execution per logical call
+    assert transport.stats.retries == 2
+
+
+@pytest.mark.anyio
+async def test_retries_stop_at_the_attempt_budget_and_surface_the_last_outcome() -> None:
+    declared = contract(deduplication={"methods": ["tools/call"], "windowMs": 60000, "scope": "principal"})
+    server = Server(declared)
+    server.cuts = [10, 10, 10]
+    outcomes, _ = await session_run(server, ["x"], retries=RetrySchedule(max_attempts=3, initial_backoff=0.0))
+    data = report(outcomes[0])
+    assert (data["attempts"], data["retryDecision"], data["retryReason"]) == (3, "surface_to_caller", "keyed")
+
+
+class Downgrading:
+    """A resolver that drops the contract once told to (an old instance behind a balancer)."""
+
+    def __init__(self) -> None:
+        self.downgraded = False
+
+    async def resolve(self, url: str) -> Resolution:
+        parsed = None if self.downgraded else FramingContract.parse(contract())
+        return Resolution(url, Discovery("server/discover", parsed, sticky=False))
+
+
+@pytest.mark.anyio
+async def test_a_downgrade_on_a_later_resolution_fails_closed() -> None:
+    server = Server(contract())
+    resolver = Downgrading()
+    transport = FramingTransport(httpx2.MockTransport(server.handler), resolver=resolver)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "a"}}}
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    assert b'"text":"a"' in body
+    resolver.downgraded = True
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["classification"], data["kind"], data["attempts"]) == ("configuration_error", "Downgrade", 0)
+    assert len([r for r in server.requests if b"tools/call" in r.content]) == 1  # nothing sent
+
+
+@pytest.mark.anyio
+async def test_the_sdk_never_sees_an_event_id_so_it_never_resumes_unverified_data() -> None:
+    server = Server(contract())
+    server.event_ids = True
+    transport = FramingTransport(httpx2.MockTransport(server.handler))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "t"}}}
+    for message in (init, call):
+        answer = await transport.handle_async_request(httpx2.Request("POST", URL, json=message))
+        body = await answer.aread()
+        assert answer.headers["content-type"] == "text/event-stream"
+        assert b"id:" not in body.replace(b'"id":', b"")
+        assert body.endswith(b"\n\n")
+
+
+@pytest.mark.anyio
+async def test_a_stalled_response_is_abandoned_after_the_idle_timeout() -> None:
+    stalled = anyio.Event()
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "initialize":
+            return await Server(contract()).handler(request)
+        key = bytes.fromhex(request.headers["mcp-framing-request-key"])
+        head = Writer(key).compat([], end=False)
+
+        async def stream():  # HEAD, then nothing: a server that went quiet
+            yield head
+            await stalled.wait()
+
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream", "mcp-framing": "1; mapping=compat"}, content=stream()
+        )
+
+    transport = FramingTransport(httpx2.MockTransport(handler), idle_timeout=0.05)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    error = json.loads(body.split(b"data: ", 1)[1])
+    assert error["id"] == 2
+    assert error["error"]["data"][OUTCOME_DATA_KEY]["kind"] == "IdleTimeout"
+
+
+@pytest.mark.anyio
+async def test_a_verified_message_that_is_not_utf8_fails_the_request_unaltered() -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "initialize":
+            return await Server(contract()).handler(request)
+        key = bytes.fromhex(request.headers["mcp-framing-request-key"])
+        return httpx2.Response(
+            200,
+            headers={"content-type": "application/vnd.mcp-framing", "mcp-framing": "1"},
+            content=Writer(key).binary([b'{"jsonrpc":"2.0","id":2,"result":"\xff"}']),
+        )
+
+    transport = FramingTransport(httpx2.MockTransport(handler), mapping="binary")
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["classification"], data["kind"]) == ("invalid_message", "InvalidUtf8")
+    assert b"\xff" not in body
+
+
+@pytest.mark.anyio
+async def test_an_unframed_answer_to_an_opted_in_request_is_a_contract_violation() -> None:
+    server = Server(contract())
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "initialize":
+            return await server.handler(request)
+        return httpx2.Response(200, headers={"content-type": "application/json"}, content=response(body["id"], {}))
+
+    transport = FramingTransport(httpx2.MockTransport(handler))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["classification"], data["kind"], data["retryDecision"]) == (
+        "contract_violation",
+        "NotFramed",
+        "do_not_retry",
+    )
+
+
+@pytest.mark.anyio
+async def test_a_response_on_the_get_stream_ends_it_unverified() -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        events = (
+            b'data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n'
+            b'data: {"jsonrpc":"2.0","id":9,"result":{}}\n\n'
+            b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n'
+        )
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=events)
+
+    transport = FramingTransport(httpx2.MockTransport(handler))
+    body = await (await transport.handle_async_request(httpx2.Request("GET", URL))).aread()
+    assert b"list_changed" in body
+    assert b'"id":9' not in body and b"notifications/message" not in body
+
+
+@pytest.mark.anyio
+async def test_an_http_error_status_is_reported_at_once_and_never_retried() -> None:
+    statuses = [404, 503, 503, 200]
+    seen = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "initialize":
+            return await Server(contract()).handler(request)
+        seen.append(body["id"])
+        return httpx2.Response(statuses.pop(0), content=b"no such \x1b[31msession")
+
+    transport = FramingTransport(
+        httpx2.MockTransport(handler), retries=RetrySchedule(max_attempts=2, initial_backoff=0.0)
+    )
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=listing))).aread()
+    data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["classification"], data["kind"], data["httpStatus"], data["attempts"]) == (
+        "http_error",
+        "HttpStatus",
+        404,
+        1,
+    )
+    assert "\\u{1b}" in data["detail"]  # the server's text, escaped (§3.1)
+    # A 5xx is retried where the method allows it (tools/list is idempotent), up to the budget.
+    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=listing))).aread()
+    data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
+    assert (data["httpStatus"], data["attempts"], data["retryDecision"]) == (503, 2, "surface_to_caller")
+    assert seen == [2, 2, "2~attempt-2"]
+
+
+@pytest.mark.anyio
+async def test_a_final_response_whose_sentinel_was_cut_is_delivered_once_and_recorded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    declared = contract(deduplication={"methods": ["tools/call"], "windowMs": 60000, "scope": "principal"})
+    server = Server(declared, mapping="binary")
+    server.cuts = [-10]  # inside STREAM_END (28 bytes): the final response arrived whole
+    with caplog.at_level(logging.WARNING, logger="mcp_framing"):
+        outcomes, transport = await session_run(server, ["kept"], mapping="binary", retries=RetrySchedule())
+    assert outcomes == ["kept"]  # delivered (SPEC.md §7 row 4), not retried
+    assert len([r for r in server.requests if b"tools/call" in r.content]) == 1
+    delivered = [o for o in transport.stats.outcomes if not o.sentinel_seen]
+    assert [(o.classification, o.regime) for o in delivered] == [("clean", "B")]
+    assert any("without its sentinel" in r.getMessage() for r in caplog.records)
