@@ -108,6 +108,8 @@ enum Held {
     /// Given in pieces: its bytes are in the encoder.
     Pushed,
     /// Given whole, as a shared buffer: held as it is, not copied.
+    // Given by `FramedBody` (feature `http`) alone.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     Whole(Bytes),
 }
 

@@ -22,8 +22,6 @@
 //! endings, `:` comments) and returns the frame bytes they carry. [`SseParser`] is the general
 //! event parser underneath, usable for unframed SSE bodies too.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::frame::{FrameHeader, HEADER_LEN};
@@ -802,16 +800,10 @@ impl SseFrameDecoder {
                     };
                     // Decoded in place at the end of `frames`: the event's data, already within
                     // the event limit, bounds what is reserved.
-                    let start = frames.len();
-                    frames.resize(start + base64::decoded_len_estimate(text.len()), 0);
-                    match STANDARD.decode_slice(text, &mut frames[start..]) {
-                        Ok(len) => frames.truncate(start + len),
-                        Err(_) => {
-                            frames.truncate(start);
-                            return Err(SseError::InvalidBase64 {
-                                event: self.frame_events,
-                            });
-                        }
+                    if put_base64_decoded(text, frames).is_err() {
+                        return Err(SseError::InvalidBase64 {
+                            event: self.frame_events,
+                        });
                     }
                     self.frame_events += 1;
                 }
@@ -840,6 +832,45 @@ impl SseFrameDecoder {
     /// ```
     pub fn finish(&mut self) -> usize {
         self.parser.finish()
+    }
+}
+
+/// Appends the standard base64 of `bytes` (RFC 4648 §4, padded) to `dst`, encoded in place
+/// without an intermediate string: the one base64 encoder of the crate (the SSE mapping's events,
+/// the compatible mapping's records). SIMD where the CPU has it (`base64-simd`, picked at run
+/// time): a 1 MiB result in the SSE mapping was encoded at a quarter of SHA-256's speed.
+pub(crate) fn put_base64(bytes: &[u8], dst: &mut BytesMut) {
+    let start = dst.len();
+    let text_len = base64_simd::STANDARD.encoded_length(bytes.len());
+    dst.resize(start + text_len, 0);
+    let written = base64_simd::STANDARD
+        .encode(bytes, base64_simd::Out::from_slice(&mut dst[start..]))
+        .len();
+    debug_assert_eq!(written, text_len);
+}
+
+/// Appends the bytes of the standard base64 `text` to `dst`: canonical and padded only (a
+/// multiple of 4 characters, `=` padding, zero trailing bits, SPEC.md §15); on error `dst` is as
+/// it was. The one base64 decoder of the crate, as [`put_base64`] is the one encoder.
+pub(crate) fn put_base64_decoded(
+    text: &[u8],
+    dst: &mut BytesMut,
+) -> Result<(), base64_simd::Error> {
+    let start = dst.len();
+    dst.resize(
+        start + base64_simd::STANDARD.estimated_decoded_length(text.len()),
+        0,
+    );
+    match base64_simd::STANDARD.decode(text, base64_simd::Out::from_slice(&mut dst[start..])) {
+        Ok(decoded) => {
+            let len = decoded.len();
+            dst.truncate(start + len);
+            Ok(())
+        }
+        Err(err) => {
+            dst.truncate(start);
+            Err(err)
+        }
     }
 }
 
@@ -944,13 +975,7 @@ impl SseFrameEncoder {
         dst.put_slice(b"event: ");
         dst.put_slice(FRAME_EVENT.as_bytes());
         dst.put_slice(b"\ndata: ");
-        // Encoded in place, without an intermediate string.
-        let start = dst.len();
-        dst.resize(start + text_len, 0);
-        let written = STANDARD
-            .encode_slice(bytes, &mut dst[start..])
-            .expect("room for the padded encoding");
-        debug_assert_eq!(written, text_len);
+        put_base64(bytes, dst);
         dst.put_slice(b"\n\n");
     }
 

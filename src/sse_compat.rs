@@ -64,8 +64,6 @@
 
 use std::collections::VecDeque;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::encoder::StreamEncoder;
@@ -78,7 +76,9 @@ pub use crate::limits::{
 };
 pub use crate::mapping::CompatError;
 use crate::mapping::{Mapping, SseError};
-use crate::sse::{FirstError, RawItem, SseParser, is_message_event};
+use crate::sse::{
+    FirstError, RawItem, SseParser, is_message_event, put_base64, put_base64_decoded,
+};
 
 /// The token that names this mapping ([`Mapping::Compat`]'s name): in the response header
 /// (`Mcp-Framing: 1; mapping=compat`), the request header `Mcp-Framing-Mapping`, the contract's
@@ -354,7 +354,9 @@ impl CompatDecoder {
             Some(base64) if !base64.is_empty() => base64,
             _ => return Err(invalid),
         };
-        let bytes = Bytes::from(STANDARD.decode(base64).map_err(|_| invalid.clone())?);
+        let mut bytes = BytesMut::new();
+        put_base64_decoded(base64, &mut bytes).map_err(|_| invalid.clone())?;
+        let bytes = bytes.freeze();
         self.queue_frames(bytes);
         self.flush(frames, record)
     }
@@ -981,11 +983,8 @@ fn write_record(frames: &[u8], dst: &mut BytesMut) {
     let text_len = frames.len().div_ceil(3) * 4;
     dst.reserve(RECORD_OVERHEAD + text_len);
     dst.put_slice(RECORD_PREFIX.as_bytes());
-    dst.resize(start + RECORD_PREFIX.len() + text_len, 0);
-    let written = STANDARD
-        .encode_slice(frames, &mut dst[start + RECORD_PREFIX.len()..])
-        .expect("the buffer holds the base64 text");
-    debug_assert_eq!(written, text_len);
+    put_base64(frames, dst);
+    debug_assert_eq!(dst.len(), start + RECORD_PREFIX.len() + text_len);
     dst.put_u8(b'\n');
 }
 
