@@ -206,7 +206,8 @@ async fn client(args: &[String]) {
         let request = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
             "params": {"name": "charge", "arguments": {"account": format!("acct-{i}"), "amount": 100 + i}}});
         let outcome = client.call(request).await.expect("the call completes");
-        let text = outcome.response["result"]["content"][0]["text"]
+        let response: Value = outcome.deserialize().expect("a verified JSON-RPC response");
+        let text = response["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_default();
         println!(

@@ -1,10 +1,14 @@
-//! An rmcp client over `FramingHttpClient`: it opts in, sends a request key with every request,
-//! verifies every frame and hands rmcp only verified messages. A response cut on the way reaches
-//! the caller as a JSON-RPC error carrying the outcome (never as a parse error).
+//! An rmcp client over `FramingHttpClient`: it reads the server's framing contract from the
+//! `initialize` result (a server that declares none is refused before any tool call), opts in,
+//! sends a request key with every request, verifies every frame and hands rmcp only verified
+//! messages, unchanged. A response cut on the way reaches the caller as a JSON-RPC error carrying
+//! the outcome report (SPEC.md §11.7), never as a parse error.
 //!
 //! Run the server first (`cargo run --features rmcp,demo --example rmcp_server`), then
-//! `cargo run --features rmcp,demo --example rmcp_client [URL] [binary]`.
+//! `cargo run --features rmcp,demo --example rmcp_client [URL] [compat|sse|binary]` (the mapping
+//! asked for; default `compat`, SPEC.md §18).
 
+use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
@@ -36,14 +40,26 @@ async fn main() {
     let url = args
         .next()
         .unwrap_or_else(|| "http://127.0.0.1:8931/mcp".to_owned());
-    let binary = args.next().is_some_and(|a| a == "binary");
-    let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+    let mapping = match args.next().as_deref() {
+        None | Some("compat") => Mapping::Compat,
+        Some("sse") => Mapping::Sse,
+        Some("binary") => Mapping::Binary,
+        Some(other) => panic!("unknown mapping {other:?}: compat, sse or binary"),
+    };
+    let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
     let stats = client.stats();
     let transport = StreamableHttpClientTransport::with_client(
         client,
         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
     );
-    let peer = ().serve(transport).await.expect("connect and initialize");
+    let peer = match ().serve(transport).await {
+        Ok(peer) => peer,
+        Err(err) => {
+            // A server that declares no framing contract is a configuration error (Regime C).
+            println!("initialize failed: {err}");
+            return;
+        }
+    };
     let document = document();
     let result = peer
         .call_tool(render_report_call("Quarterly report", &document))

@@ -450,12 +450,11 @@ async fn framed_run(
         // The client draws one key per logical request and reuses it on every retry.
         match client.call(tool_call(call as u64 + 1, &task)).await {
             Ok(outcome) => {
-                let message = serde_json::to_vec(&outcome.response).expect("serializable");
                 log.push(format!(
                     "call {call} (request key {}): ok after {} attempt(s), {} bytes",
                     outcome.request_key,
                     outcome.attempts,
-                    message.len()
+                    outcome.response.len()
                 ));
                 for line in attempts_log.lock().expect("lock").drain(..) {
                     log.push(format!("    {line}"));

@@ -663,7 +663,8 @@ impl PolicyBuilder {
     // result with the client's per-stream bounds.
     crate::limits::limit_setters!(limits, "mcp_framing::ClientPolicy::builder()");
 
-    /// The transports the client can read, in order of preference. Default `["binary", "sse"]`.
+    /// The transports the client can read, in order of preference. Default `["binary", "sse",
+    /// "compat"]` ([`KNOWN_TRANSPORTS`]).
     ///
     /// # Examples
     ///
@@ -915,17 +916,26 @@ impl ClientPolicy {
     /// ```
     #[must_use]
     pub fn decoder(&self, key: RequestKey) -> Option<StreamDecoder> {
-        let n = self.negotiated()?;
-        let limits = self
-            .limits
-            .max_frame_payload(n.max_frame_payload)
-            .max_message_size(n.max_message_size);
+        self.negotiated()?;
         Some(
             StreamDecoder::builder()
-                .limits(limits)
+                .limits(self.decoder_limits())
                 .expect_request_key(key)
                 .build(),
         )
+    }
+
+    /// The limits every response is decoded with: the negotiated frame and message limits with
+    /// the client's own per-stream bounds; the client's own limits for an accept-ambiguity
+    /// policy (a server without a contract that frames anyway is held to them).
+    pub(crate) fn decoder_limits(&self) -> Limits {
+        match self.negotiated() {
+            Some(n) => self
+                .limits
+                .max_frame_payload(n.max_frame_payload)
+                .max_message_size(n.max_message_size),
+            None => self.limits,
+        }
     }
 
     /// The outcome of an unframed response body that closed after `bytes_received` bytes:
@@ -1048,6 +1058,35 @@ impl ClientPolicy {
             .as_ref()
             .and_then(|n| n.deduplication.as_ref())
             .is_some_and(|d| d.covers(method))
+    }
+}
+
+impl ContractError {
+    /// The variant's stable name (the `kind` of a client's outcome report, SPEC.md §11.7):
+    /// `NotADiscoveryResult`, `Malformed`, `NoContract`, `SentinelNotRequired`,
+    /// `VersionMismatch`, `UnsupportedChecksum`, `UnsupportedDigest`, `NoCommonTransport`,
+    /// `InvalidLimit` or `Downgrade`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::{ContractError, DiscoverySource};
+    /// assert_eq!(ContractError::NoContract { origin: DiscoverySource::Initialize }.kind(), "NoContract");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotADiscoveryResult { .. } => "NotADiscoveryResult",
+            Self::Malformed { .. } => "Malformed",
+            Self::NoContract { .. } => "NoContract",
+            Self::SentinelNotRequired { .. } => "SentinelNotRequired",
+            Self::VersionMismatch { .. } => "VersionMismatch",
+            Self::UnsupportedChecksum { .. } => "UnsupportedChecksum",
+            Self::UnsupportedDigest { .. } => "UnsupportedDigest",
+            Self::NoCommonTransport { .. } => "NoCommonTransport",
+            Self::InvalidLimit { .. } => "InvalidLimit",
+            Self::Downgrade { .. } => "Downgrade",
+        }
     }
 }
 

@@ -5,11 +5,17 @@
 //! notification or a request, on every message that passes. [`is_response`] reads the message's
 //! top-level keys and skips every value (nested objects, arrays, long strings) without building
 //! it: a `serde_json::Value` of a large tool result costs more than hashing it.
+//!
+//! The same scan finds where the top-level `id` and `error` values lie in the message's bytes, so
+//! that a client can put a retried request's original id back by editing the id value alone, every
+//! other byte of the verified response unchanged (SPEC.md §10, §17.13).
 
 use std::fmt;
+use std::ops::Range;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
 /// Whether `message` is a JSON-RPC response: one JSON object with an `id` member and a `result`
 /// or an `error` member (JSON-RPC 2.0 §5), whatever their values (`"id": null` included).
@@ -30,7 +36,9 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 /// ```
 #[must_use]
 pub fn is_response(message: &str) -> bool {
-    is_response_text(message.as_bytes())
+    Scan::<false>::new(message.as_bytes())
+        .top_level()
+        .unwrap_or_else(|| by_serde(message))
 }
 
 /// [`is_response`] of text its caller already knows to be UTF-8 (an SSE parser's data, which it
@@ -39,18 +47,27 @@ pub fn is_response(message: &str) -> bool {
 /// A scan of its own decides the usual message alone, in one pass that skips long strings a
 /// block at a time (serde_json's skipping of a 1 MiB result took a quarter of its SHA-256's
 /// time); whatever it does not read the way serde_json does (an escaped top-level key, nesting
-/// deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to the serde_json
-/// reading, which is the definition.
+/// deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to serde_json's reading
+/// ([`top_level`]), which is the definition.
 pub(crate) fn is_response_text(text: &[u8]) -> bool {
-    Scan::new(text)
+    Scan::<false>::new(text)
         .top_level()
-        .unwrap_or_else(|| by_serde(text))
+        .unwrap_or_else(|| std::str::from_utf8(text).is_ok_and(by_serde))
 }
 
-/// The definition of [`is_response`]: serde_json reads the top-level keys and skips every value.
-fn by_serde(text: &[u8]) -> bool {
-    let mut de = serde_json::Deserializer::from_slice(text);
-    matches!(de.deserialize_map(TopLevel), Ok(true)) && de.end().is_ok()
+/// Whether `bytes` are UTF-8 and a JSON-RPC response ([`is_response`]), in one pass: the scan
+/// validates the text of the strings it skips (the only place a valid message has bytes above
+/// ASCII), so that message bytes no one validated before (a frame decoder's verified message)
+/// are not read twice.
+pub(crate) fn is_utf8_response(bytes: &[u8]) -> bool {
+    Scan::<true>::new(bytes)
+        .top_level()
+        .unwrap_or_else(|| std::str::from_utf8(bytes).is_ok_and(by_serde))
+}
+
+/// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.
+fn by_serde(message: &str) -> bool {
+    top_level(message).is_some_and(|members| members.is_response())
 }
 
 /// Containers nested deeper than this are left to serde_json.
@@ -71,13 +88,14 @@ fn ends_run(b: u8) -> bool {
 /// A one-pass reading of a JSON-RPC message's top-level keys with the grammar serde_json reads
 /// and skips values by (RFC 8259: its white space, numbers, literals, strings and escapes). Each
 /// step returns `None` where it cannot go on: the text is then read by [`by_serde`], so that
-/// only a text this reading accepts whole is decided here.
-struct Scan<'a> {
+/// only a text this reading accepts whole is decided here. With `UTF8`, the bytes of strings are
+/// validated as UTF-8 too (every other byte it accepts is ASCII).
+struct Scan<'a, const UTF8: bool> {
     text: &'a [u8],
     at: usize,
 }
 
-impl<'a> Scan<'a> {
+impl<'a, const UTF8: bool> Scan<'a, UTF8> {
     fn new(text: &'a [u8]) -> Self {
         Self { text, at: 0 }
     }
@@ -147,16 +165,23 @@ impl<'a> Scan<'a> {
         Some(key)
     }
 
+    /// Whether `b` ends a plain run of string bytes: [`ends_run`], and with `UTF8` a byte
+    /// above ASCII.
+    #[inline(always)]
+    fn stops(b: u8) -> bool {
+        ends_run(b) | (UTF8 & (b >= 0x80))
+    }
+
     /// The rest of a string whose opening quote was taken, its closing quote included.
     fn string(&mut self) -> Option<()> {
         loop {
             while let Some(block) = self.text.get(self.at..self.at + SKIP_BLOCK) {
-                if block.iter().fold(false, |hit, &b| hit | ends_run(b)) {
+                if block.iter().fold(false, |hit, &b| hit | Self::stops(b)) {
                     break;
                 }
                 self.at += SKIP_BLOCK;
             }
-            while !ends_run(self.peek()?) {
+            while !Self::stops(self.peek()?) {
                 self.at += 1;
             }
             match self.bump()? {
@@ -172,6 +197,14 @@ impl<'a> Scan<'a> {
                     }
                     _ => return None,
                 },
+                b if UTF8 && b >= 0x80 => {
+                    // A run of bytes above ASCII is whole characters if it is UTF-8 at all.
+                    let start = self.at - 1;
+                    while self.peek().is_some_and(|b| b >= 0x80) {
+                        self.at += 1;
+                    }
+                    std::str::from_utf8(&self.text[start..self.at]).ok()?;
+                }
                 // A control character.
                 _ => return None,
             }
@@ -282,27 +315,119 @@ impl<'a> Scan<'a> {
     }
 }
 
-/// Visits the top-level object: notes which keys it has, skips every value.
-struct TopLevel;
+/// What the top level of one JSON object holds, as far as JSON-RPC goes: where its `id` and
+/// `error` values lie (byte ranges of the message), and whether it has a `result`. Every value is
+/// skipped, never built.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TopLevel {
+    /// The byte range of the (last) `id` member's value.
+    pub(crate) id: Option<Range<usize>>,
+    /// How many `id` members the object has (JSON allows duplicates; which one a parser reads is
+    /// not defined).
+    pub(crate) ids: usize,
+    /// Whether the object has a `result` member.
+    pub(crate) result: bool,
+    /// The byte range of the (last) `error` member's value.
+    pub(crate) error: Option<Range<usize>>,
+}
 
-impl<'de> Visitor<'de> for TopLevel {
-    type Value = bool;
+impl TopLevel {
+    /// JSON-RPC 2.0 §5: an `id` member and a `result` or an `error` member.
+    pub(crate) fn is_response(&self) -> bool {
+        self.ids > 0 && (self.result || self.error.is_some())
+    }
+}
+
+/// The top level of `message` if it is exactly one valid JSON object (leading and trailing JSON
+/// whitespace allowed); `None` for anything else: a batch array, a scalar, trailing bytes, a cut
+/// or malformed text. Escaped key names are read as JSON reads them (`"\u0069d"` is `id`).
+pub(crate) fn top_level(message: &str) -> Option<TopLevel> {
+    let mut de = serde_json::Deserializer::from_str(message);
+    let visitor = Members {
+        base: message.as_ptr() as usize,
+    };
+    let members = de.deserialize_map(visitor).ok()?;
+    de.end().ok()?;
+    Some(members)
+}
+
+/// Why [`with_id`] cannot put an id back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // the clients' retries use it
+pub(crate) enum IdEditError {
+    /// The message is not exactly one valid JSON object.
+    NotAnObject,
+    /// The object has no `id` member.
+    NoId,
+    /// The object has several `id` members: which one a reader takes is not defined, so none is
+    /// edited.
+    DuplicateId,
+}
+
+/// `message` with the value of its top-level `id` member replaced by `id` (a JSON text, e.g.
+/// `7` or `"a"`), every other byte unchanged: the members' order, their spelling (escapes,
+/// number forms) and the whitespace stay as the peer wrote them.
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // the clients' retries use it
+pub(crate) fn with_id(message: &str, id: &str) -> Result<String, IdEditError> {
+    let members = top_level(message).ok_or(IdEditError::NotAnObject)?;
+    let span = match (members.ids, members.id) {
+        (1, Some(span)) => span,
+        (0, _) | (_, None) => return Err(IdEditError::NoId),
+        _ => return Err(IdEditError::DuplicateId),
+    };
+    let mut edited = String::with_capacity(message.len() - span.len() + id.len());
+    edited.push_str(&message[..span.start]);
+    edited.push_str(id);
+    edited.push_str(&message[span.end..]);
+    Ok(edited)
+}
+
+/// Visits the top-level object: notes which keys it has and where the values that matter lie,
+/// skips every other value.
+struct Members {
+    /// The address of the message's first byte: a borrowed value's offset is its address minus
+    /// this one.
+    base: usize,
+}
+
+impl Members {
+    fn span(&self, raw: &RawValue) -> Range<usize> {
+        let text = raw.get();
+        let start = text.as_ptr() as usize - self.base;
+        start..start + text.len()
+    }
+}
+
+impl<'de> Visitor<'de> for Members {
+    type Value = TopLevel;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message (a JSON object)")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        let (mut id, mut outcome) = (false, false);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
+        let mut members = TopLevel::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
-                Key::Id => id = true,
-                Key::Result | Key::Error => outcome = true,
-                Key::Method | Key::Other => {}
+                Key::Id => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    members.ids += 1;
+                    members.id = Some(self.span(raw));
+                }
+                Key::Error => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    members.error = Some(self.span(raw));
+                }
+                Key::Result => {
+                    members.result = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Key::Method | Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
-            map.next_value::<IgnoredAny>()?;
         }
-        Ok(id && outcome)
+        Ok(members)
     }
 }
 
@@ -383,6 +508,188 @@ impl<'de> Visitor<'de> for Request {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::{IdEditError, top_level, with_id};
+
+    #[test]
+    fn the_id_value_is_found_where_it_lies_and_nothing_else_moves() {
+        let cases: &[(&str, &str)] = &[
+            (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, "1"),
+            (
+                r#"{"result":{"id":2},"id" :  "a~attempt-2" ,"jsonrpc":"2.0"}"#,
+                r#""a~attempt-2""#,
+            ),
+            (
+                "\n{ \"\\u0069d\"\t:\r\n[1, {\"id\": 3}] }  ",
+                r#"[1, {"id": 3}]"#,
+            ),
+            (
+                r#"{"error":{"code":-32603,"message":"\"id\":9"},"i\u0064":null}"#,
+                "null",
+            ),
+            (r#"{"id":-1.50e+3,"result":"caf\u00e9 {}"}"#, "-1.50e+3"),
+        ];
+        for (message, id) in cases {
+            let span = top_level(message).unwrap().id.unwrap();
+            assert_eq!(&message[span.clone()], *id, "{message}");
+            let edited = with_id(message, "\"x\"").unwrap();
+            assert_eq!(edited[..span.start], message[..span.start]);
+            assert_eq!(edited[span.start + 3..], message[span.end..]);
+        }
+    }
+
+    #[test]
+    fn anything_but_one_object_with_one_id_is_refused() {
+        let refused: &[(&str, IdEditError)] = &[
+            (r#"[{"id":1,"result":{}}]"#, IdEditError::NotAnObject),
+            (r#"{"id":1,"result":{}} {}"#, IdEditError::NotAnObject),
+            (r#"{"id":1,"result":{}"#, IdEditError::NotAnObject),
+            (r#"{"id":1,"result":"\x"}"#, IdEditError::NotAnObject),
+            (r#""id""#, IdEditError::NotAnObject),
+            ("", IdEditError::NotAnObject),
+            (r#"{"result":{"id":1}}"#, IdEditError::NoId),
+            (r#"{"note":"\"id\":1","result":{}}"#, IdEditError::NoId),
+            (
+                r#"{"id":1,"\u0069d":2,"result":{}}"#,
+                IdEditError::DuplicateId,
+            ),
+        ];
+        for (message, err) in refused {
+            assert_eq!(with_id(message, "7"), Err(*err), "{message}");
+        }
+    }
+
+    /// JSON whitespace, as a peer may write it between tokens.
+    fn ws() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![Just(' '), Just('\t'), Just('\n'), Just('\r')],
+            0..3,
+        )
+        .prop_map(|chars| chars.into_iter().collect())
+    }
+
+    /// A JSON string token in the spellings a peer may choose: escapes, raw UTF-8, braces and
+    /// quotes inside.
+    fn string() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("id".to_owned()),
+            Just(r"\u0069d".to_owned()),
+            Just(r#"\"id\":1,"#.to_owned()),
+            Just("{}[],:".to_owned()),
+            Just(r"\\".to_owned()),
+            Just(r"\n\t\/".to_owned()),
+            Just(r"caf\u00e9".to_owned()),
+            Just("café ✓".to_owned()),
+            "[a-z ]{0,4}",
+        ];
+        prop::collection::vec(piece, 0..4).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
+    }
+
+    /// An object key: `id` in its spellings, its near misses, the other JSON-RPC members.
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(r#""id""#.to_owned()),
+            Just(r#""\u0069d""#.to_owned()),
+            Just(r#""i\u0064""#.to_owned()),
+            Just(r#""Id""#.to_owned()),
+            Just(r#""ids""#.to_owned()),
+            Just(r#""result""#.to_owned()),
+            Just(r#""error""#.to_owned()),
+            Just(r#""method""#.to_owned()),
+            string(),
+        ]
+    }
+
+    /// A JSON text of any value, in the spellings a peer may choose.
+    fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("false".to_owned()),
+            Just("-0".to_owned()),
+            Just("1.0e2".to_owned()),
+            Just("-1.5E-3".to_owned()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            string(),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec((ws(), inner.clone(), ws()), 0..4).prop_map(|items| {
+                    let items: Vec<String> = items
+                        .into_iter()
+                        .map(|(a, v, b)| format!("{a}{v}{b}"))
+                        .collect();
+                    format!("[{}]", items.join(","))
+                }),
+                object(inner),
+            ]
+        })
+    }
+
+    fn object(inner: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+        prop::collection::vec((ws(), key(), ws(), ws(), inner, ws()), 0..6).prop_map(|members| {
+            let members: Vec<String> = members
+                .into_iter()
+                .map(|(a, k, b, c, v, d)| format!("{a}{k}{b}:{c}{v}{d}"))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        })
+    }
+
+    /// A whole message: one object, with whitespace around it.
+    fn message() -> impl Strategy<Value = String> {
+        (ws(), object(value()), ws()).prop_map(|(a, o, b)| format!("{a}{o}{b}"))
+    }
+
+    proptest! {
+        #[test]
+        fn an_id_edit_changes_the_id_value_alone(message in message(), id in any::<u32>()) {
+            let parsed: Value = serde_json::from_str(&message).expect("the generator writes JSON");
+            let id = id.to_string();
+            let ids = top_level(&message).expect("one object").ids;
+            match with_id(&message, &id) {
+                Ok(edited) => {
+                    prop_assert_eq!(ids, 1);
+                    let span = top_level(&message).unwrap().id.unwrap();
+                    // Exactly the value: no whitespace of the peer's is taken with it.
+                    prop_assert_eq!(message[span.clone()].trim_matches([' ', '\t', '\n', '\r']),
+                                    &message[span.clone()]);
+                    // Every other byte unchanged.
+                    prop_assert_eq!(&edited[..span.start], &message[..span.start]);
+                    prop_assert_eq!(&edited[span.start + id.len()..], &message[span.end..]);
+                    // And JSON reads the same object with the new id.
+                    let mut expected = parsed.clone();
+                    expected["id"] = serde_json::from_str(&id).unwrap();
+                    prop_assert_eq!(serde_json::from_str::<Value>(&edited).unwrap(), expected);
+                    prop_assert_eq!(&parsed["id"],
+                                    &serde_json::from_str::<Value>(&message[span]).unwrap());
+                }
+                Err(IdEditError::NoId) => prop_assert!(ids == 0 && parsed.get("id").is_none()),
+                Err(IdEditError::DuplicateId) => prop_assert!(ids > 1),
+                Err(IdEditError::NotAnObject) => prop_assert!(false, "refused one object"),
+            }
+        }
+
+        #[test]
+        fn no_cut_of_a_message_and_nothing_appended_to_one_is_edited(message in message()) {
+            let end = message.trim_end_matches([' ', '\t', '\n', '\r']).len();
+            for cut in 0..end {
+                if message.is_char_boundary(cut) {
+                    prop_assert_eq!(with_id(&message[..cut], "1"), Err(IdEditError::NotAnObject));
+                }
+            }
+            for tail in ["x", "{}", ",", "]", "\"", "0"] {
+                let longer = format!("{message}{tail}");
+                prop_assert_eq!(with_id(&longer, "1"), Err(IdEditError::NotAnObject));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
     use super::*;
 
     #[test]
@@ -396,7 +703,7 @@ mod tests {
         ];
         for (message, expected) in cases {
             assert_eq!(
-                Scan::new(message.as_bytes()).top_level(),
+                Scan::<false>::new(message.as_bytes()).top_level(),
                 Some(expected),
                 "{message}"
             );
@@ -417,11 +724,72 @@ mod tests {
             r#"{"id":1,"result":"\x"}"#,
             deep.as_str(),
         ] {
-            assert_eq!(Scan::new(message.as_bytes()).top_level(), None, "{message}");
+            assert_eq!(
+                Scan::<false>::new(message.as_bytes()).top_level(),
+                None,
+                "{message}"
+            );
         }
         // And serde_json decides them.
         assert!(is_response(r#"{"\u0069d":1,"result":{}}"#));
         assert!(is_response(&deep));
         assert!(!is_response(r#"{"id":1,"result":01}"#));
+    }
+}
+
+#[cfg(test)]
+mod utf8_tests {
+    use super::*;
+
+    /// The definition the one pass replaces: UTF-8, then the rule.
+    fn two_passes(bytes: &[u8]) -> bool {
+        std::str::from_utf8(bytes).is_ok_and(is_response)
+    }
+
+    #[test]
+    fn utf8_and_a_response_in_one_pass_agrees_with_two_passes_at_every_byte_edited() {
+        let messages = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"é ü 😀 € abcdefghijklmnopqrstuvwxyz0123456789 abcdefghijklmnopqrstuvwxyz0123456789"}}"#,
+            r#"{"id":"é","error":{"message":"\u00e9 ok"}}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":{"é":[1,2,"ü"]}}"#,
+        ];
+        // Bytes that break or make UTF-8: a lone continuation byte, lead bytes, an invalid one.
+        let edits: [&[u8]; 6] = [
+            b"\x80",
+            b"\xc3",
+            b"\xc3\xa9",
+            b"\xe2\x82",
+            b"\xff",
+            b"\xf0\x9f\x98\x80",
+        ];
+        let mut decided = 0;
+        for message in messages {
+            let bytes = message.as_bytes();
+            assert_eq!(is_utf8_response(bytes), two_passes(bytes), "{message}");
+            for at in 0..=bytes.len() {
+                for edit in edits {
+                    let mut inserted = bytes[..at].to_vec();
+                    inserted.extend_from_slice(edit);
+                    inserted.extend_from_slice(&bytes[at..]);
+                    assert_eq!(
+                        is_utf8_response(&inserted),
+                        two_passes(&inserted),
+                        "{inserted:?}"
+                    );
+                    if at < bytes.len() {
+                        let mut replaced = bytes.to_vec();
+                        replaced[at] = edit[0];
+                        assert_eq!(
+                            is_utf8_response(&replaced),
+                            two_passes(&replaced),
+                            "{replaced:?}"
+                        );
+                    }
+                    decided += usize::from(Scan::<true>::new(&inserted).top_level().is_some());
+                }
+            }
+        }
+        // The scan decided many of them itself (valid characters inserted inside strings).
+        assert!(decided > 100, "{decided}");
     }
 }

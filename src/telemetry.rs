@@ -26,10 +26,13 @@
 //!
 //! The `outcome` label takes the [`Verdict::name`] values (`clean`, `abandoned`, `aborted`,
 //! `corrupt`, `spliced`, `cross_wired`, `contract_violation`, `ambiguous`), which are also the
-//! `error.type` of a failed operation. A clean outcome without its sentinel
-//! ([`Outcome::sentinel_seen`] `false`: the final response verified, the input ended before
-//! STREAM_END) counts as `clean` in Regime `B`, in [`CLIENT_SENTINEL_MISSING`] too, and its
-//! `tracing` event is a warning naming the request key's fingerprint and the attempt id.
+//! `error.type` of a failed operation, with the other classifications of a client's outcome
+//! report (SPEC.md §11.7: `invalid_message`, `configuration_error`, `http_error`,
+//! `resolve_error`, `invalid_request`); an operation answered with a JSON-RPC error has its code.
+//! A clean outcome without its sentinel ([`Outcome::sentinel_seen`] `false`: the final response
+//! verified, the input ended before STREAM_END) counts as `clean` in Regime `B`, in
+//! [`CLIENT_SENTINEL_MISSING`] too, and its `tracing` event is a warning naming the request key's
+//! fingerprint and the attempt id.
 //! [`describe`] registers the units and descriptions with the installed recorder.
 //!
 //! ```

@@ -126,22 +126,22 @@ async fn completion_survives_a_client_that_goes_away(sse: bool, read_headers: bo
     assert_eq!(executions.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_json_response_is_recorded_when_the_client_leaves_before_the_headers() {
     completion_survives_a_client_that_goes_away(false, false).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_sse_response_is_recorded_when_the_client_leaves_after_the_headers() {
     completion_survives_a_client_that_goes_away(true, true).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_sse_response_is_recorded_when_the_client_leaves_before_the_headers() {
     completion_survives_a_client_that_goes_away(true, false).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn requests_without_a_key_or_of_other_methods_pass_through() {
     let executions = Arc::new(AtomicUsize::new(0));
     let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(SlowTool {
@@ -169,4 +169,203 @@ async fn requests_without_a_key_or_of_other_methods_pass_through() {
         .unwrap();
     assert_eq!(service.call(request).await.unwrap().status(), 400);
     assert_eq!(executions.load(Ordering::SeqCst), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile requests (SPEC.md §17.10).
+
+/// A request body that counts the bytes it hands out, in 1 KiB frames, `total` bytes in all;
+/// its size hint is exact when `declared`, else unknown.
+struct CountingBody {
+    total: usize,
+    handed: Arc<AtomicUsize>,
+    declared: bool,
+}
+
+impl http_body::Body for CountingBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        let handed = self.handed.load(Ordering::SeqCst);
+        if handed >= self.total {
+            return Poll::Ready(None);
+        }
+        let n = (self.total - handed).min(1024);
+        self.handed.fetch_add(n, Ordering::SeqCst);
+        Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(vec![b' '; n])))))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        if self.declared {
+            http_body::SizeHint::with_exact(self.total as u64)
+        } else {
+            http_body::SizeHint::default()
+        }
+    }
+}
+
+fn counting_tool() -> (SlowTool, Arc<AtomicUsize>) {
+    let executions = Arc::new(AtomicUsize::new(0));
+    let tool = SlowTool {
+        executions: executions.clone(),
+        sse: false,
+    };
+    (tool, executions)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_over_the_bound_is_answered_413_without_reading_past_it() {
+    let (tool, executions) = counting_tool();
+    let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new()))
+        .max_request_bytes(10 * 1024)
+        .layer(tool);
+    for declared in [true, false] {
+        let handed = Arc::new(AtomicUsize::new(0));
+        let body = CountingBody {
+            total: 1 << 30, // a gigabyte, never read
+            handed: handed.clone(),
+            declared,
+        };
+        let response = service
+            .call(http::Request::post("/mcp").body(body).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 413, "declared: {declared}");
+        let read = handed.load(Ordering::SeqCst);
+        if declared {
+            // Content-Length over the bound: refused before a byte is read.
+            assert_eq!(read, 0);
+        } else {
+            // Read up to the frame that passes the bound, no further.
+            assert_eq!(read, 11 * 1024);
+        }
+    }
+    assert_eq!(executions.load(Ordering::SeqCst), 0);
+}
+
+/// Posts `body` through a deduplicating layer; returns the status, the JSON-RPC error code (if
+/// the body is one) and the tool's executions.
+async fn post(body: Vec<u8>, headers: &[(&str, String)]) -> (u16, Option<i64>, usize) {
+    let (tool, executions) = counting_tool();
+    let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(tool);
+    let mut request = http::Request::post("/mcp");
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let response = service
+        .call(request.body(Full::new(Bytes::from(body))).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let code = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v["error"]["code"].as_i64());
+    (status, code, executions.load(Ordering::SeqCst))
+}
+
+fn keyed_request(key: RequestKey, arguments: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"slow","arguments":{arguments},"_meta":{{"io.github.mcp-framing/requestKey":"{key}"}}}}}}"#
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn deeply_nested_json_is_answered_with_a_json_rpc_parse_error_and_nothing_runs() {
+    let key = RequestKey::random();
+    let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+    let body = keyed_request(key, &format!(r#"{{"x":{deep}}}"#));
+    assert_eq!(post(body.into_bytes(), &[]).await, (400, Some(-32700), 0));
+    // Just inside the bound: identified and executed.
+    let nested = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+    let body = keyed_request(key, &format!(r#"{{"x":{nested}}}"#));
+    assert_eq!(post(body.into_bytes(), &[]).await, (200, None, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_that_is_not_utf8_or_not_json_is_answered_with_a_json_rpc_parse_error() {
+    let key = RequestKey::random();
+    let mut not_utf8 = keyed_request(key, r#"{"to":"XX"}"#).into_bytes();
+    let at = not_utf8.windows(2).position(|w| w == b"XX").unwrap();
+    not_utf8[at] = 0xff;
+    for body in [not_utf8, b"{\"jsonrpc\":\"2.0\",".to_vec(), b"".to_vec()] {
+        assert_eq!(post(body, &[]).await, (400, Some(-32700), 0));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn duplicate_member_names_at_any_depth_are_refused_as_a_parse_error() {
+    let key = RequestKey::random();
+    // In the arguments (which one would the tool read?), in params, at the top level.
+    let bodies = [
+        keyed_request(key, r#"{"to":"bob","to":"eve"}"#),
+        keyed_request(key, r#"{"to":"bob"}"#).replace(r#""name":"slow","#, r#""name":"slow","name":"other","#),
+        keyed_request(key, "{}").replace(r#""id":1,"#, r#""id":1,"id":2,"#),
+        // Unkeyed requests too: the layer reads every POST body the same way.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"a":1,"a":1}}}"#.to_owned(),
+    ];
+    for body in bodies {
+        assert_eq!(
+            post(body.clone().into_bytes(), &[]).await,
+            (400, Some(-32700), 0),
+            "{body}"
+        );
+    }
+    // The same names in different objects are not duplicates.
+    let body = keyed_request(key, r#"{"to":{"to":"bob"},"cc":{"to":"eve"}}"#);
+    assert_eq!(post(body.into_bytes(), &[]).await, (200, None, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_header_key_that_differs_from_the_meta_key_is_answered_400_and_nothing_runs() {
+    let body = keyed_request(RequestKey::random(), "{}");
+    let other = RequestKey::random().to_string();
+    let (status, _, executions) = post(
+        body.clone().into_bytes(),
+        &[("mcp-framing-request-key", other)],
+    )
+    .await;
+    assert_eq!((status, executions), (400, 0));
+}
+
+/// An inner service that answers `204` to anything (it never reads the body).
+#[derive(Clone)]
+struct NoContent;
+
+impl Service<http::Request<Full<Bytes>>> for NoContent {
+    type Response = http::Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
+        let response = http::Response::builder().status(204).body(Full::default());
+        std::future::ready(Ok(response.unwrap()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn requests_that_are_not_posts_pass_through_with_their_empty_bodies() {
+    let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(NoContent);
+    for method in [http::Method::GET, http::Method::DELETE] {
+        let request = http::Request::builder()
+            .method(method.clone())
+            .uri("/mcp")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = service.call(request).await.unwrap();
+        assert_eq!(response.status(), 204, "{method} reaches the inner service");
+    }
+    // A POST with the same empty body is not one JSON text.
+    let request = http::Request::post("/mcp")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    assert_eq!(service.call(request).await.unwrap().status(), 400);
 }

@@ -18,22 +18,22 @@ fn memory() -> Arc<dyn DedupeStore> {
     Arc::new(MemoryStore::new())
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn retry_is_replayed_under_its_own_id() {
     s::retry_is_replayed_under_its_own_id(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn error_results_are_replayed() {
     s::error_results_are_replayed(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn same_key_with_other_arguments_is_a_conflict() {
     s::other_arguments_are_a_conflict(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn another_principals_key_never_matches() {
     s::another_principal_never_matches(memory()).await;
 }
@@ -44,57 +44,57 @@ async fn concurrent_claims_execute_exactly_once() {
     s::concurrent_claims_execute_once(store.clone(), store).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn duplicate_waits_for_the_attempt_in_flight_and_gets_its_result() {
     s::duplicate_waits_for_the_attempt_in_flight(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn duplicate_gets_in_progress_after_the_bounded_wait() {
     s::duplicate_gets_in_progress_after_the_wait(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn dropped_guard_frees_the_key_only_when_its_lease_expires() {
     s::dropped_guard_frees_the_key_only_when_its_lease_expires(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stale_guards_completion_is_rejected() {
     s::a_stale_guard_s_completion_is_rejected(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn fencing_rejects_stale_renewal_completion_and_release() {
     s::fencing_rejects_a_stale_completion(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_heartbeat_keeps_a_long_calls_lease() {
     s::the_heartbeat_keeps_a_long_call_s_lease(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_result_too_large_to_store_is_never_executed_again() {
     s::a_result_too_large_is_never_executed_again(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn refuse_policy_reports_outcome_unknown_after_an_expired_lease() {
     s::refuse_policy_reports_outcome_unknown(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn release_frees_the_key_at_once() {
     s::release_frees_the_key_at_once(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn records_expire_after_the_window() {
     s::records_expire_after_the_window(memory()).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn memory_store_bound_holds_under_100k_distinct_keys() {
     let store = Arc::new(MemoryStore::new().max_entries(10_000).max_bytes(8 << 20));
     let dedup = Deduplicator::with_shared_store(store.clone());
@@ -117,7 +117,7 @@ async fn memory_store_bound_holds_under_100k_distinct_keys() {
     assert_eq!(dedup.stats().snapshot().completed, 100_000);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn memory_store_byte_bound_evicts_completed_records() {
     let store = Arc::new(MemoryStore::new().max_bytes(20 * (RECORD_OVERHEAD + 1000)));
     let dedup = Deduplicator::with_shared_store(store.clone());
@@ -133,7 +133,7 @@ async fn memory_store_byte_bound_evicts_completed_records() {
     assert!(store.evicted() >= 180);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn memory_store_never_evicts_claims_in_flight() {
     let store = Arc::new(MemoryStore::new().max_entries(3));
     let dedup = Deduplicator::with_shared_store(store.clone());
@@ -161,7 +161,7 @@ async fn memory_store_never_evicts_claims_in_flight() {
     assert_eq!(store.len(), 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_full_store_records_completed_not_stored_rather_than_losing_the_call() {
     // Room for the claim but not for its result: the call still never runs twice.
     let store = Arc::new(MemoryStore::new().max_bytes(RECORD_OVERHEAD + 10));
@@ -216,7 +216,7 @@ impl DedupeStore for DownStore {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_unreachable_store_refuses_keyed_calls_by_default() {
     let dedup = Deduplicator::new(DownStore).store_timeout(Duration::from_millis(100));
     let decision = dedup
@@ -232,7 +232,7 @@ async fn an_unreachable_store_refuses_keyed_calls_by_default() {
     assert!(refusal.to_string().contains("did not answer within 100ms"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn fail_open_executes_unprotected_when_configured() {
     let dedup = Deduplicator::new(DownStore)
         .store_timeout(Duration::from_millis(50))
@@ -244,7 +244,7 @@ async fn fail_open_executes_unprotected_when_configured() {
     assert_eq!(dedup.stats().snapshot().unprotected, 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn progress_token_and_key_do_not_change_the_fingerprint() {
     let key = RequestKey::random();
     let a = s::call("alice", key, json!({"x": [1, {"b": 2, "a": 1}]}));
@@ -262,4 +262,9 @@ async fn progress_token_and_key_do_not_change_the_fingerprint() {
     .unwrap();
     assert_eq!(a, b);
     let _ = LeaseExpiry::default();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_repeated_completion_with_its_token_is_accepted_and_changes_nothing() {
+    s::a_repeated_completion_with_its_token_is_accepted_once_recorded(memory()).await;
 }

@@ -117,3 +117,17 @@ fn sse_frame_decoder_result_does_not_depend_on_how_the_body_is_split() {
     );
     assert!(matches!(whole.1, Err(SseError::EventTooLarge { max: 64 })));
 }
+
+#[cfg(all(feature = "http", feature = "dedupe"))]
+#[test]
+fn saved_inputs_pass_the_dedupe_request_oracle() {
+    let count = replay("dedupe_request", oracles::dedupe_request::run);
+    assert!(count >= 15, "only {count} dedupe_request inputs");
+}
+
+#[cfg(all(feature = "http", feature = "dedupe"))]
+#[test]
+fn saved_inputs_pass_the_http_headers_oracle() {
+    let count = replay("http_headers", oracles::http_headers::run);
+    assert!(count >= 10, "only {count} http_headers inputs");
+}

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -56,10 +57,10 @@ fn new_cut() -> Arc<Cut> {
 async fn rmcp_client_gets_a_verified_result_through_the_layer() {
     let cut = new_cut();
     let addr = server(cut.clone()).await;
-    for binary in [false, true] {
+    for mapping in Mapping::ALL {
         let metrics = Recorded::new();
         let _recording = metrics.install_local(); // this runtime's tasks run on this thread
-        let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let stats = client.stats();
         let result = call(addr, client, &cut, usize::MAX)
             .await
@@ -103,21 +104,28 @@ async fn rmcp_client_gets_a_verified_result_through_the_layer() {
 async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() {
     let cut = new_cut();
     let addr = server(cut.clone()).await;
-    for binary in [false, true] {
-        let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+    for mapping in Mapping::ALL {
+        let client = || FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let (clean, total) = call(addr, client(), &cut, usize::MAX).await;
         let clean = clean.expect("clean call");
         // The STREAM_END sentinel is the last 28 bytes (binary) or its 65-byte event (SSE):
         // cutting at it or inside it leaves the final result verified and only the sentinel
         // missing: the result is delivered (SPEC.md §7 row 4), clean in Regime B, counted apart.
-        let sentinel = if binary { 28 } else { 65 };
-        for limit in [total - sentinel, total - 1] {
+        // In the compatible mapping it travels in the record before the final message's event,
+        // so every cut lands before the final message is verified.
+        let sentinel = match mapping {
+            Mapping::Binary => Some(28),
+            Mapping::Sse => Some(65),
+            _ => None,
+        };
+        for limit in sentinel.map_or(vec![], |sentinel| vec![total - sentinel, total - 1]) {
             let metrics = Recorded::new();
             let _recording = metrics.install_local();
             let client = client();
             let stats = client.stats();
             let (result, _) = call(addr, client, &cut, limit).await;
-            let result = result.unwrap_or_else(|err| panic!("cut at {limit}: {err:?}"));
+            let result =
+                result.unwrap_or_else(|err| panic!("{mapping:?}, cut at {limit}: {err:?}"));
             assert_eq!(result, clean, "cut at {limit}: the verified result");
             assert_eq!(stats.abandoned(), 0, "cut at {limit}");
             assert_eq!(
@@ -140,14 +148,15 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
             );
         }
         // Cut anywhere before the result's MESSAGE_END is whole: abandoned.
-        for limit in [0, 100, 1500, 9000, total / 2, total - sentinel - 1] {
+        let last = sentinel.map_or(total - 1, |sentinel| total - sentinel - 1);
+        for limit in [0, 100, 1500, 9000, total / 2, last] {
             let metrics = Recorded::new();
             let _recording = metrics.install_local(); // this runtime's tasks run on this thread
             let client = client();
             let stats = client.stats();
             let (result, _) = call(addr, client, &cut, limit).await;
             let Err(ServiceError::McpError(error)) = result else {
-                panic!("cut at {limit}: expected our classification, got {result:?}");
+                panic!("{mapping:?}, cut at {limit}: expected our classification, got {result:?}");
             };
             let outcome = &error.data.as_ref().expect("data")[OUTCOME_DATA_KEY];
             assert_eq!(
@@ -269,9 +278,9 @@ async fn rmcp_server_behind_the_layer_aborts_a_result_over_the_limit_the_client_
     // so the layer aborts with code 5 (message too large, not retried) instead of sending a
     // message the client would have to refuse and blame on the server.
     let addr = server(new_cut()).await;
-    for binary in [false, true] {
+    for mapping in Mapping::ALL {
         let transport = StreamableHttpClientTransport::with_client(
-            FramingHttpClient::new(reqwest::Client::new()).binary(binary),
+            FramingHttpClient::new(reqwest::Client::new()).mapping(mapping),
             StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"))
                 .max_json_response_size(16 * 1024),
         );
@@ -279,7 +288,7 @@ async fn rmcp_server_behind_the_layer_aborts_a_result_over_the_limit_the_client_
         let result = peer.call_tool(render_report_call("Q3")).await;
         let _ = peer.cancel().await;
         let Err(ServiceError::McpError(error)) = result else {
-            panic!("binary {binary}: expected our classification, got an Ok or another error");
+            panic!("{mapping:?}: expected our classification, got an Ok or another error");
         };
         let outcome = &error.data.as_ref().expect("data")[OUTCOME_DATA_KEY];
         assert_eq!(outcome["classification"], "aborted", "{outcome}");

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::response::IntoResponse;
+use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
 use mcp_framing::telemetry::CLIENT_RESPONSES;
 
@@ -14,25 +15,15 @@ use metrics_support::Recorded;
 #[path = "rmcp_support/scripted.rs"]
 mod scripted;
 use scripted::{
-    call_tool, call_tool_with, framed, outcome_data, scripted_server, scripted_server_with_get,
-    stalled, tool_result,
+    call_tool, call_tool_with, framed, not_utf8_result, outcome_data, scripted_server,
+    scripted_server_with_get, stalled, tool_result,
 };
 
 #[tokio::test]
 async fn a_verified_message_that_is_not_utf8_fails_the_call_instead_of_being_altered() {
-    let addr = scripted_server(Arc::new(|id, headers| {
-        // The result's text holds a lone 0xFF byte: verified by its digest, yet not UTF-8.
-        let mut message = tool_result(&id, "caf\u{e9}").to_vec();
-        let at = message
-            .windows(2)
-            .position(|w| w == "\u{e9}".as_bytes())
-            .unwrap();
-        message.splice(at..at + 2, [0xff]);
-        framed(headers, vec![Bytes::from(message)])
-    }))
-    .await;
-    for binary in [false, true] {
-        let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+    let addr = scripted_server(not_utf8_result()).await;
+    for mapping in [Mapping::Sse, Mapping::Binary] {
+        let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let stats = client.stats();
         let result = call_tool(addr, client).await;
         let data = outcome_data(&result);
@@ -42,6 +33,15 @@ async fn a_verified_message_that_is_not_utf8_fails_the_call_instead_of_being_alt
         // Only the handshake's result was handed to rmcp.
         assert_eq!((stats.verified_messages(), stats.failed()), (1, 1));
     }
+    // The compatible mapping cannot carry such a message unchanged (SPEC.md §18.3): the server
+    // aborts it (code 1) rather than alter it.
+    let client = FramingHttpClient::new(reqwest::Client::new()).mapping(Mapping::Compat);
+    let data = outcome_data(&call_tool(addr, client).await);
+    assert_eq!(data["kind"], "PeerAbort", "{data}");
+    assert!(
+        data["detail"].as_str().unwrap().contains("not UTF-8"),
+        "{data}"
+    );
 }
 
 #[tokio::test]
@@ -127,15 +127,15 @@ async fn the_limits_configured_in_rmcps_transport_hold_for_framed_responses() {
         ("max_sse_event_size", |c| c.max_sse_event_size(64 * 1024)),
     ];
     for (what, config) in configs {
-        for binary in [false, true] {
-            let client = || FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        for mapping in Mapping::ALL {
+            let client = || FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
             let result = call_tool_with(small, client(), config).await;
-            result.unwrap_or_else(|err| panic!("{what}, binary {binary}: {err}"));
+            result.unwrap_or_else(|err| panic!("{what}, {mapping:?}: {err}"));
             // The client announced its limits (SPEC.md §11.3, §16): the server, told, aborts
             // with code 5 rather than sending what the client would refuse.
             let result = call_tool_with(large, client(), config).await;
             let data = outcome_data(&result);
-            assert_eq!(data["kind"], "PeerAbort", "{what}, binary {binary}: {data}");
+            assert_eq!(data["kind"], "PeerAbort", "{what}, {mapping:?}: {data}");
             assert_eq!(data["classification"], "aborted", "{what}: {data}");
             let detail = data["detail"].as_str().unwrap();
             assert!(detail.contains("message too large"), "{what}: {detail}");
@@ -256,10 +256,10 @@ async fn a_response_on_the_get_stream_is_refused_because_it_cannot_be_verified()
 #[tokio::test]
 async fn a_server_that_stops_sending_frames_is_abandoned_after_the_idle_timeout() {
     let addr = scripted_server(Arc::new(|_, headers| stalled(headers))).await;
-    for binary in [false, true] {
+    for mapping in Mapping::ALL {
         let idle = std::time::Duration::from_millis(300);
         let client = FramingHttpClient::new(reqwest::Client::new())
-            .binary(binary)
+            .mapping(mapping)
             .idle_timeout(Some(idle));
         let stats = client.stats();
         let started = std::time::Instant::now();

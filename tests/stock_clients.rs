@@ -22,6 +22,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcp_framing::http::Mapping;
 use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -436,7 +437,13 @@ fn rmcp_stock_client_gets_every_result_byte_for_byte_through_the_layer() {
 /// JSON-RPC error's message and outcome data.
 fn run_framing(url: &str, binary: bool) -> (Result<String, (String, Value)>, Vec<String>) {
     with_warn_capture(async {
-        let client = FramingHttpClient::new(reqwest::Client::new()).binary(binary);
+        // The README table's rows: the SSE mapping of SPEC.md §15 and the binary one.
+        let mapping = if binary {
+            Mapping::Binary
+        } else {
+            Mapping::Sse
+        };
+        let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
         let transport = StreamableHttpClientTransport::with_client(
             client,
             StreamableHttpClientTransportConfig::with_uri(url),

@@ -5,7 +5,6 @@ mod metrics_support;
 mod outcome_support;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use mcp_framing::telemetry::{
     self, CLIENT_INCOMPLETE_BYTES, CLIENT_OPEN_MESSAGE_BYTES, CLIENT_RESPONSES, CLIENT_RETRIES,
@@ -28,8 +27,18 @@ struct Captured {
     fields: BTreeMap<String, String>,
 }
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<Captured>>>);
+thread_local! {
+    /// The events of the current thread, while a [`capture`] runs on it.
+    static CAPTURED: std::cell::RefCell<Option<Vec<Captured>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The one subscriber of this test binary (global, installed once), which keeps the events of a
+/// thread that is inside [`capture`]. A global subscriber is interested in every callsite at all
+/// times, so no test's interest cache can be computed while another test's scoped subscriber comes
+/// or goes (with per-test scoped subscribers a callsite first hit by a test running without one
+/// could cache "no interest" under load, and a capture then saw no event).
+struct Capture;
 
 struct FieldText<'a>(&'a mut BTreeMap<String, String>);
 
@@ -44,28 +53,30 @@ impl Visit for FieldText<'_> {
 
 impl<S: tracing::Subscriber> Layer<S> for Capture {
     fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        let mut fields = BTreeMap::new();
-        event.record(&mut FieldText(&mut fields));
-        self.0.lock().unwrap().push(Captured {
-            level: *event.metadata().level(),
-            target: event.metadata().target().to_owned(),
-            fields,
+        CAPTURED.with(|captured| {
+            if let Some(events) = captured.borrow_mut().as_mut() {
+                let mut fields = BTreeMap::new();
+                event.record(&mut FieldText(&mut fields));
+                events.push(Captured {
+                    level: *event.metadata().level(),
+                    target: event.metadata().target().to_owned(),
+                    fields,
+                });
+            }
         });
     }
 }
 
-/// Runs `f` with a subscriber that captures events, and returns them.
+/// Runs `f` and returns the events it emitted on this thread.
 fn capture(f: impl FnOnce()) -> Vec<Captured> {
-    let layer = Capture::default();
-    let events = layer.0.clone();
-    let subscriber = tracing_subscriber::registry().with(layer);
-    tracing::subscriber::with_default(subscriber, || {
-        // A test running in parallel without a subscriber may have hit a callsite first and
-        // cached "no interest" for it: recompute with this subscriber in place.
-        tracing::callsite::rebuild_interest_cache();
-        f();
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(Capture))
+            .expect("the test binary's one subscriber");
     });
-    events.lock().unwrap().clone()
+    CAPTURED.with(|captured| *captured.borrow_mut() = Some(Vec::new()));
+    f();
+    CAPTURED.with(|captured| captured.borrow_mut().take().unwrap_or_default())
 }
 
 /// A stream for `key` cut after its two messages, before STREAM_END, read by a decoder that

@@ -21,6 +21,10 @@
 //!   rebuild the binary stream byte for byte.
 //! - [`contract_json`]: arbitrary bytes through the framing contract and request-key parsers;
 //!   round trips, and a policy only where SPEC.md §9 and §11 allow one.
+//! - `dedupe_request`: a deduplicating server's peer input: request bodies through the strict
+//!   JSON reader, request identification, canonical JSON, and `DedupeLayer` itself.
+//! - `http_headers`: the limits header parses what it prints; a response's headers never
+//!   read as two mappings.
 //!
 //! This file is also compiled as a module of the main crate's tests (`#[path]`), so it uses only
 //! dependencies both have and names nothing from libFuzzer.
@@ -30,7 +34,11 @@ pub mod compat_decode;
 pub mod contract_json;
 pub mod decode_chunked;
 pub mod decode_raw;
+#[cfg(all(feature = "http", feature = "dedupe"))]
+pub mod dedupe_request;
 pub mod fixed_checksums;
+#[cfg(all(feature = "http", feature = "dedupe"))]
+pub mod http_headers;
 pub mod limits;
 pub mod model;
 pub mod reader;

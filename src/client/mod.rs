@@ -1,5 +1,5 @@
 //! A framed MCP client over reqwest that retries a cut, keyed request by itself (feature
-//! `client`, SPEC.md §17.13).
+//! `client`, SPEC.md §17.13), and the attempt engine that both clients send through.
 //!
 //! - [`RetryingClient`]: send a JSON-RPC request, get its verified final response; cut
 //!   responses are retried with the same request key where the server's contract makes it
@@ -7,26 +7,33 @@
 //! - [`EndpointResolver`]: where each attempt goes (per-request discovery); [`DiscoveringResolver`]
 //!   runs `server/discover` on endpoints taken in turn.
 //! - [`RetrySchedule`]: bounded attempts, exponential backoff with full jitter.
+//! - [`CallError`]: why a call failed; every client hands its caller the same JSON-RPC error
+//!   for it, with the outcome report of SPEC.md §11.7 under [`OUTCOME_DATA_KEY`].
+//!
+//! One attempt engine (`engine.rs`) runs every attempt of both
+//! [`RetryingClient`] and [`FramingHttpClient`](crate::rmcp_http::FramingHttpClient): resolve,
+//! re-check the contract, send with the opt-in, verify as the body streams, hand on the messages
+//! as they verify, hold the final response until the stream ends, decide on a retry, build the
+//! error. The options live in one configuration (`config.rs`) that it reads when it sends.
 
+mod config;
+mod engine;
+mod error;
 mod resolver;
 mod retrying;
 mod schedule;
+mod stats;
 
+pub use config::IDEMPOTENT_METHODS;
+pub use error::{AttemptError, CallError, OUTCOME_DATA_KEY};
 pub use resolver::{
     DiscoveringResolver, EndpointResolver, Resolution, ResolveError, ResolveFuture,
 };
-pub use retrying::{
-    AttemptReport, CallError, CallItem, CallOutcome, IDEMPOTENT_METHODS, RetrySnapshot, RetryStats,
-    RetryingClient,
-};
+pub use retrying::{AttemptReport, CallItem, CallOutcome, RetryingClient};
 pub use schedule::RetrySchedule;
+pub use stats::{ClientStats, RetrySnapshot, RetryStats};
 
-/// Key under a JSON-RPC error's `data` where a client puts the classification of a response that
-/// did not complete (shared with [`rmcp_http`](crate::rmcp_http)).
-pub const OUTCOME_DATA_KEY: &str = "io.github.mcp-framing/outcome";
-
-/// Whether a JSON-RPC message is a response (it has an `id` and a `result` or an `error`): the
-/// last message of a request's response stream. Read without building a JSON tree.
-pub(crate) fn is_final_response(data: &str) -> bool {
-    crate::jsonrpc::is_response(data)
-}
+#[cfg_attr(not(feature = "rmcp"), allow(unused_imports))]
+pub(crate) use config::{Config, State, option_setters};
+#[cfg_attr(not(feature = "rmcp"), allow(unused_imports))]
+pub(crate) use engine::{Call, Item, Route, SESSION_HEADER, TransportLimits, error_text, post};

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 
 use crate::contract::ServerDiscovery;
+use crate::http::Mapping;
+use crate::sse::SseParser;
 
 /// A boxed `Send` future, as [`EndpointResolver::resolve`] returns.
 pub type ResolveFuture<'a> =
@@ -105,7 +107,10 @@ pub trait EndpointResolver: std::fmt::Debug + Send + Sync + 'static {
 
 /// An [`EndpointResolver`] over a list of endpoints, taken in turn (round robin), that runs
 /// `server/discover` (MCP 2026-07-28) on the chosen endpoint at every resolution: per-request
-/// discovery, as a stateless fleet behind an autoscaler needs.
+/// discovery, as a stateless fleet behind an autoscaler needs. The request carries its protocol
+/// version and capabilities as 2026-07-28 requires (in `_meta`, with the framing capability
+/// declared, and in the `MCP-Protocol-Version` and `Mcp-Method` headers); the answer may be a
+/// JSON body or an event stream (as rmcp answers), at most 1 MiB.
 ///
 /// # Examples
 ///
@@ -158,6 +163,13 @@ impl DiscoveringResolver {
     }
 }
 
+/// The MCP revision of the `server/discover` request a [`DiscoveringResolver`] sends.
+const DISCOVER_VERSION: &str = "2026-07-28";
+
+/// The most bytes of a `server/discover` response a [`DiscoveringResolver`] reads: a discovery
+/// result is small, and the peer does not decide how much the client buffers.
+const MAX_DISCOVERY_BYTES: usize = 1 << 20;
+
 impl EndpointResolver for DiscoveringResolver {
     fn resolve(&self) -> ResolveFuture<'_> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
@@ -166,53 +178,74 @@ impl EndpointResolver for DiscoveringResolver {
             let fail = |what: &str, err: &dyn std::fmt::Display| {
                 ResolveError::new(format!("server/discover at {endpoint}: {what}: {err}"))
             };
-            // MCP 2026-07-28: the version and the client's capabilities in `_meta`, the version
-            // and the method in headers too (rmcp refuses the request without them).
-            let request = json!({"jsonrpc": "2.0", "id": "discover", "method": "server/discover",
-                                 "params": {"_meta": {crate::http::META_PROTOCOL_VERSION: "2026-07-28",
-                                                      crate::http::META_CLIENT_CAPABILITIES: {}}}});
+            // A 2026-07-28 request carries its protocol version and capabilities in `_meta`, and
+            // the version and the method in headers too (which servers check against the body).
+            let mut request = json!({"jsonrpc": "2.0", "id": "discover", "method": "server/discover",
+                "params": {"_meta": {
+                    crate::http::META_PROTOCOL_VERSION: DISCOVER_VERSION,
+                    crate::http::META_CLIENT_CAPABILITIES: {}}}});
+            crate::http::declare_framing_capability(&mut request);
             let response = self
                 .http
                 .post(&endpoint)
                 .header(http::header::ACCEPT, "application/json, text/event-stream")
-                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-protocol-version", DISCOVER_VERSION)
                 .header("mcp-method", "server/discover")
                 .json(&request)
                 .send()
                 .await
                 .map_err(|e| fail("request", &e))?;
-            let sse = response
+            let status = response.status();
+            if !status.is_success() {
+                let text = super::engine::error_text(response.bytes_stream(), 1024).await;
+                return Err(fail("response", &format_args!("HTTP {status}: {text}")));
+            }
+            let event_stream = response
                 .headers()
                 .get(http::header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| {
-                    crate::mapping::Mapping::from_content_type(Some(v))
-                        == Some(crate::mapping::Mapping::Sse)
-                });
-            let body = response.bytes().await.map_err(|e| fail("response", &e))?;
-            let response: Value = if sse {
-                // A server answering in SSE: the response is its message event that is one.
-                let mut events = Vec::new();
-                crate::sse::SseParser::with_max_event_data(
-                    crate::DEFAULT_MAX_MESSAGE_SIZE as usize,
-                )
-                .feed(&body, &mut events)
+                .is_some_and(|v| Mapping::from_content_type(Some(v)) == Some(Mapping::Sse));
+            let body = read_at_most(response, MAX_DISCOVERY_BYTES)
+                .await
                 .map_err(|e| fail("response", &e))?;
-                let message = events
-                    .into_iter()
-                    .find(|e| {
-                        crate::sse::is_message_event(e.event.as_deref())
-                            && crate::jsonrpc::is_response(&e.data)
-                    })
-                    .ok_or_else(|| fail("response", &"no JSON-RPC response in the event stream"))?;
-                serde_json::from_str(&message.data)
+            let message = if event_stream {
+                discover_event(&body).map_err(|e| fail("response", &e))?
             } else {
-                serde_json::from_slice(&body)
-            }
-            .map_err(|e| fail("response", &e))?;
+                body
+            };
+            let response: Value =
+                serde_json::from_slice(&message).map_err(|e| fail("response", &e))?;
             let discovery =
                 ServerDiscovery::from_discover(&response).map_err(|e| fail("result", &e))?;
             Ok(Resolution::new(endpoint.clone(), discovery))
         })
     }
+}
+
+/// The whole body of `response`, refused past `max` bytes.
+async fn read_at_most(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if body.len() + chunk.len() > max {
+            return Err(format!("the body is larger than {max} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The data of the first `message` event of an SSE body that is a JSON-RPC response (a server
+/// answering `server/discover` on an event stream, as rmcp does).
+fn discover_event(body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut parser = SseParser::with_max_event_data(MAX_DISCOVERY_BYTES);
+    let mut events = Vec::new();
+    parser.feed(body, &mut events).map_err(|e| e.to_string())?;
+    events
+        .into_iter()
+        .find(|event| {
+            crate::sse::is_message_event(event.event.as_deref())
+                && crate::jsonrpc::is_response(&event.data)
+        })
+        .map(|event| event.data.into_bytes())
+        .ok_or_else(|| "no JSON-RPC response in the event stream".to_owned())
 }

@@ -959,7 +959,7 @@ fn may_follow_final_response(kind: FrameKind) -> bool {
 }
 
 /// Whether verified message bytes are a JSON-RPC response (SPEC.md §7.1): UTF-8, then the one
-/// rule of [`crate::jsonrpc::is_response`].
+/// rule of [`crate::jsonrpc::is_response`], read in one pass.
 fn is_jsonrpc_response(bytes: &[u8]) -> bool {
-    std::str::from_utf8(bytes).is_ok_and(crate::jsonrpc::is_response)
+    crate::jsonrpc::is_utf8_response(bytes)
 }

@@ -16,6 +16,7 @@ use super::store::{
     ClaimOutcome, ClaimRequest, Completed, DedupeStore, FencingToken, LeaseExpiry, StoreError,
     StoredResponse,
 };
+use super::telemetry::{self, Ended};
 use crate::ids::RequestKey;
 
 /// Default retention of a record: 24 hours, as Stripe keeps idempotency keys.
@@ -37,14 +38,19 @@ const MAX_POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// First pause between two looks.
 const FIRST_POLL_INTERVAL: Duration = Duration::from_millis(5);
 
-/// One store operation, bounded by `timeout`: past it the store counts as unavailable.
+/// One store operation, bounded by `timeout` (past it the store counts as unavailable), its
+/// latency recorded as `operation` (SPEC.md §17.15).
 async fn timed<T>(
+    operation: &'static str,
     timeout: Duration,
-    operation: impl std::future::Future<Output = Result<T, StoreError>>,
+    future: impl std::future::Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
-    tokio::time::timeout(timeout, operation)
+    let started = Instant::now();
+    let result = tokio::time::timeout(timeout, future)
         .await
-        .unwrap_or(Err(StoreError::Timeout { after: timeout }))
+        .unwrap_or(Err(StoreError::Timeout { after: timeout }));
+    telemetry::store_operation(operation, started.elapsed(), result.as_ref().map(|_| ()));
+    result
 }
 
 /// What to do with a keyed call when the store cannot be reached (SPEC.md §17.8).
@@ -261,6 +267,9 @@ impl KeyedCall {
 /// ```
 #[derive(Debug)]
 #[must_use]
+// `Execute` is the common decision and is moved once or twice: boxing the guard would cost an
+// allocation per call to save a copy of ~250 bytes.
+#[allow(clippy::large_enum_variant)]
 pub enum Decision {
     /// Execute the call, then [`complete`](ExecutionGuard::complete) the guard with its final
     /// response.
@@ -377,6 +386,22 @@ impl DedupeStats {
 
     fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count(&self, decision: &Decision) {
+        let counter = match decision {
+            Decision::Execute(_) => &self.executed,
+            Decision::Replay(_) => &self.replayed,
+            Decision::Unprotected(_) => &self.unprotected,
+            Decision::Refused(Refusal::Conflict) => &self.conflicts,
+            Decision::Refused(Refusal::InProgress { .. }) => &self.in_progress,
+            Decision::Refused(Refusal::ResultNotStored { .. }) => &self.not_stored,
+            Decision::Refused(Refusal::OutcomeUnknown) => &self.outcome_unknown,
+            Decision::Refused(Refusal::StoreUnavailable(_)) => &self.store_unavailable,
+            // Not a decision `begin` makes (a server's answer after a lost lease).
+            Decision::Refused(Refusal::LeaseLost) => return,
+        };
+        Self::bump(counter);
     }
 }
 
@@ -637,44 +662,33 @@ impl Deduplicator {
         let deadline = started + self.config.wait;
         let mut pause = FIRST_POLL_INTERVAL;
         let mut waited = false;
-        let stats = &self.stats;
         let decision = loop {
-            let outcome =
-                match timed(self.config.store_timeout, self.store.claim(&key, &request)).await {
-                    Ok(outcome) => outcome,
-                    Err(err) => break self.store_failed(err),
-                };
+            let claim = self.store.claim(&key, &request);
+            let outcome = match timed("claim", self.config.store_timeout, claim).await {
+                Ok(outcome) => outcome,
+                Err(err) => break self.store_failed(err),
+            };
             match outcome {
                 ClaimOutcome::Claimed { generation } => {
-                    DedupeStats::bump(&stats.executed);
                     break Decision::Execute(ExecutionGuard::start(
-                        self, key, &request, generation,
+                        self, call, key, &request, generation, started,
                     ));
                 }
-                ClaimOutcome::Conflict { .. } => {
-                    DedupeStats::bump(&stats.conflicts);
-                    break Decision::Refused(Refusal::Conflict);
-                }
+                ClaimOutcome::Conflict { .. } => break Decision::Refused(Refusal::Conflict),
                 ClaimOutcome::Completed(Completed::Stored(stored)) => {
-                    DedupeStats::bump(&stats.replayed);
                     break Decision::Replay(stored);
                 }
                 ClaimOutcome::Completed(Completed::NotStored { size }) => {
-                    DedupeStats::bump(&stats.not_stored);
                     break Decision::Refused(Refusal::ResultNotStored { size });
                 }
-                ClaimOutcome::Abandoned => {
-                    DedupeStats::bump(&stats.outcome_unknown);
-                    break Decision::Refused(Refusal::OutcomeUnknown);
-                }
+                ClaimOutcome::Abandoned => break Decision::Refused(Refusal::OutcomeUnknown),
                 ClaimOutcome::InFlight { lease_remaining } => {
                     if !waited {
                         waited = true;
-                        DedupeStats::bump(&stats.waited);
+                        DedupeStats::bump(&self.stats.waited);
                     }
                     let now = Instant::now();
                     if now >= deadline {
-                        DedupeStats::bump(&stats.in_progress);
                         break Decision::Refused(Refusal::InProgress {
                             waited: now - started,
                             retry_after: lease_remaining.min(Duration::from_secs(1)),
@@ -697,6 +711,21 @@ impl Deduplicator {
                 }
             }
         };
+        let elapsed = started.elapsed();
+        self.stats.count(&decision);
+        telemetry::decision(&decision, call.scope.method(), waited.then_some(elapsed));
+        match &decision {
+            Decision::Replay(stored) => {
+                telemetry::operation(call.scope.method(), "replay", elapsed, ended(stored))
+            }
+            Decision::Refused(refusal) => telemetry::operation(
+                call.scope.method(),
+                "refused",
+                elapsed,
+                Ended::JsonRpcError(refusal.code()),
+            ),
+            Decision::Execute(_) | Decision::Unprotected(_) => {}
+        }
         tracing::event!(
             target: "mcp_framing::dedupe",
             tracing::Level::DEBUG,
@@ -704,7 +733,7 @@ impl Deduplicator {
             request_key = %call.request_key.fingerprint(),
             method = call.scope.method(),
             tool = call.scope.tool().unwrap_or(""),
-            waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            waited_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             "deduplication decision"
         );
         decision
@@ -719,15 +748,34 @@ impl Deduplicator {
             "deduplication store unavailable"
         );
         match self.config.on_store_failure {
-            StoreFailure::ExecuteUnprotected => {
-                DedupeStats::bump(&self.stats.unprotected);
-                Decision::Unprotected(err)
-            }
-            _ => {
-                DedupeStats::bump(&self.stats.store_unavailable);
-                Decision::Refused(Refusal::StoreUnavailable(err))
-            }
+            StoreFailure::ExecuteUnprotected => Decision::Unprotected(err),
+            _ => Decision::Refused(Refusal::StoreUnavailable(err)),
         }
+    }
+}
+
+/// How a stored response ends an operation, for `mcp.server.operation.duration`.
+fn ended(stored: &StoredResponse) -> Ended {
+    #[derive(serde::Deserialize)]
+    struct Code {
+        code: Option<i64>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ToolResult {
+        #[serde(rename = "isError")]
+        is_error: Option<bool>,
+    }
+    match stored {
+        StoredResponse::Error(json) => match serde_json::from_slice::<Code>(json) {
+            Ok(Code { code: Some(code) }) => Ended::JsonRpcError(code),
+            _ => Ended::Other("invalid_error"),
+        },
+        StoredResponse::Result(json) => match serde_json::from_slice::<ToolResult>(json) {
+            Ok(ToolResult {
+                is_error: Some(true),
+            }) => Ended::ToolError,
+            _ => Ended::Ok,
+        },
     }
 }
 
@@ -796,8 +844,19 @@ pub struct ExecutionGuard {
     token: FencingToken,
     generation: u64,
     config: Config,
+    method: String,
+    /// When the decision began (for `mcp.server.operation.duration`).
+    started: Instant,
+    /// When the claim was granted.
+    claimed: Instant,
+    /// Milliseconds after `claimed` of the last renewal the store accepted: the lease holds
+    /// until then plus the lease.
+    renewed_ms: Arc<AtomicU64>,
     lease_lost: Arc<AtomicBool>,
     heartbeat: Option<tokio::task::JoinHandle<()>>,
+    /// Whether the guard was completed or released (else dropping it ends the operation
+    /// without a final response).
+    finished: bool,
 }
 
 impl fmt::Debug for ExecutionGuard {
@@ -815,30 +874,57 @@ impl Drop for ExecutionGuard {
         if let Some(heartbeat) = self.heartbeat.take() {
             heartbeat.abort();
         }
+        if !self.finished {
+            telemetry::operation(
+                &self.method,
+                "execute",
+                self.started.elapsed(),
+                Ended::Other("no_final_response"),
+            );
+        }
     }
 }
 
+/// First pause before a completion is tried again after the store failed.
+const FIRST_COMPLETION_RETRY: Duration = Duration::from_millis(20);
+/// Longest pause between two tries of a completion.
+const MAX_COMPLETION_RETRY: Duration = Duration::from_millis(500);
+
 impl ExecutionGuard {
-    fn start(dedup: &Deduplicator, key: StoreKey, claim: &ClaimRequest, generation: u64) -> Self {
+    fn start(
+        dedup: &Deduplicator,
+        call: &KeyedCall,
+        key: StoreKey,
+        claim: &ClaimRequest,
+        generation: u64,
+        started: Instant,
+    ) -> Self {
+        let claimed = Instant::now();
         let lease_lost = Arc::new(AtomicBool::new(false));
+        let renewed_ms = Arc::new(AtomicU64::new(0));
         let heartbeat = tokio::runtime::Handle::try_current().ok().map(|runtime| {
             let store = dedup.store.clone();
             let (token, lease, timeout) = (claim.token, claim.lease, dedup.config.store_timeout);
-            let lost = lease_lost.clone();
+            let (lost, renewed) = (lease_lost.clone(), renewed_ms.clone());
             runtime.spawn(async move {
                 let every = lease / 3;
                 loop {
                     tokio::time::sleep(every).await;
-                    match timed(timeout, store.renew(&key, token, lease)).await {
-                        Ok(true) => {}
+                    let asked = Instant::now();
+                    match timed("renew", timeout, store.renew(&key, token, lease)).await {
+                        Ok(true) => {
+                            let at = u64::try_from((asked - claimed).as_millis());
+                            renewed.store(at.unwrap_or(u64::MAX), Ordering::Relaxed);
+                        }
                         Ok(false) => {
                             lost.store(true, Ordering::Relaxed);
+                            telemetry::lease_lost("heartbeat");
                             tracing::event!(target: "mcp_framing::dedupe", tracing::Level::WARN,
                                 store_key = %key, "lease lost while the call runs");
                             return;
                         }
                         // The store is unreachable: keep trying while the lease may still hold.
-                        _ => {}
+                        Err(_) => {}
                     }
                 }
             })
@@ -850,9 +936,21 @@ impl ExecutionGuard {
             token: claim.token,
             generation,
             config: dedup.config,
+            method: call.scope.method().to_owned(),
+            started,
+            claimed,
+            renewed_ms,
             lease_lost,
             heartbeat,
+            finished: false,
         }
+    }
+
+    /// Until when the lease holds, as far as this holder knows (its last accepted renewal plus
+    /// the lease; the store's clock decides, this one errs early by the round trip).
+    fn lease_deadline(&self) -> Instant {
+        let renewed = Duration::from_millis(self.renewed_ms.load(Ordering::Relaxed));
+        self.claimed + renewed + self.config.lease
     }
 
     /// Which claim on the record this is: 1 for the first, 2 or more after expired leases
@@ -961,26 +1059,63 @@ impl ExecutionGuard {
         self.record(completed, recorded).await
     }
 
+    /// Records `completed`. A store that fails is tried again (backoff from 20 ms to 500 ms)
+    /// while the lease holds: until then no other attempt can take the key over, and the
+    /// completion is idempotent for its token, so a try whose answer was lost does no harm.
     async fn record(
-        self,
+        mut self,
         completed: Completed,
         recorded: Recorded,
     ) -> Result<Recorded, CompleteError> {
-        let recorded_now = timed(
-            self.config.store_timeout,
-            self.store
-                .complete(&self.key, self.token, &completed, self.config.window),
-        )
-        .await?;
-        if recorded_now {
-            DedupeStats::bump(&self.stats.completed);
-            return Ok(recorded);
+        let mut pause = FIRST_COMPLETION_RETRY;
+        let result = loop {
+            let complete =
+                self.store
+                    .complete(&self.key, self.token, &completed, self.config.window);
+            match timed("complete", self.config.store_timeout, complete).await {
+                Err(err) if retry_completion(&err) => {
+                    let now = Instant::now();
+                    let deadline = self.lease_deadline();
+                    if now + pause >= deadline {
+                        break Err(err);
+                    }
+                    tracing::event!(target: "mcp_framing::dedupe", tracing::Level::WARN,
+                        store_key = %self.key, error = %err, "recording the result failed; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_COMPLETION_RETRY);
+                }
+                other => break other,
+            }
+        };
+        self.finished = true;
+        let ended = match &completed {
+            Completed::Stored(stored) => ended(stored),
+            Completed::NotStored { .. } => Ended::Ok,
+        };
+        telemetry::operation(&self.method, "execute", self.started.elapsed(), ended);
+        match result {
+            Ok(true) => {
+                DedupeStats::bump(&self.stats.completed);
+                telemetry::completion(match recorded {
+                    Recorded::Stored { .. } => "stored",
+                    Recorded::NotStored { .. } => "not_stored",
+                });
+                Ok(recorded)
+            }
+            Ok(false) => {
+                DedupeStats::bump(&self.stats.lease_lost);
+                telemetry::completion("lease_lost");
+                telemetry::lease_lost("completion");
+                tracing::event!(target: "mcp_framing::dedupe", tracing::Level::ERROR,
+                    store_key = %self.key, generation = self.generation,
+                    "result not recorded: the lease was taken over (the call may have executed twice)");
+                Err(CompleteError::LeaseLost)
+            }
+            Err(err) => {
+                telemetry::completion("store_error");
+                Err(CompleteError::Store(err))
+            }
         }
-        DedupeStats::bump(&self.stats.lease_lost);
-        tracing::event!(target: "mcp_framing::dedupe", tracing::Level::ERROR,
-            store_key = %self.key, generation = self.generation,
-            "result not recorded: the lease was taken over (the call may have executed twice)");
-        Err(CompleteError::LeaseLost)
     }
 
     /// Records the call as completed without its result (it was too large even to read back):
@@ -1030,16 +1165,32 @@ impl ExecutionGuard {
     /// # Ok::<(), CompleteError>(())
     /// # }).unwrap();
     /// ```
-    pub async fn release(self) -> Result<(), CompleteError> {
-        let released = timed(
-            self.config.store_timeout,
-            self.store.release(&self.key, self.token),
-        )
-        .await?;
+    pub async fn release(mut self) -> Result<(), CompleteError> {
+        self.finished = true;
+        telemetry::operation(
+            &self.method,
+            "execute",
+            self.started.elapsed(),
+            Ended::Other("released"),
+        );
+        let release = self.store.release(&self.key, self.token);
+        let released = timed("release", self.config.store_timeout, release).await?;
         if released {
             Ok(())
         } else {
             Err(CompleteError::LeaseLost)
         }
+    }
+}
+
+/// Whether a completion that failed with `err` may be tried again: when the store could not be
+/// reached (or did not answer). Not when the write reached the store and only its replication
+/// fell short: trying again cannot make it more durable.
+fn retry_completion(err: &StoreError) -> bool {
+    match err {
+        StoreError::Timeout { .. } => true,
+        #[cfg(feature = "redis")]
+        StoreError::Redis(_) => true,
+        _ => false,
     }
 }

@@ -12,6 +12,7 @@ use super::store::{
     ClaimOutcome, ClaimRequest, Completed, DedupeStore, FencingToken, LeaseExpiry, StoreError,
     StoreFuture,
 };
+use super::telemetry;
 
 /// Default bound on records: 100,000 (at the default 24 h window, about 1.2 keyed calls a
 /// second kept for the whole window).
@@ -80,6 +81,8 @@ struct Record {
     /// Tie-breaker in the indexes (insertion order).
     seq: u64,
     state: RecordState,
+    /// The token that completed the record (a repeated completion with it is answered `true`).
+    completed_by: Option<FencingToken>,
 }
 
 #[derive(Debug)]
@@ -242,6 +245,7 @@ impl MemoryStore {
                         generation: 1,
                         lease_until,
                     },
+                    completed_by: None,
                 },
             );
             state.leases.insert((lease_until, seq, *key));
@@ -335,6 +339,8 @@ impl MemoryStore {
                 lease_until,
                 ..
             } if held == token => (record.seq, lease_until),
+            // Completed with this token already: a repeated completion (its answer was lost).
+            RecordState::Completed(_) => return record.completed_by == Some(token),
             _ => return false,
         };
         // Take the claim out of the indexes while room is made, so that it cannot evict itself.
@@ -356,6 +362,7 @@ impl MemoryStore {
             .get_mut(key)
             .expect("the claim is still there");
         record.state = RecordState::Completed(outcome);
+        record.completed_by = Some(token);
         record.expires = expires;
         state.done.insert((expires, seq, *key));
         true
@@ -422,10 +429,12 @@ impl State {
                 }
                 (_, Some(&(lease_until, _, key))) if lease_until <= now => {
                     self.evicted += 1;
+                    telemetry::evicted("expired_claim");
                     key
                 }
                 (Some(&(_, _, key)), _) => {
                     self.evicted += 1;
+                    telemetry::evicted("completed");
                     key
                 }
                 (None, _) => {

@@ -58,8 +58,10 @@ mod memory;
 #[cfg(feature = "redis")]
 mod redis;
 mod refusal;
+mod request_json;
 mod scope;
 mod store;
+pub mod telemetry;
 
 pub use deduplicator::{
     CompleteError, DEFAULT_LEASE, DEFAULT_MAX_RESULT_BYTES, DEFAULT_STORE_TIMEOUT, DEFAULT_WAIT,
@@ -74,6 +76,7 @@ pub use refusal::{
     CODE_CONFLICT, CODE_IN_PROGRESS, CODE_LEASE_LOST, CODE_OUTCOME_UNKNOWN, CODE_RESULT_NOT_STORED,
     CODE_STORE_UNAVAILABLE, DEDUPE_DATA_KEY, Refusal, refusal_of,
 };
+pub use request_json::{MAX_JSON_DEPTH, RequestJsonError, parse_request_json};
 pub use scope::{AuthorizationPrincipal, Principal, PrincipalExtractor, Scope, StoreKey};
 pub use store::{
     ClaimOutcome, ClaimRequest, Completed, DedupeStore, FencingToken, LeaseExpiry, StoreError,

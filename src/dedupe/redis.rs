@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Script, Value};
+use redis::cluster_async::ClusterConnection;
+use redis::{ErrorKind, Pipeline, RedisError, RedisResult, Script, ServerErrorKind, Value};
 
 use super::fingerprint::Fingerprint;
 use super::scope::StoreKey;
@@ -18,7 +19,7 @@ pub const DEFAULT_PREFIX: &str = "mcp-framing:dedupe:";
 
 // A record is one hash, `{prefix}{store key in hex}`, with a TTL (PEXPIRE) on every write:
 //   s  state: f in flight, r result stored, e error stored, n completed not stored, a abandoned
-//   fp fingerprint (hex)      t  fencing token (hex, in flight only)
+//   fp fingerprint (hex)      t  fencing token (hex; of the holder, or of the completer)
 //   g  generation             l  lease deadline, ms of the server's clock (in flight only)
 //   r  stored JSON text (r/e), or the size of the result not stored (n)
 // Times come from the server's clock (TIME), so backends' clocks never matter. Every script
@@ -61,11 +62,14 @@ redis.call('HSET', KEYS[1], 'l', now + tonumber(ARGV[2]))
 return 1
 ";
 
+// The token stays in a completed record, so that a completion tried again after its answer was
+// lost is answered 1 (idempotent for its token).
 const COMPLETE: &str = r"
 local r = redis.call('HMGET', KEYS[1], 's', 't')
-if r[1] ~= 'f' or r[2] ~= ARGV[1] then return 0 end
+if r[2] ~= ARGV[1] then return 0 end
+if r[1] ~= 'f' then return 1 end
 redis.call('HSET', KEYS[1], 's', ARGV[2], 'r', ARGV[3])
-redis.call('HDEL', KEYS[1], 't', 'l')
+redis.call('HDEL', KEYS[1], 'l')
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 ";
@@ -77,47 +81,111 @@ redis.call('DEL', KEYS[1])
 return 1
 ";
 
-/// A [`DedupeStore`] on Redis (5 or later) or Valkey, shared by every backend of a fleet.
+/// A [`DedupeStore`] on Redis (5 or later) or Valkey, shared by every backend of a fleet: one
+/// server (with replicas or not), or a Redis Cluster.
 ///
 /// Each record is one Redis hash with a TTL set on every write (the retention, reset at
-/// completion), under a configurable prefix. Every operation is one Lua script on one key,
-/// atomic on the server: the claim creates the record only if it is absent (or takes over an
-/// expired lease), and renewal, completion and release compare the fencing token first. Lease
-/// deadlines use the Redis server's clock, so backends' clocks never matter. The connection is
-/// a `redis` [`ConnectionManager`] (reconnects by itself); each command times out after the
-/// response timeout, and the [`Deduplicator`](super::Deduplicator) bounds every operation too.
+/// completion), under a configurable prefix; in a cluster each record is one key, so it lives on
+/// one slot. Every operation is one Lua script on one key, atomic on the server: the claim
+/// creates the record only if it is absent (or takes over an expired lease), and renewal,
+/// completion and release compare the fencing token first. Lease deadlines use the Redis
+/// server's clock, so backends' clocks never matter. Each operation is one round trip (the
+/// script by its SHA-1, `EVALSHA`; its text only when the server does not know it yet).
+///
+/// One server goes through a `redis` [`ConnectionManager`] (reconnects by itself); a cluster
+/// through the `redis` crate's async [`ClusterConnection`] (follows `MOVED` and failovers). The
+/// URL chooses (`redis+cluster://host:port,host:port/` is a cluster), or the builder
+/// ([`RedisStoreBuilder::cluster`]). Each command times out after the response timeout, and the
+/// [`Deduplicator`](super::Deduplicator) bounds every operation too.
+///
+/// **Durability** is Redis's (SPEC.md §17.12): a record lost between two attempts (a restart
+/// without persistence, a failover to a replica that had not received it) makes the retry
+/// execute again. AOF with `appendfsync always` keeps records across restarts;
+/// [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas) makes a claim and a completion
+/// wait for replicas (`WAIT`) before the call executes and before its result counts as recorded.
 ///
 /// # Examples
 ///
 /// ```no_run
+/// use std::time::Duration;
 /// use mcp_framing::dedupe::{Deduplicator, RedisStore};
 /// # async fn run() -> Result<(), mcp_framing::dedupe::StoreError> {
 /// let store = RedisStore::builder("redis://127.0.0.1:6379/")
 ///     .prefix("billing-mcp:dedupe:")
 ///     .connect()
 ///     .await?;
+/// // A cluster, every write acknowledged by one replica before it counts:
+/// let cluster = RedisStore::builder("redis+cluster://10.0.0.1:6379,10.0.0.2:6379/")
+///     .wait_for_replicas(1, Duration::from_millis(100))
+///     .connect()
+///     .await?;
 /// let dedup = Deduplicator::new(store);
-/// # let _ = dedup; Ok(()) }
+/// # let _ = (dedup, cluster); Ok(()) }
 /// # let _ = run;
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: ConnectionManager,
+    connection: Connection,
     prefix: String,
+    replicas: Option<Replicas>,
     scripts: std::sync::Arc<Scripts>,
 }
 
+/// How the store reaches Redis.
+#[derive(Clone)]
+enum Connection {
+    Node(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+/// `WAIT numreplicas timeout` after every write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Replicas {
+    count: u32,
+    timeout: Duration,
+}
+
 struct Scripts {
-    claim: Script,
-    renew: Script,
-    complete: Script,
-    release: Script,
+    claim: Lua,
+    renew: Lua,
+    complete: Lua,
+    release: Lua,
+}
+
+/// A script's text and SHA-1.
+struct Lua {
+    code: String,
+    sha1: String,
+}
+
+impl Lua {
+    /// For a cluster, the script declares itself (Redis 7 `#!lua`, no `no-writes` flag) a
+    /// write: a node that serves the slot only as a replica (a primary demoted by a failover
+    /// that the client has not noticed yet) then redirects it with `MOVED`, which the cluster
+    /// client follows and learns the new layout from. Without it, the `redis` crate's cluster
+    /// connections (all in `READONLY` mode) would have the replica run the script and fail
+    /// with `READONLY`, over and over.
+    fn new(code: &'static str, cluster: bool) -> Self {
+        let code = if cluster {
+            format!("#!lua\n{code}")
+        } else {
+            code.to_owned()
+        };
+        let sha1 = Script::new(&code).get_hash().to_owned();
+        Self { code, sha1 }
+    }
 }
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let topology = match self.connection {
+            Connection::Node(_) => "node",
+            Connection::Cluster(_) => "cluster",
+        };
         f.debug_struct("RedisStore")
+            .field("topology", &topology)
             .field("prefix", &self.prefix)
+            .field("replicas", &self.replicas)
             .finish_non_exhaustive()
     }
 }
@@ -130,15 +198,21 @@ impl std::fmt::Debug for RedisStore {
 #[derive(Clone, Debug)]
 pub struct RedisStoreBuilder {
     url: String,
+    cluster: bool,
     prefix: String,
     response_timeout: Duration,
     connection_timeout: Duration,
     reconnect_attempts: usize,
+    replicas: Option<Replicas>,
 }
+
+/// The URL scheme suffix that makes a URL name a cluster's nodes.
+const CLUSTER_SCHEME: &str = "+cluster";
 
 impl RedisStoreBuilder {
     /// Sets the key prefix (default [`DEFAULT_PREFIX`]): give each deployment sharing a Redis
-    /// its own.
+    /// its own. In a cluster, keep braces out of it: a `{hash tag}` in the prefix would put
+    /// every record on one slot.
     ///
     /// # Examples
     ///
@@ -146,6 +220,50 @@ impl RedisStoreBuilder {
     #[must_use]
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
+        self
+    }
+
+    /// Connects to a Redis Cluster (default: what the URL says; a `redis+cluster://` or
+    /// `rediss+cluster://` URL is a cluster). The URL's hosts (`host:port`, separated by commas)
+    /// are the seed nodes: any one of them reachable is enough to learn the cluster's layout.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let builder = mcp_framing::dedupe::RedisStore::builder("redis://10.0.0.1:6379,10.0.0.2:6379/")
+    ///     .cluster();
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn cluster(mut self) -> Self {
+        self.cluster = true;
+        self
+    }
+
+    /// Waits, after every claim and every completion, until `count` replicas acknowledged the
+    /// write (Redis `WAIT count timeout`, sent in the same round trip as the write) (default:
+    /// no wait). A claim that too few replicas acknowledged within `timeout` is given back and
+    /// refused as [`StoreError::NotReplicated`] (the call does not execute; fail closed); a
+    /// completion that too few acknowledged is reported with the same error (the result is on
+    /// the primary, but a failover now could lose it).
+    ///
+    /// This narrows the writes a failover can lose to those no acknowledging replica was
+    /// promoted with; as the Redis documentation says, `WAIT` does not make Redis strongly
+    /// consistent (SPEC.md §17.12). `WAIT` holds the connection while it waits (later commands
+    /// of the same backend queue behind it), about one round trip to the replicas; keep
+    /// `timeout` well below the response timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let builder = mcp_framing::dedupe::RedisStore::builder("redis://127.0.0.1/")
+    ///     .wait_for_replicas(1, Duration::from_millis(100));
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn wait_for_replicas(mut self, count: u32, timeout: Duration) -> Self {
+        self.replicas = (count > 0).then_some(Replicas { count, timeout });
         self
     }
 
@@ -178,7 +296,8 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// Reconnection attempts after the connection broke, before a command fails (default 2).
+    /// Reconnection attempts after the connection broke (a cluster: tries of a command,
+    /// following redirections and failovers), before a command fails (default 2).
     ///
     /// # Examples
     ///
@@ -189,7 +308,8 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// Connects (the first connection is made now).
+    /// Connects (the first connection is made now; for a cluster, to the seed nodes, and the
+    /// cluster's layout is read).
     ///
     /// # Errors
     ///
@@ -199,20 +319,80 @@ impl RedisStoreBuilder {
     ///
     /// See [`RedisStore`].
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(self.url.as_str())?;
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(self.response_timeout))
-            .set_connection_timeout(Some(self.connection_timeout))
-            .set_number_of_retries(self.reconnect_attempts)
-            .set_max_delay(Duration::from_millis(200));
-        let connection = ConnectionManager::new_with_config(client, config).await?;
-        Ok(RedisStore::from_connection_manager(connection).prefix(self.prefix))
+        let (cluster, seeds) = seeds(&self.url)?;
+        let connection = if cluster || self.cluster {
+            let retries = u32::try_from(self.reconnect_attempts).unwrap_or(u32::MAX);
+            let client = redis::cluster::ClusterClient::builder(seeds)
+                .response_timeout(self.response_timeout)
+                .connection_timeout(self.connection_timeout)
+                .retries(retries)
+                .min_retry_wait(10)
+                .max_retry_wait(200)
+                .build()?;
+            Connection::Cluster(client.get_async_connection().await?)
+        } else {
+            let [url] = <[String; 1]>::try_from(seeds).map_err(|_| {
+                RedisError::from((
+                    ErrorKind::InvalidClientConfig,
+                    "several hosts in a Redis URL name a cluster: use redis+cluster:// or .cluster()",
+                ))
+            })?;
+            let client = redis::Client::open(url.as_str())?;
+            let config = ConnectionManagerConfig::new()
+                .set_response_timeout(Some(self.response_timeout))
+                .set_connection_timeout(Some(self.connection_timeout))
+                .set_number_of_retries(self.reconnect_attempts)
+                .set_max_delay(Duration::from_millis(200));
+            Connection::Node(ConnectionManager::new_with_config(client, config).await?)
+        };
+        Ok(RedisStore::over(connection)
+            .prefix(self.prefix)
+            .with_replicas(self.replicas))
+    }
+}
+
+/// The seed URLs a URL names, and whether its scheme says cluster: `scheme://[user@]h1,h2/rest`
+/// becomes `scheme://[user@]h1/rest`, `scheme://[user@]h2/rest`.
+fn seeds(url: &str) -> Result<(bool, Vec<String>), StoreError> {
+    let malformed = |what: &'static str| RedisError::from((ErrorKind::InvalidClientConfig, what));
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| malformed("a Redis URL starts with redis:// or rediss://"))?;
+    let (scheme, cluster) = match scheme.strip_suffix(CLUSTER_SCHEME) {
+        Some(scheme) => (scheme, true),
+        None => (scheme, false),
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (user, hosts) = match authority.rsplit_once('@') {
+        Some((user, hosts)) => (format!("{user}@"), hosts),
+        None => (String::new(), authority),
+    };
+    let seeds: Vec<String> = hosts
+        .split(',')
+        .filter(|host| !host.is_empty())
+        .map(|host| format!("{scheme}://{user}{host}{path}"))
+        .collect();
+    if seeds.is_empty() {
+        return Err(malformed("a Redis URL names no host").into());
+    }
+    Ok((cluster, seeds))
+}
+
+impl Scripts {
+    fn new(cluster: bool) -> Self {
+        Self {
+            claim: Lua::new(CLAIM, cluster),
+            renew: Lua::new(RENEW, cluster),
+            complete: Lua::new(COMPLETE, cluster),
+            release: Lua::new(RELEASE, cluster),
+        }
     }
 }
 
 impl RedisStore {
-    /// A builder for a store at `url` (`redis://host:port/db`, `rediss://` with TLS support
-    /// enabled in the `redis` crate).
+    /// A builder for a store at `url`: `redis://host:port/db` (one server), `rediss://` with
+    /// TLS support enabled in the `redis` crate, `redis+cluster://host:port,host:port/` (a
+    /// cluster, by its seed nodes; also `rediss+cluster://`).
     ///
     /// # Examples
     ///
@@ -221,10 +401,12 @@ impl RedisStore {
     pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
         RedisStoreBuilder {
             url: url.into(),
+            cluster: false,
             prefix: DEFAULT_PREFIX.to_owned(),
             response_timeout: Duration::from_secs(1),
             connection_timeout: Duration::from_secs(1),
             reconnect_attempts: 2,
+            replicas: None,
         }
     }
 
@@ -246,7 +428,7 @@ impl RedisStore {
         Self::builder(url).connect().await
     }
 
-    /// A store over a connection manager configured by the caller.
+    /// A store over a connection manager configured by the caller (one server).
     ///
     /// # Examples
     ///
@@ -260,16 +442,39 @@ impl RedisStore {
     /// ```
     #[must_use]
     pub fn from_connection_manager(connection: ConnectionManager) -> Self {
+        Self::over(Connection::Node(connection))
+    }
+
+    /// A store over a cluster connection configured by the caller.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run() -> redis::RedisResult<()> {
+    /// let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
+    /// let connection = client.get_async_connection().await?;
+    /// let store = mcp_framing::dedupe::RedisStore::from_cluster_connection(connection);
+    /// # let _ = store; Ok(()) }
+    /// # let _ = run;
+    /// ```
+    #[must_use]
+    pub fn from_cluster_connection(connection: ClusterConnection) -> Self {
+        Self::over(Connection::Cluster(connection))
+    }
+
+    fn over(connection: Connection) -> Self {
+        let cluster = matches!(connection, Connection::Cluster(_));
         Self {
             connection,
             prefix: DEFAULT_PREFIX.to_owned(),
-            scripts: std::sync::Arc::new(Scripts {
-                claim: Script::new(CLAIM),
-                renew: Script::new(RENEW),
-                complete: Script::new(COMPLETE),
-                release: Script::new(RELEASE),
-            }),
+            replicas: None,
+            scripts: std::sync::Arc::new(Scripts::new(cluster)),
         }
+    }
+
+    fn with_replicas(mut self, replicas: Option<Replicas>) -> Self {
+        self.replicas = replicas;
+        self
     }
 
     /// Sets the key prefix (default [`DEFAULT_PREFIX`]).
@@ -281,6 +486,37 @@ impl RedisStore {
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
+    }
+
+    /// Waits for `count` replicas after every claim and completion, as
+    /// [`RedisStoreBuilder::wait_for_replicas`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(store: mcp_framing::dedupe::RedisStore) {
+    /// let store = store.wait_for_replicas(1, std::time::Duration::from_millis(100));
+    /// # let _ = store; }
+    /// # let _ = run;
+    /// ```
+    #[must_use]
+    pub fn wait_for_replicas(self, count: u32, timeout: Duration) -> Self {
+        self.with_replicas((count > 0).then_some(Replicas { count, timeout }))
+    }
+
+    /// Whether the store talks to a Redis Cluster.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(store: mcp_framing::dedupe::RedisStore) {
+    /// println!("cluster: {}", store.is_cluster());
+    /// # }
+    /// # let _ = run;
+    /// ```
+    #[must_use]
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.connection, Connection::Cluster(_))
     }
 
     /// The Redis key of a record.
@@ -298,43 +534,158 @@ impl RedisStore {
         format!("{}{key}", self.prefix)
     }
 
+    /// One bare `PING` round trip over the store's connection (to one of the nodes, in a
+    /// cluster): the unit the store's costs are measured in (`scripts/bench-dedupe`).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Redis`] if the server cannot be reached.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(store: mcp_framing::dedupe::RedisStore) {
+    /// store.ping().await.expect("reachable");
+    /// # }
+    /// # let _ = run;
+    /// ```
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("PING");
+        self.query(&pipe).await?;
+        Ok(())
+    }
+
+    async fn query(&self, pipe: &Pipeline) -> RedisResult<Vec<Value>> {
+        match &self.connection {
+            Connection::Node(connection) => pipe.query_async(&mut connection.clone()).await,
+            Connection::Cluster(connection) => pipe.query_async(&mut connection.clone()).await,
+        }
+    }
+
+    /// Runs `script` on `key` with `args` in one round trip (by its SHA-1; again with its text
+    /// if the server does not know it), followed by `WAIT` when `wait` and replicas are
+    /// configured. Returns the script's reply and the replicas that acknowledged.
+    async fn eval(
+        &self,
+        script: &Lua,
+        key: &str,
+        args: &[&[u8]],
+        wait: bool,
+    ) -> Result<(Value, Option<u64>), StoreError> {
+        let replicas = self.replicas.filter(|_| wait);
+        let pipeline = |with_text: bool| {
+            let mut pipe = redis::pipe();
+            let command = if with_text {
+                pipe.cmd("EVAL").arg(&script.code)
+            } else {
+                pipe.cmd("EVALSHA").arg(&script.sha1)
+            };
+            command.arg(1).arg(key);
+            for arg in args {
+                command.arg(*arg);
+            }
+            if let Some(replicas) = replicas {
+                pipe.cmd("WAIT")
+                    .arg(replicas.count)
+                    .arg(millis(replicas.timeout));
+            }
+            pipe
+        };
+        let replies = match self.query(&pipeline(false)).await {
+            Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.query(&pipeline(true)).await?
+            }
+            other => other?,
+        };
+        let mut replies = replies.into_iter();
+        let reply = replies
+            .next()
+            .ok_or_else(|| corrupt("no reply to the script"))?;
+        let acknowledged = match replicas {
+            Some(_) => Some(
+                replies
+                    .next()
+                    .as_ref()
+                    .and_then(number)
+                    .ok_or_else(|| corrupt("no reply to WAIT"))?,
+            ),
+            None => None,
+        };
+        Ok((reply, acknowledged))
+    }
+
+    /// `Err(NotReplicated)` when fewer replicas than configured acknowledged.
+    fn replicated(&self, acknowledged: Option<u64>) -> Result<(), StoreError> {
+        match (self.replicas, acknowledged) {
+            (Some(replicas), Some(acknowledged)) if acknowledged < u64::from(replicas.count) => {
+                Err(StoreError::NotReplicated {
+                    acknowledged,
+                    required: u64::from(replicas.count),
+                    within: replicas.timeout,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     async fn run_claim(
         &self,
         key: &StoreKey,
         request: &ClaimRequest,
     ) -> Result<ClaimOutcome, StoreError> {
-        let mut connection = self.connection.clone();
-        let takeover = match request.on_expired_lease {
-            LeaseExpiry::Reexecute => "1",
-            _ => "0",
+        let takeover: &[u8] = match request.on_expired_lease {
+            LeaseExpiry::Reexecute => b"1",
+            _ => b"0",
         };
-        let reply: Value = self
-            .scripts
-            .claim
-            .key(self.redis_key(key))
-            .arg(request.fingerprint.to_string())
-            .arg(request.token.to_string())
-            .arg(millis(request.lease))
-            .arg(millis(request.retention))
-            .arg(takeover)
-            .invoke_async(&mut connection)
+        let redis_key = self.redis_key(key);
+        let (fingerprint, token) = (request.fingerprint.to_string(), request.token.to_string());
+        let (lease, retention) = (
+            millis(request.lease).to_string(),
+            millis(request.retention).to_string(),
+        );
+        let args: [&[u8]; 5] = [
+            fingerprint.as_bytes(),
+            token.as_bytes(),
+            lease.as_bytes(),
+            retention.as_bytes(),
+            takeover,
+        ];
+        let (reply, acknowledged) = self
+            .eval(&self.scripts.claim, &redis_key, &args, true)
             .await?;
-        parse_claim(reply)
+        let outcome = parse_claim(reply)?;
+        if matches!(outcome, ClaimOutcome::Claimed { .. }) {
+            if let Err(err) = self.replicated(acknowledged) {
+                // Not durable enough to execute on: give the claim back (best effort; else it
+                // expires with its lease) and fail closed.
+                let _ = self
+                    .eval(
+                        &self.scripts.release,
+                        &redis_key,
+                        &[token.as_bytes()],
+                        false,
+                    )
+                    .await;
+                return Err(err);
+            }
+        }
+        Ok(outcome)
     }
 
     async fn run_flag(
         &self,
-        script: &Script,
+        script: &Lua,
         key: &StoreKey,
-        args: &[Vec<u8>],
+        args: &[&[u8]],
+        wait: bool,
     ) -> Result<bool, StoreError> {
-        let mut connection = self.connection.clone();
-        let mut invocation = script.key(self.redis_key(key));
-        for arg in args {
-            invocation.arg(arg.as_slice());
+        let (reply, acknowledged) = self.eval(script, &self.redis_key(key), args, wait).await?;
+        let done = number(&reply).ok_or_else(|| corrupt("script reply is not a number"))? == 1;
+        if done {
+            self.replicated(acknowledged)?;
         }
-        let reply: i64 = invocation.invoke_async(&mut connection).await?;
-        Ok(reply == 1)
+        Ok(done)
     }
 }
 
@@ -399,10 +750,15 @@ fn parse_claim(reply: Value) -> Result<ClaimOutcome, StoreError> {
         b"abandoned" => Ok(ClaimOutcome::Abandoned),
         b"done" => {
             let state = text(field(1)?).unwrap_or_default();
-            let payload = text(field(2)?).ok_or_else(|| corrupt("stored result"))?;
+            // The stored text moves into the outcome, uncopied.
+            let payload = match items.into_iter().nth(2) {
+                Some(Value::BulkString(bytes)) => Bytes::from(bytes),
+                Some(other) => Bytes::from(text(&other).ok_or_else(|| corrupt("stored result"))?),
+                None => return Err(corrupt("claim reply too short")),
+            };
             let completed = match state.as_slice() {
-                b"r" => Completed::Stored(StoredResponse::Result(Bytes::from(payload))),
-                b"e" => Completed::Stored(StoredResponse::Error(Bytes::from(payload))),
+                b"r" => Completed::Stored(StoredResponse::Result(payload)),
+                b"e" => Completed::Stored(StoredResponse::Error(payload)),
                 b"n" => Completed::NotStored {
                     size: std::str::from_utf8(&payload)
                         .ok()
@@ -433,11 +789,9 @@ impl DedupeStore for RedisStore {
         lease: Duration,
     ) -> StoreFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let args = [
-                token.to_string().into_bytes(),
-                millis(lease).to_string().into_bytes(),
-            ];
-            self.run_flag(&self.scripts.renew, key, &args).await
+            let (token, lease) = (token.to_string(), millis(lease).to_string());
+            let args: [&[u8]; 2] = [token.as_bytes(), lease.as_bytes()];
+            self.run_flag(&self.scripts.renew, key, &args, false).await
         })
     }
 
@@ -449,18 +803,19 @@ impl DedupeStore for RedisStore {
         retention: Duration,
     ) -> StoreFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let (state, payload): (&[u8], Vec<u8>) = match outcome {
-                Completed::Stored(StoredResponse::Result(json)) => (b"r", json.to_vec()),
-                Completed::Stored(StoredResponse::Error(json)) => (b"e", json.to_vec()),
-                Completed::NotStored { size } => (b"n", size.to_string().into_bytes()),
+            let size;
+            let (state, payload): (&[u8], &[u8]) = match outcome {
+                Completed::Stored(StoredResponse::Result(json)) => (b"r", json),
+                Completed::Stored(StoredResponse::Error(json)) => (b"e", json),
+                Completed::NotStored { size: n } => {
+                    size = n.to_string();
+                    (b"n", size.as_bytes())
+                }
             };
-            let args = [
-                token.to_string().into_bytes(),
-                state.to_vec(),
-                payload,
-                millis(retention).to_string().into_bytes(),
-            ];
-            self.run_flag(&self.scripts.complete, key, &args).await
+            let (token, retention) = (token.to_string(), millis(retention).to_string());
+            let args: [&[u8]; 4] = [token.as_bytes(), state, payload, retention.as_bytes()];
+            self.run_flag(&self.scripts.complete, key, &args, true)
+                .await
         })
     }
 
@@ -470,12 +825,9 @@ impl DedupeStore for RedisStore {
         token: FencingToken,
     ) -> StoreFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            self.run_flag(
-                &self.scripts.release,
-                key,
-                &[token.to_string().into_bytes()],
-            )
-            .await
+            let token = token.to_string();
+            self.run_flag(&self.scripts.release, key, &[token.as_bytes()], false)
+                .await
         })
     }
 }

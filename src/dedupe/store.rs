@@ -340,10 +340,48 @@ pub enum StoreError {
         /// What was wrong.
         reason: String,
     },
+    /// The write reached the store's primary but fewer replicas than required acknowledged it
+    /// within the time allowed (`RedisStore`'s `wait_for_replicas`, Redis `WAIT`): a failover now
+    /// could lose it (SPEC.md §17.12).
+    #[error(
+        "{acknowledged} of {required} replicas acknowledged the deduplication record within {within:?}"
+    )]
+    NotReplicated {
+        /// Replicas that acknowledged the write.
+        acknowledged: u64,
+        /// Replicas required.
+        required: u64,
+        /// The time allowed.
+        within: Duration,
+    },
     /// The Redis (or Valkey) server failed or could not be reached.
     #[cfg(feature = "redis")]
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+}
+
+impl StoreError {
+    /// A stable snake_case name for telemetry: `timeout`, `full`, `corrupt`, `not_replicated`,
+    /// `redis`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::dedupe::StoreError;
+    /// assert_eq!(StoreError::Timeout { after: Duration::from_secs(2) }.kind(), "timeout");
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Timeout { .. } => "timeout",
+            Self::Full { .. } => "full",
+            Self::Corrupt { .. } => "corrupt",
+            Self::NotReplicated { .. } => "not_replicated",
+            #[cfg(feature = "redis")]
+            Self::Redis(_) => "redis",
+        }
+    }
 }
 
 /// A store of deduplication records, visible to every backend that shares it (SPEC.md §17.4).
@@ -364,6 +402,9 @@ pub enum StoreError {
 ///   `Ok(false)`, nothing changes): extend the lease / store the outcome and reset the lifetime to
 ///   `retention` / delete the record. An expired lease that nobody took over is still this
 ///   token's: no other attempt executed.
+/// - `complete` is idempotent for its token: repeated on a record this token completed, it
+///   answers `Ok(true)` and changes nothing, so that a completion whose answer was lost (a
+///   timeout, a broken connection) can be tried again (the engine does, while the lease holds).
 ///
 /// # Examples
 ///

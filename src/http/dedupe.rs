@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::dedupe::{
     AuthorizationPrincipal, Decision, Deduplicator, ExecutionGuard, KeyedCall, PrincipalExtractor,
+    RequestJsonError, parse_request_json,
 };
 use crate::http::REQUEST_KEY_HEADER;
 use crate::ids::RequestKey;
@@ -345,6 +346,17 @@ where
         let shared = self.shared.clone();
         Box::pin(async move {
             let (parts, body) = request.into_parts();
+            // A body that declares more than the bound (Content-Length) is refused before any
+            // of it is read; one that does not is read until it passes the bound, no further.
+            if body.size_hint().lower() > shared.max_request_bytes as u64 {
+                return Ok(plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "request body: larger than {} bytes",
+                        shared.max_request_bytes
+                    ),
+                ));
+            }
             let bytes = match Limited::new(body, shared.max_request_bytes).collect().await {
                 Ok(collected) => collected.to_bytes(),
                 Err(err) => {
@@ -369,13 +381,15 @@ where
                     }
                 },
             };
-            let identified = identify(&shared, principal, header_key, &bytes);
+            let post = parts.method == http::Method::POST;
+            let identified = identify(&shared, principal, header_key, post, &bytes);
             let request = Request::from_parts(parts, Full::new(bytes));
             let (call, id) = match identified {
                 Identified::PassThrough => {
                     let response = inner.call(request).await?;
                     return Ok(response.map(box_body));
                 }
+                Identified::NotJson(err) => return Ok(parse_error(&err)),
                 Identified::Invalid(reason) => return Ok(plain(StatusCode::BAD_REQUEST, reason)),
                 Identified::Keyed(call, id) => (call, id),
             };
@@ -414,6 +428,7 @@ where
 
 enum Identified {
     PassThrough,
+    NotJson(RequestJsonError),
     Invalid(String),
     Keyed(KeyedCall, Value),
 }
@@ -422,12 +437,17 @@ fn identify(
     shared: &Shared,
     principal: crate::dedupe::Principal,
     header_key: Option<RequestKey>,
+    post: bool,
     bytes: &[u8],
 ) -> Identified {
-    // Only a single JSON-RPC request of a deduplicated method is a candidate; anything else
-    // (notifications, responses, batches, bodies that are not JSON) is the inner service's.
-    let Ok(request) = serde_json::from_slice::<Value>(bytes) else {
-        return Identified::PassThrough;
+    // A POST body must be one JSON text, read strictly (SPEC.md §17.10: UTF-8, nesting bounded,
+    // no duplicate member names); else it is answered with a JSON-RPC parse error. Only a
+    // single JSON-RPC request of a deduplicated method is a candidate; anything else
+    // (notifications, responses, batches, other HTTP methods) is the inner service's.
+    let request = match parse_request_json(bytes) {
+        Ok(request) => request,
+        Err(err) if post => return Identified::NotJson(err),
+        Err(_) => return Identified::PassThrough,
     };
     let Some(id) = request.get("id").cloned() else {
         return Identified::PassThrough;
@@ -469,6 +489,15 @@ fn plain(status: StatusCode, text: String) -> Response<DedupeBody> {
         .expect("a valid response")
 }
 
+/// `400` with a JSON-RPC parse error (`-32700`, id `null`): the body is not one JSON text.
+fn parse_error(err: &RequestJsonError) -> Response<DedupeBody> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: {err}")}});
+    let mut response = json(body.to_string());
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response
+}
+
 fn json(text: String) -> Response<DedupeBody> {
     Response::builder()
         .header(http::header::CONTENT_TYPE, "application/json")
@@ -490,8 +519,8 @@ const RELAY_FRAMES: usize = 16;
 /// Drives the inner response body to its end in a task of its own, finds the final JSON-RPC
 /// response in it and records it with the guard (SPEC.md §17.10), whatever the client does: a
 /// client that goes away stops the relay, never the recording. An `application/json` body (one
-/// message) is collected and recorded first, then answered whole (with its length, in one
-/// write); an SSE body is relayed to the client as it comes.
+/// message) is collected, answered whole (with its length, in one write), then recorded; an SSE
+/// body is relayed to the client as it comes.
 async fn capture<B>(response: Response<B>, guard: ExecutionGuard) -> Response<DedupeBody>
 where
     B: Body<Data = Bytes> + Send + 'static,
@@ -537,14 +566,16 @@ where
                 }
                 None => {
                     let whole = whole.freeze();
+                    // Answered first: recording is off the client's path (a retry that comes
+                    // before it is recorded finds the claim in flight and waits for it).
+                    let _ = tx.send(Ok(whole.clone()));
                     if whole.len() as u64 > DEFAULT_MAX_MESSAGE_SIZE {
                         record(guard, Found::TooLarge(whole.len() as u64)).await;
                     } else if std::str::from_utf8(&whole).is_ok_and(is_response) {
-                        record(guard, Found::Message(whole.clone())).await;
+                        record(guard, Found::Message(whole)).await;
                     } else {
                         no_final_response(&guard);
                     }
-                    let _ = tx.send(Ok(whole));
                 }
             }
         });

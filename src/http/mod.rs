@@ -24,7 +24,7 @@
 //! SSE mapping (plain `message` events, the frames in comments, SPEC.md §18), which a client asks
 //! for with [`MAPPING_HEADER`] and which a server may use for every response.
 
-use http::HeaderName;
+use http::{HeaderName, HeaderValue};
 
 mod client_body;
 #[cfg(feature = "dedupe")]
@@ -99,9 +99,35 @@ impl Mapping {
     /// assert_eq!(compat["mcp-framing"], "1; mapping=compat");
     /// assert_eq!(Mapping::from_response_headers(&compat), Some(Mapping::Compat));
     /// ```
+    ///
+    /// A response whose field lines disagree (two `Content-Type` lines, two `Mcp-Framing` lines
+    /// naming other mappings) is not framed: what is accepted is what every pairing of one
+    /// `Mcp-Framing` line with one `Content-Type` line reads as, so a response is never read as
+    /// two mappings.
+    ///
+    /// ```
+    /// # use mcp_framing::http::{Mapping, response_headers};
+    /// let mut two = response_headers(Mapping::Sse);
+    /// two.append("content-type", "application/vnd.mcp-framing".parse().unwrap());
+    /// assert_eq!(Mapping::from_response_headers(&two), None);
+    /// ```
     #[must_use]
     pub fn from_response_headers(headers: &http::HeaderMap) -> Option<Self> {
-        let value = headers.get(OPT_IN_HEADER)?.to_str().ok()?;
+        let mut reading = None;
+        for opt_in in headers.get_all(OPT_IN_HEADER) {
+            for content_type in headers.get_all(http::header::CONTENT_TYPE) {
+                let this = Self::from_header_values(opt_in, content_type);
+                if *reading.get_or_insert(this) != this {
+                    return None;
+                }
+            }
+        }
+        reading.flatten()
+    }
+
+    /// The mapping one `Mcp-Framing` line and one `Content-Type` line name together.
+    fn from_header_values(opt_in: &HeaderValue, content_type: &HeaderValue) -> Option<Self> {
+        let value = opt_in.to_str().ok()?;
         let mut parts = value.split(';');
         if parts.next()?.trim() != VERSION_TOKEN {
             return None;
@@ -116,8 +142,7 @@ impl Mapping {
                 named = Some(token.trim().trim_matches('"').to_ascii_lowercase());
             }
         }
-        let content_type = headers.get(http::header::CONTENT_TYPE)?.to_str().ok();
-        let carried = Self::from_content_type(content_type)?;
+        let carried = Self::from_content_type(content_type.to_str().ok())?;
         match named.as_deref() {
             None => Some(carried),
             Some(name) => Self::ALL

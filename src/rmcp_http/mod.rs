@@ -8,31 +8,35 @@
 //!   follows the final response, an ABORT is sent if the inner body fails or ends before it,
 //!   and rmcp's `:` keep-alive comments become KEEPALIVE frames.
 //!   Requests that did not opt in pass through unchanged.
-//! - [`FramingHttpClient`] implements rmcp's `StreamableHttpClient` over reqwest: it opts in
-//!   every POST with a fresh request key (header and `params._meta`), verifies the framed
-//!   response and hands rmcp only verified messages. A response that is abandoned, aborted,
-//!   corrupt or unframed reaches the caller as a JSON-RPC error for the pending request whose
-//!   `data` holds the classification under [`OUTCOME_DATA_KEY`], never as a parse error. It
-//!   honours rmcp's response limits (and announces them to the server), and bounds the time
-//!   between frames.
+//! - [`FramingHttpClient`] implements rmcp's `StreamableHttpClient` over reqwest, sending every
+//!   request through the attempt engine of [`client`](crate::client): it opts in every POST with
+//!   a request key (header and `params._meta`), reads the framing contract from the
+//!   `initialize` or `server/discover` result (refusing Regime C before any tool call), verifies
+//!   the framed response and hands rmcp only verified messages, unchanged. A response that is
+//!   abandoned, aborted, corrupt or unframed reaches the caller as a JSON-RPC error for the
+//!   pending request whose `data` holds the outcome report under [`OUTCOME_DATA_KEY`] (SPEC.md
+//!   §11.7), never as a parse error. It honours rmcp's response limits (and announces them to
+//!   the server), bounds the time between frames, and retries by itself with
+//!   [`auto_retry`](FramingHttpClient::auto_retry).
 
 mod client;
 mod compat_body;
 mod declare;
 #[cfg(feature = "dedupe")]
 mod dedupe;
+mod error;
 mod layer;
-mod retrying;
 mod standalone;
 
-pub use client::{ClientStats, FramingClientError, FramingHttpClient};
+pub use crate::client::ClientStats;
+pub use client::FramingHttpClient;
 pub use declare::RequestBody;
 #[cfg(feature = "dedupe")]
 pub use dedupe::DedupingFramingLayer;
+pub use error::FramingClientError;
 pub use layer::{FramingBody, FramingLayer, FramingService};
 
 pub use crate::client::OUTCOME_DATA_KEY;
-pub(crate) use crate::client::is_final_response;
 
 /// An SSE event as rmcp's `StreamableHttpClient` hands it over.
 pub(crate) type SseItem = Result<sse_stream::Sse, sse_stream::Error>;

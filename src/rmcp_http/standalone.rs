@@ -7,8 +7,9 @@ use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::StreamExt;
 
-use super::client::FramingClientError;
-use super::{SseItem, is_final_response};
+use super::SseItem;
+use super::error::FramingClientError;
+use crate::jsonrpc::is_response;
 use crate::sse::{SseError, SseEvent, SseParser, is_message_event};
 
 /// The state of one GET stream.
@@ -29,7 +30,7 @@ where
     async fn next(&mut self) -> Option<SseItem> {
         loop {
             if let Some(event) = self.queue.pop_front() {
-                if is_message_event(event.event.as_deref()) && is_final_response(&event.data) {
+                if is_message_event(event.event.as_deref()) && is_response(&event.data) {
                     self.done = true;
                     self.queue.clear();
                     let err = FramingClientError::ResponseOnGetStream;

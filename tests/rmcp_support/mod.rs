@@ -73,6 +73,16 @@ pub(crate) fn unframed_service() -> StreamableHttpService<Reports, LocalSessionM
     )
 }
 
+/// rmcp's Streamable HTTP service for [`Reports`] with rmcp's default configuration: legacy
+/// sessions on (`Mcp-Session-Id`), keep-alives and priming events.
+pub(crate) fn session_service() -> StreamableHttpService<Reports, LocalSessionManager> {
+    StreamableHttpService::new(
+        || Ok(Reports),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    )
+}
+
 /// The same service behind the framing layer.
 pub(crate) fn framed_service(
     frame_size: usize,

@@ -1,12 +1,14 @@
-//! A hand-scripted MCP server for `FramingHttpClient` tests: it answers `initialize` with a framed
-//! result, notifications with `202`, a GET with `405` (or a scripted SSE body), and hands every
-//! `tools/call` to a test's closure, which answers with whatever response (framed, unframed,
-//! stalled) the test needs.
+//! A hand-scripted MCP server for `FramingHttpClient` and `RetryingClient` tests: it answers
+//! `initialize` and `server/discover` with a framed result declaring the framing contract (or the
+//! one a test chooses, or none), notifications with `202`, a GET with `405` (or a scripted SSE
+//! body), and hands every `tools/call` to a test's closure, which answers with whatever response
+//! (framed, unframed, stalled) the test needs. It logs every POST's method and headers.
 // Each includer uses a part of it.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -16,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use mcp_framing::http::{FramedBody, OptIn, response_headers};
 use mcp_framing::rmcp_http::FramingHttpClient;
-use mcp_framing::{Outgoing, StreamEncoder};
+use mcp_framing::{FramingContract, Outgoing, StreamEncoder};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -26,21 +28,50 @@ use serde_json::{Value, json};
 /// How the scripted server answers a `tools/call`: given the JSON-RPC id and the request headers.
 pub(crate) type ToolAnswer = Arc<dyn Fn(Value, &HeaderMap) -> Response + Send + Sync>;
 
+/// The contract the `n`th discovery result (0 for the first `initialize` or `server/discover`)
+/// declares; `None`: none.
+pub(crate) type Declared = Arc<dyn Fn(usize) -> Option<FramingContract> + Send + Sync>;
+
+/// A POST the scripted server received.
+#[derive(Clone, Debug)]
+pub(crate) struct Received {
+    /// The JSON-RPC method.
+    pub(crate) method: String,
+    /// The request headers.
+    pub(crate) headers: HeaderMap,
+}
+
+/// Every POST the scripted server received, in order.
+pub(crate) type Log = Arc<Mutex<Vec<Received>>>;
+
+/// The requests of `log` with `method`.
+pub(crate) fn received(log: &Log, method: &str) -> Vec<Received> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.method == method)
+        .cloned()
+        .collect()
+}
+
 #[derive(Clone)]
 struct Script {
     answer: ToolAnswer,
     /// The body of the standalone GET stream (`text/event-stream`); `None`: GET is `405`.
     get: Option<&'static str>,
+    declared: Declared,
+    discoveries: Arc<AtomicUsize>,
+    log: Log,
 }
 
 async fn handle(
-    State(Script { answer, get }): State<Script>,
+    State(script): State<Script>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     if method == Method::GET {
-        return match get {
+        return match script.get {
             Some(body) => ([("content-type", "text/event-stream")], body).into_response(),
             None => StatusCode::METHOD_NOT_ALLOWED.into_response(),
         };
@@ -49,19 +80,41 @@ async fn handle(
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
     let request: Value = serde_json::from_slice(&body).expect("a JSON-RPC message");
+    script.log.lock().unwrap().push(Received {
+        method: request["method"].as_str().unwrap_or_default().to_owned(),
+        headers: headers.clone(),
+    });
     let Some(id) = request.get("id").cloned() else {
         return StatusCode::ACCEPTED.into_response();
+    };
+    let declared = || {
+        let n = script.discoveries.fetch_add(1, Ordering::SeqCst);
+        (script.declared)(n)
     };
     match request["method"].as_str() {
         Some("initialize") => {
             let version = request["params"]["protocolVersion"].clone();
+            let mut capabilities = json!({"tools": {}});
+            if let Some(contract) = declared() {
+                capabilities["experimental"] = json!({mcp_framing::EXTENSION_KEY: contract});
+            }
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": version,
-                "capabilities": {"tools": {}},
+                "capabilities": capabilities,
                 "serverInfo": {"name": "scripted", "version": "1"}}});
             framed(&headers, vec![Bytes::from(result.to_string())])
         }
-        Some("tools/call") => answer(id, &headers),
+        Some("server/discover") => {
+            let mut capabilities = json!({"tools": {}});
+            if let Some(contract) = declared() {
+                capabilities["extensions"] = json!({mcp_framing::EXTENSION_KEY: contract});
+            }
+            let result = json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": capabilities, "ttlMs": 0, "cacheScope": "private"}});
+            framed(&headers, vec![Bytes::from(result.to_string())])
+        }
+        Some("tools/call") => (script.answer)(id, &headers),
         _ => framed(
             &headers,
             vec![Bytes::from(
@@ -73,9 +126,56 @@ async fn handle(
     }
 }
 
+/// The scripted server, configured before it starts.
+pub(crate) struct Scripted {
+    script: Script,
+}
+
+impl Scripted {
+    /// A server answering tool calls with `answer`, declaring `FramingContract::v1()`.
+    pub(crate) fn new(answer: ToolAnswer) -> Self {
+        Self {
+            script: Script {
+                answer,
+                get: None,
+                declared: Arc::new(|_| Some(FramingContract::v1())),
+                discoveries: Arc::default(),
+                log: Log::default(),
+            },
+        }
+    }
+
+    /// Answers a GET with the SSE body `get`.
+    pub(crate) fn get(mut self, get: &'static str) -> Self {
+        self.script.get = Some(get);
+        self
+    }
+
+    /// Declares what `declared` says in each discovery result.
+    pub(crate) fn declaring(
+        mut self,
+        declared: impl Fn(usize) -> Option<FramingContract> + Send + Sync + 'static,
+    ) -> Self {
+        self.script.declared = Arc::new(declared);
+        self
+    }
+
+    /// Starts it on loopback: its address, and the log of what it receives.
+    pub(crate) async fn start(self) -> (SocketAddr, Log) {
+        let log = self.script.log.clone();
+        let app = Router::new()
+            .route("/mcp", axum::routing::any(handle))
+            .with_state(self.script);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (addr, log)
+    }
+}
+
 /// Starts the scripted server on loopback.
 pub(crate) async fn scripted_server(answer: ToolAnswer) -> SocketAddr {
-    scripted_server_with_get(answer, None).await
+    Scripted::new(answer).start().await.0
 }
 
 /// Starts the scripted server on loopback, answering a GET with the SSE body `get`.
@@ -83,13 +183,14 @@ pub(crate) async fn scripted_server_with_get(
     answer: ToolAnswer,
     get: Option<&'static str>,
 ) -> SocketAddr {
-    let app = Router::new()
-        .route("/mcp", axum::routing::any(handle))
-        .with_state(Script { answer, get });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
+    let scripted = Scripted::new(answer);
+    match get {
+        Some(get) => scripted.get(get),
+        None => scripted,
+    }
+    .start()
+    .await
+    .0
 }
 
 /// A framed response carrying `messages` then the sentinel, in the mapping the request asked for
@@ -146,6 +247,20 @@ pub(crate) fn tool_result(id: &Value, text: &str) -> Bytes {
             "content": [{"type": "text", "text": text}]}})
         .to_string(),
     )
+}
+
+/// A tool answer whose result text holds a lone 0xFF byte: verified by its digest, yet not
+/// UTF-8.
+pub(crate) fn not_utf8_result() -> ToolAnswer {
+    Arc::new(|id, headers| {
+        let mut message = tool_result(&id, "caf\u{e9}").to_vec();
+        let at = message
+            .windows(2)
+            .position(|w| w == "\u{e9}".as_bytes())
+            .unwrap();
+        message.splice(at..at + 2, [0xff]);
+        framed(headers, vec![Bytes::from(message)])
+    })
 }
 
 /// Connects `client` to `addr` (transport configured by `config`), calls the tool `echo` once

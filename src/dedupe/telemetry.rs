@@ -1,0 +1,198 @@
+//! Server-side metrics of the deduplication engine, through the [`metrics`] facade (SPEC.md
+//! §17.15): any installed recorder (a Prometheus or OpenTelemetry exporter, or `metrics-util`'s
+//! debugging recorder in tests) collects them; without one each costs an atomic load.
+//!
+//! | metric | kind | labels | what |
+//! |---|---|---|---|
+//! | [`DECISIONS`] (`mcp_framing.dedupe.decisions`) | counter | `decision` (`execute`, `replay`, `refused`, `unprotected`), `reason` (a refusal's [`reason`](super::Refusal::reason), else empty), `mcp.method.name` | every keyed call decided |
+//! | [`WAITS`] (`mcp_framing.dedupe.waits`) | counter | `decision` (what the wait ended in: the [`Decision::name`](super::Decision::name) values) | duplicates that found their key in flight and waited |
+//! | [`WAIT_DURATION`] (`mcp_framing.dedupe.wait.duration`) | histogram, seconds | `decision` | how long those duplicates waited |
+//! | [`COMPLETIONS`] (`mcp_framing.dedupe.completions`) | counter | `recorded` (`stored`, `not_stored`, `lease_lost`, `store_error`) | results recorded, or not |
+//! | [`LEASES_LOST`] (`mcp_framing.dedupe.leases_lost`) | counter | `detected` (`heartbeat`, `completion`) | claims taken over while their holder still ran: the call may have executed twice |
+//! | [`EVICTIONS`] (`mcp_framing.dedupe.evictions`) | counter | `record` (`completed`, `expired_claim`) | records a bounded store removed before their retention to make room: each is a key whose retry executes again |
+//! | [`STORE_DURATION`] (`mcp_framing.dedupe.store.duration`) | histogram, seconds | `operation` (`claim`, `renew`, `complete`, `release`), `outcome` (`ok` or the [`StoreError::kind`]) | every store operation, as the engine waited for it |
+//! | [`SERVER_OPERATION_DURATION`] (`mcp.server.operation.duration`) | histogram, seconds | `mcp.method.name`, `error.type` (only when it failed), `rpc.response.status_code` (a JSON-RPC error's code), `mcp_framing.dedupe.decision` | a keyed call from its decision until its final result (OpenTelemetry's MCP semantic conventions) |
+//!
+//! `mcp.server.operation.duration` is recorded for the keyed calls the engine decides: from the
+//! start of [`Deduplicator::begin`](super::Deduplicator::begin) until the refusal or the replay
+//! (answered at once), or until an executed call's result is recorded. `error.type` is the
+//! JSON-RPC error code of a refusal or of a stored error result (as a string, with
+//! `rpc.response.status_code`), `tool_error` for a result with `isError: true`, and
+//! `no_final_response` for an execution that ended without one. `gen_ai.tool.name` is left
+//! out on purpose: the engine sees the tool name before the server validated it, and a peer
+//! would mint one series per name it makes up. Unprotected executions (fail open) are counted
+//! in [`DECISIONS`] but not timed: the engine does not see their end.
+//!
+//! [`StoreError::kind`]: super::StoreError::kind
+//!
+//! ```
+//! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+//! use mcp_framing::RequestKey;
+//! use mcp_framing::dedupe::{telemetry, Decision, Deduplicator, Fingerprint, KeyedCall,
+//!                           MemoryStore, Principal, Scope};
+//!
+//! let recorder = DebuggingRecorder::new();
+//! let snapshotter = recorder.snapshotter();
+//! metrics::with_local_recorder(&recorder, || {
+//!     tokio_test::block_on(async {
+//!         let dedup = Deduplicator::new(MemoryStore::new());
+//!         let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+//!                                   RequestKey::random(), Fingerprint::from_bytes([1; 32]));
+//!         let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
+//!         guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
+//!     })
+//! });
+//! let executed = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
+//!     key.key().name() == telemetry::DECISIONS
+//!         && key.key().labels().any(|l| l.key() == "decision" && l.value() == "execute")
+//!         && value == DebugValue::Counter(1)
+//! });
+//! assert!(executed);
+//! ```
+
+use std::time::Duration;
+
+use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
+
+use super::deduplicator::Decision;
+use super::store::StoreError;
+
+/// `mcp_framing.dedupe.decisions`: counter of keyed calls decided, by `decision` and `reason`.
+pub const DECISIONS: &str = "mcp_framing.dedupe.decisions";
+/// `mcp_framing.dedupe.waits`: counter of duplicates that waited for an attempt in flight, by
+/// what the wait ended in (`decision`).
+pub const WAITS: &str = "mcp_framing.dedupe.waits";
+/// `mcp_framing.dedupe.wait.duration`: histogram (seconds) of those waits, by `decision`.
+pub const WAIT_DURATION: &str = "mcp_framing.dedupe.wait.duration";
+/// `mcp_framing.dedupe.completions`: counter of executed calls' results, by `recorded`.
+pub const COMPLETIONS: &str = "mcp_framing.dedupe.completions";
+/// `mcp_framing.dedupe.leases_lost`: counter of claims taken over while their holder ran, by
+/// where it was `detected`.
+pub const LEASES_LOST: &str = "mcp_framing.dedupe.leases_lost";
+/// `mcp_framing.dedupe.evictions`: counter of records a bounded store removed before their
+/// retention, by `record`.
+pub const EVICTIONS: &str = "mcp_framing.dedupe.evictions";
+/// `mcp_framing.dedupe.store.duration`: histogram (seconds) of store operations, by
+/// `operation` and `outcome`.
+pub const STORE_DURATION: &str = "mcp_framing.dedupe.store.duration";
+/// `mcp.server.operation.duration`: histogram (seconds, OpenTelemetry semantic conventions for
+/// MCP) of keyed calls, from their decision until their final result.
+pub const SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
+
+/// Registers the unit and description of every metric above with the installed recorder (call
+/// once after installing it).
+///
+/// # Examples
+///
+/// ```
+/// mcp_framing::dedupe::telemetry::describe(); // a no-op without a recorder
+/// ```
+pub fn describe() {
+    describe_counter!(
+        DECISIONS,
+        Unit::Count,
+        "Keyed calls decided, by decision and reason"
+    );
+    describe_counter!(
+        WAITS,
+        Unit::Count,
+        "Duplicates that waited for an attempt in flight, by what the wait ended in"
+    );
+    describe_histogram!(
+        WAIT_DURATION,
+        Unit::Seconds,
+        "Time duplicates waited for an attempt in flight"
+    );
+    describe_counter!(
+        COMPLETIONS,
+        Unit::Count,
+        "Results of executed keyed calls, by whether they were recorded"
+    );
+    describe_counter!(
+        LEASES_LOST,
+        Unit::Count,
+        "Claims taken over while their holder still ran (the call may have executed twice)"
+    );
+    describe_counter!(
+        EVICTIONS,
+        Unit::Count,
+        "Records removed before their retention to make room (their retries execute again)"
+    );
+    describe_histogram!(
+        STORE_DURATION,
+        Unit::Seconds,
+        "Deduplication store operations, by operation and outcome"
+    );
+    describe_histogram!(
+        SERVER_OPERATION_DURATION,
+        Unit::Seconds,
+        "Duration of a keyed MCP request on the server, from its deduplication decision until its result"
+    );
+}
+
+pub(crate) fn decision(decision: &Decision, method: &str, waited: Option<Duration>) {
+    let (name, reason) = match decision {
+        Decision::Refused(refusal) => ("refused", refusal.reason()),
+        other => (other.name(), ""),
+    };
+    counter!(DECISIONS, "decision" => name, "reason" => reason, "mcp.method.name" => method.to_owned())
+        .increment(1);
+    if let Some(waited) = waited {
+        counter!(WAITS, "decision" => decision.name()).increment(1);
+        histogram!(WAIT_DURATION, "decision" => decision.name()).record(waited.as_secs_f64());
+    }
+}
+
+pub(crate) fn store_operation(
+    operation: &'static str,
+    elapsed: Duration,
+    outcome: Result<(), &StoreError>,
+) {
+    let outcome = match outcome {
+        Ok(()) => "ok",
+        Err(err) => err.kind(),
+    };
+    histogram!(STORE_DURATION, "operation" => operation, "outcome" => outcome)
+        .record(elapsed.as_secs_f64());
+}
+
+pub(crate) fn completion(recorded: &'static str) {
+    counter!(COMPLETIONS, "recorded" => recorded).increment(1);
+}
+
+pub(crate) fn lease_lost(detected: &'static str) {
+    counter!(LEASES_LOST, "detected" => detected).increment(1);
+}
+
+pub(crate) fn evicted(record: &'static str) {
+    counter!(EVICTIONS, "record" => record).increment(1);
+}
+
+/// How a keyed call ended, for `mcp.server.operation.duration`.
+pub(crate) enum Ended {
+    /// A result without `isError: true`.
+    Ok,
+    /// A result with `isError: true` (MCP's tool error).
+    ToolError,
+    /// A JSON-RPC error (a refusal, or a stored error result), with its code.
+    JsonRpcError(i64),
+    /// Something else went wrong (the `error.type`).
+    Other(&'static str),
+}
+
+pub(crate) fn operation(method: &str, decision: &'static str, elapsed: Duration, ended: Ended) {
+    let mut labels = vec![
+        ("mcp.method.name", method.to_owned()),
+        ("mcp_framing.dedupe.decision", decision.to_owned()),
+    ];
+    match ended {
+        Ended::Ok => {}
+        Ended::ToolError => labels.push(("error.type", "tool_error".to_owned())),
+        Ended::JsonRpcError(code) => {
+            labels.push(("error.type", code.to_string()));
+            labels.push(("rpc.response.status_code", code.to_string()));
+        }
+        Ended::Other(error) => labels.push(("error.type", error.to_owned())),
+    }
+    histogram!(SERVER_OPERATION_DURATION, &labels).record(elapsed.as_secs_f64());
+}
