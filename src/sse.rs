@@ -77,8 +77,14 @@ pub enum SseItem {
 #[derive(Debug)]
 pub(crate) enum RawItem {
     /// A dispatched event: its `event` field and its data. The data of an event with one data
-    /// line that arrived in several reads is a slice of that line, not a copy.
-    Event { name: Option<String>, data: Bytes },
+    /// line that arrived in several reads is a slice of that line, not a copy; `whole` says so:
+    /// the data is that line's value as it came (valid UTF-8, nothing replaced), the bytes
+    /// [`SseParser::pending_line`] showed while the line arrived.
+    Event {
+        name: Option<String>,
+        data: Bytes,
+        whole: bool,
+    },
     /// A comment line: the bytes after its leading `:`, line ending excluded.
     Comment(Bytes),
 }
@@ -90,7 +96,7 @@ pub(crate) trait SseSink {
     /// bytes) rather than [`event`](Self::event).
     const RAW: bool = false;
     fn event(&mut self, event: SseEvent);
-    fn raw_event(&mut self, _name: Option<String>, _data: Bytes) {}
+    fn raw_event(&mut self, _name: Option<String>, _data: Bytes, _whole: bool) {}
     fn comment(&mut self, text: &[u8]);
 }
 
@@ -113,10 +119,10 @@ impl SseSink for Vec<SseItem> {
 impl SseSink for Vec<RawItem> {
     const RAW: bool = true;
     fn event(&mut self, event: SseEvent) {
-        self.raw_event(event.event, Bytes::from(event.data.into_bytes()));
+        self.raw_event(event.event, Bytes::from(event.data.into_bytes()), false);
     }
-    fn raw_event(&mut self, name: Option<String>, data: Bytes) {
-        self.push(RawItem::Event { name, data });
+    fn raw_event(&mut self, name: Option<String>, data: Bytes, whole: bool) {
+        self.push(RawItem::Event { name, data, whole });
     }
     fn comment(&mut self, text: &[u8]) {
         self.push(RawItem::Comment(Bytes::copy_from_slice(text)));
@@ -157,11 +163,11 @@ impl RawData {
     }
 
     /// The data, leaving this empty; the only handle on its buffer once the line it may be a
-    /// slice of is dropped.
-    fn take(&mut self) -> Bytes {
+    /// slice of is dropped. `true` with a slice of the one data line (its value as it came).
+    fn take(&mut self) -> (Bytes, bool) {
         match self.line.take() {
-            Some(line) => line,
-            None => std::mem::take(&mut self.joined).freeze(),
+            Some(line) => (line, true),
+            None => (std::mem::take(&mut self.joined).freeze(), false),
         }
     }
 }
@@ -282,6 +288,11 @@ impl LineSplitter {
     #[cfg(feature = "rmcp")]
     pub(crate) fn pending(&self) -> usize {
         self.partial.len()
+    }
+
+    /// The start of a line whose end has not arrived (empty if none).
+    pub(crate) fn pending_line(&self) -> &[u8] {
+        &self.partial
     }
 
     /// Takes the start of a line kept (for a caller that passes every byte on).
@@ -544,9 +555,22 @@ impl SseParser {
         self.id = None;
     }
 
+    /// The start of a line whose end has not arrived, as it came (empty if none): for a caller
+    /// that works on a long line while it arrives (the compatible mapping's data line, hashed
+    /// as it comes, [`CompatDecoder`](crate::sse_compat::CompatDecoder)).
+    pub(crate) fn pending_line(&self) -> &[u8] {
+        self.lines.pending_line()
+    }
+
+    /// Whether the open event has a data line already.
+    pub(crate) fn event_has_data(&self) -> bool {
+        self.has_data
+    }
+
     /// Interprets one line (without its ending) of the body, as [`LineSplitter`] cut it;
-    /// `buffered` is the line as a shared buffer when there is one (kept across reads, or a slice
-    /// of a shared input), so that a data value can be kept as a slice of it. Returns whether the line was blank (an event's end).
+    /// `buffered` is the line as a shared buffer when there is one (kept across reads, or a
+    /// slice of a shared input), so that a data value can be kept as a slice of it. Returns
+    /// whether the line was blank (an event's end).
     pub(crate) fn line<S: SseSink>(
         &mut self,
         mut line: &[u8],
@@ -574,7 +598,8 @@ impl SseParser {
         if line.is_empty() {
             if self.has_data || self.event.is_some() || self.id.is_some() {
                 if S::RAW {
-                    events.raw_event(self.event.take(), self.raw_data.take());
+                    let (data, whole) = self.raw_data.take();
+                    events.raw_event(self.event.take(), data, whole);
                 } else {
                     events.event(SseEvent {
                         event: self.event.take(),

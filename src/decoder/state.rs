@@ -9,6 +9,8 @@ use crate::error::{DecodeError, StreamState};
 use crate::event::StreamSummary;
 use crate::frame::{Abort, FrameHeader, FrameKind, StreamHead};
 
+use super::prehashed::Known;
+
 /// Where a stream decoder is, and what it keeps for it.
 #[derive(Debug)]
 pub(super) enum State {
@@ -114,60 +116,131 @@ impl Position {
     }
 }
 
-/// The bytes of the open message, as far as the decoder keeps them.
+/// The open message, as far as the decoder keeps it.
+///
+/// Every DATA payload is hashed as it arrives (the decoder's running SHA-256), so that the last
+/// step after the final byte is the digest comparison (issue 21); payloads the compatible
+/// mapping's decoder hashed already as they arrived ([`Known`]) are not hashed again.
 #[derive(Debug)]
-pub(super) enum Message {
-    /// Not assembling: the bytes went out as chunks; the decoder's running SHA-256 has them.
-    Streamed,
-    /// Assembling, one DATA frame so far: its zero-copy slice of the read buffer.
+pub(super) struct Message {
+    /// Assembling: the payloads so far; `None`: not assembling (they went out as chunks).
+    body: Option<Body>,
+    /// The message's SHA-256 as computed before its payloads reached the decoder, while every
+    /// payload so far is one that computation covered (assembling only): the running hasher is
+    /// then left alone.
+    prehashed: Option<[u8; 32]>,
+    /// The computation covered the message up to its last payload so far.
+    whole: bool,
+    /// Bytes of the message that computation covered: all arrived already (its event was read
+    /// whole), so an assembled message takes a buffer of that size at once.
+    covered: usize,
+}
+
+/// An assembled message's bytes so far.
+#[derive(Debug)]
+enum Body {
+    /// One DATA frame: its zero-copy slice of the read buffer.
     One(Bytes),
-    /// Assembling, two or more frames: copied once into a buffer that grows as they arrive
-    /// (never reserved from a declared length).
+    /// Two or more: copied once into a buffer that grows as they arrive (never reserved from a
+    /// declared length: the frames' lengths are declared, the message's only at its end), or
+    /// one of the size of the bytes already arrived (the compatible mapping's event).
     Many(BytesMut),
 }
 
-impl Message {
-    /// The open message after its first DATA frame; `hasher` is the decoder's running SHA-256,
-    /// fresh at every message start (see [`finish`](Self::finish)).
-    #[inline]
-    pub(super) fn first(chunk: &Bytes, assemble: bool, hasher: &mut Sha256) -> Self {
-        if assemble {
-            Self::One(chunk.clone())
-        } else {
-            hasher.update(chunk);
-            Self::Streamed
-        }
-    }
-
-    /// Adds the next DATA frame's bytes.
-    #[inline]
-    pub(super) fn push(&mut self, chunk: &Bytes, hasher: &mut Sha256) {
+impl Body {
+    fn bytes(&self) -> &[u8] {
         match self {
-            Self::Streamed => hasher.update(chunk),
-            Self::Many(bytes) => bytes.extend_from_slice(chunk),
-            Self::One(first) => {
-                let mut bytes = BytesMut::with_capacity(first.len() + chunk.len());
-                bytes.extend_from_slice(first);
-                bytes.extend_from_slice(chunk);
-                *self = Self::Many(bytes);
-            }
+            Self::One(bytes) => bytes,
+            Self::Many(bytes) => bytes,
+        }
+    }
+}
+
+impl Message {
+    /// A message before its first DATA frame.
+    #[inline]
+    pub(super) fn new() -> Self {
+        Self {
+            body: None,
+            prehashed: None,
+            whole: false,
+            covered: 0,
         }
     }
 
-    /// The message's SHA-256 and its bytes (empty when not assembling). An assembled message is
-    /// hashed here, once, in one pass; a streamed one was hashed frame by frame into `hasher`,
-    /// which is left fresh for the next message.
+    /// Adds the next DATA payload, whose CRC was checked; `known`: what was computed of it
+    /// before it arrived. `hasher` is the decoder's running SHA-256, fresh at every message
+    /// start (see [`finish`](Self::finish)).
+    #[inline]
+    pub(super) fn push(
+        &mut self,
+        payload: &Bytes,
+        assemble: bool,
+        known: Option<Known>,
+        hasher: &mut Sha256,
+    ) {
+        match (self.prehashed, known) {
+            (None, Some(known)) if known.first && assemble && self.body.is_none() => {
+                self.prehashed = Some(known.sha256);
+                self.whole = known.last;
+                self.covered = known.message_len;
+            }
+            (Some(_), Some(known)) if !known.first && !self.whole => self.whole = known.last,
+            (Some(_), _) => {
+                // Not a payload that computation covered: what it covered is hashed now, and
+                // the rest as it comes.
+                if let Some(body) = &self.body {
+                    hasher.update(body.bytes());
+                }
+                self.prehashed = None;
+                hasher.update(payload);
+            }
+            (None, _) => hasher.update(payload),
+        }
+        if !assemble {
+            return;
+        }
+        self.body = Some(match self.body.take() {
+            None => Body::One(payload.clone()),
+            Some(Body::One(first)) => {
+                let capacity = self.covered.max(first.len() + payload.len());
+                let mut bytes = BytesMut::with_capacity(capacity);
+                bytes.extend_from_slice(&first);
+                bytes.extend_from_slice(payload);
+                Body::Many(bytes)
+            }
+            Some(Body::Many(mut bytes)) => {
+                bytes.extend_from_slice(payload);
+                Body::Many(bytes)
+            }
+        });
+    }
+
+    /// The message's SHA-256 and its bytes (empty when not assembling), leaving `hasher` fresh
+    /// for the next message.
     #[inline]
     pub(super) fn finish(message: Option<Self>, hasher: &mut Sha256) -> ([u8; 32], Bytes) {
         let mut hasher = std::mem::take(hasher);
-        let bytes = match message {
-            // Streamed (or empty): every byte went through `hasher` already.
-            None | Some(Self::Streamed) => return (hasher.finalize().into(), Bytes::new()),
-            Some(Self::One(bytes)) => bytes,
-            Some(Self::Many(bytes)) => bytes.freeze(),
+        let Some(message) = message else {
+            return (hasher.finalize().into(), Bytes::new());
         };
-        hasher.update(&bytes);
-        (hasher.finalize().into(), bytes)
+        let sha256 = match message.prehashed {
+            Some(sha256) if message.whole => sha256,
+            // Computed for more payloads than the message had: its own are hashed now.
+            Some(_) => {
+                if let Some(body) = &message.body {
+                    hasher.update(body.bytes());
+                }
+                hasher.finalize().into()
+            }
+            None => hasher.finalize().into(),
+        };
+        let bytes = match message.body {
+            None => Bytes::new(),
+            Some(Body::One(bytes)) => bytes,
+            Some(Body::Many(bytes)) => bytes.freeze(),
+        };
+        (sha256, bytes)
     }
 }
 

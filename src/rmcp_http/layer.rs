@@ -729,7 +729,7 @@ where
                             }
                             for item in items {
                                 // Priming events (`id` only) and keep-alives carry no message.
-                                if let RawItem::Event { name, data } = item {
+                                if let RawItem::Event { name, data, .. } = item {
                                     if is_message_event(name.as_deref()) && !data.is_empty() {
                                         // The parser validated the data as UTF-8.
                                         this.final_seen |= is_response_text(&data);
