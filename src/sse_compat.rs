@@ -251,10 +251,10 @@ impl LineHashing {
         }
     }
 
-    /// The checks of the whole value of `len` bytes, if it filled the run exactly.
-    fn finish(self, len: usize, base: u64) -> Option<Prehashed> {
+    /// The checks of the whole value `data`, if it filled the run exactly.
+    fn finish(self, data: &Bytes, base: u64) -> Option<Prehashed> {
         use sha2::Digest as _;
-        if self.overrun || self.hashed != len || self.frame != self.lens.len() {
+        if self.overrun || self.hashed != data.len() || self.frame != self.lens.len() {
             return None;
         }
         let mut at = base;
@@ -271,6 +271,7 @@ impl LineHashing {
         Some(Prehashed {
             payloads,
             sha256: self.sha.finalize().into(),
+            message: data.clone(),
         })
     }
 }
@@ -651,7 +652,9 @@ impl CompatDecoder {
                 hashing.update(rest);
             }
             let base = origin + frames.len() as u64;
-            self.prehashed.extend(hashing.finish(data.len(), base));
+            // The checks keep the data as it is (the message the frame decoder then delivers,
+            // not assembled again), so the frames are laid out in a buffer of their own.
+            self.prehashed.extend(hashing.finish(&data, base));
         }
         self.hand_over_run(data, first as usize, run - 1, frames);
         self.flush(frames, self.records.saturating_sub(1))

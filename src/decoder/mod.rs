@@ -725,7 +725,7 @@ impl StreamDecoder {
             } else {
                 None
             };
-            let computed = match known {
+            let computed = match &known {
                 Some(known) => known.crc,
                 None => self.payload_crc.checksum(&buf[..len]),
             };

@@ -6,6 +6,8 @@
 
 use std::collections::VecDeque;
 
+use bytes::Bytes;
+
 /// The payload checks of one message's DATA frames, made on exactly the bytes that become those
 /// payloads: where each payload lies in the binary stream, its length and CRC-32, and the
 /// SHA-256 of them all, in order (the message).
@@ -16,19 +18,22 @@ pub(crate) struct Prehashed {
     pub(crate) payloads: Vec<(u64, u32, u32)>,
     /// The SHA-256 of the payloads, in order.
     pub(crate) sha256: [u8; 32],
+    /// The payloads, in order, as one buffer: the message, which an assembling decoder delivers
+    /// as it is rather than copying the payloads together again.
+    pub(crate) message: Bytes,
 }
 
 /// What a [`Prehashed`] entry says of one payload.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Known {
     pub(super) crc: u32,
-    /// The entry's first payload: a message may take the entry's digest from here on.
+    /// The entry's first payload: a message may take the entry's digest and bytes from here on.
     pub(super) first: bool,
     /// The entry's last payload: the digest covers the message up to here.
     pub(super) last: bool,
     pub(super) sha256: [u8; 32],
-    /// Bytes of all the entry's payloads (with its first payload; zero with the others).
-    pub(super) message_len: usize,
+    /// The entry's message (with its first payload; empty with the others).
+    pub(super) message: Bytes,
 }
 
 /// The entries not used up yet, in stream order, and the next payload of the first.
@@ -63,10 +68,10 @@ impl Prehashes {
                         last: self.next == entry.payloads.len(),
                         sha256: entry.sha256,
                         // Needed with the first payload only.
-                        message_len: if self.next == 1 {
-                            entry.payloads.iter().map(|p| p.1 as usize).sum()
+                        message: if self.next == 1 {
+                            entry.message.clone()
                         } else {
-                            0
+                            Bytes::new()
                         },
                     };
                     if known.last {

@@ -119,21 +119,22 @@ impl Position {
 /// The open message, as far as the decoder keeps it.
 ///
 /// Every DATA payload is hashed as it arrives (the decoder's running SHA-256), so that the last
-/// step after the final byte is the digest comparison (issue 21); payloads the compatible
-/// mapping's decoder hashed already as they arrived ([`Known`]) are not hashed again.
+/// step after the final byte is the digest comparison (issue 21). Payloads the compatible
+/// mapping's decoder hashed already as they arrived ([`Known`]) are not hashed again, nor
+/// copied together: that decoder has the message whole (its event's data), which an assembling
+/// decoder delivers as it is.
 #[derive(Debug)]
 pub(super) struct Message {
-    /// Assembling: the payloads so far; `None`: not assembling (they went out as chunks).
+    /// Assembling: the payloads so far (`None` while they are those of `prehashed`).
     body: Option<Body>,
-    /// The message's SHA-256 as computed before its payloads reached the decoder, while every
-    /// payload so far is one that computation covered (assembling only): the running hasher is
-    /// then left alone.
-    prehashed: Option<[u8; 32]>,
+    /// Bytes of the payloads so far.
+    len: usize,
+    /// The message as hashed before its payloads reached the decoder, and its SHA-256, while
+    /// every payload so far is one that computation covered (assembling only): the running
+    /// hasher and `body` are then left alone.
+    prehashed: Option<([u8; 32], Bytes)>,
     /// The computation covered the message up to its last payload so far.
     whole: bool,
-    /// Bytes of the message that computation covered: all arrived already (its event was read
-    /// whole), so an assembled message takes a buffer of that size at once.
-    covered: usize,
 }
 
 /// An assembled message's bytes so far.
@@ -142,18 +143,8 @@ enum Body {
     /// One DATA frame: its zero-copy slice of the read buffer.
     One(Bytes),
     /// Two or more: copied once into a buffer that grows as they arrive (never reserved from a
-    /// declared length: the frames' lengths are declared, the message's only at its end), or
-    /// one of the size of the bytes already arrived (the compatible mapping's event).
+    /// declared length: the frames' lengths are declared, the message's only at its end).
     Many(BytesMut),
-}
-
-impl Body {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Self::One(bytes) => bytes,
-            Self::Many(bytes) => bytes,
-        }
-    }
 }
 
 impl Message {
@@ -162,9 +153,9 @@ impl Message {
     pub(super) fn new() -> Self {
         Self {
             body: None,
+            len: 0,
             prehashed: None,
             whole: false,
-            covered: 0,
         }
     }
 
@@ -179,32 +170,37 @@ impl Message {
         known: Option<Known>,
         hasher: &mut Sha256,
     ) {
-        match (self.prehashed, known) {
-            (None, Some(known)) if known.first && assemble && self.body.is_none() => {
-                self.prehashed = Some(known.sha256);
+        match (&self.prehashed, known) {
+            (None, Some(known)) if known.first && assemble && self.len == 0 => {
+                self.prehashed = Some((known.sha256, known.message));
                 self.whole = known.last;
-                self.covered = known.message_len;
+                self.len = payload.len();
+                return;
             }
-            (Some(_), Some(known)) if !known.first && !self.whole => self.whole = known.last,
-            (Some(_), _) => {
-                // Not a payload that computation covered: what it covered is hashed now, and
-                // the rest as it comes.
-                if let Some(body) = &self.body {
-                    hasher.update(body.bytes());
-                }
+            (Some(_), Some(known)) if !known.first && !self.whole => {
+                self.whole = known.last;
+                self.len += payload.len();
+                return;
+            }
+            (Some((_, message)), _) => {
+                // Not a payload that computation covered: the ones it covered are hashed and
+                // kept now, the rest as they come.
+                let covered = message.slice(..self.len);
+                hasher.update(&covered);
+                self.body = Some(Body::One(covered));
                 self.prehashed = None;
-                hasher.update(payload);
             }
-            (None, _) => hasher.update(payload),
+            (None, _) => {}
         }
+        hasher.update(payload);
+        self.len += payload.len();
         if !assemble {
             return;
         }
         self.body = Some(match self.body.take() {
             None => Body::One(payload.clone()),
             Some(Body::One(first)) => {
-                let capacity = self.covered.max(first.len() + payload.len());
-                let mut bytes = BytesMut::with_capacity(capacity);
+                let mut bytes = BytesMut::with_capacity(first.len() + payload.len());
                 bytes.extend_from_slice(&first);
                 bytes.extend_from_slice(payload);
                 Body::Many(bytes)
@@ -224,23 +220,23 @@ impl Message {
         let Some(message) = message else {
             return (hasher.finalize().into(), Bytes::new());
         };
-        let sha256 = match message.prehashed {
-            Some(sha256) if message.whole => sha256,
+        match message.prehashed {
+            Some((sha256, bytes)) if message.whole => (sha256, bytes),
             // Computed for more payloads than the message had: its own are hashed now.
-            Some(_) => {
-                if let Some(body) = &message.body {
-                    hasher.update(body.bytes());
-                }
-                hasher.finalize().into()
+            Some((_, bytes)) => {
+                let bytes = bytes.slice(..message.len);
+                hasher.update(&bytes);
+                (hasher.finalize().into(), bytes)
             }
-            None => hasher.finalize().into(),
-        };
-        let bytes = match message.body {
-            None => Bytes::new(),
-            Some(Body::One(bytes)) => bytes,
-            Some(Body::Many(bytes)) => bytes.freeze(),
-        };
-        (sha256, bytes)
+            None => {
+                let bytes = match message.body {
+                    None => Bytes::new(),
+                    Some(Body::One(bytes)) => bytes,
+                    Some(Body::Many(bytes)) => bytes.freeze(),
+                };
+                (hasher.finalize().into(), bytes)
+            }
+        }
     }
 }
 
