@@ -68,7 +68,7 @@ pub(crate) fn is_utf8_response(bytes: &[u8]) -> bool {
 
 /// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.
 fn by_serde(message: &str) -> bool {
-    top_level(message).is_some_and(|members| members.is_response())
+    top_level_by_serde(message).is_some_and(|members| members.is_response())
 }
 
 /// Containers nested deeper than this are left to serde_json.
@@ -103,8 +103,14 @@ impl<'a, const UTF8: bool> Scan<'a, UTF8> {
 
     /// Whether the text is one JSON object with `id` and `result` or `error` at its top level;
     /// `None`: left to serde_json.
-    fn top_level(mut self) -> Option<bool> {
-        let (mut id, mut outcome) = (false, false);
+    fn top_level(self) -> Option<bool> {
+        self.members().map(|members| members.is_response())
+    }
+
+    /// The top level of the text as [`top_level`] reads it (the same spans: a value's bytes
+    /// without the white space around it); `None`: left to serde_json.
+    fn members(mut self) -> Option<TopLevel> {
+        let mut members = TopLevel::default();
         self.expect(b'{')?;
         self.skip_ws();
         if self.peek() == Some(b'}') {
@@ -116,12 +122,18 @@ impl<'a, const UTF8: bool> Scan<'a, UTF8> {
                     // serde_json resolves (and checks) escapes in the keys it reads.
                     return None;
                 }
+                self.skip_ws();
+                let start = self.at;
+                self.value()?;
                 match key {
-                    b"id" => id = true,
-                    b"result" | b"error" => outcome = true,
+                    b"id" => {
+                        members.ids += 1;
+                        members.id = Some(start..self.at);
+                    }
+                    b"result" => members.result = true,
+                    b"error" => members.error = Some(start..self.at),
                     _ => {}
                 }
-                self.value()?;
                 self.skip_ws();
                 match self.bump()? {
                     b',' => {}
@@ -131,7 +143,7 @@ impl<'a, const UTF8: bool> Scan<'a, UTF8> {
             }
         }
         self.skip_ws();
-        (self.at == self.text.len()).then_some(id && outcome)
+        (self.at == self.text.len()).then_some(members)
     }
 
     fn peek(&self) -> Option<u8> {
@@ -342,7 +354,17 @@ impl TopLevel {
 /// The top level of `message` if it is exactly one valid JSON object (leading and trailing JSON
 /// whitespace allowed); `None` for anything else: a batch array, a scalar, trailing bytes, a cut
 /// or malformed text. Escaped key names are read as JSON reads them (`"\u0069d"` is `id`).
+///
+/// The scan of [`is_response`] reads the usual message (a long result skipped a block at a time,
+/// for the client's final response); what it leaves goes to serde_json's reading, the definition.
 pub(crate) fn top_level(message: &str) -> Option<TopLevel> {
+    Scan::<false>::new(message.as_bytes())
+        .members()
+        .or_else(|| top_level_by_serde(message))
+}
+
+/// [`top_level`] as serde_json reads it.
+fn top_level_by_serde(message: &str) -> Option<TopLevel> {
     let mut de = serde_json::Deserializer::from_str(message);
     let visitor = Members {
         base: message.as_ptr() as usize,
@@ -735,6 +757,54 @@ mod scan_tests {
         assert!(is_response(r#"{"\u0069d":1,"result":{}}"#));
         assert!(is_response(&deep));
         assert!(!is_response(r#"{"id":1,"result":01}"#));
+    }
+}
+
+#[cfg(test)]
+mod members_tests {
+    use super::*;
+
+    #[test]
+    fn the_scan_finds_the_members_serde_json_finds_at_every_cut_and_byte_edited() {
+        let long = "a quick \\\"brown\\\" fox é ".repeat(40);
+        let messages = [
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{long}"}}]}}}}"#),
+            r#" { "id" : "x" , "error" : { "code" : -32000 , "message" : "m", "data" : [1.5e-3, -0, true, null] } } "#.to_owned(),
+            r#"{"id":1,"id":[2,{"id":3}],"result":null,"error":{"id":4}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":1,"result":2}}"#.to_owned(),
+            r#"{}"#.to_owned(),
+        ];
+        // Bytes that end or open strings and containers, separate values, escape, or break JSON.
+        let edits = [
+            b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b' ', b'0', b'e', b'\n',
+        ];
+        let mut decided = 0;
+        let mut check = |text: &[u8]| {
+            let Ok(text) = std::str::from_utf8(text) else {
+                return;
+            };
+            let scanned = Scan::<false>::new(text.as_bytes()).members();
+            if scanned.is_some() {
+                decided += 1;
+                assert_eq!(scanned, top_level_by_serde(text), "{text}");
+            }
+            assert_eq!(top_level(text), top_level_by_serde(text), "{text}");
+        };
+        for message in &messages {
+            let bytes = message.as_bytes();
+            for cut in 0..=bytes.len() {
+                check(&bytes[..cut]);
+            }
+            for at in 0..bytes.len() {
+                for edit in edits {
+                    let mut replaced = bytes.to_vec();
+                    replaced[at] = edit;
+                    check(&replaced);
+                }
+            }
+        }
+        // The scan decided many of them itself.
+        assert!(decided > 1000, "{decided}");
     }
 }
 
