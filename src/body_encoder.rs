@@ -39,7 +39,7 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 /// # Examples
 ///
 /// ```
-/// use bytes::{Bytes, BytesMut};
+/// use bytes::BytesMut;
 /// use mcp_framing::{BodyDecoder, Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let result = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
@@ -61,7 +61,7 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 /// A message over the limit ends the stream with ABORT code 5:
 ///
 /// ```
-/// use bytes::{Bytes, BytesMut};
+/// use bytes::BytesMut;
 /// use mcp_framing::{AbortCode, DecodeError, Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let encoder = StreamEncoder::builder().max_message_size(4).build(StreamHead::for_request(None));

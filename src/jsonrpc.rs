@@ -49,7 +49,6 @@ pub fn is_response(message: &str) -> bool {
 /// time); whatever it does not read the way serde_json does (an escaped top-level key, nesting
 /// deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to serde_json's reading
 /// ([`top_level`]), which is the definition.
-#[cfg(feature = "rmcp")]
 pub(crate) fn is_response_text(text: &[u8]) -> bool {
     Scan::<false>::new(text)
         .top_level()

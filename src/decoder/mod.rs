@@ -781,7 +781,7 @@ impl StreamDecoder {
                             received,
                         }));
                     }
-                    let (computed, bytes) = Message::finish(message.take(), &mut self.hasher);
+                    let (computed, bytes, utf8) = Message::finish(message.take(), &mut self.hasher);
                     if end.sha256 != computed {
                         return Err(cold(|| DecodeError::DigestMismatch {
                             index,
@@ -802,7 +802,7 @@ impl StreamDecoder {
                         // recognized here once (only while it is awaited: a keyed, assembling
                         // decoder before its first response).
                         let final_response =
-                            *answer == Answer::Awaited && is_jsonrpc_response(&bytes);
+                            *answer == Answer::Awaited && is_jsonrpc_response(&bytes, utf8);
                         if final_response {
                             *answer = Answer::Held;
                         }
@@ -982,7 +982,12 @@ fn may_follow_final_response(kind: FrameKind) -> bool {
 }
 
 /// Whether verified message bytes are a JSON-RPC response (SPEC.md §7.1): UTF-8, then the one
-/// rule of [`crate::jsonrpc::is_response`], read in one pass.
-fn is_jsonrpc_response(bytes: &[u8]) -> bool {
-    crate::jsonrpc::is_utf8_response(bytes)
+/// rule of [`crate::jsonrpc::is_response`], read in one pass; `utf8`: the bytes are known to be
+/// UTF-8 already (validated once, by the SSE parser that delivered them), and are not again.
+fn is_jsonrpc_response(bytes: &[u8], utf8: bool) -> bool {
+    if utf8 {
+        crate::jsonrpc::is_response_text(bytes)
+    } else {
+        crate::jsonrpc::is_utf8_response(bytes)
+    }
 }

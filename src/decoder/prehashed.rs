@@ -19,7 +19,8 @@ pub(crate) struct Prehashed {
     /// The SHA-256 of the payloads, in order.
     pub(crate) sha256: [u8; 32],
     /// The payloads, in order, as one buffer: the message, which an assembling decoder delivers
-    /// as it is rather than copying the payloads together again.
+    /// as it is rather than copying the payloads together again. Valid UTF-8 (an SSE data line
+    /// its parser validated and left unchanged): the decoder does not validate it again.
     pub(crate) message: Bytes,
 }
 

@@ -212,21 +212,23 @@ impl Message {
         });
     }
 
-    /// The message's SHA-256 and its bytes (empty when not assembling), leaving `hasher` fresh
-    /// for the next message.
+    /// The message's SHA-256, its bytes (empty when not assembling), and whether they are known
+    /// to be UTF-8 (the compatible mapping's data line, which its SSE parser validated and
+    /// delivered unchanged), leaving `hasher` fresh for the next message.
     #[inline]
-    pub(super) fn finish(message: Option<Self>, hasher: &mut Sha256) -> ([u8; 32], Bytes) {
+    pub(super) fn finish(message: Option<Self>, hasher: &mut Sha256) -> ([u8; 32], Bytes, bool) {
         let mut hasher = std::mem::take(hasher);
         let Some(message) = message else {
-            return (hasher.finalize().into(), Bytes::new());
+            return (hasher.finalize().into(), Bytes::new(), false);
         };
         match message.prehashed {
-            Some((sha256, bytes)) if message.whole => (sha256, bytes),
-            // Computed for more payloads than the message had: its own are hashed now.
+            Some((sha256, bytes)) if message.whole => (sha256, bytes, true),
+            // Computed for more payloads than the message had: its own are hashed now (a part
+            // of the line, which may end inside a character).
             Some((_, bytes)) => {
                 let bytes = bytes.slice(..message.len);
                 hasher.update(&bytes);
-                (hasher.finalize().into(), bytes)
+                (hasher.finalize().into(), bytes, false)
             }
             None => {
                 let bytes = match message.body {
@@ -234,7 +236,7 @@ impl Message {
                     Some(Body::One(bytes)) => bytes,
                     Some(Body::Many(bytes)) => bytes.freeze(),
                 };
-                (hasher.finalize().into(), bytes)
+                (hasher.finalize().into(), bytes, false)
             }
         }
     }
