@@ -30,6 +30,9 @@
 //! - client CPU per call: this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) across a batch;
 //! - bytes per call: the response body as the client received it, and the bytes the server wrote
 //!   to the socket (HTTP head, chunked framing and body; counted by the server's listener);
+//! - the tail (issue 21): the time from the last body byte the client received before the
+//!   response was in hand to the response in hand (unframed: its event or body complete; framed:
+//!   the final response verified), median: what the client still does once the transfer is over;
 //!
 //! and, at 64 KiB and 1 MiB, throughput with 32 calls in flight (calls per second, median of
 //! rounds).
@@ -576,6 +579,11 @@ struct Timing {
     response: Duration,
     /// The body ended.
     body_end: Duration,
+    /// From the last body byte received before the response was in hand to the response in
+    /// hand (issue 21): what the client still does after the transfer. A client that verifies
+    /// frames as they arrive has only its digest comparison left; one that hashes after the
+    /// transfer, the hashing of the whole message.
+    tail: Duration,
     /// Bytes of the response body.
     body_bytes: usize,
 }
@@ -627,21 +635,35 @@ async fn call(
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     let body_bytes = Arc::new(AtomicUsize::new(0));
     let counter = body_bytes.clone();
+    // When the last body bytes so far were received (ns since `start`).
+    let last_byte = Arc::new(AtomicU64::new(0));
+    let last_byte_at = last_byte.clone();
     let body = response.bytes_stream().inspect(move |chunk| {
         if let Ok(chunk) = chunk {
+            if !chunk.is_empty() {
+                let at = start.elapsed().as_nanos() as u64;
+                last_byte_at.store(at, Ordering::Relaxed);
+            }
             counter.fetch_add(chunk.len(), Ordering::Relaxed);
         }
     });
-    let (received, response, body_end) = if framed {
+    // The time from the last byte received to `at`, when the response is in hand.
+    let tail =
+        |at: Duration| at.saturating_sub(Duration::from_nanos(last_byte.load(Ordering::Relaxed)));
+    let (received, response, body_end, tail) = if framed {
         let decoder = StreamDecoder::builder().expect_request_key(key).build();
         let mut verified = VerifiedResponse::from_headers(body, &headers, decoder)?;
-        let mut last = 0;
+        let (mut last, mut verified_tail) = (0, Duration::ZERO);
         loop {
             match verified.next().await {
-                Some(Ok(Delivery::Message(message))) => last = message.bytes().len(),
+                Some(Ok(Delivery::Message(message))) => {
+                    // The final response (`blob` sends no notification), verified.
+                    verified_tail = tail(start.elapsed());
+                    last = message.bytes().len();
+                }
                 Some(Ok(Delivery::Complete(_))) => {
                     let at = start.elapsed();
-                    break (last, at, at);
+                    break (last, at, at, verified_tail);
                 }
                 Some(Ok(_)) => {}
                 Some(Err(err)) => return Err(CallError(err.to_string())),
@@ -657,12 +679,13 @@ async fn call(
             let event = event?;
             if message.is_none() {
                 if let Some(data) = event.data.filter(|d| !d.is_empty()) {
-                    message = Some((data.len(), start.elapsed()));
+                    let at = start.elapsed();
+                    message = Some((data.len(), at, tail(at)));
                 }
             }
         }
-        let (len, response) = message.ok_or_else(|| CallError("no message event".into()))?;
-        (len, response, start.elapsed())
+        let (len, response, tail) = message.ok_or_else(|| CallError("no message event".into()))?;
+        (len, response, start.elapsed(), tail)
     } else {
         // The JSON body in hand, in one buffer (as reqwest's `Response::bytes`).
         let mut body = std::pin::pin!(body);
@@ -671,11 +694,12 @@ async fn call(
             json.extend_from_slice(&chunk?);
         }
         let at = start.elapsed();
-        (json.len(), at, at)
+        (json.len(), at, at, tail(at))
     };
     let timing = Timing {
         response,
         body_end,
+        tail,
         body_bytes: body_bytes.load(Ordering::Relaxed),
     };
     if received < config.size {
@@ -691,6 +715,8 @@ async fn call(
 struct Samples {
     wall: Vec<f64>,
     body_end: Vec<f64>,
+    /// `Timing::tail`, ms.
+    tail: Vec<f64>,
     server_cpu: Vec<f64>,
     client_cpu: Vec<f64>,
     /// Response body bytes, per call.
@@ -758,6 +784,7 @@ impl Bench {
         samples
             .body_end
             .extend(walls.iter().map(|t| ms(t.body_end)));
+        samples.tail.extend(walls.iter().map(|t| ms(t.tail)));
         samples
             .body_bytes
             .extend(walls.iter().map(|t| t.body_bytes as f64));
@@ -892,12 +919,12 @@ fn entry(config: Config) -> serde_json::Map<String, Value> {
 
 /// The physical cost of framing one result of `size` bytes, measured in this process (thread CPU
 /// time, median of repetitions, µs): CRC-32 + SHA-256 (what each side pays at least), and the
-/// base64 encoding and decoding of the SSE mapping.
+/// base64 encoding and decoding of the SSE mapping (with `base64-simd`, what the crate uses).
 fn floors(size: usize) -> serde_json::Map<String, Value> {
-    use base64::Engine as _;
     use sha2::Digest as _;
     let payload = text(size).as_bytes();
-    let encoded = base64::engine::general_purpose::STANDARD.encode(payload);
+    let b64 = base64_simd::STANDARD;
+    let encoded = b64.encode_to_string(payload);
     let time = |f: &mut dyn FnMut()| {
         let reps = (4 * 1024 * 1024 / size).clamp(8, 512);
         let mut samples = Vec::with_capacity(15);
@@ -918,17 +945,12 @@ fn floors(size: usize) -> serde_json::Map<String, Value> {
     });
     map.insert("crc32_sha256_us".into(), crc_sha.into());
     let encode = time(&mut || {
-        std::hint::black_box(
-            base64::engine::general_purpose::STANDARD.encode(std::hint::black_box(payload)),
-        );
+        std::hint::black_box(b64.encode_to_string(std::hint::black_box(payload)));
     });
     map.insert("base64_encode_us".into(), encode.into());
     let decode = time(&mut || {
-        std::hint::black_box(
-            base64::engine::general_purpose::STANDARD
-                .decode(std::hint::black_box(&encoded))
-                .expect("valid base64"),
-        );
+        let decoded = b64.decode_to_vec(std::hint::black_box(&encoded));
+        std::hint::black_box(decoded.expect("valid base64"));
     });
     map.insert("base64_decode_us".into(), decode.into());
     map
@@ -997,10 +1019,11 @@ async fn client_main(options: Options) {
                         .count();
                     let (server_cpu, client_cpu) = (median(&s.server_cpu), median(&s.client_cpu));
                     println!(
-                        "{config:<44} {:>8.3} ms (p10 {:.3}, p90 {:.3}, {stalled} stalled)  server cpu {:>7.1} µs  client cpu {:>7.1} µs  {:>8.0} B body {:>8.0} B written{}",
+                        "{config:<44} {:>8.3} ms (p10 {:.3}, p90 {:.3}, {stalled} stalled)  tail {:>6.0} µs  server cpu {:>7.1} µs  client cpu {:>7.1} µs  {:>8.0} B body {:>8.0} B written{}",
                         median_ms.unwrap_or(f64::NAN),
                         p10.unwrap_or(f64::NAN),
                         p90.unwrap_or(f64::NAN),
+                        median(&s.tail).map_or(f64::NAN, |ms| ms * 1e3),
                         server_cpu.unwrap_or(f64::NAN),
                         client_cpu.unwrap_or(f64::NAN),
                         median(&s.body_bytes).unwrap_or(f64::NAN),
@@ -1015,6 +1038,8 @@ async fn client_main(options: Options) {
                     map.insert("p10_ms".into(), p10.into());
                     map.insert("p90_ms".into(), p90.into());
                     map.insert("body_end_median_ms".into(), median(&s.body_end).into());
+                    map.insert("tail_median_ms".into(), median(&s.tail).into());
+                    map.insert("tail_p90_ms".into(), percentile(&s.tail, 0.9).into());
                     map.insert("stalled_calls".into(), stalled.into());
                     map.insert("server_cpu_us".into(), server_cpu.into());
                     map.insert("client_cpu_us".into(), client_cpu.into());

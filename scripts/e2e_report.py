@@ -164,16 +164,19 @@ def floors(results):
 
 
 def bound_ms(results, size, framing, overlap):
-    """The least a framed call can add to the unframed one: CRC-32 + SHA-256 on each side
-    (serial, or on both cores at once with `overlap`), plus base64 both ways for the SSE mapping
-    (the compatible mapping base64-encodes only the frame headers: nothing per byte)."""
+    """The least a framed call can add to the unframed one: each side's own work per byte,
+    CRC-32 + SHA-256, plus for the SSE mapping base64 (encoding on the server, decoding on the
+    client; the compatible mapping base64-encodes only the frame headers: nothing per byte).
+    Serial: both sides one after the other. With `overlap` (a pipeline on two cores: the server
+    hashes a frame while the client verifies the one before): the larger of the two sides."""
     floor = floors(results).get(size)
     if floor is None:
         return None
-    hashing = floor["crc32_sha256_us"] * (1 if overlap else 2)
+    server = client = floor["crc32_sha256_us"]
     if framing == "sse":
-        hashing += floor["base64_encode_us"] + floor["base64_decode_us"]
-    return hashing / 1e3
+        server += floor["base64_encode_us"]
+        client += floor["base64_decode_us"]
+    return (max(server, client) if overlap else server + client) / 1e3
 
 
 def throughput_bound(results, server, framing, size, nodelay):
@@ -189,7 +192,7 @@ def throughput_bound(results, server, framing, size, nodelay):
 
 def goals(results):
     """(goal, server, socket, measured, limit, met, bound, shown) rows for issue 14 (and 13 §5)."""
-    lat, tp = index(results["latency"]), index(results["throughput"])
+    lat = index(results["latency"])
     rows = []
     for server, _ in SERVERS:
         for nodelay, socket in SOCKETS:
@@ -232,29 +235,40 @@ def goals(results):
                                  ratio, f"≥ {COMPAT_1MIB_THROUGHPUT}", ratio is not None and ratio >= COMPAT_1MIB_THROUGHPUT,
                                  bound, None))
             for size in tp_sizes(results):
-                base = value(tp.get((server, "unframed", size, nodelay)), "calls_per_s")
                 # Issue 14: the SSE and binary mappings at 64 KiB; issue 13 §5: compat at 1 MiB.
                 limits = {"sse": THROUGHPUT_LIMIT, "binary": THROUGHPUT_LIMIT} if size == THROUGHPUT_LIMIT_SIZE else {}
                 if size == MIB:
                     limits["compat"] = COMPAT_1MIB_THROUGHPUT
                 for framing, limit in limits.items():
-                    row = tp.get((server, framing, size, nodelay))
-                    if row is None:
-                        continue
-                    rate = value(row, "calls_per_s")
-                    ratio = None if rate is None or not base else rate / base
-                    bound = throughput_bound(results, server, framing, size, nodelay)
-                    rows.append((f"{size_name(size)} x{row['concurrency']} {LABELS[framing]}: throughput ratio", server, socket,
-                                 ratio, f"≥ {limit}", ratio is not None and ratio >= limit,
-                                 None if bound is None else (bound, None), None))
+                    rows += throughput_goal(results, server, framing, size, nodelay, limit)
     return rows
+
+
+def throughput_goal(results, server, framing, size, nodelay, limit):
+    """The goal row of a throughput ratio with `limit` (none if not measured)."""
+    tp = index(results["throughput"])
+    row = tp.get((server, framing, size, nodelay))
+    if row is None:
+        return []
+    base = value(tp.get((server, "unframed", size, nodelay)), "calls_per_s")
+    rate = value(row, "calls_per_s")
+    ratio = None if rate is None or not base else rate / base
+    bound = throughput_bound(results, server, framing, size, nodelay)
+    socket = dict(SOCKETS)[nodelay]
+    return [(f"{size_name(size)} x{row['concurrency']} {LABELS[framing]}: throughput ratio", server, socket,
+             ratio, f"≥ {limit}", ratio is not None and ratio >= limit, None if bound is None else (bound, None), None)]
 
 
 def goal_lines(results, only=None):
     """The goals table; `only`: a text the goal's name must contain."""
     rows = [g for g in goals(results) if only is None or only in g[0]]
+    return goal_table(rows, "serial hashing / both cores", "goals met in this run.")
+
+
+def goal_table(rows, bound_title, summary):
+    """A goals table of (goal, server, socket, measured, limit, met, bound, shown) rows."""
     lines = [
-        "| goal | server | socket | measured | limit | met | bound (serial hashing / both cores) |",
+        f"| goal | server | socket | measured | limit | met | bound ({bound_title}) |",
         "|---|---|---|---:|---:|:---:|---:|",
     ]
     for goal, server, socket, measured, limit, met, bound, shown in rows:
@@ -262,7 +276,7 @@ def goal_lines(results, only=None):
         shown = shown or fmt(measured, 2)
         lines.append(f"| {goal} | {server} | {socket} | {shown} | {limit} | {'yes' if met else '**no**'} | {b} |")
     met = sum(1 for g in rows if g[5])
-    lines += ["", f"{met} of {len(rows)} goals met in this run."]
+    lines += ["", f"{met} of {len(rows)} {summary}"]
     return lines
 
 
@@ -424,6 +438,140 @@ def compat_before_after(before, after):
     return lines
 
 
+# Issue 21: the framing layer's own CPU cost (per framed call, over the unframed call of the same
+# server, size and socket, in units of this run's CRC-32 + SHA-256 floor of one side), latency
+# ratios through rmcp, and throughput with 32 calls in flight at 64 KiB.
+ISSUE21_SIZES = [64 * 1024, MIB]
+ISSUE21_CPU_LIMIT = 1.3
+ISSUE21_MAPPINGS = ["binary", "sse", "compat", "compat-stock-client"]
+ISSUE21_LATENCY_LIMITS = {(MIB, "binary"): 1.40, (MIB, "compat"): 1.40, (64 * 1024, "binary"): 1.25,
+                          (64 * 1024, "compat"): 1.25, (1024, "compat-stock-client"): 1.10}
+ISSUE21_THROUGHPUT_LIMIT = 0.80
+ISSUE21_THROUGHPUT_MAPPINGS = ["binary", "compat", "sse"]
+
+
+def extra_cpu(results, server, framing, size, nodelay, side):
+    """A framed call's CPU on `side` ("server" or "client") beyond the unframed call's, in
+    units of the one-side hashing floor of this run."""
+    lat = index(results["latency"])
+    floor = floors(results).get(size)
+    row, base = lat.get((server, framing, size, nodelay)), lat.get((server, "unframed", size, nodelay))
+    cpu, base_cpu = value(row, f"{side}_cpu_us"), value(base, f"{side}_cpu_us")
+    if cpu is None or base_cpu is None or floor is None:
+        return None
+    return (cpu - base_cpu) / floor["crc32_sha256_us"]
+
+
+def issue21_goals(results):
+    """(goal, server, socket, measured, limit, met, bound, shown) rows for issue 21."""
+    lat = index(results["latency"])
+    rows = []
+    for server, _ in SERVERS:
+        for nodelay, socket in SOCKETS:
+            for size in [s for s in ISSUE21_SIZES if s in sizes(results)]:
+                for framing in ISSUE21_MAPPINGS:
+                    sides = ["server"] + (["client"] if framing == "compat" else [])
+                    for side in sides:
+                        if lat.get((server, framing, size, nodelay)) is None:
+                            continue
+                        x = extra_cpu(results, server, framing, size, nodelay, side)
+                        rows.append((f"{size_name(size)} {LABELS[framing]}: {side} CPU beyond unframed, in hashing floors",
+                                     server, socket, x, f"≤ {ISSUE21_CPU_LIMIT}", x is not None and x <= ISSUE21_CPU_LIMIT,
+                                     None, None))
+            for (size, framing), limit in ISSUE21_LATENCY_LIMITS.items():
+                if server != "rmcp" or lat.get((server, framing, size, nodelay)) is None:
+                    continue
+                base = value(lat.get((server, "unframed", size, nodelay)), "median_ms")
+                ms = value(lat.get((server, framing, size, nodelay)), "median_ms")
+                ratio = None if ms is None or not base else ms / base
+                bound = None
+                if base:
+                    pipeline, serial = (bound_ms(results, size, framing, overlap) for overlap in (True, False))
+                    if pipeline is not None:
+                        bound = ((base + serial) / base, (base + pipeline) / base)
+                rows.append((f"{size_name(size)} {LABELS[framing]}: latency ratio", server, socket, ratio, f"≤ {limit}",
+                             ratio is not None and ratio <= limit, bound, None))
+            for framing in ISSUE21_THROUGHPUT_MAPPINGS:
+                rows += throughput_goal(results, server, framing, THROUGHPUT_LIMIT_SIZE, nodelay, ISSUE21_THROUGHPUT_LIMIT)
+    return rows
+
+
+def cpu_extra_table(results, server):
+    """Server / client CPU per call beyond the unframed call, µs, and in hashing floors."""
+    lat = index(results["latency"])
+    names = [f for f in present(results, server, framings(results)) if f not in ("unframed",)]
+    lines = [
+        "| result size | socket | hashing floor (µs) | " + " | ".join(LABELS.get(f, f) for f in names) + " |",
+        "|---|---|---:|" + "---:|" * len(names),
+    ]
+    for size in [s for s in sizes(results) if s in ISSUE21_SIZES]:
+        floor = floors(results).get(size)
+        for nodelay, socket in SOCKETS:
+            base = lat.get((server, "unframed", size, nodelay))
+            cells = []
+            for f in names:
+                row = lat.get((server, f, size, nodelay))
+                parts = []
+                for side in ("server", "client"):
+                    cpu, base_cpu = value(row, f"{side}_cpu_us"), value(base, f"{side}_cpu_us")
+                    if cpu is None or base_cpu is None:
+                        parts.append("–")
+                        continue
+                    extra = cpu - base_cpu
+                    units = f" ({extra / floor['crc32_sha256_us']:.2f})" if floor else ""
+                    parts.append(f"{extra:+.0f}{units}")
+                cells.append(" / ".join(parts))
+            floor_cell = fmt(floor["crc32_sha256_us"], 0) if floor else "–"
+            lines.append(f"| {size_name(size)} | {socket} | {floor_cell} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def tail_table(results, server):
+    """The tail (last body byte received to the response in hand), median µs, TCP_NODELAY rows;
+    the one-side hashing floor beside it: what a client that hashes after the transfer adds."""
+    lat = index(results["latency"])
+    names = present(results, server, [f for f in framings(results) if f != "layer-not-opted-in"])
+    lines = [
+        "| result size | hashing floor (µs) | " + " | ".join(LABELS.get(f, f) for f in names) + " |",
+        "|---|---:|" + "---:|" * len(names),
+    ]
+    for size in sizes(results):
+        floor = floors(results).get(size)
+        cells = []
+        for f in names:
+            tail = value(lat.get((server, f, size, True)), "tail_median_ms")
+            cells.append("–" if tail is None else f"{tail * 1e3:.0f}")
+        lines.append(f"| {size_name(size)} | {fmt(floor['crc32_sha256_us'], 0) if floor else '–'} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def per_server(servers, table, results):
+    """`table` of each server, under its title."""
+    return [line for server, title in servers for line in [f"{title}:", ""] + table(results, server) + [""]]
+
+
+def issue21_lines(results):
+    lines = ["## The framing layer's own cost, and the overlap (issue 21)", "",
+             "CPU per call beyond the unframed call of the same server, size and socket: server / client, µs "
+             "(in units of this run's CRC-32 + SHA-256 floor of one side). The goal: at most 1.3 floors on the "
+             "server in every mapping, and on the client in the compatible mapping.", ""]
+    served = [(server, title) for server, title in SERVERS if present(results, server, ["unframed"])]
+    lines += per_server(served, cpu_extra_table, results)
+    lines += ["The tail: from the last body byte the client received to the response in hand (unframed: its "
+              "event or body complete; framed: the final response verified), median µs, TCP_NODELAY. A client "
+              "that verifies frames as they arrive has only its digest comparison left; one that hashes the "
+              "message after the transfer shows about the hashing floor.", ""]
+    lines += per_server(served, tail_table, results)
+    lines += ["Latency bounds from this run's floors, as ratios to this run's unframed call: the sequential bound "
+              "(first figure) is the unframed latency plus CRC-32 + SHA-256 on both sides one after the other "
+              "(plus base64 both ways for the SSE mapping); the pipeline bound (second figure) is the unframed "
+              "latency plus the larger of one side's hashing (the server hashing a frame while the client verifies "
+              "the one before and the kernel carries a third, on two cores).", ""]
+    lines += goal_table(issue21_goals(results), "sequential / pipeline",
+                        "goals of issue 21 met in this run (the codec ratios are `scripts/bench-report`'s).") + [""]
+    return lines
+
+
 def write_markdown(results, before, out, compat_before=None):
     info = results["machine"]
     lines = [
@@ -457,6 +605,7 @@ def write_markdown(results, before, out, compat_before=None):
     for server, title in SERVERS:
         lines += [f"{title}:", ""] + bytes_table(results, server, COMPAT_SIZES) + [""]
     lines += goal_lines(results, only=LABELS["compat"]) + [""] + compat_bound_lines(results) + [""]
+    lines += issue21_lines(results)
     if compat_before is not None and compat_before.get("machine", {}).get("commit") != info["commit"]:
         lines += ["## The compatible mapping through `FramingLayer`, before and after its zero-copy pass-through", ""]
         lines += compat_before_after(compat_before, results) + [""]
@@ -509,7 +658,7 @@ def update_readme(lines, results, readme):
     keep = False
     for line in lines:
         if line.startswith("## "):
-            keep = line.startswith(("## The compatible", "## Latency", "## Throughput", "## Issue 14"))
+            keep = line.startswith(("## The compatible", "## The framing layer", "## Latency", "## Throughput", "## Issue 14"))
             line = "##" + line  # inside the README's "### End to end" section
         if line.startswith("![end-to-end"):
             break

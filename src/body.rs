@@ -148,6 +148,15 @@ impl MappingDecoder {
         }
     }
 
+    /// The decoder for a [`BodyDecoder`], whose frame decoder takes the compatible mapping's
+    /// checks made as the data arrived (see [`CompatDecoder`]'s `prehash`).
+    fn for_frame_decoder(self) -> Self {
+        match self {
+            Self::Compat(compat) => Self::Compat(compat.prehash()),
+            other => other,
+        }
+    }
+
     /// The mapping decoded.
     ///
     /// # Examples
@@ -313,7 +322,7 @@ impl BodyDecoder {
     #[must_use]
     pub fn new(mapping: Mapping, decoder: StreamDecoder) -> Self {
         Self {
-            mapping: MappingDecoder::new(mapping, decoder.limits(), None),
+            mapping: MappingDecoder::new(mapping, decoder.limits(), None).for_frame_decoder(),
             decoder,
             frames: BytesMut::new(),
             mapping_error: None,
@@ -338,7 +347,8 @@ impl BodyDecoder {
     #[must_use]
     pub fn max_event_data(mut self, max: usize) -> Self {
         let mapping = self.mapping.mapping();
-        self.mapping = MappingDecoder::new(mapping, self.decoder.limits(), Some(max));
+        self.mapping =
+            MappingDecoder::new(mapping, self.decoder.limits(), Some(max)).for_frame_decoder();
         self
     }
 
@@ -355,6 +365,13 @@ impl BodyDecoder {
         // On an error, the frames of the body before the failing line are in `frames`: they
         // are decoded first, an error in them comes earlier in the body (SPEC.md §15, §18.5).
         self.mapping_error = self.mapping.feed(body, &mut self.frames).err();
+        // The compatible mapping hashed the message events' data as it arrived: the frame
+        // decoder compares those checks instead of making them again (issue 21).
+        if let MappingDecoder::Compat(compat) = &mut self.mapping {
+            compat
+                .take_prehashed()
+                .for_each(|entry| self.decoder.add_prehashed(entry));
+        }
     }
 
     /// The body ended. An SSE event left open is discarded (SPEC.md §15, §18.5); the stream

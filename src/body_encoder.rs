@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
@@ -94,10 +94,23 @@ enum Writer {
     Sse(StreamEncoder),
     Compat {
         encoder: CompatEncoder,
-        /// A message complete in the encoder, not written yet: its record gets the sentinel if
-        /// the stream ends next.
-        held: bool,
+        /// A finished message not written yet: its record gets the sentinel if the stream ends
+        /// next.
+        held: Held,
     },
+}
+
+/// A finished message the compatible mapping holds (see [`MappingEncoder`]).
+#[derive(Default)]
+enum Held {
+    #[default]
+    Nothing,
+    /// Given in pieces: its bytes are in the encoder.
+    Pushed,
+    /// Given whole, as a shared buffer: held as it is, not copied.
+    // Given by `FramedBody` (feature `http`) alone.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Whole(Bytes),
 }
 
 impl MappingEncoder {
@@ -114,7 +127,7 @@ impl MappingEncoder {
             Mapping::Sse => Writer::Sse(encoder),
             Mapping::Compat => Writer::Compat {
                 encoder: CompatEncoder::new(encoder),
-                held: false,
+                held: Held::Nothing,
             },
         };
         Self {
@@ -176,6 +189,23 @@ impl MappingEncoder {
         self.frame_encoder().max_message_size()
     }
 
+    /// Whether a whole message of `len` bytes would be written now ([`StreamEncoder::check_message`]):
+    /// for a writer that writes it in pieces ([`push`](Self::push)) and wants a refusal before
+    /// its first frame, as [`message`](Self::message) refuses it.
+    #[cfg(feature = "http")]
+    pub(crate) fn check_message(&self, len: usize) -> Result<(), CompatEncodeError> {
+        if self.in_message() {
+            return Err(EncodeError::MessageOpen.into());
+        }
+        self.frame_encoder().check_message(len).map_err(Into::into)
+    }
+
+    /// The DATA payload size of the frames written.
+    #[cfg(feature = "http")]
+    pub(crate) fn frame_size(&self) -> usize {
+        self.frame_encoder().frame_size()
+    }
+
     /// Whether the stream was ended or aborted.
     ///
     /// # Examples
@@ -208,7 +238,9 @@ impl MappingEncoder {
     pub fn in_message(&self) -> bool {
         match &self.writer {
             Writer::Binary(encoder) | Writer::Sse(encoder) => encoder.in_message(),
-            Writer::Compat { encoder, held } => encoder.in_message() && !held,
+            Writer::Compat { encoder, held } => {
+                encoder.in_message() && matches!(held, Held::Nothing)
+            }
         }
     }
 
@@ -237,8 +269,14 @@ impl MappingEncoder {
     /// event.
     fn release(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if let Writer::Compat { encoder, held } = &mut self.writer {
-            if std::mem::take(held) {
-                encoder.finish_message(dst)?;
+            match std::mem::take(held) {
+                Held::Nothing => {}
+                Held::Pushed => {
+                    encoder.finish_message(dst)?;
+                }
+                Held::Whole(message) => {
+                    encoder.message(&message, dst)?;
+                }
             }
         }
         Ok(())
@@ -312,7 +350,7 @@ impl MappingEncoder {
             if !encoder.in_message() {
                 return Err(CompatEncodeError::EmptyMessage);
             }
-            *held = true;
+            *held = Held::Pushed;
             return Ok(());
         }
         self.frames(dst, |encoder, dst| encoder.finish_message(dst).map(drop))
@@ -339,6 +377,29 @@ impl MappingEncoder {
             return self.finish_message(dst);
         }
         self.frames(dst, |encoder, dst| encoder.message(message, dst).map(drop))
+    }
+
+    /// [`message`](Self::message) of a shared buffer: the compatible mapping holds it as it is
+    /// (after the checks [`push`](Self::push) makes), where `message` copies it.
+    #[cfg(feature = "http")]
+    pub(crate) fn message_shared(
+        &mut self,
+        message: Bytes,
+        dst: &mut BytesMut,
+    ) -> Result<(), CompatEncodeError> {
+        if let Writer::Compat { .. } = self.writer {
+            if self.in_message() {
+                return Err(EncodeError::MessageOpen.into());
+            }
+            self.release(dst)?;
+            let Writer::Compat { encoder, held } = &mut self.writer else {
+                unreachable!()
+            };
+            encoder.check_push(message.len())?;
+            *held = Held::Whole(message);
+            return Ok(());
+        }
+        self.message(&message, dst)
     }
 
     /// Writes a KEEPALIVE frame (in the compatible mapping a record carrying it, SPEC.md §18.4).
@@ -395,10 +456,10 @@ impl MappingEncoder {
     /// See [`MappingEncoder`].
     pub fn end(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if let Writer::Compat { encoder, held } = &mut self.writer {
-            return if std::mem::take(held) {
-                encoder.finish_final_message(dst).map(drop)
-            } else {
-                encoder.end(dst)
+            return match std::mem::take(held) {
+                Held::Nothing => encoder.end(dst),
+                Held::Pushed => encoder.finish_final_message(dst).map(drop),
+                Held::Whole(message) => encoder.final_message(&message, dst).map(drop),
             };
         }
         self.frames(dst, StreamEncoder::end)
@@ -430,7 +491,7 @@ impl MappingEncoder {
     ) -> Result<(), CompatEncodeError> {
         let reason = fit_reason(reason);
         if let Writer::Compat { encoder, held } = &mut self.writer {
-            *held = false;
+            *held = Held::Nothing;
             return encoder.abort(code, reason, dst);
         }
         self.frames(dst, |encoder, dst| encoder.abort(code, reason, dst))
@@ -486,7 +547,10 @@ impl MappingEncoder {
     ) -> Result<(), CompatEncodeError> {
         match &mut self.writer {
             Writer::Compat { encoder, held } => {
-                debug_assert!(!*held, "a pass-through gives no message in pieces");
+                debug_assert!(
+                    matches!(held, Held::Nothing),
+                    "a pass-through holds no message"
+                );
                 encoder.text_message_record(data, end, dst).map(drop)
             }
             _ => unreachable!("a pass-through writes the compatible mapping"),

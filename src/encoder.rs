@@ -354,8 +354,9 @@ impl StreamEncoder {
             } else {
                 write_header(FrameKind::Data, sequence, piece, dst);
             }
+            // Frame by frame, while the piece is in cache from its CRC and copy.
+            self.hasher.update(piece);
         }
-        self.hasher.update(chunk);
         self.message_len = len;
         self.state = State::InMessage;
         Ok(())
@@ -438,23 +439,43 @@ impl StreamEncoder {
         dst: &mut BytesMut,
         payloads: bool,
     ) -> Result<MessageSummary, EncodeError> {
-        if self.state == State::InMessage {
-            return Err(EncodeError::MessageOpen);
-        }
+        self.check_message(message.len())?;
         let frames = message.len().div_ceil(self.frame_size) + 1;
-        if message.len() as u64 > self.max_message_size {
-            self.check_not_finished()?;
-            return Err(EncodeError::MessageTooLarge {
-                len: message.len() as u64,
-                max: self.max_message_size,
-            });
-        }
-        // Check the sequence space for the whole message so that nothing is written on error.
         let inline = if payloads { message.len() } else { 0 };
         let bytes = inline + frames * HEADER_LEN + MESSAGE_END_PAYLOAD_LEN as usize;
         self.prepare(frames as u64, bytes, dst)?;
         self.push_frames(message, dst, payloads)?;
         self.finish_message(dst)
+    }
+
+    /// Checks that a whole message of `len` bytes can be written now, as
+    /// [`message`](Self::message) checks before it writes anything: no message open, within the
+    /// limit, in the sequence space (its DATA frames and MESSAGE_END), the stream not finished.
+    /// For a writer that then writes it in pieces ([`push`](Self::push)), so that a refusal
+    /// still comes before any of its frames.
+    pub(crate) fn check_message(&self, len: usize) -> Result<(), EncodeError> {
+        if self.state == State::InMessage {
+            return Err(EncodeError::MessageOpen);
+        }
+        self.check_not_finished()?;
+        if len as u64 > self.max_message_size {
+            return Err(EncodeError::MessageTooLarge {
+                len: len as u64,
+                max: self.max_message_size,
+            });
+        }
+        let head = u64::from(self.state == State::Fresh);
+        let frames = len.div_ceil(self.frame_size) as u64 + 1;
+        if self.frames + head + frames > SEQUENCE_SPACE {
+            return Err(EncodeError::SequenceExhausted);
+        }
+        Ok(())
+    }
+
+    /// The DATA payload size: the largest piece one frame carries.
+    #[cfg(feature = "http")]
+    pub(crate) fn frame_size(&self) -> usize {
+        self.frame_size
     }
 
     /// Serializes `value` as JSON and writes it as one message.

@@ -36,7 +36,295 @@ use serde_json::value::RawValue;
 /// ```
 #[must_use]
 pub fn is_response(message: &str) -> bool {
-    top_level(message).is_some_and(|members| members.is_response())
+    Scan::<false>::new(message.as_bytes())
+        .top_level()
+        .unwrap_or_else(|| by_serde(message))
+}
+
+/// [`is_response`] of text its caller already knows to be UTF-8 (an SSE parser's data, which it
+/// validated): the bytes are not validated again.
+///
+/// A scan of its own decides the usual message alone, in one pass that skips long strings a
+/// block at a time (serde_json's skipping of a 1 MiB result took a quarter of its SHA-256's
+/// time); whatever it does not read the way serde_json does (an escaped top-level key, nesting
+/// deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to serde_json's reading
+/// ([`top_level`]), which is the definition.
+pub(crate) fn is_response_text(text: &[u8]) -> bool {
+    Scan::<false>::new(text)
+        .top_level()
+        .unwrap_or_else(|| std::str::from_utf8(text).is_ok_and(by_serde))
+}
+
+/// Whether `bytes` are UTF-8 and a JSON-RPC response ([`is_response`]), in one pass: the scan
+/// validates the text of the strings it skips (the only place a valid message has bytes above
+/// ASCII), so that message bytes no one validated before (a frame decoder's verified message)
+/// are not read twice.
+pub(crate) fn is_utf8_response(bytes: &[u8]) -> bool {
+    Scan::<true>::new(bytes)
+        .top_level()
+        .unwrap_or_else(|| std::str::from_utf8(bytes).is_ok_and(by_serde))
+}
+
+/// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.
+fn by_serde(message: &str) -> bool {
+    top_level_by_serde(message).is_some_and(|members| members.is_response())
+}
+
+/// Containers nested deeper than this are left to serde_json.
+const MAX_SCAN_DEPTH: u32 = 64;
+
+/// Bytes looked at together when a string is skipped: a block without a quote, a backslash or a
+/// control character is passed over whole (the compiler checks it with vector instructions).
+const SKIP_BLOCK: usize = 64;
+
+/// A byte that ends the plain run of a JSON string: a quote, a backslash or a control character (which JSON
+/// forbids in strings). `b ^ 0x02 <= 0x20` holds for exactly `"` (0x22) and 0x00..=0x1f.
+#[inline(always)]
+fn ends_run(b: u8) -> bool {
+    // `|`, not `||`: no branch, so that a block's bytes are checked together.
+    ((b ^ 0x02) <= 0x20) | (b == b'\\')
+}
+
+/// A one-pass reading of a JSON-RPC message's top-level keys with the grammar serde_json reads
+/// and skips values by (RFC 8259: its white space, numbers, literals, strings and escapes). Each
+/// step returns `None` where it cannot go on: the text is then read by [`by_serde`], so that
+/// only a text this reading accepts whole is decided here. With `UTF8`, the bytes of strings are
+/// validated as UTF-8 too (every other byte it accepts is ASCII).
+struct Scan<'a, const UTF8: bool> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl<'a, const UTF8: bool> Scan<'a, UTF8> {
+    fn new(text: &'a [u8]) -> Self {
+        Self { text, at: 0 }
+    }
+
+    /// Whether the text is one JSON object with `id` and `result` or `error` at its top level;
+    /// `None`: left to serde_json.
+    fn top_level(self) -> Option<bool> {
+        self.members().map(|members| members.is_response())
+    }
+
+    /// The top level of the text as [`top_level`] reads it (the same spans: a value's bytes
+    /// without the white space around it); `None`: left to serde_json.
+    fn members(mut self) -> Option<TopLevel> {
+        let mut members = TopLevel::default();
+        self.expect(b'{')?;
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+        } else {
+            loop {
+                let key = self.key()?;
+                if key.contains(&b'\\') {
+                    // serde_json resolves (and checks) escapes in the keys it reads.
+                    return None;
+                }
+                self.skip_ws();
+                let start = self.at;
+                self.value()?;
+                match key {
+                    b"id" => {
+                        members.ids += 1;
+                        members.id = Some(start..self.at);
+                    }
+                    b"result" => members.result = true,
+                    b"error" => members.error = Some(start..self.at),
+                    _ => {}
+                }
+                self.skip_ws();
+                match self.bump()? {
+                    b',' => {}
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.skip_ws();
+        (self.at == self.text.len()).then_some(members)
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.get(self.at).copied()
+    }
+
+    fn bump(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.at += 1;
+        Some(b)
+    }
+
+    /// Skips white space, then takes `b`.
+    fn expect(&mut self, b: u8) -> Option<()> {
+        self.skip_ws();
+        (self.bump()? == b).then_some(())
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// An object's key and its colon: the key's bytes as written (escapes not resolved).
+    fn key(&mut self) -> Option<&'a [u8]> {
+        self.expect(b'"')?;
+        let start = self.at;
+        self.string()?;
+        let key = &self.text[start..self.at - 1];
+        self.expect(b':')?;
+        Some(key)
+    }
+
+    /// Whether `b` ends a plain run of string bytes: [`ends_run`], and with `UTF8` a byte
+    /// above ASCII.
+    #[inline(always)]
+    fn stops(b: u8) -> bool {
+        ends_run(b) | (UTF8 & (b >= 0x80))
+    }
+
+    /// The rest of a string whose opening quote was taken, its closing quote included.
+    fn string(&mut self) -> Option<()> {
+        loop {
+            while let Some(block) = self.text.get(self.at..self.at + SKIP_BLOCK) {
+                if block.iter().fold(false, |hit, &b| hit | Self::stops(b)) {
+                    break;
+                }
+                self.at += SKIP_BLOCK;
+            }
+            while !Self::stops(self.peek()?) {
+                self.at += 1;
+            }
+            match self.bump()? {
+                b'"' => return Some(()),
+                b'\\' => match self.bump()? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                    b'u' => {
+                        let hex = self.text.get(self.at..self.at + 4)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return None;
+                        }
+                        self.at += 4;
+                    }
+                    _ => return None,
+                },
+                b if UTF8 && b >= 0x80 => {
+                    // A run of bytes above ASCII is whole characters if it is UTF-8 at all.
+                    let start = self.at - 1;
+                    while self.peek().is_some_and(|b| b >= 0x80) {
+                        self.at += 1;
+                    }
+                    std::str::from_utf8(&self.text[start..self.at]).ok()?;
+                }
+                // A control character.
+                _ => return None,
+            }
+        }
+    }
+
+    /// The rest of a literal whose first byte was taken.
+    fn literal(&mut self, rest: &[u8]) -> Option<()> {
+        let found = self.text.get(self.at..self.at + rest.len())?;
+        self.at += rest.len();
+        (found == rest).then_some(())
+    }
+
+    /// The rest of a number whose first digit, `first`, was taken.
+    fn number(&mut self, first: u8) -> Option<()> {
+        let digits = |scan: &mut Self| {
+            let start = scan.at;
+            while scan.peek().is_some_and(|b| b.is_ascii_digit()) {
+                scan.at += 1;
+            }
+            scan.at > start
+        };
+        match first {
+            // One leading zero only.
+            b'0' if self.peek().is_some_and(|b| b.is_ascii_digit()) => return None,
+            b'0' => {}
+            b'1'..=b'9' => {
+                digits(self);
+            }
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            if !digits(self) {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            if !digits(self) {
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    /// One value, skipped: containers are followed with a stack of one bit a level (set: an
+    /// object), within [`MAX_SCAN_DEPTH`].
+    fn value(&mut self) -> Option<()> {
+        let (mut objects, mut depth) = (0u64, 0u32);
+        loop {
+            self.skip_ws();
+            match self.bump()? {
+                b'"' => self.string()?,
+                open @ (b'{' | b'[') => {
+                    if depth == MAX_SCAN_DEPTH {
+                        return None;
+                    }
+                    let object = open == b'{';
+                    self.skip_ws();
+                    if self.peek() == Some(if object { b'}' } else { b']' }) {
+                        // Empty: a value like any other.
+                        self.at += 1;
+                    } else {
+                        objects = (objects << 1) | u64::from(object);
+                        depth += 1;
+                        if object {
+                            self.key()?;
+                        }
+                        continue;
+                    }
+                }
+                b't' => self.literal(b"rue")?,
+                b'f' => self.literal(b"alse")?,
+                b'n' => self.literal(b"ull")?,
+                b'-' => {
+                    let first = self.bump()?;
+                    self.number(first)?;
+                }
+                first @ b'0'..=b'9' => self.number(first)?,
+                _ => return None,
+            }
+            // A value ended: close the containers it ends, or go on to the next element.
+            loop {
+                if depth == 0 {
+                    return Some(());
+                }
+                let object = objects & 1 == 1;
+                self.skip_ws();
+                match self.bump()? {
+                    b',' => {
+                        if object {
+                            self.key()?;
+                        }
+                        break;
+                    }
+                    b'}' if object => {}
+                    b']' if !object => {}
+                    _ => return None,
+                }
+                objects >>= 1;
+                depth -= 1;
+            }
+        }
+    }
 }
 
 /// What the top level of one JSON object holds, as far as JSON-RPC goes: where its `id` and
@@ -65,7 +353,17 @@ impl TopLevel {
 /// The top level of `message` if it is exactly one valid JSON object (leading and trailing JSON
 /// whitespace allowed); `None` for anything else: a batch array, a scalar, trailing bytes, a cut
 /// or malformed text. Escaped key names are read as JSON reads them (`"\u0069d"` is `id`).
+///
+/// The scan of [`is_response`] reads the usual message (a long result skipped a block at a time,
+/// for the client's final response); what it leaves goes to serde_json's reading, the definition.
 pub(crate) fn top_level(message: &str) -> Option<TopLevel> {
+    Scan::<false>::new(message.as_bytes())
+        .members()
+        .or_else(|| top_level_by_serde(message))
+}
+
+/// [`top_level`] as serde_json reads it.
+fn top_level_by_serde(message: &str) -> Option<TopLevel> {
     let mut de = serde_json::Deserializer::from_str(message);
     let visitor = Members {
         base: message.as_ptr() as usize,
@@ -409,5 +707,159 @@ mod tests {
                 prop_assert_eq!(with_id(&longer, "1"), Err(IdEditError::NotAnObject));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+
+    #[test]
+    fn the_usual_messages_are_decided_by_the_scan_alone() {
+        let long = "x".repeat(3 * SKIP_BLOCK + 5);
+        let cases = [
+            (format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{long}"}}],"isError":false}}}}"#), true),
+            (r#"{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"é \"q\" \u00e9","data":[1.5e-3,-0,true,null]}}"#.to_owned(), true),
+            (r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":0.5}}"#.to_owned(), false),
+            (r#" { } "#.to_owned(), false),
+        ];
+        for (message, expected) in cases {
+            assert_eq!(
+                Scan::<false>::new(message.as_bytes()).top_level(),
+                Some(expected),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_the_scan_does_not_read_as_serde_json_does_is_left_to_serde_json() {
+        let deep = format!(
+            r#"{{"id":1,"result":{}{}}}"#,
+            "[".repeat(65),
+            "]".repeat(65)
+        );
+        for message in [
+            r#"{"\u0069d":1,"result":{}}"#,
+            r#"{"id":1,"result":{}"#,
+            r#"{"id":1,"result":01}"#,
+            r#"{"id":1,"result":"\x"}"#,
+            deep.as_str(),
+        ] {
+            assert_eq!(
+                Scan::<false>::new(message.as_bytes()).top_level(),
+                None,
+                "{message}"
+            );
+        }
+        // And serde_json decides them.
+        assert!(is_response(r#"{"\u0069d":1,"result":{}}"#));
+        assert!(is_response(&deep));
+        assert!(!is_response(r#"{"id":1,"result":01}"#));
+    }
+}
+
+#[cfg(test)]
+mod members_tests {
+    use super::*;
+
+    #[test]
+    fn the_scan_finds_the_members_serde_json_finds_at_every_cut_and_byte_edited() {
+        let long = "a quick \\\"brown\\\" fox é ".repeat(40);
+        let messages = [
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{long}"}}]}}}}"#),
+            r#" { "id" : "x" , "error" : { "code" : -32000 , "message" : "m", "data" : [1.5e-3, -0, true, null] } } "#.to_owned(),
+            r#"{"id":1,"id":[2,{"id":3}],"result":null,"error":{"id":4}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":1,"result":2}}"#.to_owned(),
+            r#"{}"#.to_owned(),
+        ];
+        // Bytes that end or open strings and containers, separate values, escape, or break JSON.
+        let edits = [
+            b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b' ', b'0', b'e', b'\n',
+        ];
+        let mut decided = 0;
+        let mut check = |text: &[u8]| {
+            let Ok(text) = std::str::from_utf8(text) else {
+                return;
+            };
+            let scanned = Scan::<false>::new(text.as_bytes()).members();
+            if scanned.is_some() {
+                decided += 1;
+                assert_eq!(scanned, top_level_by_serde(text), "{text}");
+            }
+            assert_eq!(top_level(text), top_level_by_serde(text), "{text}");
+        };
+        for message in &messages {
+            let bytes = message.as_bytes();
+            for cut in 0..=bytes.len() {
+                check(&bytes[..cut]);
+            }
+            for at in 0..bytes.len() {
+                for edit in edits {
+                    let mut replaced = bytes.to_vec();
+                    replaced[at] = edit;
+                    check(&replaced);
+                }
+            }
+        }
+        // The scan decided many of them itself.
+        assert!(decided > 1000, "{decided}");
+    }
+}
+
+#[cfg(test)]
+mod utf8_tests {
+    use super::*;
+
+    /// The definition the one pass replaces: UTF-8, then the rule.
+    fn two_passes(bytes: &[u8]) -> bool {
+        std::str::from_utf8(bytes).is_ok_and(is_response)
+    }
+
+    #[test]
+    fn utf8_and_a_response_in_one_pass_agrees_with_two_passes_at_every_byte_edited() {
+        let messages = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"é ü 😀 € abcdefghijklmnopqrstuvwxyz0123456789 abcdefghijklmnopqrstuvwxyz0123456789"}}"#,
+            r#"{"id":"é","error":{"message":"\u00e9 ok"}}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":{"é":[1,2,"ü"]}}"#,
+        ];
+        // Bytes that break or make UTF-8: a lone continuation byte, lead bytes, an invalid one.
+        let edits: [&[u8]; 6] = [
+            b"\x80",
+            b"\xc3",
+            b"\xc3\xa9",
+            b"\xe2\x82",
+            b"\xff",
+            b"\xf0\x9f\x98\x80",
+        ];
+        let mut decided = 0;
+        for message in messages {
+            let bytes = message.as_bytes();
+            assert_eq!(is_utf8_response(bytes), two_passes(bytes), "{message}");
+            for at in 0..=bytes.len() {
+                for edit in edits {
+                    let mut inserted = bytes[..at].to_vec();
+                    inserted.extend_from_slice(edit);
+                    inserted.extend_from_slice(&bytes[at..]);
+                    assert_eq!(
+                        is_utf8_response(&inserted),
+                        two_passes(&inserted),
+                        "{inserted:?}"
+                    );
+                    if at < bytes.len() {
+                        let mut replaced = bytes.to_vec();
+                        replaced[at] = edit[0];
+                        assert_eq!(
+                            is_utf8_response(&replaced),
+                            two_passes(&replaced),
+                            "{replaced:?}"
+                        );
+                    }
+                    decided += usize::from(Scan::<true>::new(&inserted).top_level().is_some());
+                }
+            }
+        }
+        // The scan decided many of them itself (valid characters inserted inside strings).
+        assert!(decided > 100, "{decided}");
     }
 }

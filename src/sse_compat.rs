@@ -64,10 +64,9 @@
 
 use std::collections::VecDeque;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::decoder::Prehashed;
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::MessageSummary;
@@ -78,7 +77,9 @@ pub use crate::limits::{
 };
 pub use crate::mapping::CompatError;
 use crate::mapping::{Mapping, SseError};
-use crate::sse::{FirstError, RawItem, SseParser, is_message_event};
+use crate::sse::{
+    FirstError, RawItem, SseParser, is_message_event, put_base64, put_base64_decoded,
+};
 
 /// The token that names this mapping ([`Mapping::Compat`]'s name): in the response header
 /// (`Mcp-Framing: 1; mapping=compat`), the request header `Mcp-Framing-Mapping`, the contract's
@@ -165,6 +166,114 @@ pub struct CompatDecoder {
     records: u64,
     message_events: u64,
     keep_alives: u64,
+    /// The data line of the waiting DATA frame's event, hashed as it arrives (issue 21).
+    hashing: Option<Box<LineHashing>>,
+    /// Binary stream bytes handed over so far (to `frames`, over every call).
+    handed: u64,
+    /// Where `frames[0]` lies in the binary stream during a call (`None`: not known, as when a
+    /// caller put bytes of its own in `frames`).
+    origin: Option<u64>,
+    /// Whether to hash the message events' data as it arrives, for a frame decoder that takes
+    /// the checks ([`prehash`](Self::prehash)).
+    prehash: bool,
+    /// The checks of the message events handed over, computed as their data arrived, for the
+    /// frame decoder ([`take_prehashed`](Self::take_prehashed)).
+    prehashed: VecDeque<Prehashed>,
+}
+
+/// The hashing of a data line while it arrives: the run of DATA frames it fills, CRC-32 frame by
+/// frame and SHA-256 over all.
+#[derive(Debug)]
+struct LineHashing {
+    /// The run's payload lengths (SPEC.md §18.5 step 3).
+    lens: Vec<u32>,
+    /// Where the value starts in the line (after `data:` and one optional space).
+    value_at: usize,
+    /// Bytes of the value hashed.
+    hashed: usize,
+    /// The frame being hashed, and its bytes hashed.
+    frame: usize,
+    in_frame: usize,
+    crc: crc32fast::Hasher,
+    crcs: Vec<u32>,
+    sha: sha2::Sha256,
+    /// The value is longer than the run: the event will not be handed over as it is.
+    overrun: bool,
+}
+
+impl LineHashing {
+    fn new(lens: Vec<u32>, value_at: usize) -> Self {
+        let mut hashing = Self {
+            crcs: Vec::with_capacity(lens.len()),
+            lens,
+            value_at,
+            hashed: 0,
+            frame: 0,
+            in_frame: 0,
+            crc: crc32fast::Hasher::new(),
+            sha: sha2::Sha256::default(),
+            overrun: false,
+        };
+        hashing.close_frames();
+        hashing
+    }
+
+    /// Hashes the next bytes of the value.
+    fn update(&mut self, mut bytes: &[u8]) {
+        use sha2::Digest as _;
+        self.hashed += bytes.len();
+        while !bytes.is_empty() {
+            let Some(&len) = self.lens.get(self.frame) else {
+                self.overrun = true;
+                return;
+            };
+            let take = (len as usize - self.in_frame).min(bytes.len());
+            let (piece, rest) = bytes.split_at(take);
+            self.crc.update(piece);
+            self.sha.update(piece);
+            self.in_frame += take;
+            bytes = rest;
+            self.close_frames();
+        }
+    }
+
+    /// Ends the frames whose payload is complete (empty ones included).
+    fn close_frames(&mut self) {
+        while self
+            .lens
+            .get(self.frame)
+            .is_some_and(|&len| self.in_frame == len as usize)
+        {
+            let crc = std::mem::replace(&mut self.crc, crc32fast::Hasher::new());
+            self.crcs.push(crc.finalize());
+            self.frame += 1;
+            self.in_frame = 0;
+        }
+    }
+
+    /// The checks of the whole value `data`, if it filled the run exactly.
+    fn finish(self, data: &Bytes, base: u64) -> Option<Prehashed> {
+        use sha2::Digest as _;
+        if self.overrun || self.hashed != data.len() || self.frame != self.lens.len() {
+            return None;
+        }
+        let mut at = base;
+        let payloads = self
+            .lens
+            .iter()
+            .zip(&self.crcs)
+            .map(|(&len, &crc)| {
+                let payload = (at, len, crc);
+                at += u64::from(len) + HEADER_LEN as u64;
+                payload
+            })
+            .collect();
+        Some(Prehashed {
+            payloads,
+            sha256: self.sha.finalize().into(),
+            message: data.clone(),
+        })
+    }
 }
 
 impl Default for CompatDecoder {
@@ -210,7 +319,27 @@ impl CompatDecoder {
             records: 0,
             message_events: 0,
             keep_alives: 0,
+            hashing: None,
+            handed: 0,
+            origin: None,
+            prehash: false,
+            prehashed: VecDeque::new(),
         }
+    }
+
+    /// Hashes each message event's data line as it arrives (CRC-32 of each DATA payload, SHA-256
+    /// of the message), for a frame decoder that takes the checks with
+    /// [`take_prehashed`](Self::take_prehashed) after every call, so that it compares them once
+    /// the event is whole instead of hashing the message then (`BodyDecoder`, issue 21).
+    pub(crate) fn prehash(mut self) -> Self {
+        self.prehash = true;
+        self
+    }
+
+    /// The checks of the message events handed over since the last call, computed as their data
+    /// arrived, in stream order (see [`Prehashed`]).
+    pub(crate) fn take_prehashed(&mut self) -> impl Iterator<Item = Prehashed> + '_ {
+        self.prehashed.drain(..)
     }
 
     /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
@@ -303,8 +432,57 @@ impl CompatDecoder {
     /// See [`CompatDecoder`].
     pub fn feed(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), CompatError> {
         self.failed.check()?;
+        // `frames` holds the stream's last bytes handed over, if the caller added none.
+        self.origin = self.handed.checked_sub(frames.len() as u64);
         let result = self.feed_inner(input, frames);
+        self.handed = self
+            .handed
+            .max(self.origin.map_or(0, |o| o + frames.len() as u64));
+        if result.is_ok() {
+            self.hash_pending();
+        } else {
+            self.hashing = None;
+        }
         self.failed.keep(result)
+    }
+
+    /// Hashes what arrived of the data line of the event the waiting DATA frame waits for (its
+    /// first data line, of the run's length at most), so that once the event is whole its checks
+    /// are made (issue 21). Any other line is left alone.
+    fn hash_pending(&mut self) {
+        if !self.prehash {
+            return;
+        }
+        let Some(first) = self.waiting else {
+            self.hashing = None;
+            return;
+        };
+        if self.parser.event_has_data() {
+            // The line ended (the rest of it is in the event's data) or it is not the event's
+            // first data line.
+            return;
+        }
+        let pending = self.parser.pending_line();
+        if self.hashing.is_none() {
+            if pending.len() < b"data: ".len() || !pending.starts_with(b"data:") {
+                return;
+            }
+            let value_at = 5 + usize::from(pending[5] == b' ');
+            let lens = std::iter::once(first)
+                .chain(self.queue.iter().map_while(|item| match item {
+                    Queued::Data { len, .. } => Some(*len),
+                    _ => None,
+                }))
+                .collect();
+            self.hashing = Some(Box::new(LineHashing::new(lens, value_at)));
+        }
+        if let Some(hashing) = &mut self.hashing {
+            if let Some(new) = pending.get(hashing.value_at + hashing.hashed..) {
+                if !hashing.overrun {
+                    hashing.update(new);
+                }
+            }
+        }
     }
 
     fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), CompatError> {
@@ -315,12 +493,14 @@ impl CompatDecoder {
         for item in items.drain(..) {
             result = match item {
                 RawItem::Comment(text) => self.comment(text, frames),
-                RawItem::Event { name, data } => {
+                RawItem::Event { name, data, whole } => {
+                    // What was hashed of it belongs to this event alone.
+                    let hashing = self.hashing.take().filter(|_| whole);
                     if data.is_empty() {
                         // Carries nothing (an `id`-only priming event): SSE would not dispatch it.
                         Ok(())
                     } else if is_message_event(name.as_deref()) {
-                        self.message_event(data, frames)
+                        self.message_event(data, hashing, frames)
                     } else {
                         Err(CompatError::Sse(SseError::UnexpectedEvent {
                             name: name.unwrap_or_default(),
@@ -354,7 +534,9 @@ impl CompatDecoder {
             Some(base64) if !base64.is_empty() => base64,
             _ => return Err(invalid),
         };
-        let bytes = Bytes::from(STANDARD.decode(base64).map_err(|_| invalid.clone())?);
+        let mut bytes = BytesMut::new();
+        put_base64_decoded(base64, &mut bytes).map_err(|_| invalid.clone())?;
+        let bytes = bytes.freeze();
         self.queue_frames(bytes);
         self.flush(frames, record)
     }
@@ -427,7 +609,12 @@ impl CompatDecoder {
 
     /// A message event fills the waiting DATA frame and the DATA headers right after it
     /// (SPEC.md §18.5 step 3).
-    fn message_event(&mut self, data: Bytes, frames: &mut BytesMut) -> Result<(), CompatError> {
+    fn message_event(
+        &mut self,
+        data: Bytes,
+        hashing: Option<Box<LineHashing>>,
+        frames: &mut BytesMut,
+    ) -> Result<(), CompatError> {
         let event = self.message_events;
         self.message_events += 1;
         let Some(first) = self.waiting else {
@@ -458,6 +645,17 @@ impl CompatDecoder {
         }
         self.waiting = None;
         self.open_message = true;
+        // The checks made while the data arrived: the rest of it is hashed now (it came with the
+        // line's end), and they hold for the payloads as they are laid out next.
+        if let (Some(mut hashing), Some(origin)) = (hashing, self.origin) {
+            if let Some(rest) = data.get(hashing.hashed..) {
+                hashing.update(rest);
+            }
+            let base = origin + frames.len() as u64;
+            // The checks keep the data as it is (the message the frame decoder then delivers,
+            // not assembled again), so the frames are laid out in a buffer of their own.
+            self.prehashed.extend(hashing.finish(&data, base));
+        }
         self.hand_over_run(data, first as usize, run - 1, frames);
         self.flush(frames, self.records.saturating_sub(1))
     }
@@ -683,15 +881,22 @@ impl CompatEncoder {
     /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
+        self.check_push(chunk.len())?;
+        self.message.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The checks of [`push`](Self::push) for `len` more bytes: the stream not finished, the
+    /// message within the limit.
+    pub(crate) fn check_push(&self, len: usize) -> Result<(), CompatEncodeError> {
         if self.encoder.is_finished() {
             return Err(EncodeError::StreamFinished.into());
         }
-        let len = (self.message.len() + chunk.len()) as u64;
+        let len = (self.message.len() + len) as u64;
         let max = self.encoder.max_message_size();
         if len > max {
             return Err(EncodeError::MessageTooLarge { len, max }.into());
         }
-        self.message.extend_from_slice(chunk);
         Ok(())
     }
 
@@ -974,19 +1179,17 @@ fn write_record(frames: &[u8], dst: &mut BytesMut) {
     let text_len = frames.len().div_ceil(3) * 4;
     dst.reserve(RECORD_OVERHEAD + text_len);
     dst.put_slice(RECORD_PREFIX.as_bytes());
-    dst.resize(start + RECORD_PREFIX.len() + text_len, 0);
-    let written = STANDARD
-        .encode_slice(frames, &mut dst[start + RECORD_PREFIX.len()..])
-        .expect("the buffer holds the base64 text");
-    debug_assert_eq!(written, text_len);
+    put_base64(frames, dst);
+    debug_assert_eq!(dst.len(), start + RECORD_PREFIX.len() + text_len);
     dst.put_u8(b'\n');
 }
 
 /// Writes a `message` event carrying `message` (checked by [`check_event_data`]): one `data: `
 /// line per LF-separated piece, then the blank line (SPEC.md §18.3).
 fn write_message_event(message: &[u8], dst: &mut BytesMut) {
-    let lines = 1 + memchr::memchr_iter(b'\n', message).count();
-    dst.reserve(message.len() + lines * 7 + 1);
+    // Room for a one-line message (a compact JSON text); a line more grows it as it comes, so
+    // that the message is looked at once.
+    dst.reserve(message.len() + 8);
     let mut start = 0;
     for end in memchr::memchr_iter(b'\n', message).chain([message.len()]) {
         dst.put_slice(b"data: ");
@@ -995,4 +1198,114 @@ fn write_message_event(message: &[u8], dst: &mut BytesMut) {
         start = end + 1;
     }
     dst.put_u8(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{FrameHeader, StreamHead};
+
+    /// A body of two messages (one over several DATA frames) with a notification before them.
+    fn body() -> (BytesMut, Vec<Vec<u8>>) {
+        let encoder = StreamEncoder::builder()
+            .frame_size(1000)
+            .build(StreamHead::for_request(None));
+        let mut enc = CompatEncoder::new(encoder);
+        let messages: Vec<Vec<u8>> = vec![
+            br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#.to_vec(),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"text":"{}"}}}}"#,
+                "é".repeat(2100)
+            )
+            .into_bytes(),
+        ];
+        let mut body = BytesMut::new();
+        enc.message(&messages[0], &mut body).unwrap();
+        enc.final_message(&messages[1], &mut body).unwrap();
+        (body, messages)
+    }
+
+    /// The DATA payloads of a binary stream: (offset, length, CRC-32) each.
+    fn payloads(frames: &[u8]) -> Vec<(u64, u32, u32)> {
+        let mut at = 0;
+        let mut found = Vec::new();
+        while at + HEADER_LEN <= frames.len() {
+            let header = FrameHeader::read(frames[at..at + HEADER_LEN].try_into().unwrap());
+            let start = at + HEADER_LEN;
+            if header.kind == FrameKind::Data.to_byte() {
+                found.push((start as u64, header.len, header.payload_crc));
+            }
+            at = start + header.len as usize;
+        }
+        found
+    }
+
+    #[test]
+    fn a_data_line_that_arrives_in_pieces_is_hashed_as_it_comes_and_its_checks_match_the_frames() {
+        use sha2::Digest as _;
+        let (body, messages) = body();
+        for piece in [1, 7, 100, 999, 4096] {
+            let mut dec = CompatDecoder::new().prehash();
+            // The frame decoder drains what it reads: half of the buffer, now and then.
+            let (mut frames, mut stream) = (BytesMut::new(), Vec::new());
+            let mut prehashed = Vec::new();
+            for chunk in body.chunks(piece) {
+                dec.feed(chunk, &mut frames).unwrap();
+                prehashed.extend(dec.take_prehashed());
+                let half = frames.len() / 2;
+                stream.extend_from_slice(&frames.split_to(half));
+            }
+            dec.finish();
+            stream.extend_from_slice(&frames);
+            let all = payloads(&stream);
+            // The long message arrived over several reads (the short one, in one read, when the
+            // pieces are large): its checks are those of its frames, where they lie.
+            assert!(!prehashed.is_empty(), "piece {piece}");
+            let last = prehashed.last().unwrap();
+            assert_eq!(last.payloads, all[1..], "piece {piece}");
+            assert_eq!(
+                last.sha256,
+                <[u8; 32]>::from(sha2::Sha256::digest(&messages[1]))
+            );
+            for entry in &prehashed {
+                for payload in &entry.payloads {
+                    assert!(all.contains(payload), "piece {piece}: {payload:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_data_line_altered_on_the_way_leaves_no_checks_behind() {
+        let (body, _) = body();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        // Longer than its run, two data lines, text SSE replaces: each handed over as before
+        // (or refused), never with checks computed on other bytes.
+        let longer = text.replacen("é\"}}", "éé\"}}", 1);
+        let split = text.replacen("éé", "é\ndata: é", 1);
+        // Four bytes that SSE replaces by four others (U+FFFD for a cut 4-byte sequence, then
+        // `A`): the event keeps its length, so only knowing that the data was replaced keeps
+        // the checks of the bytes that came from being used for the bytes dispatched.
+        let replaced = {
+            let mut bytes = body.to_vec();
+            let at = bytes.len() - 21;
+            assert_eq!(&bytes[at..at + 4], "éé".as_bytes());
+            bytes[at..at + 4].copy_from_slice(&[0xf0, 0x9f, 0x98, b'A']);
+            bytes
+        };
+        for altered in [longer.into_bytes(), split.into_bytes(), replaced] {
+            let mut dec = CompatDecoder::new().prehash();
+            let mut frames = BytesMut::new();
+            for chunk in altered.chunks(64) {
+                let _ = dec.feed(chunk, &mut frames);
+            }
+            let entries: Vec<_> = dec.take_prehashed().collect();
+            // Only the notification, which arrived whole in a read of 64 bytes or in pieces.
+            assert!(
+                entries
+                    .iter()
+                    .all(|e| e.payloads.len() == 1 && e.payloads[0].1 < 100)
+            );
+        }
+    }
 }

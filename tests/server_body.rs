@@ -19,6 +19,15 @@ fn encoder() -> StreamEncoder {
     StreamEncoder::new(StreamHead::for_request(None))
 }
 
+/// The chunks of the body of one ready message.
+async fn chunks_of(message: Bytes, encoder: StreamEncoder, mapping: Mapping) -> Vec<Bytes> {
+    let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(message))]);
+    FramedBody::new(source, encoder, mapping)
+        .map(|chunk| chunk.unwrap())
+        .collect()
+        .await
+}
+
 /// The frame bytes of a chunk of `mapping`.
 fn frames_of(chunk: &[u8], mapping: Mapping) -> Vec<u8> {
     match mapping {
@@ -56,11 +65,7 @@ async fn a_ready_response_is_one_chunk_from_head_to_sentinel() {
             r#"{{"jsonrpc":"2.0","id":1,"result":{{"text":"{}"}}}}"#,
             "a".repeat(40_000)
         ));
-        let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(message.clone()))]);
-        let chunks: Vec<Bytes> = FramedBody::new(source, encoder(), mapping)
-            .map(|chunk| chunk.unwrap())
-            .collect()
-            .await;
+        let chunks = chunks_of(message.clone(), encoder(), mapping).await;
         assert_eq!(chunks.len(), 1, "{mapping:?}");
         let frames = frames_of(&chunks[0], mapping);
         assert_eq!(
@@ -116,20 +121,76 @@ async fn holds_the_head_until_the_first_item_and_flushes_each_item_while_the_sou
     );
 }
 
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct Wakes(std::sync::atomic::AtomicUsize);
+
+impl futures::task::ArcWake for Wakes {
+    fn wake_by_ref(arc_self: &std::sync::Arc<Self>) {
+        arc_self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_large_message_goes_out_a_piece_at_a_time_with_a_yield_between_pieces() {
+    // Issue 21: a 1 MiB message is handed out in pieces of 64 KiB (four 16 KiB frames), each as
+    // soon as it is hashed, so that the HTTP server writes it while the next is hashed; the
+    // body's task yields (pending, woken at once) between pieces, so that the server does write
+    // it. The frames are those of the message written at once, and its ends go together.
+    for mapping in [Mapping::Binary, Mapping::Sse] {
+        let message = Bytes::from(vec![b'x'; 1 << 20]);
+        let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(message.clone()))]);
+        let head = StreamHead::for_request(None);
+        let mut body = FramedBody::new(source, StreamEncoder::new(head), mapping);
+        let wakes = std::sync::Arc::new(Wakes::default());
+        let waker = futures::task::waker(wakes.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let (mut chunks, mut yields) = (Vec::new(), 0);
+        loop {
+            match body.poll_next_unpin(&mut cx) {
+                std::task::Poll::Ready(Some(chunk)) => chunks.push(chunk.unwrap()),
+                std::task::Poll::Ready(None) => break,
+                std::task::Poll::Pending => {
+                    yields += 1;
+                    assert_eq!(wakes.0.load(std::sync::atomic::Ordering::SeqCst), yields);
+                }
+            }
+        }
+        assert_eq!(chunks.len(), 16, "{mapping:?}");
+        assert_eq!(yields, 15, "{mapping:?}: one yield between pieces");
+        let frames: Vec<Vec<u8>> = chunks.iter().map(|c| frames_of(c, mapping)).collect();
+        for (i, frames) in frames.iter().enumerate() {
+            let kinds = kinds(frames);
+            let expected: Vec<u8> = match i {
+                0 => [HEAD, DATA, DATA, DATA, DATA].into(),
+                15 => [DATA, DATA, DATA, DATA, MESSAGE_END, STREAM_END].into(),
+                _ => [DATA; 4].into(),
+            };
+            assert_eq!(kinds, expected, "{mapping:?} chunk {i}");
+        }
+        // Byte for byte what the message written at once is (the same head, the same frames).
+        let mut whole = bytes::BytesMut::new();
+        let mut encoder = mcp_framing::MappingEncoder::new(mapping, StreamEncoder::new(head));
+        encoder.message(&message, &mut whole).unwrap();
+        encoder.end(&mut whole).unwrap();
+        assert_eq!(chunks.concat(), whole, "{mapping:?}");
+        let stream = StreamDecoder::new().decode_all(&frames.concat()).unwrap();
+        assert_eq!(stream.messages[0].bytes(), &message);
+    }
+}
+
 #[tokio::test]
-async fn a_large_message_goes_out_with_its_ends_in_one_chunk() {
-    let message = Bytes::from(vec![b'x'; 1 << 20]);
-    let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(message.clone()))]);
-    let chunks: Vec<Bytes> = FramedBody::new(source, encoder(), Mapping::Binary)
-        .map(|chunk| chunk.unwrap())
-        .collect()
-        .await;
-    assert_eq!(chunks.len(), 1);
-    let kinds = kinds(&chunks[0]);
-    assert_eq!(kinds.len(), 1 + 64 + 2);
-    assert_eq!(kinds[kinds.len() - 2..], [MESSAGE_END, STREAM_END]);
-    let stream = StreamDecoder::new().decode_all(&chunks[0]).unwrap();
-    assert_eq!(stream.messages[0].bytes(), &message);
+async fn a_message_within_a_piece_and_a_half_goes_out_at_once() {
+    // 96 KiB: no short last piece; the compatible mapping's event carries any message whole.
+    for (mapping, len) in [
+        (Mapping::Binary, 96 * 1024),
+        (Mapping::Sse, 96 * 1024),
+        (Mapping::Compat, 1 << 20),
+    ] {
+        let message = Bytes::from(vec![b'x'; len]);
+        let chunks = chunks_of(message.clone(), encoder(), mapping).await;
+        assert_eq!(chunks.len(), 1, "{mapping:?}");
+    }
 }
 
 #[tokio::test]
@@ -158,16 +219,16 @@ async fn ready_items_are_gathered_up_to_about_64_kib_a_chunk() {
 
 #[tokio::test]
 async fn a_large_message_over_the_limit_is_refused_before_any_of_its_frames() {
+    // 200 KiB, which would go out in pieces: refused whole, before the first piece.
     let encoder = StreamEncoder::builder()
         .max_message_size(100 * 1024)
         .build(StreamHead::for_request(None));
-    let source = stream::iter([Ok::<_, std::io::Error>(Outgoing::Message(Bytes::from(
-        vec![b'x'; 200 * 1024],
-    )))]);
-    let chunks: Vec<Bytes> = FramedBody::new(source, encoder, Mapping::Binary)
-        .map(|chunk| chunk.unwrap())
-        .collect()
-        .await;
+    let chunks = chunks_of(
+        Bytes::from(vec![b'x'; 200 * 1024]),
+        encoder,
+        Mapping::Binary,
+    )
+    .await;
     let wire = chunks.concat();
     assert_eq!(kinds(&wire), [HEAD, ABORT]);
     let Err(DecodeError::PeerAbort(abort)) = StreamDecoder::new().decode_all(&wire) else {

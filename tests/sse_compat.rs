@@ -668,3 +668,86 @@ fn the_binary_stream_is_the_same_whether_or_not_the_frames_are_taken_between_rea
     let stream = StreamDecoder::new().decode_all(&wire).unwrap();
     assert_eq!(stream.messages.len(), messages.len());
 }
+
+/// What a `BodyDecoder` makes of a compatible body fed in `pieces`: the verified messages, the
+/// last result of `next_event` and the outcome.
+fn body_decode<'a>(
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+) -> (
+    Vec<Bytes>,
+    Result<(), mcp_framing::BodyError>,
+    mcp_framing::Outcome,
+) {
+    let decoder = StreamDecoder::builder().expect_request_key(KEY).build();
+    let mut body = mcp_framing::BodyDecoder::new(mcp_framing::Mapping::Compat, decoder);
+    let mut messages = Vec::new();
+    let mut drain = |body: &mut mcp_framing::BodyDecoder| loop {
+        match body.next_event() {
+            Ok(Some(Event::Message(message))) => messages.push(message.bytes().clone()),
+            Ok(Some(_)) => {}
+            Ok(None) => return Ok(()),
+            Err(err) => return Err(err),
+        }
+    };
+    let mut result = Ok(());
+    for piece in pieces {
+        body.feed(piece);
+        result = drain(&mut body);
+        if result.is_err() {
+            break;
+        }
+    }
+    if result.is_ok() {
+        body.finish();
+        result = drain(&mut body);
+    }
+    let outcome = body.outcome();
+    (messages, result, outcome)
+}
+
+#[test]
+fn a_message_event_verified_as_its_data_arrives_decides_as_one_verified_whole() {
+    // Issue 21: fed in pieces, the compatible decoder hashes a long data line as it arrives and
+    // the frame decoder compares those checks; fed whole, the frame decoder hashes the message
+    // itself. Both must decide the same on the body as sent, on every byte of the event altered
+    // (a payload checksum, or a length or a UTF-8 SSE replaces), and on every cut.
+    let message = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"text":"{}"}}}}"#,
+        "a quick brown fox é ".repeat(300)
+    );
+    let mut enc = CompatEncoder::new(encoder(ATTEMPT, 1024));
+    let mut body = BytesMut::new();
+    enc.message(
+        br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#,
+        &mut body,
+    )
+    .unwrap();
+    enc.final_message(message.as_bytes(), &mut body).unwrap();
+    let body = body.to_vec();
+    let event = body.len() - message.len() - 8..body.len();
+    let mut bodies = vec![body.clone()];
+    for at in event.clone().step_by(7) {
+        for replacement in [b'b', 0xff, b'"'] {
+            let mut altered = body.clone();
+            altered[at] = replacement;
+            bodies.push(altered);
+        }
+        let mut shorter = body.clone();
+        shorter.remove(at);
+        bodies.push(shorter);
+    }
+    for cut in (event.start - 200..body.len()).step_by(13) {
+        bodies.push(body[..cut].to_vec());
+    }
+    for (i, body) in bodies.iter().enumerate() {
+        let whole = body_decode([&body[..]]);
+        for piece in [100, 1000, 4096] {
+            let pieces = body_decode(body.chunks(piece));
+            assert_eq!(pieces, whole, "body {i}, pieces of {piece}");
+        }
+        if i == 0 {
+            assert_eq!(whole.0.last().map(|m| &m[..]), Some(message.as_bytes()));
+            assert!(whole.1.is_ok() && whole.2.is_clean());
+        }
+    }
+}

@@ -13,9 +13,13 @@ use crate::limits::Limits;
 use crate::outcome::Outcome;
 
 mod check;
+mod prehashed;
 mod state;
 
 use check::{Expect, Runs, check_header, check_partial_header, cold};
+#[cfg(feature = "sse")]
+pub(crate) use prehashed::Prehashed;
+use prehashed::Prehashes;
 use state::{Answer, Message, Pending, Position, State};
 
 /// Builds a [`StreamDecoder`] with non-default limits or checks.
@@ -110,6 +114,7 @@ impl DecoderBuilder {
             runs: Runs::default(),
             hasher: Sha256::new(),
             payload_crc: PayloadCrc::new(),
+            prehashes: Prehashes::default(),
         }
     }
 }
@@ -179,11 +184,12 @@ pub struct StreamDecoder {
     progress: Progress,
     /// KEEPALIVE and ignorable frames since the last DATA or MESSAGE_END (SPEC.md §6.1).
     runs: Runs,
-    /// The open message's running SHA-256 when not assembling, fresh at every message start: a
-    /// scratch value like `payload_crc`, kept here so that it is not moved with every state
-    /// change.
+    /// The open message's running SHA-256, fresh at every message start: a scratch value like
+    /// `payload_crc`, kept here so that it is not moved with every state change.
     hasher: Sha256,
     payload_crc: PayloadCrc,
+    /// Payload checks made before the payloads arrived (the compatible mapping's decoder).
+    prehashes: Prehashes,
 }
 
 impl Default for StreamDecoder {
@@ -232,6 +238,15 @@ impl StreamDecoder {
             request_key: None,
             assemble: true,
         }
+    }
+
+    /// Takes the checks of payloads to come, made on exactly their bytes before they reach the
+    /// decoder (the compatible mapping's decoder, SPEC.md §18.5, issue 21): such a payload's
+    /// CRC-32 and its message's SHA-256 are compared as they are, not computed again. Entries
+    /// come in stream order; one that does not match the payloads where they arrive is dropped.
+    #[cfg(feature = "sse")]
+    pub(crate) fn add_prehashed(&mut self, entry: Prehashed) {
+        self.prehashes.push(entry);
     }
 
     /// The limits this decoder enforces.
@@ -701,9 +716,19 @@ impl StreamDecoder {
                     (header, kind, offset)
                 }
             };
-            // SPEC.md §2: the payload CRC before any payload byte is interpreted or delivered.
+            // SPEC.md §2: the payload CRC before any payload byte is interpreted or delivered
+            // (computed as the payload arrived, if the mapping's decoder did).
             let len = header.len as usize;
-            let computed = self.payload_crc.checksum(&buf[..len]);
+            let known = if kind == FrameKind::Data {
+                self.prehashes
+                    .payload(offset + HEADER_LEN as u64, header.len)
+            } else {
+                None
+            };
+            let computed = match &known {
+                Some(known) => known.crc,
+                None => self.payload_crc.checksum(&buf[..len]),
+            };
             if computed != header.payload_crc {
                 return Err(cold(|| DecodeError::PayloadChecksumMismatch {
                     kind,
@@ -732,14 +757,12 @@ impl StreamDecoder {
                     let bytes = payload.freeze();
                     let offset = self.progress.open_message_bytes;
                     self.progress.open_message_bytes += bytes.len() as u64;
-                    match message {
-                        Some(message) => message.push(&bytes, &mut self.hasher),
-                        None => {
-                            let first =
-                                Message::first(&bytes, self.config.assemble, &mut self.hasher);
-                            *message = Some(first);
-                        }
-                    }
+                    message.get_or_insert_with(Message::new).push(
+                        &bytes,
+                        self.config.assemble,
+                        known,
+                        &mut self.hasher,
+                    );
                     Event::Chunk(UnverifiedChunk {
                         message_index: self.progress.messages,
                         offset,
@@ -758,7 +781,7 @@ impl StreamDecoder {
                             received,
                         }));
                     }
-                    let (computed, bytes) = Message::finish(message.take(), &mut self.hasher);
+                    let (computed, bytes, utf8) = Message::finish(message.take(), &mut self.hasher);
                     if end.sha256 != computed {
                         return Err(cold(|| DecodeError::DigestMismatch {
                             index,
@@ -779,7 +802,7 @@ impl StreamDecoder {
                         // recognized here once (only while it is awaited: a keyed, assembling
                         // decoder before its first response).
                         let final_response =
-                            *answer == Answer::Awaited && is_jsonrpc_response(&bytes);
+                            *answer == Answer::Awaited && is_jsonrpc_response(&bytes, utf8);
                         if final_response {
                             *answer = Answer::Held;
                         }
@@ -959,7 +982,12 @@ fn may_follow_final_response(kind: FrameKind) -> bool {
 }
 
 /// Whether verified message bytes are a JSON-RPC response (SPEC.md §7.1): UTF-8, then the one
-/// rule of [`crate::jsonrpc::is_response`].
-fn is_jsonrpc_response(bytes: &[u8]) -> bool {
-    std::str::from_utf8(bytes).is_ok_and(crate::jsonrpc::is_response)
+/// rule of [`crate::jsonrpc::is_response`], read in one pass; `utf8`: the bytes are known to be
+/// UTF-8 already (validated once, by the SSE parser that delivered them), and are not again.
+fn is_jsonrpc_response(bytes: &[u8], utf8: bool) -> bool {
+    if utf8 {
+        crate::jsonrpc::is_response_text(bytes)
+    } else {
+        crate::jsonrpc::is_utf8_response(bytes)
+    }
 }

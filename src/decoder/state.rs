@@ -9,6 +9,8 @@ use crate::error::{DecodeError, StreamState};
 use crate::event::StreamSummary;
 use crate::frame::{Abort, FrameHeader, FrameKind, StreamHead};
 
+use super::prehashed::Known;
+
 /// Where a stream decoder is, and what it keeps for it.
 #[derive(Debug)]
 pub(super) enum State {
@@ -114,60 +116,129 @@ impl Position {
     }
 }
 
-/// The bytes of the open message, as far as the decoder keeps them.
+/// The open message, as far as the decoder keeps it.
+///
+/// Every DATA payload is hashed as it arrives (the decoder's running SHA-256), so that the last
+/// step after the final byte is the digest comparison (issue 21). Payloads the compatible
+/// mapping's decoder hashed already as they arrived ([`Known`]) are not hashed again, nor
+/// copied together: that decoder has the message whole (its event's data), which an assembling
+/// decoder delivers as it is.
 #[derive(Debug)]
-pub(super) enum Message {
-    /// Not assembling: the bytes went out as chunks; the decoder's running SHA-256 has them.
-    Streamed,
-    /// Assembling, one DATA frame so far: its zero-copy slice of the read buffer.
+pub(super) struct Message {
+    /// Assembling: the payloads so far (`None` while they are those of `prehashed`).
+    body: Option<Body>,
+    /// Bytes of the payloads so far.
+    len: usize,
+    /// The message as hashed before its payloads reached the decoder, and its SHA-256, while
+    /// every payload so far is one that computation covered (assembling only): the running
+    /// hasher and `body` are then left alone.
+    prehashed: Option<([u8; 32], Bytes)>,
+    /// The computation covered the message up to its last payload so far.
+    whole: bool,
+}
+
+/// An assembled message's bytes so far.
+#[derive(Debug)]
+enum Body {
+    /// One DATA frame: its zero-copy slice of the read buffer.
     One(Bytes),
-    /// Assembling, two or more frames: copied once into a buffer that grows as they arrive
-    /// (never reserved from a declared length).
+    /// Two or more: copied once into a buffer that grows as they arrive (never reserved from a
+    /// declared length: the frames' lengths are declared, the message's only at its end).
     Many(BytesMut),
 }
 
 impl Message {
-    /// The open message after its first DATA frame; `hasher` is the decoder's running SHA-256,
-    /// fresh at every message start (see [`finish`](Self::finish)).
+    /// A message before its first DATA frame.
     #[inline]
-    pub(super) fn first(chunk: &Bytes, assemble: bool, hasher: &mut Sha256) -> Self {
-        if assemble {
-            Self::One(chunk.clone())
-        } else {
-            hasher.update(chunk);
-            Self::Streamed
+    pub(super) fn new() -> Self {
+        Self {
+            body: None,
+            len: 0,
+            prehashed: None,
+            whole: false,
         }
     }
 
-    /// Adds the next DATA frame's bytes.
+    /// Adds the next DATA payload, whose CRC was checked; `known`: what was computed of it
+    /// before it arrived. `hasher` is the decoder's running SHA-256, fresh at every message
+    /// start (see [`finish`](Self::finish)).
     #[inline]
-    pub(super) fn push(&mut self, chunk: &Bytes, hasher: &mut Sha256) {
-        match self {
-            Self::Streamed => hasher.update(chunk),
-            Self::Many(bytes) => bytes.extend_from_slice(chunk),
-            Self::One(first) => {
-                let mut bytes = BytesMut::with_capacity(first.len() + chunk.len());
-                bytes.extend_from_slice(first);
-                bytes.extend_from_slice(chunk);
-                *self = Self::Many(bytes);
+    pub(super) fn push(
+        &mut self,
+        payload: &Bytes,
+        assemble: bool,
+        known: Option<Known>,
+        hasher: &mut Sha256,
+    ) {
+        match (&self.prehashed, known) {
+            (None, Some(known)) if known.first && assemble && self.len == 0 => {
+                self.prehashed = Some((known.sha256, known.message));
+                self.whole = known.last;
+                self.len = payload.len();
+                return;
+            }
+            (Some(_), Some(known)) if !known.first && !self.whole => {
+                self.whole = known.last;
+                self.len += payload.len();
+                return;
+            }
+            (Some((_, message)), _) => {
+                // Not a payload that computation covered: the ones it covered are hashed and
+                // kept now, the rest as they come.
+                let covered = message.slice(..self.len);
+                hasher.update(&covered);
+                self.body = Some(Body::One(covered));
+                self.prehashed = None;
+            }
+            (None, _) => {}
+        }
+        hasher.update(payload);
+        self.len += payload.len();
+        if !assemble {
+            return;
+        }
+        self.body = Some(match self.body.take() {
+            None => Body::One(payload.clone()),
+            Some(Body::One(first)) => {
+                let mut bytes = BytesMut::with_capacity(first.len() + payload.len());
+                bytes.extend_from_slice(&first);
+                bytes.extend_from_slice(payload);
+                Body::Many(bytes)
+            }
+            Some(Body::Many(mut bytes)) => {
+                bytes.extend_from_slice(payload);
+                Body::Many(bytes)
+            }
+        });
+    }
+
+    /// The message's SHA-256, its bytes (empty when not assembling), and whether they are known
+    /// to be UTF-8 (the compatible mapping's data line, which its SSE parser validated and
+    /// delivered unchanged), leaving `hasher` fresh for the next message.
+    #[inline]
+    pub(super) fn finish(message: Option<Self>, hasher: &mut Sha256) -> ([u8; 32], Bytes, bool) {
+        let mut hasher = std::mem::take(hasher);
+        let Some(message) = message else {
+            return (hasher.finalize().into(), Bytes::new(), false);
+        };
+        match message.prehashed {
+            Some((sha256, bytes)) if message.whole => (sha256, bytes, true),
+            // Computed for more payloads than the message had: its own are hashed now (a part
+            // of the line, which may end inside a character).
+            Some((_, bytes)) => {
+                let bytes = bytes.slice(..message.len);
+                hasher.update(&bytes);
+                (hasher.finalize().into(), bytes, false)
+            }
+            None => {
+                let bytes = match message.body {
+                    None => Bytes::new(),
+                    Some(Body::One(bytes)) => bytes,
+                    Some(Body::Many(bytes)) => bytes.freeze(),
+                };
+                (hasher.finalize().into(), bytes, false)
             }
         }
-    }
-
-    /// The message's SHA-256 and its bytes (empty when not assembling). An assembled message is
-    /// hashed here, once, in one pass; a streamed one was hashed frame by frame into `hasher`,
-    /// which is left fresh for the next message.
-    #[inline]
-    pub(super) fn finish(message: Option<Self>, hasher: &mut Sha256) -> ([u8; 32], Bytes) {
-        let mut hasher = std::mem::take(hasher);
-        let bytes = match message {
-            // Streamed (or empty): every byte went through `hasher` already.
-            None | Some(Self::Streamed) => return (hasher.finalize().into(), Bytes::new()),
-            Some(Self::One(bytes)) => bytes,
-            Some(Self::Many(bytes)) => bytes.freeze(),
-        };
-        hasher.update(&bytes);
-        (hasher.finalize().into(), bytes)
     }
 }
 

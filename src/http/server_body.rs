@@ -15,8 +15,8 @@ use crate::encoder::StreamEncoder;
 use crate::event::{Abort, AbortCode};
 use crate::sse_compat::CompatEncodeError;
 
-/// The frames a [`FramedBody`] gathers from several ready items before it hands them out (one
-/// item's frames always go together, whatever their size).
+/// The frames a [`FramedBody`] gathers from several ready items before it hands them out, and
+/// the piece of a larger message it writes at a time (binary and SSE mappings).
 const CHUNK_TARGET: usize = 64 * 1024;
 
 /// A framed response body built from a stream of [`Outgoing`] items (server side).
@@ -27,12 +27,20 @@ const CHUNK_TARGET: usize = 64 * 1024;
 /// with the matching code. After the terminal frame the body ends; it never fails, so a client
 /// always gets an explicit ending.
 ///
-/// Each chunk holds everything that is ready (several items up to about 64 KiB; one item's
-/// frames, whatever their size): the HEAD frame goes out with the first item, the DATA frames of
-/// a message with its MESSAGE_END, and the sentinel with the last message when the source ends at
-/// once. A chunk is handed out as soon as the source has nothing more ready, so a streamed
-/// response stays live; and since small writes come together, a server with Nagle's algorithm on
-/// (`axum::serve` as is) does not stall a response behind a delayed ACK.
+/// Each chunk holds everything that is ready (several items up to about 64 KiB): the HEAD frame
+/// goes out with the first item, the DATA frames of a message with its MESSAGE_END, and the
+/// sentinel with the last message when the source ends at once. A chunk is handed out as soon as
+/// the source has nothing more ready, so a streamed response stays live; and since small writes
+/// come together, a server with Nagle's algorithm on (`axum::serve` as is) does not stall a
+/// response behind a delayed ACK.
+///
+/// A whole message larger than that (binary and SSE mappings) is written about 64 KiB at a time,
+/// each piece handed out as soon as its frames are hashed, and the body lets its task yield once
+/// before the next piece, so that the HTTP server writes the piece to the socket first: the
+/// client receives and verifies the message while the rest of it is hashed, and no buffer of the
+/// message's size is made (issue 21). The message is checked whole first (size, sequence space),
+/// so that a refusal still comes before any of its frames; the frames are those
+/// [`MappingEncoder::message`] writes.
 ///
 /// In the compatible SSE mapping (SPEC.md §18.4) each message is written whole, a record then a
 /// `message` event, once its last byte is known; a finished message is held until the next item
@@ -65,6 +73,10 @@ pub struct FramedBody<S> {
     out: BytesMut,
     /// An item was encoded: from now on a pending source flushes what is ready.
     started: bool,
+    /// A whole message written in pieces: its bytes and how many were written.
+    pieces: Option<(Bytes, usize)>,
+    /// A piece of a message was handed out: the task yields before the next one.
+    yield_next: bool,
     done: bool,
 }
 
@@ -90,8 +102,44 @@ impl<S> FramedBody<S> {
             encoder: MappingEncoder::new(mapping, encoder),
             out: BytesMut::new(),
             started: false,
+            pieces: None,
+            yield_next: false,
             done: false,
         }
+    }
+
+    /// The bytes of a message written at a time: whole frames, about [`CHUNK_TARGET`].
+    fn piece_len(&self) -> usize {
+        let frame = self.encoder.frame_size();
+        (CHUNK_TARGET / frame).max(1) * frame
+    }
+
+    /// Whether a whole message of `len` bytes is written in pieces: over a piece and a half (no
+    /// short last piece), never in the compatible mapping, whose event carries it whole.
+    fn in_pieces(&self, len: usize) -> bool {
+        let piece = self.piece_len();
+        self.encoder.mapping() != Mapping::Compat && len > piece + piece / 2
+    }
+
+    /// Writes the next piece of the message in pieces, and its MESSAGE_END after the last (the
+    /// last piece takes what is left, up to a piece and a half).
+    fn write_piece(&mut self) {
+        let Some((message, written)) = self.pieces.take() else {
+            return;
+        };
+        let end = if self.in_pieces(message.len() - written) {
+            written + self.piece_len()
+        } else {
+            message.len()
+        };
+        let (encoder, dst) = (&mut self.encoder, &mut self.out);
+        let mut result = encoder.push(&message[written..end], dst);
+        if end == message.len() {
+            result = result.and_then(|()| encoder.finish_message(dst));
+        } else if result.is_ok() {
+            self.pieces = Some((message, end));
+        }
+        self.settle(result);
     }
 
     fn abort(&mut self, code: AbortCode, reason: &str) {
@@ -108,11 +156,21 @@ impl<S> FramedBody<S> {
 
     fn encode(&mut self, item: Outgoing) {
         self.started = true;
+        if let Outgoing::Message(bytes) = &item {
+            if self.in_pieces(bytes.len()) {
+                // Written by `poll_next`, a piece at a time, once the whole message is checked.
+                match self.encoder.check_message(bytes.len()) {
+                    Ok(()) => self.pieces = Some((bytes.clone(), 0)),
+                    Err(err) => self.settle(Err(err)),
+                }
+                return;
+            }
+        }
         let (encoder, dst) = (&mut self.encoder, &mut self.out);
         let result = match item {
             Outgoing::Chunk(bytes) => encoder.push(&bytes, dst),
             Outgoing::FinishMessage => encoder.finish_message(dst),
-            Outgoing::Message(bytes) => encoder.message(&bytes, dst),
+            Outgoing::Message(bytes) => encoder.message_shared(bytes, dst),
             Outgoing::KeepAlive => encoder.keep_alive(dst),
             // The last message held in the compatible mapping: its record carries the sentinel.
             Outgoing::End => encoder.end(dst),
@@ -143,6 +201,11 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if std::mem::take(&mut this.yield_next) {
+            // The piece handed out last goes to the socket before the next is hashed.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         if !this.started && !this.done {
             // The HEAD, held until the first item (idempotent once written; in the compatible
             // mapping it goes in the first record).
@@ -150,6 +213,15 @@ where
         }
         let mut extra_look = true;
         while !this.done {
+            if this.pieces.is_some() {
+                this.write_piece();
+                if this.pieces.is_some() {
+                    this.yield_next = true;
+                    break;
+                }
+                // The last piece: the message's end, and the sentinel if the source ends now.
+                continue;
+            }
             if this.out.len() >= CHUNK_TARGET {
                 // Over the target, one more look at the source when a message just ended: its
                 // end (MESSAGE_END with STREAM_END) goes in the same chunk.

@@ -28,9 +28,9 @@ use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
-use crate::jsonrpc::is_response;
+use crate::jsonrpc::is_response_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
-use crate::sse::{SseError, SseEvent, SseParser, is_message_event};
+use crate::sse::{RawItem, SseError, SseParser, is_message_event};
 
 /// The response body of [`FramingService`].
 pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
@@ -387,12 +387,12 @@ enum JsonFailure {
 /// Reads a JSON body whole, within `max` bytes (the response head waits for it).
 async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
     let mut body = Box::pin(body);
-    let mut json = BytesMut::new();
+    let mut json = Gathered::default();
     while let Some(frame) = body.frame().await {
         let failure = match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => {
-                    json.extend_from_slice(&data);
+                    json.push(data);
                     if json.len() <= max {
                         continue;
                     }
@@ -403,12 +403,47 @@ async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
             Err(err) => JsonFailure::Failed(err.to_string()),
         };
         return Json::Unread {
-            read: json.freeze(),
+            read: json.take(),
             rest: body,
             failure,
         };
     }
-    Json::Whole(json.freeze())
+    Json::Whole(json.take())
+}
+
+/// The chunks of a body read whole, kept as they came: a body of one chunk is that chunk (no
+/// copy), one of several is joined once, into a buffer of its size (no growth by doubling).
+#[derive(Default)]
+struct Gathered {
+    chunks: Vec<Bytes>,
+    len: usize,
+}
+
+impl Gathered {
+    fn push(&mut self, chunk: Bytes) {
+        self.len += chunk.len();
+        self.chunks.push(chunk);
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes gathered, leaving this empty.
+    fn take(&mut self) -> Bytes {
+        let len = std::mem::take(&mut self.len);
+        match self.chunks.len() {
+            0 => Bytes::new(),
+            1 => self.chunks.pop().unwrap_or_default(),
+            _ => {
+                let mut joined = BytesMut::with_capacity(len);
+                self.chunks
+                    .drain(..)
+                    .for_each(|c| joined.extend_from_slice(&c));
+                joined.freeze()
+            }
+        }
+    }
 }
 
 /// A body of `read` and then what `rest` still holds: a body passed on as it was.
@@ -609,7 +644,7 @@ async fn frame_response<B: InnerBody>(
         body: Box::pin(body),
         parser: sse.then(|| SseParser::with_max_event_data(max_message)),
         max_message,
-        json: BytesMut::new(),
+        json: Gathered::default(),
         queue: VecDeque::new(),
         final_seen: false,
         done: false,
@@ -633,7 +668,7 @@ struct InnerMessages<B> {
     body: Pin<Box<B>>,
     parser: Option<SseParser>,
     max_message: usize,
-    json: BytesMut,
+    json: Gathered,
     queue: VecDeque<Outgoing>,
     final_seen: bool,
     done: bool,
@@ -669,8 +704,10 @@ where
                     };
                     match &mut this.parser {
                         Some(parser) => {
-                            let mut events: Vec<SseEvent> = Vec::new();
-                            if let Err(err) = parser.feed(&data, &mut events) {
+                            // The events' data as slices of the inner chunks: a message is not
+                            // copied on its way to the encoder.
+                            let mut items = Vec::new();
+                            if let Err(err) = parser.feed_raw_shared(&data, &mut items) {
                                 this.done = true;
                                 let max = this.max_message as u64;
                                 return Poll::Ready(Some(Ok(match err {
@@ -690,14 +727,14 @@ where
                                 this.comments = parser.comments();
                                 this.queue.push_back(Outgoing::KeepAlive);
                             }
-                            for event in events {
+                            for item in items {
                                 // Priming events (`id` only) and keep-alives carry no message.
-                                if is_message_event(event.event.as_deref())
-                                    && !event.data.is_empty()
-                                {
-                                    this.final_seen |= is_response(&event.data);
-                                    this.queue
-                                        .push_back(Outgoing::Message(Bytes::from(event.data)));
+                                if let RawItem::Event { name, data, .. } = item {
+                                    if is_message_event(name.as_deref()) && !data.is_empty() {
+                                        // The parser validated the data as UTF-8.
+                                        this.final_seen |= is_response_text(&data);
+                                        this.queue.push_back(Outgoing::Message(data));
+                                    }
                                 }
                             }
                         }
@@ -710,14 +747,14 @@ where
                                     len as u64, max,
                                 )))));
                             }
-                            this.json.extend_from_slice(&data);
+                            this.json.push(data);
                         }
                     }
                 }
                 Poll::Ready(None) => {
                     this.done = true;
                     if this.parser.is_none() {
-                        let message = this.json.split().freeze();
+                        let message = this.json.take();
                         this.final_seen = true;
                         return Poll::Ready(Some(Ok(Outgoing::Message(message))));
                     }

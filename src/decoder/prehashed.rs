@@ -1,0 +1,92 @@
+//! Payload checks made before the payloads reached the decoder (issue 21): the compatible
+//! mapping's decoder hashes a message event's data line while it arrives, and the frame decoder
+//! compares those values with the headers and the MESSAGE_END instead of hashing the message
+//! again once the event is whole. Every value is for an exact place in the binary stream; a
+//! payload that is not at such a place is checked as any other.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+/// The payload checks of one message's DATA frames, made on exactly the bytes that become those
+/// payloads: where each payload lies in the binary stream, its length and CRC-32, and the
+/// SHA-256 of them all, in order (the message).
+#[cfg_attr(not(feature = "sse"), allow(dead_code))] // made by the compatible mapping's decoder
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Prehashed {
+    /// (offset in the binary stream, length, CRC-32) of each payload, in order.
+    pub(crate) payloads: Vec<(u64, u32, u32)>,
+    /// The SHA-256 of the payloads, in order.
+    pub(crate) sha256: [u8; 32],
+    /// The payloads, in order, as one buffer: the message, which an assembling decoder delivers
+    /// as it is rather than copying the payloads together again. Valid UTF-8 (an SSE data line
+    /// its parser validated and left unchanged): the decoder does not validate it again.
+    pub(crate) message: Bytes,
+}
+
+/// What a [`Prehashed`] entry says of one payload.
+#[derive(Clone, Debug)]
+pub(super) struct Known {
+    pub(super) crc: u32,
+    /// The entry's first payload: a message may take the entry's digest and bytes from here on.
+    pub(super) first: bool,
+    /// The entry's last payload: the digest covers the message up to here.
+    pub(super) last: bool,
+    pub(super) sha256: [u8; 32],
+    /// The entry's message (with its first payload; empty with the others).
+    pub(super) message: Bytes,
+}
+
+/// The entries not used up yet, in stream order, and the next payload of the first.
+#[derive(Debug, Default)]
+pub(super) struct Prehashes {
+    entries: VecDeque<Prehashed>,
+    next: usize,
+}
+
+impl Prehashes {
+    #[cfg_attr(not(feature = "sse"), allow(dead_code))]
+    pub(super) fn push(&mut self, entry: Prehashed) {
+        if !entry.payloads.is_empty() {
+            self.entries.push_back(entry);
+        }
+    }
+
+    /// What is known of the payload of `len` bytes at `offset` in the binary stream, if it is
+    /// the next payload of the first entry; entries behind it (or that disagree with it) are
+    /// dropped.
+    #[inline]
+    pub(super) fn payload(&mut self, offset: u64, len: u32) -> Option<Known> {
+        loop {
+            let entry = self.entries.front()?;
+            match entry.payloads.get(self.next) {
+                Some(&(at, _, _)) if at > offset => return None,
+                Some(&(at, expected, crc)) if at == offset && expected == len => {
+                    self.next += 1;
+                    let known = Known {
+                        crc,
+                        first: self.next == 1,
+                        last: self.next == entry.payloads.len(),
+                        sha256: entry.sha256,
+                        // Needed with the first payload only.
+                        message: if self.next == 1 {
+                            entry.message.clone()
+                        } else {
+                            Bytes::new()
+                        },
+                    };
+                    if known.last {
+                        self.entries.pop_front();
+                        self.next = 0;
+                    }
+                    return Some(known);
+                }
+                // Behind this payload, or of another length: of no use any more.
+                _ => {
+                    self.entries.pop_front();
+                    self.next = 0;
+                }
+            }
+        }
+    }
+}
