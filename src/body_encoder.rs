@@ -477,7 +477,7 @@ impl MappingEncoder {
     /// after it: a layer passing an upstream server's event through unchanged (compatible
     /// mapping, SPEC.md §18.4). `data` is the event's data as an SSE parser dispatched it; with
     /// `end`, the record also carries the STREAM_END sentinel.
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn passed_message_record(
         &mut self,
         data: &str,
@@ -516,7 +516,7 @@ pub(crate) fn fit_reason(reason: &str) -> &str {
 /// The ABORT for a message of at least `len` bytes over the limit `max`, refused before it
 /// reached an encoder (an upstream body read within the limit): the one a [`MappingEncoder`]
 /// writes for [`EncodeError::MessageTooLarge`].
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 pub(crate) fn too_large(len: u64, max: u64) -> Abort {
     let err = CompatEncodeError::Encode(EncodeError::MessageTooLarge { len, max });
     Abort::new(abort_code(&err), fit_reason(&err.to_string()))

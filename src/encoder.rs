@@ -108,7 +108,7 @@ impl EncoderBuilder {
     }
 
     /// The frame size and the message limit set.
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn limits(&self) -> (usize, u64) {
         (self.frame_size, self.max_message_size)
     }

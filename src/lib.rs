@@ -100,6 +100,9 @@
 //! where the server's contract declares that deduplication.
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (and scripts/public-items) build the docs on nightly with `--cfg docsrs`: every item
+// then says which features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "sse")]
 mod body;
@@ -120,15 +123,16 @@ pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 mod json_text;
 pub mod jsonrpc;
 pub mod limits;
 pub mod mapping;
 mod outcome;
+mod outgoing;
 mod request;
 mod retry;
-#[cfg(feature = "rmcp")]
+#[cfg(any(feature = "rmcp-server", feature = "rmcp-client"))]
 pub mod rmcp_http;
 #[cfg(feature = "sse")]
 pub mod sse;
@@ -141,7 +145,7 @@ pub use body::{BodyDecoder, BodyError, MappingDecoder};
 #[cfg(feature = "sse")]
 pub use body_encoder::MappingEncoder;
 #[cfg(feature = "codec")]
-pub use codec::{CodecError, Outgoing};
+pub use codec::CodecError;
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};
 pub use encoder::{EncoderBuilder, StreamEncoder};
 pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
@@ -162,6 +166,7 @@ pub use outcome::{
     Completion, DiscoveryMode, Observations, Outcome, Regime, StreamCompletionAmbiguousError,
     Verdict, VerdictKind, classify,
 };
+pub use outgoing::Outgoing;
 pub use request::{
     FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,
     set_request_key,

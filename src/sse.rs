@@ -221,9 +221,9 @@ pub(crate) struct LineSplitter {
 
 /// One piece of input from [`LineSplitter::next`].
 #[derive(Debug)]
-// Where a line's terminator lies matters to the layer's pass-through (feature `rmcp`), which
+// Where a line's terminator lies matters to the layer's pass-through (feature `rmcp-server`), which
 // sends every byte on; the parser needs the content alone.
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+#[cfg_attr(not(feature = "rmcp-server"), allow(dead_code))]
 pub(crate) enum Piece {
     /// A complete line lying whole in the input: `input[start..end]` is its content and
     /// `input[end]` its terminator (CR or LF).
@@ -281,13 +281,13 @@ impl LineSplitter {
     }
 
     /// Bytes kept of a line whose end has not arrived.
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn pending(&self) -> usize {
         self.partial.len()
     }
 
     /// Takes the start of a line kept (for a caller that passes every byte on).
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn take_pending(&mut self) -> Bytes {
         std::mem::take(&mut self.partial).freeze()
     }
@@ -388,7 +388,7 @@ impl SseParser {
 
     /// A parser for lines after the body's first, which alone may start with a BOM (for a
     /// caller that handled the BOM itself and hands over lines with [`line`](Self::line)).
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn past_start(mut self) -> Self {
         self.at_start = false;
         self

@@ -857,7 +857,7 @@ impl CompatEncoder {
     /// [`message_record`](Self::message_record) for data that is text already (what an SSE
     /// parser dispatched): the UTF-8 validation, a pass over the whole message, is not repeated;
     /// the other checks of SPEC.md §18.3 are made.
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn text_message_record(
         &mut self,
         data: &str,

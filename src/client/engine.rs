@@ -54,7 +54,7 @@ pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Where the attempts of a call go, and where the policy they are checked against comes from.
 #[derive(Clone, Debug)]
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // only FramingHttpClient has sessions and a fixed URI
+#[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // only FramingHttpClient has sessions and a fixed URI
 pub(crate) enum Route {
     /// Every attempt resolved afresh, its discovery checked against the policy built from the
     /// first resolution (SPEC.md §11.5, §17.13).
@@ -224,26 +224,26 @@ impl Call {
     }
 
     /// The endpoint of the last attempt.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) fn endpoint(&self) -> &str {
         &self.endpoint
     }
 
     /// The session a response issued, if one did.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) fn session(&self) -> Option<&str> {
         self.session.as_deref()
     }
 
     /// The JSON-RPC error response under the caller's id that stands for `err` (SPEC.md §11.7).
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) fn error_response(&self, err: &CallError) -> String {
         err.error_response(&self.id, Some(self.key), self.attempt)
     }
 
     /// Sends attempts until one is receiving its body, or the call failed (the error is then the
     /// call's last item, already recorded). Idempotent.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) async fn open(&mut self) -> Result<(), CallError> {
         if self.done || self.current.is_some() {
             return Ok(());

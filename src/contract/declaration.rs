@@ -286,7 +286,7 @@ impl FramingContract {
 
 /// What writing a contract into the text of a discovery response did
 /// ([`FramingContract::declare_in_text`], SPEC.md §11.2).
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum TextDeclaration {
     /// The result declared no contract: the text with this one written in.
@@ -303,7 +303,7 @@ pub(crate) enum TextDeclaration {
     },
 }
 
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 impl FramingContract {
     /// Server side: writes the contract into the text of a JSON-RPC response carrying a
     /// discovery result, where [`declare_in`](Self::declare_in) writes it, editing the text

@@ -48,7 +48,7 @@ mod negotiation;
 mod policy;
 mod source;
 
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 pub(crate) use declaration::TextDeclaration;
 pub use declaration::{
     Deduplication, FRAME_CHECKSUM_CRC32, FramingContract, KNOWN_TRANSPORTS, MESSAGE_DIGEST_SHA256,

@@ -10,9 +10,9 @@ use futures_core::Stream;
 
 use super::Mapping;
 use crate::body_encoder::{MappingEncoder, fit_reason};
-use crate::codec::Outgoing;
 use crate::encoder::StreamEncoder;
 use crate::event::{Abort, AbortCode};
+use crate::outgoing::Outgoing;
 use crate::sse_compat::CompatEncodeError;
 
 /// The frames a [`FramedBody`] gathers from several ready items before it hands them out (one

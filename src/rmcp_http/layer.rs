@@ -22,7 +22,6 @@ use http_body_util::combinators::UnsyncBoxBody;
 use super::compat_body::SsePassthrough;
 use super::declare::{Declaration, RequestBody};
 use crate::body_encoder::{MappingEncoder, too_large};
-use crate::codec::Outgoing;
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
@@ -30,6 +29,7 @@ use crate::event::{Abort, AbortCode};
 use crate::http::{FramedBody, Mapping, OptIn, response_headers};
 use crate::jsonrpc::is_response;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
+use crate::outgoing::Outgoing;
 use crate::sse::{SseError, SseEvent, SseParser, is_message_event};
 
 /// The response body of [`FramingService`].

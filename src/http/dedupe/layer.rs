@@ -237,6 +237,14 @@ impl DedupeLayer {
     }
 }
 
+/// [`DedupeLayer::new`]: what [`FramingLayer::dedupe`](crate::rmcp_http::FramingLayer::dedupe)
+/// takes.
+impl From<Deduplicator> for DedupeLayer {
+    fn from(dedup: Deduplicator) -> Self {
+        Self::new(dedup)
+    }
+}
+
 impl<S> tower_layer::Layer<S> for DedupeLayer {
     type Service = DedupeService<S>;
 
