@@ -14,31 +14,21 @@ mod cut;
 mod dedupe_support;
 #[path = "example_support/mod.rs"]
 mod example_support;
+#[path = "stock_support/mod.rs"]
+mod stock_support;
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use cut::Cut;
 use dedupe_support::RedisServer;
-use example_support::{Example, repo, runtime};
+use example_support::{executions, fleet_backend, repo, rmcp_server, runtime};
 use serde_json::Value;
+use stock_support::python;
 
 /// How long a cut call may take to fail, from the call to the error (issue 19: "within 1 s").
 const CUT_FAILS_WITHIN: Duration = Duration::from_secs(1);
-
-/// The interpreter of the virtual environment with the pinned SDK and the package's wheel.
-fn python() -> PathBuf {
-    let path = repo().join("target/stock-clients/venv/bin/python");
-    assert!(
-        path.exists(),
-        "{} is missing: run `bash scripts/stock-clients` (scripts/test does) to install the \
-         Python SDK and the package",
-        path.display()
-    );
-    path
-}
 
 /// What the driver printed: one JSON line per call, then the wrapper's counters; and the log
 /// records it printed to stderr.
@@ -86,14 +76,6 @@ fn driver(args: &[&str]) -> Run {
 /// A proxy in front of `upstream` that cuts what `cut` says; its URL.
 fn proxy(upstream: &str, cut: Arc<Cut>) -> String {
     cut::serve_proxy(runtime(), upstream, cut)
-}
-
-fn rmcp_server(mode: &str, json: bool) -> Example {
-    let mut args = vec!["--addr", "127.0.0.1:0", "--mode", mode, "--seconds", "300"];
-    if json {
-        args.push("--json");
-    }
-    Example::start("rmcp_server", &args)
 }
 
 fn report(call: &Value) -> &Value {
@@ -210,21 +192,8 @@ fn the_wrapped_python_sdk_gets_results_byte_for_byte_and_every_cut_call_fails_wi
 fn the_wrapped_python_sdk_with_keyed_retries_runs_each_tool_call_once_on_a_fleet() {
     const CALLS: usize = 22;
     let redis = RedisServer::start();
-    let a = Example::start(
-        "fleet",
-        &[
-            "backend",
-            "--redis",
-            &redis.url(),
-            "--name",
-            "backend-a",
-            "--cut",
-        ],
-    );
-    let b = Example::start(
-        "fleet",
-        &["backend", "--redis", &redis.url(), "--name", "backend-b"],
-    );
+    let a = fleet_backend(&redis.url(), "backend-a", true);
+    let b = fleet_backend(&redis.url(), "backend-b", false);
     let endpoints = format!("{},{}", a.url, b.url);
     let run = driver(&["fleet", &endpoints, "--calls", &CALLS.to_string()]);
     assert_eq!(run.calls.len(), CALLS);
@@ -239,20 +208,7 @@ fn the_wrapped_python_sdk_with_keyed_retries_runs_each_tool_call_once_on_a_fleet
             "call {i}: {call}"
         );
     }
-    let executions: u64 = [&a.url, &b.url]
-        .into_iter()
-        .map(|url| {
-            let stats: Value = runtime().block_on(async {
-                reqwest::get(url.replace("/mcp", "/stats"))
-                    .await
-                    .expect("stats")
-                    .json()
-                    .await
-                    .expect("stats JSON")
-            });
-            stats["executions"].as_u64().unwrap()
-        })
-        .sum();
+    let executions = executions(&a) + executions(&b);
     assert_eq!(executions, CALLS as u64, "one execution per logical call");
     // backend-a cuts every tool call's first response: at least 20 calls were cut and retried.
     let retries = run.stats["retries"].as_u64().unwrap();

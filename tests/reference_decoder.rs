@@ -2,10 +2,11 @@
 //! crate's decoder, on every vector, on thousands of generated and mutated streams, and whatever
 //! way the input is split. The external decoders are listed in [`external_decoders`]: the
 //! independent Python reference decoder (tests/reference/, written from SPEC.md alone) and the
-//! shipped client packages (python/), each run once per test in `--batch` mode (the protocol of
-//! `tests/reference/mcp_framing_ref.py`), one process each.
+//! shipped client packages (python/, typescript/), each run once per test in `--batch` mode (the
+//! protocol of `tests/reference/mcp_framing_ref.py`), one process each.
 //!
-//! These tests need `python3` and fail (they do not skip) without it: `scripts/test` installs it.
+//! These tests need `python3`, `node` and the TypeScript package built, and fail (they do not
+//! skip) without them: `scripts/test` installs them (`scripts/stock-clients` builds the package).
 
 mod common;
 
@@ -53,6 +54,13 @@ fn external_decoders() -> Vec<External> {
             program: "python3",
             args: &["-m", "mcp_framing.conformance", "--batch"],
             env: &[("PYTHONPATH", "python/src")],
+        },
+        External {
+            // The package's batch entry point, compiled by `scripts/stock-clients`.
+            name: "TypeScript package (typescript/)",
+            program: "node",
+            args: &["typescript/dist/batch.js", "--batch"],
+            env: &[],
         },
     ]
 }

@@ -1,46 +1,53 @@
 //! Stock MCP clients from three SDKs against the rmcp example server (`examples/rmcp_server.rs`)
-//! behind `FramingLayer`: the official Python SDK (`mcp`), the official TypeScript SDK
-//! (`@modelcontextprotocol/sdk`) and rmcp's own reqwest client. None of them opts in, so the layer
-//! must serve them exactly as rmcp alone does: initialize, `tools/list` and a ~100 KiB
-//! `tools/call` result checked byte for byte, with no warning logged by the SDK.
+//! behind `FramingLayer`: the official Python SDK (`mcp`), the official TypeScript SDK (both
+//! lines: `@modelcontextprotocol/sdk` 1.x and `@modelcontextprotocol/client` 2.x) and rmcp's own
+//! reqwest client. None of them opts in, so the layer must serve them exactly as rmcp alone does:
+//! initialize, `tools/list` and a ~100 KiB `tools/call` result checked byte for byte, with no
+//! warning logged by the SDK.
 //!
 //! Then what each stock client does when a proxy ends the `tools/call` response body normally
 //! in the middle (the README table "What stock clients do with a cut response"), next to what a
-//! framing client reports for the same cut.
+//! framing client reports for the same cut; and the stock TypeScript clients wrapped with the
+//! typescript/ package's `framingFetch` (every result verified, every cut an immediate error,
+//! keyed retries across the fleet example running each tool call once).
 //!
-//! The Python and TypeScript clients (`tests/stock_clients/client.py`, `client.mjs`) run as
-//! subprocesses from what `scripts/stock-clients` installs (`bash scripts/test` runs it first);
-//! the tests fail, not skip, when it is missing. The server is the built example binary, started
-//! once per server mode: adding a mode is one entry in [`SERVER_MODES`].
+//! The clients run from `tests/stock_support` (the Python and TypeScript ones as subprocesses
+//! from what `scripts/stock-clients` installs; `bash scripts/test` runs it first); the tests
+//! fail, not skip, when it is missing. The servers are the built examples
+//! (`tests/example_support`), the rmcp one started once per server mode: adding a mode is one
+//! entry in [`SERVER_MODES`].
 //!
 //! `cargo test --all-features --test stock_clients -- --ignored --nocapture` prints the cut table
 //! measured with every SDK's default timeouts (it takes minutes: some clients hang until them).
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+#[path = "rmcp_support/cut.rs"]
+mod cut;
+#[path = "dedupe_support/mod.rs"]
+mod dedupe_support;
+#[path = "example_support/mod.rs"]
+mod example_support;
+#[path = "stock_support/mod.rs"]
+mod stock_support;
 
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cut::Cut;
+use example_support::{Example, executions, fleet_backend, repo, rmcp_server, runtime};
 use mcp_framing::http::Mapping;
-use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use mcp_framing::rmcp_http::FramingHttpClient;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use tracing_subscriber::layer::SubscriberExt;
+use stock_support::{
+    LINES, Report, SEED, TYPESCRIPT_SDKS, assert_exact, expected_text, framing_call, node,
+    run_python, run_rmcp_stock, run_typescript, run_typescript_sdk, with_warn_capture,
+};
 
 /// The server modes every stock client must not notice (`--mode` of the example server):
 /// rmcp alone, rmcp behind `FramingLayer` (which frames only the requests that opt in), and
 /// rmcp behind `FramingLayer::frame_all_responses(true)`, which frames every response in the
 /// compatible SSE mapping (issue 13 §2, SPEC.md §18).
 const SERVER_MODES: &[&str] = &["plain", "opt-in", "compat"];
-
-/// The `generate_text` arguments: 1200 lines, 104 616 bytes of text (several 16 KiB frames).
-const SEED: &str = "stock-clients";
-const LINES: u32 = 1200;
 
 /// Where the `tools/call` response body is ended: well inside the ~110 KB body (mid-SSE-event,
 /// or mid-JSON-body), for every client alike.
@@ -50,66 +57,12 @@ const CUT_AT: usize = 50_000;
 /// by it); the README table gives the SDK defaults, measured by the ignored test.
 const CUT_TIMEOUT_SECONDS: f64 = 2.0;
 
-/// The text of `generate_text {seed, lines}`, by the rule in `examples/rmcp_server.rs`,
-/// written again here so that the test does not trust the server's code.
-fn expected_text(seed: &str, lines: u32) -> String {
-    let mut text = String::new();
-    for i in 0..lines {
-        let run = char::from(b'a' + u8::try_from(i % 26).unwrap())
-            .to_string()
-            .repeat((i % 64) as usize);
-        text.push_str(&format!(
-            "{i:06} {seed} \"quoted\" back\\slash\ttab café ✓ {run}\n"
-        ));
-    }
-    text
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-#[path = "rmcp_support/cut.rs"]
-mod cut;
-#[path = "example_support/mod.rs"]
-mod example_support;
-
-use cut::Cut;
-use example_support::{Example, repo, runtime};
-
-// ---------------------------------------------------------------------------------------------
-// The example server, as a subprocess.
-
-/// The example server on a free loopback port, killed on drop.
-struct Server {
-    _example: Example,
-    url: String,
-}
-
-impl Server {
-    fn start(mode: &str, json: bool) -> Self {
-        let mut args = vec!["--addr", "127.0.0.1:0", "--mode", mode, "--seconds", "300"];
-        if json {
-            args.push("--json");
-        }
-        let example = Example::start("rmcp_server", &args);
-        let url = example.url.clone();
-        Self {
-            _example: example,
-            url,
-        }
-    }
-}
-
 /// One server for every mode and response kind: (mode, json, server).
-fn servers(modes: &[&str]) -> Vec<(String, bool, Server)> {
+fn servers(modes: &[&str]) -> Vec<(String, bool, Example)> {
     let mut servers = Vec::new();
     for mode in modes {
         for json in [false, true] {
-            servers.push(((*mode).to_owned(), json, Server::start(mode, json)));
+            servers.push(((*mode).to_owned(), json, rmcp_server(mode, json)));
         }
     }
     servers
@@ -119,8 +72,8 @@ fn servers(modes: &[&str]) -> Vec<(String, bool, Server)> {
 // A proxy that ends the `tools/call` response body normally after `cut` bytes.
 
 /// A proxy in front of `upstream` that ends every `tools/call` response body normally after
-/// `cut` bytes (`tests/rmcp_support/cut.rs`): a proxy's idle timeout or a backend scaled in, as
-/// the client sees it.
+/// `cut` bytes (`tests/rmcp_support/cut.rs`; `usize::MAX`: never): a proxy's idle timeout or a
+/// backend scaled in, as the client sees it.
 struct Proxy {
     url: String,
     cut: Arc<Cut>,
@@ -147,258 +100,7 @@ impl Proxy {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The clients, and what each one reports.
-
-/// What a client reported for one URL (the JSON line of `client.py` / `client.mjs`).
-#[derive(Debug, Clone, serde::Deserialize)]
-struct Report {
-    client: String,
-    url: String,
-    outcome: String,
-    phase: String,
-    #[serde(default)]
-    tools: Vec<String>,
-    #[serde(default)]
-    bytes: Option<usize>,
-    #[serde(default)]
-    sha256: Option<String>,
-    #[serde(default, rename = "match")]
-    matched: Option<bool>,
-    #[serde(default)]
-    error: Option<String>,
-    /// The JSON-RPC error code, when the SDK raised a JSON-RPC error.
-    #[serde(default)]
-    code: Option<i64>,
-    #[serde(default)]
-    seconds: Option<f64>,
-    warnings: Vec<String>,
-}
-
-/// `path` (relative to the repository), which `scripts/stock-clients` installs: missing is a
-/// failure, not a skip.
-fn installed(path: &str, what: &str) -> PathBuf {
-    let path = repo().join(path);
-    assert!(
-        path.exists(),
-        "{} is missing: run `bash scripts/stock-clients` (scripts/test does) to install {what}",
-        path.display()
-    );
-    path
-}
-
-/// The Python interpreter of the virtual environment with the pinned Python SDK.
-fn python() -> PathBuf {
-    installed(
-        "target/stock-clients/venv/bin/python",
-        "the pinned Python SDK",
-    )
-}
-
-/// `node`, with the pinned TypeScript SDK installed next to `client.mjs`.
-fn node() -> PathBuf {
-    installed(
-        "tests/stock_clients/node_modules/@modelcontextprotocol/sdk",
-        "the pinned TypeScript SDK",
-    );
-    PathBuf::from("node")
-}
-
-/// Reads `pipe` to its end on a thread of its own.
-fn read_all(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = pipe.read_to_string(&mut text);
-        text
-    })
-}
-
-/// Runs a client program over `urls`, stopped after `cap` at the latest; its reports.
-fn run_program(
-    program: &Path,
-    script: &str,
-    urls: &[&str],
-    timeout: Option<f64>,
-    cap: Duration,
-) -> Vec<Report> {
-    let mut command = Command::new(program);
-    command.arg(repo().join("tests/stock_clients").join(script));
-    if let Some(timeout) = timeout {
-        command.args(["--timeout", &timeout.to_string()]);
-    }
-    command.args(["--seed", SEED, "--lines", &LINES.to_string()]);
-    let mut child = command
-        .args(urls)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|err| panic!("start {}: {err}", program.display()));
-    let out = read_all(child.stdout.take().expect("stdout"));
-    let err = read_all(child.stderr.take().expect("stderr"));
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > cap {
-            let _ = child.kill();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let (out, err) = (out.join().unwrap(), err.join().unwrap());
-    let reports: Vec<Report> = out
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect();
-    assert_eq!(
-        reports.len(),
-        urls.len(),
-        "{script} stopped early (after {:?}); stdout:\n{out}\nstderr:\n{err}",
-        start.elapsed()
-    );
-    assert!(err.is_empty(), "{script} wrote to stderr:\n{err}");
-    reports
-}
-
-fn run_python(urls: &[&str], timeout: Option<f64>, cap: Duration) -> Vec<Report> {
-    run_program(&python(), "client.py", urls, timeout, cap)
-}
-
-fn run_typescript(urls: &[&str], timeout: Option<f64>, cap: Duration) -> Vec<Report> {
-    run_program(&node(), "client.mjs", urls, timeout, cap)
-}
-
-/// A `tracing` layer that keeps every event at WARN or above.
-#[derive(Clone, Default)]
-struct WarnCapture(Arc<Mutex<Vec<String>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WarnCapture {
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        _ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        struct Fields(String);
-        impl tracing::field::Visit for Fields {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                self.0.push_str(&format!(" {}={value:?}", field.name()));
-            }
-        }
-        let metadata = event.metadata();
-        if *metadata.level() <= tracing::Level::WARN {
-            let mut fields = Fields(String::new());
-            event.record(&mut fields);
-            self.0.lock().unwrap().push(format!(
-                "{} {}:{}",
-                metadata.level(),
-                metadata.target(),
-                fields.0
-            ));
-        }
-    }
-}
-
-/// Runs `future` on a fresh current-thread runtime with a WARN capture as this thread's
-/// subscriber: every task rmcp spawns runs on this thread, so every event it logs is seen.
-fn with_warn_capture<T>(future: impl std::future::Future<Output = T>) -> (T, Vec<String>) {
-    let capture = WarnCapture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let value = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(future);
-    let warnings = std::mem::take(&mut *capture.0.lock().unwrap());
-    (value, warnings)
-}
-
-fn generate_text_call() -> CallToolRequestParams {
-    let arguments = serde_json::json!({"seed": SEED, "lines": LINES});
-    CallToolRequestParams::new("generate_text")
-        .with_arguments(arguments.as_object().expect("an object").clone())
-}
-
-/// The stock rmcp client (rmcp's own reqwest transport, `from_uri`), as a user writes it.
-fn run_rmcp_stock(url: &str, timeout: Option<f64>) -> Report {
-    let (mut report, warnings) = with_warn_capture(async {
-        let mut report = Report {
-            client: "rmcp".to_owned(),
-            url: url.to_owned(),
-            outcome: "error".to_owned(),
-            phase: "initialize".to_owned(),
-            tools: Vec::new(),
-            bytes: None,
-            sha256: None,
-            matched: None,
-            error: None,
-            code: None,
-            seconds: None,
-            warnings: Vec::new(),
-        };
-        let transport = StreamableHttpClientTransport::from_uri(url);
-        let peer = match ().serve(transport).await {
-            Ok(peer) => peer,
-            Err(err) => {
-                report.error = Some(format!("{err}"));
-                return report;
-            }
-        };
-        report.phase = "tools/list".to_owned();
-        match peer.list_all_tools().await {
-            Ok(tools) => {
-                report.tools = tools.iter().map(|t| t.name.to_string()).collect();
-                report.tools.sort();
-            }
-            Err(err) => {
-                report.error = Some(format!("{err}"));
-                return report;
-            }
-        }
-        report.phase = "tools/call".to_owned();
-        let start = Instant::now();
-        let call = peer.call_tool(generate_text_call());
-        let result = match timeout {
-            Some(seconds) => tokio::time::timeout(Duration::from_secs_f64(seconds), call)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(rmcp::ServiceError::Timeout {
-                        timeout: Duration::from_secs_f64(seconds),
-                    })
-                }),
-            None => call.await,
-        };
-        report.seconds = Some(start.elapsed().as_secs_f64());
-        match result {
-            Ok(result) => {
-                let text = &result.content[0].as_text().expect("text").text;
-                report.bytes = Some(text.len());
-                report.sha256 = Some(sha256_hex(text.as_bytes()));
-                report.matched = Some(*text == expected_text(SEED, LINES));
-                report.outcome = "ok".to_owned();
-            }
-            Err(err) => report.error = Some(format!("{err}")),
-        }
-        let _ = peer.cancel().await;
-        report
-    });
-    report.warnings = warnings;
-    report
-}
-
-/// Asserts that every report is the exact `generate_text` result with no warning.
-fn assert_exact(reports: &[Report], labels: &[String]) {
-    let expected = expected_text(SEED, LINES);
-    let sha = sha256_hex(expected.as_bytes());
-    for (report, label) in reports.iter().zip(labels) {
-        assert_eq!(report.outcome, "ok", "{label}: {report:?}");
-        assert_eq!(report.matched, Some(true), "{label}: {report:?}");
-        assert_eq!(report.bytes, Some(expected.len()), "{label}");
-        assert_eq!(report.sha256.as_deref(), Some(sha.as_str()), "{label}");
-        assert_eq!(report.tools, ["generate_text", "render_report"], "{label}");
-        assert!(
-            report.warnings.is_empty(),
-            "{label}: the SDK logged {:?}",
-            report.warnings
-        );
-    }
-}
+// The clean path.
 
 fn clean_runs(run: impl Fn(&[&str]) -> Vec<Report>) {
     let servers = servers(SERVER_MODES);
@@ -426,6 +128,11 @@ fn typescript_sdk_client_gets_every_result_byte_for_byte_through_the_layer() {
 }
 
 #[test]
+fn typescript_v2_sdk_client_gets_every_result_byte_for_byte_through_the_layer() {
+    clean_runs(|urls| run_typescript_sdk("v2", false, urls, None, Duration::from_secs(60)));
+}
+
+#[test]
 fn rmcp_stock_client_gets_every_result_byte_for_byte_through_the_layer() {
     clean_runs(|urls| urls.iter().map(|url| run_rmcp_stock(url, None)).collect());
 }
@@ -436,39 +143,23 @@ fn rmcp_stock_client_gets_every_result_byte_for_byte_through_the_layer() {
 /// The framing client (`FramingHttpClient` over reqwest, opted in) through the same proxy: the
 /// JSON-RPC error's message and outcome data.
 fn run_framing(url: &str, binary: bool) -> (Result<String, (String, Value)>, Vec<String>) {
-    with_warn_capture(async {
-        // The README table's rows: the SSE mapping of SPEC.md §15 and the binary one.
-        let mapping = if binary {
-            Mapping::Binary
-        } else {
-            Mapping::Sse
-        };
-        let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
-        let transport = StreamableHttpClientTransport::with_client(
-            client,
-            StreamableHttpClientTransportConfig::with_uri(url),
-        );
-        let peer = ().serve(transport).await.expect("initialize is not cut");
-        let result = peer.call_tool(generate_text_call()).await;
-        let _ = peer.cancel().await;
-        match result {
-            Ok(result) => Ok(result.content[0].as_text().expect("text").text.clone()),
-            Err(rmcp::ServiceError::McpError(error)) => Err((
-                error.message.to_string(),
-                error
-                    .data
-                    .map_or(Value::Null, |d| d[OUTCOME_DATA_KEY].clone()),
-            )),
-            Err(err) => Err((format!("{err}"), Value::Null)),
-        }
-    })
+    // The README table's rows: the SSE mapping of SPEC.md §15 and the binary one.
+    let mapping = if binary {
+        Mapping::Binary
+    } else {
+        Mapping::Sse
+    };
+    framing_call(
+        FramingHttpClient::new(reqwest::Client::new()).mapping(mapping),
+        url,
+    )
 }
 
 /// One cut: where, the server's response kind, and the proxy in front of that server.
 struct CutCase {
     cut: usize,
     json: bool,
-    _server: Server,
+    _server: Example,
     proxy: Proxy,
 }
 
@@ -485,7 +176,7 @@ fn cut_cases() -> Vec<CutCase> {
     let mut cases = Vec::new();
     for cut in [0, CUT_AT] {
         for json in [false, true] {
-            let server = Server::start("opt-in", json);
+            let server = rmcp_server("opt-in", json);
             let proxy = Proxy::start(&server.url, cut);
             cases.push(CutCase {
                 cut,
@@ -557,35 +248,51 @@ fn python_sdk_client_on_a_cut_response_errs_at_once_as_the_readme_says() {
 }
 
 #[test]
-fn typescript_sdk_client_on_a_cut_sse_response_hangs_until_its_request_timeout() {
-    cut_runs(
-        |urls| run_typescript(urls, Some(CUT_TIMEOUT_SECONDS), Duration::from_secs(60)),
-        |case, report| {
-            let label = case.label();
-            let error = error_of(report);
-            let seconds = report.seconds.unwrap();
-            if case.json {
-                assert!(error.starts_with("SyntaxError: "), "{label}: {error}");
-                assert!(seconds < CUT_TIMEOUT_SECONDS, "{label}: {report:?}");
-                assert!(
-                    report.warnings.contains(&format!("onerror: {error}")),
-                    "{label}: {:?}",
-                    report.warnings
-                );
-            } else {
-                assert_eq!(
-                    error, "McpError: MCP error -32001: Request timed out",
-                    "{label}"
-                );
-                assert_eq!(report.code, Some(-32001), "{label}: RequestTimeout");
-                assert!(
-                    seconds >= CUT_TIMEOUT_SECONDS * 0.99,
-                    "{label}: waited for the timeout: {report:?}"
-                );
-                assert!(report.warnings.is_empty(), "{label}: {:?}", report.warnings);
-            }
-        },
-    );
+fn typescript_sdk_clients_on_a_cut_sse_response_hang_until_their_request_timeout() {
+    // (SDK line, the error its request timeout raises, its JSON-RPC code if it has one)
+    let timeouts = [
+        (
+            "v1",
+            "McpError: MCP error -32001: Request timed out",
+            Some(-32001),
+        ),
+        ("v2", "SdkError: Request timed out", None),
+    ];
+    for (sdk, timed_out, timeout_code) in timeouts {
+        cut_runs(
+            |urls| {
+                run_typescript_sdk(
+                    sdk,
+                    false,
+                    urls,
+                    Some(CUT_TIMEOUT_SECONDS),
+                    Duration::from_secs(60),
+                )
+            },
+            |case, report| {
+                let label = format!("{sdk}, {}", case.label());
+                let error = error_of(report);
+                let seconds = report.seconds.unwrap();
+                if case.json {
+                    assert!(error.starts_with("SyntaxError: "), "{label}: {error}");
+                    assert!(seconds < CUT_TIMEOUT_SECONDS, "{label}: {report:?}");
+                    assert!(
+                        report.warnings.contains(&format!("onerror: {error}")),
+                        "{label}: {:?}",
+                        report.warnings
+                    );
+                } else {
+                    assert_eq!(error, timed_out, "{label}");
+                    assert_eq!(report.code, timeout_code, "{label}: the timeout's code");
+                    assert!(
+                        seconds >= CUT_TIMEOUT_SECONDS * 0.99,
+                        "{label}: waited for the timeout: {report:?}"
+                    );
+                    assert!(report.warnings.is_empty(), "{label}: {:?}", report.warnings);
+                }
+            },
+        );
+    }
 }
 
 #[test]
@@ -673,6 +380,213 @@ fn framing_client_reports_the_same_cuts_as_abandoned_and_surfaces_them_without_d
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The stock TypeScript clients wrapped with `framingFetch` (the typescript/ package): the same
+// SDKs, untouched, given the package's fetch.
+
+/// The server modes whose responses a wrapped client verifies: the layer framing the requests
+/// that opt in, and framing every response (the compatible mapping).
+const FRAMED_MODES: &[&str] = &["opt-in", "compat"];
+
+/// What a wrapped report's counters say (`framingFetch`'s `stats`).
+fn stat(report: &Report, name: &str) -> u64 {
+    report
+        .framing_stats
+        .as_ref()
+        .and_then(|stats| stats[name].as_u64())
+        .unwrap_or_else(|| panic!("{}: no framingStats.{name} in {report:?}", report.url))
+}
+
+/// Offsets to cut a framed `tools/call` body of `len` bytes at: before its first byte, inside
+/// the first record (HEAD), around the first message event, spread over the body, and its last
+/// bytes (the final event without its blank line).
+fn cut_offsets(len: usize) -> Vec<usize> {
+    let mut offsets = vec![0, 1, 13, 100, 229, 230, 1_000, 16_500];
+    offsets.extend([len / 4, len / 2, 3 * len / 4, len - 100, len - 2, len - 1]);
+    offsets.sort_unstable();
+    offsets.dedup();
+    offsets
+}
+
+#[test]
+fn typescript_sdk_clients_wrapped_get_every_result_verified_and_fail_every_cut_at_once() {
+    // (mode, json, server, an uncut proxy in front of it)
+    let mut servers = Vec::new();
+    for mode in FRAMED_MODES {
+        for json in [false, true] {
+            let server = rmcp_server(mode, json);
+            let whole = Proxy::start(&server.url, usize::MAX);
+            let label = format!("mode {mode}, {}", if json { "json" } else { "sse" });
+            servers.push((label, server, whole));
+        }
+    }
+    let expected = expected_text(SEED, LINES);
+    let mut cut_calls = 0;
+    for (sdk, name) in TYPESCRIPT_SDKS {
+        // Clean: byte for byte, every message handed to the SDK verified, nothing logged.
+        let urls: Vec<&str> = servers
+            .iter()
+            .map(|(_, _, whole)| whole.url.as_str())
+            .collect();
+        let labels: Vec<String> = servers
+            .iter()
+            .map(|(label, _, _)| format!("{name}, {label}"))
+            .collect();
+        let reports = run_typescript_sdk(sdk, true, &urls, None, Duration::from_secs(60));
+        assert_exact(&reports, &labels);
+        for (report, label) in reports.iter().zip(&labels) {
+            assert!(report.wrapped, "{label}");
+            assert_eq!(stat(report, "unverified"), 0, "{label}: {report:?}");
+            assert!(stat(report, "verified") >= 3, "{label}: {report:?}");
+            assert_eq!(stat(report, "errors"), 0, "{label}: {report:?}");
+        }
+        // Cut: the framed body's length (from the uncut proxy) decides where.
+        let mut cuts = Vec::new();
+        for (label, server, whole) in &servers {
+            let len = whole.forwarded();
+            assert!(
+                len > expected.len(),
+                "{label}: the framed body carries the whole result"
+            );
+            for cut in cut_offsets(len) {
+                cuts.push((label, cut, Proxy::start(&server.url, cut)));
+            }
+        }
+        let urls: Vec<&str> = cuts
+            .iter()
+            .map(|(_, _, proxy)| proxy.url.as_str())
+            .collect();
+        let reports = run_typescript_sdk(sdk, true, &urls, None, Duration::from_secs(120));
+        for ((label, cut, proxy), report) in cuts.iter().zip(&reports) {
+            let label = format!("{name}, {label}, cut at {cut}");
+            assert_eq!(report.phase, "tools/call", "{label}: {report:?}");
+            assert_eq!(
+                report.outcome, "error",
+                "{label}: a cut call handed out: {report:?}"
+            );
+            assert_eq!(proxy.forwarded(), *cut, "{label}");
+            // At once, with the outcome, where the unwrapped SDK waits for its request timeout.
+            let seconds = report.seconds.unwrap();
+            assert!(seconds < 1.0, "{label}: failed after {seconds} s");
+            assert_eq!(report.code, Some(-32603), "{label}: {report:?}");
+            assert!(
+                error_of(report).contains("mcp-framing: response abandoned: truncated"),
+                "{label}: {report:?}"
+            );
+            let outcome = report.framing.as_ref().expect("the outcome report");
+            assert_eq!(outcome["classification"], "abandoned", "{label}");
+            assert_eq!(outcome["kind"], "Truncated", "{label}");
+            assert_eq!(outcome["attempts"], 1, "{label}");
+            // Keyed, but the example server declares no deduplication (SPEC.md §17.11).
+            assert_eq!(outcome["retryDecision"], "surface_to_caller", "{label}");
+            assert_eq!(outcome["messagesVerified"], 0, "{label}");
+            // Nothing unverified reached the SDK; the cut is logged once, as a warning.
+            assert_eq!(stat(report, "unverified"), 0, "{label}");
+            assert_eq!(report.warnings.len(), 1, "{label}: {:?}", report.warnings);
+            assert!(
+                report.warnings[0].contains("outcome=abandoned"),
+                "{label}: {:?}",
+                report.warnings
+            );
+            cut_calls += 1;
+        }
+    }
+    assert!(cut_calls >= 100, "{cut_calls} cut calls");
+}
+
+#[test]
+fn typescript_sdk_clients_wrapped_refuse_a_server_without_a_framing_contract() {
+    // rmcp alone declares no framing contract: Regime C, refused before any tool call.
+    let server = rmcp_server("plain", false);
+    for (sdk, name) in TYPESCRIPT_SDKS {
+        let reports = run_typescript_sdk(
+            sdk,
+            true,
+            &[&server.url],
+            Some(5.0),
+            Duration::from_secs(60),
+        );
+        let report = &reports[0];
+        assert_eq!(report.outcome, "error", "{name}: {report:?}");
+        assert_eq!(report.phase, "initialize", "{name}: {report:?}");
+        assert!(error_of(report).contains("Regime C"), "{name}: {report:?}");
+        assert!(report.seconds.unwrap() < 5.0, "{name}: {report:?}");
+    }
+}
+
+#[test]
+fn typescript_sdk_clients_wrapped_with_keyed_retries_run_each_cut_tool_call_once_across_a_fleet() {
+    // Two backend processes sharing one real Redis; backend-a cuts every tool call's first
+    // response (after 1500 bytes, the tool having run), so every call is cut once, and its
+    // keyed retry goes to backend-b, which must replay the result instead of charging again.
+    const CALLS: u64 = 24;
+    let redis = dedupe_support::RedisServer::start();
+    let a = fleet_backend(&redis.url(), "backend-a", true);
+    let b = fleet_backend(&redis.url(), "backend-b", false);
+    let endpoints = format!("{},{}", a.url, b.url);
+    let mut logical = 0;
+    for (sdk, name) in TYPESCRIPT_SDKS {
+        let mut command = Command::new(node());
+        command
+            .arg(repo().join("tests/stock_clients/fleet.mjs"))
+            .args([
+                "--sdk",
+                sdk,
+                "--endpoints",
+                &endpoints,
+                "--calls",
+                &CALLS.to_string(),
+            ]);
+        let output = command
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run fleet.mjs");
+        assert!(output.status.success(), "{name}: fleet.mjs failed");
+        let run: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&output.stdout)));
+        let calls = run["calls"].as_array().expect("calls");
+        assert_eq!(calls.len() as u64, CALLS, "{name}");
+        for (i, call) in calls.iter().enumerate() {
+            assert_eq!(call["ok"], true, "{name}: call {i}: {call}");
+            let text = call["text"].as_str().unwrap();
+            let expected = format!("charged {} to acct-{sdk}-{i}\n", 100 + i);
+            assert!(text.starts_with(&expected), "{name}: call {i}: {text:?}");
+        }
+        // Every call: a cut first attempt on backend-a, decided `retry`, then a clean one.
+        let tool_attempts: Vec<&Value> = run["attempts"]
+            .as_array()
+            .expect("attempts")
+            .iter()
+            .filter(|attempt| attempt["method"] == "tools/call")
+            .collect();
+        assert_eq!(
+            tool_attempts.len() as u64,
+            2 * CALLS,
+            "{name}: {tool_attempts:?}"
+        );
+        for pair in tool_attempts.chunks(2) {
+            assert_eq!(pair[0]["endpoint"], a.url.as_str(), "{name}: {pair:?}");
+            assert_eq!(pair[0]["outcome"], "abandoned", "{name}: {pair:?}");
+            assert_eq!(pair[0]["decision"], "retry", "{name}: {pair:?}");
+            assert_eq!(pair[1]["endpoint"], b.url.as_str(), "{name}: {pair:?}");
+            assert_eq!(pair[1]["outcome"], "clean", "{name}: {pair:?}");
+        }
+        assert!(
+            run["stats"]["retries"].as_u64().unwrap() >= CALLS,
+            "{name}: {}",
+            run["stats"]
+        );
+        logical += CALLS;
+        // One execution per logical call, across both backends.
+        assert_eq!(
+            executions(&a) + executions(&b),
+            logical,
+            "{name}: exactly once"
+        );
+    }
+    assert!(logical >= 20);
+}
+
 #[test]
 fn the_warn_capture_sees_events_of_tasks_spawned_on_the_client_runtime() {
     // The rmcp tests' "no warning" is only as good as this capture.
@@ -695,22 +609,35 @@ fn print_the_cut_table_with_sdk_default_timeouts() {
     let cap = Duration::from_secs(400);
     let cases = cut_cases();
     let urls: Vec<&str> = cases.iter().map(|c| c.proxy.url.as_str()).collect();
-    let (python, typescript, rmcp) = std::thread::scope(|scope| {
-        let python = scope.spawn(|| run_python(&urls, None, cap));
-        let typescript = scope.spawn(|| run_typescript(&urls, None, cap));
+    let runs: Vec<Vec<Report>> = std::thread::scope(|scope| {
+        let mut runs = vec![scope.spawn(|| run_python(&urls, None, cap))];
+        for (sdk, _) in TYPESCRIPT_SDKS {
+            for wrap in [false, true] {
+                let urls = &urls;
+                runs.push(scope.spawn(move || run_typescript_sdk(sdk, wrap, urls, None, cap)));
+            }
+        }
         let rmcp: Vec<Report> = urls.iter().map(|url| run_rmcp_stock(url, None)).collect();
-        (python.join().unwrap(), typescript.join().unwrap(), rmcp)
+        let mut done: Vec<Vec<Report>> = runs.into_iter().map(|run| run.join().unwrap()).collect();
+        done.push(rmcp);
+        done
     });
-    for reports in [python, typescript, rmcp] {
+    for reports in runs {
         for (case, report) in cases.iter().zip(reports) {
             println!(
-                "{}: {} -> {} {:?} (code {:?}) after {:?} s; logged {:?}",
+                "{}: {}{} -> {} {:?} (code {:?}) after {:?} s; outcome {}; logged {:?}",
                 case.label(),
                 report.client,
+                if report.wrapped {
+                    " + framingFetch"
+                } else {
+                    ""
+                },
                 report.outcome,
                 report.error,
                 report.code,
                 report.seconds,
+                report.framing.as_ref().map_or(Value::Null, Clone::clone),
                 report.warnings
             );
         }

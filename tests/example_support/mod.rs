@@ -1,6 +1,7 @@
 //! Shared by the tests that run the repository's examples as real server processes
-//! (`tests/stock_clients.rs`, `tests/python_client.rs`): the examples built with the features of
-//! the test binary, and a running example killed on drop.
+//! (`tests/stock_clients.rs`, `tests/python_client.rs`, `tests/proxies.rs`): the examples built
+//! with the features of the test binary, a running example killed on drop, and the two examples
+//! those tests start ([`rmcp_server`] in a server mode, a [`fleet_backend`]).
 #![allow(dead_code, unreachable_pub)] // each test binary uses part of it
 
 use std::io::{BufRead, BufReader};
@@ -45,6 +46,7 @@ pub fn example_binary(name: &str) -> PathBuf {
         ("cli", cfg!(feature = "cli")),
         ("dedupe", cfg!(feature = "dedupe")),
         ("redis", cfg!(feature = "redis")),
+        ("client", cfg!(feature = "client")),
     ]
     .into_iter()
     .filter_map(|(name, on)| on.then_some(name))
@@ -97,6 +99,54 @@ impl Example {
             .to_owned();
         Self { child, url }
     }
+
+    /// Panics if the example exited: a test whose every request failed through a dead server
+    /// must not pass for a proxy's doing.
+    pub fn assert_running(&mut self) {
+        let status = self.child.try_wait().expect("wait for the example");
+        assert!(status.is_none(), "the example exited: {status:?}");
+    }
+
+    /// `GET` of `path` beside the example's endpoint (`.../mcp` -> `.../stats`), as JSON.
+    pub fn get_json(&self, path: &str) -> Value {
+        let url = self.url.replace("/mcp", path);
+        runtime().block_on(async {
+            reqwest::get(&url)
+                .await
+                .unwrap_or_else(|err| panic!("GET {url}: {err}"))
+                .json()
+                .await
+                .unwrap_or_else(|err| panic!("GET {url}: not JSON: {err}"))
+        })
+    }
+}
+
+/// The rmcp example server (`examples/rmcp_server.rs`) in server mode `mode` (`plain`, `opt-in`,
+/// `compat`), answering with `application/json` when `json`, on a free loopback port. It stops by
+/// itself after an hour: longer than any test takes, the proxies' full matrix included.
+pub fn rmcp_server(mode: &str, json: bool) -> Example {
+    let mut args = vec!["--addr", "127.0.0.1:0", "--mode", mode, "--seconds", "3600"];
+    if json {
+        args.push("--json");
+    }
+    Example::start("rmcp_server", &args)
+}
+
+/// A `fleet backend` process (`examples/fleet.rs`) named `name` over the Redis at `redis`; with
+/// `cut`, it cuts every tool call's first response (after the tool ran).
+pub fn fleet_backend(redis: &str, name: &str, cut: bool) -> Example {
+    let mut args = vec!["backend", "--redis", redis, "--name", name];
+    if cut {
+        args.push("--cut");
+    }
+    Example::start("fleet", &args)
+}
+
+/// The tool executions of a fleet backend so far (its `/stats`).
+pub fn executions(backend: &Example) -> u64 {
+    backend.get_json("/stats")["executions"]
+        .as_u64()
+        .expect("executions in /stats")
 }
 
 impl Drop for Example {

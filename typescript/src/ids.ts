@@ -1,0 +1,48 @@
+/**
+ * Request keys (SPEC.md §10): 128 random bits per logical request, reused by every retry, shown
+ * in logs only by their fingerprint.
+ *
+ * @module
+ */
+
+import { createHash, randomBytes } from 'node:crypto';
+
+const HEX32 = /^[0-9a-f]{32}$/;
+const ZERO_KEY = '0'.repeat(32);
+
+/** A request key: 32 lowercase hex digits, never all zero (SPEC.md §10). */
+export type RequestKey = string;
+
+/** Draws a random request key (never the zero key, which means "none" in HEAD). */
+export function randomRequestKey(): RequestKey {
+  for (;;) {
+    const key = randomBytes(16).toString('hex');
+    if (key !== ZERO_KEY) {
+      return key;
+    }
+  }
+}
+
+/** Whether `value` is a well-formed request key: 32 lowercase hex digits, not all zero. */
+export function isRequestKey(value: unknown): value is RequestKey {
+  return typeof value === 'string' && HEX32.test(value) && value !== ZERO_KEY;
+}
+
+/** The key's 16 bytes. */
+export function keyBytes(key: RequestKey): Uint8Array {
+  return Uint8Array.from(Buffer.from(key, 'hex'));
+}
+
+/**
+ * The fingerprint logs show instead of the key: `sha256:` and the first 16 hex digits of the
+ * SHA-256 of its 16 bytes (SPEC.md §10, `RequestKey::fingerprint`).
+ */
+export function fingerprint(key: RequestKey | Uint8Array): string {
+  const bytes = typeof key === 'string' ? keyBytes(key) : key;
+  return `sha256:${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}`;
+}
+
+/** Hex of `bytes`. */
+export function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+}
