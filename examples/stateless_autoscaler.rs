@@ -37,8 +37,12 @@ use mcp_framing::dedupe::{Decision, Deduplicator, KeyedCall, MemoryStore, Princi
 use mcp_framing::http::{FramedBody, OptIn, response_headers};
 use mcp_framing::telemetry;
 use mcp_framing::{
-    ClientPolicy, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY, EncodeError,
-    FramingContract, Outgoing, ServerDiscovery, StreamEncoder, Verdict,
+    EncodeError, Outgoing, StreamEncoder,
+    contract::{
+        ClientPolicy, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY,
+        FramingContract, ServerDiscovery,
+    },
+    outcome::Verdict,
 };
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use serde_json::{Value, json};

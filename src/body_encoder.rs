@@ -40,7 +40,7 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::{BodyDecoder, Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{BodyDecoder, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let result = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
 /// for mapping in Mapping::ALL {
@@ -55,14 +55,14 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 ///     while decoder.next_event().unwrap().is_some() {}
 ///     assert!(decoder.outcome().is_clean(), "{mapping:?}");
 /// }
-/// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+/// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
 /// ```
 ///
 /// A message over the limit ends the stream with ABORT code 5:
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::{AbortCode, DecodeError, Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{AbortCode, DecodeError, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let encoder = StreamEncoder::builder().max_message_size(4).build(StreamHead::for_request(None));
 /// let mut enc = MappingEncoder::new(Mapping::Binary, encoder);
@@ -128,7 +128,7 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// assert_eq!(enc.mapping(), Mapping::Compat);
     /// ```
@@ -153,7 +153,7 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let head = StreamHead::for_request(None);
     /// assert_eq!(MappingEncoder::new(Mapping::Sse, StreamEncoder::new(head)).head(), head);
     /// ```
@@ -167,7 +167,7 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let encoder = StreamEncoder::builder().max_message_size(1024).build(StreamHead::for_request(None));
     /// assert_eq!(MappingEncoder::new(Mapping::Binary, encoder).max_message_size(), 1024);
     /// ```
@@ -193,7 +193,7 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.push(b"{}", &mut body)?;
@@ -202,7 +202,7 @@ impl MappingEncoder {
     /// assert!(!enc.in_message() && body.is_empty()); // held: the sentinel may join its record
     /// enc.flush(&mut body)?;
     /// assert!(body.ends_with(b"data: {}\n\n"));
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     #[must_use]
     pub fn in_message(&self) -> bool {
@@ -255,12 +255,12 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Binary, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.open(&mut body)?;
     /// assert_eq!(body.len(), 52);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn open(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         match self.writer {
@@ -350,12 +350,12 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Sse, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.keep_alive(&mut body)?; // HEAD and KEEPALIVE, one event each
     /// assert_eq!(body[..].split(|&b| b == b'\n').filter(|l| l.starts_with(b"event: mcp-frame")).count(), 2);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if let Writer::Compat { .. } = self.writer {
@@ -414,13 +414,13 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{AbortCode, DecodeError, Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{AbortCode, DecodeError, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Binary, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.abort(AbortCode::UpstreamFailed, &"é".repeat(600), &mut body)?;
     /// let Err(DecodeError::PeerAbort(abort)) = StreamDecoder::new().decode_all(&body) else { panic!() };
     /// assert_eq!(abort.reason.len(), 1024);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn abort(
         &mut self,
@@ -445,11 +445,11 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Abort, AbortCode, Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{Abort, AbortCode, mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// enc.abort_with(&Abort::new(AbortCode::Cancelled, ""), &mut bytes::BytesMut::new())?;
     /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn abort_with(
         &mut self,

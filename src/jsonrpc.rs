@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::jsonrpc::is_response;
+/// use mcp_framing::internals::jsonrpc::is_response;
 /// assert!(is_response(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#));
 /// assert!(is_response(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#));
 /// // A notification whose params mention `id` and `result` is not one:

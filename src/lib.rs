@@ -29,7 +29,7 @@
 //! A KEEPALIVE frame with sequence number 7 is these 20 bytes (empty payload, payload CRC 0):
 //!
 //! ```
-//! use mcp_framing::frame::FrameHeader;
+//! use mcp_framing::internals::frame::FrameHeader;
 //! let bytes = FrameHeader::for_payload(0x06, 7, &[]).to_bytes();
 //! assert_eq!(&bytes[..16], &[0x9f, 0x4d, 0x01, 0x06, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
 //! assert_eq!(&bytes[16..], &crc32fast::hash(&bytes[..16]).to_be_bytes());
@@ -100,8 +100,8 @@
 //! where the server's contract declares that deduplication.
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
-// docs.rs (and scripts/public-items) build the docs on nightly with `--cfg docsrs`: every item
-// then says which features it needs.
+// docs.rs builds the docs on nightly with `--cfg docsrs`: every item then says which features it
+// needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "sse")]
@@ -119,25 +119,69 @@ pub mod dedupe;
 mod encoder;
 mod error;
 mod event;
-pub mod frame;
+// Without feature `internals`, what only `internals` re-exports (for the CLI, the fuzz targets
+// and the tests) is unused.
+#[cfg_attr(
+    not(feature = "internals"),
+    allow(
+        dead_code,
+        unused_imports,
+        unreachable_pub,
+        clippy::wrong_self_convention
+    )
+)]
+mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
 #[cfg(feature = "rmcp-server")]
 mod json_text;
-pub mod jsonrpc;
+// Without feature `internals`, what only `internals` re-exports (for the CLI, the fuzz targets
+// and the tests) is unused.
+#[cfg_attr(
+    not(feature = "internals"),
+    allow(
+        dead_code,
+        unused_imports,
+        unreachable_pub,
+        clippy::wrong_self_convention
+    )
+)]
+mod jsonrpc;
 pub mod limits;
 pub mod mapping;
-mod outcome;
+pub mod outcome;
 mod outgoing;
-mod request;
-mod retry;
+pub mod request;
+pub mod retry;
 #[cfg(any(feature = "rmcp-server", feature = "rmcp-client"))]
 pub mod rmcp_http;
+// Without feature `internals`, what only `internals` re-exports (for the CLI, the fuzz targets
+// and the tests) is unused.
+#[cfg_attr(
+    not(feature = "internals"),
+    allow(
+        dead_code,
+        unused_imports,
+        unreachable_pub,
+        clippy::wrong_self_convention
+    )
+)]
 #[cfg(feature = "sse")]
-pub mod sse;
+mod sse;
+// Without feature `internals`, what only `internals` re-exports (for the CLI, the fuzz targets
+// and the tests) is unused.
+#[cfg_attr(
+    not(feature = "internals"),
+    allow(
+        dead_code,
+        unused_imports,
+        unreachable_pub,
+        clippy::wrong_self_convention
+    )
+)]
 #[cfg(feature = "sse")]
-pub mod sse_compat;
+mod sse_compat;
 pub mod telemetry;
 
 #[cfg(feature = "sse")]
@@ -152,29 +196,35 @@ pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
 pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};
 pub use frame::{Abort, AbortCode, StreamHead};
 pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
-pub use limits::{
-    DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, Limits,
-    MIN_MAX_FRAME_PAYLOAD,
-};
-
-pub use contract::{
-    ClientPolicy, ContractChange, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY,
-    FramingContract, Negotiated, PolicyBuilder, ServerDiscovery,
-};
-pub use mapping::{Mapping, MappingViolation};
-pub use outcome::{
-    Completion, DiscoveryMode, Observations, Outcome, Regime, StreamCompletionAmbiguousError,
-    Verdict, VerdictKind, classify,
-};
 pub use outgoing::Outgoing;
-pub use request::{
-    FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,
-    set_request_key,
-};
-pub use retry::{
-    DEDUPE_DATA_KEY, RequestTraits, RetryDecision, RetryPolicy, RetryReason, dedupe_refusal,
-};
-pub use telemetry::AttemptContext;
+
+/// The frame layer, the SSE parsers and the per-mapping codecs below the public API: what only the
+/// in-repo `mcp-frame` tool, the fuzz targets and the tests use (feature `internals`).
+///
+/// Hidden from the documentation and outside the stability promise: applications decode and
+/// encode bodies with [`BodyDecoder`] and [`MappingEncoder`], and frame HTTP with [`http`].
+#[cfg(feature = "internals")]
+#[doc(hidden)] // the CLI's, fuzz targets' and tests' view of the internals; not a public API
+pub mod internals {
+    /// The frame layer (SPEC.md §4-§8): headers, kinds, the magic and the length constants.
+    pub mod frame {
+        pub use crate::frame::*;
+    }
+    /// JSON-RPC message rules shared by the decoders and the layers.
+    pub mod jsonrpc {
+        pub use crate::jsonrpc::*;
+    }
+    /// The base64 SSE mapping (SPEC.md §15): its parser, decoder and encoder.
+    #[cfg(feature = "sse")]
+    pub mod sse {
+        pub use crate::sse::*;
+    }
+    /// The compatible SSE mapping (SPEC.md §18): its decoder and encoder.
+    #[cfg(feature = "sse")]
+    pub mod sse_compat {
+        pub use crate::sse_compat::*;
+    }
+}
 
 // The README's examples use the integrations too: they are doctested with the features that
 // `scripts/test` turns on (all of them).

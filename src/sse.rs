@@ -27,16 +27,16 @@ use base64::engine::general_purpose::STANDARD;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::frame::{FrameHeader, HEADER_LEN};
+use crate::limits::DEFAULT_MAX_EVENT_DATA;
 use crate::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW;
-pub use crate::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
-pub use crate::mapping::{FRAME_EVENT, SseError};
+use crate::mapping::{FRAME_EVENT, SseError};
 
 /// One dispatched SSE event.
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse::SseParser;
+/// use mcp_framing::internals::sse::SseParser;
 /// let mut parser = SseParser::new();
 /// let mut events = Vec::new();
 /// parser.feed(b"event: ping\r\ndata: a\r\ndata: b\r\n\r\n", &mut events).unwrap();
@@ -59,7 +59,7 @@ pub struct SseEvent {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse::{SseItem, SseParser};
+/// use mcp_framing::internals::sse::{SseItem, SseParser};
 /// let mut items = Vec::new();
 /// SseParser::new().feed_items(b": keep-alive\ndata: {}\n\n", &mut items).unwrap();
 /// assert!(matches!(&items[0], SseItem::Comment(text) if &text[..] == b" keep-alive"));
@@ -190,7 +190,7 @@ pub(crate) fn field(line: &[u8]) -> (&[u8], &[u8]) {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse::is_message_event;
+/// use mcp_framing::internals::sse::is_message_event;
 /// assert!(is_message_event(None));
 /// assert!(is_message_event(Some("")));
 /// assert!(is_message_event(Some("message")));
@@ -309,7 +309,7 @@ impl LineSplitter {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse::SseParser;
+/// use mcp_framing::internals::sse::SseParser;
 /// let body = b": keep-alive\n\nevent: message\ndata: {}\n\n";
 /// let mut parser = SseParser::new();
 /// let mut events = Vec::new();
@@ -350,7 +350,7 @@ impl SseParser {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::sse::SseParser::new().comments(), 0);
+    /// assert_eq!(mcp_framing::internals::sse::SseParser::new().comments(), 0);
     /// ```
     #[must_use]
     pub fn new() -> Self {
@@ -363,7 +363,7 @@ impl SseParser {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{SseError, SseParser};
+    /// use mcp_framing::{internals::sse::SseParser, mapping::SseError};
     /// let mut parser = SseParser::with_max_event_data(4);
     /// let err = parser.feed(b"data: 12345\n", &mut Vec::new()).unwrap_err();
     /// assert_eq!(err, SseError::EventTooLarge { max: 4 });
@@ -401,7 +401,7 @@ impl SseParser {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{SseError, SseParser};
+    /// use mcp_framing::{internals::sse::SseParser, mapping::SseError};
     /// let mut parser = SseParser::new().max_comments_in_a_row(2);
     /// let err = parser.feed(b": a\n: b\n: c\n", &mut Vec::new()).unwrap_err();
     /// assert_eq!(err, SseError::TooManyComments { max: 2 });
@@ -497,7 +497,7 @@ impl SseParser {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::SseParser;
+    /// use mcp_framing::internals::sse::SseParser;
     /// let mut parser = SseParser::new();
     /// let mut events = Vec::new();
     /// parser.feed(b"data: {\"cut\":", &mut events).unwrap();
@@ -619,7 +619,7 @@ impl SseParser {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::sse::{SseFrameDecoder, SseFrameEncoder};
+/// use mcp_framing::internals::sse::{SseFrameDecoder, SseFrameEncoder};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut wire = BytesMut::new();
@@ -654,7 +654,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::sse::SseFrameDecoder::new().frame_events(), 0);
+    /// assert_eq!(mcp_framing::internals::sse::SseFrameDecoder::new().frame_events(), 0);
     /// ```
     #[must_use]
     pub fn new() -> Self {
@@ -666,7 +666,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// let dec = mcp_framing::sse::SseFrameDecoder::with_max_event_data(1 << 20);
+    /// let dec = mcp_framing::internals::sse::SseFrameDecoder::with_max_event_data(1 << 20);
     /// assert_eq!(dec.frame_events(), 0);
     /// ```
     #[must_use]
@@ -682,7 +682,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{SseError, SseFrameDecoder};
+    /// use mcp_framing::{internals::sse::SseFrameDecoder, mapping::SseError};
     /// let mut dec = SseFrameDecoder::new().max_comments_in_a_row(1);
     /// let err = dec.feed(b": ping\n: ping\n", &mut bytes::BytesMut::new()).unwrap_err();
     /// assert_eq!(err, SseError::TooManyComments { max: 1 });
@@ -708,7 +708,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// let mut dec = mcp_framing::sse::SseFrameDecoder::new();
+    /// let mut dec = mcp_framing::internals::sse::SseFrameDecoder::new();
     /// dec.feed(b": ping\r\n\r\n", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(dec.comments(), 1);
     /// ```
@@ -736,7 +736,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{SseError, SseFrameDecoder};
+    /// use mcp_framing::{internals::sse::SseFrameDecoder, mapping::SseError};
     /// let mut dec = SseFrameDecoder::with_max_event_data(64);
     /// let mut frames = bytes::BytesMut::new();
     /// // One read: an event carrying three bytes, then a comment line over the limit.
@@ -808,7 +808,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// let mut dec = mcp_framing::sse::SseFrameDecoder::new();
+    /// let mut dec = mcp_framing::internals::sse::SseFrameDecoder::new();
     /// dec.feed(b"event: mcp-frame\ndata: n00B", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(dec.finish(), 27);
     /// ```
@@ -849,7 +849,7 @@ impl<E: Clone> FirstError<E> {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::sse::SseFrameEncoder;
+/// use mcp_framing::internals::sse::SseFrameEncoder;
 /// use mcp_framing::{StreamEncoder, StreamHead};
 ///
 /// let mut wire = BytesMut::new();
@@ -907,7 +907,7 @@ impl SseFrameEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{EVENT_OVERHEAD, SseFrameEncoder};
+    /// use mcp_framing::internals::sse::{EVENT_OVERHEAD, SseFrameEncoder};
     /// let mut body = bytes::BytesMut::new();
     /// SseFrameEncoder::new().encode_event(&[0u8; 20], &mut body);
     /// assert_eq!(body.len(), EVENT_OVERHEAD + 28); // base64 of 20 bytes is 28 characters
@@ -933,7 +933,7 @@ impl SseFrameEncoder {
     /// # Examples
     ///
     /// ```
-    /// let body = mcp_framing::sse::SseFrameEncoder::new().to_events(&[]);
+    /// let body = mcp_framing::internals::sse::SseFrameEncoder::new().to_events(&[]);
     /// assert!(body.is_empty());
     /// ```
     #[must_use]

@@ -32,7 +32,7 @@
 //!
 //! ```
 //! use bytes::BytesMut;
-//! use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+//! use mcp_framing::internals::sse_compat::{CompatDecoder, CompatEncoder};
 //! use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 //!
 //! let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
@@ -59,7 +59,7 @@
 //! dec.feed(&body[..body.len() - 1], &mut frames).unwrap();
 //! dec.finish();
 //! assert!(StreamDecoder::new().decode_all(&frames).is_err());
-//! # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+//! # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
 //! ```
 
 use std::collections::VecDeque;
@@ -72,12 +72,8 @@ use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::MessageSummary;
 use crate::frame::{AbortCode, FrameHeader, FrameKind, HEADER_LEN};
-pub use crate::limits::{
-    DEFAULT_MAX_COMPAT_EVENT_DATA as DEFAULT_MAX_EVENT_DATA,
-    compat_event_data_limit as event_data_limit,
-};
-pub use crate::mapping::CompatError;
-use crate::mapping::{Mapping, SseError};
+use crate::limits::DEFAULT_MAX_COMPAT_EVENT_DATA as DEFAULT_MAX_EVENT_DATA;
+use crate::mapping::{CompatError, Mapping, SseError};
 use crate::sse::{FirstError, RawItem, SseParser, is_message_event};
 
 /// The token that names this mapping ([`Mapping::Compat`]'s name): in the response header
@@ -134,7 +130,7 @@ fn data_frame(item: &Queued) -> Option<(&Bytes, usize)> {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+/// use mcp_framing::internals::sse_compat::{CompatDecoder, CompatEncoder};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut body = BytesMut::new();
@@ -148,7 +144,7 @@ fn data_frame(item: &Queued) -> Option<(&Bytes, usize)> {
 /// assert_eq!((dec.records(), dec.message_events()), (1, 1));
 /// let stream = StreamDecoder::new().decode_all(&frames).unwrap();
 /// assert_eq!(stream.messages[0].bytes().as_ref(), br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
-/// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+/// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
 /// ```
 #[derive(Debug)]
 pub struct CompatDecoder {
@@ -179,7 +175,7 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::sse_compat::CompatDecoder::new().records(), 0);
+    /// assert_eq!(mcp_framing::internals::sse_compat::CompatDecoder::new().records(), 0);
     /// ```
     #[must_use]
     pub fn new() -> Self {
@@ -187,13 +183,13 @@ impl CompatDecoder {
     }
 
     /// A decoder whose events (their data, and every line) may hold at most `max` bytes; set it
-    /// to [`event_data_limit`] of the frame decoder's max message size.
+    /// to [`compat_event_data_limit`](crate::limits::compat_event_data_limit) of the frame decoder's max message size.
     ///
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::SseError;
-    /// use mcp_framing::sse_compat::{CompatDecoder, CompatError};
+    /// use mcp_framing::mapping::SseError;
+    /// use mcp_framing::{internals::sse_compat::CompatDecoder, mapping::CompatError};
     /// let mut dec = CompatDecoder::with_max_event_data(8);
     /// let err = dec.feed(b"data: 0123456789\n", &mut bytes::BytesMut::new()).unwrap_err();
     /// assert_eq!(err, CompatError::Sse(SseError::EventTooLarge { max: 8 }));
@@ -221,8 +217,8 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::SseError;
-    /// use mcp_framing::sse_compat::{CompatDecoder, CompatError};
+    /// use mcp_framing::mapping::SseError;
+    /// use mcp_framing::{internals::sse_compat::CompatDecoder, mapping::CompatError};
     /// let mut dec = CompatDecoder::new().max_comments_in_a_row(2);
     /// let err = dec.feed(b": a\n: b\n: c\n", &mut bytes::BytesMut::new()).unwrap_err();
     /// assert_eq!(err, CompatError::Sse(SseError::TooManyComments { max: 2 }));
@@ -258,7 +254,7 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// let mut dec = mcp_framing::sse_compat::CompatDecoder::new();
+    /// let mut dec = mcp_framing::internals::sse_compat::CompatDecoder::new();
     /// dec.feed(b":\n\n: keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(dec.keep_alives(), 2);
     /// ```
@@ -273,7 +269,7 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+    /// use mcp_framing::internals::sse_compat::{CompatDecoder, CompatEncoder};
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut body = bytes::BytesMut::new();
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
@@ -282,7 +278,7 @@ impl CompatDecoder {
     /// let mut dec = CompatDecoder::new();
     /// dec.feed(&body[..record_end], &mut bytes::BytesMut::new()).unwrap();
     /// assert!(dec.awaits_event());
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     #[must_use]
     pub fn awaits_event(&self) -> bool {
@@ -525,7 +521,7 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// let mut dec = mcp_framing::sse_compat::CompatDecoder::new();
+    /// let mut dec = mcp_framing::internals::sse_compat::CompatDecoder::new();
     /// dec.feed(b"data: {\"cut", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(dec.finish(), 11);
     /// ```
@@ -539,7 +535,7 @@ impl CompatDecoder {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse_compat::{CompatEncodeError, CompatEncoder};
+/// use mcp_framing::internals::sse_compat::{CompatEncodeError, CompatEncoder};
 /// use mcp_framing::{StreamEncoder, StreamHead};
 /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
 /// let err = enc.message(b"{\r\n}", &mut bytes::BytesMut::new()).unwrap_err();
@@ -581,7 +577,7 @@ pub enum CompatEncodeError {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::sse_compat::CompatEncoder;
+/// use mcp_framing::internals::sse_compat::CompatEncoder;
 /// use mcp_framing::{AbortCode, StreamEncoder, StreamHead};
 ///
 /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
@@ -593,7 +589,7 @@ pub enum CompatEncodeError {
 /// assert!(lines[0].starts_with(b":mcp-framing ")); // HEAD, DATA header, MESSAGE_END
 /// assert!(lines[1].starts_with(b"data: {"));       // the message event
 /// assert!(lines[3].starts_with(b":mcp-framing ")); // ABORT
-/// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+/// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
 /// ```
 #[derive(Debug)]
 pub struct CompatEncoder {
@@ -626,7 +622,7 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let head = StreamHead::for_request(None);
     /// assert_eq!(CompatEncoder::new(StreamEncoder::new(head)).encoder().head(), head);
@@ -670,7 +666,7 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
@@ -680,7 +676,7 @@ impl CompatEncoder {
     /// assert!(enc.in_message() && body.is_empty());
     /// enc.finish_message(&mut body)?;
     /// assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
         if self.encoder.is_finished() {
@@ -723,14 +719,14 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)?;
     /// enc.finish_final_message(&mut body)?;
     /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn finish_final_message(
         &mut self,
@@ -760,14 +756,14 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.keep_alive(&mut body)?; // HEAD (52 bytes) and KEEPALIVE (20)
     /// assert!(body.starts_with(b":mcp-framing n00BA"));
     /// assert_eq!(body.len(), 13 + 96 + 1);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         self.record(dst, StreamEncoder::keep_alive)
@@ -802,7 +798,7 @@ impl CompatEncoder {
     ///
     /// # Examples
     ///
-    /// See the [module documentation](self).
+    /// See [`CompatEncoder`].
     pub fn final_message(
         &mut self,
         message: &[u8],
@@ -835,7 +831,7 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let upstream_event = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 0\n\n";
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
@@ -843,7 +839,7 @@ impl CompatEncoder {
     /// enc.message_record(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, true, &mut body)?;
     /// body.extend_from_slice(upstream_event); // passed through byte for byte
     /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn message_record(
         &mut self,
@@ -899,13 +895,13 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.end(&mut body)?; // a stream without messages: one record, HEAD and STREAM_END
     /// assert_eq!(body.len(), 13 + 108 + 1);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn end(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if self.in_message() {

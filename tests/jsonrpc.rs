@@ -1,7 +1,7 @@
 //! `jsonrpc::is_response`: the top-level keys of one JSON object decide, read without a JSON tree
 //! (issue 14); it agrees with the `serde_json::Value` reading it replaces.
 
-use mcp_framing::jsonrpc::is_response;
+use mcp_framing::internals::jsonrpc::is_response;
 use proptest::prelude::*;
 
 /// The definition it replaces: parse into a `Value`, look at the top level.

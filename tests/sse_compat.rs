@@ -4,11 +4,12 @@
 //! in a record or an event detected; stripped, dropped, duplicated and spliced pieces never clean.
 
 use bytes::{Bytes, BytesMut};
-use mcp_framing::sse::{SseItem, SseParser};
-use mcp_framing::sse_compat::{
-    CompatDecoder, CompatEncodeError, CompatEncoder, CompatError, RECORD_OVERHEAD,
-};
+use mcp_framing::internals::sse::{SseItem, SseParser};
 use mcp_framing::{AbortCode, DecodeError, Event, StreamDecoder, StreamEncoder};
+use mcp_framing::{
+    internals::sse_compat::{CompatDecoder, CompatEncoder, RECORD_OVERHEAD},
+    mapping::{CompatEncodeError, CompatError},
+};
 use proptest::prelude::*;
 
 mod common;
@@ -588,7 +589,7 @@ fn comments_come_in_body_order_with_the_events() {
         items,
         [
             SseItem::Comment(Bytes::from_static(b"inside")),
-            SseItem::Event(mcp_framing::sse::SseEvent {
+            SseItem::Event(mcp_framing::internals::sse::SseEvent {
                 event: None,
                 data: "a".to_owned(),
                 id: None,

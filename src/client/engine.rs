@@ -34,13 +34,16 @@ use crate::contract::{ClientPolicy, ServerDiscovery};
 use crate::decoder::StreamDecoder;
 use crate::error::Progress;
 use crate::frame::HEADER_LEN;
-use crate::http::{Delivery, Mapping, VerifiedResponse, opt_in_headers_with};
 use crate::ids::RequestKey;
 use crate::jsonrpc::{self, IdEditError, TopLevel};
 use crate::limits::{Limits, MIN_MAX_FRAME_PAYLOAD, compat_event_data_limit, event_data_limit};
 use crate::outcome::{DiscoveryMode, Outcome};
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
 use crate::telemetry::{self, AttemptContext};
+use crate::{
+    http::{Delivery, VerifiedResponse, opt_in_headers_with},
+    mapping::Mapping,
+};
 
 /// A response body as the engine reads it.
 type Body = BoxStream<'static, Result<Bytes, reqwest::Error>>;

@@ -37,7 +37,7 @@ pub const KNOWN_TRANSPORTS: &[&str] = &["binary", "sse", "compat"];
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::FramingContract;
+/// use mcp_framing::contract::FramingContract;
 ///
 /// let contract = FramingContract::v1();
 /// let json = serde_json::to_value(&contract).unwrap();
@@ -87,7 +87,7 @@ pub struct FramingContract {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_framing::{Deduplication, FramingContract};
+/// use mcp_framing::contract::{Deduplication, FramingContract};
 ///
 /// let contract = FramingContract::v1().with_deduplication(Deduplication::new(Duration::from_secs(3600)));
 /// let json = serde_json::to_value(&contract).unwrap();
@@ -188,7 +188,7 @@ impl FramingContract {
     /// # Examples
     ///
     /// ```
-    /// let c = mcp_framing::FramingContract::v1().with_always_framed("compat");
+    /// let c = mcp_framing::contract::FramingContract::v1().with_always_framed("compat");
     /// let json = serde_json::to_value(&c).unwrap();
     /// assert_eq!(json["alwaysFramed"], "compat");
     /// ```
@@ -207,7 +207,7 @@ impl FramingContract {
     /// # Examples
     ///
     /// ```
-    /// let c = mcp_framing::FramingContract::v1().with_limits(16 * 1024, 1 << 20);
+    /// let c = mcp_framing::contract::FramingContract::v1().with_limits(16 * 1024, 1 << 20);
     /// assert_eq!((c.max_frame_payload, c.max_message_size), (16384, 1048576));
     /// ```
     #[must_use]
@@ -222,7 +222,7 @@ impl FramingContract {
     /// # Examples
     ///
     /// ```
-    /// let c = mcp_framing::FramingContract::v1().with_transports(["sse"]);
+    /// let c = mcp_framing::contract::FramingContract::v1().with_transports(["sse"]);
     /// assert_eq!(c.transports, ["sse"]);
     /// ```
     #[must_use]
@@ -248,14 +248,14 @@ impl FramingContract {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DiscoverySource, FramingContract, ServerDiscovery};
+    /// use mcp_framing::contract::{DiscoverySource, FramingContract, ServerDiscovery};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
     ///                                     "serverInfo": {"name": "s", "version": "1"}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
     /// let discovery = ServerDiscovery::from_initialize(&result)?;
     /// assert_eq!(discovery.contract, Some(FramingContract::v1()));
-    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     pub fn declare_in(
         &self,

@@ -14,14 +14,14 @@ use crate::outcome::DiscoveryMode;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{DiscoveryMode, ServerDiscovery};
+/// use mcp_framing::{contract::ServerDiscovery, outcome::DiscoveryMode};
 ///
 /// let result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
 ///     "capabilities": {"tools": {}}, "ttlMs": 60000, "cacheScope": "public"});
 /// let discovery = ServerDiscovery::from_discover(&result)?;
 /// assert_eq!(discovery.contract, None); // no framing contract: Regime C
 /// assert_eq!(discovery.mode, DiscoveryMode::Stateless);
-/// # Ok::<(), mcp_framing::ContractError>(())
+/// # Ok::<(), mcp_framing::contract::ContractError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -111,11 +111,11 @@ impl ServerDiscovery {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DiscoveryMode, ServerDiscovery};
+    /// use mcp_framing::{contract::ServerDiscovery, outcome::DiscoveryMode};
     /// let result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// let d = ServerDiscovery::from_initialize(&result)?.with_mode(DiscoveryMode::Stateless);
     /// assert_eq!(d.mode, DiscoveryMode::Stateless);
-    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn with_mode(mut self, mode: DiscoveryMode) -> Self {

@@ -13,7 +13,7 @@ impl ContractError {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{ContractError, DiscoverySource};
+    /// use mcp_framing::contract::{ContractError, DiscoverySource};
     /// assert_eq!(ContractError::NoContract { origin: DiscoverySource::Initialize }.kind(), "NoContract");
     /// ```
     #[must_use]
@@ -38,7 +38,7 @@ impl ContractError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::ContractChange;
+/// use mcp_framing::contract::ContractChange;
 /// assert_eq!(ContractChange::VersionDropped { version: 1 }.to_string(),
 ///            "the negotiated format version 1 is no longer offered");
 /// ```
@@ -111,7 +111,7 @@ impl fmt::Display for ContractChange {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{ContractError, DiscoverySource};
+/// use mcp_framing::contract::{ContractError, DiscoverySource};
 /// let err = ContractError::NoContract { origin: DiscoverySource::Discover };
 /// assert!(err.to_string().contains("Regime C"));
 /// ```

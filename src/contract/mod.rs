@@ -12,7 +12,7 @@
 //! or weakened is a downgrade and fails closed.
 //!
 //! ```
-//! use mcp_framing::{ClientPolicy, RequestKey, ServerDiscovery};
+//! use mcp_framing::{contract::{ClientPolicy, ServerDiscovery}, RequestKey};
 //!
 //! let result = serde_json::json!({
 //!     "protocolVersion": "2025-06-18",
@@ -26,7 +26,7 @@
 //! let key = RequestKey::random();
 //! let decoder = policy.decoder(key).expect("framed");
 //! # let _ = decoder;
-//! # Ok::<(), mcp_framing::ContractError>(())
+//! # Ok::<(), mcp_framing::contract::ContractError>(())
 //! ```
 
 //!

@@ -16,7 +16,7 @@ use crate::outcome::{DiscoveryMode, Outcome, Regime};
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{ClientPolicy, ContractError, ServerDiscovery};
+/// use mcp_framing::contract::{ClientPolicy, ContractError, ServerDiscovery};
 ///
 /// let no_contract = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
 /// let discovery = ServerDiscovery::from_initialize(&no_contract)?;
@@ -52,7 +52,7 @@ impl PolicyBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = mcp_framing::ClientPolicy::builder().versions([1]);
+    /// let b = mcp_framing::contract::ClientPolicy::builder().versions([1]);
     /// # let _ = b;
     /// ```
     #[must_use]
@@ -64,7 +64,7 @@ impl PolicyBuilder {
     // The client's own limits: negotiation takes the smaller of these and the server's declared
     // frame and message limits (SPEC.md §11.3), and every decoder the policy builds enforces the
     // result with the client's per-stream bounds.
-    crate::limits::limit_setters!(limits, "mcp_framing::ClientPolicy::builder()");
+    crate::limits::limit_setters!(limits, "mcp_framing::contract::ClientPolicy::builder()");
 
     /// The transports the client can read, in order of preference. Default `["binary", "sse",
     /// "compat"]` ([`KNOWN_TRANSPORTS`]).
@@ -72,7 +72,7 @@ impl PolicyBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = mcp_framing::ClientPolicy::builder().transports(["sse"]);
+    /// let b = mcp_framing::contract::ClientPolicy::builder().transports(["sse"]);
     /// # let _ = b;
     /// ```
     #[must_use]
@@ -87,7 +87,7 @@ impl PolicyBuilder {
 
     /// Explicitly accept Regime C (default `false`): with a server that declares no contract, or
     /// one that does not mandate the sentinel, the policy is built anyway, requests are sent
-    /// unframed, and every close is [`Verdict::Ambiguous`](crate::Verdict::Ambiguous)
+    /// unframed, and every close is [`Verdict::Ambiguous`](crate::outcome::Verdict::Ambiguous)
     /// ([`ClientPolicy::unframed_close`]). Without this, such a server is a configuration error.
     ///
     /// # Examples
@@ -151,7 +151,7 @@ impl PolicyBuilder {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{ClientPolicy, FramingContract, Regime, ServerDiscovery, DiscoverySource};
+/// use mcp_framing::{contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Regime};
 ///
 /// let mut result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
 ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
@@ -159,7 +159,7 @@ impl PolicyBuilder {
 /// let policy = ClientPolicy::new(&ServerDiscovery::from_discover(&result)?)?;
 /// assert_eq!(policy.regime(), Regime::A);
 /// assert_eq!(policy.framing_header_value().as_deref(), Some("1"));
-/// # Ok::<(), mcp_framing::ContractError>(())
+/// # Ok::<(), mcp_framing::contract::ContractError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientPolicy {
@@ -224,19 +224,19 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{ClientPolicy, DiscoveryMode, ServerDiscovery};
+    /// use mcp_framing::{contract::{ClientPolicy, ServerDiscovery}, outcome::DiscoveryMode};
     /// let result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// let discovery = ServerDiscovery::from_initialize(&result)?;
     /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
     /// assert_eq!(policy.discovery_mode(), DiscoveryMode::Sticky);
-    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn discovery_mode(&self) -> DiscoveryMode {
         self.mode
     }
 
-    /// The value of the [`FRAMING_HEADER`](crate::FRAMING_HEADER) request header that opts in to
+    /// The value of the `Mcp-Framing` request header (`http::OPT_IN_HEADER`) that opts in to
     /// framing: the negotiated version. `None` for an accept-ambiguity policy (send no header).
     ///
     /// # Examples
@@ -254,8 +254,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{ClientPolicy, FramingContract, RequestKey, ServerDiscovery,
-    ///                   DiscoverySource, StreamEncoder, StreamHead, Verdict};
+    /// use mcp_framing::{contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Verdict, RequestKey, StreamEncoder, StreamHead};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
@@ -268,7 +267,7 @@ impl ClientPolicy {
     /// let mut decoder = policy.decoder(RequestKey::random()).unwrap();
     /// assert!(decoder.decode_eof(&mut body).is_err());
     /// assert!(matches!(decoder.outcome().verdict, Verdict::CrossWired { .. }));
-    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn decoder(&self, key: RequestKey) -> Option<StreamDecoder> {
@@ -295,21 +294,21 @@ impl ClientPolicy {
     }
 
     /// The outcome of an unframed response body that closed after `bytes_received` bytes:
-    /// always [`Verdict::Ambiguous`](crate::Verdict::Ambiguous) (Regime C), naming this policy's
+    /// always [`Verdict::Ambiguous`](crate::outcome::Verdict::Ambiguous) (Regime C), naming this policy's
     /// discovery mode. Under a framed policy, pass every body through [`decoder`](Self::decoder)
     /// instead: an unframed body then is a contract violation.
     ///
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{ClientPolicy, ServerDiscovery, Verdict};
+    /// use mcp_framing::{contract::{ClientPolicy, ServerDiscovery}, outcome::Verdict};
     /// let result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
     ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
     /// let discovery = ServerDiscovery::from_discover(&result)?;
     /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
     /// let Verdict::Ambiguous(err) = policy.unframed_close(42).verdict else { panic!() };
     /// assert!(err.to_string().contains("stateless per-request discovery"));
-    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn unframed_close(&self, bytes_received: u64) -> Outcome {
@@ -329,8 +328,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{ClientPolicy, ContractChange, ContractError, FramingContract,
-    ///                   ServerDiscovery, DiscoverySource};
+    /// use mcp_framing::contract::{ClientPolicy, ContractChange, ContractError, DiscoverySource, FramingContract, ServerDiscovery};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
@@ -356,13 +354,13 @@ impl ClientPolicy {
 
     /// Whether the server declared request-key deduplication for `method` (SPEC.md §17.11):
     /// what makes a keyed retry of a non-idempotent request safe
-    /// ([`RetryPolicy::for_method`](crate::RetryPolicy::for_method)).
+    /// ([`RetryPolicy::for_method`](crate::retry::RetryPolicy::for_method)).
     ///
     /// # Examples
     ///
     /// ```
     /// use std::time::Duration;
-    /// use mcp_framing::{ClientPolicy, Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
+    /// use mcp_framing::contract::{ClientPolicy, Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1()
@@ -371,7 +369,7 @@ impl ClientPolicy {
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
     /// assert!(policy.deduplicates("tools/call"));
     /// assert!(!policy.deduplicates("resources/read"));
-    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn deduplicates(&self, method: &str) -> bool {

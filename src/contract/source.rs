@@ -14,7 +14,7 @@ pub const EXTENSION_KEY: &str = "io.github.mcp-framing/framing";
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::DiscoverySource;
+/// use mcp_framing::contract::DiscoverySource;
 /// assert_eq!(DiscoverySource::Discover.to_string(), "server/discover result");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

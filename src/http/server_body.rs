@@ -43,7 +43,7 @@ const CHUNK_TARGET: usize = 64 * 1024;
 ///
 /// ```
 /// use futures::{StreamExt, stream};
-/// use mcp_framing::http::{FramedBody, Mapping};
+/// use mcp_framing::{http::FramedBody, mapping::Mapping};
 /// use mcp_framing::{Outgoing, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// # tokio_test::block_on(async {

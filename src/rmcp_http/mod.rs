@@ -14,7 +14,7 @@
 //!   `initialize` or `server/discover` result (refusing Regime C before any tool call), verifies
 //!   the framed response and hands rmcp only verified messages, unchanged. A response that is
 //!   abandoned, aborted, corrupt or unframed reaches the caller as a JSON-RPC error for the
-//!   pending request whose `data` holds the outcome report under [`OUTCOME_DATA_KEY`] (SPEC.md
+//!   pending request whose `data` holds the outcome report under [`OUTCOME_DATA_KEY`](crate::client::OUTCOME_DATA_KEY) (SPEC.md
 //!   §11.7), never as a parse error. It honours rmcp's response limits (and announces them to
 //!   the server), bounds the time between frames, and retries by itself with
 //!   [`auto_retry`](FramingHttpClient::auto_retry).
@@ -38,8 +38,6 @@ mod layer;
 mod standalone;
 
 #[cfg(feature = "rmcp-client")]
-pub use crate::client::ClientStats;
-#[cfg(feature = "rmcp-client")]
 pub use client::FramingHttpClient;
 #[cfg(feature = "rmcp-server")]
 pub use declare::RequestBody;
@@ -49,9 +47,6 @@ pub use dedupe::DedupingFramingLayer;
 pub use error::FramingClientError;
 #[cfg(feature = "rmcp-server")]
 pub use layer::{FramingBody, FramingLayer, FramingService};
-
-#[cfg(feature = "rmcp-client")]
-pub use crate::client::OUTCOME_DATA_KEY;
 
 /// An SSE event as rmcp's `StreamableHttpClient` hands it over.
 #[cfg(feature = "rmcp-client")]

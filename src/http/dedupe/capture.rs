@@ -38,8 +38,8 @@ where
         .headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    let sse =
-        crate::http::Mapping::from_content_type(content_type) == Some(crate::http::Mapping::Sse);
+    let sse = crate::mapping::Mapping::from_content_type(content_type)
+        == Some(crate::mapping::Mapping::Sse);
     if !sse {
         let (tx, rx) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {

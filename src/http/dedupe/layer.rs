@@ -148,7 +148,7 @@ impl DedupeLayer {
     }
 
     /// Sets the deduplicated methods (default `["tools/call"]`). Declare the same in the
-    /// discovery contract ([`Deduplication`](crate::Deduplication)).
+    /// discovery contract ([`Deduplication`](crate::contract::Deduplication)).
     ///
     /// # Panics
     ///
@@ -219,7 +219,7 @@ impl DedupeLayer {
     }
 
     /// The contract member declaring what this layer does (SPEC.md §17.11), for
-    /// [`FramingContract::with_deduplication`](crate::FramingContract::with_deduplication).
+    /// [`FramingContract::with_deduplication`](crate::contract::FramingContract::with_deduplication).
     ///
     /// # Examples
     ///
