@@ -104,6 +104,29 @@
 // needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+/// The modules below the public API: private, re-exported whole by [`internals`] (feature
+/// `internals`) for the CLI, the fuzz targets and the tests. Without that feature, what only they
+/// use is unused, which is not a defect of these modules.
+macro_rules! below_the_api {
+    ($($(#[$attr:meta])* mod $name:ident;)*) => {$(
+        $(#[$attr])*
+        #[cfg_attr(
+            not(feature = "internals"),
+            allow(dead_code, unused_imports, unreachable_pub, clippy::wrong_self_convention)
+        )]
+        mod $name;
+    )*};
+}
+
+below_the_api! {
+    mod frame;
+    mod jsonrpc;
+    #[cfg(feature = "sse")]
+    mod sse;
+    #[cfg(feature = "sse")]
+    mod sse_compat;
+}
+
 #[cfg(feature = "sse")]
 mod body;
 #[cfg(feature = "sse")]
@@ -119,35 +142,11 @@ pub mod dedupe;
 mod encoder;
 mod error;
 mod event;
-// Without feature `internals`, what only `internals` re-exports (for the CLI, the fuzz targets
-// and the tests) is unused.
-#[cfg_attr(
-    not(feature = "internals"),
-    allow(
-        dead_code,
-        unused_imports,
-        unreachable_pub,
-        clippy::wrong_self_convention
-    )
-)]
-mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
 #[cfg(feature = "rmcp-server")]
 mod json_text;
-// Without feature `internals`, what only `internals` re-exports (for the CLI, the fuzz targets
-// and the tests) is unused.
-#[cfg_attr(
-    not(feature = "internals"),
-    allow(
-        dead_code,
-        unused_imports,
-        unreachable_pub,
-        clippy::wrong_self_convention
-    )
-)]
-mod jsonrpc;
 pub mod limits;
 pub mod mapping;
 pub mod outcome;
@@ -156,32 +155,6 @@ pub mod request;
 pub mod retry;
 #[cfg(any(feature = "rmcp-server", feature = "rmcp-client"))]
 pub mod rmcp_http;
-// Without feature `internals`, what only `internals` re-exports (for the CLI, the fuzz targets
-// and the tests) is unused.
-#[cfg_attr(
-    not(feature = "internals"),
-    allow(
-        dead_code,
-        unused_imports,
-        unreachable_pub,
-        clippy::wrong_self_convention
-    )
-)]
-#[cfg(feature = "sse")]
-mod sse;
-// Without feature `internals`, what only `internals` re-exports (for the CLI, the fuzz targets
-// and the tests) is unused.
-#[cfg_attr(
-    not(feature = "internals"),
-    allow(
-        dead_code,
-        unused_imports,
-        unreachable_pub,
-        clippy::wrong_self_convention
-    )
-)]
-#[cfg(feature = "sse")]
-mod sse_compat;
 pub mod telemetry;
 
 #[cfg(feature = "sse")]
@@ -197,6 +170,8 @@ pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedM
 pub use frame::{Abort, AbortCode, StreamHead};
 pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 pub use outgoing::Outgoing;
+#[cfg(feature = "sse")]
+pub use sse_compat::CompatEncodeError;
 
 /// The frame layer, the SSE parsers and the per-mapping codecs below the public API: what only the
 /// in-repo `mcp-frame` tool, the fuzz targets and the tests use (feature `internals`).

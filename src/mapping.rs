@@ -3,10 +3,6 @@
 //! no I/O and no optional dependency, so that an [`Outcome`](crate::outcome::Outcome) can name a mapping
 //! violation whatever features are enabled.
 
-/// The error of [`MappingEncoder`](crate::MappingEncoder) in every mapping (feature `sse`).
-#[cfg(feature = "sse")]
-pub use crate::sse_compat::CompatEncodeError;
-
 /// Media type of the binary mapping (SPEC.md §16).
 pub const MEDIA_TYPE: &str = "application/vnd.mcp-framing";
 /// Media type of the SSE mapping (SPEC.md §15).

@@ -7,8 +7,9 @@ use bytes::{Bytes, BytesMut};
 use mcp_framing::internals::sse::{SseItem, SseParser};
 use mcp_framing::{AbortCode, DecodeError, Event, StreamDecoder, StreamEncoder};
 use mcp_framing::{
+    CompatEncodeError,
     internals::sse_compat::{CompatDecoder, CompatEncoder, RECORD_OVERHEAD},
-    mapping::{CompatEncodeError, CompatError},
+    mapping::CompatError,
 };
 use proptest::prelude::*;
 

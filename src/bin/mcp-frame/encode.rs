@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use bytes::BytesMut;
 use clap::Args;
-use mcp_framing::mapping::CompatEncodeError;
+use mcp_framing::CompatEncodeError;
 use mcp_framing::{
     AttemptId, EncodeError, MappingEncoder, RequestKey, StreamEncoder, StreamHead,
     limits::{DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE},
