@@ -70,7 +70,7 @@ async fn serve(dedup: Option<Deduplicator>) -> String {
 fn request(key: RequestKey) -> String {
     let mut request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "charge", "arguments": {"account": "acct-1", "amount": 100}}});
-    mcp_framing::set_request_key(&mut request, key).unwrap();
+    mcp_framing::request::set_request_key(&mut request, key).unwrap();
     request.to_string()
 }
 

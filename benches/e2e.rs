@@ -67,11 +67,12 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::StreamExt;
-use mcp_framing::http::{
-    Delivery, FramedBody, Mapping, OptIn, VerifiedResponse, opt_in_headers_with, response_headers,
-};
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{Outgoing, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+use mcp_framing::{
+    http::{Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers_with, response_headers},
+    mapping::Mapping,
+};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -605,7 +606,7 @@ async fn call(
         .header(header::CONTENT_TYPE, "application/json");
     let framed = match config.framing.mapping() {
         Some(mapping) => {
-            mcp_framing::set_request_key(&mut request, key)?;
+            mcp_framing::request::set_request_key(&mut request, key)?;
             builder = builder.headers(opt_in_headers_with(key, mapping, &StreamDecoder::new()));
             true
         }

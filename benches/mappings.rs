@@ -26,8 +26,8 @@ use std::hint::black_box;
 use bytes::{BufMut, Bytes, BytesMut};
 use criterion::measurement::Measurement;
 use criterion::{Criterion, Throughput};
-use mcp_framing::sse::{SseFrameDecoder, SseFrameEncoder, SseParser};
-use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+use mcp_framing::internals::sse::{SseFrameDecoder, SseFrameEncoder, SseParser};
+use mcp_framing::internals::sse_compat::{CompatDecoder, CompatEncoder};
 use mcp_framing::{Event, StreamDecoder, StreamEncoder, StreamHead};
 use thread_cpu_time::ThreadCpuTime;
 

@@ -39,10 +39,10 @@ use futures_util::StreamExt;
 use mcp_framing::client::{
     EndpointResolver, Resolution, ResolveFuture, RetrySchedule, RetryingClient,
 };
+use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::http::DedupeLayer;
 use mcp_framing::rmcp_http::FramingLayer;
-use mcp_framing::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};

@@ -8,8 +8,8 @@
 //! `cargo run --features rmcp,demo --example rmcp_client [URL] [compat|sse|binary]` (the mapping
 //! asked for; default `compat`, SPEC.md §18).
 
-use mcp_framing::http::Mapping;
-use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
+use mcp_framing::mapping::Mapping;
+use mcp_framing::{client::OUTCOME_DATA_KEY, rmcp_http::FramingHttpClient};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
 use rmcp::transport::StreamableHttpClientTransport;

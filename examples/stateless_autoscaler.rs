@@ -40,9 +40,11 @@ use futures_util::stream;
 use mcp_framing::client::{
     AttemptReport, CallError, DiscoveringResolver, RetrySchedule, RetryingClient,
 };
+use mcp_framing::contract::ContractError;
 use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+use mcp_framing::outcome::Verdict;
 use mcp_framing::rmcp_http::FramingLayer;
-use mcp_framing::{ContractError, Verdict, telemetry};
+use mcp_framing::telemetry;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock};

@@ -7,7 +7,10 @@ plus the inherent methods and associated items of those types, the public fields
 the variants of enums (each a name a user can write). Trait implementations (`impl Display for
 ..`) add no name and are not counted. Prints the root's names, the total, and one line per module.
 
-Usage: public_items.py target/doc/mcp_framing.json [--list]
+Usage: public_items.py target/doc/mcp_framing.json [--list] [--max-root N] [--max-items N]
+
+With --max-root or --max-items, exits 1 when the root has more names (modules among them) or the
+crate more public items than that (issue 18: at most 40 names at the root).
 """
 import json
 import sys
@@ -16,7 +19,13 @@ from collections import Counter
 
 def main() -> int:
     path = sys.argv[1]
-    listing = "--list" in sys.argv[2:]
+    args = sys.argv[2:]
+    listing = "--list" in args
+
+    def limit(flag: str) -> int | None:
+        return int(args[args.index(flag) + 1]) if flag in args else None
+
+    max_root, max_items = limit("--max-root"), limit("--max-items")
     doc = json.load(open(path, encoding="utf-8"))
     index = doc["index"]
     item = lambda i: index.get(str(i))  # noqa: E731
@@ -27,6 +36,7 @@ def main() -> int:
     def is_member(p: str) -> bool:
         return p in variants
     root_names = 0
+    root_modules = 0
 
     def visit(item_id, path: str) -> None:
         it = item(item_id)
@@ -99,6 +109,8 @@ def main() -> int:
         c = item(child)
         if c is not None and "module" not in c["inner"]:
             root_names += 1
+        elif c is not None:
+            root_modules += 1
         visit(child, "crate")
 
     per_module = Counter()
@@ -107,15 +119,23 @@ def main() -> int:
         per_module["::".join(parts[:2]) if len(parts) > 2 else "crate"] += 1
     members = sum(1 for p in counted.values() if "." in p or is_member(p))
     print(
-        f"public items: {len(counted)} (names at the crate root: {root_names}; "
-        f"struct fields and enum variants among them: {members})"
+        f"public items: {len(counted)} (names at the crate root: {root_names}, and "
+        f"{root_modules} modules; struct fields and enum variants among them: {members})"
     )
     for module, n in sorted(per_module.items(), key=lambda kv: -kv[1]):
         print(f"  {module}: {n}")
     if listing:
         for p in sorted(counted.values()):
             print(p)
-    return 0
+    failed = False
+    if max_root is not None and root_names + root_modules > max_root:
+        print(f"public_items.py: {root_names + root_modules} names at the crate root "
+              f"(modules included), more than {max_root}", file=sys.stderr)
+        failed = True
+    if max_items is not None and len(counted) > max_items:
+        print(f"public_items.py: {len(counted)} public items, more than {max_items}", file=sys.stderr)
+        failed = True
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

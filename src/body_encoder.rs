@@ -40,7 +40,7 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::{BodyDecoder, Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{BodyDecoder, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let result = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
 /// for mapping in Mapping::ALL {
@@ -55,14 +55,14 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 ///     while decoder.next_event().unwrap().is_some() {}
 ///     assert!(decoder.outcome().is_clean(), "{mapping:?}");
 /// }
-/// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+/// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
 /// ```
 ///
 /// A message over the limit ends the stream with ABORT code 5:
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::{AbortCode, DecodeError, Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{AbortCode, DecodeError, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let encoder = StreamEncoder::builder().max_message_size(4).build(StreamHead::for_request(None));
 /// let mut enc = MappingEncoder::new(Mapping::Binary, encoder);
@@ -141,7 +141,7 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// assert_eq!(enc.mapping(), Mapping::Compat);
     /// ```
@@ -166,7 +166,7 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let head = StreamHead::for_request(None);
     /// assert_eq!(MappingEncoder::new(Mapping::Sse, StreamEncoder::new(head)).head(), head);
     /// ```
@@ -180,7 +180,7 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let encoder = StreamEncoder::builder().max_message_size(1024).build(StreamHead::for_request(None));
     /// assert_eq!(MappingEncoder::new(Mapping::Binary, encoder).max_message_size(), 1024);
     /// ```
@@ -223,7 +223,7 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.push(b"{}", &mut body)?;
@@ -232,7 +232,7 @@ impl MappingEncoder {
     /// assert!(!enc.in_message() && body.is_empty()); // held: the sentinel may join its record
     /// enc.flush(&mut body)?;
     /// assert!(body.ends_with(b"data: {}\n\n"));
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     #[must_use]
     pub fn in_message(&self) -> bool {
@@ -293,12 +293,12 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Binary, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.open(&mut body)?;
     /// assert_eq!(body.len(), 52);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn open(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         match self.writer {
@@ -411,12 +411,12 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Sse, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.keep_alive(&mut body)?; // HEAD and KEEPALIVE, one event each
     /// assert_eq!(body[..].split(|&b| b == b'\n').filter(|l| l.starts_with(b"event: mcp-frame")).count(), 2);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if let Writer::Compat { .. } = self.writer {
@@ -475,13 +475,13 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{AbortCode, DecodeError, Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{AbortCode, DecodeError, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Binary, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.abort(AbortCode::UpstreamFailed, &"é".repeat(600), &mut body)?;
     /// let Err(DecodeError::PeerAbort(abort)) = StreamDecoder::new().decode_all(&body) else { panic!() };
     /// assert_eq!(abort.reason.len(), 1024);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn abort(
         &mut self,
@@ -506,11 +506,11 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Abort, AbortCode, Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{Abort, AbortCode, mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
     /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// enc.abort_with(&Abort::new(AbortCode::Cancelled, ""), &mut bytes::BytesMut::new())?;
     /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn abort_with(
         &mut self,
@@ -538,7 +538,7 @@ impl MappingEncoder {
     /// after it: a layer passing an upstream server's event through unchanged (compatible
     /// mapping, SPEC.md §18.4). `data` is the event's data as an SSE parser dispatched it; with
     /// `end`, the record also carries the STREAM_END sentinel.
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn passed_message_record(
         &mut self,
         data: &str,
@@ -580,7 +580,7 @@ pub(crate) fn fit_reason(reason: &str) -> &str {
 /// The ABORT for a message of at least `len` bytes over the limit `max`, refused before it
 /// reached an encoder (an upstream body read within the limit): the one a [`MappingEncoder`]
 /// writes for [`EncodeError::MessageTooLarge`].
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 pub(crate) fn too_large(len: u64, max: u64) -> Abort {
     let err = CompatEncodeError::Encode(EncodeError::MessageTooLarge { len, max });
     Abort::new(abort_code(&err), fit_reason(&err.to_string()))

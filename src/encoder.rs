@@ -42,7 +42,7 @@ pub struct EncoderBuilder {
 
 impl EncoderBuilder {
     /// Largest DATA payload the encoder writes; larger chunks are cut into several frames.
-    /// Default [`DEFAULT_FRAME_SIZE`](crate::DEFAULT_FRAME_SIZE) (16 KiB; the reason is written
+    /// Default [`DEFAULT_FRAME_SIZE`](crate::limits::DEFAULT_FRAME_SIZE) (16 KiB; the reason is written
     /// there).
     ///
     /// # Panics
@@ -108,7 +108,7 @@ impl EncoderBuilder {
     }
 
     /// The frame size and the message limit set.
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn limits(&self) -> (usize, u64) {
         (self.frame_size, self.max_message_size)
     }
@@ -209,7 +209,7 @@ impl StreamEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder, StreamHead};
+    /// use mcp_framing::{limits::DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder, StreamHead};
     /// let enc = StreamEncoder::new(StreamHead::for_request(None));
     /// assert_eq!(enc.max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
     /// ```

@@ -44,7 +44,7 @@ impl fmt::Display for StreamState {
 ///
 /// ```
 /// use mcp_framing::Truncation;
-/// let t = Truncation::InPayload { kind: mcp_framing::frame::FrameKind::Data, received: 3, declared: 10 };
+/// let t = Truncation::InPayload { kind: mcp_framing::internals::frame::FrameKind::Data, received: 3, declared: 10 };
 /// assert_eq!(t.to_string(), "inside the payload of a DATA frame (3 of 10 bytes)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -465,7 +465,7 @@ pub enum EncodeError {
     #[error("a message is still open: finish it before ending the stream")]
     MessageOpen,
     /// The message would exceed the encoder's message limit. Abort the stream with
-    /// [`AbortCode::MessageTooLarge`](crate::AbortCode::MessageTooLarge).
+    /// [`AbortCode::MessageTooLarge`](crate::frame::AbortCode::MessageTooLarge).
     #[error("message of at least {len} bytes exceeds the limit of {max}")]
     MessageTooLarge {
         /// Message length including the refused bytes.

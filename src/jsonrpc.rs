@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::jsonrpc::is_response;
+/// use mcp_framing::internals::jsonrpc::is_response;
 /// assert!(is_response(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#));
 /// assert!(is_response(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#));
 /// // A notification whose params mention `id` and `result` is not one:
@@ -491,7 +491,7 @@ impl Visitor<'_> for KeyVisitor {
 /// The method of a JSON-RPC request: one JSON object with an `id` member and a string `method`
 /// member (JSON-RPC 2.0 §4), read as [`is_response`] reads, skipping every other value. `None`
 /// for a notification (no `id`), a response, a batch, anything that is not one JSON object.
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 pub(crate) fn request_method(message: &[u8]) -> Option<String> {
     let mut de = serde_json::Deserializer::from_slice(message);
     let method = de.deserialize_map(Request).ok().flatten()?;
@@ -499,10 +499,10 @@ pub(crate) fn request_method(message: &[u8]) -> Option<String> {
 }
 
 /// Visits a request's top-level object: its `id` (skipped) and `method`.
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 struct Request;
 
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 impl<'de> Visitor<'de> for Request {
     type Value = Option<String>;
 

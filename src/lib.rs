@@ -29,7 +29,7 @@
 //! A KEEPALIVE frame with sequence number 7 is these 20 bytes (empty payload, payload CRC 0):
 //!
 //! ```
-//! use mcp_framing::frame::FrameHeader;
+//! use mcp_framing::internals::frame::FrameHeader;
 //! let bytes = FrameHeader::for_payload(0x06, 7, &[]).to_bytes();
 //! assert_eq!(&bytes[..16], &[0x9f, 0x4d, 0x01, 0x06, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
 //! assert_eq!(&bytes[16..], &crc32fast::hash(&bytes[..16]).to_be_bytes());
@@ -100,6 +100,32 @@
 //! where the server's contract declares that deduplication.
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
+// docs.rs builds the docs on nightly with `--cfg docsrs`: every item then says which features it
+// needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The modules below the public API: private, re-exported whole by [`internals`] (feature
+/// `internals`) for the CLI, the fuzz targets and the tests. Without that feature, what only they
+/// use is unused, which is not a defect of these modules.
+macro_rules! below_the_api {
+    ($($(#[$attr:meta])* mod $name:ident;)*) => {$(
+        $(#[$attr])*
+        #[cfg_attr(
+            not(feature = "internals"),
+            allow(dead_code, unused_imports, unreachable_pub, clippy::wrong_self_convention)
+        )]
+        mod $name;
+    )*};
+}
+
+below_the_api! {
+    mod frame;
+    mod jsonrpc;
+    #[cfg(feature = "sse")]
+    mod sse;
+    #[cfg(feature = "sse")]
+    mod sse_compat;
+}
 
 #[cfg(feature = "sse")]
 mod body;
@@ -116,24 +142,19 @@ pub mod dedupe;
 mod encoder;
 mod error;
 mod event;
-pub mod frame;
 #[cfg(feature = "http")]
 pub mod http;
 mod ids;
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "rmcp-server")]
 mod json_text;
-pub mod jsonrpc;
 pub mod limits;
 pub mod mapping;
-mod outcome;
-mod request;
-mod retry;
-#[cfg(feature = "rmcp")]
+pub mod outcome;
+mod outgoing;
+pub mod request;
+pub mod retry;
+#[cfg(any(feature = "rmcp-server", feature = "rmcp-client"))]
 pub mod rmcp_http;
-#[cfg(feature = "sse")]
-pub mod sse;
-#[cfg(feature = "sse")]
-pub mod sse_compat;
 pub mod telemetry;
 
 #[cfg(feature = "sse")]
@@ -141,35 +162,44 @@ pub use body::{BodyDecoder, BodyError, MappingDecoder};
 #[cfg(feature = "sse")]
 pub use body_encoder::MappingEncoder;
 #[cfg(feature = "codec")]
-pub use codec::{CodecError, Outgoing};
+pub use codec::CodecError;
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};
 pub use encoder::{EncoderBuilder, StreamEncoder};
 pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
 pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};
 pub use frame::{Abort, AbortCode, StreamHead};
 pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
-pub use limits::{
-    DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, Limits,
-    MIN_MAX_FRAME_PAYLOAD,
-};
+pub use outgoing::Outgoing;
+#[cfg(feature = "sse")]
+pub use sse_compat::CompatEncodeError;
 
-pub use contract::{
-    ClientPolicy, ContractChange, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY,
-    FramingContract, Negotiated, PolicyBuilder, ServerDiscovery,
-};
-pub use mapping::{Mapping, MappingViolation};
-pub use outcome::{
-    Completion, DiscoveryMode, Observations, Outcome, Regime, StreamCompletionAmbiguousError,
-    Verdict, VerdictKind, classify,
-};
-pub use request::{
-    FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKeyError, request_key,
-    set_request_key,
-};
-pub use retry::{
-    DEDUPE_DATA_KEY, RequestTraits, RetryDecision, RetryPolicy, RetryReason, dedupe_refusal,
-};
-pub use telemetry::AttemptContext;
+/// The frame layer, the SSE parsers and the per-mapping codecs below the public API: what only the
+/// in-repo `mcp-frame` tool, the fuzz targets and the tests use (feature `internals`).
+///
+/// Hidden from the documentation and outside the stability promise: applications decode and
+/// encode bodies with [`BodyDecoder`] and [`MappingEncoder`], and frame HTTP with [`http`].
+#[cfg(feature = "internals")]
+#[doc(hidden)] // the CLI's, fuzz targets' and tests' view of the internals; not a public API
+pub mod internals {
+    /// The frame layer (SPEC.md §4-§8): headers, kinds, the magic and the length constants.
+    pub mod frame {
+        pub use crate::frame::*;
+    }
+    /// JSON-RPC message rules shared by the decoders and the layers.
+    pub mod jsonrpc {
+        pub use crate::jsonrpc::*;
+    }
+    /// The base64 SSE mapping (SPEC.md §15): its parser, decoder and encoder.
+    #[cfg(feature = "sse")]
+    pub mod sse {
+        pub use crate::sse::*;
+    }
+    /// The compatible SSE mapping (SPEC.md §18): its decoder and encoder.
+    #[cfg(feature = "sse")]
+    pub mod sse_compat {
+        pub use crate::sse_compat::*;
+    }
+}
 
 // The README's examples use the integrations too: they are doctested with the features that
 // `scripts/test` turns on (all of them).

@@ -12,11 +12,11 @@
 //!
 //! The decoder ([`DecoderBuilder`](crate::DecoderBuilder)), the encoder
 //! ([`EncoderBuilder`](crate::EncoderBuilder)) and the client policy
-//! ([`PolicyBuilder`](crate::PolicyBuilder)) all take their limits from here, so a default or a
+//! ([`PolicyBuilder`](crate::contract::PolicyBuilder)) all take their limits from here, so a default or a
 //! check is written once.
 //!
 //! ```
-//! use mcp_framing::{Limits, StreamDecoder};
+//! use mcp_framing::{limits::Limits, StreamDecoder};
 //!
 //! let limits = Limits::default().max_frame_payload(16 * 1024).max_message_size(4 << 20);
 //! let decoder = StreamDecoder::builder().limits(limits).build();
@@ -120,7 +120,7 @@ pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
 ///
 /// ```
 /// use mcp_framing::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
-/// assert_eq!(event_data_limit(mcp_framing::DEFAULT_MAX_FRAME_PAYLOAD), DEFAULT_MAX_EVENT_DATA);
+/// assert_eq!(event_data_limit(mcp_framing::limits::DEFAULT_MAX_FRAME_PAYLOAD), DEFAULT_MAX_EVENT_DATA);
 /// // A frame of 1 MiB is 1,398,128 bytes of base64 (20 header bytes included).
 /// assert_eq!(event_data_limit(1 << 20), 1_398_128);
 /// ```
@@ -157,7 +157,7 @@ pub const DEFAULT_MAX_COMPAT_EVENT_DATA: usize =
 /// ```
 /// use mcp_framing::limits::{DEFAULT_MAX_COMPAT_EVENT_DATA, compat_event_data_limit};
 /// assert_eq!(
-///     compat_event_data_limit(mcp_framing::DEFAULT_MAX_MESSAGE_SIZE),
+///     compat_event_data_limit(mcp_framing::limits::DEFAULT_MAX_MESSAGE_SIZE),
 ///     DEFAULT_MAX_COMPAT_EVENT_DATA
 /// );
 /// assert_eq!(compat_event_data_limit(1 << 20), (1 << 20) + 65_536);
@@ -178,7 +178,7 @@ macro_rules! bound_setters {
         /// # Examples
         ///
         /// ```
-        #[doc = concat!("let limits = mcp_framing::Limits::default().", stringify!($field), "(", stringify!($example), ");")]
+        #[doc = concat!("let limits = mcp_framing::limits::Limits::default().", stringify!($field), "(", stringify!($example), ");")]
         #[doc = concat!("assert_eq!(limits.", stringify!($field), ", ", stringify!($example), ");")]
         /// ```
         #[must_use]
@@ -202,7 +202,7 @@ const fn max_u32(a: u32, b: u32) -> u32 {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{DecodeError, Limits, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{DecodeError, limits::Limits, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 /// let mut wire = bytes::BytesMut::new();
@@ -253,7 +253,7 @@ impl Limits {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DEFAULT_MAX_FRAME_PAYLOAD, Limits};
+    /// use mcp_framing::limits::{DEFAULT_MAX_FRAME_PAYLOAD, Limits};
     /// assert_eq!(Limits::DEFAULT.max_frame_payload, DEFAULT_MAX_FRAME_PAYLOAD);
     /// ```
     pub const DEFAULT: Self = Self {
@@ -275,7 +275,7 @@ impl Limits {
     /// # Examples
     ///
     /// ```
-    /// let limits = mcp_framing::Limits::default().max_frame_payload(1 << 20);
+    /// let limits = mcp_framing::limits::Limits::default().max_frame_payload(1 << 20);
     /// assert_eq!(limits.max_frame_payload, 1 << 20);
     /// ```
     #[must_use]
@@ -308,8 +308,8 @@ impl Limits {
     /// # Examples
     ///
     /// ```
-    /// let limits = mcp_framing::Limits::default().checked();
-    /// assert_eq!(limits, mcp_framing::Limits::DEFAULT);
+    /// let limits = mcp_framing::limits::Limits::default().checked();
+    /// assert_eq!(limits, mcp_framing::limits::Limits::DEFAULT);
     /// ```
     #[must_use]
     #[track_caller]
@@ -328,31 +328,31 @@ impl Limits {
 /// `$example` is an expression that makes such a builder, for the doc examples.
 macro_rules! limit_setters {
     ($field:ident, $example:literal) => {
-        /// The receiver's limits, all at once (default [`Limits::DEFAULT`](crate::Limits::DEFAULT)).
+        /// The receiver's limits, all at once (default [`Limits::DEFAULT`](crate::limits::Limits::DEFAULT)).
         ///
         /// # Panics
         ///
         /// If the limits break the format's bounds (see
-        /// [`Limits::checked`](crate::Limits::checked)).
+        /// [`Limits::checked`](crate::limits::Limits::checked)).
         ///
         /// # Examples
         ///
         /// ```
-        #[doc = concat!("let b = ", $example, ".limits(mcp_framing::Limits::default().max_message_size(1 << 20));")]
+        #[doc = concat!("let b = ", $example, ".limits(mcp_framing::limits::Limits::default().max_message_size(1 << 20));")]
         /// # let _ = b;
         /// ```
         #[must_use]
-        pub fn limits(mut self, limits: crate::Limits) -> Self {
+        pub fn limits(mut self, limits: crate::limits::Limits) -> Self {
             self.$field = limits.checked();
             self
         }
 
-        /// Sets [`Limits::max_frame_payload`](crate::Limits::max_frame_payload) (default and
+        /// Sets [`Limits::max_frame_payload`](crate::limits::Limits::max_frame_payload) (default and
         /// reason written there).
         ///
         /// # Panics
         ///
-        /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`](crate::MIN_MAX_FRAME_PAYLOAD).
+        /// If `max` is below [`MIN_MAX_FRAME_PAYLOAD`](crate::limits::MIN_MAX_FRAME_PAYLOAD).
         ///
         /// # Examples
         ///
@@ -366,7 +366,7 @@ macro_rules! limit_setters {
             self
         }
 
-        /// Sets [`Limits::max_message_size`](crate::Limits::max_message_size) (default and
+        /// Sets [`Limits::max_message_size`](crate::limits::Limits::max_message_size) (default and
         /// reason written there).
         ///
         /// # Examples

@@ -1,6 +1,6 @@
 //! The transport mappings of a framed stream (SPEC.md §15, §16, §18), and how a response can
 //! break them: the vocabulary the HTTP adapters, the SSE decoders and the CLI share. Pure data,
-//! no I/O and no optional dependency, so that an [`Outcome`](crate::Outcome) can name a mapping
+//! no I/O and no optional dependency, so that an [`Outcome`](crate::outcome::Outcome) can name a mapping
 //! violation whatever features are enabled.
 
 /// Media type of the binary mapping (SPEC.md §16).
@@ -15,7 +15,7 @@ pub const FRAME_EVENT: &str = "mcp-frame";
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::Mapping;
+/// use mcp_framing::mapping::Mapping;
 /// assert_eq!(Mapping::from_content_type(Some("text/event-stream; charset=utf-8")), Some(Mapping::Sse));
 /// assert_eq!(Mapping::from_content_type(Some("application/json")), None);
 /// assert_eq!(Mapping::Binary.content_type(), "application/vnd.mcp-framing");
@@ -41,7 +41,7 @@ impl Mapping {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::Mapping::ALL.len(), 3);
+    /// assert_eq!(mcp_framing::mapping::Mapping::ALL.len(), 3);
     /// ```
     pub const ALL: [Self; 3] = [Self::Binary, Self::Sse, Self::Compat];
 
@@ -66,7 +66,7 @@ impl Mapping {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::Mapping::Binary.name(), "binary");
+    /// assert_eq!(mcp_framing::mapping::Mapping::Binary.name(), "binary");
     /// ```
     #[must_use]
     pub const fn name(self) -> &'static str {
@@ -116,19 +116,19 @@ impl std::str::FromStr for Mapping {
 /// # Examples
 ///
 /// ```
-/// assert!("json".parse::<mcp_framing::Mapping>().is_err());
+/// assert!("json".parse::<mcp_framing::mapping::Mapping>().is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown mapping: expected binary, sse or compat")]
 pub struct UnknownMapping(());
 
 /// How a response broke the framing contract at the HTTP mapping level, outside the frames
-/// (SPEC.md §15, §16): the cause of a [`Verdict::MappingViolation`](crate::Verdict::MappingViolation).
+/// (SPEC.md §15, §16): the cause of a [`Verdict::MappingViolation`](crate::outcome::Verdict::MappingViolation).
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::MappingViolation;
+/// use mcp_framing::mapping::MappingViolation;
 /// let cause = MappingViolation::NotFramed { content_type: Some("application/json".into()) };
 /// assert_eq!(cause.to_string(), "response is not framed (content-type Some(\"application/json\"))");
 /// ```
@@ -160,7 +160,7 @@ pub enum MappingViolation {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{MappingViolation, Outcome};
+/// use mcp_framing::{mapping::MappingViolation, outcome::Outcome};
 /// use mcp_framing::mapping::SseError;
 ///
 /// let err = SseError::UnexpectedEvent { name: "message".into() };
@@ -231,7 +231,7 @@ impl SseError {
 ///
 /// ```
 /// use mcp_framing::mapping::CompatError;
-/// use mcp_framing::{MappingViolation, Outcome, VerdictKind};
+/// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, VerdictKind}};
 ///
 /// // A plain MCP stream whose framing comments a gateway stripped:
 /// let err = CompatError::UnframedEvent { event: 0 };

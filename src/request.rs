@@ -1,48 +1,42 @@
 //! How a request carries its request key and its opt-in to framing (SPEC.md §10).
 //!
 //! A client draws one [`RequestKey`] per logical request and sends it with every attempt of that
-//! request, in the [`REQUEST_KEY_HEADER`] HTTP header and in the JSON-RPC request's
+//! request, in the `Mcp-Framing-Request-Key` HTTP header (`http::REQUEST_KEY_HEADER`, feature
+//! `http`) and in the JSON-RPC request's
 //! `params._meta[`[`REQUEST_KEY_META`]`]`. The server echoes it in the stream head; a decoder built
 //! with [`DecoderBuilder::expect_request_key`](crate::DecoderBuilder::expect_request_key) (as
-//! [`ClientPolicy::decoder`](crate::ClientPolicy::decoder) does) reports another key as
+//! [`ClientPolicy::decoder`](crate::contract::ClientPolicy::decoder) does) reports another key as
 //! [`DecodeError::RequestKeyMismatch`](crate::DecodeError::RequestKeyMismatch), a cross-wired
 //! response.
 //!
 //! ```
-//! use mcp_framing::{request_key, set_request_key, RequestKey, REQUEST_KEY_HEADER};
+//! use mcp_framing::RequestKey;
+//! use mcp_framing::request::{request_key, set_request_key};
 //!
 //! let key = RequestKey::random(); // once per logical request; reused on retries
 //! let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
 //!                                      "params": {"name": "search", "arguments": {}}});
 //! set_request_key(&mut request, key)?;
-//! let header = (REQUEST_KEY_HEADER, key.to_string());
+//! let header = ("Mcp-Framing-Request-Key", key.to_string());
 //! assert_eq!(request_key(&request)?, Some(key));
 //! assert_eq!(header.1.len(), 32);
-//! # Ok::<(), mcp_framing::RequestKeyError>(())
+//! # Ok::<(), mcp_framing::request::RequestKeyError>(())
 //! ```
 
 use serde_json::{Map, Value};
 
 use crate::ids::{ParseIdError, RequestKey};
 
-/// The HTTP request header carrying the request key as 32 lowercase hex digits (SPEC.md §10).
-pub const REQUEST_KEY_HEADER: &str = "Mcp-Framing-Request-Key";
-
 /// The `params._meta` key carrying the request key as 32 lowercase hex digits (SPEC.md §10). A
 /// reverse-DNS `{prefix}/{name}` key, as MCP requires for `_meta` keys outside its own prefixes.
 pub const REQUEST_KEY_META: &str = "io.github.mcp-framing/requestKey";
-
-/// The HTTP request header by which a client opts in to framing, listing the format versions it
-/// accepts, comma separated (SPEC.md §10); see
-/// [`ClientPolicy::framing_header_value`](crate::ClientPolicy::framing_header_value).
-pub const FRAMING_HEADER: &str = "Mcp-Framing";
 
 /// Why a JSON-RPC request's request key could not be written or read.
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{set_request_key, RequestKey, RequestKeyError};
+/// use mcp_framing::{request::{RequestKeyError, set_request_key}, RequestKey};
 /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": [1, 2]});
 /// assert!(matches!(set_request_key(&mut request, RequestKey::random()),
 ///                  Err(RequestKeyError::ParamsNotObject)));
@@ -74,12 +68,12 @@ pub enum RequestKeyError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{set_request_key, RequestKey, REQUEST_KEY_META};
+/// use mcp_framing::{request::{REQUEST_KEY_META, set_request_key}, RequestKey};
 /// let key = RequestKey::from_bytes([0xab; 16]);
 /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
 /// set_request_key(&mut request, key)?;
 /// assert_eq!(request["params"]["_meta"][REQUEST_KEY_META], "ab".repeat(16));
-/// # Ok::<(), mcp_framing::RequestKeyError>(())
+/// # Ok::<(), mcp_framing::request::RequestKeyError>(())
 /// ```
 pub fn set_request_key(request: &mut Value, key: RequestKey) -> Result<(), RequestKeyError> {
     let request = request
@@ -110,7 +104,7 @@ pub fn set_request_key(request: &mut Value, key: RequestKey) -> Result<(), Reque
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{request_key, RequestKeyError};
+/// use mcp_framing::request::{request_key, RequestKeyError};
 /// let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
 /// assert_eq!(request_key(&request), Ok(None));
 /// let bad = serde_json::json!({"params": {"_meta": {"io.github.mcp-framing/requestKey": "xyz"}}});

@@ -28,7 +28,7 @@
 //!   *before* the retry, so it shows even when the retry succeeds.
 //!
 //! ```
-//! use mcp_framing::{Outcome, RequestKey, RequestTraits, RetryDecision, RetryPolicy, StreamDecoder};
+//! use mcp_framing::{outcome::Outcome, RequestKey, retry::{RequestTraits, RetryDecision, RetryPolicy}, StreamDecoder};
 //!
 //! let outcome = Outcome::from_error(&StreamDecoder::new().decode_all(b"").unwrap_err());
 //! let keyed = RequestTraits::keyed(RequestKey::random());
@@ -58,7 +58,7 @@ pub const DEDUPE_DATA_KEY: &str = "io.github.mcp-framing/dedupe";
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe_refusal;
+/// use mcp_framing::retry::dedupe_refusal;
 /// let error = serde_json::json!({"code": -32081, "message": "in progress", "data": {
 ///     "io.github.mcp-framing/dedupe": {"reason": "in_progress", "retryable": true}}});
 /// assert_eq!(dedupe_refusal(&error), Some(("in_progress", true)));
@@ -78,7 +78,7 @@ pub fn dedupe_refusal(error: &serde_json::Value) -> Option<(&str, bool)> {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{RequestKey, RequestTraits};
+/// use mcp_framing::{RequestKey, retry::RequestTraits};
 ///
 /// let read = RequestTraits::idempotent(); // e.g. resources/read, tools/list
 /// assert!(read.is_idempotent && read.request_key.is_none());
@@ -126,7 +126,7 @@ impl RequestTraits {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::RetryReason;
+/// use mcp_framing::retry::RetryReason;
 /// assert_eq!(RetryReason::Keyed.to_string(),
 ///            "the request carries a request key, so the server can deduplicate a retry");
 /// ```
@@ -165,7 +165,7 @@ impl RetryReason {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::RetryReason;
+    /// use mcp_framing::retry::RetryReason;
     /// assert_eq!(RetryReason::OutcomeUnknown.name(), "outcome_unknown");
     /// ```
     #[must_use]
@@ -213,7 +213,7 @@ impl fmt::Display for RetryReason {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{RetryDecision, RetryReason};
+/// use mcp_framing::retry::{RetryDecision, RetryReason};
 /// let d = RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown);
 /// assert_eq!(d.reason(), RetryReason::OutcomeUnknown);
 /// assert_eq!(d.name(), "surface_to_caller");
@@ -300,7 +300,7 @@ impl fmt::Display for RetryDecision {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{DiscoveryMode, Outcome, RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+/// use mcp_framing::{outcome::{DiscoveryMode, Outcome}, retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
 ///
 /// let ambiguous = Outcome::unframed_close(DiscoveryMode::Stateless, 10);
 /// let read = RequestTraits::idempotent();
@@ -335,13 +335,13 @@ impl RetryPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{ClientPolicy, DiscoverySource, FramingContract, RetryPolicy, ServerDiscovery};
+    /// use mcp_framing::{contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, retry::RetryPolicy};
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
     /// // No `deduplication` member: keyed tool calls are not retried.
     /// assert_eq!(RetryPolicy::for_method(&policy, "tools/call"), RetryPolicy::default());
-    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn for_method(policy: &crate::contract::ClientPolicy, method: &str) -> Self {

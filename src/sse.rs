@@ -25,16 +25,16 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::frame::{FrameHeader, HEADER_LEN};
+use crate::limits::DEFAULT_MAX_EVENT_DATA;
 use crate::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW;
-pub use crate::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
-pub use crate::mapping::{FRAME_EVENT, SseError};
+use crate::mapping::{FRAME_EVENT, SseError};
 
 /// One dispatched SSE event.
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse::SseParser;
+/// use mcp_framing::internals::sse::SseParser;
 /// let mut parser = SseParser::new();
 /// let mut events = Vec::new();
 /// parser.feed(b"event: ping\r\ndata: a\r\ndata: b\r\n\r\n", &mut events).unwrap();
@@ -57,7 +57,7 @@ pub struct SseEvent {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse::{SseItem, SseParser};
+/// use mcp_framing::internals::sse::{SseItem, SseParser};
 /// let mut items = Vec::new();
 /// SseParser::new().feed_items(b": keep-alive\ndata: {}\n\n", &mut items).unwrap();
 /// assert!(matches!(&items[0], SseItem::Comment(text) if &text[..] == b" keep-alive"));
@@ -194,7 +194,7 @@ pub(crate) fn field(line: &[u8]) -> (&[u8], &[u8]) {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse::is_message_event;
+/// use mcp_framing::internals::sse::is_message_event;
 /// assert!(is_message_event(None));
 /// assert!(is_message_event(Some("")));
 /// assert!(is_message_event(Some("message")));
@@ -225,9 +225,9 @@ pub(crate) struct LineSplitter {
 
 /// One piece of input from [`LineSplitter::next`].
 #[derive(Debug)]
-// Where a line's terminator lies matters to the layer's pass-through (feature `rmcp`), which
+// Where a line's terminator lies matters to the layer's pass-through (feature `rmcp-server`), which
 // sends every byte on; the parser needs the content alone.
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+#[cfg_attr(not(feature = "rmcp-server"), allow(dead_code))]
 pub(crate) enum Piece {
     /// A complete line lying whole in the input: `input[start..end]` is its content and
     /// `input[end]` its terminator (CR or LF).
@@ -285,7 +285,7 @@ impl LineSplitter {
     }
 
     /// Bytes kept of a line whose end has not arrived.
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn pending(&self) -> usize {
         self.partial.len()
     }
@@ -296,7 +296,7 @@ impl LineSplitter {
     }
 
     /// Takes the start of a line kept (for a caller that passes every byte on).
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn take_pending(&mut self) -> Bytes {
         std::mem::take(&mut self.partial).freeze()
     }
@@ -318,7 +318,7 @@ impl LineSplitter {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse::SseParser;
+/// use mcp_framing::internals::sse::SseParser;
 /// let body = b": keep-alive\n\nevent: message\ndata: {}\n\n";
 /// let mut parser = SseParser::new();
 /// let mut events = Vec::new();
@@ -359,7 +359,7 @@ impl SseParser {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::sse::SseParser::new().comments(), 0);
+    /// assert_eq!(mcp_framing::internals::sse::SseParser::new().comments(), 0);
     /// ```
     #[must_use]
     pub fn new() -> Self {
@@ -372,7 +372,7 @@ impl SseParser {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{SseError, SseParser};
+    /// use mcp_framing::{internals::sse::SseParser, mapping::SseError};
     /// let mut parser = SseParser::with_max_event_data(4);
     /// let err = parser.feed(b"data: 12345\n", &mut Vec::new()).unwrap_err();
     /// assert_eq!(err, SseError::EventTooLarge { max: 4 });
@@ -397,7 +397,7 @@ impl SseParser {
 
     /// A parser for lines after the body's first, which alone may start with a BOM (for a
     /// caller that handled the BOM itself and hands over lines with [`line`](Self::line)).
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn past_start(mut self) -> Self {
         self.at_start = false;
         self
@@ -410,7 +410,7 @@ impl SseParser {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{SseError, SseParser};
+    /// use mcp_framing::{internals::sse::SseParser, mapping::SseError};
     /// let mut parser = SseParser::new().max_comments_in_a_row(2);
     /// let err = parser.feed(b": a\n: b\n: c\n", &mut Vec::new()).unwrap_err();
     /// assert_eq!(err, SseError::TooManyComments { max: 2 });
@@ -532,7 +532,7 @@ impl SseParser {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::SseParser;
+    /// use mcp_framing::internals::sse::SseParser;
     /// let mut parser = SseParser::new();
     /// let mut events = Vec::new();
     /// parser.feed(b"data: {\"cut\":", &mut events).unwrap();
@@ -668,7 +668,7 @@ impl SseParser {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::sse::{SseFrameDecoder, SseFrameEncoder};
+/// use mcp_framing::internals::sse::{SseFrameDecoder, SseFrameEncoder};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut wire = BytesMut::new();
@@ -703,7 +703,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::sse::SseFrameDecoder::new().frame_events(), 0);
+    /// assert_eq!(mcp_framing::internals::sse::SseFrameDecoder::new().frame_events(), 0);
     /// ```
     #[must_use]
     pub fn new() -> Self {
@@ -715,7 +715,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// let dec = mcp_framing::sse::SseFrameDecoder::with_max_event_data(1 << 20);
+    /// let dec = mcp_framing::internals::sse::SseFrameDecoder::with_max_event_data(1 << 20);
     /// assert_eq!(dec.frame_events(), 0);
     /// ```
     #[must_use]
@@ -731,7 +731,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{SseError, SseFrameDecoder};
+    /// use mcp_framing::{internals::sse::SseFrameDecoder, mapping::SseError};
     /// let mut dec = SseFrameDecoder::new().max_comments_in_a_row(1);
     /// let err = dec.feed(b": ping\n: ping\n", &mut bytes::BytesMut::new()).unwrap_err();
     /// assert_eq!(err, SseError::TooManyComments { max: 1 });
@@ -757,7 +757,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// let mut dec = mcp_framing::sse::SseFrameDecoder::new();
+    /// let mut dec = mcp_framing::internals::sse::SseFrameDecoder::new();
     /// dec.feed(b": ping\r\n\r\n", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(dec.comments(), 1);
     /// ```
@@ -785,7 +785,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{SseError, SseFrameDecoder};
+    /// use mcp_framing::{internals::sse::SseFrameDecoder, mapping::SseError};
     /// let mut dec = SseFrameDecoder::with_max_event_data(64);
     /// let mut frames = bytes::BytesMut::new();
     /// // One read: an event carrying three bytes, then a comment line over the limit.
@@ -851,7 +851,7 @@ impl SseFrameDecoder {
     /// # Examples
     ///
     /// ```
-    /// let mut dec = mcp_framing::sse::SseFrameDecoder::new();
+    /// let mut dec = mcp_framing::internals::sse::SseFrameDecoder::new();
     /// dec.feed(b"event: mcp-frame\ndata: n00B", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(dec.finish(), 27);
     /// ```
@@ -931,7 +931,7 @@ impl<E: Clone> FirstError<E> {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::sse::SseFrameEncoder;
+/// use mcp_framing::internals::sse::SseFrameEncoder;
 /// use mcp_framing::{StreamEncoder, StreamHead};
 ///
 /// let mut wire = BytesMut::new();
@@ -989,7 +989,7 @@ impl SseFrameEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::{EVENT_OVERHEAD, SseFrameEncoder};
+    /// use mcp_framing::internals::sse::{EVENT_OVERHEAD, SseFrameEncoder};
     /// let mut body = bytes::BytesMut::new();
     /// SseFrameEncoder::new().encode_event(&[0u8; 20], &mut body);
     /// assert_eq!(body.len(), EVENT_OVERHEAD + 28); // base64 of 20 bytes is 28 characters
@@ -1009,7 +1009,7 @@ impl SseFrameEncoder {
     /// # Examples
     ///
     /// ```
-    /// let body = mcp_framing::sse::SseFrameEncoder::new().to_events(&[]);
+    /// let body = mcp_framing::internals::sse::SseFrameEncoder::new().to_events(&[]);
     /// assert!(body.is_empty());
     /// ```
     #[must_use]

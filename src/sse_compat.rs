@@ -32,7 +32,7 @@
 //!
 //! ```
 //! use bytes::BytesMut;
-//! use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+//! use mcp_framing::internals::sse_compat::{CompatDecoder, CompatEncoder};
 //! use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 //!
 //! let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
@@ -59,7 +59,7 @@
 //! dec.feed(&body[..body.len() - 1], &mut frames).unwrap();
 //! dec.finish();
 //! assert!(StreamDecoder::new().decode_all(&frames).is_err());
-//! # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+//! # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
 //! ```
 
 use std::collections::VecDeque;
@@ -71,12 +71,8 @@ use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::MessageSummary;
 use crate::frame::{AbortCode, FrameHeader, FrameKind, HEADER_LEN};
-pub use crate::limits::{
-    DEFAULT_MAX_COMPAT_EVENT_DATA as DEFAULT_MAX_EVENT_DATA,
-    compat_event_data_limit as event_data_limit,
-};
-pub use crate::mapping::CompatError;
-use crate::mapping::{Mapping, SseError};
+use crate::limits::DEFAULT_MAX_COMPAT_EVENT_DATA as DEFAULT_MAX_EVENT_DATA;
+use crate::mapping::{CompatError, Mapping, SseError};
 use crate::sse::{
     FirstError, RawItem, SseParser, is_message_event, put_base64, put_base64_decoded,
 };
@@ -135,7 +131,7 @@ fn data_frame(item: &Queued) -> Option<(&Bytes, usize)> {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+/// use mcp_framing::internals::sse_compat::{CompatDecoder, CompatEncoder};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut body = BytesMut::new();
@@ -149,7 +145,7 @@ fn data_frame(item: &Queued) -> Option<(&Bytes, usize)> {
 /// assert_eq!((dec.records(), dec.message_events()), (1, 1));
 /// let stream = StreamDecoder::new().decode_all(&frames).unwrap();
 /// assert_eq!(stream.messages[0].bytes().as_ref(), br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
-/// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+/// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
 /// ```
 #[derive(Debug)]
 pub struct CompatDecoder {
@@ -288,7 +284,7 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::sse_compat::CompatDecoder::new().records(), 0);
+    /// assert_eq!(mcp_framing::internals::sse_compat::CompatDecoder::new().records(), 0);
     /// ```
     #[must_use]
     pub fn new() -> Self {
@@ -296,13 +292,13 @@ impl CompatDecoder {
     }
 
     /// A decoder whose events (their data, and every line) may hold at most `max` bytes; set it
-    /// to [`event_data_limit`] of the frame decoder's max message size.
+    /// to [`compat_event_data_limit`](crate::limits::compat_event_data_limit) of the frame decoder's max message size.
     ///
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::SseError;
-    /// use mcp_framing::sse_compat::{CompatDecoder, CompatError};
+    /// use mcp_framing::mapping::SseError;
+    /// use mcp_framing::{internals::sse_compat::CompatDecoder, mapping::CompatError};
     /// let mut dec = CompatDecoder::with_max_event_data(8);
     /// let err = dec.feed(b"data: 0123456789\n", &mut bytes::BytesMut::new()).unwrap_err();
     /// assert_eq!(err, CompatError::Sse(SseError::EventTooLarge { max: 8 }));
@@ -350,8 +346,8 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse::SseError;
-    /// use mcp_framing::sse_compat::{CompatDecoder, CompatError};
+    /// use mcp_framing::mapping::SseError;
+    /// use mcp_framing::{internals::sse_compat::CompatDecoder, mapping::CompatError};
     /// let mut dec = CompatDecoder::new().max_comments_in_a_row(2);
     /// let err = dec.feed(b": a\n: b\n: c\n", &mut bytes::BytesMut::new()).unwrap_err();
     /// assert_eq!(err, CompatError::Sse(SseError::TooManyComments { max: 2 }));
@@ -387,7 +383,7 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// let mut dec = mcp_framing::sse_compat::CompatDecoder::new();
+    /// let mut dec = mcp_framing::internals::sse_compat::CompatDecoder::new();
     /// dec.feed(b":\n\n: keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(dec.keep_alives(), 2);
     /// ```
@@ -402,7 +398,7 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::{CompatDecoder, CompatEncoder};
+    /// use mcp_framing::internals::sse_compat::{CompatDecoder, CompatEncoder};
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut body = bytes::BytesMut::new();
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
@@ -411,7 +407,7 @@ impl CompatDecoder {
     /// let mut dec = CompatDecoder::new();
     /// dec.feed(&body[..record_end], &mut bytes::BytesMut::new()).unwrap();
     /// assert!(dec.awaits_event());
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     #[must_use]
     pub fn awaits_event(&self) -> bool {
@@ -723,7 +719,7 @@ impl CompatDecoder {
     /// # Examples
     ///
     /// ```
-    /// let mut dec = mcp_framing::sse_compat::CompatDecoder::new();
+    /// let mut dec = mcp_framing::internals::sse_compat::CompatDecoder::new();
     /// dec.feed(b"data: {\"cut", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(dec.finish(), 11);
     /// ```
@@ -737,7 +733,7 @@ impl CompatDecoder {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::sse_compat::{CompatEncodeError, CompatEncoder};
+/// use mcp_framing::internals::sse_compat::{CompatEncodeError, CompatEncoder};
 /// use mcp_framing::{StreamEncoder, StreamHead};
 /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
 /// let err = enc.message(b"{\r\n}", &mut bytes::BytesMut::new()).unwrap_err();
@@ -779,7 +775,7 @@ pub enum CompatEncodeError {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::sse_compat::CompatEncoder;
+/// use mcp_framing::internals::sse_compat::CompatEncoder;
 /// use mcp_framing::{AbortCode, StreamEncoder, StreamHead};
 ///
 /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
@@ -791,7 +787,7 @@ pub enum CompatEncodeError {
 /// assert!(lines[0].starts_with(b":mcp-framing ")); // HEAD, DATA header, MESSAGE_END
 /// assert!(lines[1].starts_with(b"data: {"));       // the message event
 /// assert!(lines[3].starts_with(b":mcp-framing ")); // ABORT
-/// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+/// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
 /// ```
 #[derive(Debug)]
 pub struct CompatEncoder {
@@ -824,7 +820,7 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let head = StreamHead::for_request(None);
     /// assert_eq!(CompatEncoder::new(StreamEncoder::new(head)).encoder().head(), head);
@@ -868,7 +864,7 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
@@ -878,7 +874,7 @@ impl CompatEncoder {
     /// assert!(enc.in_message() && body.is_empty());
     /// enc.finish_message(&mut body)?;
     /// assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
         self.check_push(chunk.len())?;
@@ -928,14 +924,14 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)?;
     /// enc.finish_final_message(&mut body)?;
     /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn finish_final_message(
         &mut self,
@@ -965,14 +961,14 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.keep_alive(&mut body)?; // HEAD (52 bytes) and KEEPALIVE (20)
     /// assert!(body.starts_with(b":mcp-framing n00BA"));
     /// assert_eq!(body.len(), 13 + 96 + 1);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         self.record(dst, StreamEncoder::keep_alive)
@@ -1007,7 +1003,7 @@ impl CompatEncoder {
     ///
     /// # Examples
     ///
-    /// See the [module documentation](self).
+    /// See [`CompatEncoder`].
     pub fn final_message(
         &mut self,
         message: &[u8],
@@ -1040,7 +1036,7 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let upstream_event = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 0\n\n";
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
@@ -1048,7 +1044,7 @@ impl CompatEncoder {
     /// enc.message_record(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, true, &mut body)?;
     /// body.extend_from_slice(upstream_event); // passed through byte for byte
     /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn message_record(
         &mut self,
@@ -1062,7 +1058,7 @@ impl CompatEncoder {
     /// [`message_record`](Self::message_record) for data that is text already (what an SSE
     /// parser dispatched): the UTF-8 validation, a pass over the whole message, is not repeated;
     /// the other checks of SPEC.md §18.3 are made.
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn text_message_record(
         &mut self,
         data: &str,
@@ -1104,13 +1100,13 @@ impl CompatEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::sse_compat::CompatEncoder;
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
     /// use mcp_framing::{StreamEncoder, StreamHead};
     /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.end(&mut body)?; // a stream without messages: one record, HEAD and STREAM_END
     /// assert_eq!(body.len(), 13 + 108 + 1);
-    /// # Ok::<(), mcp_framing::sse_compat::CompatEncodeError>(())
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
     /// ```
     pub fn end(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if self.in_message() {

@@ -38,7 +38,7 @@
 //! ```
 //! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 //! use mcp_framing::telemetry::{self, AttemptContext};
-//! use mcp_framing::{Outcome, StreamDecoder};
+//! use mcp_framing::{outcome::Outcome, StreamDecoder};
 //!
 //! let recorder = DebuggingRecorder::new();
 //! let snapshotter = recorder.snapshotter();
@@ -142,7 +142,7 @@ pub fn describe() {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{AttemptContext, RequestKey};
+/// use mcp_framing::{RequestKey, telemetry::AttemptContext};
 /// let key = RequestKey::random();
 /// let ctx = AttemptContext::default()
 ///     .request_key(key)
@@ -289,7 +289,7 @@ pub fn record_outcome(outcome: &Outcome, ctx: &AttemptContext<'_>) {
 ///
 /// ```
 /// use mcp_framing::telemetry::{self, AttemptContext};
-/// use mcp_framing::{RetryDecision, RetryReason};
+/// use mcp_framing::retry::{RetryDecision, RetryReason};
 /// telemetry::record_decision(&RetryDecision::Retry(RetryReason::Keyed), &AttemptContext::default().attempt(1));
 /// ```
 pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
@@ -317,7 +317,7 @@ pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
 ///
 /// ```
 /// use mcp_framing::telemetry::{self, AttemptContext};
-/// use mcp_framing::{RetryDecision, RetryReason};
+/// use mcp_framing::retry::{RetryDecision, RetryReason};
 /// let decision = RetryDecision::Retry(RetryReason::Keyed);
 /// let ctx = AttemptContext::default().method("tools/call").attempt(2);
 /// telemetry::record_decision(&decision, &ctx);

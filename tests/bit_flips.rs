@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use common::vectors::{self, Vector};
 use common::{Outcome, decode_one_shot, fix_header_crc, frame_spans};
-use mcp_framing::frame::HEADER_LEN;
+use mcp_framing::internals::frame::HEADER_LEN;
 
 fn valid_vectors() -> Vec<Vector> {
     vectors::all()

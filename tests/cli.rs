@@ -196,12 +196,12 @@ fn expected_exit(v: &Vector) -> i32 {
 fn frame_bytes(v: &Vector) -> usize {
     let mut frames = bytes::BytesMut::new();
     if v.compat {
-        let mut compat = mcp_framing::sse_compat::CompatDecoder::new();
+        let mut compat = mcp_framing::internals::sse_compat::CompatDecoder::new();
         compat
             .feed(&v.data, &mut frames)
             .unwrap_or_else(|e| panic!("{}: {e}", v.file));
     } else if v.sse {
-        let mut sse = mcp_framing::sse::SseFrameDecoder::new();
+        let mut sse = mcp_framing::internals::sse::SseFrameDecoder::new();
         sse.feed(&v.data, &mut frames)
             .unwrap_or_else(|e| panic!("{}: {e}", v.file));
     } else {
@@ -691,7 +691,7 @@ fn random_garbage_and_mutated_streams_never_make_it_panic() {
         inputs.push(data);
     }
     // SSE bodies with replaced bytes (line ends, colons, base64 characters, anything).
-    let body = mcp_framing::sse::SseFrameEncoder::new()
+    let body = mcp_framing::internals::sse::SseFrameEncoder::new()
         .to_events(&base)
         .to_vec();
     for _ in 0..20 {
@@ -784,7 +784,7 @@ fn decode_writes_each_message_as_soon_as_it_is_verified() {
 /// Every vector carried in SSE events (SPEC.md §15) reaches the same verdict as the binary one.
 #[test]
 fn verify_reaches_the_same_verdict_on_every_vector_carried_in_sse_events() {
-    use mcp_framing::sse::SseFrameEncoder;
+    use mcp_framing::internals::sse::SseFrameEncoder;
     let dir = std::env::temp_dir().join(format!("mcp-frame-sse-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut checked = 0;
@@ -825,7 +825,7 @@ fn verify_reaches_the_same_verdict_on_every_vector_carried_in_sse_events() {
 
 #[test]
 fn encode_and_decode_the_sse_mapping() {
-    use mcp_framing::sse::SseFrameEncoder;
+    use mcp_framing::internals::sse::SseFrameEncoder;
     let out = run(
         &[
             "encode",
@@ -968,7 +968,7 @@ fn encode_and_decode_the_compatible_mapping() {
 /// An SSE error after a corrupt frame, in one read or two: the frame's error comes first.
 #[test]
 fn sse_errors_come_in_body_order_whatever_the_reads() {
-    use mcp_framing::sse::SseFrameEncoder;
+    use mcp_framing::internals::sse::SseFrameEncoder;
     let mut stream = single_message_vector();
     stream[52 + 20] ^= 1; // the DATA payload
     let mut body = SseFrameEncoder::new().to_events(&stream).to_vec();
@@ -1015,7 +1015,7 @@ fn the_sse_event_bound_follows_the_frame_limit_given() {
     enc.message(&vec![b'7'; 1 << 20], &mut wire).unwrap();
     enc.end(&mut wire).unwrap();
     let mut body = bytes::BytesMut::new();
-    mcp_framing::sse::SseFrameEncoder::new().encode(&wire, &mut body);
+    mcp_framing::internals::sse::SseFrameEncoder::new().encode(&wire, &mut body);
     for command in ["verify", "decode", "inspect"] {
         let out = run(
             &[

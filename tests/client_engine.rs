@@ -18,9 +18,12 @@ use mcp_framing::client::{
     CallError, DiscoveringResolver, EndpointResolver, Resolution, ResolveFuture, RetrySchedule,
     RetryingClient,
 };
-use mcp_framing::http::Mapping;
-use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer, OUTCOME_DATA_KEY};
-use mcp_framing::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
+use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
+use mcp_framing::mapping::Mapping;
+use mcp_framing::{
+    client::OUTCOME_DATA_KEY,
+    rmcp_http::{FramingHttpClient, FramingLayer},
+};
 use rmcp::ServiceExt;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::StreamableHttpClientTransport;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::{Outcome, decode_one_shot, decode_pieces, sha256, truncation_name, vectors};
-use mcp_framing::{DecodeError, Event, Limits, RequestKey, StreamDecoder};
+use mcp_framing::{DecodeError, Event, RequestKey, StreamDecoder, limits::Limits};
 use serde_json::Value;
 
 fn vectors_dir() -> PathBuf {
@@ -501,7 +501,7 @@ fn prefix_verdict(entry: &Value, prefix: &[u8]) -> String {
     };
     match end {
         Ok(()) if outcome.is_clean() && outcome.sentinel_seen => "clean".to_owned(),
-        Ok(()) if outcome.is_clean() && outcome.regime == mcp_framing::Regime::B => {
+        Ok(()) if outcome.is_clean() && outcome.regime == mcp_framing::outcome::Regime::B => {
             "delivered".to_owned()
         }
         Err(DecodeError::Truncated { .. }) if !outcome.is_clean() => "truncated".to_owned(),

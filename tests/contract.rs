@@ -3,8 +3,12 @@
 mod outcome_support;
 
 use mcp_framing::{
-    ClientPolicy, ContractChange, ContractError, DiscoveryMode, DiscoverySource, EXTENSION_KEY,
-    FramingContract, Regime, RequestKey, ServerDiscovery, Verdict,
+    RequestKey,
+    contract::{
+        ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY,
+        FramingContract, ServerDiscovery,
+    },
+    outcome::{DiscoveryMode, Regime, Verdict},
 };
 use outcome_support::{discovery, fixture};
 
@@ -463,7 +467,7 @@ fn spec_schema_requires_exactly_the_fields_the_parser_requires() {
     // `alwaysFramed` (§18.8).
     let full = serde_json::to_value(
         FramingContract::v1()
-            .with_deduplication(mcp_framing::Deduplication::new(
+            .with_deduplication(mcp_framing::contract::Deduplication::new(
                 std::time::Duration::from_secs(86400),
             ))
             .with_always_framed("compat"),
@@ -502,7 +506,7 @@ fn discovery_with(contract: FramingContract) -> ServerDiscovery {
 
 #[test]
 fn deduplication_is_negotiated_and_weakening_it_is_a_downgrade() {
-    use mcp_framing::{Deduplication, RetryPolicy};
+    use mcp_framing::{contract::Deduplication, retry::RetryPolicy};
     use std::time::Duration;
     let day = Deduplication::new(Duration::from_secs(86400));
     let policy = ClientPolicy::new(&discovery_with(

@@ -18,10 +18,16 @@ use futures_util::StreamExt;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-use mcp_framing::http::{Delivery, Mapping, VerifiedResponse};
+use mcp_framing::internals::sse::SseParser;
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
-use mcp_framing::sse::SseParser;
-use mcp_framing::{EXTENSION_KEY, FramingContract, RequestKey, ServerDiscovery, StreamDecoder};
+use mcp_framing::{
+    RequestKey, StreamDecoder,
+    contract::{EXTENSION_KEY, FramingContract, ServerDiscovery},
+};
+use mcp_framing::{
+    http::{Delivery, VerifiedResponse},
+    mapping::Mapping,
+};
 use rmcp::ServiceExt;
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};

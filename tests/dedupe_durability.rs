@@ -73,7 +73,7 @@ where
 {
     let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "charge", "arguments": {"account": "a", "amount": 1}}});
-    mcp_framing::set_request_key(&mut request, key).unwrap();
+    mcp_framing::request::set_request_key(&mut request, key).unwrap();
     let request = http::Request::post("/mcp")
         .body(Full::new(Bytes::from(request.to_string())))
         .unwrap();

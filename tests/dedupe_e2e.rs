@@ -19,12 +19,14 @@ use axum::response::Response;
 use dedupe_support::RedisServer;
 use mcp_framing::client::{EndpointResolver, Resolution, ResolveFuture, RetrySchedule};
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
-use mcp_framing::http::{
-    DEDUPE_HEADER, Mapping, VerifiedResponse, collect_messages, opt_in_headers,
-};
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{
-    Deduplication, DiscoverySource, FramingContract, RequestKey, ServerDiscovery, StreamDecoder,
+    RequestKey, StreamDecoder,
+    contract::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery},
+};
+use mcp_framing::{
+    http::{DEDUPE_HEADER, VerifiedResponse, collect_messages, opt_in_headers},
+    mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolRequestParams;
@@ -276,7 +278,7 @@ async fn raw_call(
 ) -> (String, Value) {
     let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "charge", "arguments": args}});
-    mcp_framing::set_request_key(&mut request, key).unwrap();
+    mcp_framing::request::set_request_key(&mut request, key).unwrap();
     let mut builder = reqwest::Client::new()
         .post(url)
         .headers(opt_in_headers(key, false))
@@ -545,7 +547,7 @@ fn same_key_with_other_arguments_is_a_conflict_and_executes_nothing() {
         assert_eq!(response["id"], 2);
         assert_eq!(response["error"]["code"], -32080);
         assert_eq!(
-            mcp_framing::dedupe_refusal(&response["error"]),
+            mcp_framing::retry::dedupe_refusal(&response["error"]),
             Some(("key_conflict", false))
         );
         assert_eq!(started.load(Ordering::SeqCst), 1);
@@ -593,7 +595,7 @@ fn redis_stopped_mid_run_refuses_keyed_calls_and_nothing_executes_twice() {
             assert_eq!(decision, "store_unavailable");
             assert_eq!(response["error"]["code"], -32084);
             assert_eq!(
-                mcp_framing::dedupe_refusal(&response["error"]),
+                mcp_framing::retry::dedupe_refusal(&response["error"]),
                 Some(("store_unavailable", true))
             );
         }
@@ -652,7 +654,7 @@ fn a_backend_that_dies_mid_execution_frees_the_key_when_its_lease_expires() {
             async move {
                 let mut request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                     "params": {"name": "charge", "arguments": args}});
-                mcp_framing::set_request_key(&mut request, key).unwrap();
+                mcp_framing::request::set_request_key(&mut request, key).unwrap();
                 reqwest::Client::new()
                     .post(url)
                     .headers(opt_in_headers(key, false))

@@ -251,7 +251,7 @@ async fn progress_token_and_key_do_not_change_the_fingerprint() {
     let mut request = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
         "params": {"_meta": {"progressToken": "other", "traceparent": "00-ab-cd-01"},
                    "arguments": {"x": [1, {"a": 1, "b": 2}]}, "name": "send_email"}});
-    mcp_framing::set_request_key(&mut request, key).unwrap();
+    mcp_framing::request::set_request_key(&mut request, key).unwrap();
     let b = mcp_framing::dedupe::KeyedCall::from_request(
         mcp_framing::dedupe::Principal::from_id("alice"),
         None,

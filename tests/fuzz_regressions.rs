@@ -89,8 +89,11 @@ fn saved_inputs_pass_the_sse_decode_oracle() {
 /// delivered or not depending on the reads.
 #[test]
 fn sse_frame_decoder_result_does_not_depend_on_how_the_body_is_split() {
-    use mcp_framing::frame::FrameHeader;
-    use mcp_framing::sse::{SseError, SseFrameDecoder, SseFrameEncoder};
+    use mcp_framing::internals::frame::FrameHeader;
+    use mcp_framing::{
+        internals::sse::{SseFrameDecoder, SseFrameEncoder},
+        mapping::SseError,
+    };
 
     let keepalive = FrameHeader::for_payload(0x06, 1, &[]).to_bytes();
     let framed = SseFrameEncoder::new().to_events(&keepalive);

@@ -13,7 +13,7 @@ use std::alloc::System;
 
 use bytes::BytesMut;
 use cap::Cap;
-use mcp_framing::frame::HEADER_LEN;
+use mcp_framing::internals::frame::HEADER_LEN;
 use mcp_framing::{DecodeError, Event, StreamDecoder, StreamEncoder};
 
 use common::{ATTEMPT, KEY, Raw, head};

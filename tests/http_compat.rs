@@ -11,10 +11,13 @@ use axum::Router;
 use axum::extract::Request;
 use axum::response::Response;
 use bytes::BytesMut;
-use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer, OUTCOME_DATA_KEY};
-use mcp_framing::sse::SseParser;
-use mcp_framing::sse_compat::CompatDecoder;
-use mcp_framing::{StreamDecoder, Verdict};
+use mcp_framing::internals::sse::SseParser;
+use mcp_framing::internals::sse_compat::CompatDecoder;
+use mcp_framing::{StreamDecoder, outcome::Verdict};
+use mcp_framing::{
+    client::OUTCOME_DATA_KEY,
+    rmcp_http::{FramingHttpClient, FramingLayer},
+};
 use rmcp::model::CallToolResult;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -186,7 +189,7 @@ fn undeclared(messages: &[String], setup: Setup) -> Vec<String> {
     let contract = serde_json::to_string(&layer_of(setup).contract()).unwrap();
     let declared = format!(
         ",\"experimental\":{{\"{}\":{contract}}}",
-        mcp_framing::EXTENSION_KEY
+        mcp_framing::contract::EXTENSION_KEY
     );
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0].matches(&declared).count(), 1, "{messages:?}");
@@ -334,7 +337,7 @@ async fn a_request_that_opts_in_for_compat_gets_it_with_its_request_key() {
             .post(format!("http://{addr}/mcp"))
             .headers(mcp_framing::http::opt_in_headers_with(
                 key,
-                mcp_framing::http::Mapping::Compat,
+                mcp_framing::mapping::Mapping::Compat,
                 &StreamDecoder::new(),
             ))
             .header("content-type", "application/json")
@@ -343,8 +346,8 @@ async fn a_request_that_opts_in_for_compat_gets_it_with_its_request_key() {
             .await
             .unwrap();
         assert_eq!(
-            mcp_framing::http::Mapping::from_response_headers(response.headers()),
-            Some(mcp_framing::http::Mapping::Compat),
+            mcp_framing::mapping::Mapping::from_response_headers(response.headers()),
+            Some(mcp_framing::mapping::Mapping::Compat),
             "{setup:?}"
         );
         let body = response.bytes().await.unwrap();
@@ -410,10 +413,12 @@ async fn a_client_asking_for_compat_reads_the_sse_mapping_of_a_server_without_it
 
 #[test]
 fn a_compat_mapping_violation_is_not_retried() {
-    let err = mcp_framing::sse_compat::CompatError::UnframedEvent { event: 0 };
-    let outcome = mcp_framing::http::ReceiveError::<std::io::Error>::Compat(err)
-        .outcome()
-        .unwrap();
+    let err = mcp_framing::mapping::CompatError::UnframedEvent { event: 0 };
+    let outcome = mcp_framing::http::ReceiveError::<std::io::Error>::Invalid(
+        mcp_framing::BodyError::Compat(err),
+    )
+    .outcome()
+    .unwrap();
     assert!(matches!(outcome.verdict, Verdict::MappingViolation(_)));
     assert_eq!(outcome.verdict.name(), "contract_violation");
 }
@@ -421,8 +426,11 @@ fn a_compat_mapping_violation_is_not_retried() {
 #[tokio::test]
 async fn framed_body_writes_the_compatible_mapping_that_verified_response_reads() {
     use futures_util::StreamExt;
-    use mcp_framing::http::{Delivery, FramedBody, Mapping, VerifiedResponse, response_headers};
     use mcp_framing::{Outgoing, StreamEncoder, StreamHead};
+    use mcp_framing::{
+        http::{Delivery, FramedBody, VerifiedResponse, response_headers},
+        mapping::Mapping,
+    };
 
     let progress =
         br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#;

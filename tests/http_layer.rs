@@ -17,7 +17,7 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use mcp_framing::http::{Delivery, ReceiveError, VerifiedResponse};
 use mcp_framing::rmcp_http::FramingLayer;
-use mcp_framing::{AbortCode, DecodeError, Event, RequestKey, StreamDecoder};
+use mcp_framing::{AbortCode, BodyError, DecodeError, Event, RequestKey, StreamDecoder};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -268,7 +268,7 @@ async fn verified_with_limits(
 async fn large_tool_results_pass_through_the_layer_up_to_exactly_the_message_limit() {
     // Before, the layer parsed rmcp's SSE with a 256 KiB event bound: a 300 KiB result came
     // back as an ABORT "internal error: SSE event data exceeds 262144 bytes", retried for ever.
-    let limit = mcp_framing::DEFAULT_MAX_MESSAGE_SIZE as usize;
+    let limit = mcp_framing::limits::DEFAULT_MAX_MESSAGE_SIZE as usize;
     for len in [300 * 1024, 4 << 20, limit] {
         let message = result_of_len(len);
         for sse in [true, false] {
@@ -292,7 +292,10 @@ async fn large_tool_results_pass_through_the_layer_up_to_exactly_the_message_lim
 #[tokio::test]
 async fn a_tool_result_one_byte_over_the_message_limit_is_an_abort_with_the_too_large_code() {
     for (limit, layer) in [
-        (mcp_framing::DEFAULT_MAX_MESSAGE_SIZE, FramingLayer::new()),
+        (
+            mcp_framing::limits::DEFAULT_MAX_MESSAGE_SIZE,
+            FramingLayer::new(),
+        ),
         (1 << 20, FramingLayer::new().max_message_size(1 << 20)),
     ] {
         let message = result_of_len(limit as usize + 1);
@@ -307,7 +310,9 @@ async fn a_tool_result_one_byte_over_the_message_limit_is_an_abort_with_the_too_
                 )
                 .await;
                 assert!(messages.is_empty(), "{what}");
-                let Err(ReceiveError::Decode(DecodeError::PeerAbort(abort))) = end else {
+                let Err(ReceiveError::Invalid(BodyError::Decode(DecodeError::PeerAbort(abort)))) =
+                    end
+                else {
                     panic!("{what}: expected an ABORT, got {end:?}");
                 };
                 assert_eq!(abort.code, AbortCode::MessageTooLarge, "{what}: {abort}");
@@ -353,7 +358,7 @@ async fn through_compat_layer(
         .unwrap()
         .to_owned();
     let body = response.into_body().collect().await.unwrap().to_bytes();
-    let mut compat = mcp_framing::sse_compat::CompatDecoder::new();
+    let mut compat = mcp_framing::internals::sse_compat::CompatDecoder::new();
     let mut buf = bytes::BytesMut::new();
     let fed = compat.feed(&body, &mut buf);
     compat.finish();
@@ -414,7 +419,7 @@ async fn every_response_in_the_compatible_mapping_keeps_the_inner_bytes_and_fram
 /// The events an SSE parser reads from `body`: (type, data).
 fn sse_events(body: &[u8]) -> Vec<(Option<String>, String)> {
     let mut events = Vec::new();
-    mcp_framing::sse::SseParser::with_max_event_data(1 << 20)
+    mcp_framing::internals::sse::SseParser::with_max_event_data(1 << 20)
         .feed(body, &mut events)
         .unwrap();
     events.into_iter().map(|e| (e.event, e.data)).collect()
@@ -576,7 +581,9 @@ async fn the_layer_frames_within_the_limits_the_client_sent() {
                     assert_eq!(messages[0].bytes(), message.as_bytes(), "{what}");
                     continue;
                 }
-                let Err(ReceiveError::Decode(DecodeError::PeerAbort(abort))) = end else {
+                let Err(ReceiveError::Invalid(BodyError::Decode(DecodeError::PeerAbort(abort)))) =
+                    end
+                else {
                     panic!("{what}: expected the server's ABORT, got {end:?}");
                 };
                 assert_eq!(abort.code, AbortCode::MessageTooLarge, "{what}: {abort}");

@@ -13,8 +13,13 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::{StreamExt, stream};
-use mcp_framing::http::{Delivery, FramedBody, Mapping, OptIn, ReceiveError, response_headers};
-use mcp_framing::{AbortCode, DecodeError, Outgoing, StreamEncoder, StreamHead, Truncation};
+use mcp_framing::{
+    AbortCode, BodyError, DecodeError, Outgoing, StreamEncoder, StreamHead, Truncation,
+};
+use mcp_framing::{
+    http::{Delivery, FramedBody, OptIn, ReceiveError, response_headers},
+    mapping::Mapping,
+};
 
 mod http_support;
 
@@ -207,7 +212,9 @@ async fn classifies_a_cut_at_every_chunk_boundary_as_abandoned() {
             let received = call(addr, &format!("cut={cut}"), binary).await;
             let err = received.outcome.unwrap_err();
             assert!(err.is_abandoned(), "cut {cut}: {err}");
-            let ReceiveError::Decode(DecodeError::Truncated { at, progress }) = err else {
+            let ReceiveError::Invalid(BodyError::Decode(DecodeError::Truncated { at, progress })) =
+                err
+            else {
                 panic!("cut {cut}: not a truncation: {err}");
             };
             // Only messages verified before the cut were delivered, never the cut one.
@@ -227,7 +234,7 @@ async fn reports_a_server_abort_with_its_reason() {
     let addr = server().await;
     let received = call(addr, "abort=4", false).await;
     match received.outcome.unwrap_err() {
-        ReceiveError::Decode(DecodeError::PeerAbort(abort)) => {
+        ReceiveError::Invalid(BodyError::Decode(DecodeError::PeerAbort(abort))) => {
             assert_eq!(abort.code, AbortCode::InternalError);
             assert_eq!(abort.reason, "the model backend went away");
         }
@@ -302,8 +309,11 @@ async fn discovery_backend(framed: bool) -> SocketAddr {
             "capabilities": {"tools": {}, "extensions": {}},
         });
         if framed {
-            mcp_framing::FramingContract::v1()
-                .declare_in(&mut result, mcp_framing::DiscoverySource::Discover)
+            mcp_framing::contract::FramingContract::v1()
+                .declare_in(
+                    &mut result,
+                    mcp_framing::contract::DiscoverySource::Discover,
+                )
                 .unwrap();
         }
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": result}).to_string();
@@ -316,7 +326,7 @@ async fn discovery_backend(framed: bool) -> SocketAddr {
     addr
 }
 
-async fn discover(addr: SocketAddr) -> mcp_framing::ServerDiscovery {
+async fn discover(addr: SocketAddr) -> mcp_framing::contract::ServerDiscovery {
     let response: serde_json::Value = reqwest::Client::new()
         .post(format!("http://{addr}/mcp"))
         .body(r#"{"jsonrpc":"2.0","id":0,"method":"server/discover"}"#)
@@ -326,7 +336,7 @@ async fn discover(addr: SocketAddr) -> mcp_framing::ServerDiscovery {
         .json()
         .await
         .unwrap();
-    mcp_framing::ServerDiscovery::from_discover(&response["result"]).unwrap()
+    mcp_framing::contract::ServerDiscovery::from_discover(&response["result"]).unwrap()
 }
 
 #[tokio::test]
@@ -337,24 +347,24 @@ async fn detects_a_discovery_downgrade_between_two_requests() {
         discovery_backend(true).await,
         discovery_backend(false).await,
     ];
-    let policy = mcp_framing::ClientPolicy::new(&discover(endpoints[0]).await).unwrap();
-    assert_eq!(policy.regime(), mcp_framing::Regime::A);
+    let policy = mcp_framing::contract::ClientPolicy::new(&discover(endpoints[0]).await).unwrap();
+    assert_eq!(policy.regime(), mcp_framing::outcome::Regime::A);
     policy.recheck(&discover(endpoints[0]).await).unwrap();
     let err = policy.recheck(&discover(endpoints[1]).await).unwrap_err();
     assert!(
         matches!(
             err,
-            mcp_framing::ContractError::Downgrade {
-                change: mcp_framing::ContractChange::ContractDropped,
+            mcp_framing::contract::ContractError::Downgrade {
+                change: mcp_framing::contract::ContractChange::ContractDropped,
                 ..
             }
         ),
         "{err}"
     );
     // And a client that starts on the rolled-back backend refuses to start (Regime C).
-    let err = mcp_framing::ClientPolicy::new(&discover(endpoints[1]).await).unwrap_err();
+    let err = mcp_framing::contract::ClientPolicy::new(&discover(endpoints[1]).await).unwrap_err();
     assert!(
-        matches!(err, mcp_framing::ContractError::NoContract { .. }),
+        matches!(err, mcp_framing::contract::ContractError::NoContract { .. }),
         "{err}"
     );
 }

@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use mcp_framing::http::Mapping;
-use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
+use mcp_framing::mapping::Mapping;
+use mcp_framing::{client::OUTCOME_DATA_KEY, rmcp_http::FramingHttpClient};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ServiceError, ServiceExt};

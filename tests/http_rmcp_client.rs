@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::IntoResponse;
-use mcp_framing::http::Mapping;
+use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
 use mcp_framing::telemetry::CLIENT_RESPONSES;
 

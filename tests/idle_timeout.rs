@@ -7,11 +7,15 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt, stream};
-use mcp_framing::http::{DEFAULT_IDLE_TIMEOUT, Delivery, Mapping, ReceiveError, VerifiedResponse};
-use mcp_framing::sse::SseFrameEncoder;
+use mcp_framing::internals::sse::SseFrameEncoder;
 use mcp_framing::{
-    RequestKey, RequestTraits, RetryDecision, RetryPolicy, RetryReason, StreamDecoder,
-    StreamEncoder, StreamHead, Verdict,
+    RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    outcome::Verdict,
+    retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
+};
+use mcp_framing::{
+    http::{DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse},
+    mapping::Mapping,
 };
 
 type Piece = Result<Bytes, std::io::Error>;

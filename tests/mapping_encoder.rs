@@ -7,8 +7,8 @@ use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, stream};
 use mcp_framing::http::FramedBody;
 use mcp_framing::{
-    Abort, AbortCode, BodyDecoder, BodyError, DecodeError, Event, Mapping, MappingEncoder,
-    Outgoing, StreamDecoder, StreamEncoder, StreamHead,
+    Abort, AbortCode, BodyDecoder, BodyError, DecodeError, Event, MappingEncoder, Outgoing,
+    StreamDecoder, StreamEncoder, StreamHead, mapping::Mapping,
 };
 use proptest::prelude::*;
 

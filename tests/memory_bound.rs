@@ -9,8 +9,10 @@ use std::alloc::System;
 
 use bytes::{BufMut, BytesMut};
 use cap::Cap;
-use mcp_framing::frame::{FrameHeader, FrameKind, HEADER_LEN};
-use mcp_framing::{DEFAULT_MAX_FRAME_PAYLOAD, Event, StreamDecoder, StreamEncoder, StreamHead};
+use mcp_framing::internals::frame::{FrameHeader, FrameKind, HEADER_LEN};
+use mcp_framing::{
+    Event, StreamDecoder, StreamEncoder, StreamHead, limits::DEFAULT_MAX_FRAME_PAYLOAD,
+};
 
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);

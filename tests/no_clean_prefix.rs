@@ -14,7 +14,8 @@ use bytes::BytesMut;
 use common::vectors::{self, PrefixVerdict, Vector};
 use futures::TryStreamExt;
 use mcp_framing::{
-    DecodeError, Outcome, Regime, RequestKey, StreamDecoder, StreamEncoder, StreamHead, Verdict,
+    DecodeError, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    outcome::{Outcome, Regime, Verdict},
 };
 use tokio_util::codec::FramedRead;
 
@@ -75,7 +76,7 @@ fn framed_read(decoder: StreamDecoder, input: &[u8]) -> Outcome {
 fn verified_response(
     decoder: StreamDecoder,
     input: &[u8],
-    mapping: mcp_framing::http::Mapping,
+    mapping: mcp_framing::mapping::Mapping,
     max_event_data: Option<usize>,
 ) -> Outcomes {
     use futures::StreamExt;
@@ -113,7 +114,7 @@ fn verified_response(
 fn body_decoder(
     decoder: StreamDecoder,
     input: &[u8],
-    mapping: mcp_framing::Mapping,
+    mapping: mcp_framing::mapping::Mapping,
     max_event_data: Option<usize>,
 ) -> Outcomes {
     let mut body = mcp_framing::BodyDecoder::new(mapping, decoder);
@@ -160,14 +161,14 @@ fn binary_outcomes(vector: &Vector, input: &[u8]) -> Outcomes {
     outcomes.extend(body_decoder(
         vector.decoder(),
         input,
-        mcp_framing::Mapping::Binary,
+        mcp_framing::mapping::Mapping::Binary,
         None,
     ));
     #[cfg(feature = "http")]
     outcomes.extend(verified_response(
         vector.decoder(),
         input,
-        mcp_framing::http::Mapping::Binary,
+        mcp_framing::mapping::Mapping::Binary,
         None,
     ));
     outcomes
@@ -175,7 +176,7 @@ fn binary_outcomes(vector: &Vector, input: &[u8]) -> Outcomes {
 
 /// Every public path for a body in one of the SSE mappings (SPEC.md §15, §18; features `sse`,
 /// `http`).
-fn sse_outcomes(vector: &Vector, input: &[u8], mapping: mcp_framing::Mapping) -> Outcomes {
+fn sse_outcomes(vector: &Vector, input: &[u8], mapping: mcp_framing::mapping::Mapping) -> Outcomes {
     let mut outcomes = Outcomes::new();
     #[cfg(feature = "sse")]
     {
@@ -415,7 +416,7 @@ fn a_decoder_told_nothing_about_the_end_of_input_is_never_clean() {
 /// It is delivered, clean in Regime B, and not retried, by every public path (SPEC.md §7 row 4).
 #[test]
 fn a_final_response_whose_sentinel_was_cut_is_delivered_clean_in_regime_b_and_not_retried() {
-    use mcp_framing::{RequestTraits, RetryPolicy};
+    use mcp_framing::retry::{RequestTraits, RetryPolicy};
 
     let key = RequestKey::random();
     let response =
@@ -477,7 +478,10 @@ fn a_final_response_whose_sentinel_was_cut_is_delivered_clean_in_regime_b_and_no
     #[cfg(feature = "http")]
     {
         use futures::StreamExt;
-        use mcp_framing::http::{Delivery, Mapping, VerifiedResponse};
+        use mcp_framing::{
+            http::{Delivery, VerifiedResponse},
+            mapping::Mapping,
+        };
         let body =
             futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(cut))]);
         let mut verified = VerifiedResponse::new(body, Mapping::Binary, decoder());

@@ -17,10 +17,13 @@ use futures_util::StreamExt;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-use mcp_framing::http::{DEDUPE_HEADER, DedupeLayer, Delivery, Mapping, VerifiedResponse};
+use mcp_framing::internals::sse_compat::CompatDecoder;
 use mcp_framing::rmcp_http::FramingLayer;
-use mcp_framing::sse_compat::CompatDecoder;
 use mcp_framing::{RequestKey, StreamDecoder};
+use mcp_framing::{
+    http::{DEDUPE_HEADER, DedupeLayer, Delivery, VerifiedResponse},
+    mapping::Mapping,
+};
 use tower_layer::Layer;
 use tower_service::Service;
 

@@ -5,10 +5,11 @@ mod outcome_support;
 use bytes::BytesMut;
 #[cfg(feature = "codec")]
 use futures::TryStreamExt;
-use mcp_framing::frame::FrameKind;
+use mcp_framing::internals::frame::FrameKind;
 use mcp_framing::{
-    Abort, AbortCode, DecodeError, Event, Outcome, Regime, RequestKey, StreamDecoder,
-    StreamEncoder, StreamHead, Truncation, Verdict,
+    Abort, AbortCode, DecodeError, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    Truncation,
+    outcome::{Outcome, Regime, Verdict},
 };
 use outcome_support::{complete_stream, framed_policy};
 #[cfg(feature = "codec")]
@@ -297,7 +298,7 @@ fn bytes_after_the_sentinel_are_corrupt_not_clean() {
 #[test]
 fn frame_over_the_negotiated_limit_is_a_contract_violation() {
     let key = RequestKey::random();
-    let policy = mcp_framing::ClientPolicy::new(&outcome_support::discovery(
+    let policy = mcp_framing::contract::ClientPolicy::new(&outcome_support::discovery(
         "discover_framed_small_limits.json",
     ))
     .unwrap();

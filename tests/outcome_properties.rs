@@ -4,8 +4,9 @@ mod outcome_support;
 
 use bytes::BytesMut;
 use mcp_framing::{
-    Outcome, RequestKey, RequestTraits, RetryDecision, RetryPolicy, StreamDecoder, StreamEncoder,
-    StreamHead, Verdict,
+    RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    outcome::{Outcome, Verdict},
+    retry::{RequestTraits, RetryDecision, RetryPolicy},
 };
 use outcome_support::final_result;
 use proptest::prelude::*;

@@ -1,6 +1,6 @@
 //! The regime decision table (SPEC.md §11.4) on all 16 combinations of the four observations.
 
-use mcp_framing::{
+use mcp_framing::outcome::{
     Completion, DiscoveryMode, Observations, Regime, StreamCompletionAmbiguousError, classify,
 };
 

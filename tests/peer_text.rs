@@ -2,7 +2,8 @@
 //! request keys are displayed as fingerprints, never in full, in errors and outcomes.
 
 use mcp_framing::{
-    Abort, AbortCode, DecodeError, Outcome, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    Abort, AbortCode, DecodeError, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    outcome::Outcome,
 };
 
 /// A reason that would move the cursor, clear a terminal, forge a log line and reverse text.

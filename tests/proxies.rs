@@ -28,9 +28,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use mcp_framing::http::{Delivery, Mapping, VerifiedResponse, opt_in_headers_with};
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{RequestKey, StreamDecoder};
+use mcp_framing::{
+    http::{Delivery, VerifiedResponse, opt_in_headers_with},
+    mapping::Mapping,
+};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken,

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use bytes::BytesMut;
-use mcp_framing::frame::{FrameHeader, HEADER_LEN};
+use mcp_framing::internals::frame::{FrameHeader, HEADER_LEN};
 use mcp_framing::{
     AbortCode, AttemptId, DecodeError, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
     Truncation,
@@ -954,7 +954,7 @@ fn every_external_decoder_agrees_with_the_crate_on_generated_and_mutated_streams
 #[cfg(feature = "sse")]
 #[test]
 fn every_external_decoder_agrees_with_the_crate_on_sse_bodies() {
-    use mcp_framing::sse::SseFrameEncoder;
+    use mcp_framing::internals::sse::SseFrameEncoder;
 
     let sse = Config {
         mapping: "sse",
@@ -1202,7 +1202,7 @@ fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 #[cfg(feature = "sse")]
 #[test]
 fn every_external_decoder_agrees_with_the_crate_on_compat_bodies() {
-    use mcp_framing::sse_compat::CompatEncoder;
+    use mcp_framing::internals::sse_compat::CompatEncoder;
 
     let compat = Config {
         mapping: "compat",

@@ -3,19 +3,40 @@
 mod outcome_support;
 
 use mcp_framing::{
-    FRAMING_HEADER, REQUEST_KEY_HEADER, REQUEST_KEY_META, RequestKey, RequestKeyError, Verdict,
-    request_key, set_request_key,
+    RequestKey,
+    outcome::Verdict,
+    request::{REQUEST_KEY_META, RequestKeyError, request_key, set_request_key},
 };
 use outcome_support::{complete_stream, final_result, framed_policy};
 
 #[test]
-fn header_and_meta_names_are_the_ones_spec_md_gives() {
+fn the_meta_key_is_the_one_spec_md_gives() {
     let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/SPEC.md")).unwrap();
-    for name in [REQUEST_KEY_HEADER, REQUEST_KEY_META, FRAMING_HEADER] {
-        assert!(spec.contains(name), "SPEC.md does not name {name}");
-    }
-    assert_eq!(REQUEST_KEY_HEADER, "Mcp-Framing-Request-Key");
+    assert!(
+        spec.contains(REQUEST_KEY_META),
+        "SPEC.md does not name {REQUEST_KEY_META}"
+    );
     assert_eq!(REQUEST_KEY_META, "io.github.mcp-framing/requestKey");
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn header_names_are_the_ones_spec_md_gives() {
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/SPEC.md")).unwrap();
+    let spec = spec.to_ascii_lowercase();
+    for header in [
+        mcp_framing::http::REQUEST_KEY_HEADER,
+        mcp_framing::http::OPT_IN_HEADER,
+    ] {
+        assert!(
+            spec.contains(header.as_str()),
+            "SPEC.md does not name {header}"
+        );
+    }
+    assert_eq!(
+        mcp_framing::http::REQUEST_KEY_HEADER,
+        "mcp-framing-request-key"
+    );
 }
 
 #[test]

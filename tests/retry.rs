@@ -3,8 +3,9 @@
 mod outcome_support;
 
 use mcp_framing::{
-    AbortCode, DecodeError, DiscoveryMode, Outcome, RequestKey, RequestTraits, RetryDecision,
-    RetryPolicy, RetryReason, StreamDecoder,
+    AbortCode, DecodeError, RequestKey, StreamDecoder,
+    outcome::{DiscoveryMode, Outcome},
+    retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
 };
 use outcome_support::complete_stream;
 

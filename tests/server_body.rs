@@ -7,9 +7,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::channel::mpsc;
 use futures::{FutureExt, SinkExt, StreamExt, stream};
-use mcp_framing::http::{Delivery, FramedBody, Mapping, OptIn, response_headers};
-use mcp_framing::sse::SseFrameDecoder;
+use mcp_framing::internals::sse::SseFrameDecoder;
 use mcp_framing::{AbortCode, DecodeError, Outgoing, StreamDecoder, StreamEncoder, StreamHead};
+use mcp_framing::{
+    http::{Delivery, FramedBody, OptIn, response_headers},
+    mapping::Mapping,
+};
 
 mod http_support;
 

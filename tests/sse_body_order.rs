@@ -5,13 +5,23 @@
 
 use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, executor::block_on, stream};
-use mcp_framing::frame::HEADER_LEN;
-use mcp_framing::http::{Delivery, Mapping, ReceiveError, VerifiedResponse};
-use mcp_framing::sse::{DEFAULT_MAX_EVENT_DATA, SseError, SseFrameDecoder, SseFrameEncoder};
+use mcp_framing::internals::frame::HEADER_LEN;
 use mcp_framing::telemetry;
 use mcp_framing::{
-    AttemptContext, DecodeError, MappingViolation, Outcome, RequestKey, RequestTraits,
-    RetryDecision, RetryPolicy, RetryReason, StreamDecoder, Verdict,
+    BodyError, DecodeError, RequestKey, StreamDecoder,
+    mapping::MappingViolation,
+    outcome::{Outcome, Verdict},
+    retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
+    telemetry::AttemptContext,
+};
+use mcp_framing::{
+    http::{Delivery, ReceiveError, VerifiedResponse},
+    mapping::Mapping,
+};
+use mcp_framing::{
+    internals::sse::{SseFrameDecoder, SseFrameEncoder},
+    limits::DEFAULT_MAX_EVENT_DATA,
+    mapping::SseError,
 };
 use proptest::prelude::*;
 
@@ -154,7 +164,7 @@ fn verified_response_delivers_messages_decoded_before_an_sse_error_in_the_same_r
             panic!("the verified message comes first")
         };
         assert_eq!(got.bytes(), &message[..]);
-        let Some(Err(ReceiveError::Sse(err))) = response.next().await else {
+        let Some(Err(ReceiveError::Invalid(BodyError::Sse(err)))) = response.next().await else {
             panic!("then the SSE error")
         };
         assert_eq!(
@@ -182,7 +192,9 @@ fn unframed_responses_and_sse_errors_are_contract_violations_that_are_not_retrie
     let not_framed = ReceiveError::<std::io::Error>::NotFramed {
         content_type: Some("application/json".into()),
     };
-    let sse = ReceiveError::<std::io::Error>::Sse(SseError::InvalidBase64 { event: 3 });
+    let sse = ReceiveError::<std::io::Error>::Invalid(BodyError::Sse(SseError::InvalidBase64 {
+        event: 3,
+    }));
     let metrics = Recorded::new();
     for err in [not_framed, sse] {
         let outcome = err.outcome().expect("every receive error has an outcome");

@@ -4,11 +4,13 @@
 //! in a record or an event detected; stripped, dropped, duplicated and spliced pieces never clean.
 
 use bytes::{Bytes, BytesMut};
-use mcp_framing::sse::{SseItem, SseParser};
-use mcp_framing::sse_compat::{
-    CompatDecoder, CompatEncodeError, CompatEncoder, CompatError, RECORD_OVERHEAD,
-};
+use mcp_framing::internals::sse::{SseItem, SseParser};
 use mcp_framing::{AbortCode, DecodeError, Event, StreamDecoder, StreamEncoder};
+use mcp_framing::{
+    CompatEncodeError,
+    internals::sse_compat::{CompatDecoder, CompatEncoder, RECORD_OVERHEAD},
+    mapping::CompatError,
+};
 use proptest::prelude::*;
 
 mod common;
@@ -588,7 +590,7 @@ fn comments_come_in_body_order_with_the_events() {
         items,
         [
             SseItem::Comment(Bytes::from_static(b"inside")),
-            SseItem::Event(mcp_framing::sse::SseEvent {
+            SseItem::Event(mcp_framing::internals::sse::SseEvent {
                 event: None,
                 data: "a".to_owned(),
                 id: None,
@@ -676,10 +678,10 @@ fn body_decode<'a>(
 ) -> (
     Vec<Bytes>,
     Result<(), mcp_framing::BodyError>,
-    mcp_framing::Outcome,
+    mcp_framing::outcome::Outcome,
 ) {
     let decoder = StreamDecoder::builder().expect_request_key(KEY).build();
-    let mut body = mcp_framing::BodyDecoder::new(mcp_framing::Mapping::Compat, decoder);
+    let mut body = mcp_framing::BodyDecoder::new(mcp_framing::mapping::Mapping::Compat, decoder);
     let mut messages = Vec::new();
     let mut drain = |body: &mut mcp_framing::BodyDecoder| loop {
         match body.next_event() {

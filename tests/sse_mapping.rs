@@ -3,8 +3,11 @@
 //! truncation, unframed events refused.
 
 use bytes::BytesMut;
-use mcp_framing::sse::{EVENT_OVERHEAD, SseError, SseFrameDecoder, SseFrameEncoder};
 use mcp_framing::{DecodeError, StreamDecoder};
+use mcp_framing::{
+    internals::sse::{EVENT_OVERHEAD, SseFrameDecoder, SseFrameEncoder},
+    mapping::SseError,
+};
 use proptest::prelude::*;
 
 mod common;

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use cut::Cut;
 use example_support::{Example, executions, fleet_backend, repo, rmcp_server, runtime};
-use mcp_framing::http::Mapping;
+use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
 use serde_json::Value;
 use stock_support::{

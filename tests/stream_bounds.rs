@@ -11,7 +11,7 @@ use mcp_framing::limits::{
     DEFAULT_MAX_IGNORABLE_IN_A_ROW, DEFAULT_MAX_KEEPALIVES_IN_A_ROW, DEFAULT_MAX_MESSAGES,
     DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW, DEFAULT_MAX_STREAM_BYTES,
 };
-use mcp_framing::{DecodeError, Event, Limits, StreamDecoder, VerdictKind};
+use mcp_framing::{DecodeError, Event, StreamDecoder, limits::Limits, outcome::VerdictKind};
 
 /// Feeds `frames` one after the other (each a whole frame) and returns the first error with the
 /// number of frames accepted before it.
@@ -186,13 +186,13 @@ fn the_stream_byte_bound_is_checked_at_the_header_before_its_payload_arrives() {
 
 #[test]
 fn a_client_policy_decoder_enforces_the_clients_own_bounds() {
-    let discovery = mcp_framing::ServerDiscovery::from_initialize(&serde_json::json!({
+    let discovery = mcp_framing::contract::ServerDiscovery::from_initialize(&serde_json::json!({
         "protocolVersion": "2025-06-18",
         "capabilities": {"experimental": {"io.github.mcp-framing/framing":
-            mcp_framing::FramingContract::v1()}}
+            mcp_framing::contract::FramingContract::v1()}}
     }))
     .unwrap();
-    let policy = mcp_framing::ClientPolicy::builder()
+    let policy = mcp_framing::contract::ClientPolicy::builder()
         .limits(Limits::default().max_keepalives_in_a_row(1))
         .build(&discovery)
         .unwrap();
@@ -207,7 +207,7 @@ fn a_client_policy_decoder_enforces_the_clients_own_bounds() {
 #[test]
 fn an_sse_body_of_endless_comments_is_stopped_at_the_default_bound() {
     use mcp_framing::mapping::SseError;
-    use mcp_framing::{BodyDecoder, BodyError, Mapping};
+    use mcp_framing::{BodyDecoder, BodyError, mapping::Mapping};
     let mut body = BodyDecoder::new(Mapping::Sse, StreamDecoder::new());
     // Keep-alive comments only, fed in reads of 100 lines, as a server that never answers.
     let mut fed = 0;
@@ -235,8 +235,8 @@ fn an_sse_body_of_endless_comments_is_stopped_at_the_default_bound() {
 #[cfg(feature = "sse")]
 #[test]
 fn sse_comments_between_frame_events_start_the_count_again() {
-    use mcp_framing::sse::SseFrameEncoder;
-    use mcp_framing::{BodyDecoder, Mapping};
+    use mcp_framing::internals::sse::SseFrameEncoder;
+    use mcp_framing::{BodyDecoder, mapping::Mapping};
     let wire = common::vectors::single_message();
     let events = SseFrameEncoder::new().to_events(&wire);
     // Between every two events, 4,000 comments: each run stays under the bound.

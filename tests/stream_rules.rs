@@ -3,7 +3,7 @@
 mod common;
 
 use bytes::BytesMut;
-use mcp_framing::frame::{FrameKind, HEADER_LEN};
+use mcp_framing::internals::frame::{FrameKind, HEADER_LEN};
 use mcp_framing::{
     Abort, AbortCode, AttemptId, DecodeError, Event, StreamDecoder, StreamEncoder, StreamState,
 };

@@ -11,7 +11,10 @@ use mcp_framing::telemetry::{
     CLIENT_RETRY_DECISIONS, CLIENT_SENTINEL_MISSING, CLIENT_TRUNCATIONS,
 };
 use mcp_framing::{
-    AttemptContext, DiscoveryMode, Outcome, RequestKey, RequestTraits, RetryPolicy, StreamDecoder,
+    RequestKey, StreamDecoder,
+    outcome::{DiscoveryMode, Outcome},
+    retry::{RequestTraits, RetryPolicy},
+    telemetry::AttemptContext,
 };
 use metrics_support::Recorded;
 use outcome_support::{complete_stream, final_result};

@@ -7,7 +7,7 @@ mod common;
 
 use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, TryStreamExt};
-use mcp_framing::frame::{FrameKind, HEADER_LEN};
+use mcp_framing::internals::frame::{FrameKind, HEADER_LEN};
 use mcp_framing::{DecodeError, Event, StreamDecoder, Truncation};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
@@ -31,7 +31,8 @@ fn expected_truncation(bytes: &[u8], cut: usize) -> (Truncation, u64, usize) {
                 let header: [u8; HEADER_LEN] = bytes[span.start..span.start + HEADER_LEN]
                     .try_into()
                     .expect("20 bytes");
-                let header = mcp_framing::frame::FrameHeader::parse(&header).expect("header");
+                let header =
+                    mcp_framing::internals::frame::FrameHeader::parse(&header).expect("header");
                 Truncation::InPayload {
                     kind: FrameKind::from_byte(header.kind).expect("kind"),
                     received: received - HEADER_LEN,

@@ -12,8 +12,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use bytes::BytesMut;
-use mcp_framing::frame::FrameHeader;
-use mcp_framing::sse::SseFrameEncoder;
+use mcp_framing::internals::frame::FrameHeader;
+use mcp_framing::internals::sse::SseFrameEncoder;
 use mcp_framing::{AbortCode, AttemptId, RequestKey, StreamEncoder, StreamHead};
 use mcp_framing_fuzz::limits::{DEFAULT_LIMITS_BYTE, EXPECTED_KEY};
 

@@ -6,7 +6,7 @@
 //! every field the decoder reported (head, chunk bytes, digests, abort reason) at once.
 
 use bytes::{Bytes, BytesMut};
-use mcp_framing::frame::MAX_ABORT_REASON_LEN;
+use mcp_framing::internals::frame::MAX_ABORT_REASON_LEN;
 use mcp_framing::{
     Abort, DecodeError, Event, MessageSummary, Progress, StreamEncoder, StreamHead, StreamSummary,
     Truncation,

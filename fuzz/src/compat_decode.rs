@@ -25,15 +25,18 @@
 use bytes::{Bytes, BytesMut};
 
 use super::reader::pieces;
-use mcp_framing::sse::SseParser;
-use mcp_framing::sse_compat::{CompatDecoder, CompatError, DEFAULT_MAX_EVENT_DATA};
+use mcp_framing::internals::sse::SseParser;
 use mcp_framing::{
-    AbortCode, AttemptId, BodyDecoder, BodyError, DecodeError, Event, Mapping, StreamDecoder,
-    StreamEncoder, StreamHead,
+    AbortCode, AttemptId, BodyDecoder, BodyError, DecodeError, Event, StreamDecoder, StreamEncoder,
+    StreamHead, mapping::Mapping,
+};
+use mcp_framing::{
+    internals::sse_compat::CompatDecoder, limits::DEFAULT_MAX_COMPAT_EVENT_DATA,
+    mapping::CompatError,
 };
 
 /// Event bounds a mode byte can pick.
-const MAX_EVENT_DATA: [usize; 4] = [64, 1024, 4096, DEFAULT_MAX_EVENT_DATA];
+const MAX_EVENT_DATA: [usize; 4] = [64, 1024, 4096, DEFAULT_MAX_COMPAT_EVENT_DATA];
 
 /// Frame sizes a script can pick.
 const FRAME_SIZES: [usize; 8] = [1, 2, 7, 16, 100, 1024, 16384, 16384];
@@ -199,7 +202,7 @@ pub fn run(data: &[u8]) {
 
 /// Mode bit 2: messages written with `CompatEncoder`, then decoded.
 fn script(mode: u8, schedule: &[u8], script: &[u8]) {
-    use mcp_framing::sse_compat::CompatEncoder;
+    use mcp_framing::internals::sse_compat::CompatEncoder;
 
     let messages: Vec<Vec<u8>> = script
         .split(|&b| b == 0)
@@ -241,7 +244,7 @@ fn script(mode: u8, schedule: &[u8], script: &[u8]) {
             binary.end(&mut wire).unwrap();
         }
     }
-    let max = DEFAULT_MAX_EVENT_DATA;
+    let max = DEFAULT_MAX_COMPAT_EVENT_DATA;
     let split = pieces(&body, schedule);
     let carried = carry(max, &split);
     // (`finish` counts the bytes after the last blank line: a final record line, handled.)

@@ -17,9 +17,11 @@
 
 use mcp_framing::contract::{KNOWN_TRANSPORTS, SUPPORTED_VERSIONS};
 use mcp_framing::{
-    ClientPolicy, ContractError, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE,
-    DiscoverySource, FramingContract, MIN_MAX_FRAME_PAYLOAD, Regime, RequestKey, ServerDiscovery,
-    request_key, set_request_key,
+    RequestKey,
+    contract::{ClientPolicy, ContractError, DiscoverySource, FramingContract, ServerDiscovery},
+    limits::{DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD},
+    outcome::Regime,
+    request::{request_key, set_request_key},
 };
 use serde_json::Value;
 

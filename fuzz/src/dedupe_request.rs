@@ -162,7 +162,7 @@ fn write_shuffled(value: &Value, state: &mut u64, out: &mut String) {
 }
 
 fn identification(request: &Value, mode: u8) {
-    let meta = mcp_framing::request_key(request);
+    let meta = mcp_framing::request::request_key(request);
     let other = RequestKey::from_bytes([0x5a; 16]);
     let header = match (mode & 3, &meta) {
         (1, Ok(Some(key))) => Some(*key),
@@ -256,7 +256,7 @@ fn layer(body: &[u8], well_formed: bool) {
     let keyed_call = serde_json::from_slice::<Value>(body).ok().is_some_and(|v| {
         v.get("id").is_some()
             && v["method"] == "tools/call"
-            && matches!(mcp_framing::request_key(&v), Ok(Some(_)))
+            && matches!(mcp_framing::request::request_key(&v), Ok(Some(_)))
     });
     let mut answers = Vec::new();
     RUNTIME.with(|runtime| {

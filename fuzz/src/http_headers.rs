@@ -18,8 +18,11 @@
 //!   parameters) is not framed.
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use mcp_framing::http::{LIMITS_HEADER, Mapping, OPT_IN_HEADER, OptIn, opt_in_headers_for};
-use mcp_framing::{MIN_MAX_FRAME_PAYLOAD, RequestKey, StreamDecoder};
+use mcp_framing::{RequestKey, StreamDecoder, limits::MIN_MAX_FRAME_PAYLOAD};
+use mcp_framing::{
+    http::{LIMITS_HEADER, OPT_IN_HEADER, OptIn, opt_in_headers_for},
+    mapping::Mapping,
+};
 
 /// Runs the oracle on one input; see the module docs.
 ///

@@ -1,8 +1,8 @@
 //! Decoder configurations chosen by one input byte.
 
 use mcp_framing::{
-    DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD, RequestKey,
-    StreamDecoder,
+    RequestKey, StreamDecoder,
+    limits::{DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD},
 };
 
 /// Frame limits a target can pick (bits 0..=1 of the limits byte): the smallest allowed, two

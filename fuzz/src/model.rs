@@ -6,7 +6,7 @@
 //! `tests/jsonrpc.rs`); where that rule applies, and what it decides at the end of input, is the
 //! model's own.
 
-use mcp_framing::frame::FrameKind;
+use mcp_framing::internals::frame::FrameKind;
 use mcp_framing::{
     Abort, AttemptId, DecodeError, Event, RequestKey, StreamHead, StreamSummary, Truncation,
 };
@@ -144,7 +144,7 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
     let mut open: Vec<u8> = Vec::new();
     // SPEC.md §6.1: the per-stream bounds (the targets decode with their defaults), and the
     // KEEPALIVE and ignorable frames since the last DATA or MESSAGE_END.
-    let bounds = mcp_framing::Limits::DEFAULT;
+    let bounds = mcp_framing::limits::Limits::DEFAULT;
     let (mut keepalives, mut ignorable) = (0u32, 0u32);
     let mut answer = if limits.request_key.is_some() && limits.assemble {
         Answer::Awaited
@@ -308,7 +308,8 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
                 }
                 // SPEC.md §7.1: the first verified JSON-RPC response is the final one.
                 let final_response = answer == Answer::Awaited
-                    && std::str::from_utf8(&open).is_ok_and(mcp_framing::jsonrpc::is_response);
+                    && std::str::from_utf8(&open)
+                        .is_ok_and(mcp_framing::internals::jsonrpc::is_response);
                 if final_response {
                     answer = Answer::Held;
                 }

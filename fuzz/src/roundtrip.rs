@@ -19,10 +19,10 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use bytes::BytesMut;
-use mcp_framing::frame::MAX_ABORT_REASON_LEN;
+use mcp_framing::internals::frame::MAX_ABORT_REASON_LEN;
 use mcp_framing::{
-    Abort, AttemptId, DEFAULT_MAX_MESSAGE_SIZE, DecodeError, EncodeError, Event, RequestKey,
-    StreamEncoder, StreamHead, Truncation,
+    Abort, AttemptId, DecodeError, EncodeError, Event, RequestKey, StreamEncoder, StreamHead,
+    Truncation, limits::DEFAULT_MAX_MESSAGE_SIZE,
 };
 use sha2::{Digest, Sha256};
 
@@ -51,7 +51,7 @@ fn response(id: u32) -> Vec<u8> {
 
 /// Whether `message` is a JSON-RPC response (the crate's one rule, SPEC.md §7.1).
 fn is_response(message: &[u8]) -> bool {
-    std::str::from_utf8(message).is_ok_and(mcp_framing::jsonrpc::is_response)
+    std::str::from_utf8(message).is_ok_and(mcp_framing::internals::jsonrpc::is_response)
 }
 
 /// How the script ends its stream.

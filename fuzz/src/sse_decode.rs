@@ -20,9 +20,10 @@
 use bytes::BytesMut;
 
 use super::reader::pieces;
-use mcp_framing::sse::{
-    DEFAULT_MAX_EVENT_DATA, FRAME_EVENT, SseError, SseEvent, SseFrameDecoder, SseFrameEncoder,
-    SseParser,
+use mcp_framing::{
+    internals::sse::{SseEvent, SseFrameDecoder, SseFrameEncoder, SseParser},
+    limits::DEFAULT_MAX_EVENT_DATA,
+    mapping::{FRAME_EVENT, SseError},
 };
 
 /// Event size limits a mode byte can pick.

@@ -10,7 +10,7 @@ use super::retrying::AttemptReport;
 use super::schedule::RetrySchedule;
 use super::stats::{ClientStats, RetryStats};
 use crate::contract::{ClientPolicy, ContractError, ServerDiscovery};
-use crate::http::{DEFAULT_IDLE_TIMEOUT, Mapping};
+use crate::{http::DEFAULT_IDLE_TIMEOUT, mapping::Mapping};
 
 /// Methods treated as idempotent (retried even without deduplication): MCP's reads and lists.
 pub const IDEMPOTENT_METHODS: &[&str] = &[
@@ -172,7 +172,7 @@ fn establish(
 /// makes one, for the doc examples.
 macro_rules! option_setters {
     ($example:literal) => {
-        /// Asks for `mapping` (default [`Mapping::Compat`](crate::http::Mapping::Compat), the
+        /// Asks for `mapping` (default [`Mapping::Compat`](crate::mapping::Mapping::Compat), the
         /// compatible SSE mapping of SPEC.md §18, in which the messages stay plain MCP events that
         /// gateways and tools can read); a response in another mapping the client reads is taken
         /// too (a server without the compatible mapping answers in §15's).
@@ -180,12 +180,12 @@ macro_rules! option_setters {
         /// # Examples
         ///
         /// ```
-        /// use mcp_framing::http::Mapping;
+        /// use mcp_framing::mapping::Mapping;
         #[doc = concat!("let client = ", $example, ".mapping(Mapping::Sse);")]
         /// # let _ = client;
         /// ```
         #[must_use]
-        pub fn mapping(mut self, mapping: crate::http::Mapping) -> Self {
+        pub fn mapping(mut self, mapping: crate::mapping::Mapping) -> Self {
             self.config_mut().mapping = mapping;
             self
         }
@@ -201,7 +201,7 @@ macro_rules! option_setters {
         /// ```
         #[must_use]
         pub fn binary(mut self, binary: bool) -> Self {
-            use crate::http::Mapping;
+            use crate::mapping::Mapping;
             self.config_mut()
                 .ask_for(Mapping::Binary, binary, Mapping::Compat);
             self

@@ -34,13 +34,16 @@ use crate::contract::{ClientPolicy, ServerDiscovery};
 use crate::decoder::StreamDecoder;
 use crate::error::Progress;
 use crate::frame::HEADER_LEN;
-use crate::http::{Delivery, Mapping, VerifiedResponse, opt_in_headers_with};
 use crate::ids::RequestKey;
 use crate::jsonrpc::{self, IdEditError, TopLevel};
 use crate::limits::{Limits, MIN_MAX_FRAME_PAYLOAD, compat_event_data_limit, event_data_limit};
 use crate::outcome::{DiscoveryMode, Outcome};
 use crate::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
 use crate::telemetry::{self, AttemptContext};
+use crate::{
+    http::{Delivery, VerifiedResponse, opt_in_headers_with},
+    mapping::Mapping,
+};
 
 /// A response body as the engine reads it.
 type Body = BoxStream<'static, Result<Bytes, reqwest::Error>>;
@@ -54,7 +57,7 @@ pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Where the attempts of a call go, and where the policy they are checked against comes from.
 #[derive(Clone, Debug)]
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // only FramingHttpClient has sessions and a fixed URI
+#[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // only FramingHttpClient has sessions and a fixed URI
 pub(crate) enum Route {
     /// Every attempt resolved afresh, its discovery checked against the policy built from the
     /// first resolution (SPEC.md §11.5, §17.13).
@@ -224,26 +227,26 @@ impl Call {
     }
 
     /// The endpoint of the last attempt.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) fn endpoint(&self) -> &str {
         &self.endpoint
     }
 
     /// The session a response issued, if one did.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) fn session(&self) -> Option<&str> {
         self.session.as_deref()
     }
 
     /// The JSON-RPC error response under the caller's id that stands for `err` (SPEC.md §11.7).
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) fn error_response(&self, err: &CallError) -> String {
         err.error_response(&self.id, Some(self.key), self.attempt)
     }
 
     /// Sends attempts until one is receiving its body, or the call failed (the error is then the
     /// call's last item, already recorded). Idempotent.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) async fn open(&mut self) -> Result<(), CallError> {
         if self.done || self.current.is_some() {
             return Ok(());

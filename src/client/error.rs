@@ -197,7 +197,7 @@ impl CallError {
     }
 
     /// The HTTP status, for an error an HTTP error status caused.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) fn http_status(&self) -> Option<(StatusCode, &str)> {
         match self {
             Self::Status { status, text, .. }
@@ -211,7 +211,7 @@ impl CallError {
 
     /// The outcome report of SPEC.md §11.7 for this error of a request that carried `key` after
     /// `attempts` attempts.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     fn report(&self, key: Option<RequestKey>, attempts: u32) -> Value {
         let mut report = Map::new();
         report.insert("classification".into(), self.classification().into());
@@ -259,7 +259,7 @@ impl CallError {
     /// The JSON-RPC error response under the caller's `id` that stands for this error (SPEC.md
     /// §11.7): code `-32603`, a message naming what happened, and the outcome report under
     /// [`OUTCOME_DATA_KEY`].
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+    #[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
     pub(crate) fn error_response(
         &self,
         id: &Value,
@@ -281,7 +281,7 @@ impl CallError {
 
 /// `err`'s message followed by those of its sources that it does not already end with (a TLS
 /// failure names the certificate only deep in the chain).
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))] // used by rmcp_http
+#[cfg_attr(not(feature = "rmcp-client"), allow(dead_code))] // used by rmcp_http
 fn with_sources(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();

@@ -33,7 +33,7 @@ pub use retrying::{AttemptReport, CallItem, CallOutcome, RetryingClient};
 pub use schedule::RetrySchedule;
 pub use stats::{ClientStats, RetrySnapshot, RetryStats};
 
-#[cfg_attr(not(feature = "rmcp"), allow(unused_imports))]
+#[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))]
 pub(crate) use config::{Config, State, option_setters};
-#[cfg_attr(not(feature = "rmcp"), allow(unused_imports))]
+#[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))]
 pub(crate) use engine::{Call, Item, Route, SESSION_HEADER, TransportLimits, error_text, post};

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 
 use crate::contract::ServerDiscovery;
-use crate::http::Mapping;
+use crate::mapping::Mapping;
 use crate::sse::SseParser;
 
 /// A boxed `Send` future, as [`EndpointResolver::resolve`] returns.
@@ -21,12 +21,12 @@ pub type ResolveFuture<'a> =
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::ServerDiscovery;
+/// use mcp_framing::contract::ServerDiscovery;
 /// use mcp_framing::client::Resolution;
 /// let discovery = ServerDiscovery::from_discover(&serde_json::json!({"capabilities": {}}))?;
 /// let resolution = Resolution::new("http://127.0.0.1:8080/mcp", discovery);
 /// assert_eq!(resolution.endpoint, "http://127.0.0.1:8080/mcp");
-/// # Ok::<(), mcp_framing::ContractError>(())
+/// # Ok::<(), mcp_framing::contract::ContractError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -88,7 +88,7 @@ pub type CallItem = Result<Bytes, CallError>;
 /// ([`RetrySchedule`]), the endpoint re-resolved and its contract re-checked before each
 /// attempt ([`EndpointResolver`]; a downgrade fails closed).
 ///
-/// It retries only what [`RetryPolicy`](crate::RetryPolicy) allows for the server's declared
+/// It retries only what [`RetryPolicy`](crate::retry::RetryPolicy) allows for the server's declared
 /// contract: an idempotent request (reads and lists,
 /// [`IDEMPOTENT_METHODS`](super::IDEMPOTENT_METHODS)), or a keyed one whose method the server
 /// declares deduplicated (SPEC.md §17.11); never an ambiguous close (Regime C: the policy cannot
@@ -198,14 +198,14 @@ impl RetryingClient {
     ///
     /// ```
     /// # use mcp_framing::client::*;
-    /// # use mcp_framing::{ClientPolicy, FramingContract, ServerDiscovery, DiscoverySource};
+    /// # use mcp_framing::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery};
     /// let mut result = serde_json::json!({"capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Discover)?;
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_discover(&result)?)?;
     /// let client = RetryingClient::new(reqwest::Client::new(),
     ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"])).policy(policy);
     /// # let _ = client;
-    /// # Ok::<(), mcp_framing::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn policy(self, policy: ClientPolicy) -> Self {

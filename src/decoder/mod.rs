@@ -254,7 +254,7 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Limits, StreamDecoder};
+    /// use mcp_framing::{limits::Limits, StreamDecoder};
     /// assert_eq!(*StreamDecoder::new().limits(), Limits::DEFAULT);
     /// ```
     #[must_use]
@@ -269,7 +269,7 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DEFAULT_MAX_FRAME_PAYLOAD, StreamDecoder};
+    /// use mcp_framing::{limits::DEFAULT_MAX_FRAME_PAYLOAD, StreamDecoder};
     /// assert_eq!(StreamDecoder::new().max_frame_payload(), DEFAULT_MAX_FRAME_PAYLOAD);
     /// assert_eq!(StreamDecoder::builder().max_frame_payload(1 << 20).build().max_frame_payload(), 1 << 20);
     /// ```
@@ -283,7 +283,7 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DEFAULT_MAX_MESSAGE_SIZE, StreamDecoder};
+    /// use mcp_framing::{limits::DEFAULT_MAX_MESSAGE_SIZE, StreamDecoder};
     /// assert_eq!(StreamDecoder::new().max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
     /// ```
     #[must_use]
@@ -346,7 +346,7 @@ impl StreamDecoder {
     }
 
     /// How the stream ended, from this decoder's own state (SPEC.md §7, §11.4): the one way to
-    /// obtain a [`Verdict::Clean`](crate::Verdict::Clean).
+    /// obtain a [`Verdict::Clean`](crate::outcome::Verdict::Clean).
     ///
     /// Call it once the input ended and [`decode_eof`](Self::decode_eof) returned `Ok(None)` or
     /// an error (or when the transport failed, or reading stopped early):
@@ -370,7 +370,7 @@ impl StreamDecoder {
     ///
     /// ```
     /// use bytes::BytesMut;
-    /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead, Verdict};
+    /// use mcp_framing::{outcome::Verdict, StreamDecoder, StreamEncoder, StreamHead};
     ///
     /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
     /// let mut wire = BytesMut::new();

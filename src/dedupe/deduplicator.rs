@@ -88,7 +88,7 @@ pub enum StoreFailure {
 /// let key = RequestKey::random();
 /// let mut request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 ///                          "params": {"name": "send_email", "arguments": {"to": "a@example.com"}}});
-/// mcp_framing::set_request_key(&mut request, key).unwrap();
+/// mcp_framing::request::set_request_key(&mut request, key).unwrap();
 /// let call = KeyedCall::from_request(Principal::anonymous(), None, &request, &FingerprintRules::default())?
 ///     .expect("the request carries a key");
 /// assert_eq!(call.request_key(), key);

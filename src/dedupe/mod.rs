@@ -31,7 +31,7 @@
 //!     let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
 //!         "params": {"name": "send_email", "arguments": {"to": to},
 //!                    "_meta": {"progressToken": id}}});
-//!     mcp_framing::set_request_key(&mut request, key).unwrap();
+//!     mcp_framing::request::set_request_key(&mut request, key).unwrap();
 //!     KeyedCall::from_request(Principal::from_id("alice"), Some(key), &request, dedup.rules())
 //!         .unwrap().unwrap()
 //! };
@@ -74,7 +74,7 @@ pub use memory::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, MemoryStore, RECORD_OVE
 pub use redis::{DEFAULT_PREFIX, RedisStore, RedisStoreBuilder};
 pub use refusal::{
     CODE_CONFLICT, CODE_IN_PROGRESS, CODE_LEASE_LOST, CODE_OUTCOME_UNKNOWN, CODE_RESULT_NOT_STORED,
-    CODE_STORE_UNAVAILABLE, DEDUPE_DATA_KEY, Refusal, refusal_of,
+    CODE_STORE_UNAVAILABLE, Refusal,
 };
 pub use request_json::{MAX_JSON_DEPTH, RequestJsonError, parse_request_json};
 pub use scope::{AuthorizationPrincipal, Principal, PrincipalExtractor, Scope, StoreKey};

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::store::StoreError;
 use crate::ids::RequestKey;
 
-pub use crate::retry::DEDUPE_DATA_KEY;
+use crate::retry::DEDUPE_DATA_KEY;
 
 /// JSON-RPC error code of [`Refusal::Conflict`].
 pub const CODE_CONFLICT: i64 = -32080;
@@ -44,7 +44,7 @@ pub const CODE_LEASE_LOST: i64 = -32085;
 /// ```
 /// use std::time::Duration;
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::dedupe::{DEDUPE_DATA_KEY, Refusal};
+/// use mcp_framing::{dedupe::Refusal, retry::DEDUPE_DATA_KEY};
 ///
 /// let key = RequestKey::from_bytes([0xab; 16]);
 /// let refusal = Refusal::InProgress { waited: Duration::from_secs(5), retry_after: Duration::from_millis(250) };
@@ -183,21 +183,4 @@ impl Refusal {
     pub fn to_response(&self, id: &Value, key: RequestKey) -> String {
         json!({"jsonrpc": "2.0", "id": id, "error": self.to_error(key)}).to_string()
     }
-}
-
-/// The reason and retryability of a JSON-RPC error that carries a deduplication refusal, read
-/// back from the error object (client side): `None` when the error is not one. The same as
-/// [`dedupe_refusal`](crate::dedupe_refusal).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::{RequestKey, dedupe::{Refusal, refusal_of}};
-/// let error = Refusal::Conflict.to_error(RequestKey::random());
-/// assert_eq!(refusal_of(&error), Some(("key_conflict", false)));
-/// assert_eq!(refusal_of(&serde_json::json!({"code": -32603, "message": "x"})), None);
-/// ```
-#[must_use]
-pub fn refusal_of(error: &Value) -> Option<(&str, bool)> {
-    crate::retry::dedupe_refusal(error)
 }

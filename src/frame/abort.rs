@@ -11,7 +11,7 @@ use crate::limits::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
 pub(crate) const ABORT_MIN_PAYLOAD_LEN: u32 = 2;
 
 /// A reason code of an ABORT frame (SPEC.md §3, registry §3.1). The code decides whether a
-/// client retries ([`RetryPolicy`](crate::RetryPolicy), SPEC.md §11.6).
+/// client retries ([`RetryPolicy`](crate::retry::RetryPolicy), SPEC.md §11.6).
 ///
 /// # Examples
 ///
@@ -128,7 +128,7 @@ impl Abort {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::PayloadError;
+    /// use mcp_framing::internals::frame::PayloadError;
     /// use mcp_framing::{Abort, AbortCode};
     ///
     /// assert_eq!(Abort::load(b"\x00\x03draining"), Ok(Abort::new(AbortCode::Overloaded, "draining")));

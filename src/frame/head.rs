@@ -73,7 +73,7 @@ impl StreamHead {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::{HEAD_PAYLOAD_LEN, PayloadError};
+    /// use mcp_framing::internals::frame::{HEAD_PAYLOAD_LEN, PayloadError};
     /// use mcp_framing::{RequestKey, StreamHead};
     ///
     /// let head = StreamHead::for_request(Some(RequestKey::random()));

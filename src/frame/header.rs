@@ -11,7 +11,7 @@ pub const HEADER_LEN: usize = 20;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::frame::{FrameHeader, HeaderError, HEADER_LEN};
+/// use mcp_framing::internals::frame::{FrameHeader, HEADER_LEN, HeaderError};
 ///
 /// let payload = b"{}";
 /// let header = FrameHeader::for_payload(0x02, 7, payload);
@@ -40,7 +40,7 @@ pub struct FrameHeader {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::frame::{FrameHeader, HeaderError};
+/// use mcp_framing::internals::frame::{FrameHeader, HeaderError};
 /// let err = FrameHeader::parse(b"{\"jsonrpc\":\"2.0\",\"id").unwrap_err();
 /// assert_eq!(err, HeaderError::BadMagic { found: *b"{\"" });
 /// ```
@@ -75,7 +75,7 @@ impl FrameHeader {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::FrameHeader;
+    /// use mcp_framing::internals::frame::FrameHeader;
     /// let h = FrameHeader::for_payload(0x06, 1, &[]);
     /// assert_eq!((h.len, h.payload_crc), (0, 0));
     /// ```
@@ -103,7 +103,7 @@ impl FrameHeader {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::{FrameHeader, HeaderError};
+    /// use mcp_framing::internals::frame::{FrameHeader, HeaderError};
     /// let mut bytes = FrameHeader::for_payload(0x02, 0, b"x").to_bytes();
     /// bytes[2] = 9;
     /// assert_eq!(FrameHeader::parse(&bytes), Err(HeaderError::UnsupportedVersion { version: 9 }));
@@ -133,7 +133,7 @@ impl FrameHeader {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::FrameHeader;
+    /// use mcp_framing::internals::frame::FrameHeader;
     /// let mut bytes = FrameHeader::for_payload(0x02, 9, b"abc").to_bytes();
     /// bytes[16] ^= 0xff; // a corrupt header CRC: `parse` refuses it, `read` does not look
     /// assert_eq!((FrameHeader::read(&bytes).sequence, FrameHeader::read(&bytes).len), (9, 3));
@@ -155,7 +155,7 @@ impl FrameHeader {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::FrameHeader;
+    /// use mcp_framing::internals::frame::FrameHeader;
     /// let header = FrameHeader::for_payload(0x02, 0, b"{}");
     /// assert!(header.payload_crc_ok(b"{}"));
     /// assert!(!header.payload_crc_ok(b"[]"));
@@ -171,7 +171,7 @@ impl FrameHeader {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::FrameHeader;
+    /// use mcp_framing::internals::frame::FrameHeader;
     /// let bytes = FrameHeader::for_payload(0x06, 1, &[]).to_bytes();
     /// assert!(FrameHeader::header_crc_ok(&bytes));
     /// ```
@@ -185,7 +185,7 @@ impl FrameHeader {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::{FrameHeader, MAGIC};
+    /// use mcp_framing::internals::frame::{FrameHeader, MAGIC};
     /// let bytes = FrameHeader::for_payload(0x06, 0xA1A2A3A4, &[]).to_bytes();
     /// assert_eq!(&bytes[..4], &[MAGIC[0], MAGIC[1], 0x01, 0x06]);
     /// assert_eq!(&bytes[4..8], &[0xA1, 0xA2, 0xA3, 0xA4]);

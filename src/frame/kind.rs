@@ -11,7 +11,7 @@ use crate::limits::MAX_ABORT_PAYLOAD_LEN;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::frame::FrameKind;
+/// use mcp_framing::internals::frame::FrameKind;
 ///
 /// assert_eq!(FrameKind::from_byte(0x02), Some(FrameKind::Data));
 /// assert_eq!(FrameKind::from_byte(0x81), Some(FrameKind::Ignorable(0x81)));
@@ -43,7 +43,7 @@ impl FrameKind {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::FrameKind;
+    /// use mcp_framing::internals::frame::FrameKind;
     /// assert_eq!(FrameKind::from_byte(0x04), Some(FrameKind::StreamEnd));
     /// assert_eq!(FrameKind::from_byte(0x00), None);
     /// ```
@@ -66,7 +66,7 @@ impl FrameKind {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::FrameKind;
+    /// use mcp_framing::internals::frame::FrameKind;
     /// assert_eq!(FrameKind::Head.to_byte(), 0x01);
     /// ```
     #[must_use]
@@ -87,7 +87,7 @@ impl FrameKind {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::FrameKind;
+    /// use mcp_framing::internals::frame::FrameKind;
     /// assert_eq!(FrameKind::MessageEnd.name(), "MESSAGE_END");
     /// ```
     #[must_use]
@@ -110,7 +110,7 @@ impl FrameKind {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::FrameKind;
+    /// use mcp_framing::internals::frame::FrameKind;
     /// assert!(FrameKind::Head.allows_len(32));
     /// assert!(!FrameKind::Data.allows_len(0)); // empty DATA frames are an error
     /// assert!(FrameKind::KeepAlive.allows_len(0));

@@ -15,7 +15,7 @@ pub const MESSAGE_END_PAYLOAD_LEN: u32 = 40;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::frame::{MessageEnd, MESSAGE_END_PAYLOAD_LEN};
+/// use mcp_framing::internals::frame::{MESSAGE_END_PAYLOAD_LEN, MessageEnd};
 ///
 /// let end = MessageEnd::for_message(br#"{"ok":true}"#);
 /// assert_eq!(end.len, 11);
@@ -56,7 +56,7 @@ impl MessageEnd {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::{MessageEnd, PayloadError};
+    /// use mcp_framing::internals::frame::{MessageEnd, PayloadError};
     /// assert!(matches!(MessageEnd::load(&[0; 8]), Err(PayloadError::InvalidLength { .. })));
     /// ```
     #[inline]

@@ -21,7 +21,7 @@
 //! command) use this module directly.
 //!
 //! ```
-//! use mcp_framing::frame::{FrameHeader, FrameKind, StreamEnd, HEADER_LEN};
+//! use mcp_framing::internals::frame::{FrameHeader, FrameKind, HEADER_LEN, StreamEnd};
 //!
 //! let mut frame = bytes::BytesMut::new();
 //! StreamEnd { messages: 2 }.encode(41, &mut frame);
@@ -65,7 +65,7 @@ pub const VERSION: u8 = 1;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::frame::{FrameKind, PayloadError, StreamEnd};
+/// use mcp_framing::internals::frame::{FrameKind, PayloadError, StreamEnd};
 /// assert_eq!(
 ///     StreamEnd::load(&[1, 2, 3]),
 ///     Err(PayloadError::InvalidLength { kind: FrameKind::StreamEnd, len: 3 })

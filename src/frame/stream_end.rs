@@ -12,7 +12,7 @@ pub const STREAM_END_PAYLOAD_LEN: u32 = 8;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::frame::StreamEnd;
+/// use mcp_framing::internals::frame::StreamEnd;
 ///
 /// let mut frame = bytes::BytesMut::new();
 /// StreamEnd { messages: 1 }.encode(0xA1A2A3A7, &mut frame);
@@ -36,7 +36,7 @@ impl StreamEnd {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::frame::{PayloadError, StreamEnd};
+    /// use mcp_framing::internals::frame::{PayloadError, StreamEnd};
     /// assert!(matches!(StreamEnd::load(&[0; 4]), Err(PayloadError::InvalidLength { .. })));
     /// ```
     pub fn load(payload: &[u8]) -> Result<Self, PayloadError> {

@@ -14,9 +14,8 @@ use crate::body::{BodyDecoder, BodyError};
 use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::{Event, StreamSummary, VerifiedMessage};
-use crate::mapping::{CompatError, MappingViolation};
+use crate::mapping::MappingViolation;
 use crate::outcome::Outcome;
-use crate::sse::SseError;
 
 /// Default idle timeout of a [`VerifiedResponse`]: the longest time between two frames (or from
 /// the first poll to the first frame) before the response is abandoned: 60 seconds.
@@ -71,18 +70,15 @@ pub enum ReceiveError<E> {
         /// The response's content type.
         content_type: Option<String>,
     },
-    /// The SSE mapping is broken (an unframed event, invalid base64, an oversized event).
-    #[error("SSE mapping: {0}")]
-    Sse(#[source] SseError),
-    /// The compatible SSE mapping is broken (SPEC.md §18.5): an invalid record, an event no
-    /// record announced (stripped comments), a missing or split event, an event of the wrong
-    /// length, an event of another type, an oversized event.
-    #[error("compatible SSE mapping: {0}")]
-    Compat(#[source] CompatError),
-    /// The framed stream is invalid, truncated ([`DecodeError::Truncated`]) or aborted by the
-    /// server ([`DecodeError::PeerAbort`]).
+    /// The body is not a valid framed stream: the [`BodyDecoder`](crate::BodyDecoder)'s error.
+    /// The frames are invalid, truncated ([`DecodeError::Truncated`]) or aborted by the server
+    /// ([`DecodeError::PeerAbort`]) ([`BodyError::Decode`]); the SSE mapping is broken (an
+    /// unframed event, invalid base64, an oversized event: [`BodyError::Sse`]); or the
+    /// compatible SSE mapping is (SPEC.md §18.5: an invalid record, an event no record
+    /// announced, a missing or split event, an event of the wrong length or type, an oversized
+    /// event: [`BodyError::Compat`]).
     #[error(transparent)]
-    Decode(DecodeError),
+    Invalid(BodyError),
     /// The body failed (connection reset) before the sentinel: the response was abandoned.
     #[error("response body failed after {} frames, {} bytes: {source}", progress.frames, progress.bytes)]
     Body {
@@ -115,9 +111,9 @@ impl<E> ReceiveError<E> {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::NotFramed { .. } => "NotFramed",
-            Self::Sse(_) => "Sse",
-            Self::Compat(_) => "Compat",
-            Self::Decode(err) => err.kind(),
+            Self::Invalid(BodyError::Sse(_)) => "Sse",
+            Self::Invalid(BodyError::Compat(_)) => "Compat",
+            Self::Invalid(BodyError::Decode(err)) => err.kind(),
             Self::Body { .. } => "Body",
             Self::IdleTimeout { .. } => "IdleTimeout",
         }
@@ -135,7 +131,7 @@ impl<E> ReceiveError<E> {
     pub fn is_abandoned(&self) -> bool {
         matches!(
             self,
-            Self::Decode(DecodeError::Truncated { .. })
+            Self::Invalid(BodyError::Decode(DecodeError::Truncated { .. }))
                 | Self::Body { .. }
                 | Self::IdleTimeout { .. }
         )
@@ -143,20 +139,20 @@ impl<E> ReceiveError<E> {
 
     /// The classification of this error as an [`Outcome`] (verdict, regime, what was
     /// received), for telemetry and retry decisions. [`ReceiveError::NotFramed`],
-    /// [`ReceiveError::Sse`] and [`ReceiveError::Compat`] are
-    /// [`Verdict::MappingViolation`](crate::Verdict::MappingViolation)
+    /// and a mapping's [`ReceiveError::Invalid`] ([`BodyError::Sse`], [`BodyError::Compat`]) are
+    /// [`Verdict::MappingViolation`](crate::outcome::Verdict::MappingViolation)
     /// (a contract violation, not retried). Always `Some`; [`VerifiedResponse::outcome`] has the
     /// same verdict with what was received before the error.
     ///
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DecodeError, MappingViolation, Progress, Truncation, Verdict};
+    /// use mcp_framing::{BodyError, DecodeError, mapping::MappingViolation, outcome::Verdict, Progress, Truncation};
     /// use mcp_framing::http::ReceiveError;
-    /// let err = ReceiveError::<std::io::Error>::Decode(DecodeError::Truncated {
+    /// let err = ReceiveError::<std::io::Error>::Invalid(BodyError::Decode(DecodeError::Truncated {
     ///     at: Truncation::BetweenMessages { messages: 1 },
     ///     progress: Progress::default(),
-    /// });
+    /// }));
     /// assert!(matches!(err.outcome().unwrap().verdict, Verdict::Abandoned { .. }));
     ///
     /// let err = ReceiveError::<std::io::Error>::NotFramed { content_type: Some("application/json".into()) };
@@ -167,7 +163,7 @@ impl<E> ReceiveError<E> {
     #[must_use]
     pub fn outcome(&self) -> Option<Outcome> {
         match self {
-            Self::Decode(err) => Some(Outcome::from_error(err)),
+            Self::Invalid(BodyError::Decode(err)) => Some(Outcome::from_error(err)),
             Self::Body { progress, .. } | Self::IdleTimeout { progress, .. } => {
                 // The transport failed or went idle before the end of input: abandoned, as the
                 // table decides.
@@ -178,12 +174,12 @@ impl<E> ReceiveError<E> {
                     content_type: content_type.clone(),
                 }))
             }
-            Self::Sse(err) => Some(Outcome::mapping_violation(MappingViolation::Sse(
-                err.clone(),
-            ))),
-            Self::Compat(err) => Some(Outcome::mapping_violation(MappingViolation::Compat(
-                err.clone(),
-            ))),
+            Self::Invalid(BodyError::Sse(err)) => Some(Outcome::mapping_violation(
+                MappingViolation::Sse(err.clone()),
+            )),
+            Self::Invalid(BodyError::Compat(err)) => Some(Outcome::mapping_violation(
+                MappingViolation::Compat(err.clone()),
+            )),
         }
     }
 
@@ -195,7 +191,7 @@ impl<E> ReceiveError<E> {
     #[must_use]
     pub fn progress(&self) -> Option<Progress> {
         match self {
-            Self::Decode(DecodeError::Truncated { progress, .. })
+            Self::Invalid(BodyError::Decode(DecodeError::Truncated { progress, .. }))
             | Self::Body { progress, .. }
             | Self::IdleTimeout { progress, .. } => Some(*progress),
             _ => None,
@@ -219,7 +215,7 @@ impl<E> ReceiveError<E> {
 /// ```
 /// use bytes::Bytes;
 /// use futures::{StreamExt, stream};
-/// use mcp_framing::http::{Delivery, Mapping, VerifiedResponse};
+/// use mcp_framing::{http::{Delivery, VerifiedResponse}, mapping::Mapping};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut wire = bytes::BytesMut::new();
@@ -249,8 +245,8 @@ impl<E> ReceiveError<E> {
 /// ```
 /// use bytes::Bytes;
 /// use futures::{StreamExt, stream};
-/// use mcp_framing::http::{Delivery, Mapping, VerifiedResponse};
-/// use mcp_framing::{Regime, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{http::{Delivery, VerifiedResponse}, mapping::Mapping};
+/// use mcp_framing::{outcome::Regime, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let key = RequestKey::random();
 /// let mut wire = bytes::BytesMut::new();
@@ -326,7 +322,7 @@ impl<S> VerifiedResponse<S> {
     /// Sets the idle timeout: the longest time between two frames, and from the first poll to
     /// the first frame (default [`DEFAULT_IDLE_TIMEOUT`], 60 s; `None`: wait for ever). When it
     /// runs out the response ends with [`ReceiveError::IdleTimeout`], abandoned (retried by
-    /// [`RetryPolicy`](crate::RetryPolicy) like a cut stream). Only complete frames restart it,
+    /// [`RetryPolicy`](crate::retry::RetryPolicy) like a cut stream). Only complete frames restart it,
     /// KEEPALIVE frames included: SSE comments and the bytes of an unfinished frame do not, so a
     /// peer cannot hold the response open by trickling them.
     ///
@@ -344,7 +340,7 @@ impl<S> VerifiedResponse<S> {
     /// ```
     /// use std::time::Duration;
     /// use futures::StreamExt;
-    /// use mcp_framing::http::{Mapping, ReceiveError, VerifiedResponse};
+    /// use mcp_framing::{http::{ReceiveError, VerifiedResponse}, mapping::Mapping};
     /// use mcp_framing::StreamDecoder;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
@@ -413,14 +409,14 @@ impl<S> VerifiedResponse<S> {
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use mcp_framing::http::{Mapping, ReceiveError, VerifiedResponse};
-    /// use mcp_framing::sse::SseError;
-    /// use mcp_framing::StreamDecoder;
+    /// use mcp_framing::{http::{ReceiveError, VerifiedResponse}, mapping::Mapping};
+    /// use mcp_framing::mapping::SseError;
+    /// use mcp_framing::{BodyError, StreamDecoder};
     /// # tokio_test::block_on(async {
     /// let body = format!("event: mcp-frame\ndata: {}\n\n", "A".repeat(2048));
     /// let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
     /// let mut response = VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).max_event_data(1024);
-    /// let Some(Err(ReceiveError::Sse(err))) = response.next().await else { panic!() };
+    /// let Some(Err(ReceiveError::Invalid(BodyError::Sse(err)))) = response.next().await else { panic!() };
     /// assert_eq!(err, SseError::EventTooLarge { max: 1024 });
     /// # });
     /// ```
@@ -432,15 +428,15 @@ impl<S> VerifiedResponse<S> {
 
     /// The classification of the response (an [`Outcome`]: clean, abandoned with what was
     /// received, aborted, corrupt, spliced, cross-wired, contract violation), once the stream
-    /// yielded its last item; `None` before. A [`ReceiveError::Sse`] or [`ReceiveError::Compat`]
-    /// is a [`Verdict::MappingViolation`](crate::Verdict::MappingViolation), with the frames and
+    /// yielded its last item; `None` before. A mapping's [`ReceiveError::Invalid`]
+    /// is a [`Verdict::MappingViolation`](crate::outcome::Verdict::MappingViolation), with the frames and
     /// messages received before it.
     ///
     /// # Examples
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use mcp_framing::{StreamDecoder, Verdict, http::{Mapping, VerifiedResponse}};
+    /// use mcp_framing::{http::VerifiedResponse, mapping::Mapping, outcome::Verdict, StreamDecoder};
     /// # tokio_test::block_on(async {
     /// let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"\x9f\x4d\x01"))]);
     /// let mut response = VerifiedResponse::new(body, Mapping::Binary, StreamDecoder::new());
@@ -460,7 +456,7 @@ impl<S> VerifiedResponse<S> {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{StreamDecoder, http::{Mapping, VerifiedResponse}};
+    /// use mcp_framing::{http::VerifiedResponse, mapping::Mapping, StreamDecoder};
     /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
     /// assert_eq!(VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).progress().frames, 0);
     /// ```
@@ -474,7 +470,7 @@ impl<S> VerifiedResponse<S> {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{StreamDecoder, http::{Mapping, VerifiedResponse}};
+    /// use mcp_framing::{http::VerifiedResponse, mapping::Mapping, StreamDecoder};
     /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
     /// assert!(VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).head().is_none());
     /// ```
@@ -488,7 +484,7 @@ impl<S> VerifiedResponse<S> {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{StreamDecoder, http::{Mapping, VerifiedResponse}};
+    /// use mcp_framing::{http::VerifiedResponse, mapping::Mapping, StreamDecoder};
     /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
     /// assert_eq!(VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).sse_comments(), 0);
     /// ```
@@ -506,17 +502,15 @@ impl<S> VerifiedResponse<S> {
                     self.summary = Some(summary);
                     continue;
                 }
-                Ok(Some(Event::Aborted(abort))) => {
-                    Err(ReceiveError::Decode(DecodeError::PeerAbort(abort)))
-                }
+                Ok(Some(Event::Aborted(abort))) => Err(ReceiveError::Invalid(BodyError::Decode(
+                    DecodeError::PeerAbort(abort),
+                ))),
                 Ok(Some(_)) => continue,
                 // After the end of the body, `Ok(None)` is the complete stream (its sentinel
                 // carried the summary).
                 Ok(None) if self.body_ended => Ok(Delivery::Complete(self.summary.take()?)),
                 Ok(None) => return None,
-                Err(BodyError::Decode(err)) => Err(ReceiveError::Decode(err)),
-                Err(BodyError::Sse(err)) => Err(ReceiveError::Sse(err)),
-                Err(BodyError::Compat(err)) => Err(ReceiveError::Compat(err)),
+                Err(err) => Err(ReceiveError::Invalid(err)),
             };
             // The last item: the response's outcome is the decoder's.
             self.done = true;
@@ -544,7 +538,7 @@ where
     ///
     /// ```
     /// use mcp_framing::StreamDecoder;
-    /// use mcp_framing::http::{Mapping, VerifiedResponse, response_headers};
+    /// use mcp_framing::{http::{response_headers, VerifiedResponse}, mapping::Mapping};
     /// let body = || futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
     /// assert!(VerifiedResponse::from_headers(body(), &response_headers(Mapping::Sse), StreamDecoder::new()).is_ok());
     ///
@@ -662,7 +656,7 @@ where
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::http::{Mapping, VerifiedResponse, collect_messages};
+/// use mcp_framing::{http::{collect_messages, VerifiedResponse}, mapping::Mapping};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 /// let mut wire = bytes::BytesMut::new();
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
@@ -689,8 +683,10 @@ where
         }
     }
     // Not reached: a verified response ends with `Complete` or an error. Fail closed anyway.
-    Err(ReceiveError::Decode(DecodeError::Truncated {
-        at: crate::error::Truncation::NoFrame,
-        progress: response.progress(),
-    }))
+    Err(ReceiveError::Invalid(BodyError::Decode(
+        DecodeError::Truncated {
+            at: crate::error::Truncation::NoFrame,
+            progress: response.progress(),
+        },
+    )))
 }

@@ -7,7 +7,7 @@
 //!   [`opt_in_headers`] and [`opt_in_headers_for`] write them and [`response_headers`] are a
 //!   framed response's headers.
 //! - `_meta` edits — [`declare_framing_capability`] and
-//!   [`set_request_key`](crate::set_request_key) write the `_meta` entries of a request (client
+//!   [`set_request_key`](crate::request::set_request_key) write the `_meta` entries of a request (client
 //!   side).
 //! - The server body — [`FramedBody`] turns a stream of [`Outgoing`](crate::Outgoing) items into a
 //!   response body (axum's `Body::from_stream`, hyper via `http_body_util::StreamBody`): HEAD
@@ -50,7 +50,7 @@ pub use opt_in::{
 };
 pub use server_body::{FramedBody, abort_for};
 
-pub use crate::mapping::{EVENT_STREAM, MEDIA_TYPE, Mapping};
+use crate::mapping::Mapping;
 
 /// Request header by which a client opts in: the framing versions it accepts, comma separated
 /// (`Mcp-Framing: 1`). A server echoes the version it used in the response (SPEC.md §10).
@@ -86,7 +86,7 @@ impl Mapping {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::http::{Mapping, response_headers};
+    /// use mcp_framing::{http::response_headers, mapping::Mapping};
     /// assert_eq!(Mapping::from_response_headers(&response_headers(Mapping::Sse)), Some(Mapping::Sse));
     ///
     /// // A server that ignored the opt-in answers plain SSE: not framed.
@@ -106,7 +106,7 @@ impl Mapping {
     /// two mappings.
     ///
     /// ```
-    /// # use mcp_framing::http::{Mapping, response_headers};
+    /// # use mcp_framing::{http::response_headers, mapping::Mapping};
     /// let mut two = response_headers(Mapping::Sse);
     /// two.append("content-type", "application/vnd.mcp-framing".parse().unwrap());
     /// assert_eq!(Mapping::from_response_headers(&two), None);

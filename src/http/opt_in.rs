@@ -61,7 +61,7 @@ fn accepts(range: &str, mapping: Mapping) -> bool {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::http::{Mapping, OptIn, opt_in_headers};
+/// use mcp_framing::{http::{opt_in_headers, OptIn}, mapping::Mapping};
 ///
 /// let key = RequestKey::random();
 /// let headers = opt_in_headers(key, true);
@@ -77,7 +77,7 @@ pub struct OptIn {
     /// The request key, if the request carried one.
     pub request_key: Option<RequestKey>,
     /// Whether the client accepts the binary mapping: `Accept` lists
-    /// [`MEDIA_TYPE`](super::MEDIA_TYPE) with a q-value above 0 (SPEC.md §16).
+    /// [`MEDIA_TYPE`](crate::mapping::MEDIA_TYPE) with a q-value above 0 (SPEC.md §16).
     ///
     /// ```
     /// use mcp_framing::http::OptIn;
@@ -207,7 +207,7 @@ impl OptIn {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{RequestKey, set_request_key};
+    /// use mcp_framing::{request::set_request_key, RequestKey};
     /// use mcp_framing::http::OptIn;
     /// let key = RequestKey::random();
     /// let opt_in = OptIn { request_key: Some(key), accepts_binary: false, accepts_compat: false, max_frame_payload: None, max_message_size: None };
@@ -233,7 +233,7 @@ impl OptIn {
     ///
     /// ```
     /// use mcp_framing::{RequestKey, StreamDecoder};
-    /// use mcp_framing::http::{Mapping, OptIn, opt_in_headers_with};
+    /// use mcp_framing::{http::{opt_in_headers_with, OptIn}, mapping::Mapping};
     /// let headers = opt_in_headers_with(RequestKey::random(), Mapping::Compat, &StreamDecoder::new());
     /// assert_eq!(OptIn::from_headers(&headers).unwrap().unwrap().mapping(), Mapping::Compat);
     /// ```
@@ -251,7 +251,7 @@ impl OptIn {
 
 /// The headers a client adds to opt in (SPEC.md §10, §16): `Mcp-Framing: 1`, the request key,
 /// the limits of a default decoder ([`LIMITS_HEADER`]), and with `binary`, an `Accept` listing
-/// [`MEDIA_TYPE`](super::MEDIA_TYPE) before MCP's two types. A client that decodes with other
+/// [`MEDIA_TYPE`](crate::mapping::MEDIA_TYPE) before MCP's two types. A client that decodes with other
 /// limits sends [`opt_in_headers_for`] its decoder instead.
 ///
 /// # Examples
@@ -300,7 +300,7 @@ pub fn opt_in_headers_for(key: RequestKey, binary: bool, decoder: &StreamDecoder
 ///
 /// ```
 /// use mcp_framing::{RequestKey, StreamDecoder};
-/// use mcp_framing::http::{Mapping, opt_in_headers_with};
+/// use mcp_framing::{http::opt_in_headers_with, mapping::Mapping};
 /// let headers = opt_in_headers_with(RequestKey::from_bytes([0xab; 16]), Mapping::Compat, &StreamDecoder::new());
 /// assert_eq!(headers["mcp-framing"], "1");
 /// assert_eq!(headers["mcp-framing-mapping"], "compat");
@@ -349,7 +349,7 @@ pub fn opt_in_headers_with(
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::http::{Mapping, response_headers};
+/// use mcp_framing::{http::response_headers, mapping::Mapping};
 /// assert_eq!(response_headers(Mapping::Sse)["content-type"], "text/event-stream");
 /// assert_eq!(response_headers(Mapping::Sse)["mcp-framing"], "1");
 /// assert_eq!(response_headers(Mapping::Compat)["mcp-framing"], "1; mapping=compat");

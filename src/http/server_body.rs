@@ -10,9 +10,9 @@ use futures_core::Stream;
 
 use super::Mapping;
 use crate::body_encoder::{MappingEncoder, fit_reason};
-use crate::codec::Outgoing;
 use crate::encoder::StreamEncoder;
 use crate::event::{Abort, AbortCode};
+use crate::outgoing::Outgoing;
 use crate::sse_compat::CompatEncodeError;
 
 /// The frames a [`FramedBody`] gathers from several ready items before it hands them out, and
@@ -51,7 +51,7 @@ const CHUNK_TARGET: usize = 64 * 1024;
 ///
 /// ```
 /// use futures::{StreamExt, stream};
-/// use mcp_framing::http::{FramedBody, Mapping};
+/// use mcp_framing::{http::FramedBody, mapping::Mapping};
 /// use mcp_framing::{Outgoing, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// # tokio_test::block_on(async {

@@ -20,7 +20,7 @@
 //!
 //! ```
 //! use bytes::BytesMut;
-//! use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead, Verdict};
+//! use mcp_framing::{outcome::Verdict, StreamDecoder, StreamEncoder, StreamHead};
 //!
 //! let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 //! let mut wire = BytesMut::new();
@@ -176,7 +176,7 @@ impl Outcome {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Outcome, StreamDecoder, StreamEncoder, StreamHead, Verdict};
+    /// use mcp_framing::{outcome::{Outcome, Verdict}, StreamDecoder, StreamEncoder, StreamHead};
     ///
     /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
     /// let mut wire = bytes::BytesMut::new();
@@ -218,12 +218,12 @@ impl Outcome {
     /// The outcome of an **unframed** response body that closed: Regime C, always
     /// [`Verdict::Ambiguous`] (through [`classify`]), whatever the transport said. This is what
     /// every close raises under an accept-ambiguity policy
-    /// ([`ClientPolicy::unframed_close`](crate::ClientPolicy::unframed_close)).
+    /// ([`ClientPolicy::unframed_close`](crate::contract::ClientPolicy::unframed_close)).
     ///
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DiscoveryMode, Outcome, Verdict};
+    /// use mcp_framing::outcome::{DiscoveryMode, Outcome, Verdict};
     /// let outcome = Outcome::unframed_close(DiscoveryMode::Stateless, 1234);
     /// assert!(matches!(outcome.verdict, Verdict::Ambiguous(_)));
     /// assert_eq!(outcome.received.bytes, 1234);
@@ -262,7 +262,7 @@ impl Outcome {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{MappingViolation, Outcome, Regime, RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}, retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
     /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed { content_type: None });
     /// assert!(!outcome.is_clean());
     /// assert_eq!(outcome.regime, Regime::B);
@@ -293,7 +293,7 @@ impl Outcome {
     /// request's key:
     ///
     /// ```
-    /// use mcp_framing::{Regime, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{outcome::Regime, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
     ///
     /// let key = RequestKey::random();
     /// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));

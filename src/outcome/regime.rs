@@ -8,7 +8,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{classify, Completion, Observations, Regime};
+/// use mcp_framing::outcome::{classify, Completion, Observations, Regime};
 ///
 /// let obs = Observations { sentinel_seen: true, ..Observations::default() };
 /// assert_eq!(classify(&obs), Ok(Completion::Clean(Regime::A)));
@@ -34,7 +34,7 @@ pub struct Observations {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::Regime;
+/// use mcp_framing::outcome::Regime;
 /// assert_eq!(Regime::B.to_string(), "B");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -53,7 +53,7 @@ impl Regime {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::Regime::C.name(), "C");
+    /// assert_eq!(mcp_framing::outcome::Regime::C.name(), "C");
     /// ```
     #[must_use]
     pub const fn name(self) -> &'static str {
@@ -76,7 +76,7 @@ impl fmt::Display for Regime {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{Completion, Regime};
+/// use mcp_framing::outcome::{Completion, Regime};
 /// assert!(Completion::Clean(Regime::A).is_clean());
 /// assert_eq!(Completion::Abandoned(Regime::B).regime(), Regime::B);
 /// ```
@@ -117,7 +117,7 @@ impl Completion {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::DiscoveryMode;
+/// use mcp_framing::outcome::DiscoveryMode;
 /// assert_eq!(DiscoveryMode::Stateless.to_string(), "stateless per-request discovery");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -147,7 +147,7 @@ impl fmt::Display for DiscoveryMode {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{classify, DiscoveryMode, Observations};
+/// use mcp_framing::outcome::{classify, DiscoveryMode, Observations};
 ///
 /// let err = classify(&Observations::default()).unwrap_err();
 /// assert_eq!(err.discovery, DiscoveryMode::Stateless);
@@ -186,7 +186,7 @@ impl StreamCompletionAmbiguousError {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{DiscoveryMode, StreamCompletionAmbiguousError};
+    /// use mcp_framing::outcome::{DiscoveryMode, StreamCompletionAmbiguousError};
     /// let err = StreamCompletionAmbiguousError::new(DiscoveryMode::Sticky);
     /// assert!(err.to_string().contains("sticky discovery"));
     /// ```
@@ -226,7 +226,7 @@ impl StreamCompletionAmbiguousError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{classify, Completion, DiscoveryMode, Observations, Regime};
+/// use mcp_framing::outcome::{classify, Completion, DiscoveryMode, Observations, Regime};
 ///
 /// let cut = Observations { self_delimiting: true, ..Observations::default() };
 /// assert_eq!(classify(&cut), Ok(Completion::Abandoned(Regime::B)));

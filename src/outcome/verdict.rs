@@ -13,7 +13,7 @@ use crate::mapping::MappingViolation;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{DecodeError, Outcome, Verdict};
+/// use mcp_framing::{DecodeError, outcome::{Outcome, Verdict}};
 ///
 /// let outcome = Outcome::from_error(&DecodeError::BadMagic { found: *b"{\"", offset: 0 });
 /// assert!(matches!(outcome.verdict, Verdict::ContractViolation(_)));
@@ -58,7 +58,7 @@ pub enum Verdict {
     /// the same retry decision (not retried).
     ///
     /// ```
-    /// use mcp_framing::{MappingViolation, Outcome, Verdict};
+    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Verdict}};
     /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed {
     ///     content_type: Some("application/json".into()),
     /// });
@@ -75,7 +75,7 @@ impl Verdict {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Verdict, VerdictKind};
+    /// use mcp_framing::outcome::{Verdict, VerdictKind};
     /// assert_eq!(Verdict::Clean.kind(), VerdictKind::Clean);
     /// assert_eq!(Verdict::Abandoned { at: None }.kind(), VerdictKind::Abandoned);
     /// ```
@@ -141,7 +141,7 @@ impl Verdict {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::VerdictKind;
+/// use mcp_framing::outcome::VerdictKind;
 /// let names: Vec<&str> = VerdictKind::ALL.iter().map(|kind| kind.name()).collect();
 /// assert_eq!(names, ["clean", "abandoned", "aborted", "corrupt", "spliced", "cross_wired",
 ///                    "contract_violation", "ambiguous"]);

@@ -19,7 +19,7 @@ use crate::client::{
     Call, CallError, ClientStats, Config, EndpointResolver, Item, RetrySchedule, RetryStats, Route,
     SESSION_HEADER, State, TransportLimits, error_text, post,
 };
-use crate::http::Mapping;
+use crate::mapping::Mapping;
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<FramingClientError>>;
 
@@ -48,7 +48,7 @@ type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<Framing
 /// - **What rmcp gets.** Verified messages only, byte for byte (a verified message that is not
 ///   UTF-8 fails the request; nothing is replaced); a response that is abandoned, aborted,
 ///   corrupt or unframed reaches the caller as a JSON-RPC error for the pending request whose
-///   `data` holds the outcome report under [`OUTCOME_DATA_KEY`](super::OUTCOME_DATA_KEY)
+///   `data` holds the outcome report under [`OUTCOME_DATA_KEY`](crate::client::OUTCOME_DATA_KEY)
 ///   (SPEC.md §11.7), never as a parse error. An HTTP error status is a transport error, as
 ///   rmcp's own client makes it (`404` on a session: the session expired).
 /// - **Mapping.** The compatible SSE mapping by default (SPEC.md §18), in which the messages
@@ -477,7 +477,7 @@ impl StreamableHttpClient for FramingHttpClient {
         let mut headers = request_headers(custom_headers, auth_header.as_deref(), session);
         headers.insert(
             http::header::ACCEPT,
-            HeaderValue::from_static(crate::http::EVENT_STREAM),
+            HeaderValue::from_static(crate::mapping::EVENT_STREAM),
         );
         let mut request = self.config.http.get(endpoint).headers(headers);
         if let Some(last_event_id) = last_event_id {

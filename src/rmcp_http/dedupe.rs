@@ -1,23 +1,16 @@
 //! [`FramingLayer::dedupe`]: framing and request-key deduplication in one layer (SPEC.md §17.10).
 
 use crate::contract::FramingContract;
-use crate::dedupe::Deduplicator;
 use crate::http::{DedupeLayer, DedupeService};
 
 use super::layer::{FramingLayer, FramingService};
-
-impl From<Deduplicator> for DedupeLayer {
-    fn from(dedup: Deduplicator) -> Self {
-        Self::new(dedup)
-    }
-}
 
 impl FramingLayer {
     /// Deduplicates keyed calls (SPEC.md §17) behind the framing: every `tools/call` carrying a
     /// request key executes at most once per (principal, tool, key) within the window, on
     /// whichever backend sharing the store it lands; retries get the stored result, framed
     /// afresh (a new attempt id, the key echoed) under their own JSON-RPC id. Takes a
-    /// [`Deduplicator`] (defaults) or a configured [`DedupeLayer`] (principal extractor,
+    /// [`Deduplicator`](crate::dedupe::Deduplicator) (defaults) or a configured [`DedupeLayer`] (principal extractor,
     /// methods). The layer declares it in the discovery results that pass through it, in its
     /// contract's `deduplication` member ([`DedupeLayer::declaration`], SPEC.md §17.11).
     ///

@@ -22,15 +22,21 @@ use http_body_util::combinators::UnsyncBoxBody;
 use super::compat_body::SsePassthrough;
 use super::declare::{Declaration, RequestBody};
 use crate::body_encoder::{MappingEncoder, too_large};
-use crate::codec::Outgoing;
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
-use crate::http::{FramedBody, Mapping, OptIn, response_headers};
 use crate::jsonrpc::is_response_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
-use crate::sse::{RawItem, SseError, SseParser, is_message_event};
+use crate::outgoing::Outgoing;
+use crate::{
+    http::{FramedBody, OptIn, response_headers},
+    mapping::Mapping,
+};
+use crate::{
+    mapping::SseError,
+    sse::{RawItem, SseParser, is_message_event},
+};
 
 /// The response body of [`FramingService`].
 pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
@@ -100,7 +106,7 @@ impl FramingLayer {
     /// sent as a one-event SSE stream when the request's `Accept` lists `text/event-stream` (MCP
     /// clients list both types), unchanged otherwise; `202 Accepted`, error statuses and GET
     /// streams are never framed. Declare it in discovery with
-    /// [`FramingContract::with_always_framed`](crate::FramingContract::with_always_framed).
+    /// [`FramingContract::with_always_framed`](crate::contract::FramingContract::with_always_framed).
     ///
     /// # Examples
     ///
@@ -161,7 +167,7 @@ impl FramingLayer {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::FramingContract;
+    /// use mcp_framing::contract::FramingContract;
     /// use mcp_framing::rmcp_http::FramingLayer;
     /// let contract = FramingLayer::new().frame_size(4096).max_message_size(1 << 20).contract();
     /// assert_eq!(contract, FramingContract::v1().with_limits(4096, 1 << 20));
@@ -459,7 +465,7 @@ fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
         value.to_str().is_ok_and(|v| {
             v.split(',').any(|t| {
                 let essence = t.split(';').next().unwrap_or_default().trim();
-                essence.eq_ignore_ascii_case(crate::http::EVENT_STREAM)
+                essence.eq_ignore_ascii_case(crate::mapping::EVENT_STREAM)
                     || essence == "*/*"
                     || essence.eq_ignore_ascii_case("text/*")
             })

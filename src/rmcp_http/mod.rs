@@ -1,5 +1,5 @@
-//! rmcp integration (feature `rmcp`): frame rmcp's Streamable HTTP responses on the server,
-//! verify them on the client.
+//! rmcp integration: frame rmcp's Streamable HTTP responses on the server, verify them on the
+//! client.
 //!
 //! - [`FramingLayer`] is a tower layer for rmcp's `StreamableHttpService` (or any HTTP service
 //!   answering MCP POSTs). For a request that opted in (SPEC.md §16) it re-frames the response:
@@ -14,29 +14,40 @@
 //!   `initialize` or `server/discover` result (refusing Regime C before any tool call), verifies
 //!   the framed response and hands rmcp only verified messages, unchanged. A response that is
 //!   abandoned, aborted, corrupt or unframed reaches the caller as a JSON-RPC error for the
-//!   pending request whose `data` holds the outcome report under [`OUTCOME_DATA_KEY`] (SPEC.md
+//!   pending request whose `data` holds the outcome report under [`OUTCOME_DATA_KEY`](crate::client::OUTCOME_DATA_KEY) (SPEC.md
 //!   §11.7), never as a parse error. It honours rmcp's response limits (and announces them to
 //!   the server), bounds the time between frames, and retries by itself with
 //!   [`auto_retry`](FramingHttpClient::auto_retry).
+//!
+//! The server half is feature `rmcp-server` (no HTTP client, no rmcp dependency: the layer works
+//! on any HTTP service), the client half feature `rmcp-client`; `rmcp` is both.
 
+#[cfg(feature = "rmcp-client")]
 mod client;
+#[cfg(feature = "rmcp-server")]
 mod compat_body;
+#[cfg(feature = "rmcp-server")]
 mod declare;
-#[cfg(feature = "dedupe")]
+#[cfg(all(feature = "rmcp-server", feature = "dedupe"))]
 mod dedupe;
+#[cfg(feature = "rmcp-client")]
 mod error;
+#[cfg(feature = "rmcp-server")]
 mod layer;
+#[cfg(feature = "rmcp-client")]
 mod standalone;
 
-pub use crate::client::ClientStats;
+#[cfg(feature = "rmcp-client")]
 pub use client::FramingHttpClient;
+#[cfg(feature = "rmcp-server")]
 pub use declare::RequestBody;
-#[cfg(feature = "dedupe")]
+#[cfg(all(feature = "rmcp-server", feature = "dedupe"))]
 pub use dedupe::DedupingFramingLayer;
+#[cfg(feature = "rmcp-client")]
 pub use error::FramingClientError;
+#[cfg(feature = "rmcp-server")]
 pub use layer::{FramingBody, FramingLayer, FramingService};
 
-pub use crate::client::OUTCOME_DATA_KEY;
-
 /// An SSE event as rmcp's `StreamableHttpClient` hands it over.
+#[cfg(feature = "rmcp-client")]
 pub(crate) type SseItem = Result<sse_stream::Sse, sse_stream::Error>;

@@ -10,7 +10,10 @@ use futures_util::StreamExt;
 use super::SseItem;
 use super::error::FramingClientError;
 use crate::jsonrpc::is_response;
-use crate::sse::{SseError, SseEvent, SseParser, is_message_event};
+use crate::{
+    mapping::SseError,
+    sse::{SseEvent, SseParser, is_message_event},
+};
 
 /// The state of one GET stream.
 struct Standalone<S> {

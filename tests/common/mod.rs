@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use futures::TryStreamExt;
-use mcp_framing::frame::{FrameHeader, HEADER_LEN};
+use mcp_framing::internals::frame::{FrameHeader, HEADER_LEN};
 use mcp_framing::{
     AttemptId, DecodeError, DecoderBuilder, Event, RequestKey, StreamDecoder, StreamHead,
 };

@@ -59,7 +59,10 @@ pub(crate) struct Bounds {
 
 impl Bounds {
     /// `limits` with these bounds applied.
-    pub(crate) fn apply(&self, mut limits: mcp_framing::Limits) -> mcp_framing::Limits {
+    pub(crate) fn apply(
+        &self,
+        mut limits: mcp_framing::limits::Limits,
+    ) -> mcp_framing::limits::Limits {
         if let Some(n) = self.max_stream_bytes {
             limits = limits.max_stream_bytes(n);
         }
@@ -82,7 +85,7 @@ impl Bounds {
 impl Vector {
     /// A decoder configured as the manifest says.
     pub(crate) fn decoder(&self) -> mcp_framing::StreamDecoder {
-        let limits = mcp_framing::Limits::default()
+        let limits = mcp_framing::limits::Limits::default()
             .max_frame_payload(self.max_frame_payload)
             .max_message_size(self.max_message_size);
         let mut builder = mcp_framing::StreamDecoder::builder().limits(self.bounds.apply(limits));
@@ -1894,7 +1897,7 @@ pub(crate) fn frame_prefix_verdicts(
 /// mapping error (an invalid vector), no more frame bytes.
 #[cfg(feature = "sse")]
 fn frames_after_each_byte(vector: &Vector, body: &[u8]) -> (Vec<u8>, Vec<usize>) {
-    let mapping: mcp_framing::Mapping = vector.mapping.parse().expect("a mapping");
+    let mapping: mcp_framing::mapping::Mapping = vector.mapping.parse().expect("a mapping");
     let decoder = vector.decoder();
     let mut unwrap =
         mcp_framing::MappingDecoder::new(mapping, decoder.limits(), vector.max_event_data);

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 pub fn call(principal: &str, key: RequestKey, args: Value) -> KeyedCall {
     let mut request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "send_email", "arguments": args, "_meta": {"progressToken": 1}}});
-    mcp_framing::set_request_key(&mut request, key).unwrap();
+    mcp_framing::request::set_request_key(&mut request, key).unwrap();
     let principal = if principal.is_empty() {
         Principal::anonymous()
     } else {

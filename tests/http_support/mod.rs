@@ -18,7 +18,7 @@ pub(crate) async fn post_framed(
     ReceiveError<reqwest::Error>,
 > {
     let key = RequestKey::random();
-    mcp_framing::set_request_key(&mut request, key).expect("a JSON-RPC request object");
+    mcp_framing::request::set_request_key(&mut request, key).expect("a JSON-RPC request object");
     let response = client
         .post(url)
         .headers(opt_in_headers(key, binary))

@@ -3,8 +3,9 @@
 
 use bytes::BytesMut;
 use mcp_framing::{
-    ClientPolicy, DecodeError, Event, Outcome, RequestKey, ServerDiscovery, StreamDecoder,
-    StreamEncoder, StreamHead,
+    DecodeError, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    contract::{ClientPolicy, ServerDiscovery},
+    outcome::Outcome,
 };
 
 /// Feeds `input` to `decoder` and returns its final result: the first error, or `Ok(None)`.

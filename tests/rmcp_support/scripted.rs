@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use mcp_framing::http::{FramedBody, OptIn, response_headers};
 use mcp_framing::rmcp_http::FramingHttpClient;
-use mcp_framing::{FramingContract, Outgoing, StreamEncoder};
+use mcp_framing::{Outgoing, StreamEncoder, contract::FramingContract};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -96,7 +96,8 @@ async fn handle(
             let version = request["params"]["protocolVersion"].clone();
             let mut capabilities = json!({"tools": {}});
             if let Some(contract) = declared() {
-                capabilities["experimental"] = json!({mcp_framing::EXTENSION_KEY: contract});
+                capabilities["experimental"] =
+                    json!({mcp_framing::contract::EXTENSION_KEY: contract});
             }
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": version,
@@ -107,7 +108,8 @@ async fn handle(
         Some("server/discover") => {
             let mut capabilities = json!({"tools": {}});
             if let Some(contract) = declared() {
-                capabilities["extensions"] = json!({mcp_framing::EXTENSION_KEY: contract});
+                capabilities["extensions"] =
+                    json!({mcp_framing::contract::EXTENSION_KEY: contract});
             }
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "resultType": "complete", "supportedVersions": ["2026-07-28"],
@@ -299,5 +301,5 @@ pub(crate) fn outcome_data(result: &Result<CallToolResult, ServiceError>) -> Val
             &got[..got.len().min(500)]
         );
     };
-    error.data.as_ref().expect("error data")[mcp_framing::rmcp_http::OUTCOME_DATA_KEY].clone()
+    error.data.as_ref().expect("error data")[mcp_framing::client::OUTCOME_DATA_KEY].clone()
 }

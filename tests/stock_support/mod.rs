@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_framing::rmcp_http::{FramingHttpClient, OUTCOME_DATA_KEY};
+use mcp_framing::{client::OUTCOME_DATA_KEY, rmcp_http::FramingHttpClient};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use crate::CliError;
 use crate::input::{DecoderArgs, InputPath, StreamArgs, open_output};
 use crate::verdict::{Outcome, ReadOrWrite, Session, decode_reader};
-use mcp_framing::Mapping;
+use mcp_framing::mapping::Mapping;
 
 /// Options of `decode`.
 #[derive(Debug, Args)]

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use bytes::BytesMut;
 use clap::Args;
-use mcp_framing::sse_compat::CompatEncodeError;
+use mcp_framing::CompatEncodeError;
 use mcp_framing::{
-    AttemptId, DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE,
-    EncodeError, Mapping, MappingEncoder, RequestKey, StreamEncoder, StreamHead,
+    AttemptId, EncodeError, MappingEncoder, RequestKey, StreamEncoder, StreamHead,
+    limits::{DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE},
+    mapping::Mapping,
 };
 use serde::de::IgnoredAny;
 

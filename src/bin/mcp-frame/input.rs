@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use mcp_framing::{
-    DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, DecoderBuilder, Limits,
-    MIN_MAX_FRAME_PAYLOAD, Mapping, RequestKey, StreamDecoder,
+    DecoderBuilder, RequestKey, StreamDecoder,
+    limits::{DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, Limits, MIN_MAX_FRAME_PAYLOAD},
+    mapping::Mapping,
 };
 
 use crate::CliError;

@@ -3,10 +3,12 @@
 
 use bytes::BytesMut;
 use clap::Args;
-use mcp_framing::frame::{
+use mcp_framing::internals::frame::{
     FrameHeader, FrameKind, HEADER_LEN, MAGIC, MessageEnd, PayloadError, StreamEnd, VERSION,
 };
-use mcp_framing::{Abort, AbortCode, BodyError, DecodeError, Mapping, MappingDecoder, StreamHead};
+use mcp_framing::{
+    Abort, AbortCode, BodyError, DecodeError, MappingDecoder, StreamHead, mapping::Mapping,
+};
 use serde_json::{Value, json};
 
 use crate::CliError;
