@@ -477,7 +477,7 @@ impl SseParser {
     /// [`feed_raw_items`](Self::feed_raw_items) of a shared buffer: the data of an event with one
     /// data line is a slice of `input` too when the line lies whole in it, so that no event's
     /// data is copied (the layer reading its inner server's events, issue 21).
-    #[cfg(feature = "rmcp")]
+    #[cfg(feature = "rmcp-server")]
     pub(crate) fn feed_raw_shared(
         &mut self,
         input: &Bytes,
