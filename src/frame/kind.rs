@@ -2,9 +2,8 @@
 
 use std::fmt;
 
-use super::abort::ABORT_MIN_PAYLOAD_LEN;
+use super::abort::{ABORT_MIN_PAYLOAD_LEN, MAX_ABORT_PAYLOAD_LEN};
 use super::{HEAD_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN};
-use crate::limits::MAX_ABORT_PAYLOAD_LEN;
 
 /// The kind of a frame (SPEC.md §3).
 ///

@@ -40,15 +40,13 @@ mod kind;
 mod message_end;
 mod stream_end;
 
-pub use abort::{Abort, AbortCode};
+pub use abort::{Abort, AbortCode, MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
 pub(crate) use crc::PayloadCrc;
 pub use head::{HEAD_PAYLOAD_LEN, StreamHead};
 pub use header::{FrameHeader, HEADER_LEN, HeaderError};
 pub use kind::FrameKind;
 pub use message_end::{MESSAGE_END_PAYLOAD_LEN, MessageEnd};
 pub use stream_end::{STREAM_END_PAYLOAD_LEN, StreamEnd};
-
-pub use crate::limits::MAX_ABORT_REASON_LEN;
 
 /// The two magic bytes that start every frame (SPEC.md §2).
 ///
