@@ -4,36 +4,9 @@ use std::fmt;
 
 use bytes::BytesMut;
 
-use super::{FrameKind, PayloadError, write_frame};
-
-/// Longest reason text an ABORT frame may carry, in bytes (SPEC.md §3).
-///
-/// Enough for an error message and a little context; short enough that the longest control frame
-/// (and with it [`MIN_MAX_FRAME_PAYLOAD`](crate::limits::MIN_MAX_FRAME_PAYLOAD)) stays small.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::limits::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
-///
-/// assert_eq!(MAX_ABORT_REASON_LEN, 1024);
-/// assert_eq!(MAX_ABORT_PAYLOAD_LEN as usize, 2 + MAX_ABORT_REASON_LEN);
-/// ```
-pub const MAX_ABORT_REASON_LEN: usize = 1024;
-
-/// Longest ABORT payload: the reason code (2 bytes) and the longest reason (SPEC.md §3).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::limits::MAX_ABORT_PAYLOAD_LEN;
-///
-/// assert_eq!(MAX_ABORT_PAYLOAD_LEN, 1026);
-/// ```
-pub const MAX_ABORT_PAYLOAD_LEN: u32 = 2 + MAX_ABORT_REASON_LEN as u32;
-
-/// Shortest ABORT payload: the reason code alone (SPEC.md §3).
-pub(crate) const ABORT_MIN_PAYLOAD_LEN: u32 = 2;
+use super::header::write_frame;
+use super::kind::{FrameKind, PayloadError};
+use super::layout::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
 
 /// A reason code of an ABORT frame (SPEC.md §3, registry §3.1). The code decides whether a
 /// client retries ([`RetryPolicy`](crate::retry::RetryPolicy), SPEC.md §11.6).
