@@ -23,16 +23,11 @@
 //! assert_eq!(decoder.limits().max_frame_payload, 16 * 1024);
 //! ```
 
+// The ABORT bounds are written beside the ABORT payload (src/frame/abort.rs) and shown here: the
+// frame files import nothing from this file, so the numbers sit on top of the frames, not in a
+// circle with them.
 use crate::frame::{HEAD_PAYLOAD_LEN, HEADER_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN};
-
-/// Longest reason text an ABORT frame may carry, in bytes (SPEC.md §3).
-///
-/// Enough for an error message and a little context; short enough that the longest control frame
-/// (and with it [`MIN_MAX_FRAME_PAYLOAD`]) stays small.
-pub const MAX_ABORT_REASON_LEN: usize = 1024;
-
-/// Longest ABORT payload: the reason code (2 bytes) and the longest reason (SPEC.md §3).
-pub const MAX_ABORT_PAYLOAD_LEN: u32 = 2 + MAX_ABORT_REASON_LEN as u32;
+pub use crate::frame::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
 
 /// Smallest frame limit a receiver can be configured with (SPEC.md §6): the payload of the
 /// longest control frame (today the longest ABORT, 1026 bytes), so that every control frame fits

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::retrying::AttemptReport;
+use super::error::AttemptReport;
 use super::schedule::RetrySchedule;
 use super::stats::{ClientStats, RetryStats};
 use crate::contract::{ClientPolicy, ContractError, ServerDiscovery};

@@ -20,16 +20,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_core::Stream;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use super::config::{Config, State};
-use super::error::{AttemptError, CallError};
-use super::resolver::EndpointResolver;
-use super::retrying::AttemptReport;
+use super::error::{AttemptError, AttemptReport, CallError};
+use super::resolver::{EndpointResolver, error_text};
 use crate::contract::{ClientPolicy, ServerDiscovery};
 use crate::decoder::StreamDecoder;
 use crate::error::Progress;
@@ -703,28 +701,6 @@ pub(crate) async fn post(
         HeaderValue::from_static("application/json"),
     );
     http.post(endpoint).headers(headers).body(body).send().await
-}
-
-/// At most `max` bytes of an error response's body, as diagnostic text: the body is not drained,
-/// and its bytes are shown, never trusted.
-pub(crate) async fn error_text(
-    body: impl Stream<Item = Result<Bytes, reqwest::Error>>,
-    max: usize,
-) -> String {
-    let mut body = std::pin::pin!(body);
-    let mut prefix = Vec::new();
-    while prefix.len() < max {
-        match body.next().await {
-            Some(Ok(bytes)) => {
-                let take = bytes.len().min(max - prefix.len());
-                prefix.extend_from_slice(&bytes[..take]);
-            }
-            _ => break,
-        }
-    }
-    // Diagnostics only, never a message: lossy is fine, and the peer-chosen text is shown with
-    // its control characters escaped (SPEC.md §3.1).
-    crate::frame::abort::Escaped(&String::from_utf8_lossy(&prefix)).to_string()
 }
 
 /// The outcome of an attempt of which nothing was received: abandoned (Regime B).

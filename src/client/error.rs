@@ -11,6 +11,28 @@ use crate::ids::RequestKey;
 use crate::outcome::Outcome;
 use crate::retry::RetryDecision;
 
+/// What an observer ([`RetryingClient::observe`](super::RetryingClient::observe)) learns about each attempt that ended: its
+/// number, endpoint and classification, and the retry decision taken on it (`None` for a clean
+/// attempt that delivered the final response).
+///
+/// # Examples
+///
+/// See [`RetryingClient::observe`](super::RetryingClient::observe).
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct AttemptReport<'a> {
+    /// The request key.
+    pub request_key: RequestKey,
+    /// The attempt (1 for the first).
+    pub attempt: u32,
+    /// Where it was sent.
+    pub endpoint: &'a str,
+    /// How its response ended.
+    pub outcome: &'a Outcome,
+    /// The decision taken on it, if it did not deliver the final response.
+    pub decision: Option<RetryDecision>,
+}
+
 /// Key under a JSON-RPC error's `data` where a client puts the outcome report of a request that
 /// failed (SPEC.md §11.7): the same members whichever client produced it.
 pub const OUTCOME_DATA_KEY: &str = "io.github.mcp-framing/outcome";

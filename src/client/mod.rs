@@ -25,15 +25,17 @@ mod schedule;
 mod stats;
 
 pub use config::IDEMPOTENT_METHODS;
-pub use error::{AttemptError, CallError, OUTCOME_DATA_KEY};
+pub use error::{AttemptError, AttemptReport, CallError, OUTCOME_DATA_KEY};
 pub use resolver::{
     DiscoveringResolver, EndpointResolver, Resolution, ResolveError, ResolveFuture,
 };
-pub use retrying::{AttemptReport, CallItem, CallOutcome, RetryingClient};
+pub use retrying::{CallItem, CallOutcome, RetryingClient};
 pub use schedule::RetrySchedule;
 pub use stats::{ClientStats, RetrySnapshot, RetryStats};
 
 #[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))]
 pub(crate) use config::{Config, State, option_setters};
 #[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))]
-pub(crate) use engine::{Call, Item, Route, SESSION_HEADER, TransportLimits, error_text, post};
+pub(crate) use engine::{Call, Item, Route, SESSION_HEADER, TransportLimits, post};
+#[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))]
+pub(crate) use resolver::error_text;

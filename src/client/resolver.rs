@@ -5,6 +5,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use bytes::Bytes;
+use futures_core::Stream;
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::contract::ServerDiscovery;
@@ -197,7 +200,7 @@ impl EndpointResolver for DiscoveringResolver {
                 .map_err(|e| fail("request", &e))?;
             let status = response.status();
             if !status.is_success() {
-                let text = super::engine::error_text(response.bytes_stream(), 1024).await;
+                let text = error_text(response.bytes_stream(), 1024).await;
                 return Err(fail("response", &format_args!("HTTP {status}: {text}")));
             }
             let event_stream = response
@@ -248,4 +251,26 @@ fn discover_event(body: &[u8]) -> Result<Vec<u8>, String> {
         })
         .map(|event| event.data.into_bytes())
         .ok_or_else(|| "no JSON-RPC response in the event stream".to_owned())
+}
+
+/// At most `max` bytes of an error response's body, as diagnostic text: the body is not drained,
+/// and its bytes are shown, never trusted.
+pub(crate) async fn error_text(
+    body: impl Stream<Item = Result<Bytes, reqwest::Error>>,
+    max: usize,
+) -> String {
+    let mut body = std::pin::pin!(body);
+    let mut prefix = Vec::new();
+    while prefix.len() < max {
+        match body.next().await {
+            Some(Ok(bytes)) => {
+                let take = bytes.len().min(max - prefix.len());
+                prefix.extend_from_slice(&bytes[..take]);
+            }
+            _ => break,
+        }
+    }
+    // Diagnostics only, never a message: lossy is fine, and the peer-chosen text is shown with
+    // its control characters escaped (SPEC.md §3.1).
+    crate::frame::abort::Escaped(&String::from_utf8_lossy(&prefix)).to_string()
 }

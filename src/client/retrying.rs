@@ -12,14 +12,12 @@ use serde_json::Value;
 
 use super::config::{Config, State};
 use super::engine::{Call, Item, Route, TransportLimits};
-use super::error::CallError;
+use super::error::{AttemptReport, CallError};
 use super::resolver::EndpointResolver;
 use super::schedule::RetrySchedule;
 use super::stats::{ClientStats, RetryStats};
 use crate::contract::ClientPolicy;
 use crate::ids::RequestKey;
-use crate::outcome::Outcome;
-use crate::retry::RetryDecision;
 
 /// A verified call: the final response (under the caller's original id), the messages verified
 /// before it, and how many attempts it took. The bytes are the verified bytes, valid UTF-8,
@@ -54,28 +52,6 @@ impl CallOutcome {
     pub fn deserialize<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.response)
     }
-}
-
-/// What an observer ([`RetryingClient::observe`]) learns about each attempt that ended: its
-/// number, endpoint and classification, and the retry decision taken on it (`None` for a clean
-/// attempt that delivered the final response).
-///
-/// # Examples
-///
-/// See [`RetryingClient::observe`].
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct AttemptReport<'a> {
-    /// The request key.
-    pub request_key: RequestKey,
-    /// The attempt (1 for the first).
-    pub attempt: u32,
-    /// Where it was sent.
-    pub endpoint: &'a str,
-    /// How its response ended.
-    pub outcome: &'a Outcome,
-    /// The decision taken on it, if it did not deliver the final response.
-    pub decision: Option<RetryDecision>,
 }
 
 /// One item of a [`RetryingClient::stream`]: a verified message (those before the final response

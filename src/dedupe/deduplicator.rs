@@ -303,6 +303,15 @@ impl Decision {
             Self::Unprotected(_) => "unprotected",
         }
     }
+
+    /// The `decision` and `reason` labels of the decisions counter (`refused` and the refusal's
+    /// reason, or [`name`](Self::name) and nothing).
+    fn labels(&self) -> (&'static str, &'static str) {
+        match self {
+            Self::Refused(refusal) => ("refused", refusal.reason()),
+            other => (other.name(), ""),
+        }
+    }
 }
 
 /// Counters of a [`Deduplicator`] (shared by its clones).
@@ -713,7 +722,12 @@ impl Deduplicator {
         };
         let elapsed = started.elapsed();
         self.stats.count(&decision);
-        telemetry::decision(&decision, call.scope.method(), waited.then_some(elapsed));
+        telemetry::decision(
+            decision.labels(),
+            decision.name(),
+            call.scope.method(),
+            waited.then_some(elapsed),
+        );
         match &decision {
             Decision::Replay(stored) => {
                 telemetry::operation(call.scope.method(), "replay", elapsed, ended(stored))

@@ -54,7 +54,6 @@ use std::time::Duration;
 
 use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
 
-use super::deduplicator::Decision;
 use super::store::StoreError;
 
 /// `mcp_framing.dedupe.decisions`: counter of keyed calls decided, by `decision` and `reason`.
@@ -130,16 +129,21 @@ pub fn describe() {
     );
 }
 
-pub(crate) fn decision(decision: &Decision, method: &str, waited: Option<Duration>) {
-    let (name, reason) = match decision {
-        Decision::Refused(refusal) => ("refused", refusal.reason()),
-        other => (other.name(), ""),
-    };
-    counter!(DECISIONS, "decision" => name, "reason" => reason, "mcp.method.name" => method.to_owned())
+/// One keyed call decided: `decided` and `reason` label [`DECISIONS`] (`refused` and the
+/// refusal's reason, or the decision's name and nothing), `name`
+/// ([`Decision::name`](super::Decision::name)) labels [`WAITS`] and [`WAIT_DURATION`]. The
+/// deduplicator reads them off its decision, so this file does not import it.
+pub(crate) fn decision(
+    (decided, reason): (&'static str, &'static str),
+    name: &'static str,
+    method: &str,
+    waited: Option<Duration>,
+) {
+    counter!(DECISIONS, "decision" => decided, "reason" => reason, "mcp.method.name" => method.to_owned())
         .increment(1);
     if let Some(waited) = waited {
-        counter!(WAITS, "decision" => decision.name()).increment(1);
-        histogram!(WAIT_DURATION, "decision" => decision.name()).record(waited.as_secs_f64());
+        counter!(WAITS, "decision" => name).increment(1);
+        histogram!(WAIT_DURATION, "decision" => name).record(waited.as_secs_f64());
     }
 }
 

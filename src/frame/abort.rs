@@ -4,11 +4,9 @@ use std::fmt;
 
 use bytes::BytesMut;
 
-use super::{FrameKind, PayloadError, write_frame};
-use crate::limits::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
-
-/// Shortest ABORT payload: the reason code alone (SPEC.md §3).
-pub(crate) const ABORT_MIN_PAYLOAD_LEN: u32 = 2;
+use super::header::write_frame;
+use super::kind::{FrameKind, PayloadError};
+use super::layout::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
 
 /// A reason code of an ABORT frame (SPEC.md §3, registry §3.1). The code decides whether a
 /// client retries ([`RetryPolicy`](crate::retry::RetryPolicy), SPEC.md §11.6).

@@ -1,7 +1,7 @@
 //! CRC-32 (SPEC.md §2.1): a slice-by-16 table for short inputs (headers, control frames, small
 //! tokens), `crc32fast` for longer ones.
 
-use super::HEADER_LEN;
+use super::layout::HEADER_LEN;
 
 /// Inputs shorter than this take the table path of [`crc32`]; from 32 bytes on, `crc32fast`'s
 /// carry-less multiplication folds beat chained table steps (the `tokens-*` benches measure both

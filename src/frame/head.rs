@@ -2,11 +2,10 @@
 
 use bytes::BytesMut;
 
-use super::{FrameKind, PayloadError, write_frame};
+use super::header::write_frame;
+use super::kind::{FrameKind, PayloadError};
+use super::layout::HEAD_PAYLOAD_LEN;
 use crate::ids::{AttemptId, NO_KEY, RequestKey};
-
-/// Payload length of a HEAD frame (SPEC.md §3): request key (16 bytes), attempt id (16 bytes).
-pub const HEAD_PAYLOAD_LEN: u32 = 32;
 
 /// The metadata of a stream's HEAD frame (SPEC.md §3).
 ///

@@ -1,10 +1,10 @@
 //! The 20-byte frame header (SPEC.md §2): layout, the "header first" checks, serialization.
 
-use super::crc::crc32_header;
-use super::{MAGIC, VERSION, crc::crc32};
+use bytes::{BufMut, BytesMut};
 
-/// Length of every frame header in bytes (SPEC.md §2).
-pub const HEADER_LEN: usize = 20;
+use super::crc::{crc32, crc32_header};
+use super::kind::FrameKind;
+use super::layout::{HEADER_LEN, MAGIC, VERSION};
 
 /// A frame header as it appears on the wire, before any stream rule is applied.
 ///
@@ -207,4 +207,19 @@ impl FrameHeader {
 
 fn be_u32(bytes: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+/// Writes one whole frame (header and payload) into `dst`.
+#[inline]
+pub(crate) fn write_frame(kind: FrameKind, sequence: u32, payload: &[u8], dst: &mut BytesMut) {
+    write_header(kind, sequence, payload, dst);
+    dst.put_slice(payload);
+}
+
+/// Writes the header of a frame carrying `payload` into `dst`, without the payload: the
+/// compatible SSE mapping carries a DATA payload in a `message` event (SPEC.md §18).
+#[inline]
+pub(crate) fn write_header(kind: FrameKind, sequence: u32, payload: &[u8], dst: &mut BytesMut) {
+    let header = FrameHeader::for_payload(kind.to_byte(), sequence, payload);
+    dst.put_slice(&header.to_bytes());
 }

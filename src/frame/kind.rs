@@ -2,9 +2,10 @@
 
 use std::fmt;
 
-use super::abort::ABORT_MIN_PAYLOAD_LEN;
-use super::{HEAD_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN};
-use crate::limits::MAX_ABORT_PAYLOAD_LEN;
+use super::layout::{
+    ABORT_MIN_PAYLOAD_LEN, HEAD_PAYLOAD_LEN, MAX_ABORT_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN,
+    STREAM_END_PAYLOAD_LEN,
+};
 
 /// The kind of a frame (SPEC.md §3).
 ///
@@ -134,6 +135,44 @@ impl fmt::Display for FrameKind {
         match self {
             Self::Ignorable(byte) => write!(f, "IGNORABLE(0x{byte:02x})"),
             other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// Why a payload does not have its kind's layout (the frame layer's error; the decoder checks
+/// lengths from the header first and reports [`DecodeError`](crate::DecodeError) variants).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::internals::frame::{FrameKind, PayloadError, StreamEnd};
+/// assert_eq!(
+///     StreamEnd::load(&[1, 2, 3]),
+///     Err(PayloadError::InvalidLength { kind: FrameKind::StreamEnd, len: 3 })
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PayloadError {
+    /// The payload length breaks the kind's rule (SPEC.md §3).
+    #[error("invalid payload length {len} for a {kind} frame")]
+    InvalidLength {
+        /// Kind of the frame.
+        kind: FrameKind,
+        /// Length of the payload given.
+        len: usize,
+    },
+    /// An ABORT frame's reason is not UTF-8 (SPEC.md §3).
+    #[error("abort frame reason is not valid UTF-8")]
+    AbortReasonNotUtf8,
+}
+
+impl PayloadError {
+    #[cold]
+    pub(super) fn invalid_length(kind: FrameKind, payload: &[u8]) -> Self {
+        Self::InvalidLength {
+            kind,
+            len: payload.len(),
         }
     }
 }

@@ -2,10 +2,9 @@
 
 use bytes::BytesMut;
 
-use super::{FrameKind, PayloadError, write_frame};
-
-/// Payload length of a MESSAGE_END frame (SPEC.md §3): length (u64), SHA-256 (32 bytes).
-pub const MESSAGE_END_PAYLOAD_LEN: u32 = 40;
+use super::header::write_frame;
+use super::kind::{FrameKind, PayloadError};
+use super::layout::MESSAGE_END_PAYLOAD_LEN;
 
 /// The payload of a MESSAGE_END frame: what the message's DATA bytes must add up to.
 ///

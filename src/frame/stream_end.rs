@@ -2,10 +2,8 @@
 
 use bytes::BytesMut;
 
-use super::{FrameKind, PayloadError, write_frame};
-
-/// Payload length of a STREAM_END frame (SPEC.md §3): the message count (u64).
-pub const STREAM_END_PAYLOAD_LEN: u32 = 8;
+use super::header::write_frame;
+use super::kind::{FrameKind, PayloadError};
 
 /// The payload of a STREAM_END frame: how many messages (MESSAGE_END frames) the stream carried.
 ///

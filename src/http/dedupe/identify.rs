@@ -3,9 +3,19 @@
 
 use serde_json::Value;
 
-use super::layer::Config;
-use crate::dedupe::{KeyedCall, Principal, RequestJsonError, parse_request_json};
+use crate::dedupe::{
+    Deduplicator, KeyedCall, Principal, PrincipalExtractor, RequestJsonError, parse_request_json,
+};
 use crate::ids::RequestKey;
+
+/// A layer's configuration, shared by every service it makes (here, below the layer and the
+/// service that both read it, so neither file imports the other for it).
+pub(super) struct Config {
+    pub(super) dedup: Deduplicator,
+    pub(super) principal: Box<dyn PrincipalExtractor>,
+    pub(super) methods: Vec<String>,
+    pub(super) max_request_bytes: usize,
+}
 
 /// What a request body is to the layer.
 pub(super) enum Identified {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::identify::Config;
 use super::service::DedupeService;
 use crate::dedupe::{AuthorizationPrincipal, Deduplicator, PrincipalExtractor};
 use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
@@ -80,14 +81,6 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = DEFAULT_MAX_MESSAGE_SIZE as usize;
 #[derive(Clone)]
 pub struct DedupeLayer {
     shared: Arc<Config>,
-}
-
-/// A layer's configuration, shared by every service it makes.
-pub(super) struct Config {
-    pub(super) dedup: Deduplicator,
-    pub(super) principal: Box<dyn PrincipalExtractor>,
-    pub(super) methods: Vec<String>,
-    pub(super) max_request_bytes: usize,
 }
 
 impl fmt::Debug for DedupeLayer {

@@ -14,8 +14,7 @@ use http_body_util::{BodyExt, Full, Limited};
 
 use super::body::{BoxError, DedupeBody, box_body, full};
 use super::capture::capture;
-use super::identify::{Identified, identify};
-use super::layer::Config;
+use super::identify::{Config, Identified, identify};
 use crate::dedupe::{Decision, RequestJsonError};
 use crate::http::REQUEST_KEY_HEADER;
 
