@@ -24,20 +24,7 @@ use cut::Cut;
 use dedupe_support::RedisServer;
 use example_support::{executions, fleet_backend, repo, rmcp_server, runtime};
 use serde_json::Value;
-use stock_support::python;
-
-/// How soon a cut call must fail, from the call to the error (issue 19: "within 1 s"): 1 s, or
-/// on a machine so loaded that the same run's clean calls took longer than a third of that,
-/// three times the slowest of them. A cut call is failed on the cut, so it takes no longer than
-/// a clean call does; the unwrapped SDK reports the cut only when the stream ends or times out.
-fn cut_fails_within(clean: &Run) -> f64 {
-    let slowest = clean
-        .calls
-        .iter()
-        .filter_map(|call| call["seconds"].as_f64())
-        .fold(0.0, f64::max);
-    (3.0 * slowest).max(1.0)
-}
+use stock_support::{cut_fails_within, python};
 
 /// What the driver printed: one JSON line per call, then the wrapper's counters; and the log
 /// records it printed to stderr.
@@ -141,7 +128,7 @@ fn the_wrapped_python_sdk_gets_results_byte_for_byte_and_every_cut_call_fails_wi
                 assert_eq!(call["outcome"], "ok", "{label}: {call}");
                 assert_eq!(call["match"], true, "{label}: byte for byte");
             }
-            let within = cut_fails_within(&clean);
+            let within = cut_fails_within(clean.calls.iter().filter_map(|c| c["seconds"].as_f64()));
             let lengths = cut.forwarded.lock().unwrap().clone();
             assert_eq!(lengths.len(), 2, "{label}");
             assert_eq!(lengths[0], lengths[1], "{label}: the same body length");

@@ -39,18 +39,10 @@ use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
 use serde_json::Value;
 use stock_support::{
-    LINES, Report, SEED, TYPESCRIPT_SDKS, assert_exact, expected_text, framing_call, node,
-    run_python, run_rmcp_stock, run_typescript, run_typescript_sdk, with_warn_capture,
+    LINES, Report, SEED, TYPESCRIPT_SDKS, assert_exact, cut_fails_within, expected_text,
+    framing_call, node, run_python, run_rmcp_stock, run_typescript, run_typescript_sdk,
+    with_warn_capture,
 };
-
-/// How soon a wrapped cut call must fail (issue 19: "within 1 s"): 1 s, or on a machine so
-/// loaded that the same run's clean calls took longer than a third of that, three times the
-/// slowest of them. A cut call is failed on the cut, so it takes no longer than a clean call
-/// does; the unwrapped SDK waits for its request timeout (60 s) instead.
-fn cut_fails_within(clean: &[Report]) -> f64 {
-    let slowest = clean.iter().filter_map(|r| r.seconds).fold(0.0, f64::max);
-    (3.0 * slowest).max(1.0)
-}
 
 /// The server modes every stock client must not notice (`--mode` of the example server):
 /// rmcp alone, rmcp behind `FramingLayer` (which frames only the requests that opt in), and
@@ -443,7 +435,7 @@ fn typescript_sdk_clients_wrapped_get_every_result_verified_and_fail_every_cut_a
             .collect();
         let reports = run_typescript_sdk(sdk, true, &urls, None, Duration::from_secs(60));
         assert_exact(&reports, &labels);
-        let within = cut_fails_within(&reports);
+        let within = cut_fails_within(reports.iter().filter_map(|r| r.seconds));
         for (report, label) in reports.iter().zip(&labels) {
             assert!(report.wrapped, "{label}");
             assert_eq!(stat(report, "unverified"), 0, "{label}: {report:?}");
