@@ -132,6 +132,14 @@ async def session_run(server: Server, calls: list[str], **options: Any) -> tuple
     return outcomes, transport
 
 
+async def list_after_initialize(transport: FramingTransport) -> bytes:
+    """The body the transport hands the SDK for `tools/list` (id 2) after `initialize` (id 1)."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    return await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+
+
 def report(err: MCPError) -> dict:
     assert err.error.message.startswith("mcp-framing: "), err.error.message
     assert err.error.code == -32603
@@ -319,10 +327,7 @@ async def test_a_stalled_response_is_abandoned_after_the_idle_timeout() -> None:
         )
 
     transport = FramingTransport(httpx2.MockTransport(handler), idle_timeout=0.05)
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
-    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    body = await list_after_initialize(transport)
     error = json.loads(body.split(b"data: ", 1)[1])
     assert error["id"] == 2
     assert error["error"]["data"][OUTCOME_DATA_KEY]["kind"] == "IdleTimeout"
@@ -342,10 +347,7 @@ async def test_a_verified_message_that_is_not_utf8_fails_the_request_unaltered()
         )
 
     transport = FramingTransport(httpx2.MockTransport(handler), mapping="binary")
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
-    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    body = await list_after_initialize(transport)
     data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
     assert (data["classification"], data["kind"]) == ("invalid_message", "InvalidUtf8")
     assert b"\xff" not in body
@@ -362,10 +364,7 @@ async def test_an_unframed_answer_to_an_opted_in_request_is_a_contract_violation
         return httpx2.Response(200, headers={"content-type": "application/json"}, content=response(body["id"], {}))
 
     transport = FramingTransport(httpx2.MockTransport(handler))
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
-    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    body = await list_after_initialize(transport)
     data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
     assert (data["classification"], data["kind"], data["retryDecision"]) == (
         "contract_violation",
@@ -552,9 +551,6 @@ async def test_a_response_whose_field_lines_disagree_is_not_framed(headers: list
         return httpx2.Response(200, headers=headers, content=Writer(key).compat([response(body["id"], {})]))
 
     transport = FramingTransport(httpx2.MockTransport(handler))
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
-    await (await transport.handle_async_request(httpx2.Request("POST", URL, json=init))).aread()
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    body = await (await transport.handle_async_request(httpx2.Request("POST", URL, json=call))).aread()
+    body = await list_after_initialize(transport)
     data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
     assert (data["classification"], data["kind"]) == ("contract_violation", "NotFramed")
