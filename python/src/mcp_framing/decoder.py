@@ -71,10 +71,30 @@ def json_rpc_response(message: bytes) -> Any:
     >>> json_rpc_response(b'{"method":"x","params":{"id":1,"result":2}}') is None
     True
     """
+    return examine(message)[1]
+
+
+def examine(message: bytes) -> tuple[bool, Any]:
+    """§7.1 on `message` in one decoding: whether it is UTF-8, and its parsed value if it is a
+    JSON-RPC response (else None). The decoding is the UTF-8 validation (not done twice).
+
+    >>> examine(b'{"id":1,"result":{}}'), examine(b"caf\\xc3")
+    ((True, {'id': 1, 'result': {}}), (False, None))
+    """
+    try:
+        text = message.decode("utf-8")
+    except UnicodeDecodeError:
+        return False, None
+    return True, response_of_text(text)
+
+
+def response_of_text(text: str) -> Any:
+    """§7.1 on a message already decoded from UTF-8: its parsed value if it is a JSON-RPC
+    response, else None."""
     try:
         # NaN and Infinity are not JSON (RFC 8259), though Python reads them.
-        value = json.loads(message.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        value = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
         return None
     if isinstance(value, dict) and "id" in value and ("result" in value or "error" in value):
         return value
@@ -100,8 +120,10 @@ class StreamDecoder:
 
     __slots__ = (
         "_answer",
+        "_carried",
         "_crc",
         "_error",
+        "_examined",
         "_final",
         "_frames",
         "_hbuf",
@@ -120,6 +142,7 @@ class StreamDecoder:
         "_messages",
         "_msg_len",
         "_need",
+        "_not_utf8",
         "_offset",
         "_pbuf",
         "_pcrc",
@@ -174,6 +197,9 @@ class StreamDecoder:
         # §7.1: a decoder that expects a key looks for the final response among the messages
         self._answer = _UNCHECKED if request_key is None else _AWAITED
         self._final: tuple[int, Any] | None = None  # (index in `messages`, parsed value)
+        self._examined = 0  # leading messages the §7.1 check decoded
+        self._not_utf8: int | None = None  # the first of them that is not UTF-8
+        self._carried: tuple[bytes, str | None] | None = None  # `carry`'s object and its text
 
     # -- state -------------------------------------------------------------------------------
 
@@ -208,6 +234,23 @@ class StreamDecoder:
         """§7.1: the stream's final response, once verified: its index in `messages` and its
         parsed JSON value (only a decoder that expects a request key looks for it)."""
         return self._final
+
+    @property
+    def examines_messages(self) -> bool:
+        """Whether the next verified message will be read by the §7.1 check (a decoder that
+        expects a request key, until the final response)."""
+        return self._answer == _AWAITED
+
+    @property
+    def text_checked(self) -> int:
+        """How many of the first `messages` the §7.1 check decoded from UTF-8 (each one once:
+        whether it is UTF-8 is then known, `first_not_utf8`)."""
+        return self._examined
+
+    @property
+    def first_not_utf8(self) -> int | None:
+        """The index of the first message the §7.1 check found not to be UTF-8, if any."""
+        return self._not_utf8
 
     @property
     def head(self) -> tuple[bytes, bytes] | None:
@@ -271,6 +314,17 @@ class StreamDecoder:
             self._feed(data, start, end)
         except DecodeError as err:
             self._error = err
+
+    def carry(self, data: bytes, text: str | None = None) -> None:
+        """Lets the next message keep references to `data` rather than copies of its pieces:
+        the caller vouches that every byte of it is payload of that one message, handed over
+        next with `feed_part` (an event of the compatible mapping carries exactly the payloads
+        of one message, §18.5). The message is then `data` itself, neither copied nor joined,
+        and memory stays bounded by the message (§6). `text`: `data` decoded from UTF-8, if the
+        caller did (the §7.1 check then reads it instead of decoding the message again)."""
+        self._pin_obj = data
+        self._pinned += len(data)
+        self._carried = (data, text)
 
     def fail(self, error: DecodeError) -> None:
         """Records an error of the layer above (a transport mapping, §15, §18.5) unless the frames
@@ -459,13 +513,21 @@ class StreamDecoder:
             digest = self._sha.digest() if self._sha is not None else _EMPTY_SHA256
             if digest != payload[8:40]:
                 raise DecodeError("DigestMismatch", length=declared)
+            carried = self._carried
             message = self._take_message()
             self._messages.append(message)
             if self._answer == _AWAITED:
-                value = json_rpc_response(message)
+                index = len(self._messages) - 1
+                if carried is not None and carried[0] is message and carried[1] is not None:
+                    utf8, value = True, response_of_text(carried[1])
+                else:
+                    utf8, value = examine(message)
+                self._examined = index + 1
+                if not utf8 and self._not_utf8 is None:
+                    self._not_utf8 = index
                 if value is not None:  # the first JSON-RPC response is the final one
                     self._answer = _HELD
-                    self._final = (len(self._messages) - 1, value)
+                    self._final = (index, value)
             self._message_ends += 1
             self._keepalives = self._ignorables = 0
         elif kind == HEAD:
@@ -505,6 +567,7 @@ class StreamDecoder:
             message = b"".join(pieces)
         self._pieces = []
         self._span = None
+        self._carried = None
         self._sha = None
         self._msg_len = self._kept = self._pinned = 0
         self._pin_obj = None

@@ -119,6 +119,7 @@ class EventStreamDecoder:
         self._data: list[bytes] | None = None  # the data lines' values; None: no data line
         self._data_size = 0  # their length as dispatched, LFs between them included
         self._data_valid = True  # every value is valid UTF-8 (so the data is dispatched as it is)
+        self._texts: list[str] | None = None  # the values decoded, while every one was (`_wants_text`)
         self.events = 0
 
     # -- the frame decoder's state ----------------------------------------------------------
@@ -137,6 +138,16 @@ class EventStreamDecoder:
     def sentinel_seen(self) -> bool:
         """Whether STREAM_END has been decoded with nothing after it so far."""
         return self.frames.sentinel_seen
+
+    @property
+    def text_checked(self) -> int:
+        """Messages the frame decoder's §7.1 check decoded from UTF-8 (`StreamDecoder.text_checked`)."""
+        return self.frames.text_checked
+
+    @property
+    def first_not_utf8(self) -> int | None:
+        """The first of them that is not UTF-8 (`StreamDecoder.first_not_utf8`)."""
+        return self.frames.first_not_utf8
 
     @property
     def frames_decoded(self) -> int:
@@ -259,14 +270,29 @@ class EventStreamDecoder:
             self._name = _join(parts, skip + value_at) if has_value else b""
         elif field == b"data":
             value = _join(parts, skip + value_at) if has_value else b""
-            size, valid = dispatched_length(value)
-            if not valid:
-                self._data_valid = False
+            text = None
+            if (self._data is None or self._texts is not None) and self._wants_text():
+                # the decoding is the UTF-8 check, and its text is kept for the frames (§7.1)
+                try:
+                    text = value.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = None
+            if text is not None:
+                size = len(value)
+            else:
+                size, valid = dispatched_length(value)
+                if not valid:
+                    self._data_valid = False
             if self._data is None:
                 self._data = [value]
+                self._texts = None if text is None else [text]
                 self._data_size = size
             else:
                 self._data.append(value)
+                if text is None:
+                    self._texts = None
+                elif self._texts is not None:
+                    self._texts.append(text)
                 self._data_size += 1 + size
             # §15: the data as SSE joins it (LF between lines), counted as UTF-8 text
             if self._data_size > self.max_event_data:
@@ -274,10 +300,11 @@ class EventStreamDecoder:
         # id, retry and unknown fields are ignored (§15: never used to resume a framed stream)
 
     def _dispatch(self) -> None:
-        name, values = self._name, self._data
+        name, values, texts = self._name, self._data, self._texts
         valid = self._data_valid
         self._name = None
         self._data = None
+        self._texts = None
         self._data_size = 0
         self._data_valid = True
         if not values:
@@ -288,7 +315,8 @@ class EventStreamDecoder:
             # a data line, one empty `data:` line): skipped, whatever the name
             return
         self.events += 1
-        self._event(name, data, valid)
+        text = None if texts is None else texts[0] if len(texts) == 1 else "\n".join(texts)
+        self._event(name, data, valid, text)
 
     @staticmethod
     def _event_bound(limits: Limits) -> int:
@@ -298,8 +326,14 @@ class EventStreamDecoder:
     def _comment(self, text: bytes) -> None:
         """A comment line (the text after the colon)."""
 
-    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
-        """A dispatched event carrying data (its raw bytes; `valid_utf8` whether they are UTF-8)."""
+    def _wants_text(self) -> bool:
+        """Whether the data lines are to be decoded to text as they are checked (`_event`'s
+        `text`): only where something reads that text next."""
+        return False
+
+    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool, text: str | None) -> None:
+        """A dispatched event carrying data: its raw bytes, `valid_utf8` whether they are UTF-8,
+        and `text` the data decoded if `_wants_text` asked for it (else None)."""
         raise NotImplementedError
 
     def finish(self) -> StreamVerdict:
@@ -322,7 +356,7 @@ class SseDecoder(EventStreamDecoder):
         """§15: the base64 of one whole frame, at least 256 KiB."""
         return limits.sse_event_bound()
 
-    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
+    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool, text: str | None) -> None:
         if name != b"mcp-frame":
             label = "message" if name is None else name.decode("utf-8", "replace")
             self._fail("UnexpectedEvent", event=label)

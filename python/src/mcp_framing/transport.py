@@ -24,6 +24,7 @@ import anyio
 import httpx2
 
 from .body import BINARY_MEDIA_TYPE, Mapping, body_decoder, mapping_of_response
+from .compat import CompatDecoder
 from .contract import EXTENSION_KEY, ClientPolicy, ContractError, Discovery
 from .decoder import json_rpc_response
 from .errors import DecodeError, escape
@@ -69,10 +70,16 @@ def _sse_event(message: bytes) -> bytes:
     """One SSE `message` event carrying `message`: a line break in it (LF, CR or CRLF: in a JSON
     text only whitespace) becomes a new data line, which the SDK's parser joins with LF; a message
     without CR (every one the compatible mapping carries, §18.3) reaches it byte for byte. As the
-    TypeScript package writes it."""
+    TypeScript package writes it.
+
+    >>> _sse_event(b'{"a":\\r\\n1,\\n"b":2}')
+    b'data: {"a":\\ndata: 1,\\ndata: "b":2}\\n\\n'
+    """
     if b"\r" in message:
         message = message.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    return b"".join(b"data: " + line + b"\n" for line in message.split(b"\n")) + b"\n"
+    if b"\n" in message:
+        message = message.replace(b"\n", b"\ndata: ")
+    return b"".join((b"data: ", message, b"\n\n"))  # one copy
 
 
 @dataclass
@@ -102,7 +109,7 @@ class _Collected(EventStreamDecoder):
         super().__init__(limits)
         self.collected: list[bytes] = []
 
-    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
+    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool, text: str | None) -> None:
         if name in (None, b"", b"message"):  # a message event (SPEC.md §15, §18.3)
             self.collected.append(data)
 
@@ -312,6 +319,73 @@ class _Body(httpx2.AsyncByteStream):
         close = getattr(self._events, "aclose", None)
         if close is not None:
             await close()
+
+
+class _Verifier:
+    """What one attempt's body gives the SDK, without I/O: `feed` each read of the body, then
+    `finish`. The transport's `_read` drives it as the body streams, and python/bench.py drives
+    it to measure the path a response really takes to the SDK.
+
+    The verified messages that are not the final response become SSE events at once; the final
+    response (§7.1) is held (`final`) until the end of input decides; a message the SDK cannot be
+    handed unchanged (`_unfit`), or one after the final response (§1), stops the body.
+    """
+
+    __slots__ = ("decoder", "failure", "final", "final_value")
+
+    def __init__(self, decoder: Any) -> None:
+        self.decoder = decoder
+        self.final: bytes | None = None
+        self.final_value: Any = None
+        self.failure: Outcome | None = None
+
+    @property
+    def stopped(self) -> bool:
+        """Whether nothing more of the body can change the outcome (a failure, a decode error)."""
+        return self.failure is not None or self.decoder.error is not None
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The SSE events (verified messages) for the SDK that `chunk` completes."""
+        decoder = self.decoder
+        first = len(decoder.messages)
+        events: list[bytes] = []
+        for index, message in enumerate(decoder.feed(chunk), first):
+            problem = _unfit(decoder, index, message)
+            if problem is not None:
+                self.failure = problem
+                break
+            final_response = decoder.final_response
+            if final_response is not None and final_response[0] == index:
+                self.final = message  # §7.1: held until the end of input decides
+            elif final_response is not None and final_response[0] < index:
+                # §1: nothing may follow the final response (this one is not delivered)
+                self.failure = Outcome.client_side(
+                    "abandoned",
+                    "MessageAfterFinalResponse",
+                    "a message followed the final response: the stream answers nothing",
+                    decoder.received(),
+                )
+                break
+            else:
+                events.append(_sse_event(message))
+        return events
+
+    def finish(self, ended: Outcome | None = None) -> Outcome:
+        """The attempt's outcome: `ended` if the body was abandoned (idle, failed), else the
+        failure `feed` found, else the decoder's verdict (§7); clean only with a final response."""
+        failure = ended if ended is not None else self.failure
+        if failure is None:
+            decoder = self.decoder
+            failure = classify(decoder.finish())
+            if failure.is_clean and self.final is None:
+                # §1: a complete stream must end with its response: it answers nothing
+                detail = "the stream is complete but carries no final response"
+                failure = Outcome.client_side("abandoned", "NoFinalResponse", detail, failure.received)
+            elif failure.is_clean:
+                self.final_value = decoder.final_response[1]
+        if not failure.is_clean:
+            self.final = None
+        return failure
 
 
 @dataclass
@@ -579,16 +653,17 @@ class _Call:
             what, value = await self._send()
 
     async def _read(self, attempt: _Attempt, final: list[bytes]) -> AsyncIterator[bytes]:
-        """Verifies one attempt's body as it streams: yields the verified messages that are not
-        the final response (notifications, server requests) at once; keeps the final response in
-        `final` until the end of input decides (§7); records the attempt's outcome."""
+        """Verifies one attempt's body as it streams (`_Verifier`): yields the verified messages
+        that are not the final response (notifications, server requests) at once; keeps the
+        final response in `final` until the end of input decides (§7); records the outcome."""
         t = self.t
+        verifier = _Verifier(attempt.decoder)
         decoder = attempt.decoder
         chunks = attempt.response.aiter_bytes().__aiter__()
         idle = t.idle_timeout
         frames = 0
         deadline = time.monotonic() + idle if idle is not None else None
-        failure: Outcome | None = None
+        ended: Outcome | None = None
         try:
             while True:
                 try:
@@ -600,54 +675,33 @@ class _Call:
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
-                    failure = Outcome.client_side(
+                    ended = Outcome.client_side(
                         "abandoned", "IdleTimeout", f"no frame for {idle} s", decoder.received()
                     )
                     break
                 except httpx2.HTTPError as err:
-                    failure = Outcome.client_side("abandoned", "Body", f"the body failed: {err}", decoder.received())
+                    ended = Outcome.client_side("abandoned", "Body", f"the body failed: {err}", decoder.received())
                     break
-                first = len(decoder.messages)
-                for index, message in enumerate(decoder.feed(chunk), first):
-                    problem = _unfit(message)
-                    if problem is not None:
-                        failure = problem
-                        break
-                    final_response = decoder.final_response
-                    if final_response is not None and final_response[0] == index:
-                        final.append(message)  # §7.1: held until the end of input decides
-                    elif final_response is not None and final_response[0] < index:
-                        # §1: nothing may follow the final response (this one is not delivered)
-                        failure = Outcome.client_side(
-                            "abandoned",
-                            "MessageAfterFinalResponse",
-                            "a message followed the final response: the stream answers nothing",
-                            decoder.received(),
-                        )
-                        break
-                    else:
-                        t.stats.verified_messages += 1
-                        yield _sse_event(message)
-                if failure is not None or decoder.error is not None:
+                events = verifier.feed(chunk)
+                for event in events:
+                    t.stats.verified_messages += 1
+                    yield event
+                if verifier.stopped:
                     break
                 if deadline is not None and decoder.frames_decoded != frames:
                     frames = decoder.frames_decoded
                     deadline = time.monotonic() + idle  # type: ignore[operator]
         finally:
             await attempt.response.aclose()
-        if failure is None:
-            failure = classify(decoder.finish())
-            if failure.is_clean and not final:
-                # §1: a complete stream must end with its response: it answers nothing
-                detail = "the stream is complete but carries no final response"
-                failure = Outcome.client_side("abandoned", "NoFinalResponse", detail, failure.received)
-            elif failure.is_clean:
-                attempt.final_value = decoder.final_response[1]
-        t.stats.outcomes.append(failure)
-        attempt.telemetry.record_outcome(failure)
-        if not failure.is_clean:
+        outcome = verifier.finish(ended)
+        if outcome.is_clean:
+            assert verifier.final is not None
+            final.append(verifier.final)
+            attempt.final_value = verifier.final_value
+        t.stats.outcomes.append(outcome)
+        attempt.telemetry.record_outcome(outcome)
+        if not outcome.is_clean:
             t.stats.incomplete += 1
-            final.clear()
 
     def _decide(self, outcome: Outcome, telemetry: Attempt) -> RetryDecision:
         t = self.t
@@ -791,18 +845,27 @@ def _error_type(final: dict[str, Any]) -> str | None:
     return str(error.get("code")) if isinstance(error, dict) else None
 
 
-def _unfit(message: bytes) -> Outcome | None:
+def _unfit(decoder: Any, index: int, message: bytes) -> Outcome | None:
     """A verified message the SDK cannot be handed unchanged: not UTF-8 (the SDK's parser would
-    replace bytes). Never altered: the request fails (SPEC.md §11.7, as the Rust engine)."""
-    if not is_utf8(message):
-        try:
-            message.decode("utf-8")
-        except UnicodeDecodeError as err:
-            where = err.start
-        return Outcome.client_side(
-            "corrupt", "InvalidUtf8", f"a verified message is not valid UTF-8 (invalid byte at offset {where})"
-        )
-    return None
+    replace bytes). Never altered: the request fails (SPEC.md §11.7, as the Rust engine).
+
+    Each message is checked once: the §7.1 check decoded every message up to the final response
+    (`text_checked`), and a compatible-mapping message is its event's data as dispatched, which
+    the event's UTF-8 check produced (§18.3); only another one is validated here."""
+    if index < decoder.text_checked:
+        valid = decoder.first_not_utf8 != index
+    else:
+        valid = isinstance(decoder, CompatDecoder) or is_utf8(message)
+    if valid:
+        return None
+    try:
+        message.decode("utf-8")
+        where = -1
+    except UnicodeDecodeError as err:
+        where = err.start
+    return Outcome.client_side(
+        "corrupt", "InvalidUtf8", f"a verified message is not valid UTF-8 (invalid byte at offset {where})"
+    )
 
 
 async def _read_bounded(response: httpx2.Response, limit: int) -> bytes:
