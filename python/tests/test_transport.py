@@ -554,3 +554,19 @@ async def test_a_response_whose_field_lines_disagree_is_not_framed(headers: list
     body = await list_after_initialize(transport)
     data = json.loads(body.split(b"data: ", 1)[1])["error"]["data"][OUTCOME_DATA_KEY]
     assert (data["classification"], data["kind"]) == ("contract_violation", "NotFramed")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("declared", [contract(), None], ids=["declaring", "declaring-nothing"])
+async def test_an_unframed_handshake_fails_at_once_as_not_framed_and_never_reaches_the_sdk(declared: Any) -> None:
+    server = Server(declared)
+    server.plain = True  # ignores the opt-in: the initialize result comes back unframed
+    (failed,), transport = await session_run(server, ["never sent"])
+    data = report(failed)  # as the Rust engine: the handshake response itself, NotFramed (§11.3, §16)
+    assert (data["classification"], data["kind"], data["retryDecision"]) == (
+        "contract_violation",
+        "NotFramed",
+        "do_not_retry",
+    )
+    assert transport.stats.verified_messages == 0
+    assert [json.loads(r.content)["method"] for r in server.requests] == ["initialize"]

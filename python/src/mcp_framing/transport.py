@@ -27,7 +27,7 @@ from .body import BINARY_MEDIA_TYPE, Mapping, body_decoder, mapping_of_response
 from .compat import CompatDecoder
 from .contract import EXTENSION_KEY, ClientPolicy, ContractError, Discovery
 from .decoder import json_rpc_response
-from .errors import DecodeError, escape
+from .errors import escape
 from .jsonrpc import DuplicateIdError, with_id
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
@@ -471,8 +471,7 @@ class _Call:
 
     async def _send(self) -> tuple[str, Any]:
         """Attempt `self.attempt + 1`: ("stream", _Attempt), ("failed", (Outcome, Attempt)),
-        ("status", response) for an HTTP error status, ("refused", ContractError),
-        ("unframed", (response, content)) for a handshake that was not framed."""
+        ("status", response) for an HTTP error status, ("refused", ContractError)."""
         t = self.t
         self.attempt += 1
         policy = t.policy
@@ -540,12 +539,8 @@ class _Call:
                 await response.aclose()
                 detail = f"the response is not framed (content type {response.headers.get('content-type')!r})"
                 return "failed", (Outcome.client_side("ambiguous", "NotFramed", detail), telemetry)
-            if self.handshake and policy is None:
-                try:
-                    content = await _read_bounded(response, limits.max_message_size + 65_536)
-                except DecodeError as err:
-                    return "failed", (Outcome.client_side("contract_violation", err.kind, str(err)), telemetry)
-                return "unframed", (response, content)
+            # An unframed handshake too (SPEC.md §11.3, §16): it fails at once, as the Rust engine
+            # fails it, and nothing in it reaches the SDK.
             await response.aclose()
             detail = f"response not framed (content type {response.headers.get('content-type')!r})"
             return "failed", (Outcome.client_side("contract_violation", "NotFramed", detail), telemetry)
@@ -559,44 +554,12 @@ class _Call:
         what, value = await self._send()
         if what == "accepted" and self.attempt == 1:
             return value  # type: ignore[no-any-return]
-        if what == "unframed":
-            return await self._unframed(*value)
         headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
         if what == "stream":
             session = value.response.headers.get("mcp-session-id")
             if session is not None:
                 headers.append(("mcp-session-id", session))
         return httpx2.Response(200, headers=headers, stream=_Body(self._events(what, value)), request=self.request)
-
-    async def _unframed(self, response: httpx2.Response, content: bytes) -> httpx2.Response:
-        """A handshake answered unframed: its result says whether the server frames at all."""
-        t = self.t
-        messages = _unframed_messages(response, content, t.limits)
-        discovery = None
-        for raw in messages:
-            message = json_rpc_response(raw)
-            if message is not None and "result" in message:
-                try:
-                    discovery = Discovery.from_result(self.method, message["result"])
-                except ContractError as err:
-                    return self._error_response(self._refusal(err))
-        if discovery is None:
-            return httpx2.Response(
-                response.status_code, headers=response.headers, content=content, request=self.request
-            )
-        err = t.adopt(discovery)
-        if err is not None:
-            return self._error_response(self._refusal(err))
-        # Declared, or accepted as ambiguous: the SDK gets the handshake as it came.
-        return httpx2.Response(response.status_code, headers=response.headers, content=content, request=self.request)
-
-    def _error_response(self, event: bytes) -> httpx2.Response:
-        return httpx2.Response(
-            200,
-            headers=[("content-type", "text/event-stream")],
-            content=event,
-            request=self.request,
-        )
 
     async def _events(self, what: str, value: Any) -> AsyncIterator[bytes]:
         t = self.t
@@ -866,19 +829,6 @@ def _unfit(decoder: Any, index: int, message: bytes) -> Outcome | None:
     return Outcome.client_side(
         "corrupt", "InvalidUtf8", f"a verified message is not valid UTF-8 (invalid byte at offset {where})"
     )
-
-
-async def _read_bounded(response: httpx2.Response, limit: int) -> bytes:
-    """At most `limit` bytes of a body (an unframed handshake): the peer does not decide what we keep."""
-    out = bytearray()
-    try:
-        async for chunk in response.aiter_bytes():
-            out += chunk
-            if len(out) > limit:
-                raise DecodeError("MessageTooLarge", max=limit)
-    finally:
-        await response.aclose()
-    return bytes(out)
 
 
 # Keep `Received` importable from here for type checkers of callers building outcomes.
