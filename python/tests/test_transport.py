@@ -570,3 +570,28 @@ async def test_an_unframed_handshake_fails_at_once_as_not_framed_and_never_reach
     )
     assert transport.stats.verified_messages == 0
     assert [json.loads(r.content)["method"] for r in server.requests] == ["initialize"]
+
+
+@pytest.mark.anyio
+async def test_a_retried_final_response_is_parsed_once_and_its_id_put_back_where_that_parse_found_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = Server(DEDUPLICATING)
+    server.deduplicate = True
+    server.cuts = [120, None]
+    text = "a result only the final response carries " * 100
+    expected = {"content": [{"type": "text", "text": text}]}
+    parses: list[int] = []
+    raw_decode = json.JSONDecoder.raw_decode
+
+    def counting(self: json.JSONDecoder, s: str, idx: int = 0) -> tuple[Any, int]:
+        value, end = raw_decode(self, s, idx)
+        if value == expected or (isinstance(value, dict) and value.get("result") == expected):
+            parses.append(end - idx)  # the final response's result, read as a value or within one
+        return value, end
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}
+    events = await post_events(server, call, retries=RetrySchedule(max_attempts=2, initial_backoff=0.0))
+    assert json.loads(events[-1]) == {"jsonrpc": "2.0", "id": 7, "result": expected}  # (the test's own parse)
+    assert len(parses) == 2  # the §7.1 reading of the attempt's response, and the test's own: no second one

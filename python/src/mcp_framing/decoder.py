@@ -24,7 +24,6 @@ MESSAGE_END is complete, and handed out only then.
 from __future__ import annotations
 
 import hashlib
-import json
 import zlib
 from typing import Any
 
@@ -42,6 +41,7 @@ from .frames import (
     VERSION,
     kind_name,
 )
+from .jsonrpc import TopLevel, top_level
 from .limits import MAX_ABORT_TEXT, Limits
 from .verdict import Abort, Received, StreamVerdict
 
@@ -58,10 +58,6 @@ _PIN_SLACK = 65_536
 _UNCHECKED, _AWAITED, _HELD, _SPENT = 0, 1, 2, 3
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"not JSON: {name}")
-
-
 def json_rpc_response(message: bytes) -> Any:
     """§7.1: the parsed value of `message` if it is a JSON-RPC response (UTF-8, one JSON text,
     an object with a top-level `id` and a top-level `result` or `error`), else None.
@@ -71,34 +67,32 @@ def json_rpc_response(message: bytes) -> Any:
     >>> json_rpc_response(b'{"method":"x","params":{"id":1,"result":2}}') is None
     True
     """
-    return examine(message)[1]
+    found = examine(message)[1]
+    return None if found is None else found.members
 
 
-def examine(message: bytes) -> tuple[bool, Any]:
-    """§7.1 on `message` in one decoding: whether it is UTF-8, and its parsed value if it is a
+def examine(message: bytes) -> tuple[bool, TopLevel | None]:
+    """§7.1 on `message` in one decoding: whether it is UTF-8, and its top level if it is a
     JSON-RPC response (else None). The decoding is the UTF-8 validation (not done twice).
 
     >>> examine(b'{"id":1,"result":{}}'), examine(b"caf\\xc3")
-    ((True, {'id': 1, 'result': {}}), (False, None))
+    ((True, TopLevel(members={'id': 1, 'result': {}}, id_spans=[(6, 7)])), (False, None))
     """
     try:
         text = message.decode("utf-8")
     except UnicodeDecodeError:
         return False, None
-    return True, response_of_text(text)
+    return True, response_of_text(text, len(message))
 
 
-def response_of_text(text: str) -> Any:
-    """§7.1 on a message already decoded from UTF-8: its parsed value if it is a JSON-RPC
-    response, else None."""
+def response_of_text(text: str, size: int | None = None) -> TopLevel | None:
+    """§7.1 on a message already decoded from UTF-8 (`size` bytes): its top level (members parsed
+    once, `id` spans for the edit of §17.13) if it is a JSON-RPC response, else None."""
     try:
-        # NaN and Infinity are not JSON (RFC 8259), though Python reads them.
-        value = json.loads(text, parse_constant=_no_constant)
+        found = top_level(text, size)
     except (ValueError, RecursionError):
         return None
-    if isinstance(value, dict) and "id" in value and ("result" in value or "error" in value):
-        return value
-    return None
+    return found if found.is_response else None
 
 
 class StreamDecoder:
@@ -125,6 +119,7 @@ class StreamDecoder:
         "_error",
         "_examined",
         "_final",
+        "_final_id",
         "_frames",
         "_hbuf",
         "_head",
@@ -197,6 +192,7 @@ class StreamDecoder:
         # §7.1: a decoder that expects a key looks for the final response among the messages
         self._answer = _UNCHECKED if request_key is None else _AWAITED
         self._final: tuple[int, Any] | None = None  # (index in `messages`, parsed value)
+        self._final_id: list[tuple[int, int]] = []  # where its top-level `id` values lie
         self._examined = 0  # leading messages the §7.1 check decoded
         self._not_utf8: int | None = None  # the first of them that is not UTF-8
         self._carried: tuple[bytes, str | None] | None = None  # `carry`'s object and its text
@@ -234,6 +230,12 @@ class StreamDecoder:
         """§7.1: the stream's final response, once verified: its index in `messages` and its
         parsed JSON value (only a decoder that expects a request key looks for it)."""
         return self._final
+
+    @property
+    def final_id_spans(self) -> list[tuple[int, int]]:
+        """Where the final response's top-level `id` values lie in its bytes, as the §7.1 check
+        read them (`jsonrpc.put_id` edits the id there, §17.13)."""
+        return self._final_id
 
     @property
     def examines_messages(self) -> bool:
@@ -519,7 +521,7 @@ class StreamDecoder:
             if self._answer == _AWAITED:
                 index = len(self._messages) - 1
                 if carried is not None and carried[0] is message and carried[1] is not None:
-                    utf8, value = True, response_of_text(carried[1])
+                    utf8, value = True, response_of_text(carried[1], len(message))
                 else:
                     utf8, value = examine(message)
                 self._examined = index + 1
@@ -527,7 +529,8 @@ class StreamDecoder:
                     self._not_utf8 = index
                 if value is not None:  # the first JSON-RPC response is the final one
                     self._answer = _HELD
-                    self._final = (index, value)
+                    self._final = (index, value.members)
+                    self._final_id = value.id_spans
             self._message_ends += 1
             self._keepalives = self._ignorables = 0
         elif kind == HEAD:

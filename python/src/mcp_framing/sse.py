@@ -140,6 +140,11 @@ class EventStreamDecoder:
         return self.frames.sentinel_seen
 
     @property
+    def final_id_spans(self) -> list[tuple[int, int]]:
+        """Where the final response's top-level `id` values lie (`StreamDecoder.final_id_spans`)."""
+        return self.frames.final_id_spans
+
+    @property
     def text_checked(self) -> int:
         """Messages the frame decoder's §7.1 check decoded from UTF-8 (`StreamDecoder.text_checked`)."""
         return self.frames.text_checked

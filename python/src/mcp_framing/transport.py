@@ -28,7 +28,7 @@ from .compat import CompatDecoder
 from .contract import EXTENSION_KEY, ClientPolicy, ContractError, Discovery
 from .decoder import json_rpc_response
 from .errors import escape
-from .jsonrpc import DuplicateIdError, with_id
+from .jsonrpc import DuplicateIdError, put_id
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
 from .retry import IDEMPOTENT_METHODS, EndpointResolver, Resolution, RetrySchedule, StaticResolver
@@ -331,12 +331,13 @@ class _Verifier:
     handed unchanged (`_unfit`), or one after the final response (§1), stops the body.
     """
 
-    __slots__ = ("decoder", "failure", "final", "final_value")
+    __slots__ = ("decoder", "failure", "final", "final_id_spans", "final_value")
 
     def __init__(self, decoder: Any) -> None:
         self.decoder = decoder
         self.final: bytes | None = None
         self.final_value: Any = None
+        self.final_id_spans: list[tuple[int, int]] = []
         self.failure: Outcome | None = None
 
     @property
@@ -383,6 +384,7 @@ class _Verifier:
                 failure = Outcome.client_side("abandoned", "NoFinalResponse", detail, failure.received)
             elif failure.is_clean:
                 self.final_value = decoder.final_response[1]
+                self.final_id_spans = decoder.final_id_spans
         if not failure.is_clean:
             self.final = None
         return failure
@@ -397,6 +399,8 @@ class _Attempt:
     telemetry: Attempt
     #: The parsed final response, once the attempt ended clean (§7.1).
     final_value: Any = None
+    #: Where its top-level `id` values lie (as §7.1 read them).
+    final_id_spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 class _Call:
@@ -584,7 +588,7 @@ class _Call:
                     after = self._retryable_refusal(value, telemetry)
                     if after is None:
                         t.stats.complete += 1  # the stream ended clean (what follows may still fail)
-                        yield self._deliver(final[0], value, telemetry)
+                        yield self._deliver(final[0], value, attempt.final_id_spans, telemetry)
                         return
                     self.retry_after = after
                     decision = RetryDecision("retry", "keyed")
@@ -661,6 +665,7 @@ class _Call:
             assert verifier.final is not None
             final.append(verifier.final)
             attempt.final_value = verifier.final_value
+            attempt.final_id_spans = verifier.final_id_spans
         t.stats.outcomes.append(outcome)
         attempt.telemetry.record_outcome(outcome)
         if not outcome.is_clean:
@@ -696,13 +701,15 @@ class _Call:
         after = data.get("retryAfterMs", 0)
         return min(float(after) / 1000.0, 10.0) if isinstance(after, (int, float)) else 0.0
 
-    def _deliver(self, final: bytes, message: dict[str, Any], telemetry: Attempt) -> bytes:
+    def _deliver(
+        self, final: bytes, message: dict[str, Any], id_spans: list[tuple[int, int]], telemetry: Attempt
+    ) -> bytes:
         """The verified final response, under the SDK's own id (or the failure that stands for it)."""
         if self.attempt > 1:
             # A retry's response answers the retry's id: the SDK's own goes back into the id
             # member alone, every other byte as verified (§17.13).
             try:
-                final = with_id(final, self.id)
+                final = put_id(final, id_spans, self.id)  # where §7.1 read it: no second parse
             except DuplicateIdError as err:
                 detail = f"attempt {self.attempt}: the final response's id cannot be put back: {err}"
                 outcome = Outcome.client_side("corrupt", "DuplicateId", detail)
