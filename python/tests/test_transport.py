@@ -595,3 +595,14 @@ async def test_a_retried_final_response_is_parsed_once_and_its_id_put_back_where
     events = await post_events(server, call, retries=RetrySchedule(max_attempts=2, initial_backoff=0.0))
     assert json.loads(events[-1]) == {"jsonrpc": "2.0", "id": 7, "result": expected}  # (the test's own parse)
     assert len(parses) == 2  # the §7.1 reading of the attempt's response, and the test's own: no second one
+
+
+@pytest.mark.anyio
+async def test_a_final_response_to_another_request_id_is_the_streams_final_response_as_in_every_client() -> None:
+    # SPEC.md §7.1: the first JSON-RPC response is the final one whatever its id (HEAD echoed the
+    # request key); the Rust engine and the TypeScript package deliver it the same way.
+    server = Server(contract())
+    server.raw_call_response = b'{"jsonrpc":"2.0","id":"someone-else","result":{}}'
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
+    events = await post_events(server, call)
+    assert events[-1] == server.raw_call_response

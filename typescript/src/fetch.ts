@@ -146,7 +146,7 @@ export interface FramingStats {
   outcomes: Record<string, number>;
   /** Messages handed to the SDK whose MESSAGE_END verified. */
   verified: number;
-  /** Messages handed to the SDK unverified: unframed discovery results before the contract was known, and every message under `acceptAmbiguity`. */
+  /** Messages handed to the SDK unverified: the events of the standalone GET stream (which answers no request, SPEC.md §16). */
   unverified: number;
   /** JSON-RPC errors made for the SDK (outcomes that were not clean, refusals). */
   errors: number;
@@ -805,17 +805,14 @@ class Call {
         const type = response.headers.get('content-type');
         return { outcome: attemptFailure('NotFramed', `the response is not framed (content-type ${JSON.stringify(type)})`, undefined, null, true), response: null };
       }
-      if (shared.policy.state === 'framed') {
-        await response.body?.cancel().catch(() => {});
-        const type = response.headers.get('content-type');
-        return {
-          outcome: attemptFailure('NotFramed', `response is not framed (content-type ${JSON.stringify(type)}) although framing was requested`),
-          response: null,
-        };
-      }
-      // Before the contract is known (the discovery exchange): read as it is, for its
-      // discovery result (a server without a contract is refused from it).
-      return this.unframed(response);
+      // A contract violation, the discovery exchange's response too (SPEC.md §11.3, §16): it
+      // fails at once, as the Rust engine fails it, and nothing in it reaches the SDK.
+      await response.body?.cancel().catch(() => {});
+      const type = response.headers.get('content-type');
+      return {
+        outcome: attemptFailure('NotFramed', `response is not framed (content-type ${JSON.stringify(type)}) although framing was requested`),
+        response: null,
+      };
     }
     return this.framed(response, mapping);
   }
@@ -906,7 +903,7 @@ class Call {
    * A verified message: handed to the SDK at once unless it is the final response (held until
    * the stream is complete). Returns `'final'`, `null`, or why the stream fails.
    */
-  private take(message: Uint8Array, afterFinal: boolean): 'final' | null | { kind: 'InvalidUtf8' | 'NoFinalResponse' | 'MessageAfterFinalResponse'; detail: string } {
+  private take(message: Uint8Array, afterFinal: boolean): 'final' | null | { kind: 'InvalidUtf8' | 'MessageAfterFinalResponse'; detail: string } {
     if (!isUtf8(message)) {
       // never altered (no replacement): a JSON-RPC message is UTF-8 text (RFC 8259)
       return { kind: 'InvalidUtf8', detail: 'a verified message is not valid UTF-8' };
@@ -916,10 +913,9 @@ class Call {
     }
     const shape = messageShape(message);
     if (isResponse(shape) && isJsonRpcResponse(message)) {
-      const sent = this.attempt > 1 ? `${typeof this.id === 'string' ? this.id : JSON.stringify(this.id)}~attempt-${this.attempt}` : this.id;
-      if (idOf(message, shape) !== sent) {
-        return { kind: 'NoFinalResponse', detail: 'the stream carries a response to another request id (SPEC.md §1)' };
-      }
+      // §7.1: the stream's first JSON-RPC response is its final response, whatever its id (the
+      // stream answers this request: HEAD echoed its key); as the Rust and Python clients, it is
+      // delivered, a retry's under the SDK's own id.
       return 'final';
     }
     this.shared.stats.verified += 1;
@@ -933,19 +929,18 @@ class Call {
     if (this.refusal(held)?.retryable) {
       return { outcome, response: held }; // a retryable refusal: decided by run()
     }
-    this.answer(outcome, held, true);
+    this.answer(outcome, held);
     return null;
   }
 
   /**
-   * An attempt that ended with its final response: recorded, a discovery result learnt from (a
-   * refused contract answers the request instead), then handed over. `verified`: framed.
+   * An attempt that ended with its verified final response: recorded, a discovery result learnt
+   * from (a refused contract answers the request instead), then handed over.
    */
-  private answer(outcome: Outcome, message: Uint8Array, verified: boolean): void {
+  private answer(outcome: Outcome, message: Uint8Array): void {
     const shared = this.shared;
     shared.count(outcome);
-    // Before the contract is known, an unframed discovery result is the bootstrap, not a fault.
-    shared.telemetry.outcome(outcome, this.context(), !verified && shared.policy.state === 'unknown');
+    shared.telemetry.outcome(outcome, this.context());
     this.report(outcome, null);
     if (this.source !== undefined) {
       const refused = this.learnFrom(message);
@@ -957,11 +952,7 @@ class Call {
     if (!this.deliverFinal(message)) {
       return;
     }
-    if (verified) {
-      shared.stats.verified += 1;
-    } else {
-      shared.stats.unverified += 1;
-    }
+    shared.stats.verified += 1;
     this.finish(null);
   }
 
@@ -982,80 +973,6 @@ class Call {
     this.shared.stats.errors += 1;
     this.out.message(refusalReport(this.id, this.key, this.attempt, error));
     this.finish('configuration_error');
-  }
-
-  /**
-   * An unframed response to the discovery exchange, before the contract is known (ambiguity not
-   * accepted): parsed as it is for its discovery result, every close `ambiguous` (Regime C).
-   */
-  private async unframed(response: Response): Promise<AttemptEnd | null> {
-    const shared = this.shared;
-    const type = (response.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-    const limits = shared.limits();
-    const messages: Uint8Array[] = [];
-    let bytes = 0;
-    let failed: string | null = null;
-    const reader = response.body?.getReader();
-    if (reader !== undefined) {
-      this.upstream = reader;
-      const events = type === 'text/event-stream' ? new PlainEventStream(limits) : null;
-      const pieces: Uint8Array[] = [];
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) {
-            break;
-          }
-          bytes += value.length;
-          if (events === null) {
-            pieces.push(value);
-            if (bytes > limits.maxMessageSize) {
-              failed = `the response body exceeds ${limits.maxMessageSize} bytes`;
-              break;
-            }
-            continue;
-          }
-          events.feed(value);
-          if (events.frames.error !== null) {
-            failed = events.frames.error.message;
-            break;
-          }
-          for (const event of events.take()) {
-            if (isMessageEvent(event.name)) {
-              messages.push(event.data);
-            }
-          }
-        }
-      } catch (error) {
-        if (this.signal?.aborted || this.out.cancelled) {
-          throw error;
-        }
-        failed = `the response body failed: ${describe(error)}`;
-      }
-      if (events === null && failed === null) {
-        messages.push(Buffer.concat(pieces));
-      }
-      if (failed !== null) {
-        await reader.cancel().catch(() => {});
-      }
-    }
-    let final: Uint8Array | null = null;
-    for (const message of messages) {
-      const shape = messageShape(message);
-      if (isResponse(shape) && idOf(message, shape) === this.id) {
-        final = message;
-      } else if (final === null) {
-        shared.stats.unverified += 1;
-        this.out.message(message);
-      }
-    }
-    const progress: Progress = { frames: 0, bytes, lastSequence: null, messages: 0, openMessageBytes: 0 };
-    const outcome = attemptFailure('NotFramed', failed ?? 'the response is not framed: whether it is complete cannot be told (Regime C)', progress, null, true);
-    if (final === null) {
-      return { outcome: { ...outcome, detail: `${outcome.detail}; it ended without a response` }, response: null };
-    }
-    this.answer(outcome, final, false);
-    return null;
   }
 }
 

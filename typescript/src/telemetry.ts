@@ -159,10 +159,9 @@ export class Telemetry {
   }
 
   /**
-   * One attempt's outcome: a log line (`warn` unless clean, or `info` when `expected`: the
-   * unframed discovery result a client reads before it knows the contract) and the metrics.
+   * One attempt's outcome: a log line (`warn` unless clean) and the metrics.
    */
-  outcome(outcome: Outcome, ctx: AttemptContext, expected = false): void {
+  outcome(outcome: Outcome, ctx: AttemptContext): void {
     const m = this.instruments;
     const name = outcome.classification;
     m?.responses.add(1, { outcome: name, regime: outcome.regime, 'mcp.method.name': ctx.method });
@@ -203,8 +202,6 @@ export class Telemetry {
       field('detail', outcome.detail);
     if (name === 'clean' && !sentinelMissing) {
       this.logger.debug(line);
-    } else if (expected) {
-      this.logger.info(line);
     } else {
       this.logger.warn(line);
     }

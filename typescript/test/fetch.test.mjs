@@ -181,6 +181,26 @@ for (const sdk of SDKS) {
       }
     });
 
+    test('an unframed handshake response fails at once as NotFramed and never reaches the SDK', async () => {
+      const server = await startServer({ contract: CONTRACT, frame: false }); // ignores the opt-in
+      try {
+        const fetch = framingFetch({ logger: quietLogger().logger });
+        const client = new sdk.Client({ name: 'test', version: '1.0.0' });
+        client.onerror = () => {};
+        // as the Rust engine: the initialize response itself is the contract violation (SPEC.md §11.3, §16)
+        await assert.rejects(client.connect(/** @type {any} */ (new sdk.Transport(new URL(server.url), { fetch })), TIMEOUT), (/** @type {any} */ error) => {
+          const outcome = outcomeOf(error);
+          assert.deepEqual([outcome?.classification, outcome?.kind, outcome?.retryDecision], ['contract_violation', 'NotFramed', 'do_not_retry'], error.message);
+          return true;
+        });
+        assert.equal(fetch.stats.unverified, 0);
+        assert.equal(fetch.stats.verified, 0);
+        assert.equal(server.log.calls.length, 0);
+      } finally {
+        await server.close();
+      }
+    });
+
     test('keyed retries against a deduplicating server: the same key, a new id, one result', async () => {
       const contract = { versions: [1], sentinelRequired: true, frameChecksum: 'crc32', messageDigest: 'sha256', transports: ['compat'], deduplication: { methods: ['tools/call'], windowMs: 60000, scope: 'principal' } };
       // The first attempt of every key is cut.
@@ -385,6 +405,20 @@ test('a retried final response comes back byte for byte but for its id', async (
     const events = await callEvents(fetch, server.url);
     assert.deepEqual(server.log.calls.map((/** @type {any} */ c) => c.id), [7, '7~attempt-2']);
     assert.equal(events.at(-1), raw.replace('{id}', '7'));
+  } finally {
+    await server.close();
+  }
+});
+
+test('a final response to another request id is the stream\'s final response, delivered as the Rust and Python clients deliver it', async () => {
+  // SPEC.md §7.1: the first JSON-RPC response is the final one whatever its id (HEAD echoed the request key)
+  const raw = '{"jsonrpc":"2.0","id":"someone-else","result":{}}';
+  const server = await startServer({ contract: CONTRACT, callResponse: () => raw });
+  try {
+    const fetch = framingFetch({ logger: quietLogger().logger });
+    const events = await callEvents(fetch, server.url);
+    assert.equal(events.at(-1), raw);
+    assert.equal(fetch.stats.errors, 0);
   } finally {
     await server.close();
   }
