@@ -8,7 +8,8 @@ at most 1.5x, compatible at most 2x.
 The body is fed in reads of `--chunk` bytes (64 KiB, as an HTTP client hands it over) to the
 transport's own per-attempt path (`transport._Verifier`): a decoder that expects the request key
 (so §7.1 reads each message until the final response, as the transport's decoder does), the
-UTF-8 check of what the SDK is handed, and the SSE events it is handed. (Until this bench drove
+UTF-8 check of what the SDK is handed, and the SSE events it is handed (the final response's
+included). (Until this bench drove
 that path it decoded without a request key, which leaves out §7.1's reading of the response.)
 The frame verification alone (no request key) is printed beside it. Two messages: JSON text that
 is pure ASCII, and JSON text with UTF-8 on every line (the compatible mapping validates it, as an
@@ -30,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE / "src"), str(HERE / "tests")]
 
 from mcp_framing import body_decoder  # noqa: E402
-from mcp_framing.transport import _Verifier  # noqa: E402
+from mcp_framing.transport import _sse_event, _Verifier  # noqa: E402
 from support import KEY, Writer  # noqa: E402
 
 MIB = 1 << 20
@@ -78,6 +79,7 @@ def main() -> int:
                 for chunk in chunks:
                     verifier.feed(chunk)
                 assert verifier.finish().is_clean and verifier.final is not None
+                _sse_event(verifier.final)  # the event the SDK reads it from
 
             def frames(chunks=chunks, mapping=mapping) -> None:
                 decoder = body_decoder(mapping)
