@@ -81,7 +81,9 @@ fn report(call: &Value) -> &Value {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn the_wrapped_python_sdk_refuses_a_server_that_declares_no_contract_before_any_tool_call() {
+fn the_wrapped_python_sdk_fails_an_unframed_handshake_as_not_framed_before_any_tool_call() {
+    // rmcp alone ignores the opt-in: its initialize response arrives unframed, which fails at
+    // once as NotFramed, as the Rust client fails it (SPEC.md §11.3, §16).
     let server = rmcp_server("plain", false);
     let cut = Cut::new();
     cut.cut_method("tools/call", []);
@@ -91,10 +93,11 @@ fn the_wrapped_python_sdk_refuses_a_server_that_declares_no_contract_before_any_
     assert_eq!(refused["call"], "initialize", "{refused}");
     assert_eq!(refused["outcome"], "error");
     let data = report(refused);
-    assert_eq!(data["classification"], "configuration_error", "{data}");
-    assert_eq!(data["kind"], "NoContract");
+    assert_eq!(data["classification"], "contract_violation", "{data}");
+    assert_eq!(data["kind"], "NotFramed");
+    assert_eq!(data["retryDecision"], "do_not_retry");
     assert!(
-        data["detail"].as_str().unwrap().contains("Regime C"),
+        data["detail"].as_str().unwrap().contains("not framed"),
         "{data}"
     );
     assert!(

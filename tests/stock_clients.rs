@@ -500,8 +500,9 @@ fn typescript_sdk_clients_wrapped_get_every_result_verified_and_fail_every_cut_a
 }
 
 #[test]
-fn typescript_sdk_clients_wrapped_refuse_a_server_without_a_framing_contract() {
-    // rmcp alone declares no framing contract: Regime C, refused before any tool call.
+fn typescript_sdk_clients_wrapped_fail_the_unframed_handshake_of_a_server_without_framing() {
+    // rmcp alone ignores the opt-in: its initialize response arrives unframed, which fails at
+    // once as NotFramed before any tool call, as the Rust client fails it (SPEC.md §11.3, §16).
     let server = rmcp_server("plain", false);
     for (sdk, name) in TYPESCRIPT_SDKS {
         let reports = run_typescript_sdk(
@@ -514,7 +515,10 @@ fn typescript_sdk_clients_wrapped_refuse_a_server_without_a_framing_contract() {
         let report = &reports[0];
         assert_eq!(report.outcome, "error", "{name}: {report:?}");
         assert_eq!(report.phase, "initialize", "{name}: {report:?}");
-        assert!(error_of(report).contains("Regime C"), "{name}: {report:?}");
+        assert!(
+            error_of(report).contains("not framed"),
+            "{name}: {report:?}"
+        );
         assert!(report.seconds.unwrap() < 5.0, "{name}: {report:?}");
     }
 }
