@@ -103,7 +103,7 @@ class TransportStats:
 
 
 class _Collected(EventStreamDecoder):
-    """The `message` events of an unframed SSE body (a handshake that was not framed)."""
+    """The `message` events of an unframed SSE body (a `server/discover` result, the GET stream)."""
 
     def __init__(self, limits: Limits) -> None:
         super().__init__(limits)
