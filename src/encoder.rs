@@ -209,9 +209,9 @@ impl StreamEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{limits::DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder, StreamHead};
+    /// use mcp_framing::{Limits, StreamEncoder, StreamHead};
     /// let enc = StreamEncoder::new(StreamHead::for_request(None));
-    /// assert_eq!(enc.max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
+    /// assert_eq!(enc.max_message_size(), Limits::DEFAULT.max_message_size);
     /// ```
     #[must_use]
     pub fn max_message_size(&self) -> u64 {

@@ -231,13 +231,13 @@ impl SseError {
 ///
 /// ```
 /// use mcp_framing::mapping::CompatError;
-/// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, VerdictKind}};
+/// use mcp_framing::{mapping::MappingViolation, outcome::Outcome};
 ///
 /// // A plain MCP stream whose framing comments a gateway stripped:
 /// let err = CompatError::UnframedEvent { event: 0 };
 /// assert_eq!(err.kind(), "UnframedEvent");
 /// let outcome = Outcome::mapping_violation(MappingViolation::Compat(err));
-/// assert_eq!(outcome.verdict.kind(), VerdictKind::ContractViolation);
+/// assert_eq!(outcome.verdict.name(), "contract_violation");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -72,7 +72,7 @@ impl Config {
     }
 
     /// The policy builder for this client's options.
-    pub(crate) fn policy_builder(&self) -> crate::contract::PolicyBuilder {
+    pub(crate) fn policy_builder(&self) -> crate::contract::policy::PolicyBuilder {
         ClientPolicy::builder().accept_ambiguity(self.accept_ambiguity)
     }
 }

@@ -82,7 +82,7 @@ pub enum StoreFailure {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::dedupe::{FingerprintRules, KeyedCall, Principal};
+/// use mcp_framing::internals::dedupe::{FingerprintRules, KeyedCall, Principal};
 /// use serde_json::json;
 ///
 /// let key = RequestKey::random();
@@ -93,7 +93,7 @@ pub enum StoreFailure {
 ///     .expect("the request carries a key");
 /// assert_eq!(call.request_key(), key);
 /// assert_eq!(call.scope().tool(), Some("send_email"));
-/// # Ok::<(), mcp_framing::dedupe::KeyedCallError>(())
+/// # Ok::<(), mcp_framing::internals::dedupe::KeyedCallError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyedCall {
@@ -107,7 +107,7 @@ pub struct KeyedCall {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::{FingerprintRules, KeyedCall, KeyedCallError, Principal};
+/// use mcp_framing::internals::dedupe::{FingerprintRules, KeyedCall, KeyedCallError, Principal};
 /// let err = KeyedCall::from_request(Principal::anonymous(), None, &serde_json::json!([1]),
 ///                                   &FingerprintRules::default()).unwrap_err();
 /// assert_eq!(err, KeyedCallError::NotARequest);
@@ -133,7 +133,7 @@ impl KeyedCall {
     ///
     /// ```
     /// use mcp_framing::RequestKey;
-    /// use mcp_framing::dedupe::{Fingerprint, KeyedCall, Principal, Scope};
+    /// use mcp_framing::internals::dedupe::{Fingerprint, KeyedCall, Principal, Scope};
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
     ///                           RequestKey::random(), Fingerprint::from_bytes([0; 32]));
     /// assert_eq!(call.scope().method(), "tools/call");
@@ -249,7 +249,7 @@ impl KeyedCall {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::dedupe::*;
+/// use mcp_framing::internals::dedupe::*;
 ///
 /// # tokio_test::block_on(async {
 /// let dedup = Deduplicator::new(MemoryStore::new());
@@ -291,7 +291,7 @@ impl Decision {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::{Decision, Refusal};
+    /// use mcp_framing::internals::dedupe::{Decision, Refusal};
     /// assert_eq!(Decision::Refused(Refusal::Conflict).name(), "key_conflict");
     /// ```
     #[must_use]
@@ -616,25 +616,14 @@ impl Deduplicator {
     }
 
     /// The fingerprint rules in force.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::dedupe::{Deduplicator, FingerprintRules, MemoryStore};
-    /// assert_eq!(Deduplicator::new(MemoryStore::new()).rules(), &FingerprintRules::default());
-    /// ```
     #[must_use]
-    pub fn rules(&self) -> &FingerprintRules {
+    pub(crate) fn rules(&self) -> &FingerprintRules {
         &self.rules
     }
 
     /// The retention window in force.
-    ///
-    /// # Examples
-    ///
-    /// See [`Deduplicator`].
     #[must_use]
-    pub fn window_duration(&self) -> Duration {
+    pub(crate) fn window_duration(&self) -> Duration {
         self.config.window
     }
 
@@ -658,6 +647,9 @@ impl Deduplicator {
     /// # Examples
     ///
     /// See [`Decision`].
+    // Hidden: the HTTP layer's entry (a user mounts `http::DedupeLayer`), called by the tests and
+    // the benches through `internals::dedupe`'s `Decision`.
+    #[doc(hidden)]
     pub async fn begin(&self, call: &KeyedCall) -> Decision {
         let key = call.store_key();
         let request = ClaimRequest {
@@ -798,7 +790,7 @@ fn ended(stored: &StoredResponse) -> Ended {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::Recorded;
+/// use mcp_framing::internals::dedupe::Recorded;
 /// assert_ne!(Recorded::Stored { bytes: 2 }, Recorded::NotStored { size: 2 });
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -821,7 +813,7 @@ pub enum Recorded {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::CompleteError;
+/// use mcp_framing::internals::dedupe::CompleteError;
 /// assert_eq!(CompleteError::LeaseLost.to_string(),
 ///            "the lease was taken over by another attempt before the result was recorded");
 /// ```

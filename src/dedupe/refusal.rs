@@ -101,7 +101,7 @@ impl Refusal {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::dedupe::Refusal::Conflict.code(), -32080);
+    /// assert_eq!(mcp_framing::internals::dedupe::Refusal::Conflict.code(), -32080);
     /// ```
     #[must_use]
     pub fn code(&self) -> i64 {
@@ -120,7 +120,7 @@ impl Refusal {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::dedupe::Refusal::OutcomeUnknown.reason(), "outcome_unknown");
+    /// assert_eq!(mcp_framing::internals::dedupe::Refusal::OutcomeUnknown.reason(), "outcome_unknown");
     /// ```
     #[must_use]
     pub fn reason(&self) -> &'static str {

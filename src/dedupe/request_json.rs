@@ -14,7 +14,7 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::{RequestJsonError, parse_request_json};
+/// use mcp_framing::internals::dedupe::{RequestJsonError, parse_request_json};
 /// let err = parse_request_json(br#"{"a": 1, "a": 2}"#).unwrap_err();
 /// assert!(matches!(err, RequestJsonError::DuplicateMember { .. }));
 /// assert_eq!(err.to_string(), "duplicate member name at line 1, column 16");
@@ -59,7 +59,7 @@ pub enum RequestJsonError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::{RequestJsonError, parse_request_json};
+/// use mcp_framing::internals::dedupe::{RequestJsonError, parse_request_json};
 /// let value = parse_request_json(br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}"#)?;
 /// assert_eq!(value["id"], 1);
 /// let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));

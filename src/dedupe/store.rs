@@ -99,7 +99,7 @@ pub enum LeaseExpiry {
     #[default]
     Reexecute,
     /// The record becomes "outcome unknown" for the rest of the window, and every later attempt
-    /// gets [`Refusal::OutcomeUnknown`](super::Refusal::OutcomeUnknown), a final error: at most
+    /// gets the refusal "outcome unknown" (`outcome_unknown`), a final error: at most
     /// once; the caller decides (check the effect, retry with a new key).
     Refuse,
 }
@@ -247,7 +247,7 @@ pub enum Completed {
     /// The final response's member, replayed to every retry.
     Stored(StoredResponse),
     /// The call completed, but its result was larger than the bound and was not kept: a retry
-    /// gets [`Refusal::ResultNotStored`](super::Refusal::ResultNotStored), never a second
+    /// gets the refusal "result not stored" (`result_not_stored`), never a second
     /// execution.
     NotStored {
         /// The size of the member that was not stored, in bytes.

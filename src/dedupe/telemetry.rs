@@ -28,7 +28,7 @@
 //! ```
 //! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 //! use mcp_framing::RequestKey;
-//! use mcp_framing::dedupe::{telemetry, Decision, Deduplicator, Fingerprint, KeyedCall,
+//! use mcp_framing::internals::dedupe::{telemetry, Decision, Deduplicator, Fingerprint, KeyedCall,
 //!                           MemoryStore, Principal, Scope};
 //!
 //! let recorder = DebuggingRecorder::new();
@@ -81,12 +81,7 @@ pub const SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
 /// Registers the unit and description of every metric above with the installed recorder (call
 /// once after installing it).
 ///
-/// # Examples
-///
-/// ```
-/// mcp_framing::dedupe::telemetry::describe(); // a no-op without a recorder
-/// ```
-pub fn describe() {
+pub(crate) fn describe() {
     describe_counter!(
         DECISIONS,
         Unit::Count,

@@ -322,7 +322,7 @@ impl<S> VerifiedResponse<S> {
     /// Sets the idle timeout: the longest time between two frames, and from the first poll to
     /// the first frame (default [`DEFAULT_IDLE_TIMEOUT`], 60 s; `None`: wait for ever). When it
     /// runs out the response ends with [`ReceiveError::IdleTimeout`], abandoned (retried by
-    /// [`RetryPolicy`](crate::retry::RetryPolicy) like a cut stream). Only complete frames restart it,
+    /// the retry policy ([`retry`](crate::retry)) like a cut stream). Only complete frames restart it,
     /// KEEPALIVE frames included: SSE comments and the bytes of an unfinished frame do not, so a
     /// peer cannot hold the response open by trickling them.
     ///

@@ -9,7 +9,7 @@
 //!   ([`StreamDecoder::outcome`](crate::StreamDecoder::outcome)), so a user never assembles the
 //!   four observations by hand and cannot pass a result that says more than the decoder saw. The
 //!   clean and truncated cases go through [`classify`]; decoding errors become their own
-//!   non-clean verdicts ([`Verdict`], `verdict.rs`, with the one table of [`VerdictKind`]s).
+//!   non-clean verdicts ([`Verdict`], `verdict.rs`, with the one table of verdict kinds).
 //!
 //! Only a decoder that saw the STREAM_END sentinel and then the end of its input, with nothing in
 //! between, gives [`Verdict::Clean`] in Regime A; only a decoder that expects a request key and
@@ -34,13 +34,17 @@
 //! # Ok::<(), mcp_framing::EncodeError>(())
 //! ```
 
-mod regime;
-mod verdict;
+// The decision function of the problem statement (observations in, a completion or the
+// ambiguous-completion error out) and the table of verdict kinds: the decoders', the clients'
+// and the CLI's, reached through `internals::outcome`. A user reads an [`Outcome`].
+below_the_api! {
+    pub(crate) mod regime;
+    pub(crate) mod verdict;
+}
 
-pub use regime::{
-    Completion, DiscoveryMode, Observations, Regime, StreamCompletionAmbiguousError, classify,
-};
-pub use verdict::{Verdict, VerdictKind};
+pub(crate) use regime::{Completion, Observations, classify};
+pub use regime::{DiscoveryMode, Regime, StreamCompletionAmbiguousError};
+pub use verdict::Verdict;
 
 use crate::error::{DecodeError, Progress, Truncation};
 use crate::frame::{Abort, StreamHead};
@@ -218,7 +222,7 @@ impl Outcome {
     /// The outcome of an **unframed** response body that closed: Regime C, always
     /// [`Verdict::Ambiguous`] (through [`classify`]), whatever the transport said. This is what
     /// every close raises under an accept-ambiguity policy
-    /// ([`ClientPolicy::unframed_close`](crate::contract::ClientPolicy::unframed_close)).
+    /// (the clients raise it).
     ///
     /// # Examples
     ///
@@ -262,7 +266,7 @@ impl Outcome {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}, retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
+    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}, internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
     /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed { content_type: None });
     /// assert!(!outcome.is_clean());
     /// assert_eq!(outcome.regime, Regime::B);
