@@ -241,7 +241,7 @@ pub mod internals {
     /// [`http`](crate::http) module.
     #[cfg(feature = "http")]
     pub mod http {
-        pub use crate::http::client_body::{DEFAULT_IDLE_TIMEOUT, Delivery, collect_messages};
+        pub use crate::http::client_body::{DEFAULT_IDLE_TIMEOUT, collect_messages};
         #[cfg(feature = "dedupe")]
         pub use crate::http::dedupe::{DEDUPE_HEADER, DEFAULT_MAX_REQUEST_BYTES};
         pub use crate::http::headers::{LIMITS_HEADER, MAPPING_HEADER, VERSION_TOKEN};

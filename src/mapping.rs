@@ -4,10 +4,16 @@
 //! violation whatever features are enabled.
 
 /// Media type of the binary mapping (SPEC.md §16).
+// Hidden: a wire name the CLI, the tests and the fuzz targets spell; users name a mapping by `Mapping` (`content_type()`, `name()`).
+#[doc(hidden)]
 pub const MEDIA_TYPE: &str = "application/vnd.mcp-framing";
 /// Media type of the SSE mapping (SPEC.md §15).
+// Hidden: a wire name the CLI, the tests and the fuzz targets spell; users name a mapping by `Mapping` (`content_type()`, `name()`).
+#[doc(hidden)]
 pub const EVENT_STREAM: &str = "text/event-stream";
 /// The SSE event name that carries frames (SPEC.md §15).
+// Hidden: a wire name the CLI, the tests and the fuzz targets spell; users name a mapping by `Mapping` (`content_type()`, `name()`).
+#[doc(hidden)]
 pub const FRAME_EVENT: &str = "mcp-frame";
 
 /// How a framed stream travels in an HTTP body.

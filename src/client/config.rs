@@ -199,6 +199,8 @@ macro_rules! option_setters {
         #[doc = concat!("let client = ", $example, ".binary(true);")]
         /// # let _ = client;
         /// ```
+        // Hidden: a shorthand for `mapping(Mapping::Binary)` the tests use; `mapping` is the one setter.
+        #[doc(hidden)]
         #[must_use]
         pub fn binary(mut self, binary: bool) -> Self {
             use crate::mapping::Mapping;

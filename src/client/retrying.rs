@@ -181,7 +181,7 @@ impl RetryingClient {
     /// let client = RetryingClient::new(reqwest::Client::new(),
     ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"])).policy(policy);
     /// # let _ = client;
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
     /// ```
     // Hidden: the client builds its policy from the first resolution; a policy built ahead is for
     // the tests (`internals::contract::ClientPolicy`).

@@ -64,7 +64,7 @@ impl PolicyBuilder {
     // The client's own limits: negotiation takes the smaller of these and the server's declared
     // frame and message limits (SPEC.md §11.3), and every decoder the policy builds enforces the
     // result with the client's per-stream bounds.
-    crate::limits::limit_setters!(limits, "mcp_framing::contract::ClientPolicy::builder()");
+    crate::limits::limit_setters!(limits, "mcp_framing::internals::contract::ClientPolicy::builder()");
 
     /// The transports the client can read, in order of preference. Default `["binary", "sse",
     /// "compat"]` ([`KNOWN_TRANSPORTS`]).
@@ -151,7 +151,7 @@ impl PolicyBuilder {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Regime};
+/// use mcp_framing::{internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Regime};
 ///
 /// let mut result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
 ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
@@ -224,7 +224,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{contract::{ClientPolicy, ServerDiscovery}, outcome::DiscoveryMode};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, outcome::DiscoveryMode};
     /// let result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// let discovery = ServerDiscovery::from_initialize(&result)?;
     /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
@@ -254,7 +254,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Verdict, RequestKey, StreamEncoder, StreamHead};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Verdict, RequestKey, StreamEncoder, StreamHead};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
@@ -301,7 +301,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{contract::{ClientPolicy, ServerDiscovery}, outcome::Verdict};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, outcome::Verdict};
     /// let result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
     ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
     /// let discovery = ServerDiscovery::from_discover(&result)?;

@@ -216,7 +216,7 @@ impl KeyedCall {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "m", None), RequestKey::random(),
     ///                           Fingerprint::from_bytes([3; 32]));
     /// assert_eq!(call.fingerprint(), Fingerprint::from_bytes([3; 32]));
@@ -231,7 +231,7 @@ impl KeyedCall {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// let scope = Scope::new(Principal::anonymous(), "m", None);
     /// let key = RequestKey::random();
     /// let call = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([3; 32]));
@@ -442,7 +442,7 @@ struct Config {
 ///     .lease(Duration::from_secs(10))
 ///     .wait(Duration::from_secs(2))
 ///     .max_result_bytes(256 * 1024);
-/// assert_eq!(dedup.window_duration(), Duration::from_secs(3600));
+/// # let _ = dedup;
 /// ```
 #[derive(Clone)]
 pub struct Deduplicator {
@@ -1041,7 +1041,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(4);
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
@@ -1134,7 +1134,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new());
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
@@ -1160,7 +1160,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new());
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),

@@ -116,6 +116,8 @@ impl FingerprintRules {
     /// # Examples
     ///
     /// See [`Fingerprint`].
+    // Hidden: the engine fingerprints each call; users choose the rules (`include_meta`).
+    #[doc(hidden)]
     #[must_use]
     pub fn fingerprint(&self, params: &Value) -> Fingerprint {
         let mut hasher = HashWriter(Sha256::new());

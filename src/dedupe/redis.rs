@@ -529,6 +529,8 @@ impl RedisStore {
     /// # }
     /// # let _ = run;
     /// ```
+    // Hidden: where a record lives, for the Redis tests that inspect it.
+    #[doc(hidden)]
     #[must_use]
     pub fn redis_key(&self, key: &StoreKey) -> String {
         format!("{}{key}", self.prefix)

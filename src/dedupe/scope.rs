@@ -100,6 +100,8 @@ impl Principal {
     /// assert_eq!(Principal::anonymous().digest(), None);
     /// assert_eq!(Principal::from_id("x").digest().map(|d| d.len()), Some(32));
     /// ```
+    // Hidden: the engine hashes it into the store key; an extractor only builds principals.
+    #[doc(hidden)]
     #[must_use]
     pub const fn digest(&self) -> Option<&[u8; 32]> {
         self.0.as_ref()

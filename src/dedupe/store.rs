@@ -41,6 +41,8 @@ impl FencingToken {
     /// # Examples
     ///
     /// See [`FencingToken`].
+    // Hidden: the engine mints a token per claim; a store only compares and keeps them (`from_u128`, `as_u128`).
+    #[doc(hidden)]
     #[must_use]
     pub fn random() -> Self {
         let mut bytes = [0u8; 16];
@@ -212,6 +214,8 @@ impl StoredResponse {
     /// # Examples
     ///
     /// See [`StoredResponse`].
+    // Hidden: the layer answers a replay with it; a store keeps the bytes (`json`).
+    #[doc(hidden)]
     #[must_use]
     pub fn to_response(&self, id: &serde_json::Value) -> String {
         let (member, json) = match self {

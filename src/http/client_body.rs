@@ -656,7 +656,7 @@ where
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{http::{collect_messages, VerifiedResponse}, mapping::Mapping};
+/// use mcp_framing::{internals::http::{collect_messages, VerifiedResponse}, mapping::Mapping};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 /// let mut wire = bytes::BytesMut::new();
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));

@@ -40,8 +40,8 @@ below_the_api! {
 }
 
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
-pub(crate) use client_body::{DEFAULT_IDLE_TIMEOUT, Delivery};
-pub use client_body::{ReceiveError, VerifiedResponse};
+pub(crate) use client_body::DEFAULT_IDLE_TIMEOUT;
+pub use client_body::{Delivery, ReceiveError, VerifiedResponse};
 #[cfg(feature = "dedupe")]
 pub use dedupe::{DedupeBody, DedupeBodyError, DedupeLayer, DedupeService};
 pub(crate) use headers::{LIMITS_HEADER, MAPPING_HEADER, VERSION_TOKEN};

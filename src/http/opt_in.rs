@@ -176,7 +176,7 @@ impl OptIn {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::http::{OptIn, opt_in_headers_for};
+    /// use mcp_framing::internals::http::{OptIn, opt_in_headers_for};
     /// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder};
     ///
     /// let key = RequestKey::random();
@@ -233,7 +233,7 @@ impl OptIn {
     ///
     /// ```
     /// use mcp_framing::{RequestKey, StreamDecoder};
-    /// use mcp_framing::{http::{opt_in_headers_with, OptIn}, mapping::Mapping};
+    /// use mcp_framing::{internals::http::{opt_in_headers_with, OptIn}, mapping::Mapping};
     /// let headers = opt_in_headers_with(RequestKey::random(), Mapping::Compat, &StreamDecoder::new());
     /// assert_eq!(OptIn::from_headers(&headers).unwrap().unwrap().mapping(), Mapping::Compat);
     /// ```
@@ -277,7 +277,7 @@ pub fn opt_in_headers(key: RequestKey, binary: bool) -> HeaderMap {
 /// ```
 /// use mcp_framing::{RequestKey, StreamDecoder};
 /// let decoder = StreamDecoder::builder().max_frame_payload(16384).max_message_size(1 << 20).build();
-/// let headers = mcp_framing::http::opt_in_headers_for(RequestKey::random(), true, &decoder);
+/// let headers = mcp_framing::internals::http::opt_in_headers_for(RequestKey::random(), true, &decoder);
 /// assert_eq!(headers["mcp-framing-limits"], "frame=16384, message=1048576");
 /// ```
 #[must_use]
@@ -300,7 +300,7 @@ pub fn opt_in_headers_for(key: RequestKey, binary: bool, decoder: &StreamDecoder
 ///
 /// ```
 /// use mcp_framing::{RequestKey, StreamDecoder};
-/// use mcp_framing::{http::opt_in_headers_with, mapping::Mapping};
+/// use mcp_framing::{internals::http::opt_in_headers_with, mapping::Mapping};
 /// let headers = opt_in_headers_with(RequestKey::from_bytes([0xab; 16]), Mapping::Compat, &StreamDecoder::new());
 /// assert_eq!(headers["mcp-framing"], "1");
 /// assert_eq!(headers["mcp-framing-mapping"], "compat");

@@ -191,6 +191,8 @@ impl Outcome {
     /// assert_eq!(outcome.received.open_message_bytes, 9);
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
+    // Hidden: the decoders and clients build outcomes (`StreamDecoder::outcome`, `BodyError::outcome`); the tests call it directly.
+    #[doc(hidden)]
     #[must_use]
     pub fn from_error(err: &DecodeError) -> Self {
         let received = match err {
@@ -232,6 +234,8 @@ impl Outcome {
     /// assert!(matches!(outcome.verdict, Verdict::Ambiguous(_)));
     /// assert_eq!(outcome.received.bytes, 1234);
     /// ```
+    // Hidden: the clients build it for an unframed close under `accept_ambiguity`; the tests call it directly.
+    #[doc(hidden)]
     #[must_use]
     pub fn unframed_close(discovery: DiscoveryMode, bytes_received: u64) -> Self {
         let obs = Observations {
@@ -275,6 +279,8 @@ impl Outcome {
     ///     RetryDecision::DoNotRetry(RetryReason::ContractViolation),
     /// );
     /// ```
+    // Hidden: the HTTP binding builds it; the tests call it directly.
+    #[doc(hidden)]
     #[must_use]
     pub fn mapping_violation(cause: MappingViolation) -> Self {
         Self {

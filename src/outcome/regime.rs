@@ -190,6 +190,8 @@ impl StreamCompletionAmbiguousError {
     /// let err = StreamCompletionAmbiguousError::new(DiscoveryMode::Sticky);
     /// assert!(err.to_string().contains("sticky discovery"));
     /// ```
+    // Hidden: the clients build it; users read it from `Verdict::Ambiguous`.
+    #[doc(hidden)]
     #[must_use]
     pub fn new(discovery: DiscoveryMode) -> Self {
         Self { discovery }

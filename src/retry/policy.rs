@@ -156,7 +156,7 @@ impl RetryPolicy {
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
     /// // No `deduplication` member: keyed tool calls are not retried.
     /// assert_eq!(RetryPolicy::for_method(&policy, "tools/call"), RetryPolicy::default());
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn for_method(policy: &crate::contract::ClientPolicy, method: &str) -> Self {

@@ -121,6 +121,8 @@ impl FramingHttpClient {
     /// let client = mcp_framing::rmcp_http::FramingHttpClient::new(reqwest::Client::new()).compat(false);
     /// # let _ = client;
     /// ```
+    // Hidden: a shorthand for `mapping(Mapping::Compat)` the tests use; `mapping` is the one setter.
+    #[doc(hidden)]
     #[must_use]
     pub fn compat(mut self, compat: bool) -> Self {
         self.config_mut()

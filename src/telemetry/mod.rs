@@ -55,6 +55,8 @@
 // `internals::telemetry`, the tests').
 below_the_api! {
     pub(crate) mod client;
+    #[cfg(feature = "dedupe")]
+    pub(crate) mod server;
 }
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use client::*;
@@ -81,5 +83,5 @@ pub(crate) use client::*;
 pub fn describe() {
     client::describe();
     #[cfg(feature = "dedupe")]
-    crate::dedupe::telemetry::describe();
+    server::describe();
 }
