@@ -42,7 +42,7 @@ pub struct EncoderBuilder {
 
 impl EncoderBuilder {
     /// Largest DATA payload the encoder writes; larger chunks are cut into several frames.
-    /// Default [`DEFAULT_FRAME_SIZE`](crate::limits::DEFAULT_FRAME_SIZE) (16 KiB; the reason is written
+    /// Default `DEFAULT_FRAME_SIZE` (16 KiB; the reason is written
     /// there).
     ///
     /// # Panics
@@ -561,7 +561,7 @@ impl StreamEncoder {
     /// # Errors
     ///
     /// [`EncodeError::AbortReasonTooLong`] for a reason over
-    /// [`MAX_ABORT_REASON_LEN`](crate::limits::MAX_ABORT_REASON_LEN) bytes,
+    /// `MAX_ABORT_REASON_LEN` bytes,
     /// [`EncodeError::StreamFinished`] if already ended.
     ///
     /// # Examples

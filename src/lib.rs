@@ -207,6 +207,7 @@ pub mod internals {
         pub use crate::dedupe::request_json::{
             MAX_JSON_DEPTH, RequestJsonError, parse_request_json,
         };
+        pub use crate::dedupe::scope::Scope;
         /// The deduplication engine's metric names.
         pub mod telemetry {
             pub use crate::dedupe::telemetry::*;

@@ -211,7 +211,7 @@ macro_rules! option_setters {
 
         /// Sets the idle timeout of every attempt's response: the longest time between two
         /// frames before the response is abandoned (default
-        /// [`DEFAULT_IDLE_TIMEOUT`](crate::http::DEFAULT_IDLE_TIMEOUT), 60 s; `None`: wait for
+        /// `DEFAULT_IDLE_TIMEOUT`, 60 s; `None`: wait for
         /// ever). The attempt is then classified `abandoned` with the kind `IdleTimeout`, and
         /// retried like any abandoned response. See
         /// [`VerifiedResponse::idle_timeout`](crate::http::VerifiedResponse::idle_timeout).

@@ -219,7 +219,13 @@ impl RetryingClient {
     ///
     /// # Examples
     ///
-    /// See [`RetryStats`].
+    /// ```
+    /// # use mcp_framing::client::*;
+    /// let client = RetryingClient::new(reqwest::Client::new(),
+    ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
+    /// let calls = client.stats().snapshot();
+    /// assert_eq!((calls.calls, calls.attempts, calls.gave_up), (0, 0, 0));
+    /// ```
     #[must_use]
     pub fn stats(&self) -> Arc<RetryStats> {
         self.state.calls.clone()

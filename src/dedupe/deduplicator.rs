@@ -341,7 +341,12 @@ pub struct DedupeStats {
 ///
 /// # Examples
 ///
-/// See [`DedupeStats`].
+/// ```
+/// use mcp_framing::dedupe::{DedupeSnapshot, Deduplicator, MemoryStore};
+/// let snapshot = Deduplicator::new(MemoryStore::new()).stats().snapshot();
+/// assert_eq!(snapshot, DedupeSnapshot::default()); // nothing decided yet
+/// assert_eq!(snapshot.executed + snapshot.replayed + snapshot.conflicts, 0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DedupeSnapshot {
@@ -374,7 +379,12 @@ impl DedupeStats {
     ///
     /// # Examples
     ///
-    /// See [`DedupeStats`].
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// let stats = Deduplicator::new(MemoryStore::new()).stats();
+    /// let (before, after) = (stats.snapshot(), stats.snapshot());
+    /// assert_eq!(before, after); // a copy: later decisions do not change it
+    /// ```
     #[must_use]
     pub fn snapshot(&self) -> DedupeSnapshot {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -463,8 +473,8 @@ impl fmt::Debug for Deduplicator {
 }
 
 impl Deduplicator {
-    /// An engine over `store` with the defaults: [`DEFAULT_WINDOW`], [`DEFAULT_LEASE`],
-    /// [`DEFAULT_WAIT`], [`DEFAULT_MAX_RESULT_BYTES`], [`DEFAULT_STORE_TIMEOUT`], fail closed,
+    /// An engine over `store` with the defaults: `DEFAULT_WINDOW`, `DEFAULT_LEASE`,
+    /// `DEFAULT_WAIT`, `DEFAULT_MAX_RESULT_BYTES`, `DEFAULT_STORE_TIMEOUT`, fail closed,
     /// re-execute after an expired lease, `_meta` left out of fingerprints.
     ///
     /// # Examples
@@ -505,7 +515,7 @@ impl Deduplicator {
         }
     }
 
-    /// How long a record is kept after its call completed (default [`DEFAULT_WINDOW`], 24 h).
+    /// How long a record is kept after its call completed (default `DEFAULT_WINDOW`, 24 h).
     /// A retry after the window executes again. Published in the discovery contract.
     ///
     /// # Examples
@@ -517,7 +527,7 @@ impl Deduplicator {
         self
     }
 
-    /// How long a claim stays valid without renewal (default [`DEFAULT_LEASE`], 30 s). While the
+    /// How long a claim stays valid without renewal (default `DEFAULT_LEASE`, 30 s). While the
     /// guard lives, a heartbeat renews it every third of the lease; a holder that dies frees
     /// the key only when it expires (SPEC.md §17.5).
     ///
@@ -531,7 +541,7 @@ impl Deduplicator {
     }
 
     /// How long a duplicate waits for the attempt in flight before it is refused as
-    /// [`Refusal::InProgress`] (default [`DEFAULT_WAIT`], 5 s; zero refuses at once, as
+    /// [`Refusal::InProgress`] (default `DEFAULT_WAIT`, 5 s; zero refuses at once, as
     /// SEP-3182 proposed).
     ///
     /// # Examples
@@ -544,7 +554,7 @@ impl Deduplicator {
     }
 
     /// The largest result (JSON text of the `result` or `error` member) that is stored
-    /// (default [`DEFAULT_MAX_RESULT_BYTES`], 1 MiB). A larger one is recorded as "completed, not
+    /// (default `DEFAULT_MAX_RESULT_BYTES`, 1 MiB). A larger one is recorded as "completed, not
     /// stored": its retries get [`Refusal::ResultNotStored`], never a second execution.
     ///
     /// # Examples
@@ -556,7 +566,7 @@ impl Deduplicator {
         self
     }
 
-    /// Time allowed for each store operation (default [`DEFAULT_STORE_TIMEOUT`], 2 s); past it
+    /// Time allowed for each store operation (default `DEFAULT_STORE_TIMEOUT`, 2 s); past it
     /// the store counts as unavailable.
     ///
     /// # Examples
@@ -631,7 +641,14 @@ impl Deduplicator {
     ///
     /// # Examples
     ///
-    /// See [`DedupeStats`].
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::http::DedupeLayer;
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let stats = dedup.stats(); // a handle to read while the layer owns the engine
+    /// let layer = DedupeLayer::new(dedup);
+    /// assert_eq!(stats.snapshot(), layer.deduplicator().stats().snapshot());
+    /// ```
     #[must_use]
     pub fn stats(&self) -> Arc<DedupeStats> {
         self.stats.clone()

@@ -57,7 +57,7 @@ pub use deduplicator::{DedupeSnapshot, DedupeStats, Deduplicator, StoreFailure};
 pub use fingerprint::{Fingerprint, FingerprintRules};
 pub use memory::MemoryStore;
 pub(crate) use request_json::{RequestJsonError, parse_request_json};
-pub use scope::{AuthorizationPrincipal, Principal, PrincipalExtractor, Scope, StoreKey};
+pub use scope::{AuthorizationPrincipal, Principal, PrincipalExtractor, StoreKey};
 pub use store::{
     ClaimOutcome, ClaimRequest, Completed, DedupeStore, FencingToken, LeaseExpiry, StoreError,
     StoreFuture, StoredResponse,

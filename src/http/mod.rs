@@ -22,7 +22,7 @@
 //! (`application/vnd.mcp-framing`, only if the client listed it in `Accept`), SSE events named
 //! `mcp-frame` inside `text/event-stream` (what MCP infrastructure expects), or the compatible
 //! SSE mapping (plain `message` events, the frames in comments, SPEC.md §18), which a client asks
-//! for with [`MAPPING_HEADER`] and which a server may use for every response.
+//! for with `MAPPING_HEADER` and which a server may use for every response.
 
 use http::HeaderValue;
 

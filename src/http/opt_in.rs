@@ -93,12 +93,12 @@ pub struct OptIn {
     /// assert!(!opt_in("application/json, text/event-stream"));
     /// ```
     pub accepts_binary: bool,
-    /// Whether the client takes the compatible SSE mapping ([`MAPPING_HEADER`] lists `compat`,
+    /// Whether the client takes the compatible SSE mapping (`MAPPING_HEADER` lists `compat`,
     /// SPEC.md §18.8).
     pub accepts_compat: bool,
-    /// The largest frame payload the client decodes (`frame` in [`LIMITS_HEADER`]), if it said.
+    /// The largest frame payload the client decodes (`frame` in `LIMITS_HEADER`), if it said.
     pub max_frame_payload: Option<u32>,
-    /// The largest message the client decodes (`message` in [`LIMITS_HEADER`]), if it said.
+    /// The largest message the client decodes (`message` in `LIMITS_HEADER`), if it said.
     pub max_message_size: Option<u64>,
 }
 
@@ -250,7 +250,7 @@ impl OptIn {
 }
 
 /// The headers a client adds to opt in (SPEC.md §10, §16): `Mcp-Framing: 1`, the request key,
-/// the limits of a default decoder ([`LIMITS_HEADER`]), and with `binary`, an `Accept` listing
+/// the limits of a default decoder (`LIMITS_HEADER`), and with `binary`, an `Accept` listing
 /// [`MEDIA_TYPE`](crate::mapping::MEDIA_TYPE) before MCP's two types. A client that decodes with other
 /// limits sends [`opt_in_headers_for`] its decoder instead.
 ///

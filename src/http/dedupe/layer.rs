@@ -95,7 +95,7 @@ impl fmt::Debug for DedupeLayer {
 
 impl DedupeLayer {
     /// A layer deduplicating `tools/call` with `dedup`, principals from the `Authorization`
-    /// header ([`AuthorizationPrincipal`]), request bodies up to [`DEFAULT_MAX_REQUEST_BYTES`].
+    /// header ([`AuthorizationPrincipal`]), request bodies up to `DEFAULT_MAX_REQUEST_BYTES`.
     ///
     /// # Examples
     ///
@@ -167,7 +167,7 @@ impl DedupeLayer {
     }
 
     /// Sets the bound on a request body read to identify a call (default
-    /// [`DEFAULT_MAX_REQUEST_BYTES`]); a larger one is answered `413 Payload Too Large`.
+    /// `DEFAULT_MAX_REQUEST_BYTES`); a larger one is answered `413 Payload Too Large`.
     ///
     /// # Panics
     ///
