@@ -35,11 +35,11 @@ use axum::Router;
 use axum::routing::post;
 use criterion::Criterion;
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{
+use mcp_framing::http::DedupeLayer;
+use mcp_framing::internals::dedupe::{
     ClaimRequest, Decision, DedupeStore, Deduplicator, FencingToken, Fingerprint, KeyedCall,
     LeaseExpiry, MemoryStore, Principal, RedisStore, Scope,
 };
-use mcp_framing::http::DedupeLayer;
 use serde_json::{Value, json};
 
 const RESULT: &str =

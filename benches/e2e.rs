@@ -70,7 +70,9 @@ use futures_util::StreamExt;
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{Outgoing, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
 use mcp_framing::{
-    http::{Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers_with, response_headers},
+    internals::http::{
+        Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers_with, response_headers,
+    },
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;

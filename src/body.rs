@@ -65,10 +65,10 @@ impl BodyError {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{BodyError, outcome::VerdictKind};
+    /// use mcp_framing::BodyError;
     /// use mcp_framing::mapping::SseError;
     /// let err = BodyError::Sse(SseError::InvalidBase64 { event: 0 });
-    /// assert_eq!(err.outcome().verdict.kind(), VerdictKind::ContractViolation);
+    /// assert_eq!(err.outcome().verdict.name(), "contract_violation");
     /// ```
     #[must_use]
     pub fn outcome(&self) -> Outcome {
@@ -90,7 +90,7 @@ impl BodyError {
 /// ```
 /// use bytes::BytesMut;
 /// use mcp_framing::internals::sse::SseFrameEncoder;
-/// use mcp_framing::{limits::Limits, mapping::Mapping, MappingDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{Limits, mapping::Mapping, MappingDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut wire = BytesMut::new();
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
@@ -164,7 +164,7 @@ impl MappingDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{limits::Limits, mapping::Mapping, MappingDecoder};
+    /// use mcp_framing::{Limits, mapping::Mapping, MappingDecoder};
     /// let unwrap = MappingDecoder::new(Mapping::Compat, &Limits::DEFAULT, None);
     /// assert_eq!(unwrap.mapping(), Mapping::Compat);
     /// ```
@@ -222,7 +222,7 @@ impl MappingDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{limits::Limits, mapping::Mapping, MappingDecoder};
+    /// use mcp_framing::{Limits, mapping::Mapping, MappingDecoder};
     /// let mut unwrap = MappingDecoder::new(Mapping::Sse, &Limits::DEFAULT, None);
     /// unwrap.feed(b": keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(unwrap.comments(), 1);

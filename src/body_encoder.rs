@@ -466,7 +466,7 @@ impl MappingEncoder {
     }
 
     /// Aborts the stream with `code` and `reason`, the reason cut (at a character boundary) to
-    /// the [`MAX_ABORT_REASON_LEN`] bytes its frame holds. A message open or held is dropped.
+    /// the `MAX_ABORT_REASON_LEN` bytes its frame holds. A message open or held is dropped.
     ///
     /// # Errors
     ///

@@ -42,7 +42,7 @@ pub struct EncoderBuilder {
 
 impl EncoderBuilder {
     /// Largest DATA payload the encoder writes; larger chunks are cut into several frames.
-    /// Default [`DEFAULT_FRAME_SIZE`](crate::limits::DEFAULT_FRAME_SIZE) (16 KiB; the reason is written
+    /// Default `DEFAULT_FRAME_SIZE` (16 KiB; the reason is written
     /// there).
     ///
     /// # Panics
@@ -209,9 +209,9 @@ impl StreamEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{limits::DEFAULT_MAX_MESSAGE_SIZE, StreamEncoder, StreamHead};
+    /// use mcp_framing::{Limits, StreamEncoder, StreamHead};
     /// let enc = StreamEncoder::new(StreamHead::for_request(None));
-    /// assert_eq!(enc.max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
+    /// assert_eq!(enc.max_message_size(), Limits::DEFAULT.max_message_size);
     /// ```
     #[must_use]
     pub fn max_message_size(&self) -> u64 {
@@ -561,7 +561,7 @@ impl StreamEncoder {
     /// # Errors
     ///
     /// [`EncodeError::AbortReasonTooLong`] for a reason over
-    /// [`MAX_ABORT_REASON_LEN`](crate::limits::MAX_ABORT_REASON_LEN) bytes,
+    /// `MAX_ABORT_REASON_LEN` bytes,
     /// [`EncodeError::StreamFinished`] if already ended.
     ///
     /// # Examples

@@ -474,7 +474,7 @@ pub enum EncodeError {
         max: u64,
     },
     /// The abort reason is longer than
-    /// [`MAX_ABORT_REASON_LEN`](crate::limits::MAX_ABORT_REASON_LEN) (1024) bytes.
+    /// `MAX_ABORT_REASON_LEN` (1024) bytes.
     #[error("abort reason of {len} bytes exceeds 1024")]
     AbortReasonTooLong {
         /// Length of the reason in bytes.

@@ -108,19 +108,20 @@
 /// `internals`) for the CLI, the fuzz targets and the tests. Without that feature, what only they
 /// use is unused, which is not a defect of these modules.
 macro_rules! below_the_api {
-    ($($(#[$attr:meta])* mod $name:ident;)*) => {$(
+    ($($(#[$attr:meta])* $vis:vis mod $name:ident;)*) => {$(
         $(#[$attr])*
         #[cfg_attr(
             not(feature = "internals"),
             allow(dead_code, unused_imports, unreachable_pub, clippy::wrong_self_convention)
         )]
-        mod $name;
+        $vis mod $name;
     )*};
 }
 
 below_the_api! {
     mod frame;
     mod jsonrpc;
+    mod limits;
     #[cfg(feature = "sse")]
     mod sse;
     #[cfg(feature = "sse")]
@@ -147,7 +148,6 @@ pub mod http;
 mod ids;
 #[cfg(feature = "rmcp-server")]
 mod json_text;
-pub mod limits;
 pub mod mapping;
 pub mod outcome;
 mod outgoing;
@@ -169,6 +169,7 @@ pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
 pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};
 pub use frame::{Abort, AbortCode, StreamHead};
 pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
+pub use limits::Limits;
 pub use outgoing::Outgoing;
 #[cfg(feature = "sse")]
 pub use sse_compat::CompatEncodeError;
@@ -184,6 +185,92 @@ pub mod internals {
     /// The frame layer (SPEC.md §4-§8): headers, kinds, the magic and the length constants.
     pub mod frame {
         pub use crate::frame::*;
+    }
+    /// The deduplication engine driven call by call (`Deduplicator::begin`, its decisions and
+    /// guards), its error codes, defaults and metric names: what the HTTP layer, the tests and
+    /// the fuzz targets use beside the public [`dedupe`](crate::dedupe) module.
+    #[cfg(feature = "dedupe")]
+    pub mod dedupe {
+        pub use crate::dedupe::deduplicator::{
+            CompleteError, DEFAULT_LEASE, DEFAULT_MAX_RESULT_BYTES, DEFAULT_STORE_TIMEOUT,
+            DEFAULT_WAIT, DEFAULT_WINDOW, Decision, ExecutionGuard, KeyedCall, KeyedCallError,
+            Recorded,
+        };
+        pub use crate::dedupe::fingerprint::canonical_json;
+        pub use crate::dedupe::memory::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, RECORD_OVERHEAD};
+        #[cfg(feature = "redis")]
+        pub use crate::dedupe::redis::DEFAULT_PREFIX;
+        pub use crate::dedupe::refusal::{
+            CODE_CONFLICT, CODE_IN_PROGRESS, CODE_LEASE_LOST, CODE_OUTCOME_UNKNOWN,
+            CODE_RESULT_NOT_STORED, CODE_STORE_UNAVAILABLE, Refusal,
+        };
+        pub use crate::dedupe::request_json::{
+            MAX_JSON_DEPTH, RequestJsonError, parse_request_json,
+        };
+        pub use crate::dedupe::scope::Scope;
+        /// The deduplication engine's metric names.
+        pub mod telemetry {
+            pub use crate::dedupe::telemetry::*;
+        }
+        pub use crate::dedupe::*;
+    }
+    /// The client's metric names and recording functions (the table is in
+    /// [`telemetry`](crate::telemetry)).
+    pub mod telemetry {
+        pub use crate::telemetry::client::*;
+        pub use crate::telemetry::describe;
+    }
+    /// The retry policy the clients apply after each attempt, and the deduplication refusal read
+    /// back from a JSON-RPC error.
+    pub mod retry {
+        pub use crate::retry::policy::*;
+        pub use crate::retry::{RetryDecision, RetryReason};
+    }
+    /// The client side of the contract (discovery parsing, negotiation, the client policy) and
+    /// its wire constants, beside the public [`contract`](crate::contract) module.
+    pub mod contract {
+        pub use crate::contract::declaration::{
+            FRAME_CHECKSUM_CRC32, KNOWN_TRANSPORTS, MESSAGE_DIGEST_SHA256, SUPPORTED_VERSIONS,
+        };
+        pub use crate::contract::negotiation::Negotiated;
+        pub use crate::contract::policy::{ClientPolicy, PolicyBuilder};
+        pub use crate::contract::source::EXTENSION_KEY;
+        pub use crate::contract::*;
+    }
+    /// The HTTP mapping's other header names, the per-message delivery of a verified response,
+    /// the capability declaration in `_meta` and hand-written opt-in headers, beside the public
+    /// [`http`](crate::http) module.
+    #[cfg(feature = "http")]
+    pub mod http {
+        pub use crate::http::client_body::{DEFAULT_IDLE_TIMEOUT, collect_messages};
+        #[cfg(feature = "dedupe")]
+        pub use crate::http::dedupe::{DEDUPE_HEADER, DEFAULT_MAX_REQUEST_BYTES};
+        pub use crate::http::headers::{LIMITS_HEADER, MAPPING_HEADER, VERSION_TOKEN};
+        pub use crate::http::meta::{
+            META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
+            declares_framing_capability,
+        };
+        pub use crate::http::opt_in::{opt_in_headers_for, opt_in_headers_with};
+        pub use crate::http::server_body::abort_for;
+        pub use crate::http::*;
+    }
+    /// The defaults of every limit, the SSE event bounds derived from them and the frame-level
+    /// bounds ([`Limits`](crate::Limits) is public).
+    pub mod limits {
+        pub use crate::limits::*;
+    }
+    /// The decision function (observations in, a completion or the ambiguous-completion error
+    /// out) and the table of verdict kinds, beside the public [`outcome`](crate::outcome) module.
+    pub mod outcome {
+        pub use crate::outcome::regime::{Completion, Observations, classify};
+        pub use crate::outcome::verdict::VerdictKind;
+        pub use crate::outcome::*;
+    }
+    /// The idempotent methods a client may retry without a key.
+    #[cfg(feature = "client")]
+    pub mod client {
+        pub use crate::client::config::IDEMPOTENT_METHODS;
+        pub use crate::client::*;
     }
     /// JSON-RPC message rules shared by the decoders and the layers.
     pub mod jsonrpc {

@@ -12,11 +12,11 @@
 //!
 //! The decoder ([`DecoderBuilder`](crate::DecoderBuilder)), the encoder
 //! ([`EncoderBuilder`](crate::EncoderBuilder)) and the client policy
-//! ([`PolicyBuilder`](crate::contract::PolicyBuilder)) all take their limits from here, so a default or a
+//! (the contract's negotiation) all take their limits from here, so a default or a
 //! check is written once.
 //!
 //! ```
-//! use mcp_framing::{limits::Limits, StreamDecoder};
+//! use mcp_framing::{Limits, StreamDecoder};
 //!
 //! let limits = Limits::default().max_frame_payload(16 * 1024).max_message_size(4 << 20);
 //! let decoder = StreamDecoder::builder().limits(limits).build();
@@ -114,8 +114,8 @@ pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
-/// assert_eq!(event_data_limit(mcp_framing::limits::DEFAULT_MAX_FRAME_PAYLOAD), DEFAULT_MAX_EVENT_DATA);
+/// use mcp_framing::internals::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
+/// assert_eq!(event_data_limit(mcp_framing::internals::limits::DEFAULT_MAX_FRAME_PAYLOAD), DEFAULT_MAX_EVENT_DATA);
 /// // A frame of 1 MiB is 1,398,128 bytes of base64 (20 header bytes included).
 /// assert_eq!(event_data_limit(1 << 20), 1_398_128);
 /// ```
@@ -150,9 +150,9 @@ pub const DEFAULT_MAX_COMPAT_EVENT_DATA: usize =
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::limits::{DEFAULT_MAX_COMPAT_EVENT_DATA, compat_event_data_limit};
+/// use mcp_framing::internals::limits::{DEFAULT_MAX_COMPAT_EVENT_DATA, compat_event_data_limit};
 /// assert_eq!(
-///     compat_event_data_limit(mcp_framing::limits::DEFAULT_MAX_MESSAGE_SIZE),
+///     compat_event_data_limit(mcp_framing::internals::limits::DEFAULT_MAX_MESSAGE_SIZE),
 ///     DEFAULT_MAX_COMPAT_EVENT_DATA
 /// );
 /// assert_eq!(compat_event_data_limit(1 << 20), (1 << 20) + 65_536);
@@ -173,7 +173,7 @@ macro_rules! bound_setters {
         /// # Examples
         ///
         /// ```
-        #[doc = concat!("let limits = mcp_framing::limits::Limits::default().", stringify!($field), "(", stringify!($example), ");")]
+        #[doc = concat!("let limits = mcp_framing::Limits::default().", stringify!($field), "(", stringify!($example), ");")]
         #[doc = concat!("assert_eq!(limits.", stringify!($field), ", ", stringify!($example), ");")]
         /// ```
         #[must_use]
@@ -197,7 +197,7 @@ const fn max_u32(a: u32, b: u32) -> u32 {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{DecodeError, limits::Limits, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{DecodeError, Limits, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 /// let mut wire = bytes::BytesMut::new();
@@ -248,8 +248,9 @@ impl Limits {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::limits::{DEFAULT_MAX_FRAME_PAYLOAD, Limits};
-    /// assert_eq!(Limits::DEFAULT.max_frame_payload, DEFAULT_MAX_FRAME_PAYLOAD);
+    /// use mcp_framing::Limits;
+    /// assert_eq!(Limits::DEFAULT.max_frame_payload, 64 * 1024);
+    /// assert_eq!(Limits::DEFAULT, Limits::default());
     /// ```
     pub const DEFAULT: Self = Self {
         max_frame_payload: DEFAULT_MAX_FRAME_PAYLOAD,
@@ -270,7 +271,7 @@ impl Limits {
     /// # Examples
     ///
     /// ```
-    /// let limits = mcp_framing::limits::Limits::default().max_frame_payload(1 << 20);
+    /// let limits = mcp_framing::Limits::default().max_frame_payload(1 << 20);
     /// assert_eq!(limits.max_frame_payload, 1 << 20);
     /// ```
     #[must_use]
@@ -303,8 +304,8 @@ impl Limits {
     /// # Examples
     ///
     /// ```
-    /// let limits = mcp_framing::limits::Limits::default().checked();
-    /// assert_eq!(limits, mcp_framing::limits::Limits::DEFAULT);
+    /// let limits = mcp_framing::Limits::default().checked();
+    /// assert_eq!(limits, mcp_framing::Limits::DEFAULT);
     /// ```
     #[must_use]
     #[track_caller]
@@ -333,7 +334,7 @@ macro_rules! limit_setters {
         /// # Examples
         ///
         /// ```
-        #[doc = concat!("let b = ", $example, ".limits(mcp_framing::limits::Limits::default().max_message_size(1 << 20));")]
+        #[doc = concat!("let b = ", $example, ".limits(mcp_framing::Limits::default().max_message_size(1 << 20));")]
         /// # let _ = b;
         /// ```
         #[must_use]

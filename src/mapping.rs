@@ -4,10 +4,16 @@
 //! violation whatever features are enabled.
 
 /// Media type of the binary mapping (SPEC.md §16).
+// Hidden: a wire name the CLI, the tests and the fuzz targets spell; users name a mapping by `Mapping` (`content_type()`, `name()`).
+#[doc(hidden)]
 pub const MEDIA_TYPE: &str = "application/vnd.mcp-framing";
 /// Media type of the SSE mapping (SPEC.md §15).
+// Hidden: a wire name the CLI, the tests and the fuzz targets spell; users name a mapping by `Mapping` (`content_type()`, `name()`).
+#[doc(hidden)]
 pub const EVENT_STREAM: &str = "text/event-stream";
 /// The SSE event name that carries frames (SPEC.md §15).
+// Hidden: a wire name the CLI, the tests and the fuzz targets spell; users name a mapping by `Mapping` (`content_type()`, `name()`).
+#[doc(hidden)]
 pub const FRAME_EVENT: &str = "mcp-frame";
 
 /// How a framed stream travels in an HTTP body.
@@ -231,13 +237,13 @@ impl SseError {
 ///
 /// ```
 /// use mcp_framing::mapping::CompatError;
-/// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, VerdictKind}};
+/// use mcp_framing::{mapping::MappingViolation, outcome::Outcome};
 ///
 /// // A plain MCP stream whose framing comments a gateway stripped:
 /// let err = CompatError::UnframedEvent { event: 0 };
 /// assert_eq!(err.kind(), "UnframedEvent");
 /// let outcome = Outcome::mapping_violation(MappingViolation::Compat(err));
-/// assert_eq!(outcome.verdict.kind(), VerdictKind::ContractViolation);
+/// assert_eq!(outcome.verdict.name(), "contract_violation");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

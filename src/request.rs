@@ -5,7 +5,7 @@
 //! `http`) and in the JSON-RPC request's
 //! `params._meta[`[`REQUEST_KEY_META`]`]`. The server echoes it in the stream head; a decoder built
 //! with [`DecoderBuilder::expect_request_key`](crate::DecoderBuilder::expect_request_key) (as
-//! [`ClientPolicy::decoder`](crate::contract::ClientPolicy::decoder) does) reports another key as
+//! the clients' decoders do) reports another key as
 //! [`DecodeError::RequestKeyMismatch`](crate::DecodeError::RequestKeyMismatch), a cross-wired
 //! response.
 //!

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::{Outcome, decode_one_shot, decode_pieces, sha256, truncation_name, vectors};
-use mcp_framing::{DecodeError, Event, RequestKey, StreamDecoder, limits::Limits};
+use mcp_framing::{DecodeError, Event, Limits, RequestKey, StreamDecoder};
 use serde_json::Value;
 
 fn vectors_dir() -> PathBuf {

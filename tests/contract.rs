@@ -4,7 +4,7 @@ mod outcome_support;
 
 use mcp_framing::{
     RequestKey,
-    contract::{
+    internals::contract::{
         ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY,
         FramingContract, ServerDiscovery,
     },
@@ -467,7 +467,7 @@ fn spec_schema_requires_exactly_the_fields_the_parser_requires() {
     // `alwaysFramed` (§18.8).
     let full = serde_json::to_value(
         FramingContract::v1()
-            .with_deduplication(mcp_framing::contract::Deduplication::new(
+            .with_deduplication(mcp_framing::internals::contract::Deduplication::new(
                 std::time::Duration::from_secs(86400),
             ))
             .with_always_framed("compat"),
@@ -506,7 +506,7 @@ fn discovery_with(contract: FramingContract) -> ServerDiscovery {
 
 #[test]
 fn deduplication_is_negotiated_and_weakening_it_is_a_downgrade() {
-    use mcp_framing::{contract::Deduplication, retry::RetryPolicy};
+    use mcp_framing::{internals::contract::Deduplication, internals::retry::RetryPolicy};
     use std::time::Duration;
     let day = Deduplication::new(Duration::from_secs(86400));
     let policy = ClientPolicy::new(&discovery_with(

@@ -22,10 +22,10 @@ use mcp_framing::internals::sse::SseParser;
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{
     RequestKey, StreamDecoder,
-    contract::{EXTENSION_KEY, FramingContract, ServerDiscovery},
+    internals::contract::{EXTENSION_KEY, FramingContract, ServerDiscovery},
 };
 use mcp_framing::{
-    http::{Delivery, VerifiedResponse},
+    internals::http::{Delivery, VerifiedResponse},
     mapping::Mapping,
 };
 use rmcp::ServiceExt;
@@ -273,7 +273,7 @@ async fn the_result_of_initialize_and_server_discover_is_the_handlers_but_for_th
                         );
                         let headers = match mapping {
                             None => http::HeaderMap::new(),
-                            Some(mapping) => mcp_framing::http::opt_in_headers_with(
+                            Some(mapping) => mcp_framing::internals::http::opt_in_headers_with(
                                 RequestKey::random(),
                                 mapping,
                                 &StreamDecoder::new(),

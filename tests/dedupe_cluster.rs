@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use dedupe_support::{self as s, Persistence, RedisCluster};
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{
+use mcp_framing::internals::dedupe::{
     CompleteError, Decision, DedupeStore, Deduplicator, KeyedCall, RedisStore,
 };
 use serde_json::json;

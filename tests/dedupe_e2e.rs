@@ -18,14 +18,14 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use dedupe_support::RedisServer;
 use mcp_framing::client::{EndpointResolver, Resolution, ResolveFuture, RetrySchedule};
-use mcp_framing::dedupe::{Deduplicator, RedisStore};
+use mcp_framing::internals::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{
     RequestKey, StreamDecoder,
     contract::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery},
 };
 use mcp_framing::{
-    http::{DEDUPE_HEADER, VerifiedResponse, collect_messages, opt_in_headers},
+    internals::http::{DEDUPE_HEADER, VerifiedResponse, collect_messages, opt_in_headers},
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;
@@ -438,7 +438,9 @@ fn every_cut_call_executes_exactly_once_across_two_backends_and_is_verified() {
             "every cut retried once: {retries:?}"
         );
         assert_eq!(retries.gave_up, 0);
-        use mcp_framing::telemetry::{CLIENT_RESPONSES, CLIENT_RETRIES, CLIENT_RETRY_DECISIONS};
+        use mcp_framing::internals::telemetry::{
+            CLIENT_RESPONSES, CLIENT_RETRIES, CLIENT_RETRY_DECISIONS,
+        };
         assert_eq!(
             metrics.counter(CLIENT_RESPONSES, &[("outcome", "abandoned")]) as usize,
             expected_cuts,
@@ -547,7 +549,7 @@ fn same_key_with_other_arguments_is_a_conflict_and_executes_nothing() {
         assert_eq!(response["id"], 2);
         assert_eq!(response["error"]["code"], -32080);
         assert_eq!(
-            mcp_framing::retry::dedupe_refusal(&response["error"]),
+            mcp_framing::internals::retry::dedupe_refusal(&response["error"]),
             Some(("key_conflict", false))
         );
         assert_eq!(started.load(Ordering::SeqCst), 1);
@@ -595,7 +597,7 @@ fn redis_stopped_mid_run_refuses_keyed_calls_and_nothing_executes_twice() {
             assert_eq!(decision, "store_unavailable");
             assert_eq!(response["error"]["code"], -32084);
             assert_eq!(
-                mcp_framing::retry::dedupe_refusal(&response["error"]),
+                mcp_framing::internals::retry::dedupe_refusal(&response["error"]),
                 Some(("store_unavailable", true))
             );
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use dedupe_support as s;
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{
+use mcp_framing::internals::dedupe::{
     ClaimOutcome, ClaimRequest, Decision, DedupeStore, Deduplicator, FencingToken, LeaseExpiry,
     MemoryStore, RECORD_OVERHEAD, StoreFailure,
 };
@@ -184,34 +184,45 @@ struct DownStore;
 impl DedupeStore for DownStore {
     fn claim<'a>(
         &'a self,
-        _: &'a mcp_framing::dedupe::StoreKey,
+        _: &'a mcp_framing::internals::dedupe::StoreKey,
         _: &'a ClaimRequest,
-    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<ClaimOutcome, mcp_framing::dedupe::StoreError>>
-    {
+    ) -> mcp_framing::internals::dedupe::StoreFuture<
+        'a,
+        Result<ClaimOutcome, mcp_framing::internals::dedupe::StoreError>,
+    > {
         Box::pin(std::future::pending())
     }
     fn renew<'a>(
         &'a self,
-        _: &'a mcp_framing::dedupe::StoreKey,
+        _: &'a mcp_framing::internals::dedupe::StoreKey,
         _: FencingToken,
         _: Duration,
-    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
+    ) -> mcp_framing::internals::dedupe::StoreFuture<
+        'a,
+        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+    > {
         Box::pin(std::future::pending())
     }
     fn complete<'a>(
         &'a self,
-        _: &'a mcp_framing::dedupe::StoreKey,
+        _: &'a mcp_framing::internals::dedupe::StoreKey,
         _: FencingToken,
-        _: &'a mcp_framing::dedupe::Completed,
+        _: &'a mcp_framing::internals::dedupe::Completed,
         _: Duration,
-    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
+    ) -> mcp_framing::internals::dedupe::StoreFuture<
+        'a,
+        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+    > {
         Box::pin(std::future::pending())
     }
     fn release<'a>(
         &'a self,
-        _: &'a mcp_framing::dedupe::StoreKey,
+        _: &'a mcp_framing::internals::dedupe::StoreKey,
         _: FencingToken,
-    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
+    ) -> mcp_framing::internals::dedupe::StoreFuture<
+        'a,
+        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+    > {
         Box::pin(std::future::pending())
     }
 }
@@ -252,8 +263,8 @@ async fn progress_token_and_key_do_not_change_the_fingerprint() {
         "params": {"_meta": {"progressToken": "other", "traceparent": "00-ab-cd-01"},
                    "arguments": {"x": [1, {"a": 1, "b": 2}]}, "name": "send_email"}});
     mcp_framing::request::set_request_key(&mut request, key).unwrap();
-    let b = mcp_framing::dedupe::KeyedCall::from_request(
-        mcp_framing::dedupe::Principal::from_id("alice"),
+    let b = mcp_framing::internals::dedupe::KeyedCall::from_request(
+        mcp_framing::internals::dedupe::Principal::from_id("alice"),
         None,
         &request,
         &Default::default(),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use dedupe_support::{self as s, RedisServer};
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{Decision, DedupeStore, Deduplicator, RedisStore};
+use mcp_framing::internals::dedupe::{Decision, DedupeStore, Deduplicator, RedisStore};
 use serde_json::json;
 
 async fn redis(server: &RedisServer) -> Arc<dyn DedupeStore> {
@@ -185,7 +185,7 @@ async fn redis_stopped_mid_run_refuses_keyed_calls_and_nothing_executes_twice() 
     let started = Instant::now();
     assert!(matches!(
         guard.complete(&s::response(1, "during the outage")).await,
-        Err(mcp_framing::dedupe::CompleteError::Store(_))
+        Err(mcp_framing::internals::dedupe::CompleteError::Store(_))
     ));
     assert!(
         started.elapsed() < Duration::from_secs(20),

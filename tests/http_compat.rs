@@ -189,7 +189,7 @@ fn undeclared(messages: &[String], setup: Setup) -> Vec<String> {
     let contract = serde_json::to_string(&layer_of(setup).contract()).unwrap();
     let declared = format!(
         ",\"experimental\":{{\"{}\":{contract}}}",
-        mcp_framing::contract::EXTENSION_KEY
+        mcp_framing::internals::contract::EXTENSION_KEY
     );
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0].matches(&declared).count(), 1, "{messages:?}");
@@ -335,7 +335,7 @@ async fn a_request_that_opts_in_for_compat_gets_it_with_its_request_key() {
                 "clientInfo": {"name": "framing", "version": "1"}}});
         let response = reqwest::Client::new()
             .post(format!("http://{addr}/mcp"))
-            .headers(mcp_framing::http::opt_in_headers_with(
+            .headers(mcp_framing::internals::http::opt_in_headers_with(
                 key,
                 mcp_framing::mapping::Mapping::Compat,
                 &StreamDecoder::new(),
@@ -414,7 +414,7 @@ async fn a_client_asking_for_compat_reads_the_sse_mapping_of_a_server_without_it
 #[test]
 fn a_compat_mapping_violation_is_not_retried() {
     let err = mcp_framing::mapping::CompatError::UnframedEvent { event: 0 };
-    let outcome = mcp_framing::http::ReceiveError::<std::io::Error>::Invalid(
+    let outcome = mcp_framing::internals::http::ReceiveError::<std::io::Error>::Invalid(
         mcp_framing::BodyError::Compat(err),
     )
     .outcome()
@@ -428,7 +428,7 @@ async fn framed_body_writes_the_compatible_mapping_that_verified_response_reads(
     use futures_util::StreamExt;
     use mcp_framing::{Outgoing, StreamEncoder, StreamHead};
     use mcp_framing::{
-        http::{Delivery, FramedBody, VerifiedResponse, response_headers},
+        internals::http::{Delivery, FramedBody, VerifiedResponse, response_headers},
         mapping::Mapping,
     };
 

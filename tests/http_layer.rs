@@ -15,7 +15,7 @@ use futures_util::stream;
 use http::{Request, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use mcp_framing::http::{Delivery, ReceiveError, VerifiedResponse};
+use mcp_framing::internals::http::{Delivery, ReceiveError, VerifiedResponse};
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{AbortCode, BodyError, DecodeError, Event, RequestKey, StreamDecoder};
 use tower_layer::Layer;
@@ -92,7 +92,7 @@ async fn through_layer(
 ) -> (Vec<Event>, Result<(), DecodeError>) {
     let key = RequestKey::random();
     let mut request = Request::builder().method("POST").uri("/mcp");
-    for (name, value) in &mcp_framing::http::opt_in_headers(key, true) {
+    for (name, value) in &mcp_framing::internals::http::opt_in_headers(key, true) {
         request = request.header(name, value);
     }
     let mut service = FramingLayer::new().layer(Inner::scripted(script));
@@ -231,7 +231,7 @@ async fn verified_with_limits(
     Result<(), ReceiveError<String>>,
 ) {
     let key = RequestKey::random();
-    let mut headers = mcp_framing::http::opt_in_headers(key, binary);
+    let mut headers = mcp_framing::internals::http::opt_in_headers(key, binary);
     match limits {
         Some(limits) => headers.insert("mcp-framing-limits", limits.parse().unwrap()),
         // As a client that does not announce its limits.
@@ -268,7 +268,7 @@ async fn verified_with_limits(
 async fn large_tool_results_pass_through_the_layer_up_to_exactly_the_message_limit() {
     // Before, the layer parsed rmcp's SSE with a 256 KiB event bound: a 300 KiB result came
     // back as an ABORT "internal error: SSE event data exceeds 262144 bytes", retried for ever.
-    let limit = mcp_framing::limits::DEFAULT_MAX_MESSAGE_SIZE as usize;
+    let limit = mcp_framing::internals::limits::DEFAULT_MAX_MESSAGE_SIZE as usize;
     for len in [300 * 1024, 4 << 20, limit] {
         let message = result_of_len(len);
         for sse in [true, false] {
@@ -293,7 +293,7 @@ async fn large_tool_results_pass_through_the_layer_up_to_exactly_the_message_lim
 async fn a_tool_result_one_byte_over_the_message_limit_is_an_abort_with_the_too_large_code() {
     for (limit, layer) in [
         (
-            mcp_framing::limits::DEFAULT_MAX_MESSAGE_SIZE,
+            mcp_framing::internals::limits::DEFAULT_MAX_MESSAGE_SIZE,
             FramingLayer::new(),
         ),
         (1 << 20, FramingLayer::new().max_message_size(1 << 20)),
@@ -601,7 +601,7 @@ async fn a_malformed_limits_header_is_a_bad_request() {
         "message=-1",
         "frame",
     ] {
-        let mut headers = mcp_framing::http::opt_in_headers(RequestKey::random(), true);
+        let mut headers = mcp_framing::internals::http::opt_in_headers(RequestKey::random(), true);
         headers.insert("mcp-framing-limits", limits.parse().unwrap());
         let mut request = Request::builder().method("POST").uri("/mcp");
         for (name, value) in &headers {

@@ -17,7 +17,7 @@ use mcp_framing::{
     AbortCode, BodyError, DecodeError, Outgoing, StreamEncoder, StreamHead, Truncation,
 };
 use mcp_framing::{
-    http::{Delivery, FramedBody, OptIn, ReceiveError, response_headers},
+    internals::http::{Delivery, FramedBody, OptIn, ReceiveError, response_headers},
     mapping::Mapping,
 };
 
@@ -309,10 +309,10 @@ async fn discovery_backend(framed: bool) -> SocketAddr {
             "capabilities": {"tools": {}, "extensions": {}},
         });
         if framed {
-            mcp_framing::contract::FramingContract::v1()
+            mcp_framing::internals::contract::FramingContract::v1()
                 .declare_in(
                     &mut result,
-                    mcp_framing::contract::DiscoverySource::Discover,
+                    mcp_framing::internals::contract::DiscoverySource::Discover,
                 )
                 .unwrap();
         }
@@ -326,7 +326,7 @@ async fn discovery_backend(framed: bool) -> SocketAddr {
     addr
 }
 
-async fn discover(addr: SocketAddr) -> mcp_framing::contract::ServerDiscovery {
+async fn discover(addr: SocketAddr) -> mcp_framing::internals::contract::ServerDiscovery {
     let response: serde_json::Value = reqwest::Client::new()
         .post(format!("http://{addr}/mcp"))
         .body(r#"{"jsonrpc":"2.0","id":0,"method":"server/discover"}"#)
@@ -336,7 +336,7 @@ async fn discover(addr: SocketAddr) -> mcp_framing::contract::ServerDiscovery {
         .json()
         .await
         .unwrap();
-    mcp_framing::contract::ServerDiscovery::from_discover(&response["result"]).unwrap()
+    mcp_framing::internals::contract::ServerDiscovery::from_discover(&response["result"]).unwrap()
 }
 
 #[tokio::test]
@@ -347,24 +347,29 @@ async fn detects_a_discovery_downgrade_between_two_requests() {
         discovery_backend(true).await,
         discovery_backend(false).await,
     ];
-    let policy = mcp_framing::contract::ClientPolicy::new(&discover(endpoints[0]).await).unwrap();
+    let policy =
+        mcp_framing::internals::contract::ClientPolicy::new(&discover(endpoints[0]).await).unwrap();
     assert_eq!(policy.regime(), mcp_framing::outcome::Regime::A);
     policy.recheck(&discover(endpoints[0]).await).unwrap();
     let err = policy.recheck(&discover(endpoints[1]).await).unwrap_err();
     assert!(
         matches!(
             err,
-            mcp_framing::contract::ContractError::Downgrade {
-                change: mcp_framing::contract::ContractChange::ContractDropped,
+            mcp_framing::internals::contract::ContractError::Downgrade {
+                change: mcp_framing::internals::contract::ContractChange::ContractDropped,
                 ..
             }
         ),
         "{err}"
     );
     // And a client that starts on the rolled-back backend refuses to start (Regime C).
-    let err = mcp_framing::contract::ClientPolicy::new(&discover(endpoints[1]).await).unwrap_err();
+    let err = mcp_framing::internals::contract::ClientPolicy::new(&discover(endpoints[1]).await)
+        .unwrap_err();
     assert!(
-        matches!(err, mcp_framing::contract::ContractError::NoContract { .. }),
+        matches!(
+            err,
+            mcp_framing::internals::contract::ContractError::NoContract { .. }
+        ),
         "{err}"
     );
 }

@@ -17,7 +17,7 @@ mod metrics_support;
 #[path = "rmcp_support/mod.rs"]
 mod rmcp_support;
 use cut::{Cut, cutting_proxy};
-use mcp_framing::telemetry::{
+use mcp_framing::internals::telemetry::{
     CLIENT_OPERATION_DURATION, CLIENT_RESPONSES, CLIENT_RETRY_DECISIONS, CLIENT_SENTINEL_MISSING,
     CLIENT_TRUNCATIONS,
 };

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::IntoResponse;
+use mcp_framing::internals::telemetry::CLIENT_RESPONSES;
 use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
-use mcp_framing::telemetry::CLIENT_RESPONSES;
 
 mod metrics_support;
 use metrics_support::Recorded;

@@ -10,11 +10,11 @@ use futures::{Stream, StreamExt, stream};
 use mcp_framing::internals::sse::SseFrameEncoder;
 use mcp_framing::{
     RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
     outcome::Verdict,
-    retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
 };
 use mcp_framing::{
-    http::{DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse},
+    internals::http::{DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse},
     mapping::Mapping,
 };
 

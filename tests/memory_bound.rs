@@ -11,7 +11,7 @@ use bytes::{BufMut, BytesMut};
 use cap::Cap;
 use mcp_framing::internals::frame::{FrameHeader, FrameKind, HEADER_LEN};
 use mcp_framing::{
-    Event, StreamDecoder, StreamEncoder, StreamHead, limits::DEFAULT_MAX_FRAME_PAYLOAD,
+    Event, StreamDecoder, StreamEncoder, StreamHead, internals::limits::DEFAULT_MAX_FRAME_PAYLOAD,
 };
 
 #[global_allocator]

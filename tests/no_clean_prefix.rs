@@ -80,7 +80,7 @@ fn verified_response(
     max_event_data: Option<usize>,
 ) -> Outcomes {
     use futures::StreamExt;
-    use mcp_framing::http::VerifiedResponse;
+    use mcp_framing::internals::http::VerifiedResponse;
     let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(
         input,
     ))]);
@@ -416,7 +416,7 @@ fn a_decoder_told_nothing_about_the_end_of_input_is_never_clean() {
 /// It is delivered, clean in Regime B, and not retried, by every public path (SPEC.md §7 row 4).
 #[test]
 fn a_final_response_whose_sentinel_was_cut_is_delivered_clean_in_regime_b_and_not_retried() {
-    use mcp_framing::retry::{RequestTraits, RetryPolicy};
+    use mcp_framing::internals::retry::{RequestTraits, RetryPolicy};
 
     let key = RequestKey::random();
     let response =
@@ -479,7 +479,7 @@ fn a_final_response_whose_sentinel_was_cut_is_delivered_clean_in_regime_b_and_no
     {
         use futures::StreamExt;
         use mcp_framing::{
-            http::{Delivery, VerifiedResponse},
+            internals::http::{Delivery, VerifiedResponse},
             mapping::Mapping,
         };
         let body =

@@ -21,7 +21,7 @@ use mcp_framing::internals::sse_compat::CompatDecoder;
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{RequestKey, StreamDecoder};
 use mcp_framing::{
-    http::{DEDUPE_HEADER, DedupeLayer, Delivery, VerifiedResponse},
+    internals::http::{DEDUPE_HEADER, DedupeLayer, Delivery, VerifiedResponse},
     mapping::Mapping,
 };
 use tower_layer::Layer;
@@ -76,7 +76,8 @@ const EMPTY_EVENT_FIELDS: [&str; 2] = [
 /// the error that ended the response.
 async fn framed_messages(inner: Inner, mapping: Mapping) -> Result<Vec<Bytes>, String> {
     let key = RequestKey::random();
-    let headers = mcp_framing::http::opt_in_headers_with(key, mapping, &StreamDecoder::new());
+    let headers =
+        mcp_framing::internals::http::opt_in_headers_with(key, mapping, &StreamDecoder::new());
     let mut request = Request::post("/mcp");
     for (name, value) in &headers {
         request = request.header(name, value);

@@ -298,7 +298,7 @@ fn bytes_after_the_sentinel_are_corrupt_not_clean() {
 #[test]
 fn frame_over_the_negotiated_limit_is_a_contract_violation() {
     let key = RequestKey::random();
-    let policy = mcp_framing::contract::ClientPolicy::new(&outcome_support::discovery(
+    let policy = mcp_framing::internals::contract::ClientPolicy::new(&outcome_support::discovery(
         "discover_framed_small_limits.json",
     ))
     .unwrap();

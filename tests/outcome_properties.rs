@@ -5,8 +5,8 @@ mod outcome_support;
 use bytes::BytesMut;
 use mcp_framing::{
     RequestKey, StreamDecoder, StreamEncoder, StreamHead,
+    internals::retry::{RequestTraits, RetryDecision, RetryPolicy},
     outcome::{Outcome, Verdict},
-    retry::{RequestTraits, RetryDecision, RetryPolicy},
 };
 use outcome_support::final_result;
 use proptest::prelude::*;

@@ -31,7 +31,7 @@ use futures::StreamExt;
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{RequestKey, StreamDecoder};
 use mcp_framing::{
-    http::{Delivery, VerifiedResponse, opt_in_headers_with},
+    internals::http::{Delivery, VerifiedResponse, opt_in_headers_with},
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;

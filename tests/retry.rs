@@ -4,8 +4,8 @@ mod outcome_support;
 
 use mcp_framing::{
     AbortCode, DecodeError, RequestKey, StreamDecoder,
+    internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
     outcome::{DiscoveryMode, Outcome},
-    retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
 };
 use outcome_support::complete_stream;
 

@@ -6,21 +6,21 @@
 use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, executor::block_on, stream};
 use mcp_framing::internals::frame::HEADER_LEN;
-use mcp_framing::telemetry;
+use mcp_framing::internals::telemetry;
 use mcp_framing::{
     BodyError, DecodeError, RequestKey, StreamDecoder,
+    internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
+    internals::telemetry::AttemptContext,
     mapping::MappingViolation,
     outcome::{Outcome, Verdict},
-    retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
-    telemetry::AttemptContext,
 };
 use mcp_framing::{
-    http::{Delivery, ReceiveError, VerifiedResponse},
+    internals::http::{Delivery, ReceiveError, VerifiedResponse},
     mapping::Mapping,
 };
 use mcp_framing::{
+    internals::limits::DEFAULT_MAX_EVENT_DATA,
     internals::sse::{SseFrameDecoder, SseFrameEncoder},
-    limits::DEFAULT_MAX_EVENT_DATA,
     mapping::SseError,
 };
 use proptest::prelude::*;

@@ -7,11 +7,11 @@ mod common;
 
 use bytes::BytesMut;
 use common::{ATTEMPT, KEY, OK_MESSAGE, Raw};
-use mcp_framing::limits::{
+use mcp_framing::internals::limits::{
     DEFAULT_MAX_IGNORABLE_IN_A_ROW, DEFAULT_MAX_KEEPALIVES_IN_A_ROW, DEFAULT_MAX_MESSAGES,
     DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW, DEFAULT_MAX_STREAM_BYTES,
 };
-use mcp_framing::{DecodeError, Event, StreamDecoder, limits::Limits, outcome::VerdictKind};
+use mcp_framing::{DecodeError, Event, Limits, StreamDecoder, internals::outcome::VerdictKind};
 
 /// Feeds `frames` one after the other (each a whole frame) and returns the first error with the
 /// number of frames accepted before it.
@@ -186,13 +186,14 @@ fn the_stream_byte_bound_is_checked_at_the_header_before_its_payload_arrives() {
 
 #[test]
 fn a_client_policy_decoder_enforces_the_clients_own_bounds() {
-    let discovery = mcp_framing::contract::ServerDiscovery::from_initialize(&serde_json::json!({
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"experimental": {"io.github.mcp-framing/framing":
-            mcp_framing::contract::FramingContract::v1()}}
-    }))
-    .unwrap();
-    let policy = mcp_framing::contract::ClientPolicy::builder()
+    let discovery =
+        mcp_framing::internals::contract::ServerDiscovery::from_initialize(&serde_json::json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"experimental": {"io.github.mcp-framing/framing":
+                mcp_framing::internals::contract::FramingContract::v1()}}
+        }))
+        .unwrap();
+    let policy = mcp_framing::internals::contract::ClientPolicy::builder()
         .limits(Limits::default().max_keepalives_in_a_row(1))
         .build(&discovery)
         .unwrap();

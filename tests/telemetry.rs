@@ -6,15 +6,15 @@ mod outcome_support;
 
 use std::collections::BTreeMap;
 
-use mcp_framing::telemetry::{
+use mcp_framing::internals::telemetry::{
     self, CLIENT_INCOMPLETE_BYTES, CLIENT_OPEN_MESSAGE_BYTES, CLIENT_RESPONSES, CLIENT_RETRIES,
     CLIENT_RETRY_DECISIONS, CLIENT_SENTINEL_MISSING, CLIENT_TRUNCATIONS,
 };
 use mcp_framing::{
     RequestKey, StreamDecoder,
+    internals::retry::{RequestTraits, RetryPolicy},
+    internals::telemetry::AttemptContext,
     outcome::{DiscoveryMode, Outcome},
-    retry::{RequestTraits, RetryPolicy},
-    telemetry::AttemptContext,
 };
 use metrics_support::Recorded;
 use outcome_support::{complete_stream, final_result};

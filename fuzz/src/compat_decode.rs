@@ -31,7 +31,7 @@ use mcp_framing::{
     StreamHead, mapping::Mapping,
 };
 use mcp_framing::{
-    internals::sse_compat::CompatDecoder, limits::DEFAULT_MAX_COMPAT_EVENT_DATA,
+    internals::limits::DEFAULT_MAX_COMPAT_EVENT_DATA, internals::sse_compat::CompatDecoder,
     mapping::CompatError,
 };
 

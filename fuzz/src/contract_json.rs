@@ -15,11 +15,15 @@
 //!   downgrade; a refusal names a reason that the contract really has;
 //! - a request key read from `params._meta`, set on another request, reads back the same.
 
-use mcp_framing::contract::{KNOWN_TRANSPORTS, SUPPORTED_VERSIONS};
+use mcp_framing::internals::contract::{KNOWN_TRANSPORTS, SUPPORTED_VERSIONS};
 use mcp_framing::{
     RequestKey,
-    contract::{ClientPolicy, ContractError, DiscoverySource, FramingContract, ServerDiscovery},
-    limits::{DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD},
+    internals::contract::{
+        ClientPolicy, ContractError, DiscoverySource, FramingContract, ServerDiscovery,
+    },
+    internals::limits::{
+        DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD,
+    },
     outcome::Regime,
     request::{request_key, set_request_key},
 };

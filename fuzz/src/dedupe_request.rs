@@ -35,11 +35,11 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{
+use mcp_framing::internals::dedupe::{
     Deduplicator, FingerprintRules, KeyedCall, KeyedCallError, MemoryStore, Principal,
     RequestJsonError, canonical_json, parse_request_json,
 };
-use mcp_framing::http::{DEDUPE_HEADER, DedupeLayer};
+use mcp_framing::internals::http::{DEDUPE_HEADER, DedupeLayer};
 use serde_json::Value;
 use tower_layer::Layer;
 use tower_service::Service;

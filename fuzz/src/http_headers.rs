@@ -18,9 +18,9 @@
 //!   parameters) is not framed.
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use mcp_framing::{RequestKey, StreamDecoder, limits::MIN_MAX_FRAME_PAYLOAD};
+use mcp_framing::{RequestKey, StreamDecoder, internals::limits::MIN_MAX_FRAME_PAYLOAD};
 use mcp_framing::{
-    http::{LIMITS_HEADER, OPT_IN_HEADER, OptIn, opt_in_headers_for},
+    internals::http::{LIMITS_HEADER, OPT_IN_HEADER, OptIn, opt_in_headers_for},
     mapping::Mapping,
 };
 

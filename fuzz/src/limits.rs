@@ -2,7 +2,9 @@
 
 use mcp_framing::{
     RequestKey, StreamDecoder,
-    limits::{DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD},
+    internals::limits::{
+        DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD,
+    },
 };
 
 /// Frame limits a target can pick (bits 0..=1 of the limits byte): the smallest allowed, two

@@ -144,7 +144,7 @@ fn walk_into(input: &[u8], limits: &Limits, events: &mut Vec<Expected>) -> Verdi
     let mut open: Vec<u8> = Vec::new();
     // SPEC.md §6.1: the per-stream bounds (the targets decode with their defaults), and the
     // KEEPALIVE and ignorable frames since the last DATA or MESSAGE_END.
-    let bounds = mcp_framing::limits::Limits::DEFAULT;
+    let bounds = mcp_framing::Limits::DEFAULT;
     let (mut keepalives, mut ignorable) = (0u32, 0u32);
     let mut answer = if limits.request_key.is_some() && limits.assemble {
         Answer::Awaited

@@ -22,7 +22,7 @@ use bytes::BytesMut;
 use mcp_framing::internals::frame::MAX_ABORT_REASON_LEN;
 use mcp_framing::{
     Abort, AttemptId, DecodeError, EncodeError, Event, RequestKey, StreamEncoder, StreamHead,
-    Truncation, limits::DEFAULT_MAX_MESSAGE_SIZE,
+    Truncation, internals::limits::DEFAULT_MAX_MESSAGE_SIZE,
 };
 use sha2::{Digest, Sha256};
 

@@ -21,8 +21,8 @@ use bytes::BytesMut;
 
 use super::reader::pieces;
 use mcp_framing::{
+    internals::limits::DEFAULT_MAX_EVENT_DATA,
     internals::sse::{SseEvent, SseFrameDecoder, SseFrameEncoder, SseParser},
-    limits::DEFAULT_MAX_EVENT_DATA,
     mapping::{FRAME_EVENT, SseError},
 };
 

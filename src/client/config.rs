@@ -72,7 +72,7 @@ impl Config {
     }
 
     /// The policy builder for this client's options.
-    pub(crate) fn policy_builder(&self) -> crate::contract::PolicyBuilder {
+    pub(crate) fn policy_builder(&self) -> crate::contract::policy::PolicyBuilder {
         ClientPolicy::builder().accept_ambiguity(self.accept_ambiguity)
     }
 }
@@ -199,6 +199,8 @@ macro_rules! option_setters {
         #[doc = concat!("let client = ", $example, ".binary(true);")]
         /// # let _ = client;
         /// ```
+        // Hidden: a shorthand for `mapping(Mapping::Binary)` the tests use; `mapping` is the one setter.
+        #[doc(hidden)]
         #[must_use]
         pub fn binary(mut self, binary: bool) -> Self {
             use crate::mapping::Mapping;
@@ -209,7 +211,7 @@ macro_rules! option_setters {
 
         /// Sets the idle timeout of every attempt's response: the longest time between two
         /// frames before the response is abandoned (default
-        /// [`DEFAULT_IDLE_TIMEOUT`](crate::http::DEFAULT_IDLE_TIMEOUT), 60 s; `None`: wait for
+        /// `DEFAULT_IDLE_TIMEOUT`, 60 s; `None`: wait for
         /// ever). The attempt is then classified `abandoned` with the kind `IdleTimeout`, and
         /// retried like any abandoned response. See
         /// [`VerifiedResponse::idle_timeout`](crate::http::VerifiedResponse::idle_timeout).

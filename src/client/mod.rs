@@ -16,7 +16,9 @@
 //! as they verify, hold the final response until the stream ends, decide on a retry, build the
 //! error. The options live in one configuration (`config.rs`) that it reads when it sends.
 
-mod config;
+below_the_api! {
+    pub(crate) mod config;
+}
 mod engine;
 mod error;
 mod resolver;
@@ -24,7 +26,6 @@ mod retrying;
 mod schedule;
 mod stats;
 
-pub use config::IDEMPOTENT_METHODS;
 pub use error::{AttemptError, AttemptReport, CallError, OUTCOME_DATA_KEY};
 pub use resolver::{
     DiscoveringResolver, EndpointResolver, Resolution, ResolveError, ResolveFuture,

@@ -64,9 +64,9 @@ pub type CallItem = Result<Bytes, CallError>;
 /// ([`RetrySchedule`]), the endpoint re-resolved and its contract re-checked before each
 /// attempt ([`EndpointResolver`]; a downgrade fails closed).
 ///
-/// It retries only what [`RetryPolicy`](crate::retry::RetryPolicy) allows for the server's declared
-/// contract: an idempotent request (reads and lists,
-/// [`IDEMPOTENT_METHODS`](super::IDEMPOTENT_METHODS)), or a keyed one whose method the server
+/// It retries only what the retry policy ([`retry`](crate::retry)) allows for the server's declared
+/// contract: an idempotent request (reads and lists: `ping`, `server/discover`, `tools/list`,
+/// `resources/list`, ..., SPEC.md §11.6), or a keyed one whose method the server
 /// declares deduplicated (SPEC.md §17.11); never an ambiguous close (Regime C: the policy cannot
 /// even be built without the contract, unless [ambiguity is accepted](Self::accept_ambiguity)),
 /// never a contract violation. Retryable deduplication refusals (`in_progress`,
@@ -174,15 +174,18 @@ impl RetryingClient {
     ///
     /// ```
     /// # use mcp_framing::client::*;
-    /// # use mcp_framing::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery};
+    /// # use mcp_framing::internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery};
     /// let mut result = serde_json::json!({"capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Discover)?;
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_discover(&result)?)?;
     /// let client = RetryingClient::new(reqwest::Client::new(),
     ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"])).policy(policy);
     /// # let _ = client;
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
     /// ```
+    // Hidden: the client builds its policy from the first resolution; a policy built ahead is for
+    // the tests (`internals::contract::ClientPolicy`).
+    #[doc(hidden)]
     #[must_use]
     pub fn policy(self, policy: ClientPolicy) -> Self {
         self.state.with_policy(policy);
@@ -216,7 +219,13 @@ impl RetryingClient {
     ///
     /// # Examples
     ///
-    /// See [`RetryStats`].
+    /// ```
+    /// # use mcp_framing::client::*;
+    /// let client = RetryingClient::new(reqwest::Client::new(),
+    ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
+    /// let calls = client.stats().snapshot();
+    /// assert_eq!((calls.calls, calls.attempts, calls.gave_up), (0, 0, 0));
+    /// ```
     #[must_use]
     pub fn stats(&self) -> Arc<RetryStats> {
         self.state.calls.clone()

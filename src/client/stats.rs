@@ -104,7 +104,12 @@ pub struct RetryStats {
 ///
 /// # Examples
 ///
-/// See [`RetryStats`].
+/// ```
+/// # use mcp_framing::client::*;
+/// let client = RetryingClient::new(reqwest::Client::new(),
+///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
+/// assert_eq!(client.stats().snapshot(), RetrySnapshot::default()); // no call yet
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetrySnapshot {
@@ -125,7 +130,13 @@ impl RetryStats {
     ///
     /// # Examples
     ///
-    /// See [`RetryStats`].
+    /// ```
+    /// # use mcp_framing::client::*;
+    /// let client = RetryingClient::new(reqwest::Client::new(),
+    ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
+    /// let snapshot = client.stats().snapshot();
+    /// assert_eq!((snapshot.calls, snapshot.retries), (0, 0));
+    /// ```
     #[must_use]
     pub fn snapshot(&self) -> RetrySnapshot {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);

@@ -1,61 +1,61 @@
-//! The framing contract a server declares in discovery, and the client policy built from it
-//! (SPEC.md §11).
+//! The framing contract a server declares in discovery (SPEC.md §11).
 //!
-//! A server that frames its responses declares a [`FramingContract`] under [`EXTENSION_KEY`]:
-//! in `capabilities.experimental` of its `initialize` result (protocol versions 2025-*) and in
-//! `capabilities.extensions` of its `server/discover` result (2026-07-28). A client parses the
-//! result ([`ServerDiscovery`]) and builds a [`ClientPolicy`] from it. Building fails with a
-//! configuration error when the server declares no contract or one that does not mandate the
-//! sentinel (Regime C), unless the client explicitly accepts ambiguity; it fails when no common
-//! version, checksum, digest or transport exists. Each later resolution (discovery is re-resolved
-//! per request) is checked against the policy with [`ClientPolicy::recheck`]: a contract dropped
-//! or weakened is a downgrade and fails closed.
+//! A server that frames its responses declares a [`FramingContract`] under the extension key
+//! `io.github.mcp-framing/framing`: in `capabilities.experimental` of its `initialize` result
+//! (protocol versions 2025-*) and in `capabilities.extensions` of its `server/discover` result
+//! (2026-07-28). [`FramingLayer`](crate::rmcp_http::FramingLayer) writes it into the results that
+//! pass through it; [`FramingContract::declare_in`] writes it into one by hand. The clients
+//! ([`FramingHttpClient`](crate::rmcp_http::FramingHttpClient),
+//! [`RetryingClient`](crate::client::RetryingClient)) read it back ([`ServerDiscovery`]) and
+//! refuse, as a configuration error, a server that declares no contract or one that does not
+//! mandate the sentinel (Regime C), unless told to accept ambiguity; no common version,
+//! checksum, digest or transport fails too, and a later resolution that drops or weakens the
+//! contract is a downgrade ([`ContractError::Downgrade`]) and fails closed.
 //!
 //! ```
-//! use mcp_framing::{contract::{ClientPolicy, ServerDiscovery}, RequestKey};
+//! use mcp_framing::contract::{DiscoverySource, FramingContract, ServerDiscovery};
 //!
-//! let result = serde_json::json!({
+//! let mut result = serde_json::json!({
 //!     "protocolVersion": "2025-06-18",
-//!     "capabilities": {"tools": {}, "experimental": {"io.github.mcp-framing/framing": {
-//!         "versions": [1], "sentinelRequired": true, "frameChecksum": "crc32",
-//!         "messageDigest": "sha256", "maxFramePayload": 65536, "maxMessageSize": 16777216,
-//!         "transports": ["binary", "sse"]}}},
+//!     "capabilities": {"tools": {}},
 //!     "serverInfo": {"name": "example", "version": "1.0.0"}
 //! });
-//! let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
-//! let key = RequestKey::random();
-//! let decoder = policy.decoder(key).expect("framed");
-//! # let _ = decoder;
+//! FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
+//! let discovery = ServerDiscovery::from_initialize(&result)?;
+//! assert_eq!(discovery.contract, Some(FramingContract::v1()));
 //! # Ok::<(), mcp_framing::contract::ContractError>(())
 //! ```
-
 //!
 //! One file a job:
 //!
 //! | file | owns |
 //! |---|---|
-//! | `source.rs` | where a contract sits in a discovery result: [`EXTENSION_KEY`], [`DiscoverySource`] |
+//! | `source.rs` | where a contract sits in a discovery result: the extension key, [`DiscoverySource`] |
 //! | `declaration.rs` | what a server declares: [`FramingContract`], [`Deduplication`], writing them into a result |
 //! | `discovery.rs` | reading a result: [`ServerDiscovery`] |
-//! | `negotiation.rs` | what both sides agree on, and what later weakens it: [`Negotiated`] |
-//! | `policy.rs` | the client's decisions: [`ClientPolicy`], [`PolicyBuilder`] (Regime C refused, the decoder of each attempt, re-checks) |
+//! | `negotiation.rs` | what both sides agree on, and what later weakens it |
+//! | `policy.rs` | the client's decisions (Regime C refused, the decoder of each attempt, re-checks) |
 //! | `error.rs` | [`ContractError`], [`ContractChange`] |
 
-mod declaration;
-mod discovery;
-mod error;
-mod negotiation;
-mod policy;
-mod source;
+// The client side of the contract (discovery parsing, negotiation, the client policy) and the
+// wire constants: what the clients use, and the tests and fuzz targets through
+// `internals::contract`. A server author declares a contract; the clients read it themselves.
+below_the_api! {
+    pub(crate) mod declaration;
+    mod discovery;
+    mod error;
+    pub(crate) mod negotiation;
+    pub(crate) mod policy;
+    pub(crate) mod source;
+}
 
 #[cfg(feature = "rmcp-server")]
 pub(crate) use declaration::TextDeclaration;
-pub use declaration::{
-    Deduplication, FRAME_CHECKSUM_CRC32, FramingContract, KNOWN_TRANSPORTS, MESSAGE_DIGEST_SHA256,
-    SUPPORTED_VERSIONS,
-};
+pub use declaration::{Deduplication, FramingContract};
 pub use discovery::ServerDiscovery;
 pub use error::{ContractChange, ContractError};
-pub use negotiation::Negotiated;
-pub use policy::{ClientPolicy, PolicyBuilder};
-pub use source::{DiscoverySource, EXTENSION_KEY};
+#[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
+pub(crate) use policy::ClientPolicy;
+pub use source::DiscoverySource;
+#[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
+pub(crate) use source::EXTENSION_KEY;

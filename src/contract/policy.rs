@@ -16,7 +16,7 @@ use crate::outcome::{DiscoveryMode, Outcome, Regime};
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::contract::{ClientPolicy, ContractError, ServerDiscovery};
+/// use mcp_framing::internals::contract::{ClientPolicy, ContractError, ServerDiscovery};
 ///
 /// let no_contract = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
 /// let discovery = ServerDiscovery::from_initialize(&no_contract)?;
@@ -52,7 +52,7 @@ impl PolicyBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = mcp_framing::contract::ClientPolicy::builder().versions([1]);
+    /// let b = mcp_framing::internals::contract::ClientPolicy::builder().versions([1]);
     /// # let _ = b;
     /// ```
     #[must_use]
@@ -64,7 +64,7 @@ impl PolicyBuilder {
     // The client's own limits: negotiation takes the smaller of these and the server's declared
     // frame and message limits (SPEC.md §11.3), and every decoder the policy builds enforces the
     // result with the client's per-stream bounds.
-    crate::limits::limit_setters!(limits, "mcp_framing::contract::ClientPolicy::builder()");
+    crate::limits::limit_setters!(limits, "mcp_framing::internals::contract::ClientPolicy::builder()");
 
     /// The transports the client can read, in order of preference. Default `["binary", "sse",
     /// "compat"]` ([`KNOWN_TRANSPORTS`]).
@@ -72,7 +72,7 @@ impl PolicyBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = mcp_framing::contract::ClientPolicy::builder().transports(["sse"]);
+    /// let b = mcp_framing::internals::contract::ClientPolicy::builder().transports(["sse"]);
     /// # let _ = b;
     /// ```
     #[must_use]
@@ -151,7 +151,7 @@ impl PolicyBuilder {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Regime};
+/// use mcp_framing::{internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Regime};
 ///
 /// let mut result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
 ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
@@ -159,7 +159,7 @@ impl PolicyBuilder {
 /// let policy = ClientPolicy::new(&ServerDiscovery::from_discover(&result)?)?;
 /// assert_eq!(policy.regime(), Regime::A);
 /// assert_eq!(policy.framing_header_value().as_deref(), Some("1"));
-/// # Ok::<(), mcp_framing::contract::ContractError>(())
+/// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientPolicy {
@@ -224,12 +224,12 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{contract::{ClientPolicy, ServerDiscovery}, outcome::DiscoveryMode};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, outcome::DiscoveryMode};
     /// let result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// let discovery = ServerDiscovery::from_initialize(&result)?;
     /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
     /// assert_eq!(policy.discovery_mode(), DiscoveryMode::Sticky);
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn discovery_mode(&self) -> DiscoveryMode {
@@ -254,7 +254,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Verdict, RequestKey, StreamEncoder, StreamHead};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Verdict, RequestKey, StreamEncoder, StreamHead};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
@@ -267,7 +267,7 @@ impl ClientPolicy {
     /// let mut decoder = policy.decoder(RequestKey::random()).unwrap();
     /// assert!(decoder.decode_eof(&mut body).is_err());
     /// assert!(matches!(decoder.outcome().verdict, Verdict::CrossWired { .. }));
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn decoder(&self, key: RequestKey) -> Option<StreamDecoder> {
@@ -301,14 +301,14 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{contract::{ClientPolicy, ServerDiscovery}, outcome::Verdict};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, outcome::Verdict};
     /// let result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
     ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
     /// let discovery = ServerDiscovery::from_discover(&result)?;
     /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
     /// let Verdict::Ambiguous(err) = policy.unframed_close(42).verdict else { panic!() };
     /// assert!(err.to_string().contains("stateless per-request discovery"));
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn unframed_close(&self, bytes_received: u64) -> Outcome {
@@ -328,7 +328,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::contract::{ClientPolicy, ContractChange, ContractError, DiscoverySource, FramingContract, ServerDiscovery};
+    /// use mcp_framing::internals::contract::{ClientPolicy, ContractChange, ContractError, DiscoverySource, FramingContract, ServerDiscovery};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
@@ -360,7 +360,7 @@ impl ClientPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use mcp_framing::contract::{ClientPolicy, Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
+    /// use mcp_framing::internals::contract::{ClientPolicy, Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1()
@@ -369,7 +369,7 @@ impl ClientPolicy {
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
     /// assert!(policy.deduplicates("tools/call"));
     /// assert!(!policy.deduplicates("resources/read"));
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn deduplicates(&self, method: &str) -> bool {

@@ -254,7 +254,7 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{limits::Limits, StreamDecoder};
+    /// use mcp_framing::{Limits, StreamDecoder};
     /// assert_eq!(*StreamDecoder::new().limits(), Limits::DEFAULT);
     /// ```
     #[must_use]
@@ -269,8 +269,8 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{limits::DEFAULT_MAX_FRAME_PAYLOAD, StreamDecoder};
-    /// assert_eq!(StreamDecoder::new().max_frame_payload(), DEFAULT_MAX_FRAME_PAYLOAD);
+    /// use mcp_framing::{Limits, StreamDecoder};
+    /// assert_eq!(StreamDecoder::new().max_frame_payload(), Limits::DEFAULT.max_frame_payload);
     /// assert_eq!(StreamDecoder::builder().max_frame_payload(1 << 20).build().max_frame_payload(), 1 << 20);
     /// ```
     #[must_use]
@@ -283,8 +283,8 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{limits::DEFAULT_MAX_MESSAGE_SIZE, StreamDecoder};
-    /// assert_eq!(StreamDecoder::new().max_message_size(), DEFAULT_MAX_MESSAGE_SIZE);
+    /// use mcp_framing::{Limits, StreamDecoder};
+    /// assert_eq!(StreamDecoder::new().max_message_size(), Limits::DEFAULT.max_message_size);
     /// ```
     #[must_use]
     pub fn max_message_size(&self) -> u64 {

@@ -82,7 +82,7 @@ pub enum StoreFailure {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::dedupe::{FingerprintRules, KeyedCall, Principal};
+/// use mcp_framing::internals::dedupe::{FingerprintRules, KeyedCall, Principal};
 /// use serde_json::json;
 ///
 /// let key = RequestKey::random();
@@ -93,7 +93,7 @@ pub enum StoreFailure {
 ///     .expect("the request carries a key");
 /// assert_eq!(call.request_key(), key);
 /// assert_eq!(call.scope().tool(), Some("send_email"));
-/// # Ok::<(), mcp_framing::dedupe::KeyedCallError>(())
+/// # Ok::<(), mcp_framing::internals::dedupe::KeyedCallError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyedCall {
@@ -107,7 +107,7 @@ pub struct KeyedCall {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::{FingerprintRules, KeyedCall, KeyedCallError, Principal};
+/// use mcp_framing::internals::dedupe::{FingerprintRules, KeyedCall, KeyedCallError, Principal};
 /// let err = KeyedCall::from_request(Principal::anonymous(), None, &serde_json::json!([1]),
 ///                                   &FingerprintRules::default()).unwrap_err();
 /// assert_eq!(err, KeyedCallError::NotARequest);
@@ -133,7 +133,7 @@ impl KeyedCall {
     ///
     /// ```
     /// use mcp_framing::RequestKey;
-    /// use mcp_framing::dedupe::{Fingerprint, KeyedCall, Principal, Scope};
+    /// use mcp_framing::internals::dedupe::{Fingerprint, KeyedCall, Principal, Scope};
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
     ///                           RequestKey::random(), Fingerprint::from_bytes([0; 32]));
     /// assert_eq!(call.scope().method(), "tools/call");
@@ -216,7 +216,7 @@ impl KeyedCall {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "m", None), RequestKey::random(),
     ///                           Fingerprint::from_bytes([3; 32]));
     /// assert_eq!(call.fingerprint(), Fingerprint::from_bytes([3; 32]));
@@ -231,7 +231,7 @@ impl KeyedCall {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// let scope = Scope::new(Principal::anonymous(), "m", None);
     /// let key = RequestKey::random();
     /// let call = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([3; 32]));
@@ -249,7 +249,7 @@ impl KeyedCall {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::dedupe::*;
+/// use mcp_framing::internals::dedupe::*;
 ///
 /// # tokio_test::block_on(async {
 /// let dedup = Deduplicator::new(MemoryStore::new());
@@ -291,7 +291,7 @@ impl Decision {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::{Decision, Refusal};
+    /// use mcp_framing::internals::dedupe::{Decision, Refusal};
     /// assert_eq!(Decision::Refused(Refusal::Conflict).name(), "key_conflict");
     /// ```
     #[must_use]
@@ -341,7 +341,12 @@ pub struct DedupeStats {
 ///
 /// # Examples
 ///
-/// See [`DedupeStats`].
+/// ```
+/// use mcp_framing::dedupe::{DedupeSnapshot, Deduplicator, MemoryStore};
+/// let snapshot = Deduplicator::new(MemoryStore::new()).stats().snapshot();
+/// assert_eq!(snapshot, DedupeSnapshot::default()); // nothing decided yet
+/// assert_eq!(snapshot.executed + snapshot.replayed + snapshot.conflicts, 0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DedupeSnapshot {
@@ -374,7 +379,12 @@ impl DedupeStats {
     ///
     /// # Examples
     ///
-    /// See [`DedupeStats`].
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// let stats = Deduplicator::new(MemoryStore::new()).stats();
+    /// let (before, after) = (stats.snapshot(), stats.snapshot());
+    /// assert_eq!(before, after); // a copy: later decisions do not change it
+    /// ```
     #[must_use]
     pub fn snapshot(&self) -> DedupeSnapshot {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -442,7 +452,7 @@ struct Config {
 ///     .lease(Duration::from_secs(10))
 ///     .wait(Duration::from_secs(2))
 ///     .max_result_bytes(256 * 1024);
-/// assert_eq!(dedup.window_duration(), Duration::from_secs(3600));
+/// # let _ = dedup;
 /// ```
 #[derive(Clone)]
 pub struct Deduplicator {
@@ -463,8 +473,8 @@ impl fmt::Debug for Deduplicator {
 }
 
 impl Deduplicator {
-    /// An engine over `store` with the defaults: [`DEFAULT_WINDOW`], [`DEFAULT_LEASE`],
-    /// [`DEFAULT_WAIT`], [`DEFAULT_MAX_RESULT_BYTES`], [`DEFAULT_STORE_TIMEOUT`], fail closed,
+    /// An engine over `store` with the defaults: `DEFAULT_WINDOW`, `DEFAULT_LEASE`,
+    /// `DEFAULT_WAIT`, `DEFAULT_MAX_RESULT_BYTES`, `DEFAULT_STORE_TIMEOUT`, fail closed,
     /// re-execute after an expired lease, `_meta` left out of fingerprints.
     ///
     /// # Examples
@@ -505,7 +515,7 @@ impl Deduplicator {
         }
     }
 
-    /// How long a record is kept after its call completed (default [`DEFAULT_WINDOW`], 24 h).
+    /// How long a record is kept after its call completed (default `DEFAULT_WINDOW`, 24 h).
     /// A retry after the window executes again. Published in the discovery contract.
     ///
     /// # Examples
@@ -517,7 +527,7 @@ impl Deduplicator {
         self
     }
 
-    /// How long a claim stays valid without renewal (default [`DEFAULT_LEASE`], 30 s). While the
+    /// How long a claim stays valid without renewal (default `DEFAULT_LEASE`, 30 s). While the
     /// guard lives, a heartbeat renews it every third of the lease; a holder that dies frees
     /// the key only when it expires (SPEC.md §17.5).
     ///
@@ -531,7 +541,7 @@ impl Deduplicator {
     }
 
     /// How long a duplicate waits for the attempt in flight before it is refused as
-    /// [`Refusal::InProgress`] (default [`DEFAULT_WAIT`], 5 s; zero refuses at once, as
+    /// [`Refusal::InProgress`] (default `DEFAULT_WAIT`, 5 s; zero refuses at once, as
     /// SEP-3182 proposed).
     ///
     /// # Examples
@@ -544,7 +554,7 @@ impl Deduplicator {
     }
 
     /// The largest result (JSON text of the `result` or `error` member) that is stored
-    /// (default [`DEFAULT_MAX_RESULT_BYTES`], 1 MiB). A larger one is recorded as "completed, not
+    /// (default `DEFAULT_MAX_RESULT_BYTES`, 1 MiB). A larger one is recorded as "completed, not
     /// stored": its retries get [`Refusal::ResultNotStored`], never a second execution.
     ///
     /// # Examples
@@ -556,7 +566,7 @@ impl Deduplicator {
         self
     }
 
-    /// Time allowed for each store operation (default [`DEFAULT_STORE_TIMEOUT`], 2 s); past it
+    /// Time allowed for each store operation (default `DEFAULT_STORE_TIMEOUT`, 2 s); past it
     /// the store counts as unavailable.
     ///
     /// # Examples
@@ -616,25 +626,14 @@ impl Deduplicator {
     }
 
     /// The fingerprint rules in force.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::dedupe::{Deduplicator, FingerprintRules, MemoryStore};
-    /// assert_eq!(Deduplicator::new(MemoryStore::new()).rules(), &FingerprintRules::default());
-    /// ```
     #[must_use]
-    pub fn rules(&self) -> &FingerprintRules {
+    pub(crate) fn rules(&self) -> &FingerprintRules {
         &self.rules
     }
 
     /// The retention window in force.
-    ///
-    /// # Examples
-    ///
-    /// See [`Deduplicator`].
     #[must_use]
-    pub fn window_duration(&self) -> Duration {
+    pub(crate) fn window_duration(&self) -> Duration {
         self.config.window
     }
 
@@ -642,7 +641,14 @@ impl Deduplicator {
     ///
     /// # Examples
     ///
-    /// See [`DedupeStats`].
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::http::DedupeLayer;
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let stats = dedup.stats(); // a handle to read while the layer owns the engine
+    /// let layer = DedupeLayer::new(dedup);
+    /// assert_eq!(stats.snapshot(), layer.deduplicator().stats().snapshot());
+    /// ```
     #[must_use]
     pub fn stats(&self) -> Arc<DedupeStats> {
         self.stats.clone()
@@ -658,6 +664,9 @@ impl Deduplicator {
     /// # Examples
     ///
     /// See [`Decision`].
+    // Hidden: the HTTP layer's entry (a user mounts `http::DedupeLayer`), called by the tests and
+    // the benches through `internals::dedupe`'s `Decision`.
+    #[doc(hidden)]
     pub async fn begin(&self, call: &KeyedCall) -> Decision {
         let key = call.store_key();
         let request = ClaimRequest {
@@ -798,7 +807,7 @@ fn ended(stored: &StoredResponse) -> Ended {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::Recorded;
+/// use mcp_framing::internals::dedupe::Recorded;
 /// assert_ne!(Recorded::Stored { bytes: 2 }, Recorded::NotStored { size: 2 });
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -821,7 +830,7 @@ pub enum Recorded {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::CompleteError;
+/// use mcp_framing::internals::dedupe::CompleteError;
 /// assert_eq!(CompleteError::LeaseLost.to_string(),
 ///            "the lease was taken over by another attempt before the result was recorded");
 /// ```
@@ -1049,7 +1058,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(4);
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
@@ -1142,7 +1151,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new());
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
@@ -1168,7 +1177,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new());
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),

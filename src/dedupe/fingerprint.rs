@@ -116,6 +116,8 @@ impl FingerprintRules {
     /// # Examples
     ///
     /// See [`Fingerprint`].
+    // Hidden: the engine fingerprints each call; users choose the rules (`include_meta`).
+    #[doc(hidden)]
     #[must_use]
     pub fn fingerprint(&self, params: &Value) -> Fingerprint {
         let mut hasher = HashWriter(Sha256::new());
@@ -151,7 +153,7 @@ impl FingerprintRules {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::canonical_json;
+/// use mcp_framing::internals::dedupe::canonical_json;
 /// let value: serde_json::Value = serde_json::from_str(r#"{ "b": [1, 2.50, "x/\u00e9"], "a": {"é": null, "z": true} }"#).unwrap();
 /// assert_eq!(String::from_utf8(canonical_json(&value)).unwrap(),
 ///            r#"{"a":{"z":true,"é":null},"b":[1,2.5,"x/é"]}"#);

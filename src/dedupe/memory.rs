@@ -113,7 +113,7 @@ impl Default for MemoryStore {
 }
 
 impl MemoryStore {
-    /// A store with [`DEFAULT_MAX_ENTRIES`] and [`DEFAULT_MAX_BYTES`].
+    /// A store with `DEFAULT_MAX_ENTRIES` and `DEFAULT_MAX_BYTES`.
     ///
     /// # Examples
     ///
@@ -127,7 +127,7 @@ impl MemoryStore {
         }
     }
 
-    /// Sets the bound on records (default [`DEFAULT_MAX_ENTRIES`]; at least 1).
+    /// Sets the bound on records (default `DEFAULT_MAX_ENTRIES`; at least 1).
     ///
     /// # Examples
     ///
@@ -138,8 +138,8 @@ impl MemoryStore {
         self
     }
 
-    /// Sets the bound on bytes, stored results plus [`RECORD_OVERHEAD`] per record (default
-    /// [`DEFAULT_MAX_BYTES`]). Set the deduplicator's
+    /// Sets the bound on bytes, stored results plus `RECORD_OVERHEAD` per record (default
+    /// `DEFAULT_MAX_BYTES`). Set the deduplicator's
     /// [`max_result_bytes`](super::Deduplicator::max_result_bytes) well below it.
     ///
     /// # Examples
@@ -175,7 +175,7 @@ impl MemoryStore {
         self.lock().records.is_empty()
     }
 
-    /// Bytes held now (stored results plus [`RECORD_OVERHEAD`] per record).
+    /// Bytes held now (stored results plus `RECORD_OVERHEAD` per record).
     ///
     /// # Examples
     ///

@@ -2,82 +2,62 @@
 //! per (principal, method and tool, request key) within a window, on whichever backend of a
 //! stateless fleet it lands, and every retry gets the first execution's result.
 //!
-//! The engine knows nothing of rmcp or of any HTTP framework: it takes a [`KeyedCall`] (who
-//! calls, what, with which key and parameters) and answers a [`Decision`]:
+//! Mount it on an HTTP MCP server with [`DedupeLayer`](crate::http::DedupeLayer) (any tower
+//! stack) or [`FramingLayer::dedupe`](crate::rmcp_http::FramingLayer::dedupe) (rmcp's
+//! streamable HTTP server): the layer identifies each keyed `tools/call`, asks the
+//! [`Deduplicator`] whether to run it, records its final response, and answers a retry with the
+//! recorded result under the retry's JSON-RPC id.
 //!
 //! ```text
-//!   attempt ──► Deduplicator::begin ──► store.claim(key, fingerprint, token, lease)
+//!   attempt ──► DedupeLayer ──► Deduplicator ──► store.claim(key, fingerprint, token, lease)
 //!                  │
-//!                  ├─ Execute(guard)  no record: run the tool, guard.complete(final response)
-//!                  ├─ Replay(stored)  completed: answer the stored result under this id
-//!                  ├─ Refused(..)     other params (conflict), still running after the wait
-//!                  │                  (in progress), result too large to store, outcome
-//!                  │                  unknown, store unreachable (fail closed)
-//!                  └─ Unprotected     store unreachable and fail-open configured
+//!                  ├─ no record: run the tool, record its final response
+//!                  ├─ completed: answer the stored result under this id
+//!                  ├─ refused:   other params (conflict), still running after the wait
+//!                  │             (in progress), result too large to store, outcome
+//!                  │             unknown, store unreachable (fail closed)
+//!                  └─ unprotected: store unreachable and fail-open configured
 //! ```
 //!
 //! Stores: [`MemoryStore`] (embedded, bounded, one process) and `RedisStore` (feature `redis`,
-//! Redis or Valkey shared by a fleet); [`DedupeStore`] is the interface for others.
+//! Redis or Valkey shared by a fleet); [`DedupeStore`] is the interface for others. The metrics
+//! the engine records are listed in [`telemetry`](crate::telemetry).
 //!
 //! ```
-//! use mcp_framing::RequestKey;
-//! use mcp_framing::dedupe::{Decision, Deduplicator, KeyedCall, MemoryStore, Principal};
-//! use serde_json::json;
+//! use std::time::Duration;
+//! use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+//! use mcp_framing::http::DedupeLayer;
 //!
-//! # tokio_test::block_on(async {
-//! let dedup = Deduplicator::new(MemoryStore::new());
-//! let key = RequestKey::random();
-//! let attempt = |id: u64, to: &str| {
-//!     let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-//!         "params": {"name": "send_email", "arguments": {"to": to},
-//!                    "_meta": {"progressToken": id}}});
-//!     mcp_framing::request::set_request_key(&mut request, key).unwrap();
-//!     KeyedCall::from_request(Principal::from_id("alice"), Some(key), &request, dedup.rules())
-//!         .unwrap().unwrap()
-//! };
-//!
-//! // First attempt: executes; its final response is recorded.
-//! let Decision::Execute(guard) = dedup.begin(&attempt(1, "bob@example.com")).await else { panic!() };
-//! guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"sent"}]}}"#).await?;
-//!
-//! // The retry (new JSON-RPC id, new progress token, same key): replayed, not executed.
-//! let Decision::Replay(stored) = dedup.begin(&attempt(2, "bob@example.com")).await else { panic!() };
-//! assert!(stored.to_response(&2.into()).starts_with(r#"{"jsonrpc":"2.0","id":2,"result""#));
-//!
-//! // The same key with other arguments: a conflict, final.
-//! let Decision::Refused(refusal) = dedup.begin(&attempt(3, "eve@example.com")).await else { panic!() };
-//! assert_eq!((refusal.reason(), refusal.is_retryable()), ("key_conflict", false));
-//! assert_eq!(dedup.stats().snapshot().executed, 1);
-//! # Ok::<(), mcp_framing::dedupe::CompleteError>(())
-//! # }).unwrap();
+//! // One store per process here; a fleet shares a RedisStore.
+//! let dedup = Deduplicator::new(MemoryStore::new()).window(Duration::from_secs(600));
+//! let layer = DedupeLayer::new(dedup); // `tower::ServiceBuilder::new().layer(layer)`
+//! assert_eq!(layer.deduplicator().stats().snapshot().executed, 0);
 //! ```
 
-mod deduplicator;
-mod fingerprint;
-mod memory;
-#[cfg(feature = "redis")]
-mod redis;
-mod refusal;
-mod request_json;
-mod scope;
-mod store;
-pub mod telemetry;
+// What only the HTTP layer, the tests and the fuzz targets use lives in these modules, reached
+// through `internals::dedupe` (feature `internals`): a user mounts `http::DedupeLayer` (or
+// `FramingLayer::dedupe`) rather than driving the engine call by call.
+below_the_api! {
+    pub(crate) mod deduplicator;
+    pub(crate) mod fingerprint;
+    pub(crate) mod memory;
+    #[cfg(feature = "redis")]
+    pub(crate) mod redis;
+    pub(crate) mod refusal;
+    pub(crate) mod request_json;
+    pub(crate) mod scope;
+    mod store;
+    pub(crate) mod telemetry;
+}
 
-pub use deduplicator::{
-    CompleteError, DEFAULT_LEASE, DEFAULT_MAX_RESULT_BYTES, DEFAULT_STORE_TIMEOUT, DEFAULT_WAIT,
-    DEFAULT_WINDOW, Decision, DedupeSnapshot, DedupeStats, Deduplicator, ExecutionGuard, KeyedCall,
-    KeyedCallError, Recorded, StoreFailure,
-};
-pub use fingerprint::{Fingerprint, FingerprintRules, canonical_json};
-pub use memory::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, MemoryStore, RECORD_OVERHEAD};
 #[cfg(feature = "redis")]
-pub use redis::{DEFAULT_PREFIX, RedisStore, RedisStoreBuilder};
-pub use refusal::{
-    CODE_CONFLICT, CODE_IN_PROGRESS, CODE_LEASE_LOST, CODE_OUTCOME_UNKNOWN, CODE_RESULT_NOT_STORED,
-    CODE_STORE_UNAVAILABLE, Refusal,
-};
-pub use request_json::{MAX_JSON_DEPTH, RequestJsonError, parse_request_json};
-pub use scope::{AuthorizationPrincipal, Principal, PrincipalExtractor, Scope, StoreKey};
+pub use self::redis::{RedisStore, RedisStoreBuilder};
+pub(crate) use deduplicator::{Decision, ExecutionGuard, KeyedCall};
+pub use deduplicator::{DedupeSnapshot, DedupeStats, Deduplicator, StoreFailure};
+pub use fingerprint::{Fingerprint, FingerprintRules};
+pub use memory::MemoryStore;
+pub(crate) use request_json::{RequestJsonError, parse_request_json};
+pub use scope::{AuthorizationPrincipal, Principal, PrincipalExtractor, StoreKey};
 pub use store::{
     ClaimOutcome, ClaimRequest, Completed, DedupeStore, FencingToken, LeaseExpiry, StoreError,
     StoreFuture, StoredResponse,

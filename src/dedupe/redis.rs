@@ -210,7 +210,7 @@ pub struct RedisStoreBuilder {
 const CLUSTER_SCHEME: &str = "+cluster";
 
 impl RedisStoreBuilder {
-    /// Sets the key prefix (default [`DEFAULT_PREFIX`]): give each deployment sharing a Redis
+    /// Sets the key prefix (default `DEFAULT_PREFIX`): give each deployment sharing a Redis
     /// its own. In a cluster, keep braces out of it: a `{hash tag}` in the prefix would put
     /// every record on one slot.
     ///
@@ -477,7 +477,7 @@ impl RedisStore {
         self
     }
 
-    /// Sets the key prefix (default [`DEFAULT_PREFIX`]).
+    /// Sets the key prefix (default `DEFAULT_PREFIX`).
     ///
     /// # Examples
     ///
@@ -529,6 +529,8 @@ impl RedisStore {
     /// # }
     /// # let _ = run;
     /// ```
+    // Hidden: where a record lives, for the Redis tests that inspect it.
+    #[doc(hidden)]
     #[must_use]
     pub fn redis_key(&self, key: &StoreKey) -> String {
         format!("{}{key}", self.prefix)

@@ -44,7 +44,7 @@ pub const CODE_LEASE_LOST: i64 = -32085;
 /// ```
 /// use std::time::Duration;
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::{dedupe::Refusal, retry::DEDUPE_DATA_KEY};
+/// use mcp_framing::{internals::dedupe::Refusal, internals::retry::DEDUPE_DATA_KEY};
 ///
 /// let key = RequestKey::from_bytes([0xab; 16]);
 /// let refusal = Refusal::InProgress { waited: Duration::from_secs(5), retry_after: Duration::from_millis(250) };
@@ -101,7 +101,7 @@ impl Refusal {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::dedupe::Refusal::Conflict.code(), -32080);
+    /// assert_eq!(mcp_framing::internals::dedupe::Refusal::Conflict.code(), -32080);
     /// ```
     #[must_use]
     pub fn code(&self) -> i64 {
@@ -120,7 +120,7 @@ impl Refusal {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::dedupe::Refusal::OutcomeUnknown.reason(), "outcome_unknown");
+    /// assert_eq!(mcp_framing::internals::dedupe::Refusal::OutcomeUnknown.reason(), "outcome_unknown");
     /// ```
     #[must_use]
     pub fn reason(&self) -> &'static str {
@@ -149,7 +149,7 @@ impl Refusal {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{RequestKey, dedupe::Refusal};
+    /// use mcp_framing::{RequestKey, internals::dedupe::Refusal};
     /// let error = Refusal::Conflict.to_error(RequestKey::random());
     /// assert_eq!(error["code"], -32080);
     /// assert_eq!(error["data"]["io.github.mcp-framing/dedupe"]["retryable"], false);

@@ -14,7 +14,7 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::{RequestJsonError, parse_request_json};
+/// use mcp_framing::internals::dedupe::{RequestJsonError, parse_request_json};
 /// let err = parse_request_json(br#"{"a": 1, "a": 2}"#).unwrap_err();
 /// assert!(matches!(err, RequestJsonError::DuplicateMember { .. }));
 /// assert_eq!(err.to_string(), "duplicate member name at line 1, column 16");
@@ -30,7 +30,7 @@ pub enum RequestJsonError {
         /// Column of the error (1-based).
         column: usize,
     },
-    /// Arrays and objects nested deeper than [`MAX_JSON_DEPTH`].
+    /// Arrays and objects nested deeper than `MAX_JSON_DEPTH`.
     #[error("JSON nested deeper than {max} levels", max = MAX_JSON_DEPTH)]
     TooDeep,
     /// An object with two members of the same name (RFC 8259 §4 leaves their meaning to the
@@ -46,7 +46,7 @@ pub enum RequestJsonError {
 }
 
 /// Parses a request body as JSON the way a deduplicating server must (SPEC.md §17.10): UTF-8,
-/// arrays and objects nested at most [`MAX_JSON_DEPTH`] deep, and **no object with two members
+/// arrays and objects nested at most `MAX_JSON_DEPTH` deep, and **no object with two members
 /// of the same name**, at any depth. Such a body is refused rather than fingerprinted: JSON
 /// parsers disagree on which duplicate wins (first, last, or an error), so the layer and the
 /// tool behind it could read different parameters. Otherwise the value is what
@@ -59,7 +59,7 @@ pub enum RequestJsonError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::{RequestJsonError, parse_request_json};
+/// use mcp_framing::internals::dedupe::{RequestJsonError, parse_request_json};
 /// let value = parse_request_json(br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}"#)?;
 /// assert_eq!(value["id"], 1);
 /// let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));

@@ -100,6 +100,8 @@ impl Principal {
     /// assert_eq!(Principal::anonymous().digest(), None);
     /// assert_eq!(Principal::from_id("x").digest().map(|d| d.len()), Some(32));
     /// ```
+    // Hidden: the engine hashes it into the store key; an extractor only builds principals.
+    #[doc(hidden)]
     #[must_use]
     pub const fn digest(&self) -> Option<&[u8; 32]> {
         self.0.as_ref()
@@ -174,7 +176,7 @@ impl PrincipalExtractor for AuthorizationPrincipal {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::dedupe::{Principal, Scope};
+/// use mcp_framing::internals::dedupe::{Principal, Scope};
 ///
 /// let key = RequestKey::random();
 /// let alice = Scope::new(Principal::from_id("alice"), "tools/call", Some("send_email"));
@@ -210,7 +212,7 @@ impl Scope {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::{Principal, Scope};
+    /// use mcp_framing::internals::dedupe::{Principal, Scope};
     /// assert!(Scope::new(Principal::anonymous(), "tools/call", None).principal().is_anonymous());
     /// ```
     #[must_use]
@@ -223,7 +225,7 @@ impl Scope {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::{Principal, Scope};
+    /// use mcp_framing::internals::dedupe::{Principal, Scope};
     /// assert_eq!(Scope::new(Principal::anonymous(), "tools/call", None).method(), "tools/call");
     /// ```
     #[must_use]
@@ -236,7 +238,7 @@ impl Scope {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::{Principal, Scope};
+    /// use mcp_framing::internals::dedupe::{Principal, Scope};
     /// assert_eq!(Scope::new(Principal::anonymous(), "tools/call", Some("t")).tool(), Some("t"));
     /// ```
     #[must_use]
@@ -286,10 +288,13 @@ impl Scope {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::RequestKey;
-/// use mcp_framing::dedupe::{Principal, Scope};
-/// let key = Scope::new(Principal::anonymous(), "tools/call", Some("t")).store_key(RequestKey::random());
-/// assert_eq!(key.to_string().len(), 64);
+/// use mcp_framing::dedupe::StoreKey;
+///
+/// // A store names its records after the key (64 lowercase hex digits).
+/// fn record_name(key: &StoreKey) -> String {
+///     format!("dedupe:{key}")
+/// }
+/// # let _ = record_name;
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StoreKey([u8; 32]);
@@ -300,10 +305,13 @@ impl StoreKey {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::RequestKey;
-    /// use mcp_framing::dedupe::{Principal, Scope};
-    /// let key = Scope::new(Principal::anonymous(), "m", None).store_key(RequestKey::random());
-    /// assert_eq!(key.as_bytes().len(), 32);
+    /// use mcp_framing::dedupe::StoreKey;
+    ///
+    /// // A sharded store picks the shard from the key's first byte.
+    /// fn shard(key: &StoreKey, shards: u8) -> u8 {
+    ///     key.as_bytes()[0] % shards
+    /// }
+    /// # let _ = shard;
     /// ```
     #[must_use]
     pub const fn as_bytes(&self) -> &[u8; 32] {

@@ -41,6 +41,8 @@ impl FencingToken {
     /// # Examples
     ///
     /// See [`FencingToken`].
+    // Hidden: the engine mints a token per claim; a store only compares and keeps them (`from_u128`, `as_u128`).
+    #[doc(hidden)]
     #[must_use]
     pub fn random() -> Self {
         let mut bytes = [0u8; 16];
@@ -99,7 +101,7 @@ pub enum LeaseExpiry {
     #[default]
     Reexecute,
     /// The record becomes "outcome unknown" for the rest of the window, and every later attempt
-    /// gets [`Refusal::OutcomeUnknown`](super::Refusal::OutcomeUnknown), a final error: at most
+    /// gets the refusal "outcome unknown" (`outcome_unknown`), a final error: at most
     /// once; the caller decides (check the effect, retry with a new key).
     Refuse,
 }
@@ -212,6 +214,8 @@ impl StoredResponse {
     /// # Examples
     ///
     /// See [`StoredResponse`].
+    // Hidden: the layer answers a replay with it; a store keeps the bytes (`json`).
+    #[doc(hidden)]
     #[must_use]
     pub fn to_response(&self, id: &serde_json::Value) -> String {
         let (member, json) = match self {
@@ -247,7 +251,7 @@ pub enum Completed {
     /// The final response's member, replayed to every retry.
     Stored(StoredResponse),
     /// The call completed, but its result was larger than the bound and was not kept: a retry
-    /// gets [`Refusal::ResultNotStored`](super::Refusal::ResultNotStored), never a second
+    /// gets the refusal "result not stored" (`result_not_stored`), never a second
     /// execution.
     NotStored {
         /// The size of the member that was not stored, in bytes.

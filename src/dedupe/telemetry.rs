@@ -28,7 +28,7 @@
 //! ```
 //! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 //! use mcp_framing::RequestKey;
-//! use mcp_framing::dedupe::{telemetry, Decision, Deduplicator, Fingerprint, KeyedCall,
+//! use mcp_framing::internals::dedupe::{telemetry, Decision, Deduplicator, Fingerprint, KeyedCall,
 //!                           MemoryStore, Principal, Scope};
 //!
 //! let recorder = DebuggingRecorder::new();
@@ -52,82 +52,11 @@
 
 use std::time::Duration;
 
-use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
+use metrics::{counter, histogram};
 
 use super::store::StoreError;
+pub use crate::telemetry::server::*;
 
-/// `mcp_framing.dedupe.decisions`: counter of keyed calls decided, by `decision` and `reason`.
-pub const DECISIONS: &str = "mcp_framing.dedupe.decisions";
-/// `mcp_framing.dedupe.waits`: counter of duplicates that waited for an attempt in flight, by
-/// what the wait ended in (`decision`).
-pub const WAITS: &str = "mcp_framing.dedupe.waits";
-/// `mcp_framing.dedupe.wait.duration`: histogram (seconds) of those waits, by `decision`.
-pub const WAIT_DURATION: &str = "mcp_framing.dedupe.wait.duration";
-/// `mcp_framing.dedupe.completions`: counter of executed calls' results, by `recorded`.
-pub const COMPLETIONS: &str = "mcp_framing.dedupe.completions";
-/// `mcp_framing.dedupe.leases_lost`: counter of claims taken over while their holder ran, by
-/// where it was `detected`.
-pub const LEASES_LOST: &str = "mcp_framing.dedupe.leases_lost";
-/// `mcp_framing.dedupe.evictions`: counter of records a bounded store removed before their
-/// retention, by `record`.
-pub const EVICTIONS: &str = "mcp_framing.dedupe.evictions";
-/// `mcp_framing.dedupe.store.duration`: histogram (seconds) of store operations, by
-/// `operation` and `outcome`.
-pub const STORE_DURATION: &str = "mcp_framing.dedupe.store.duration";
-/// `mcp.server.operation.duration`: histogram (seconds, OpenTelemetry semantic conventions for
-/// MCP) of keyed calls, from their decision until their final result.
-pub const SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
-
-/// Registers the unit and description of every metric above with the installed recorder (call
-/// once after installing it).
-///
-/// # Examples
-///
-/// ```
-/// mcp_framing::dedupe::telemetry::describe(); // a no-op without a recorder
-/// ```
-pub fn describe() {
-    describe_counter!(
-        DECISIONS,
-        Unit::Count,
-        "Keyed calls decided, by decision and reason"
-    );
-    describe_counter!(
-        WAITS,
-        Unit::Count,
-        "Duplicates that waited for an attempt in flight, by what the wait ended in"
-    );
-    describe_histogram!(
-        WAIT_DURATION,
-        Unit::Seconds,
-        "Time duplicates waited for an attempt in flight"
-    );
-    describe_counter!(
-        COMPLETIONS,
-        Unit::Count,
-        "Results of executed keyed calls, by whether they were recorded"
-    );
-    describe_counter!(
-        LEASES_LOST,
-        Unit::Count,
-        "Claims taken over while their holder still ran (the call may have executed twice)"
-    );
-    describe_counter!(
-        EVICTIONS,
-        Unit::Count,
-        "Records removed before their retention to make room (their retries execute again)"
-    );
-    describe_histogram!(
-        STORE_DURATION,
-        Unit::Seconds,
-        "Deduplication store operations, by operation and outcome"
-    );
-    describe_histogram!(
-        SERVER_OPERATION_DURATION,
-        Unit::Seconds,
-        "Duration of a keyed MCP request on the server, from its deduplication decision until its result"
-    );
-}
 
 /// One keyed call decided: `decided` and `reason` label [`DECISIONS`] (`refused` and the
 /// refusal's reason, or the decision's name and nothing), `name`

@@ -9,7 +9,7 @@ use super::kind::{FrameKind, PayloadError};
 use super::layout::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
 
 /// A reason code of an ABORT frame (SPEC.md §3, registry §3.1). The code decides whether a
-/// client retries ([`RetryPolicy`](crate::retry::RetryPolicy), SPEC.md §11.6).
+/// client retries ([`retry`](crate::retry), SPEC.md §11.6).
 ///
 /// # Examples
 ///
@@ -132,6 +132,8 @@ impl Abort {
     /// assert_eq!(Abort::load(b"\x00\x03draining"), Ok(Abort::new(AbortCode::Overloaded, "draining")));
     /// assert_eq!(Abort::load(b"\x00\x01\xff"), Err(PayloadError::AbortReasonNotUtf8));
     /// ```
+    // Hidden: frame-level parsing (SPEC.md §8), for the CLI and the fuzz targets; the decoder yields `Event::Aborted`.
+    #[doc(hidden)]
     pub fn load(payload: &[u8]) -> Result<Self, PayloadError> {
         if !FrameKind::Abort.allows_len(payload.len().try_into().unwrap_or(u32::MAX)) {
             return Err(PayloadError::invalid_length(FrameKind::Abort, payload));
@@ -159,6 +161,8 @@ impl Abort {
     /// Abort::new(AbortCode::Cancelled, "bye").encode(7, &mut frame);
     /// assert_eq!(&frame[20..], b"\x00\x02bye");
     /// ```
+    // Hidden: frame-level writing, for the CLI and the fuzz targets; encoders write ABORT frames themselves.
+    #[doc(hidden)]
     pub fn encode(&self, sequence: u32, dst: &mut BytesMut) {
         assert!(
             self.reason.len() <= MAX_ABORT_REASON_LEN,

@@ -55,6 +55,8 @@ impl StreamHead {
     /// let head = StreamHead { request_key: None, attempt_id: AttemptId::from_bytes([0xff; 16]) };
     /// assert_eq!(head.initial_sequence(), u32::MAX);
     /// ```
+    // Hidden: the same as `AttemptId::initial_sequence` of `attempt_id`, for the fuzz model.
+    #[doc(hidden)]
     #[must_use]
     pub const fn initial_sequence(&self) -> u32 {
         self.attempt_id.initial_sequence()
@@ -82,6 +84,8 @@ impl StreamHead {
     /// assert!(matches!(StreamHead::load(&frame[20..30]), Err(PayloadError::InvalidLength { .. })));
     /// # let _ = HEAD_PAYLOAD_LEN;
     /// ```
+    // Hidden: frame-level parsing (SPEC.md §5), for the CLI and the fuzz targets; the decoder yields `Event::Opened`.
+    #[doc(hidden)]
     pub fn load(payload: &[u8]) -> Result<Self, PayloadError> {
         let payload: &[u8; HEAD_PAYLOAD_LEN as usize] = payload
             .try_into()
@@ -101,6 +105,8 @@ impl StreamHead {
     /// # Examples
     ///
     /// See [`load`](Self::load).
+    // Hidden: frame-level writing, for the CLI and the fuzz targets; encoders write HEAD themselves.
+    #[doc(hidden)]
     pub fn encode(&self, dst: &mut BytesMut) {
         let mut payload = [0u8; HEAD_PAYLOAD_LEN as usize];
         // 16 zero bytes: the request carried no key (SPEC.md §3).

@@ -34,7 +34,7 @@ pub(crate) const ABORT_MIN_PAYLOAD_LEN: u32 = 2;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::limits::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
+/// use mcp_framing::internals::limits::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
 ///
 /// assert_eq!(MAX_ABORT_REASON_LEN, 1024);
 /// assert_eq!(MAX_ABORT_PAYLOAD_LEN as usize, 2 + MAX_ABORT_REASON_LEN);
@@ -46,7 +46,7 @@ pub const MAX_ABORT_REASON_LEN: usize = 1024;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::limits::MAX_ABORT_PAYLOAD_LEN;
+/// use mcp_framing::internals::limits::MAX_ABORT_PAYLOAD_LEN;
 ///
 /// assert_eq!(MAX_ABORT_PAYLOAD_LEN, 1026);
 /// ```

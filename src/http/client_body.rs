@@ -88,7 +88,7 @@ pub enum ReceiveError<E> {
         progress: Progress,
     },
     /// No frame arrived within the idle timeout ([`VerifiedResponse::idle_timeout`], default
-    /// [`DEFAULT_IDLE_TIMEOUT`]): the peer held the response open without sending frames (SSE
+    /// `DEFAULT_IDLE_TIMEOUT`): the peer held the response open without sending frames (SSE
     /// comments and bytes of an unfinished frame do not count). The response was abandoned; the
     /// body is dropped, which closes the stream.
     #[error("no frame for {} ms (idle timeout) after {} frames, {} bytes", idle.as_millis(), progress.frames, progress.bytes)]
@@ -320,9 +320,9 @@ impl<S> VerifiedResponse<S> {
     }
 
     /// Sets the idle timeout: the longest time between two frames, and from the first poll to
-    /// the first frame (default [`DEFAULT_IDLE_TIMEOUT`], 60 s; `None`: wait for ever). When it
+    /// the first frame (default `DEFAULT_IDLE_TIMEOUT`, 60 s; `None`: wait for ever). When it
     /// runs out the response ends with [`ReceiveError::IdleTimeout`], abandoned (retried by
-    /// [`RetryPolicy`](crate::retry::RetryPolicy) like a cut stream). Only complete frames restart it,
+    /// the retry policy ([`retry`](crate::retry)) like a cut stream). Only complete frames restart it,
     /// KEEPALIVE frames included: SSE comments and the bytes of an unfinished frame do not, so a
     /// peer cannot hold the response open by trickling them.
     ///
@@ -656,7 +656,7 @@ where
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{http::{collect_messages, VerifiedResponse}, mapping::Mapping};
+/// use mcp_framing::{internals::http::{collect_messages, VerifiedResponse}, mapping::Mapping};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 /// let mut wire = bytes::BytesMut::new();
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));

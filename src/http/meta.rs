@@ -14,7 +14,7 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::http::{declare_framing_capability, declares_framing_capability};
+/// use mcp_framing::internals::http::{declare_framing_capability, declares_framing_capability};
 /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
 ///     "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
 /// assert!(declare_framing_capability(&mut request));

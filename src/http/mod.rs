@@ -4,7 +4,7 @@
 //!
 //! - The opt-in — [`OptIn`] reads a request's `Mcp-Framing` / `Mcp-Framing-Request-Key` /
 //!   `Mcp-Framing-Limits` headers (server side) and builds an encoder within the client's limits;
-//!   [`opt_in_headers`] and [`opt_in_headers_for`] write them and [`response_headers`] are a
+//!   [`opt_in_headers`] writes them and [`response_headers`] are a
 //!   framed response's headers.
 //! - `_meta` edits — [`declare_framing_capability`] and
 //!   [`set_request_key`](crate::request::set_request_key) write the `_meta` entries of a request (client
@@ -22,54 +22,40 @@
 //! (`application/vnd.mcp-framing`, only if the client listed it in `Accept`), SSE events named
 //! `mcp-frame` inside `text/event-stream` (what MCP infrastructure expects), or the compatible
 //! SSE mapping (plain `message` events, the frames in comments, SPEC.md §18), which a client asks
-//! for with [`MAPPING_HEADER`] and which a server may use for every response.
+//! for with `MAPPING_HEADER` and which a server may use for every response.
 
-use http::{HeaderName, HeaderValue};
+use http::HeaderValue;
 
-mod client_body;
+// What only the clients, the layers, the tests and the fuzz targets use (the other header names,
+// the per-message delivery, the capability declaration in `_meta`, hand-written opt-in headers)
+// lives in these modules, reached through `internals::http`.
+below_the_api! {
+    pub(crate) mod client_body;
+    #[cfg(feature = "dedupe")]
+    pub(crate) mod dedupe;
+    pub(crate) mod headers;
+    pub(crate) mod meta;
+    pub(crate) mod opt_in;
+    pub(crate) mod server_body;
+}
+
+#[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
+pub(crate) use client_body::DEFAULT_IDLE_TIMEOUT;
+pub use client_body::{Delivery, ReceiveError, VerifiedResponse};
 #[cfg(feature = "dedupe")]
-mod dedupe;
-mod meta;
-mod opt_in;
-mod server_body;
-
-pub use client_body::{
-    DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse, collect_messages,
-};
-#[cfg(feature = "dedupe")]
-pub use dedupe::{
-    DEDUPE_HEADER, DEFAULT_MAX_REQUEST_BYTES, DedupeBody, DedupeBodyError, DedupeLayer,
-    DedupeService,
-};
-pub use meta::{
+pub use dedupe::{DedupeBody, DedupeBodyError, DedupeLayer, DedupeService};
+pub(crate) use headers::{LIMITS_HEADER, MAPPING_HEADER, VERSION_TOKEN};
+pub use headers::{OPT_IN_HEADER, REQUEST_KEY_HEADER};
+#[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
+pub(crate) use meta::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
-    declares_framing_capability,
 };
-pub use opt_in::{
-    OptIn, OptInError, opt_in_headers, opt_in_headers_for, opt_in_headers_with, response_headers,
-};
-pub use server_body::{FramedBody, abort_for};
+#[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
+pub(crate) use opt_in::opt_in_headers_with;
+pub use opt_in::{OptIn, OptInError, opt_in_headers, response_headers};
+pub use server_body::FramedBody;
 
 use crate::mapping::Mapping;
-
-/// Request header by which a client opts in: the framing versions it accepts, comma separated
-/// (`Mcp-Framing: 1`). A server echoes the version it used in the response (SPEC.md §10).
-pub const OPT_IN_HEADER: HeaderName = HeaderName::from_static("mcp-framing");
-/// Request header carrying the request key, 32 lowercase hex digits (SPEC.md §10).
-pub const REQUEST_KEY_HEADER: HeaderName = HeaderName::from_static("mcp-framing-request-key");
-/// Request header listing the mappings a client takes besides the §15 and binary ones, in order
-/// of preference, comma separated: `Mcp-Framing-Mapping: compat` (SPEC.md §18.8).
-pub const MAPPING_HEADER: HeaderName = HeaderName::from_static("mcp-framing-mapping");
-/// The framing version this crate speaks ([`frame::VERSION`](crate::frame::VERSION)), as it
-/// appears in [`OPT_IN_HEADER`].
-pub const VERSION_TOKEN: &str = match crate::frame::VERSION {
-    1 => "1",
-    _ => panic!("VERSION_TOKEN must spell frame::VERSION"),
-};
-/// Request header carrying the limits the client decodes with (SPEC.md §11.3, §16):
-/// `Mcp-Framing-Limits: frame=65536, message=16777216`, in bytes. A server frames within the
-/// smaller of these and its own ([`OptIn::encoder`]).
-pub const LIMITS_HEADER: HeaderName = HeaderName::from_static("mcp-framing-limits");
 
 /// A response's mapping, decided from its headers (the `http` crate's types, hence here).
 impl Mapping {

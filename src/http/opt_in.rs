@@ -93,12 +93,12 @@ pub struct OptIn {
     /// assert!(!opt_in("application/json, text/event-stream"));
     /// ```
     pub accepts_binary: bool,
-    /// Whether the client takes the compatible SSE mapping ([`MAPPING_HEADER`] lists `compat`,
+    /// Whether the client takes the compatible SSE mapping (`MAPPING_HEADER` lists `compat`,
     /// SPEC.md §18.8).
     pub accepts_compat: bool,
-    /// The largest frame payload the client decodes (`frame` in [`LIMITS_HEADER`]), if it said.
+    /// The largest frame payload the client decodes (`frame` in `LIMITS_HEADER`), if it said.
     pub max_frame_payload: Option<u32>,
-    /// The largest message the client decodes (`message` in [`LIMITS_HEADER`]), if it said.
+    /// The largest message the client decodes (`message` in `LIMITS_HEADER`), if it said.
     pub max_message_size: Option<u64>,
 }
 
@@ -176,7 +176,7 @@ impl OptIn {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::http::{OptIn, opt_in_headers_for};
+    /// use mcp_framing::internals::http::{OptIn, opt_in_headers_for};
     /// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder};
     ///
     /// let key = RequestKey::random();
@@ -233,7 +233,7 @@ impl OptIn {
     ///
     /// ```
     /// use mcp_framing::{RequestKey, StreamDecoder};
-    /// use mcp_framing::{http::{opt_in_headers_with, OptIn}, mapping::Mapping};
+    /// use mcp_framing::{internals::http::{opt_in_headers_with, OptIn}, mapping::Mapping};
     /// let headers = opt_in_headers_with(RequestKey::random(), Mapping::Compat, &StreamDecoder::new());
     /// assert_eq!(OptIn::from_headers(&headers).unwrap().unwrap().mapping(), Mapping::Compat);
     /// ```
@@ -250,7 +250,7 @@ impl OptIn {
 }
 
 /// The headers a client adds to opt in (SPEC.md §10, §16): `Mcp-Framing: 1`, the request key,
-/// the limits of a default decoder ([`LIMITS_HEADER`]), and with `binary`, an `Accept` listing
+/// the limits of a default decoder (`LIMITS_HEADER`), and with `binary`, an `Accept` listing
 /// [`MEDIA_TYPE`](crate::mapping::MEDIA_TYPE) before MCP's two types. A client that decodes with other
 /// limits sends [`opt_in_headers_for`] its decoder instead.
 ///
@@ -277,7 +277,7 @@ pub fn opt_in_headers(key: RequestKey, binary: bool) -> HeaderMap {
 /// ```
 /// use mcp_framing::{RequestKey, StreamDecoder};
 /// let decoder = StreamDecoder::builder().max_frame_payload(16384).max_message_size(1 << 20).build();
-/// let headers = mcp_framing::http::opt_in_headers_for(RequestKey::random(), true, &decoder);
+/// let headers = mcp_framing::internals::http::opt_in_headers_for(RequestKey::random(), true, &decoder);
 /// assert_eq!(headers["mcp-framing-limits"], "frame=16384, message=1048576");
 /// ```
 #[must_use]
@@ -300,7 +300,7 @@ pub fn opt_in_headers_for(key: RequestKey, binary: bool, decoder: &StreamDecoder
 ///
 /// ```
 /// use mcp_framing::{RequestKey, StreamDecoder};
-/// use mcp_framing::{http::opt_in_headers_with, mapping::Mapping};
+/// use mcp_framing::{internals::http::opt_in_headers_with, mapping::Mapping};
 /// let headers = opt_in_headers_with(RequestKey::from_bytes([0xab; 16]), Mapping::Compat, &StreamDecoder::new());
 /// assert_eq!(headers["mcp-framing"], "1");
 /// assert_eq!(headers["mcp-framing-mapping"], "compat");

@@ -267,7 +267,7 @@ where
 /// # Examples
 ///
 /// ```
-/// let abort = mcp_framing::http::abort_for("upstream timed out");
+/// let abort = mcp_framing::internals::http::abort_for("upstream timed out");
 /// assert_eq!(abort.reason, "upstream timed out");
 /// ```
 #[must_use]

@@ -9,7 +9,7 @@
 //!   ([`StreamDecoder::outcome`](crate::StreamDecoder::outcome)), so a user never assembles the
 //!   four observations by hand and cannot pass a result that says more than the decoder saw. The
 //!   clean and truncated cases go through [`classify`]; decoding errors become their own
-//!   non-clean verdicts ([`Verdict`], `verdict.rs`, with the one table of [`VerdictKind`]s).
+//!   non-clean verdicts ([`Verdict`], `verdict.rs`, with the one table of verdict kinds).
 //!
 //! Only a decoder that saw the STREAM_END sentinel and then the end of its input, with nothing in
 //! between, gives [`Verdict::Clean`] in Regime A; only a decoder that expects a request key and
@@ -34,13 +34,17 @@
 //! # Ok::<(), mcp_framing::EncodeError>(())
 //! ```
 
-mod regime;
-mod verdict;
+// The decision function of the problem statement (observations in, a completion or the
+// ambiguous-completion error out) and the table of verdict kinds: the decoders', the clients'
+// and the CLI's, reached through `internals::outcome`. A user reads an [`Outcome`].
+below_the_api! {
+    pub(crate) mod regime;
+    pub(crate) mod verdict;
+}
 
-pub use regime::{
-    Completion, DiscoveryMode, Observations, Regime, StreamCompletionAmbiguousError, classify,
-};
-pub use verdict::{Verdict, VerdictKind};
+pub(crate) use regime::{Completion, Observations, classify};
+pub use regime::{DiscoveryMode, Regime, StreamCompletionAmbiguousError};
+pub use verdict::Verdict;
 
 use crate::error::{DecodeError, Progress, Truncation};
 use crate::frame::{Abort, StreamHead};
@@ -187,6 +191,8 @@ impl Outcome {
     /// assert_eq!(outcome.received.open_message_bytes, 9);
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
+    // Hidden: the decoders and clients build outcomes (`StreamDecoder::outcome`, `BodyError::outcome`); the tests call it directly.
+    #[doc(hidden)]
     #[must_use]
     pub fn from_error(err: &DecodeError) -> Self {
         let received = match err {
@@ -218,7 +224,7 @@ impl Outcome {
     /// The outcome of an **unframed** response body that closed: Regime C, always
     /// [`Verdict::Ambiguous`] (through [`classify`]), whatever the transport said. This is what
     /// every close raises under an accept-ambiguity policy
-    /// ([`ClientPolicy::unframed_close`](crate::contract::ClientPolicy::unframed_close)).
+    /// (the clients raise it).
     ///
     /// # Examples
     ///
@@ -228,6 +234,8 @@ impl Outcome {
     /// assert!(matches!(outcome.verdict, Verdict::Ambiguous(_)));
     /// assert_eq!(outcome.received.bytes, 1234);
     /// ```
+    // Hidden: the clients build it for an unframed close under `accept_ambiguity`; the tests call it directly.
+    #[doc(hidden)]
     #[must_use]
     pub fn unframed_close(discovery: DiscoveryMode, bytes_received: u64) -> Self {
         let obs = Observations {
@@ -262,7 +270,7 @@ impl Outcome {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}, retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
+    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}, internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
     /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed { content_type: None });
     /// assert!(!outcome.is_clean());
     /// assert_eq!(outcome.regime, Regime::B);
@@ -271,6 +279,8 @@ impl Outcome {
     ///     RetryDecision::DoNotRetry(RetryReason::ContractViolation),
     /// );
     /// ```
+    // Hidden: the HTTP binding builds it; the tests call it directly.
+    #[doc(hidden)]
     #[must_use]
     pub fn mapping_violation(cause: MappingViolation) -> Self {
         Self {

@@ -8,7 +8,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::outcome::{classify, Completion, Observations, Regime};
+/// use mcp_framing::internals::outcome::{classify, Completion, Observations, Regime};
 ///
 /// let obs = Observations { sentinel_seen: true, ..Observations::default() };
 /// assert_eq!(classify(&obs), Ok(Completion::Clean(Regime::A)));
@@ -76,7 +76,7 @@ impl fmt::Display for Regime {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::outcome::{Completion, Regime};
+/// use mcp_framing::internals::outcome::{Completion, Regime};
 /// assert!(Completion::Clean(Regime::A).is_clean());
 /// assert_eq!(Completion::Abandoned(Regime::B).regime(), Regime::B);
 /// ```
@@ -147,7 +147,7 @@ impl fmt::Display for DiscoveryMode {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::outcome::{classify, DiscoveryMode, Observations};
+/// use mcp_framing::internals::outcome::{classify, DiscoveryMode, Observations};
 ///
 /// let err = classify(&Observations::default()).unwrap_err();
 /// assert_eq!(err.discovery, DiscoveryMode::Stateless);
@@ -190,6 +190,8 @@ impl StreamCompletionAmbiguousError {
     /// let err = StreamCompletionAmbiguousError::new(DiscoveryMode::Sticky);
     /// assert!(err.to_string().contains("sticky discovery"));
     /// ```
+    // Hidden: the clients build it; users read it from `Verdict::Ambiguous`.
+    #[doc(hidden)]
     #[must_use]
     pub fn new(discovery: DiscoveryMode) -> Self {
         Self { discovery }
@@ -226,7 +228,7 @@ impl StreamCompletionAmbiguousError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::outcome::{classify, Completion, DiscoveryMode, Observations, Regime};
+/// use mcp_framing::internals::outcome::{classify, Completion, DiscoveryMode, Observations, Regime};
 ///
 /// let cut = Observations { self_delimiting: true, ..Observations::default() };
 /// assert_eq!(classify(&cut), Ok(Completion::Abandoned(Regime::B)));

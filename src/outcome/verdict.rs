@@ -75,10 +75,13 @@ impl Verdict {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::outcome::{Verdict, VerdictKind};
+    /// use mcp_framing::{internals::outcome::VerdictKind, internals::outcome::Verdict};
     /// assert_eq!(Verdict::Clean.kind(), VerdictKind::Clean);
     /// assert_eq!(Verdict::Abandoned { at: None }.kind(), VerdictKind::Abandoned);
     /// ```
+    // Hidden: the kind is what `name` spells (the CLI's exit statuses and the tests match on
+    // it through `internals::outcome::VerdictKind`); users match the verdict itself.
+    #[doc(hidden)]
     #[must_use]
     pub fn kind(&self) -> VerdictKind {
         match self {
@@ -95,8 +98,9 @@ impl Verdict {
         }
     }
 
-    /// The kind's stable snake_case name ([`VerdictKind::name`]): the `outcome` field of
-    /// telemetry events and the name of its counter.
+    /// The kind's stable snake_case name (`clean`, `abandoned`, `aborted`, `corrupt`, `spliced`,
+    /// `cross_wired`, `contract_violation`, `ambiguous`; [`Verdict::MappingViolation`] is a
+    /// `contract_violation`): the `outcome` label of telemetry events and counters.
     ///
     /// # Examples
     ///
@@ -141,7 +145,7 @@ impl Verdict {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::outcome::VerdictKind;
+/// use mcp_framing::internals::outcome::VerdictKind;
 /// let names: Vec<&str> = VerdictKind::ALL.iter().map(|kind| kind.name()).collect();
 /// assert_eq!(names, ["clean", "abandoned", "aborted", "corrupt", "spliced", "cross_wired",
 ///                    "contract_violation", "ambiguous"]);

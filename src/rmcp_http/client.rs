@@ -121,6 +121,8 @@ impl FramingHttpClient {
     /// let client = mcp_framing::rmcp_http::FramingHttpClient::new(reqwest::Client::new()).compat(false);
     /// # let _ = client;
     /// ```
+    // Hidden: a shorthand for `mapping(Mapping::Compat)` the tests use; `mapping` is the one setter.
+    #[doc(hidden)]
     #[must_use]
     pub fn compat(mut self, compat: bool) -> Self {
         self.config_mut()
@@ -161,7 +163,12 @@ impl FramingHttpClient {
     ///
     /// # Examples
     ///
-    /// See [`ClientStats`].
+    /// ```
+    /// use mcp_framing::rmcp_http::FramingHttpClient;
+    /// let client = FramingHttpClient::new(reqwest::Client::new());
+    /// let stats = client.stats(); // keep it: the rmcp transport takes the client
+    /// assert_eq!((stats.complete(), stats.abandoned(), stats.failed()), (0, 0, 0));
+    /// ```
     #[must_use]
     pub fn stats(&self) -> Arc<ClientStats> {
         self.state.responses.clone()
@@ -171,7 +178,15 @@ impl FramingHttpClient {
     ///
     /// # Examples
     ///
-    /// See [`auto_retry`](Self::auto_retry).
+    /// ```
+    /// use mcp_framing::client::{DiscoveringResolver, RetrySchedule};
+    /// use mcp_framing::rmcp_http::FramingHttpClient;
+    /// let http = reqwest::Client::new();
+    /// assert!(FramingHttpClient::new(http.clone()).retry_stats().is_none()); // one attempt
+    /// let resolver = DiscoveringResolver::new(http.clone(), ["http://127.0.0.1:1/mcp"]);
+    /// let client = FramingHttpClient::new(http).auto_retry(resolver, RetrySchedule::default());
+    /// assert_eq!(client.retry_stats().unwrap().snapshot().retries, 0);
+    /// ```
     #[must_use]
     pub fn retry_stats(&self) -> Option<Arc<RetryStats>> {
         self.resolver.as_ref().map(|_| self.state.calls.clone())

@@ -59,10 +59,7 @@ pub(crate) struct Bounds {
 
 impl Bounds {
     /// `limits` with these bounds applied.
-    pub(crate) fn apply(
-        &self,
-        mut limits: mcp_framing::limits::Limits,
-    ) -> mcp_framing::limits::Limits {
+    pub(crate) fn apply(&self, mut limits: mcp_framing::Limits) -> mcp_framing::Limits {
         if let Some(n) = self.max_stream_bytes {
             limits = limits.max_stream_bytes(n);
         }
@@ -85,7 +82,7 @@ impl Bounds {
 impl Vector {
     /// A decoder configured as the manifest says.
     pub(crate) fn decoder(&self) -> mcp_framing::StreamDecoder {
-        let limits = mcp_framing::limits::Limits::default()
+        let limits = mcp_framing::Limits::default()
             .max_frame_payload(self.max_frame_payload)
             .max_message_size(self.max_message_size);
         let mut builder = mcp_framing::StreamDecoder::builder().limits(self.bounds.apply(limits));

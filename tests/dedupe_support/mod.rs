@@ -15,7 +15,7 @@ use tokio::time::Instant;
 pub use servers::{Persistence, RedisCluster, RedisServer, free_port};
 
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{
+use mcp_framing::internals::dedupe::{
     Decision, DedupeStore, Deduplicator, FingerprintRules, KeyedCall, Principal, Scope,
 };
 use serde_json::{Value, json};
@@ -56,7 +56,7 @@ pub const SHORT_LEASE: Duration = Duration::from_millis(300);
 pub const PAST_SHORT_LEASE: Duration = Duration::from_millis(400);
 
 #[track_caller]
-pub fn expect_execute(decision: Decision) -> mcp_framing::dedupe::ExecutionGuard {
+pub fn expect_execute(decision: Decision) -> mcp_framing::internals::dedupe::ExecutionGuard {
     match decision {
         Decision::Execute(guard) => guard,
         other => panic!("expected Execute, got {other:?}"),
@@ -150,7 +150,7 @@ pub async fn another_principal_never_matches(store: Arc<dyn DedupeStore>) {
         "tools/call",
         Some("open_ticket"),
     );
-    let other_tool = mcp_framing::dedupe::KeyedCall::new(
+    let other_tool = mcp_framing::internals::dedupe::KeyedCall::new(
         scope,
         key,
         call("alice", key, json!({})).fingerprint(),
@@ -267,36 +267,48 @@ pub struct NoRenewals(pub Arc<dyn DedupeStore>);
 impl DedupeStore for NoRenewals {
     fn claim<'a>(
         &'a self,
-        key: &'a mcp_framing::dedupe::StoreKey,
-        request: &'a mcp_framing::dedupe::ClaimRequest,
-    ) -> mcp_framing::dedupe::StoreFuture<
+        key: &'a mcp_framing::internals::dedupe::StoreKey,
+        request: &'a mcp_framing::internals::dedupe::ClaimRequest,
+    ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<mcp_framing::dedupe::ClaimOutcome, mcp_framing::dedupe::StoreError>,
+        Result<
+            mcp_framing::internals::dedupe::ClaimOutcome,
+            mcp_framing::internals::dedupe::StoreError,
+        >,
     > {
         self.0.claim(key, request)
     }
     fn renew<'a>(
         &'a self,
-        _key: &'a mcp_framing::dedupe::StoreKey,
-        _token: mcp_framing::dedupe::FencingToken,
+        _key: &'a mcp_framing::internals::dedupe::StoreKey,
+        _token: mcp_framing::internals::dedupe::FencingToken,
         after: Duration,
-    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
-        Box::pin(async move { Err(mcp_framing::dedupe::StoreError::Timeout { after }) })
+    ) -> mcp_framing::internals::dedupe::StoreFuture<
+        'a,
+        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+    > {
+        Box::pin(async move { Err(mcp_framing::internals::dedupe::StoreError::Timeout { after }) })
     }
     fn complete<'a>(
         &'a self,
-        key: &'a mcp_framing::dedupe::StoreKey,
-        token: mcp_framing::dedupe::FencingToken,
-        outcome: &'a mcp_framing::dedupe::Completed,
+        key: &'a mcp_framing::internals::dedupe::StoreKey,
+        token: mcp_framing::internals::dedupe::FencingToken,
+        outcome: &'a mcp_framing::internals::dedupe::Completed,
         retention: Duration,
-    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
+    ) -> mcp_framing::internals::dedupe::StoreFuture<
+        'a,
+        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+    > {
         self.0.complete(key, token, outcome, retention)
     }
     fn release<'a>(
         &'a self,
-        key: &'a mcp_framing::dedupe::StoreKey,
-        token: mcp_framing::dedupe::FencingToken,
-    ) -> mcp_framing::dedupe::StoreFuture<'a, Result<bool, mcp_framing::dedupe::StoreError>> {
+        key: &'a mcp_framing::internals::dedupe::StoreKey,
+        token: mcp_framing::internals::dedupe::FencingToken,
+    ) -> mcp_framing::internals::dedupe::StoreFuture<
+        'a,
+        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+    > {
         self.0.release(key, token)
     }
 }
@@ -313,7 +325,10 @@ pub async fn a_stale_guard_s_completion_is_rejected(store: Arc<dyn DedupeStore>)
     assert_eq!(current.generation(), 2);
     let err = stale.complete(&response(1, "stale")).await.unwrap_err();
     assert!(
-        matches!(err, mcp_framing::dedupe::CompleteError::LeaseLost),
+        matches!(
+            err,
+            mcp_framing::internals::dedupe::CompleteError::LeaseLost
+        ),
         "{err:?}"
     );
     assert_eq!(stalled.stats().snapshot().lease_lost, 1);
@@ -325,7 +340,7 @@ pub async fn a_stale_guard_s_completion_is_rejected(store: Arc<dyn DedupeStore>)
 }
 
 pub async fn fencing_rejects_a_stale_completion(store: Arc<dyn DedupeStore>) {
-    use mcp_framing::dedupe::{
+    use mcp_framing::internals::dedupe::{
         ClaimOutcome, ClaimRequest, Completed, FencingToken, LeaseExpiry, StoredResponse,
     };
     let key = call("alice", RequestKey::random(), json!({}));
@@ -408,7 +423,9 @@ pub async fn a_result_too_large_is_never_executed_again(store: Arc<dyn DedupeSto
     let guard = expect_execute(dedup.begin(&call("alice", key, json!({}))).await);
     let big = response(1, &"x".repeat(1000));
     let recorded = guard.complete(&big).await.unwrap();
-    assert!(matches!(recorded, mcp_framing::dedupe::Recorded::NotStored { size } if size > 1000));
+    assert!(
+        matches!(recorded, mcp_framing::internals::dedupe::Recorded::NotStored { size } if size > 1000)
+    );
     for _ in 0..2 {
         let decision = dedup.begin(&call("alice", key, json!({}))).await;
         let Decision::Refused(refusal) = &decision else {
@@ -425,7 +442,7 @@ pub async fn a_result_too_large_is_never_executed_again(store: Arc<dyn DedupeSto
 pub async fn refuse_policy_reports_outcome_unknown(store: Arc<dyn DedupeStore>) {
     let dedup = engine(store)
         .lease(SHORT_LEASE)
-        .on_expired_lease(mcp_framing::dedupe::LeaseExpiry::Refuse);
+        .on_expired_lease(mcp_framing::internals::dedupe::LeaseExpiry::Refuse);
     let key = RequestKey::random();
     drop(expect_execute(
         dedup.begin(&call("alice", key, json!({}))).await,
@@ -473,7 +490,7 @@ pub async fn records_expire_after_the_window(store: Arc<dyn DedupeStore>) {
 pub async fn a_repeated_completion_with_its_token_is_accepted_once_recorded(
     store: Arc<dyn DedupeStore>,
 ) {
-    use mcp_framing::dedupe::{
+    use mcp_framing::internals::dedupe::{
         ClaimOutcome, ClaimRequest, Completed, FencingToken, LeaseExpiry, StoredResponse,
     };
     let call = call("alice", RequestKey::random(), json!({}));

@@ -4,7 +4,7 @@
 use bytes::BytesMut;
 use mcp_framing::{
     DecodeError, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
-    contract::{ClientPolicy, ServerDiscovery},
+    internals::contract::{ClientPolicy, ServerDiscovery},
     outcome::Outcome,
 };
 

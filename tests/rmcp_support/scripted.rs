@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use mcp_framing::http::{FramedBody, OptIn, response_headers};
 use mcp_framing::rmcp_http::FramingHttpClient;
-use mcp_framing::{Outgoing, StreamEncoder, contract::FramingContract};
+use mcp_framing::{Outgoing, StreamEncoder, internals::contract::FramingContract};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -97,7 +97,7 @@ async fn handle(
             let mut capabilities = json!({"tools": {}});
             if let Some(contract) = declared() {
                 capabilities["experimental"] =
-                    json!({mcp_framing::contract::EXTENSION_KEY: contract});
+                    json!({mcp_framing::internals::contract::EXTENSION_KEY: contract});
             }
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": version,
@@ -109,7 +109,7 @@ async fn handle(
             let mut capabilities = json!({"tools": {}});
             if let Some(contract) = declared() {
                 capabilities["extensions"] =
-                    json!({mcp_framing::contract::EXTENSION_KEY: contract});
+                    json!({mcp_framing::internals::contract::EXTENSION_KEY: contract});
             }
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "resultType": "complete", "supportedVersions": ["2026-07-28"],

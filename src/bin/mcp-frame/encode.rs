@@ -9,7 +9,7 @@ use clap::Args;
 use mcp_framing::CompatEncodeError;
 use mcp_framing::{
     AttemptId, EncodeError, MappingEncoder, RequestKey, StreamEncoder, StreamHead,
-    limits::{DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE},
+    internals::limits::{DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE},
     mapping::Mapping,
 };
 use serde::de::IgnoredAny;

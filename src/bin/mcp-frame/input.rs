@@ -8,7 +8,9 @@ use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use mcp_framing::{
     DecoderBuilder, RequestKey, StreamDecoder,
-    limits::{DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, Limits, MIN_MAX_FRAME_PAYLOAD},
+    internals::limits::{
+        DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, Limits, MIN_MAX_FRAME_PAYLOAD,
+    },
     mapping::Mapping,
 };
 

@@ -6,7 +6,7 @@ use mcp_framing::internals::frame::MAGIC;
 use mcp_framing::internals::sse_compat::RECORD_PREFIX;
 use mcp_framing::{
     BodyDecoder, BodyError, DecodeError, Event, MessageSummary, Progress, StreamDecoder,
-    StreamHead, VerifiedMessage, mapping::Mapping, outcome::VerdictKind,
+    StreamHead, VerifiedMessage, internals::outcome::VerdictKind, mapping::Mapping,
 };
 use serde_json::{Value, json};
 
@@ -37,7 +37,7 @@ pub(crate) enum Status {
 impl Status {
     /// The library's classification (`Outcome`, SPEC.md §11.4) decides; this only picks the
     /// exit status for it, so the tool and a client using the crate always agree.
-    fn of(failure: Option<&BodyError>, outcome: &mcp_framing::outcome::Outcome) -> Self {
+    fn of(failure: Option<&BodyError>, outcome: &mcp_framing::internals::outcome::Outcome) -> Self {
         let Some(failure) = failure else {
             return if outcome.is_clean() && !outcome.sentinel_seen {
                 Self::Delivered
@@ -86,7 +86,7 @@ pub(crate) struct Outcome {
     /// `None`: clean (with the sentinel, or a final response delivered without it).
     pub(crate) failure: Option<BodyError>,
     /// The crate's classification of the body (SPEC.md §11.4): verdict, regime, sentinel.
-    pub(crate) classification: mcp_framing::outcome::Outcome,
+    pub(crate) classification: mcp_framing::internals::outcome::Outcome,
     pub(crate) head: Option<StreamHead>,
     pub(crate) messages: Vec<MessageSummary>,
     pub(crate) progress: Progress,

@@ -95,7 +95,7 @@ impl fmt::Debug for DedupeLayer {
 
 impl DedupeLayer {
     /// A layer deduplicating `tools/call` with `dedup`, principals from the `Authorization`
-    /// header ([`AuthorizationPrincipal`]), request bodies up to [`DEFAULT_MAX_REQUEST_BYTES`].
+    /// header ([`AuthorizationPrincipal`]), request bodies up to `DEFAULT_MAX_REQUEST_BYTES`.
     ///
     /// # Examples
     ///
@@ -167,7 +167,7 @@ impl DedupeLayer {
     }
 
     /// Sets the bound on a request body read to identify a call (default
-    /// [`DEFAULT_MAX_REQUEST_BYTES`]); a larger one is answered `413 Payload Too Large`.
+    /// `DEFAULT_MAX_REQUEST_BYTES`); a larger one is answered `413 Payload Too Large`.
     ///
     /// # Panics
     ///
@@ -192,6 +192,8 @@ impl DedupeLayer {
     /// # Examples
     ///
     /// See [`methods`](Self::methods).
+    // Hidden: what `FramingLayer::dedupe` declares, read by it and the tests.
+    #[doc(hidden)]
     #[must_use]
     pub fn deduplicated_methods(&self) -> &[String] {
         &self.shared.methods
@@ -221,6 +223,8 @@ impl DedupeLayer {
     /// let layer = mcp_framing::http::DedupeLayer::new(Deduplicator::new(MemoryStore::new()));
     /// assert_eq!(layer.declaration().window_ms, 24 * 3600 * 1000);
     /// ```
+    // Hidden: what `FramingLayer::dedupe` declares in discovery, read by it and the tests.
+    #[doc(hidden)]
     #[must_use]
     pub fn declaration(&self) -> crate::contract::Deduplication {
         let mut declaration =

@@ -1,59 +1,6 @@
-//! Telemetry: a `tracing` event per outcome, and counters and histograms through the
-//! [`metrics`] facade.
-//!
-//! The crate installs nothing: any `tracing` subscriber receives the events, and any `metrics`
-//! recorder (a Prometheus or OpenTelemetry exporter, or `metrics-util`'s debugging recorder in
-//! tests) collects the metrics, with no glue. Without a recorder a metric costs an atomic load.
-//!
-//! The `request_key` field of every event is the key's fingerprint
-//! ([`RequestKey::fingerprint`](crate::RequestKey::fingerprint)), never the key: with
-//! deduplication a key can replay a stored result, and logs travel further than requests.
-//!
-//! Record every attempt, the failed ones before retrying: a truncation then shows in dashboards
-//! even when the retry succeeds. [`FramingHttpClient`](crate::rmcp_http::FramingHttpClient)
-//! records all of this by itself; these functions are for clients built on the sans-I/O parts.
-//!
-//! | metric | kind | labels | what |
-//! |---|---|---|---|
-//! | [`CLIENT_OPERATION_DURATION`] (`mcp.client.operation.duration`) | histogram, seconds | `mcp.method.name`, `gen_ai.tool.name`, `error.type` (only when it failed), `server.address`, `server.port`, `network.transport`, `network.protocol.name` | a logical request, from sending to its final result, retries included (OpenTelemetry's MCP semantic conventions) |
-//! | [`CLIENT_RESPONSES`] (`mcp_framing.client.responses`) | counter | `outcome`, `regime`, `mcp.method.name` | every response stream (attempt), by verdict (`outcome="clean", regime="B"`: a final response delivered without its sentinel) |
-//! | [`CLIENT_SENTINEL_MISSING`] (`mcp_framing.client.sentinel_missing`) | counter | `mcp.method.name` | final responses delivered although their STREAM_END sentinel was cut (SPEC.md §7 row 4): clean, not retried, but a cut all the same |
-//! | [`CLIENT_TRUNCATIONS`] (`mcp_framing.client.truncations`) | counter | `at`, `mcp.method.name` | abandoned streams, by where they stopped |
-//! | [`CLIENT_INCOMPLETE_BYTES`] (`mcp_framing.client.incomplete_bytes`) | counter, bytes | `outcome` | bytes received by streams that did not complete |
-//! | [`CLIENT_OPEN_MESSAGE_BYTES`] (`mcp_framing.client.open_message_bytes`) | counter, bytes | `outcome` | bytes of messages left open (never delivered) |
-//! | [`CLIENT_RETRY_DECISIONS`] (`mcp_framing.client.retry_decisions`) | counter | `decision`, `reason` | every retry decision |
-//! | [`CLIENT_RETRIES`] (`mcp_framing.client.retries`) | counter | `reason`, `mcp.method.name` | requests sent again ([`record_retry`]) |
-//!
-//! The `outcome` label takes the [`Verdict::name`] values (`clean`, `abandoned`, `aborted`,
-//! `corrupt`, `spliced`, `cross_wired`, `contract_violation`, `ambiguous`), which are also the
-//! `error.type` of a failed operation, with the other classifications of a client's outcome
-//! report (SPEC.md §11.7: `invalid_message`, `configuration_error`, `http_error`,
-//! `resolve_error`, `invalid_request`); an operation answered with a JSON-RPC error has its code.
-//! A clean outcome without its sentinel ([`Outcome::sentinel_seen`] `false`: the final response
-//! verified, the input ended before STREAM_END) counts as `clean` in Regime `B`, in
-//! [`CLIENT_SENTINEL_MISSING`] too, and its `tracing` event is a warning naming the request key's
-//! fingerprint and the attempt id.
-//! [`describe`] registers the units and descriptions with the installed recorder.
-//!
-//! ```
-//! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-//! use mcp_framing::telemetry::{self, AttemptContext};
-//! use mcp_framing::{outcome::Outcome, StreamDecoder};
-//!
-//! let recorder = DebuggingRecorder::new();
-//! let snapshotter = recorder.snapshotter();
-//! metrics::with_local_recorder(&recorder, || {
-//!     // Nothing arrived: abandoned.
-//!     let outcome = Outcome::from_error(&StreamDecoder::new().decode_all(b"").unwrap_err());
-//!     telemetry::record_outcome(&outcome, &AttemptContext::default().method("tools/call"));
-//! });
-//! let abandoned = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
-//!     key.key().name() == telemetry::CLIENT_RESPONSES
-//!         && key.key().labels().any(|l| l.key() == "outcome" && l.value() == "abandoned")
-//!         && value == DebugValue::Counter(1)
-//! });
-//! assert!(abandoned);
-//! ```
+//! The client's metric names and the functions that record an attempt's outcome, its retry
+//! decision and its operation: what the client engine calls (and the tests, through
+//! `internals::telemetry`). The table of metrics is in the [`telemetry`](super) module.
 
 use std::time::Duration;
 
@@ -88,12 +35,7 @@ pub const CLIENT_RETRIES: &str = "mcp_framing.client.retries";
 /// Registers the unit and description of every metric above with the installed recorder (call
 /// once after installing it; exporters use them for `# HELP` lines and units).
 ///
-/// # Examples
-///
-/// ```
-/// mcp_framing::telemetry::describe(); // a no-op without a recorder
-/// ```
-pub fn describe() {
+pub(crate) fn describe() {
     describe_histogram!(
         CLIENT_OPERATION_DURATION,
         Unit::Seconds,
@@ -142,7 +84,7 @@ pub fn describe() {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{RequestKey, telemetry::AttemptContext};
+/// use mcp_framing::{RequestKey, internals::telemetry::AttemptContext};
 /// let key = RequestKey::random();
 /// let ctx = AttemptContext::default()
 ///     .request_key(key)
@@ -236,11 +178,11 @@ impl<'a> AttemptContext<'a> {
 ///
 /// # Examples
 ///
-/// See the [module docs](self). A response whose sentinel was cut after its final response:
+/// See the [module docs](crate::telemetry). A response whose sentinel was cut after its final response:
 ///
 /// ```
 /// use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-/// use mcp_framing::telemetry::{self, AttemptContext};
+/// use mcp_framing::internals::telemetry::{self, AttemptContext};
 /// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder, StreamHead};
 ///
 /// let key = RequestKey::random();
@@ -288,7 +230,7 @@ pub fn record_outcome(outcome: &Outcome, ctx: &AttemptContext<'_>) {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::telemetry::{self, AttemptContext};
+/// use mcp_framing::internals::telemetry::{self, AttemptContext};
 /// use mcp_framing::retry::{RetryDecision, RetryReason};
 /// telemetry::record_decision(&RetryDecision::Retry(RetryReason::Keyed), &AttemptContext::default().attempt(1));
 /// ```
@@ -316,7 +258,7 @@ pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::telemetry::{self, AttemptContext};
+/// use mcp_framing::internals::telemetry::{self, AttemptContext};
 /// use mcp_framing::retry::{RetryDecision, RetryReason};
 /// let decision = RetryDecision::Retry(RetryReason::Keyed);
 /// let ctx = AttemptContext::default().method("tools/call").attempt(2);
@@ -347,7 +289,7 @@ pub fn record_retry(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_framing::telemetry::{self, AttemptContext};
+/// use mcp_framing::internals::telemetry::{self, AttemptContext};
 /// let ctx = AttemptContext::default().endpoint("http://127.0.0.1:8080/mcp").method("tools/call").tool("search");
 /// telemetry::record_operation(&ctx, Duration::from_millis(12), Some("abandoned"));
 /// ```

@@ -1,34 +1,9 @@
-//! Whether to retry a request after its response stream ended (SPEC.md §11.6).
-//!
-//! The decision takes the stream's [`Outcome`] and what the request is ([`RequestTraits`]:
-//! idempotent? carries a request key?) and answers [`RetryDecision::Retry`],
-//! [`RetryDecision::DoNotRetry`] or [`RetryDecision::SurfaceToCaller`], always with a
-//! [`RetryReason`].
-//!
-//! # Why a silent retry against re-resolved stateless discovery masks truncation
-//!
-//! With stateless per-request discovery (MCP 2026-07-28 behind an autoscaler), a retry is resolved
-//! afresh and usually lands on another instance, which answers completely. If the client retried
-//! a cut stream silently, the caller would see one success: the truncation (a proxy cutting
-//! bodies, an instance dying mid-response, an old instance without framing) never reaches a log
-//! or a dashboard, and a request that is not idempotent may have executed twice, once on the
-//! instance whose response was lost. No probe can tell, since the first instance is gone or
-//! unreachable by design. Hence the rules:
-//!
-//! - an abandoned (or corrupt, spliced, cross-wired) stream is retried only when repeating the
-//!   request is harmless: it is idempotent, or it carries a request key (the same key on every
-//!   retry) **and** the server declares that it deduplicates keyed requests of that method
-//!   (SPEC.md §17.11, [`RetryPolicy::server_deduplicates`]);
-//! - a stream the server aborted is decided by the ABORT code (SPEC.md §3.1): overloaded or
-//!   shutting down and upstream failures follow the rule above, an internal error or a message
-//!   too large is final (a retry would fail the same way), a cancellation is final, and an
-//!   unspecified or reserved code is surfaced to the caller;
-//! - an ambiguous close (Regime C) is never retried by default: whether it completed is unknown;
-//! - every non-clean outcome is recorded ([`telemetry::record_outcome`](crate::telemetry::record_outcome))
-//!   *before* the retry, so it shows even when the retry succeeds.
+//! The retry policy: the decision a client takes after each attempt, from the stream's
+//! [`Outcome`] and what the request is ([`RequestTraits`]: idempotent? carries a request key?).
+//! The rules are in the [`retry`](crate::retry) module.
 //!
 //! ```
-//! use mcp_framing::{outcome::Outcome, RequestKey, retry::{RequestTraits, RetryDecision, RetryPolicy}, StreamDecoder};
+//! use mcp_framing::{outcome::Outcome, RequestKey, StreamDecoder, internals::retry::{RequestTraits, RetryDecision, RetryPolicy}};
 //!
 //! let outcome = Outcome::from_error(&StreamDecoder::new().decode_all(b"").unwrap_err());
 //! let keyed = RequestTraits::keyed(RequestKey::random());
@@ -40,11 +15,12 @@
 //! assert!(matches!(RetryPolicy::default().decide(&outcome, &plain), RetryDecision::SurfaceToCaller(_)));
 //! ```
 
-use std::fmt;
 
 use crate::event::AbortCode;
 use crate::ids::RequestKey;
 use crate::outcome::{Outcome, Verdict};
+
+use super::{RetryDecision, RetryReason};
 
 /// Key under a JSON-RPC error's `data` where a deduplicating server describes a refusal
 /// (SPEC.md §17.9): `{"reason": "...", "retryable": bool, "requestKey": "...", "retryAfterMs": n}`.
@@ -58,7 +34,7 @@ pub const DEDUPE_DATA_KEY: &str = "io.github.mcp-framing/dedupe";
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::retry::dedupe_refusal;
+/// use mcp_framing::internals::retry::dedupe_refusal;
 /// let error = serde_json::json!({"code": -32081, "message": "in progress", "data": {
 ///     "io.github.mcp-framing/dedupe": {"reason": "in_progress", "retryable": true}}});
 /// assert_eq!(dedupe_refusal(&error), Some(("in_progress", true)));
@@ -78,7 +54,7 @@ pub fn dedupe_refusal(error: &serde_json::Value) -> Option<(&str, bool)> {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{RequestKey, retry::RequestTraits};
+/// use mcp_framing::{RequestKey, internals::retry::RequestTraits};
 ///
 /// let read = RequestTraits::idempotent(); // e.g. resources/read, tools/list
 /// assert!(read.is_idempotent && read.request_key.is_none());
@@ -121,167 +97,6 @@ impl RequestTraits {
     }
 }
 
-/// Why a [`RetryDecision`] was taken.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::retry::RetryReason;
-/// assert_eq!(RetryReason::Keyed.to_string(),
-///            "the request carries a request key, so the server can deduplicate a retry");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum RetryReason {
-    /// The response is complete.
-    Complete,
-    /// Repeating the request is harmless: it is idempotent.
-    Idempotent,
-    /// Repeating the request is harmless: it carries a request key.
-    Keyed,
-    /// The request may have executed and is neither idempotent nor keyed.
-    OutcomeUnknown,
-    /// Regime C: whether the stream completed cannot be told.
-    Ambiguous,
-    /// The request carries a key, but the server does not declare that it deduplicates the
-    /// method (SPEC.md §17.11): a retry could execute it again.
-    NotDeduplicated,
-    /// The server aborted because the request was cancelled.
-    Cancelled,
-    /// The server failed in a way a retry would meet again: an internal error or a message
-    /// too large (ABORT codes 1 and 5, SPEC.md §3.1).
-    WouldRepeat,
-    /// The server aborted without a known reason (ABORT code 0, or a reserved code): neither a
-    /// retry nor finality is implied, so the caller decides.
-    UnknownAbort,
-    /// The server broke the negotiated framing contract: re-resolve discovery and rebuild the
-    /// policy rather than retrying.
-    ContractViolation,
-}
-
-impl RetryReason {
-    /// A stable snake_case name for telemetry (the `reason` label of the retry metrics).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::retry::RetryReason;
-    /// assert_eq!(RetryReason::OutcomeUnknown.name(), "outcome_unknown");
-    /// ```
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Complete => "complete",
-            Self::Idempotent => "idempotent",
-            Self::Keyed => "keyed",
-            Self::OutcomeUnknown => "outcome_unknown",
-            Self::NotDeduplicated => "not_deduplicated",
-            Self::Ambiguous => "ambiguous",
-            Self::Cancelled => "cancelled",
-            Self::WouldRepeat => "would_repeat",
-            Self::UnknownAbort => "unknown_abort",
-            Self::ContractViolation => "contract_violation",
-        }
-    }
-}
-
-impl fmt::Display for RetryReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Complete => "the response is complete",
-            Self::Idempotent => "the request is idempotent",
-            Self::Keyed => {
-                "the request carries a request key, so the server can deduplicate a retry"
-            }
-            Self::OutcomeUnknown => {
-                "the request may have executed and is neither idempotent nor keyed"
-            }
-            Self::NotDeduplicated => {
-                "the request carries a key, but the server does not declare deduplication"
-            }
-            Self::Ambiguous => "stream completion is ambiguous (Regime C): not retried by default",
-            Self::Cancelled => "the request was cancelled",
-            Self::WouldRepeat => "a retry would fail the same way",
-            Self::UnknownAbort => "the server aborted without a known reason",
-            Self::ContractViolation => "the server broke the framing contract",
-        })
-    }
-}
-
-/// What to do after a response stream ended.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::retry::{RetryDecision, RetryReason};
-/// let d = RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown);
-/// assert_eq!(d.reason(), RetryReason::OutcomeUnknown);
-/// assert_eq!(d.name(), "surface_to_caller");
-/// assert!(!d.is_retry());
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RetryDecision {
-    /// Send the request again, with the same request key.
-    Retry(RetryReason),
-    /// Do not send it again: the response is final (complete, or a failure a retry would
-    /// repeat). Report the result or error as is.
-    DoNotRetry(RetryReason),
-    /// Whether the request took effect is unknown: return the error to the caller, who alone can
-    /// decide (check state, ask the user, retry knowingly).
-    SurfaceToCaller(RetryReason),
-}
-
-impl RetryDecision {
-    /// Why.
-    ///
-    /// # Examples
-    ///
-    /// See [`RetryDecision`].
-    #[must_use]
-    pub fn reason(&self) -> RetryReason {
-        match *self {
-            Self::Retry(reason) | Self::DoNotRetry(reason) | Self::SurfaceToCaller(reason) => {
-                reason
-            }
-        }
-    }
-
-    /// Whether to retry.
-    ///
-    /// # Examples
-    ///
-    /// See [`RetryDecision`].
-    #[must_use]
-    pub fn is_retry(&self) -> bool {
-        matches!(self, Self::Retry(_))
-    }
-
-    /// A stable snake_case name for telemetry: `retry`, `do_not_retry`, `surface_to_caller`.
-    ///
-    /// # Examples
-    ///
-    /// See [`RetryDecision`].
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Retry(_) => "retry",
-            Self::DoNotRetry(_) => "do_not_retry",
-            Self::SurfaceToCaller(_) => "surface_to_caller",
-        }
-    }
-}
-
-impl fmt::Display for RetryDecision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let action = match self {
-            Self::Retry(_) => "retry",
-            Self::DoNotRetry(_) => "do not retry",
-            Self::SurfaceToCaller(_) => "surface to the caller",
-        };
-        write!(f, "{action}: {}", self.reason())
-    }
-}
-
 /// The retry rules (SPEC.md §11.6). The default never retries an ambiguous close. An ABORT is
 /// decided by its code (SPEC.md §3.1): a transient one follows the abandoned rule, a
 /// deterministic one is final.
@@ -300,7 +115,7 @@ impl fmt::Display for RetryDecision {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{outcome::{DiscoveryMode, Outcome}, retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
+/// use mcp_framing::{outcome::{DiscoveryMode, Outcome}, internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
 ///
 /// let ambiguous = Outcome::unframed_close(DiscoveryMode::Stateless, 10);
 /// let read = RequestTraits::idempotent();
@@ -335,13 +150,13 @@ impl RetryPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, retry::RetryPolicy};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, internals::retry::RetryPolicy};
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
     /// // No `deduplication` member: keyed tool calls are not retried.
     /// assert_eq!(RetryPolicy::for_method(&policy, "tools/call"), RetryPolicy::default());
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn for_method(policy: &crate::contract::ClientPolicy, method: &str) -> Self {
