@@ -31,6 +31,8 @@ mod client_body;
 mod dedupe;
 mod meta;
 mod opt_in;
+#[cfg(feature = "client")]
+mod request_headers;
 mod server_body;
 
 pub use client_body::{
@@ -41,6 +43,8 @@ pub use dedupe::{
     DEDUPE_HEADER, DEFAULT_MAX_REQUEST_BYTES, DedupeBody, DedupeBodyError, DedupeLayer,
     DedupeService,
 };
+#[cfg(feature = "client")]
+pub(crate) use meta::make_stateless;
 pub use meta::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
     declares_framing_capability,
@@ -48,6 +52,8 @@ pub use meta::{
 pub use opt_in::{
     OptIn, OptInError, opt_in_headers, opt_in_headers_for, opt_in_headers_with, response_headers,
 };
+#[cfg(feature = "client")]
+pub(crate) use request_headers::add_request_headers;
 pub use server_body::{FramedBody, abort_for};
 
 use crate::mapping::Mapping;
