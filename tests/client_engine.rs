@@ -90,6 +90,14 @@ fn url(addr: SocketAddr) -> String {
     format!("http://{addr}/mcp")
 }
 
+/// Serves `app` on a loopback port of its own.
+async fn serve(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
 fn schedule(attempts: u32) -> RetrySchedule {
     RetrySchedule::default()
         .max_attempts(attempts)
@@ -272,9 +280,7 @@ async fn session_backend() -> Backend {
                 counters.clone(),
                 count_and_cut,
             ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = serve(app).await;
     Backend { addr, counters }
 }
 
@@ -653,9 +659,7 @@ async fn the_discovering_resolver_reads_the_contract_from_rmcps_own_server_disco
     // contract in that answer.
     let service = FramingLayer::new().layer(rmcp_support::unframed_service());
     let app = Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = serve(app).await;
     let http = reqwest::Client::new();
     let resolver = DiscoveringResolver::new(http.clone(), [url(addr)]);
     let resolution = resolver.resolve().await.expect("a discovery result");
@@ -670,4 +674,51 @@ async fn the_discovering_resolver_reads_the_contract_from_rmcps_own_server_disco
         .expect("tools/list");
     let response: Value = call.deserialize().unwrap();
     assert_eq!(response["result"]["tools"][0]["name"], "render_report");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Streamable HTTP headers of the engine's requests.
+
+/// A tool that answers the `MCP-Protocol-Version` header of its own call, as rmcp received it.
+#[derive(Clone)]
+struct Revisions;
+
+#[rmcp::tool_router(server_handler)]
+impl Revisions {
+    #[rmcp::tool(description = "The MCP-Protocol-Version header of this call")]
+    async fn protocol_version(
+        &self,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> String {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-protocol-version"))
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("none")
+            .to_owned()
+    }
+}
+
+#[tokio::test]
+async fn rmcp_sees_the_retrying_clients_protocol_version_on_a_tools_call() {
+    // rmcp reads a request without `MCP-Protocol-Version` as MCP 2025-03-26; the resolver's
+    // `server/discover` names 2026-07-28, and so must every call the engine sends after it
+    // (with `Mcp-Method` and `Mcp-Name`, which rmcp checks against the body for that revision).
+    let service = FramingLayer::new().layer(rmcp_support::stateless_service(Revisions));
+    let app = Router::new().nest_service("/mcp", service);
+    let addr = serve(app).await;
+    let http = reqwest::Client::new();
+    let client = RetryingClient::new(http.clone(), DiscoveringResolver::new(http, [url(addr)]));
+    let call = client
+        .call(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "protocol_version", "arguments": {}}}))
+        .await
+        .expect("tools/call");
+    let response: Value = call.deserialize().unwrap();
+    assert_eq!(response["id"], 7, "{response}");
+    assert_eq!(
+        response["result"]["content"][0]["text"], "2026-07-28",
+        "{response}"
+    );
 }

@@ -512,6 +512,7 @@ impl Call {
         let (max_frame_payload, max_message_size) =
             (decoder.max_frame_payload(), decoder.max_message_size());
         let mut headers = self.headers.clone();
+        crate::http::add_request_headers(&self.request, &mut headers);
         headers.extend(opt_in_headers_with(self.key, self.config.mapping, &decoder));
         self.state.calls.attempt();
         let incomplete = |outcome, cause| Failure::Incomplete(outcome, retry_policy, cause);

@@ -166,9 +166,6 @@ impl DiscoveringResolver {
     }
 }
 
-/// The MCP revision of the `server/discover` request a [`DiscoveringResolver`] sends.
-const DISCOVER_VERSION: &str = "2026-07-28";
-
 /// The most bytes of a `server/discover` response a [`DiscoveringResolver`] reads: a discovery
 /// result is small, and the peer does not decide how much the client buffers.
 const MAX_DISCOVERY_BYTES: usize = 1 << 20;
@@ -183,17 +180,20 @@ impl EndpointResolver for DiscoveringResolver {
             };
             // A 2026-07-28 request carries its protocol version and capabilities in `_meta`, and
             // the version and the method in headers too (which servers check against the body).
-            let mut request = json!({"jsonrpc": "2.0", "id": "discover", "method": "server/discover",
-                "params": {"_meta": {
-                    crate::http::META_PROTOCOL_VERSION: DISCOVER_VERSION,
-                    crate::http::META_CLIENT_CAPABILITIES: {}}}});
+            let mut request =
+                json!({"jsonrpc": "2.0", "id": "discover", "method": "server/discover"});
+            crate::http::make_stateless(&mut request);
             crate::http::declare_framing_capability(&mut request);
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static("application/json, text/event-stream"),
+            );
+            crate::http::add_request_headers(&request, &mut headers);
             let response = self
                 .http
                 .post(&endpoint)
-                .header(http::header::ACCEPT, "application/json, text/event-stream")
-                .header("mcp-protocol-version", DISCOVER_VERSION)
-                .header("mcp-method", "server/discover")
+                .headers(headers)
                 .json(&request)
                 .send()
                 .await

@@ -81,6 +81,13 @@ pub type CallItem = Result<Bytes, CallError>;
 /// edit of its `id` member alone. Responses are asked for in the compatible SSE mapping (SPEC.md
 /// §18) unless [`mapping`](Self::mapping) says otherwise.
 ///
+/// It speaks MCP 2026-07-28 (stateless), as [`DiscoveringResolver`](crate::client::DiscoveringResolver)'s
+/// `server/discover` does: a request that names no revision in its `_meta` gets
+/// `io.modelcontextprotocol/protocolVersion` `2026-07-28` (and empty client capabilities, where
+/// the framing capability is then declared), and every attempt carries the headers that
+/// revision asks for, read from the request (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`;
+/// headers given to [`stream`](Self::stream) win).
+///
 /// [`FramingHttpClient`](crate::rmcp_http::FramingHttpClient) sends rmcp's requests through the
 /// same attempt engine, with the same options.
 ///
@@ -315,7 +322,10 @@ impl RetryingClient {
         .boxed())
     }
 
-    fn start(&self, request: Value, headers: HeaderMap) -> Result<Call, CallError> {
+    fn start(&self, mut request: Value, headers: HeaderMap) -> Result<Call, CallError> {
+        // Without a session, every request names its revision (MCP 2026-07-28), as the
+        // resolver's `server/discover` does: the engine then sends it in the headers too.
+        crate::http::make_stateless(&mut request);
         Call::new(
             self.config.clone(),
             self.state.clone(),

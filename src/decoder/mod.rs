@@ -487,13 +487,20 @@ impl StreamDecoder {
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
         // Returned as is, not re-wrapped: the event is built once, in the caller's slot.
         match self.decode(buf) {
-            // SPEC.md §7 row 4: the end of a delivered final response is reported here, once.
-            Ok(None) => {
-                let ended = self.end_of_input(buf)?;
-                Ok(ended.delivered.then_some(Event::End(ended.summary)))
-            }
+            Ok(None) => self.end_of_input_event(buf),
             result => result,
         }
+    }
+
+    /// What [`decode_eof`](Self::decode_eof) returns once no further frame can be decoded:
+    /// `Ok(None)` for a complete stream, or [`Event::End`] once for a final response the end of
+    /// input delivers just now (SPEC.md §7 row 4), or the error. Out of line, so that building
+    /// that event does not make every event `decode_eof` passes on cost a copy more.
+    #[cold]
+    #[inline(never)]
+    fn end_of_input_event(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
+        let ended = self.end_of_input(buf)?;
+        Ok(ended.delivered.then_some(Event::End(ended.summary)))
     }
 
     /// The verdict once no further frame can be decoded from `buf` and the input ended
@@ -520,11 +527,16 @@ impl StreamDecoder {
                 at:
                     Position::Streaming {
                         head,
-                        answer: Answer::Held,
-                        ..
+                        message,
+                        answer,
                     },
-                ..
-            } => {
+                pending,
+            } if answer.delivers_at_end(
+                self.progress.messages,
+                message.as_ref(),
+                pending.as_ref(),
+            ) =>
+            {
                 // SPEC.md §7 row 4: the final response was verified and nothing but filler
                 // frames, or part of one more frame (its header, or STREAM_END's or an
                 // ignorable frame's payload), followed it. Those bytes are consumed with the
@@ -696,13 +708,6 @@ impl StreamDecoder {
                         runs: self.runs,
                     };
                     let kind = check_header(&header, at, expect, offset)?;
-                    if let Position::Streaming { answer, .. } = at {
-                        // SPEC.md §7.1: after the final response only filler frames and
-                        // STREAM_END leave it deliverable at the end of input.
-                        if *answer == Answer::Held && !may_follow_final_response(kind) {
-                            *answer = Answer::Spent;
-                        }
-                    }
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
                     if buf.len() < header.len as usize {
@@ -719,9 +724,9 @@ impl StreamDecoder {
             // SPEC.md §2: the payload CRC before any payload byte is interpreted or delivered
             // (computed as the payload arrived, if the mapping's decoder did).
             let len = header.len as usize;
-            let known = if kind == FrameKind::Data {
-                self.prehashes
-                    .payload(offset + HEADER_LEN as u64, header.len)
+            let payload_at = offset + HEADER_LEN as u64;
+            let known = if self.prehashes.may_know(payload_at) && kind == FrameKind::Data {
+                self.prehashes.payload(payload_at, header.len)
             } else {
                 None
             };
@@ -757,12 +762,16 @@ impl StreamDecoder {
                     let bytes = payload.freeze();
                     let offset = self.progress.open_message_bytes;
                     self.progress.open_message_bytes += bytes.len() as u64;
-                    message.get_or_insert_with(Message::new).push(
-                        &bytes,
-                        self.config.assemble,
-                        known,
-                        &mut self.hasher,
-                    );
+                    let message = message.get_or_insert_with(Message::new);
+                    match known {
+                        None => message.push(&bytes, self.config.assemble, &mut self.hasher),
+                        Some(known) => message.push_known(
+                            &bytes,
+                            self.config.assemble,
+                            known,
+                            &mut self.hasher,
+                        ),
+                    }
                     Event::Chunk(UnverifiedChunk {
                         message_index: self.progress.messages,
                         offset,
@@ -804,7 +813,7 @@ impl StreamDecoder {
                         let final_response =
                             *answer == Answer::Awaited && is_jsonrpc_response(&bytes, utf8);
                         if final_response {
-                            *answer = Answer::Held;
+                            *answer = Answer::Verified { index };
                         }
                         Event::Message(VerifiedMessage {
                             summary,
@@ -969,16 +978,6 @@ struct Ended {
     /// The end of input delivered the final response just now (row 4): `decode_eof` reports
     /// [`Event::End`] for it, once.
     delivered: bool,
-}
-
-/// Whether a frame of `kind` may follow the final response without ending its delivery at the
-/// end of input (SPEC.md §7.1): filler frames and the sentinel.
-#[inline]
-fn may_follow_final_response(kind: FrameKind) -> bool {
-    matches!(
-        kind,
-        FrameKind::KeepAlive | FrameKind::Ignorable(_) | FrameKind::StreamEnd
-    )
 }
 
 /// Whether verified message bytes are a JSON-RPC response (SPEC.md §7.1): UTF-8, then the one

@@ -38,10 +38,24 @@ pub(super) struct Known {
 }
 
 /// The entries not used up yet, in stream order, and the next payload of the first.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Prehashes {
     entries: VecDeque<Prehashed>,
     next: usize,
+    /// Where in the binary stream the first entry's next payload lies (`u64::MAX` without an
+    /// entry): a payload before it is known to no entry, which is all a frame of a stream
+    /// without entries (every mapping but the compatible one) costs.
+    next_at: u64,
+}
+
+impl Default for Prehashes {
+    fn default() -> Self {
+        Self {
+            entries: VecDeque::new(),
+            next: 0,
+            next_at: u64::MAX,
+        }
+    }
 }
 
 impl Prehashes {
@@ -49,14 +63,34 @@ impl Prehashes {
     pub(super) fn push(&mut self, entry: Prehashed) {
         if !entry.payloads.is_empty() {
             self.entries.push_back(entry);
+            self.find_next();
         }
+    }
+
+    /// Whether a payload at `offset` in the binary stream may be known to an entry.
+    #[inline]
+    pub(super) fn may_know(&self, offset: u64) -> bool {
+        offset >= self.next_at
     }
 
     /// What is known of the payload of `len` bytes at `offset` in the binary stream, if it is
     /// the next payload of the first entry; entries behind it (or that disagree with it) are
     /// dropped.
-    #[inline]
     pub(super) fn payload(&mut self, offset: u64, len: u32) -> Option<Known> {
+        let known = self.lookup(offset, len);
+        self.find_next();
+        known
+    }
+
+    fn find_next(&mut self) {
+        self.next_at = self
+            .entries
+            .front()
+            .and_then(|entry| entry.payloads.get(self.next))
+            .map_or(u64::MAX, |&(at, _, _)| at);
+    }
+
+    fn lookup(&mut self, offset: u64, len: u32) -> Option<Known> {
         loop {
             let entry = self.entries.front()?;
             match entry.payloads.get(self.next) {

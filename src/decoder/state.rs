@@ -88,6 +88,11 @@ pub(super) enum Position {
 
 /// Where a stream stands with its final JSON-RPC response (SPEC.md §7.1): whether the end of
 /// input before STREAM_END delivers it (§7 row 4).
+///
+/// Set once a message is verified, never per frame: whether the final response is still the
+/// last thing the stream carried is read from the decoder's state when the input ends
+/// ([`delivers_at_end`](Self::delivers_at_end)), so that a frame costs no work for it, keyed
+/// or not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Answer {
     /// Not looked for: the decoder expects no request key or does not assemble messages (§7
@@ -95,12 +100,37 @@ pub(super) enum Answer {
     Unchecked,
     /// No final response yet: every verified message is checked.
     Awaited,
-    /// The last verified message is the final response, and every header accepted since is a
-    /// KEEPALIVE, ignorable or STREAM_END one: the end of input delivers it.
-    Held,
-    /// A DATA, MESSAGE_END or ABORT header came after the final response: for the rest of the
-    /// stream the end of input before STREAM_END is a truncation again.
-    Spent,
+    /// Message `index` was the final response (every later message is checked no more).
+    Verified { index: u64 },
+}
+
+impl Answer {
+    /// Whether the end of input delivers the final response (§7 row 4): it was verified, it is
+    /// the last message the stream completed (`messages`), no message is open after it, and the
+    /// frame whose payload was awaited, if any, is a KEEPALIVE, ignorable or STREAM_END one.
+    /// Any DATA, MESSAGE_END or ABORT header after the response fails one of these for the
+    /// rest of the stream: its end of input before STREAM_END is a truncation again.
+    #[inline]
+    pub(super) fn delivers_at_end(
+        self,
+        messages: u64,
+        message: Option<&Message>,
+        pending: Option<&Pending>,
+    ) -> bool {
+        matches!(self, Self::Verified { index } if index + 1 == messages)
+            && message.is_none()
+            && pending.is_none_or(|pending| may_follow_final_response(pending.kind))
+    }
+}
+
+/// Whether a frame of `kind` may follow the final response without ending its delivery at the
+/// end of input (SPEC.md §7.1): filler frames and the sentinel.
+#[inline]
+fn may_follow_final_response(kind: FrameKind) -> bool {
+    matches!(
+        kind,
+        FrameKind::KeepAlive | FrameKind::Ignorable(_) | FrameKind::StreamEnd
+    )
 }
 
 impl Position {
@@ -135,7 +165,16 @@ pub(super) struct Message {
     prehashed: Option<([u8; 32], Bytes)>,
     /// The computation covered the message up to its last payload so far.
     whole: bool,
+    /// Assembling: how many bytes of `body` the running hasher has (see [`HASH_BATCH`]).
+    hashed: usize,
 }
+
+/// Bytes an assembling decoder gathers before it hashes them: a payload of at least this size
+/// is hashed as it arrives (issue 21: after a large message's last byte only the digest
+/// comparison is left), smaller ones together, so that a stream of small DATA frames (LLM
+/// tokens) pays the hasher's per-call work once per batch rather than once per frame, and at
+/// most this many bytes are hashed after the last one arrived.
+const HASH_BATCH: usize = 4096;
 
 /// An assembled message's bytes so far.
 #[derive(Debug)]
@@ -156,45 +195,21 @@ impl Message {
             len: 0,
             prehashed: None,
             whole: false,
+            hashed: 0,
         }
     }
 
-    /// Adds the next DATA payload, whose CRC was checked; `known`: what was computed of it
+    /// Adds the next DATA payload, whose CRC was checked and of which nothing was computed
     /// before it arrived. `hasher` is the decoder's running SHA-256, fresh at every message
     /// start (see [`finish`](Self::finish)).
     #[inline]
-    pub(super) fn push(
-        &mut self,
-        payload: &Bytes,
-        assemble: bool,
-        known: Option<Known>,
-        hasher: &mut Sha256,
-    ) {
-        match (&self.prehashed, known) {
-            (None, Some(known)) if known.first && assemble && self.len == 0 => {
-                self.prehashed = Some((known.sha256, known.message));
-                self.whole = known.last;
-                self.len = payload.len();
-                return;
-            }
-            (Some(_), Some(known)) if !known.first && !self.whole => {
-                self.whole = known.last;
-                self.len += payload.len();
-                return;
-            }
-            (Some((_, message)), _) => {
-                // Not a payload that computation covered: the ones it covered are hashed and
-                // kept now, the rest as they come.
-                let covered = message.slice(..self.len);
-                hasher.update(&covered);
-                self.body = Some(Body::One(covered));
-                self.prehashed = None;
-            }
-            (None, _) => {}
+    pub(super) fn push(&mut self, payload: &Bytes, assemble: bool, hasher: &mut Sha256) {
+        if self.prehashed.is_some() {
+            self.forget_prehashed(hasher);
         }
-        hasher.update(payload);
         self.len += payload.len();
         if !assemble {
+            hasher.update(payload);
             return;
         }
         self.body = Some(match self.body.take() {
@@ -210,6 +225,57 @@ impl Message {
                 Body::Many(bytes)
             }
         });
+        if self.len - self.hashed >= HASH_BATCH {
+            self.hash_body(hasher);
+        }
+    }
+
+    /// Hands the hasher the bytes of `body` it does not have yet.
+    fn hash_body(&mut self, hasher: &mut Sha256) {
+        let body: &[u8] = match &self.body {
+            None => &[],
+            Some(Body::One(bytes)) => bytes,
+            Some(Body::Many(bytes)) => bytes,
+        };
+        hasher.update(&body[self.hashed..]);
+        self.hashed = body.len();
+    }
+
+    /// Adds the next DATA payload, whose CRC was checked, with what was computed of it before
+    /// it arrived (`known`): a payload that computation covered is neither hashed nor kept.
+    #[cfg_attr(not(feature = "sse"), allow(dead_code))] // known only from the compatible mapping
+    pub(super) fn push_known(
+        &mut self,
+        payload: &Bytes,
+        assemble: bool,
+        known: Known,
+        hasher: &mut Sha256,
+    ) {
+        match &self.prehashed {
+            None if known.first && assemble && self.len == 0 => {
+                self.prehashed = Some((known.sha256, known.message));
+                self.whole = known.last;
+                self.len = payload.len();
+            }
+            Some(_) if !known.first && !self.whole => {
+                self.whole = known.last;
+                self.len += payload.len();
+            }
+            _ => self.push(payload, assemble, hasher),
+        }
+    }
+
+    /// A payload that the computation made before the payloads arrived did not cover: the ones
+    /// it covered are hashed and kept now, the rest as they come.
+    #[cold]
+    #[inline(never)]
+    fn forget_prehashed(&mut self, hasher: &mut Sha256) {
+        if let Some((_, message)) = self.prehashed.take() {
+            let covered = message.slice(..self.len);
+            hasher.update(&covered);
+            self.hashed = covered.len();
+            self.body = Some(Body::One(covered));
+        }
     }
 
     /// The message's SHA-256, its bytes (empty when not assembling), and whether they are known
@@ -236,6 +302,9 @@ impl Message {
                     Some(Body::One(bytes)) => bytes,
                     Some(Body::Many(bytes)) => bytes.freeze(),
                 };
+                if bytes.len() > message.hashed {
+                    hasher.update(&bytes[message.hashed..]);
+                }
                 (hasher.finalize().into(), bytes, false)
             }
         }

@@ -6,6 +6,43 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 /// `_meta` key of a 2026-07-28 request's protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
+/// The MCP revision of the requests a client sends without a session (`DiscoveringResolver`'s
+/// `server/discover`, `RetryingClient`'s calls): 2026-07-28, in which every request carries its
+/// revision and capabilities.
+#[cfg(feature = "client")]
+const STATELESS_VERSION: &str = "2026-07-28";
+
+/// Makes `request` a 2026-07-28 one, unless it names a revision already: writes
+/// [`STATELESS_VERSION`] as its `_meta` protocol version and empty client capabilities (when it
+/// has none) into its `params` (made an object when it has none; a request whose `params` or
+/// `_meta` is not an object is left as it is).
+#[cfg(feature = "client")]
+pub(crate) fn make_stateless(request: &mut serde_json::Value) {
+    let Some(object) = request.as_object_mut() else {
+        return;
+    };
+    let Some(params) = object
+        .entry("params")
+        .or_insert_with(|| serde_json::json!({}))
+        .as_object_mut()
+    else {
+        return;
+    };
+    let Some(meta) = params
+        .entry("_meta")
+        .or_insert_with(|| serde_json::json!({}))
+        .as_object_mut()
+    else {
+        return;
+    };
+    if meta.contains_key(META_PROTOCOL_VERSION) {
+        return;
+    }
+    meta.insert(META_PROTOCOL_VERSION.to_owned(), STATELESS_VERSION.into());
+    meta.entry(META_CLIENT_CAPABILITIES)
+        .or_insert_with(|| serde_json::json!({}));
+}
+
 /// Declares the framing capability in a 2026-07-28 request (SPEC.md §16):
 /// `params._meta["io.modelcontextprotocol/clientCapabilities"].extensions["io.github.mcp-framing/framing"]
 /// = {"versions": [1]}`. Only requests that carry `_meta["io.modelcontextprotocol/protocolVersion"]`

@@ -38,6 +38,8 @@ below_the_api! {
     pub(crate) mod opt_in;
     pub(crate) mod server_body;
 }
+#[cfg(feature = "client")]
+mod request_headers;
 
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use client_body::DEFAULT_IDLE_TIMEOUT;
@@ -46,13 +48,15 @@ pub use client_body::{Delivery, ReceiveError, VerifiedResponse};
 pub use dedupe::{DedupeBody, DedupeBodyError, DedupeLayer, DedupeService};
 pub(crate) use headers::{LIMITS_HEADER, MAPPING_HEADER, VERSION_TOKEN};
 pub use headers::{OPT_IN_HEADER, REQUEST_KEY_HEADER};
+#[cfg(feature = "client")]
+pub(crate) use meta::make_stateless;
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
-pub(crate) use meta::{
-    META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
-};
+pub(crate) use meta::declare_framing_capability;
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use opt_in::opt_in_headers_with;
 pub use opt_in::{OptIn, OptInError, opt_in_headers, response_headers};
+#[cfg(feature = "client")]
+pub(crate) use request_headers::add_request_headers;
 pub use server_body::FramedBody;
 
 use crate::mapping::Mapping;

@@ -63,11 +63,20 @@ pub(crate) fn document() -> String {
 
 /// rmcp's stateless Streamable HTTP service for [`Reports`], without framing.
 pub(crate) fn unframed_service() -> StreamableHttpService<Reports, LocalSessionManager> {
+    stateless_service(Reports)
+}
+
+/// rmcp's stateless Streamable HTTP service for `handler` (no sessions, no keep-alives), without
+/// framing.
+pub(crate) fn stateless_service<S>(handler: S) -> StreamableHttpService<S, LocalSessionManager>
+where
+    S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+{
     let mut config = StreamableHttpServerConfig::default();
     config.legacy_session_mode = false;
     config.sse_keep_alive = None;
     StreamableHttpService::new(
-        || Ok(Reports),
+        move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
     )

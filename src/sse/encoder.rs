@@ -1,0 +1,102 @@
+//! The SSE mapping's encoder (SPEC.md §15): frame bytes in, `mcp-frame` events out.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::base64::put_base64;
+use crate::frame::{FrameHeader, HEADER_LEN};
+use crate::mapping::FRAME_EVENT;
+
+/// Encodes frame bytes as SSE `mcp-frame` events, one event per whole frame (SPEC.md §15).
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcp_framing::internals::sse::SseFrameEncoder;
+/// use mcp_framing::{StreamEncoder, StreamHead};
+///
+/// let mut wire = BytesMut::new();
+/// StreamEncoder::new(StreamHead::for_request(None)).open(&mut wire)?;
+/// let mut body = BytesMut::new();
+/// SseFrameEncoder::new().encode(&wire, &mut body);
+/// assert!(body.starts_with(b"event: mcp-frame\ndata: n00BA")); // 9f 4d 01 01 ...
+/// assert!(body.ends_with(b"\n\n"));
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SseFrameEncoder {
+    _private: (),
+}
+
+/// Bytes an `mcp-frame` event adds around its base64 data: `event: mcp-frame\n` (17),
+/// `data: ` (6) and the final `\n\n` (2).
+pub const EVENT_OVERHEAD: usize = 25;
+
+impl SseFrameEncoder {
+    /// A new encoder.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseFrameEncoder`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Writes the whole frames in `frames` as events into `dst`, one event per frame. A trailing
+    /// partial frame (which an encoder never produces) is written as one last event.
+    ///
+    /// # Examples
+    ///
+    /// See [`SseFrameEncoder`].
+    pub fn encode(&self, frames: &[u8], dst: &mut BytesMut) {
+        let mut rest = frames;
+        while !rest.is_empty() {
+            let len = match rest.first_chunk::<HEADER_LEN>() {
+                Some(header) => {
+                    let declared = FrameHeader::read(header).len as usize;
+                    HEADER_LEN.saturating_add(declared).min(rest.len())
+                }
+                None => rest.len(),
+            };
+            let (frame, tail) = rest.split_at(len);
+            self.encode_event(frame, dst);
+            rest = tail;
+        }
+    }
+
+    /// Writes `bytes` (one or more whole frames) as a single event.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::internals::sse::{EVENT_OVERHEAD, SseFrameEncoder};
+    /// let mut body = bytes::BytesMut::new();
+    /// SseFrameEncoder::new().encode_event(&[0u8; 20], &mut body);
+    /// assert_eq!(body.len(), EVENT_OVERHEAD + 28); // base64 of 20 bytes is 28 characters
+    /// ```
+    pub fn encode_event(&self, bytes: &[u8], dst: &mut BytesMut) {
+        let text_len = bytes.len().div_ceil(3) * 4;
+        dst.reserve(EVENT_OVERHEAD + text_len);
+        dst.put_slice(b"event: ");
+        dst.put_slice(FRAME_EVENT.as_bytes());
+        dst.put_slice(b"\ndata: ");
+        put_base64(bytes, dst);
+        dst.put_slice(b"\n\n");
+    }
+
+    /// Convenience: [`encode`](Self::encode) into a fresh buffer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let body = mcp_framing::internals::sse::SseFrameEncoder::new().to_events(&[]);
+    /// assert!(body.is_empty());
+    /// ```
+    #[must_use]
+    pub fn to_events(&self, frames: &[u8]) -> Bytes {
+        let mut dst = BytesMut::new();
+        self.encode(frames, &mut dst);
+        dst.freeze()
+    }
+}

@@ -1,0 +1,478 @@
+//! The compatible mapping's encoder (SPEC.md §18): each message as a standard `message` event,
+//! the frames around it in records.
+
+use bytes::{BufMut, BytesMut};
+
+use crate::encoder::StreamEncoder;
+use crate::error::EncodeError;
+use crate::event::MessageSummary;
+use crate::frame::AbortCode;
+use crate::sse::put_base64;
+
+use super::record::{RECORD_OVERHEAD, RECORD_PREFIX};
+
+/// Why a [`CompatEncoder`] refused to write (it wrote nothing then).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::internals::sse_compat::{CompatEncodeError, CompatEncoder};
+/// use mcp_framing::{StreamEncoder, StreamHead};
+/// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+/// let err = enc.message(b"{\r\n}", &mut bytes::BytesMut::new()).unwrap_err();
+/// assert!(matches!(err, CompatEncodeError::CarriageReturn { at: 1 }));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompatEncodeError {
+    /// The frame layer refused (the stream ended, a message over the limit, ...).
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
+    /// The message is not UTF-8: SSE would replace the invalid bytes, so the event could not
+    /// carry it unchanged.
+    #[error("message is not UTF-8 (valid up to byte {valid_up_to}): an SSE event cannot carry it")]
+    NotUtf8 {
+        /// Length of the valid UTF-8 prefix.
+        valid_up_to: usize,
+    },
+    /// The message contains a CR: SSE reads it as a line break, so the event could not carry it
+    /// unchanged.
+    #[error("message contains a carriage return at byte {at}: an SSE event cannot carry it")]
+    CarriageReturn {
+        /// Offset of the first CR.
+        at: usize,
+    },
+    /// The message is empty: SSE does not dispatch an event without data.
+    #[error("an empty message cannot be carried by an SSE event")]
+    EmptyMessage,
+}
+
+/// Writes a response in the compatible SSE mapping (the server side, SPEC.md §18.4).
+///
+/// Each message becomes one record (its DATA headers and MESSAGE_END, with HEAD before the first
+/// message and STREAM_END after the last one when known) followed by one `message` event
+/// carrying the message unchanged. The frame layer under it is a [`StreamEncoder`]: its frame
+/// size and message limit apply.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcp_framing::internals::sse_compat::CompatEncoder;
+/// use mcp_framing::{AbortCode, StreamEncoder, StreamHead};
+///
+/// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+/// let mut body = BytesMut::new();
+/// enc.message(br#"{"jsonrpc":"2.0","method":"notifications/message"}"#, &mut body)?;
+/// enc.abort(AbortCode::UpstreamFailed, "tool backend went away", &mut body)?;
+/// assert!(enc.is_finished());
+/// let lines: Vec<&[u8]> = body[..].split(|&b| b == b'\n').collect();
+/// assert!(lines[0].starts_with(b":mcp-framing ")); // HEAD, DATA header, MESSAGE_END
+/// assert!(lines[1].starts_with(b"data: {"));       // the message event
+/// assert!(lines[3].starts_with(b":mcp-framing ")); // ABORT
+/// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
+/// ```
+#[derive(Debug)]
+pub struct CompatEncoder {
+    encoder: StreamEncoder,
+    frames: BytesMut,
+    /// The bytes of a message given in pieces ([`push`](Self::push)), written at its end.
+    message: BytesMut,
+}
+
+
+impl CompatEncoder {
+    /// An encoder writing the frames of `encoder` (its head, frame size and message limit).
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    #[must_use]
+    pub fn new(encoder: StreamEncoder) -> Self {
+        Self {
+            encoder,
+            frames: BytesMut::new(),
+            message: BytesMut::new(),
+        }
+    }
+
+    /// The frame encoder underneath (head, messages written, whether finished).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let head = StreamHead::for_request(None);
+    /// assert_eq!(CompatEncoder::new(StreamEncoder::new(head)).encoder().head(), head);
+    /// ```
+    #[must_use]
+    pub fn encoder(&self) -> &StreamEncoder {
+        &self.encoder
+    }
+
+    /// Whether the stream was ended or aborted.
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.encoder.is_finished()
+    }
+
+    /// Whether a message given in pieces is open ([`push`](Self::push) without
+    /// [`finish_message`](Self::finish_message)).
+    ///
+    /// # Examples
+    ///
+    /// See [`push`](Self::push).
+    #[must_use]
+    pub fn in_message(&self) -> bool {
+        !self.message.is_empty()
+    }
+
+    /// Appends `chunk` to the current message, which is written (record and event) by
+    /// [`finish_message`](Self::finish_message): an SSE event is dispatched whole, so a message
+    /// cannot be sent before its last byte is known. The message is buffered here, within the
+    /// frame encoder's message limit.
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] with [`EncodeError::MessageTooLarge`] past the limit (abort
+    /// the stream then), or [`EncodeError::StreamFinished`]. Nothing is buffered on error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// for token in ["{\"jsonrpc\":\"2.0\",", "\"id\":1,\"result\":{}}"] {
+    ///     enc.push(token.as_bytes())?; // as a producer streams them
+    /// }
+    /// assert!(enc.in_message() && body.is_empty());
+    /// enc.finish_message(&mut body)?;
+    /// assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
+        self.check_push(chunk.len())?;
+        self.message.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The checks of [`push`](Self::push) for `len` more bytes: the stream not finished, the
+    /// message within the limit.
+    pub(crate) fn check_push(&self, len: usize) -> Result<(), CompatEncodeError> {
+        if self.encoder.is_finished() {
+            return Err(EncodeError::StreamFinished.into());
+        }
+        let len = (self.message.len() + len) as u64;
+        let max = self.encoder.max_message_size();
+        if len > max {
+            return Err(EncodeError::MessageTooLarge { len, max }.into());
+        }
+        Ok(())
+    }
+
+    /// Writes the message given in pieces by [`push`](Self::push), as
+    /// [`message`](Self::message) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`message`](Self::message); [`CompatEncodeError::EmptyMessage`] if nothing was pushed.
+    /// The pushed bytes are dropped on error.
+    ///
+    /// # Examples
+    ///
+    /// See [`push`](Self::push).
+    pub fn finish_message(
+        &mut self,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.finish_pushed(false, dst)
+    }
+
+    /// [`finish_message`](Self::finish_message) for the last message of the stream: its record
+    /// also carries the STREAM_END sentinel, as with [`final_message`](Self::final_message).
+    ///
+    /// # Errors
+    ///
+    /// As [`finish_message`](Self::finish_message).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)?;
+    /// enc.finish_final_message(&mut body)?;
+    /// assert!(enc.is_finished());
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn finish_final_message(
+        &mut self,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.finish_pushed(true, dst)
+    }
+
+    fn finish_pushed(
+        &mut self,
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        let message = self.message.split();
+        self.record_and_event(&message, end, dst)
+    }
+
+    /// Writes a record carrying a KEEPALIVE frame (and HEAD, if nothing was written): a comment
+    /// line to a stock client, traffic that keeps intermediaries from timing out, and a frame to
+    /// a framing client, whose idle timeout it restarts (SPEC.md §18.4). Allowed while a message
+    /// is given in pieces: nothing of it has been written yet, so the frame is between messages.
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] as [`StreamEncoder::keep_alive`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.keep_alive(&mut body)?; // HEAD (52 bytes) and KEEPALIVE (20)
+    /// assert!(body.starts_with(b":mcp-framing n00BA"));
+    /// assert_eq!(body.len(), 13 + 96 + 1);
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
+        self.record(dst, StreamEncoder::keep_alive)
+    }
+
+    /// Writes `message` as a record and the `message` event that carries it.
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::NotUtf8`], [`CompatEncodeError::CarriageReturn`],
+    /// [`CompatEncodeError::EmptyMessage`] for a message an SSE event cannot carry unchanged
+    /// (abort the stream then); [`CompatEncodeError::Encode`] as
+    /// [`StreamEncoder::message`]. Nothing is written on error.
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    pub fn message(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.record_and_event(message, false, dst)
+    }
+
+    /// Writes the last message of the stream: its record also carries the STREAM_END sentinel,
+    /// so the stream is complete once the event has arrived.
+    ///
+    /// # Errors
+    ///
+    /// As [`message`](Self::message).
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    pub fn final_message(
+        &mut self,
+        message: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.record_and_event(message, true, dst)
+    }
+
+    /// A message's record (with STREAM_END if `end`), then its event.
+    fn record_and_event(
+        &mut self,
+        message: &[u8],
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        let summary = self.message_record(message, end, dst)?;
+        write_message_event(message, dst);
+        Ok(summary)
+    }
+
+    /// Writes only the record of a message whose event the caller writes itself, right after
+    /// it: e.g. a layer that passes an upstream server's `message` event through unchanged.
+    /// `data` is the event's data as an SSE parser dispatches it (lines joined with LF); with
+    /// `end`, the record also carries the STREAM_END sentinel.
+    ///
+    /// # Errors
+    ///
+    /// As [`message`](Self::message).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let upstream_event = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 0\n\n";
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.message_record(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, true, &mut body)?;
+    /// body.extend_from_slice(upstream_event); // passed through byte for byte
+    /// assert!(enc.is_finished());
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn message_record(
+        &mut self,
+        data: &[u8],
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.checked_record(data, check_event_data, end, dst)
+    }
+
+    /// [`message_record`](Self::message_record) for data that is text already (what an SSE
+    /// parser dispatched): the UTF-8 validation, a pass over the whole message, is not repeated;
+    /// the other checks of SPEC.md §18.3 are made.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn text_message_record(
+        &mut self,
+        data: &str,
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        self.checked_record(data.as_bytes(), |_| check_event_text(data), end, dst)
+    }
+
+    /// Writes the record of `data` once `check` accepted it.
+    fn checked_record(
+        &mut self,
+        data: &[u8],
+        check: impl FnOnce(&[u8]) -> Result<(), CompatEncodeError>,
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        if self.in_message() {
+            return Err(EncodeError::MessageOpen.into());
+        }
+        check(data)?;
+        self.frames.clear();
+        let summary = self.encoder.message_detached(data, &mut self.frames)?;
+        if end {
+            // Cannot fail: the message was just finished and the sequence space checked for
+            // it; a failure here would leave the stream open, which the receiver reports.
+            self.encoder.end(&mut self.frames)?;
+        }
+        write_record(&self.frames, dst);
+        Ok(summary)
+    }
+
+    /// Ends the stream with a record carrying STREAM_END (and HEAD, if nothing was written).
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] as [`StreamEncoder::end`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::internals::sse_compat::CompatEncoder;
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.end(&mut body)?; // a stream without messages: one record, HEAD and STREAM_END
+    /// assert_eq!(body.len(), 13 + 108 + 1);
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
+    /// ```
+    pub fn end(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
+        if self.in_message() {
+            return Err(EncodeError::MessageOpen.into());
+        }
+        self.record(dst, StreamEncoder::end)
+    }
+
+    /// Aborts the stream with a record carrying ABORT (and HEAD, if nothing was written).
+    ///
+    /// # Errors
+    ///
+    /// [`CompatEncodeError::Encode`] as [`StreamEncoder::abort`].
+    ///
+    /// # Examples
+    ///
+    /// See [`CompatEncoder`].
+    pub fn abort(
+        &mut self,
+        code: AbortCode,
+        reason: &str,
+        dst: &mut BytesMut,
+    ) -> Result<(), CompatEncodeError> {
+        self.record(dst, |encoder, frames| encoder.abort(code, reason, frames))?;
+        self.message.clear();
+        Ok(())
+    }
+
+    /// Writes a record of the frames `write` has the frame encoder write; nothing on error.
+    fn record(
+        &mut self,
+        dst: &mut BytesMut,
+        write: impl FnOnce(&mut StreamEncoder, &mut BytesMut) -> Result<(), EncodeError>,
+    ) -> Result<(), CompatEncodeError> {
+        self.frames.clear();
+        write(&mut self.encoder, &mut self.frames)?;
+        write_record(&self.frames, dst);
+        Ok(())
+    }
+}
+
+/// Checks that an SSE event carries `data` unchanged (SPEC.md §18.3): UTF-8, no CR, not empty.
+fn check_event_data(data: &[u8]) -> Result<(), CompatEncodeError> {
+    match std::str::from_utf8(data) {
+        Ok(text) => check_event_text(text),
+        Err(err) => Err(CompatEncodeError::NotUtf8 {
+            valid_up_to: err.valid_up_to(),
+        }),
+    }
+}
+
+/// [`check_event_data`] for text: not empty, no CR.
+fn check_event_text(text: &str) -> Result<(), CompatEncodeError> {
+    if text.is_empty() {
+        return Err(CompatEncodeError::EmptyMessage);
+    }
+    match memchr::memchr(b'\r', text.as_bytes()) {
+        Some(at) => Err(CompatEncodeError::CarriageReturn { at }),
+        None => Ok(()),
+    }
+}
+
+/// Writes a record line carrying `frames` (SPEC.md §18.2).
+fn write_record(frames: &[u8], dst: &mut BytesMut) {
+    let start = dst.len();
+    let text_len = frames.len().div_ceil(3) * 4;
+    dst.reserve(RECORD_OVERHEAD + text_len);
+    dst.put_slice(RECORD_PREFIX.as_bytes());
+    put_base64(frames, dst);
+    debug_assert_eq!(dst.len(), start + RECORD_PREFIX.len() + text_len);
+    dst.put_u8(b'\n');
+}
+
+/// Writes a `message` event carrying `message` (checked by [`check_event_data`]): one `data: `
+/// line per LF-separated piece, then the blank line (SPEC.md §18.3).
+fn write_message_event(message: &[u8], dst: &mut BytesMut) {
+    // Room for a one-line message (a compact JSON text); a line more grows it as it comes, so
+    // that the message is looked at once.
+    dst.reserve(message.len() + 8);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', message).chain([message.len()]) {
+        dst.put_slice(b"data: ");
+        dst.put_slice(&message[start..end]);
+        dst.put_u8(b'\n');
+        start = end + 1;
+    }
+    dst.put_u8(b'\n');
+}
