@@ -48,10 +48,10 @@ pub use client_body::{Delivery, ReceiveError, VerifiedResponse};
 pub use dedupe::{DedupeBody, DedupeBodyError, DedupeLayer, DedupeService};
 pub(crate) use headers::{LIMITS_HEADER, MAPPING_HEADER, VERSION_TOKEN};
 pub use headers::{OPT_IN_HEADER, REQUEST_KEY_HEADER};
-#[cfg(feature = "client")]
-pub(crate) use meta::make_stateless;
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use meta::declare_framing_capability;
+#[cfg(feature = "client")]
+pub(crate) use meta::make_stateless;
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use opt_in::opt_in_headers_with;
 pub use opt_in::{OptIn, OptInError, opt_in_headers, response_headers};
