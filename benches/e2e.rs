@@ -43,7 +43,7 @@
 //! Criterion is not used: it measures one closure at a time (no interleaving) and reports one
 //! quantity, where this bench needs the server's CPU time beside each latency.
 //!
-//! Run: `cargo bench --features rmcp,demo --bench e2e` (or `bash scripts/bench-report --e2e`,
+//! Run: `cargo bench --features rmcp,demo,internals --bench e2e` (or `bash scripts/bench-report --e2e`,
 //! which also writes `docs/perf/e2e.md` and the plot). Options after `--`:
 //! `--rounds N` (default 20), `--batch N` calls per round and configuration (default 5),
 //! `--sizes 1KiB,64KiB`, `--only SUBSTRING` (configuration names such as `rmcp/binary/64KiB/nagle`),
