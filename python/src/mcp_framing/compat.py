@@ -105,12 +105,7 @@ class CompatDecoder(EventStreamDecoder):
                 self._waiting = length
                 return
 
-    def _wants_text(self) -> bool:
-        # A decoder that expects a request key reads the message for §7.1: it gets the text
-        # its event's UTF-8 check produced, so the message is decoded once.
-        return self.frames.examines_messages
-
-    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool, text: str | None) -> None:
+    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
         if name not in (None, b"", b"message"):  # §18.3: no, an empty or a `message` event field
             self._fail("UnexpectedEvent", event=name.decode("utf-8", "replace"))
             return
@@ -140,7 +135,7 @@ class CompatDecoder(EventStreamDecoder):
         at = self._waiting
         self._waiting = -1
         self._open = True
-        frames.carry(data, text)  # the event's bytes are exactly the payloads of one message
+        frames.carry(data)  # the event's bytes are exactly the payloads of one message
         frames.feed_part(data, 0, at)
         for header, length in run:
             frames.feed(header)

@@ -41,7 +41,7 @@ from .frames import (
     VERSION,
     kind_name,
 )
-from .jsonrpc import TopLevel, top_level
+from .jsonrpc import TopLevel, response_head, top_level
 from .limits import MAX_ABORT_TEXT, Limits
 from .verdict import Abort, Received, StreamVerdict
 
@@ -54,8 +54,9 @@ _NO_MESSAGES: list[bytes] = []
 _FIXED = {HEAD: 32, MESSAGE_END: 40, STREAM_END: 8, KEEPALIVE: 0}
 # Bytes of input a message may keep referenced beyond its own (see `_keep`).
 _PIN_SLACK = 65_536
-# §7.1: the final response, looked for by a decoder that expects a request key.
-_UNCHECKED, _AWAITED, _HELD, _SPENT = 0, 1, 2, 3
+# §7.1: the final response, looked for by a decoder that expects a request key. _CANDIDATE: a
+# message whose head shows a response, not read whole yet (see `StreamDecoder`).
+_UNCHECKED, _AWAITED, _CANDIDATE, _HELD, _SPENT = 0, 1, 2, 3, 4
 
 
 def json_rpc_response(message: bytes) -> Any:
@@ -76,23 +77,17 @@ def examine(message: bytes) -> tuple[bool, TopLevel | None]:
     JSON-RPC response (else None). The decoding is the UTF-8 validation (not done twice).
 
     >>> examine(b'{"id":1,"result":{}}'), examine(b"caf\\xc3")
-    ((True, TopLevel(members={'id': 1, 'result': {}}, id_spans=[(6, 7)])), (False, None))
+    ((True, TopLevel(members={'id': 1, 'result': {}}, id_spans=[(6, 7)], complete=True)), (False, None))
     """
     try:
         text = message.decode("utf-8")
     except UnicodeDecodeError:
         return False, None
-    return True, response_of_text(text, len(message))
-
-
-def response_of_text(text: str, size: int | None = None) -> TopLevel | None:
-    """§7.1 on a message already decoded from UTF-8 (`size` bytes): its top level (members parsed
-    once, `id` spans for the edit of §17.13) if it is a JSON-RPC response, else None."""
     try:
-        found = top_level(text, size)
+        found = top_level(text, len(message))
     except (ValueError, RecursionError):
-        return None
-    return found if found.is_response else None
+        return True, None
+    return True, found if found.is_response else None
 
 
 class StreamDecoder:
@@ -102,6 +97,16 @@ class StreamDecoder:
     in them; it never raises on peer input: the first error is recorded (`error`) and sticks.
     `finish` is the end of input: it returns the verdict (§7), the only place a stream becomes
     clean.
+
+    A decoder that expects a request key looks for the final response (§7.1) lazily, with the
+    verdicts of the whole reading: at each MESSAGE_END until it is found, a long message whose
+    first 4 KiB show a top-level `id` and `result` or `error` is the candidate, its head read
+    (`jsonrpc.response_head`) and the rest not; any other message is read whole at once. The
+    candidate is read whole only where that decides something: when an accepted DATA,
+    MESSAGE_END or ABORT header follows it (it was the final response, and the stream goes on
+    after it; or it was not one, and the next message is looked at), when the input ends without
+    a terminal frame (§7 row 4), or when `final_response` or `final_id_spans` is asked for.
+    `response_index` and `response_head` tell what is known without reading further.
 
     >>> dec = StreamDecoder(request_key=bytes.fromhex("00112233445566778899aabbccddeeff"))
     >>> dec.feed(b"{}")  # unframed JSON: rejected at the second byte (§2)
@@ -114,12 +119,9 @@ class StreamDecoder:
 
     __slots__ = (
         "_answer",
-        "_carried",
         "_crc",
         "_error",
-        "_examined",
-        "_final",
-        "_final_id",
+        "_found",
         "_frames",
         "_hbuf",
         "_head",
@@ -137,7 +139,6 @@ class StreamDecoder:
         "_messages",
         "_msg_len",
         "_need",
-        "_not_utf8",
         "_offset",
         "_pbuf",
         "_pcrc",
@@ -191,11 +192,9 @@ class StreamDecoder:
         self._verdict: StreamVerdict | None = None
         # §7.1: a decoder that expects a key looks for the final response among the messages
         self._answer = _UNCHECKED if request_key is None else _AWAITED
-        self._final: tuple[int, Any] | None = None  # (index in `messages`, parsed value)
-        self._final_id: list[tuple[int, int]] = []  # where its top-level `id` values lie
-        self._examined = 0  # leading messages the §7.1 check decoded
-        self._not_utf8: int | None = None  # the first of them that is not UTF-8
-        self._carried: tuple[bytes, str | None] | None = None  # `carry`'s object and its text
+        # (index in `messages`, top level): the candidate's head (_CANDIDATE) or the final
+        # response read whole (_HELD, _SPENT)
+        self._found: tuple[int, TopLevel] | None = None
 
     # -- state -------------------------------------------------------------------------------
 
@@ -228,31 +227,46 @@ class StreamDecoder:
     @property
     def final_response(self) -> tuple[int, Any] | None:
         """§7.1: the stream's final response, once verified: its index in `messages` and its
-        parsed JSON value (only a decoder that expects a request key looks for it)."""
-        return self._final
+        parsed JSON value (only a decoder that expects a request key looks for it). Reads the
+        candidate whole if it was not yet."""
+        self._read_candidate()
+        found = self._found
+        return None if found is None else (found[0], found[1].members)
 
     @property
     def final_id_spans(self) -> list[tuple[int, int]]:
-        """Where the final response's top-level `id` values lie in its bytes, as the §7.1 check
-        read them (`jsonrpc.put_id` edits the id there, §17.13)."""
-        return self._final_id
+        """Where the final response's top-level `id` values lie in its bytes, as the §7.1 reading
+        found them (`jsonrpc.put_id` edits the id there, §17.13); reads the candidate whole."""
+        self._read_candidate()
+        return [] if self._found is None else self._found[1].id_spans
 
     @property
-    def examines_messages(self) -> bool:
-        """Whether the next verified message will be read by the §7.1 check (a decoder that
-        expects a request key, until the final response)."""
-        return self._answer == _AWAITED
+    def response_index(self) -> int | None:
+        """The index in `messages` of the final response or of the candidate for it (§7.1),
+        without reading further. Every message before it is no response; a message after it
+        comes once the candidate was read whole: after the final response, or the candidate
+        was none and this is looked at in turn."""
+        return None if self._found is None else self._found[0]
 
     @property
-    def text_checked(self) -> int:
-        """How many of the first `messages` the §7.1 check decoded from UTF-8 (each one once:
-        whether it is UTF-8 is then known, `first_not_utf8`)."""
-        return self._examined
+    def response_head(self) -> TopLevel | None:
+        """What is known of the message at `response_index` without reading further: its head
+        (`complete` False, `jsonrpc.response_head`) or its top level read whole."""
+        return None if self._found is None else self._found[1]
 
-    @property
-    def first_not_utf8(self) -> int | None:
-        """The index of the first message the §7.1 check found not to be UTF-8, if any."""
-        return self._not_utf8
+    def _read_candidate(self) -> None:
+        """Reads the candidate whole (§7.1): the final response, or no response (the next
+        message is looked at)."""
+        if self._answer != _CANDIDATE:
+            return
+        index = self._found[0]  # type: ignore[index]
+        found = examine(self._messages[index])[1]
+        if found is None:
+            self._answer = _AWAITED
+            self._found = None
+        else:
+            self._answer = _HELD
+            self._found = (index, found)
 
     @property
     def head(self) -> tuple[bytes, bytes] | None:
@@ -317,16 +331,14 @@ class StreamDecoder:
         except DecodeError as err:
             self._error = err
 
-    def carry(self, data: bytes, text: str | None = None) -> None:
+    def carry(self, data: bytes) -> None:
         """Lets the next message keep references to `data` rather than copies of its pieces:
         the caller vouches that every byte of it is payload of that one message, handed over
         next with `feed_part` (an event of the compatible mapping carries exactly the payloads
         of one message, §18.5). The message is then `data` itself, neither copied nor joined,
-        and memory stays bounded by the message (§6). `text`: `data` decoded from UTF-8, if the
-        caller did (the §7.1 check then reads it instead of decoding the message again)."""
+        and memory stays bounded by the message (§6)."""
         self._pin_obj = data
         self._pinned += len(data)
-        self._carried = (data, text)
 
     def fail(self, error: DecodeError) -> None:
         """Records an error of the layer above (a transport mapping, §15, §18.5) unless the frames
@@ -471,8 +483,11 @@ class StreamDecoder:
         if kind == MESSAGE_END and self._message_ends >= limits.max_messages:
             raise DecodeError("TooManyMessages", offset=off, max=limits.max_messages)
         # §7.1: after the final response, a DATA, MESSAGE_END or ABORT header ends its delivery
-        if self._answer == _HELD and kind in (DATA, MESSAGE_END, ABORT):
-            self._answer = _SPENT
+        # (so a candidate is read whole here: was it the final response?)
+        if self._answer >= _CANDIDATE and kind in (DATA, MESSAGE_END, ABORT):
+            self._read_candidate()
+            if self._answer == _HELD:
+                self._answer = _SPENT
         self._last_seq = seq
         self._offset = off + HEADER_LEN
         self._kind = kind
@@ -515,22 +530,19 @@ class StreamDecoder:
             digest = self._sha.digest() if self._sha is not None else _EMPTY_SHA256
             if digest != payload[8:40]:
                 raise DecodeError("DigestMismatch", length=declared)
-            carried = self._carried
             message = self._take_message()
             self._messages.append(message)
             if self._answer == _AWAITED:
                 index = len(self._messages) - 1
-                if carried is not None and carried[0] is message and carried[1] is not None:
-                    utf8, value = True, response_of_text(carried[1], len(message))
+                head = response_head(message)
+                if head is not None:  # read whole where that decides (see the class docs)
+                    self._answer = _CANDIDATE
+                    self._found = (index, head)
                 else:
-                    utf8, value = examine(message)
-                self._examined = index + 1
-                if not utf8 and self._not_utf8 is None:
-                    self._not_utf8 = index
-                if value is not None:  # the first JSON-RPC response is the final one
-                    self._answer = _HELD
-                    self._final = (index, value.members)
-                    self._final_id = value.id_spans
+                    value = examine(message)[1]
+                    if value is not None:  # the first JSON-RPC response is the final one
+                        self._answer = _HELD
+                        self._found = (index, value)
             self._message_ends += 1
             self._keepalives = self._ignorables = 0
         elif kind == HEAD:
@@ -570,7 +582,6 @@ class StreamDecoder:
             message = b"".join(pieces)
         self._pieces = []
         self._span = None
-        self._carried = None
         self._sha = None
         self._msg_len = self._kept = self._pinned = 0
         self._pin_obj = None
@@ -601,6 +612,7 @@ class StreamDecoder:
         if isinstance(terminal, Abort):
             err = DecodeError("PeerAbort", code=terminal.code, reason=terminal.reason)
             return StreamVerdict("aborted", messages, abort=terminal, error=err, received=received)
+        self._read_candidate()  # row 4 is decided by the whole reading
         if self._answer == _HELD:
             # §7 row 4: the final response verified, then only filler frames and part of at most
             # one more frame (a header, or a STREAM_END or ignorable payload): delivered

@@ -17,6 +17,7 @@ from typing import Any
 
 from .decoder import StreamDecoder
 from .errors import DecodeError
+from .jsonrpc import TopLevel
 from .limits import Limits
 from .verdict import Received, StreamVerdict
 
@@ -119,7 +120,6 @@ class EventStreamDecoder:
         self._data: list[bytes] | None = None  # the data lines' values; None: no data line
         self._data_size = 0  # their length as dispatched, LFs between them included
         self._data_valid = True  # every value is valid UTF-8 (so the data is dispatched as it is)
-        self._texts: list[str] | None = None  # the values decoded, while every one was (`_wants_text`)
         self.events = 0
 
     # -- the frame decoder's state ----------------------------------------------------------
@@ -145,14 +145,14 @@ class EventStreamDecoder:
         return self.frames.final_id_spans
 
     @property
-    def text_checked(self) -> int:
-        """Messages the frame decoder's §7.1 check decoded from UTF-8 (`StreamDecoder.text_checked`)."""
-        return self.frames.text_checked
+    def response_index(self) -> int | None:
+        """The final response's or its candidate's index (`StreamDecoder.response_index`)."""
+        return self.frames.response_index
 
     @property
-    def first_not_utf8(self) -> int | None:
-        """The first of them that is not UTF-8 (`StreamDecoder.first_not_utf8`)."""
-        return self.frames.first_not_utf8
+    def response_head(self) -> TopLevel | None:
+        """What is known of it without reading further (`StreamDecoder.response_head`)."""
+        return self.frames.response_head
 
     @property
     def frames_decoded(self) -> int:
@@ -161,7 +161,8 @@ class EventStreamDecoder:
 
     @property
     def final_response(self) -> tuple[int, Any] | None:
-        """The stream's final response once verified (§7.1): its index and parsed value."""
+        """The stream's final response once verified (§7.1): its index and parsed value (reads
+        the candidate whole, `StreamDecoder.final_response`)."""
         return self.frames.final_response
 
     def received(self) -> Received:
@@ -275,29 +276,14 @@ class EventStreamDecoder:
             self._name = _join(parts, skip + value_at) if has_value else b""
         elif field == b"data":
             value = _join(parts, skip + value_at) if has_value else b""
-            text = None
-            if (self._data is None or self._texts is not None) and self._wants_text():
-                # the decoding is the UTF-8 check, and its text is kept for the frames (§7.1)
-                try:
-                    text = value.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = None
-            if text is not None:
-                size = len(value)
-            else:
-                size, valid = dispatched_length(value)
-                if not valid:
-                    self._data_valid = False
+            size, valid = dispatched_length(value)
+            if not valid:
+                self._data_valid = False
             if self._data is None:
                 self._data = [value]
-                self._texts = None if text is None else [text]
                 self._data_size = size
             else:
                 self._data.append(value)
-                if text is None:
-                    self._texts = None
-                elif self._texts is not None:
-                    self._texts.append(text)
                 self._data_size += 1 + size
             # §15: the data as SSE joins it (LF between lines), counted as UTF-8 text
             if self._data_size > self.max_event_data:
@@ -305,11 +291,10 @@ class EventStreamDecoder:
         # id, retry and unknown fields are ignored (§15: never used to resume a framed stream)
 
     def _dispatch(self) -> None:
-        name, values, texts = self._name, self._data, self._texts
+        name, values = self._name, self._data
         valid = self._data_valid
         self._name = None
         self._data = None
-        self._texts = None
         self._data_size = 0
         self._data_valid = True
         if not values:
@@ -320,8 +305,7 @@ class EventStreamDecoder:
             # a data line, one empty `data:` line): skipped, whatever the name
             return
         self.events += 1
-        text = None if texts is None else texts[0] if len(texts) == 1 else "\n".join(texts)
-        self._event(name, data, valid, text)
+        self._event(name, data, valid)
 
     @staticmethod
     def _event_bound(limits: Limits) -> int:
@@ -331,14 +315,9 @@ class EventStreamDecoder:
     def _comment(self, text: bytes) -> None:
         """A comment line (the text after the colon)."""
 
-    def _wants_text(self) -> bool:
-        """Whether the data lines are to be decoded to text as they are checked (`_event`'s
-        `text`): only where something reads that text next."""
-        return False
-
-    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool, text: str | None) -> None:
-        """A dispatched event carrying data: its raw bytes, `valid_utf8` whether they are UTF-8,
-        and `text` the data decoded if `_wants_text` asked for it (else None)."""
+    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
+        """A dispatched event carrying data: its raw bytes, and `valid_utf8` whether they are
+        UTF-8."""
         raise NotImplementedError
 
     def finish(self) -> StreamVerdict:
@@ -361,7 +340,7 @@ class SseDecoder(EventStreamDecoder):
         """§15: the base64 of one whole frame, at least 256 KiB."""
         return limits.sse_event_bound()
 
-    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool, text: str | None) -> None:
+    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
         if name != b"mcp-frame":
             label = "message" if name is None else name.decode("utf-8", "replace")
             self._fail("UnexpectedEvent", event=label)

@@ -109,7 +109,7 @@ class _Collected(EventStreamDecoder):
         super().__init__(limits)
         self.collected: list[bytes] = []
 
-    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool, text: str | None) -> None:
+    def _event(self, name: bytes | None, data: bytes, valid_utf8: bool) -> None:
         if name in (None, b"", b"message"):  # a message event (SPEC.md §15, §18.3)
             self.collected.append(data)
 
@@ -327,18 +327,29 @@ class _Verifier:
     it to measure the path a response really takes to the SDK.
 
     The verified messages that are not the final response become SSE events at once; the final
-    response (§7.1) is held (`final`) until the end of input decides; a message the SDK cannot be
-    handed unchanged (`_unfit`), or one after the final response (§1), stops the body.
+    response (§7.1), or the candidate for it, is held (`final`) until the end of input decides
+    (a candidate that was no response is then handed on in turn, in order); a message the SDK
+    cannot be handed unchanged (`_unfit`), or one after the final response (§1), stops the body.
+
+    What is read of the final response (SPEC.md §7.1, the decoder's lazy reading): a stream that
+    ends with its sentinel has its final response's head read (`jsonrpc.response_head`: the top
+    level up to `result`), all that the transport uses of it (`error.data` of a refusal,
+    `error.code`, §17.9) unless `finish(whole=True)`: a handshake's contract (§11.2) and a
+    retry's id (§17.13) need every byte read. The rest of a head is handed to the SDK unread:
+    were it not JSON, the SDK's parser fails the request (a parse error for its id), as it did
+    when such a message was handed on as no response; nothing else depends on it.
     """
 
-    __slots__ = ("decoder", "failure", "final", "final_id_spans", "final_value")
+    __slots__ = ("decoder", "failure", "final", "final_id_spans", "final_value", "held", "late")
 
     def __init__(self, decoder: Any) -> None:
         self.decoder = decoder
         self.final: bytes | None = None
+        self.held: int | None = None  # the index of `final`
         self.final_value: Any = None
         self.final_id_spans: list[tuple[int, int]] = []
         self.failure: Outcome | None = None
+        self.late: list[bytes] = []  # events `finish` found (a candidate that was no response)
 
     @property
     def stopped(self) -> bool:
@@ -349,16 +360,18 @@ class _Verifier:
         """The SSE events (verified messages) for the SDK that `chunk` completes."""
         decoder = self.decoder
         first = len(decoder.messages)
+        messages = decoder.feed(chunk)
         events: list[bytes] = []
-        for index, message in enumerate(decoder.feed(chunk), first):
-            problem = _unfit(decoder, index, message)
+        self._release(events)
+        for index, message in enumerate(messages, first):
+            problem = _unfit(decoder, message)
             if problem is not None:
                 self.failure = problem
                 break
-            final_response = decoder.final_response
-            if final_response is not None and final_response[0] == index:
-                self.final = message  # §7.1: held until the end of input decides
-            elif final_response is not None and final_response[0] < index:
+            at = decoder.response_index
+            if at == index:
+                self.final, self.held = message, index  # §7.1: held until the end of input decides
+            elif at is not None and at < index:
                 # §1: nothing may follow the final response (this one is not delivered)
                 self.failure = Outcome.client_side(
                     "abandoned",
@@ -371,22 +384,35 @@ class _Verifier:
                 events.append(_sse_event(message))
         return events
 
-    def finish(self, ended: Outcome | None = None) -> Outcome:
+    def _release(self, events: list[bytes]) -> None:
+        """The held candidate, handed on if the decoder read it whole and found no response."""
+        if self.held is not None and self.decoder.response_index != self.held:
+            events.append(_sse_event(self.final))  # type: ignore[arg-type]
+            self.final = self.held = None
+
+    def finish(self, ended: Outcome | None = None, whole: bool = False) -> Outcome:
         """The attempt's outcome: `ended` if the body was abandoned (idle, failed), else the
-        failure `feed` found, else the decoder's verdict (§7); clean only with a final response."""
+        failure `feed` found, else the decoder's verdict (§7); clean only with a final response.
+        `whole`: the final response is read whole (see the class docs)."""
+        decoder = self.decoder
         failure = ended if ended is not None else self.failure
         if failure is None:
-            decoder = self.decoder
             failure = classify(decoder.finish())
-            if failure.is_clean and self.final is None:
-                # §1: a complete stream must end with its response: it answers nothing
-                detail = "the stream is complete but carries no final response"
-                failure = Outcome.client_side("abandoned", "NoFinalResponse", detail, failure.received)
-            elif failure.is_clean:
-                self.final_value = decoder.final_response[1]
-                self.final_id_spans = decoder.final_id_spans
+        if self.held is not None and (whole or not failure.is_clean):
+            # read whole where the outcome does not rest on it (a failure hands on a candidate
+            # that was no response, as it would have been handed on had it been read at once)
+            _ = decoder.final_response
+            self._release(self.late)
+        if failure.is_clean and self.final is None:
+            # §1: a complete stream must end with its response: it answers nothing
+            detail = "the stream is complete but carries no final response"
+            failure = Outcome.client_side("abandoned", "NoFinalResponse", detail, failure.received)
+        elif failure.is_clean:
+            top = decoder.response_head
+            self.final_value = top.members
+            self.final_id_spans = top.id_spans
         if not failure.is_clean:
-            self.final = None
+            self.final = self.held = None
         return failure
 
 
@@ -660,7 +686,10 @@ class _Call:
                     deadline = time.monotonic() + idle  # type: ignore[operator]
         finally:
             await attempt.response.aclose()
-        outcome = verifier.finish(ended)
+        outcome = verifier.finish(ended, whole=self.handshake or self.attempt > 1)
+        for event in verifier.late:
+            t.stats.verified_messages += 1
+            yield event
         if outcome.is_clean:
             assert verifier.final is not None
             final.append(verifier.final)
@@ -815,18 +844,13 @@ def _error_type(final: dict[str, Any]) -> str | None:
     return str(error.get("code")) if isinstance(error, dict) else None
 
 
-def _unfit(decoder: Any, index: int, message: bytes) -> Outcome | None:
+def _unfit(decoder: Any, message: bytes) -> Outcome | None:
     """A verified message the SDK cannot be handed unchanged: not UTF-8 (the SDK's parser would
     replace bytes). Never altered: the request fails (SPEC.md §11.7, as the Rust engine).
 
-    Each message is checked once: the §7.1 check decoded every message up to the final response
-    (`text_checked`), and a compatible-mapping message is its event's data as dispatched, which
-    the event's UTF-8 check produced (§18.3); only another one is validated here."""
-    if index < decoder.text_checked:
-        valid = decoder.first_not_utf8 != index
-    else:
-        valid = isinstance(decoder, CompatDecoder) or is_utf8(message)
-    if valid:
+    A compatible-mapping message is its event's data as dispatched, which the event's UTF-8
+    check produced (§18.3); another one is validated here (`is_utf8`)."""
+    if isinstance(decoder, CompatDecoder) or is_utf8(message):
         return None
     try:
         message.decode("utf-8")
