@@ -120,19 +120,19 @@ def test_a_response_whose_id_comes_after_a_long_result_is_delivered_when_its_sen
     assert verdict.is_clean and not verdict.sentinel_seen and verdict.messages == (ID_AFTER,)
 
 
-def verify(messages: list[bytes], end: str = "stream_end", whole: bool = False) -> tuple[list[bytes], Any, Any]:
+def verify(messages: list[bytes], end: str = "stream_end", whole: bool = False) -> tuple[list[Any], Any, Any]:
     """The events `_Verifier` hands the SDK, its outcome, and its final response, fed in 4 KiB reads."""
     body = Writer().binary(messages, end=end)
     verifier = _Verifier(body_decoder("binary", request_key=KEY))
-    events: list[bytes] = []
+    events: list[Any] = []
     for at in range(0, len(body), 4096):
         events += verifier.feed(body[at : at + 4096])
     outcome = verifier.finish(whole=whole)
     return events + verifier.late, outcome, verifier
 
 
-def event(message: bytes) -> bytes:
-    return b"data: " + message + b"\n\n"
+def event(message: bytes) -> tuple[bytes, ...]:
+    return (b"data: ", message, b"\n\n")  # the message's bytes as verified, not copied
 
 
 def test_the_transport_reads_a_long_final_response_no_further_than_its_head() -> None:

@@ -66,20 +66,25 @@ def _new_key() -> bytes:
             return key
 
 
-def _sse_event(message: bytes) -> bytes:
+#: One SSE event as the chunks of the body the SDK reads (`_Body` yields each).
+Event = tuple[bytes, ...]
+
+
+def _sse_event(message: bytes) -> Event:
     """One SSE `message` event carrying `message`: a line break in it (LF, CR or CRLF: in a JSON
     text only whitespace) becomes a new data line, which the SDK's parser joins with LF; a message
     without CR (every one the compatible mapping carries, §18.3) reaches it byte for byte. As the
-    TypeScript package writes it.
+    TypeScript package writes it. Three chunks, the message not copied: httpx2 hands the SDK's
+    SSE parser each chunk as it comes (decoded incrementally, lines joined by the parser).
 
     >>> _sse_event(b'{"a":\\r\\n1,\\n"b":2}')
-    b'data: {"a":\\ndata: 1,\\ndata: "b":2}\\n\\n'
+    (b'data: ', b'{"a":\\ndata: 1,\\ndata: "b":2}', b'\\n\\n')
     """
     if b"\r" in message:
         message = message.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if b"\n" in message:
         message = message.replace(b"\n", b"\ndata: ")
-    return b"".join((b"data: ", message, b"\n\n"))  # one copy
+    return (b"data: ", message, b"\n\n")
 
 
 @dataclass
@@ -290,7 +295,7 @@ class FramingTransport(httpx2.AsyncBaseTransport):
         )
 
 
-async def _standalone_events(response: httpx2.Response, limits: Limits) -> AsyncIterator[bytes]:
+async def _standalone_events(response: httpx2.Response, limits: Limits) -> AsyncIterator[Event]:
     events = _Collected(limits)
     try:
         async for chunk in response.aiter_bytes():
@@ -308,12 +313,15 @@ async def _standalone_events(response: httpx2.Response, limits: Limits) -> Async
 
 
 class _Body(httpx2.AsyncByteStream):
-    def __init__(self, events: AsyncIterator[bytes]) -> None:
+    """The body the SDK reads: each event's chunks in turn."""
+
+    def __init__(self, events: AsyncIterator[Event]) -> None:
         self._events = events
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._events:
-            yield chunk
+        async for event in self._events:
+            for chunk in event:
+                yield chunk
 
     async def aclose(self) -> None:
         close = getattr(self._events, "aclose", None)
@@ -349,19 +357,19 @@ class _Verifier:
         self.final_value: Any = None
         self.final_id_spans: list[tuple[int, int]] = []
         self.failure: Outcome | None = None
-        self.late: list[bytes] = []  # events `finish` found (a candidate that was no response)
+        self.late: list[Event] = []  # events `finish` found (a candidate that was no response)
 
     @property
     def stopped(self) -> bool:
         """Whether nothing more of the body can change the outcome (a failure, a decode error)."""
         return self.failure is not None or self.decoder.error is not None
 
-    def feed(self, chunk: bytes) -> list[bytes]:
+    def feed(self, chunk: bytes) -> list[Event]:
         """The SSE events (verified messages) for the SDK that `chunk` completes."""
         decoder = self.decoder
         first = len(decoder.messages)
         messages = decoder.feed(chunk)
-        events: list[bytes] = []
+        events: list[Event] = []
         self._release(events)
         for index, message in enumerate(messages, first):
             problem = _unfit(decoder, message)
@@ -384,7 +392,7 @@ class _Verifier:
                 events.append(_sse_event(message))
         return events
 
-    def _release(self, events: list[bytes]) -> None:
+    def _release(self, events: list[Event]) -> None:
         """The held candidate, handed on if the decoder read it whole and found no response."""
         if self.held is not None and self.decoder.response_index != self.held:
             events.append(_sse_event(self.final))  # type: ignore[arg-type]
@@ -591,7 +599,7 @@ class _Call:
                 headers.append(("mcp-session-id", session))
         return httpx2.Response(200, headers=headers, stream=_Body(self._events(what, value)), request=self.request)
 
-    async def _events(self, what: str, value: Any) -> AsyncIterator[bytes]:
+    async def _events(self, what: str, value: Any) -> AsyncIterator[Event]:
         t = self.t
         while True:
             if what == "refused":
@@ -645,7 +653,7 @@ class _Call:
             await anyio.sleep(delay)
             what, value = await self._send()
 
-    async def _read(self, attempt: _Attempt, final: list[bytes]) -> AsyncIterator[bytes]:
+    async def _read(self, attempt: _Attempt, final: list[bytes]) -> AsyncIterator[Event]:
         """Verifies one attempt's body as it streams (`_Verifier`): yields the verified messages
         that are not the final response (notifications, server requests) at once; keeps the
         final response in `final` until the end of input decides (§7); records the outcome."""
@@ -732,7 +740,7 @@ class _Call:
 
     def _deliver(
         self, final: bytes, message: dict[str, Any], id_spans: list[tuple[int, int]], telemetry: Attempt
-    ) -> bytes:
+    ) -> Event:
         """The verified final response, under the SDK's own id (or the failure that stands for it)."""
         if self.attempt > 1:
             # A retry's response answers the retry's id: the SDK's own goes back into the id
@@ -758,7 +766,7 @@ class _Call:
 
     # -- the errors the SDK gets ------------------------------------------------------------------
 
-    def _error_event(self, message: str, data: dict[str, Any]) -> bytes:
+    def _error_event(self, message: str, data: dict[str, Any]) -> Event:
         self.t.stats.errors += 1
         error = {
             "jsonrpc": "2.0",
@@ -767,7 +775,7 @@ class _Call:
         }
         return _sse_event(json.dumps(error, separators=(",", ":")).encode())
 
-    def _failure(self, outcome: Outcome, decision: RetryDecision) -> bytes:
+    def _failure(self, outcome: Outcome, decision: RetryDecision) -> Event:
         """The report of §11.7 for a request whose last attempt did not end clean."""
         received = outcome.received
         kind = outcome.kind
@@ -804,7 +812,7 @@ class _Call:
         message = f"response {outcome.message}" if classification == outcome.classification else outcome.detail
         return self._error_event(message, data)
 
-    def _refusal(self, err: ContractError) -> bytes:
+    def _refusal(self, err: ContractError) -> Event:
         """The report of §11.7 for a request refused before any attempt: no usable contract."""
         data = {
             "classification": "configuration_error",
