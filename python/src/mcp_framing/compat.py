@@ -138,7 +138,7 @@ class CompatDecoder(EventStreamDecoder):
         frames.carry(data)  # the event's bytes are exactly the payloads of one message
         frames.feed_part(data, 0, at)
         for header, length in run:
-            frames.feed(header)
+            frames.feed_part(header, 0, HEADER_LEN)  # no messages can end here: `feed` not needed
             frames.feed_part(data, at, at + length)
             at += length
         self._flush(self.records - 1)
