@@ -7,10 +7,11 @@ at most 1.5x, compatible at most 2x.
 
 The body is fed in reads of `--chunk` bytes (64 KiB, as an HTTP client hands it over) to the
 transport's own per-attempt path (`transport._Verifier`): a decoder that expects the request key
-(so §7.1 reads each message until the final response, as the transport's decoder does), the
-UTF-8 check of what the SDK is handed, and the SSE events it is handed (the final response's
-included). (Until this bench drove
-that path it decoded without a request key, which leaves out §7.1's reading of the response.)
+(so §7.1 looks for the final response as the transport's decoder does: lazily, the response's
+head read, the rest only where it decides, which a clean stream with its sentinel never needs),
+the UTF-8 check of what the SDK is handed, and the SSE events it is handed (the final
+response's included, as the chunks the SDK reads). (Until this bench drove that path it decoded
+without a request key, which leaves out §7.1's reading of the response.)
 The frame verification alone (no request key) is printed beside it. Two messages: JSON text that
 is pure ASCII, and JSON text with UTF-8 on every line (the compatible mapping validates it, as an
 SSE parser decodes the event as UTF-8, SPEC.md §18.3).

@@ -606,3 +606,22 @@ async def test_a_final_response_to_another_request_id_is_the_streams_final_respo
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
     events = await post_events(server, call)
     assert events[-1] == server.raw_call_response
+
+
+@pytest.mark.anyio
+async def test_a_long_response_looking_message_that_is_not_json_fails_the_call_at_once_as_the_sdks_parse_error() -> (
+    None
+):
+    # The transport reads a final response that ends with its sentinel no further than its head
+    # (SPEC.md §7.1 read lazily): the rest is the SDK's to parse, and its parser fails the
+    # request for its id at once, as it did when the transport read the message whole and handed
+    # it on as no response (then failing the call as NoFinalResponse, which the SDK never read).
+    server = Server(contract())
+    text = b"x" * 8000
+    server.raw_call_response = (
+        b'{"jsonrpc":"2.0","id":{id},"result":{"content":[{"type":"text","text":"' + text + b'"}]}'
+    )
+    with anyio.fail_after(10):
+        (failed,), _ = await session_run(server, ["unused"])
+    assert isinstance(failed, MCPError) and failed.error.code == -32700, failed  # the SDK's PARSE_ERROR
+    assert "Failed to parse SSE message" in failed.error.message
