@@ -762,15 +762,17 @@ impl StreamDecoder {
                     let bytes = payload.freeze();
                     let offset = self.progress.open_message_bytes;
                     self.progress.open_message_bytes += bytes.len() as u64;
-                    let message = message.get_or_insert_with(Message::new);
-                    match known {
-                        None => message.push(&bytes, self.config.assemble, &mut self.hasher),
-                        Some(known) => message.push_known(
-                            &bytes,
-                            self.config.assemble,
-                            known,
-                            &mut self.hasher,
-                        ),
+                    match message {
+                        Some(message) => message.push(&bytes, known, &mut self.hasher),
+                        None => {
+                            let first = Message::first(
+                                &bytes,
+                                self.config.assemble,
+                                known,
+                                &mut self.hasher,
+                            );
+                            *message = Some(first);
+                        }
                     }
                     Event::Chunk(UnverifiedChunk {
                         message_index: self.progress.messages,
