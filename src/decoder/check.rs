@@ -149,7 +149,7 @@ pub(super) fn check_partial_header(buf: &[u8], offset: u64) -> Result<(), Decode
 /// error value is only constructed (in its own cold copy of this function) when a check fails.
 #[cold]
 #[inline(never)]
-pub(super) fn cold(build: impl FnOnce() -> DecodeError) -> DecodeError {
+fn cold(build: impl FnOnce() -> DecodeError) -> DecodeError {
     build()
 }
 

@@ -16,7 +16,7 @@ mod check;
 mod prehashed;
 mod state;
 
-use check::{Expect, Runs, check_header, check_partial_header, cold};
+use check::{Expect, Runs, check_header, check_partial_header};
 #[cfg(feature = "sse")]
 pub(crate) use prehashed::Prehashed;
 use prehashed::Prehashes;
@@ -426,11 +426,7 @@ impl StreamDecoder {
     /// See [`StreamDecoder`].
     #[inline]
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
-        // Matched, not bound and re-checked: the event is moved once, into the caller's slot.
-        match self.decode_frames(buf) {
-            Err(err) => Err(self.failed_with(err)),
-            ok => ok,
-        }
+        self.decode_frames(buf, false)
     }
 
     /// Call when the input has ended: returns the remaining events one by one, then `Ok(None)`
@@ -485,11 +481,7 @@ impl StreamDecoder {
     /// ```
     #[inline]
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
-        // Returned as is, not re-wrapped: the event is built once, in the caller's slot.
-        match self.decode(buf) {
-            Ok(None) => self.end_of_input_event(buf),
-            result => result,
-        }
+        self.decode_frames(buf, true)
     }
 
     /// What [`decode_eof`](Self::decode_eof) returns once no further frame can be decoded:
@@ -670,19 +662,28 @@ impl StreamDecoder {
         }
     }
 
-    /// Decodes frames from `buf` until one yields an event, more bytes are needed, or a check
-    /// fails (the caller records the failure).
+    /// What `decode` (`eof` false) and `decode_eof` (`eof` true) return: frames from `buf` are
+    /// decoded until one yields an event, more bytes are needed (then, at the end of input, the
+    /// end-of-input verdict), or a check fails, which is recorded as the final state.
+    ///
+    /// Every result is built here, where it is returned, never matched and moved on by a
+    /// caller: an event is written once, into the caller's slot (issue 18: each move of an
+    /// `Event` costs a small frame more than the checks of its header).
     #[inline]
-    fn decode_frames(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
+    fn decode_frames(
+        &mut self,
+        buf: &mut BytesMut,
+        eof: bool,
+    ) -> Result<Option<Event>, DecodeError> {
         loop {
             let State::Open { at, pending } = &mut self.state else {
-                return self.after_end(buf);
+                return self.after_end(buf, eof);
             };
             let (header, kind, offset) = match pending {
                 Some(waiting) => {
                     if buf.len() < waiting.header.len as usize {
                         // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
-                        return Ok(None);
+                        return self.no_frame(buf, eof);
                     }
                     let waiting = *waiting;
                     *pending = None;
@@ -692,13 +693,19 @@ impl StreamDecoder {
                     let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
                         // Reject a body that is not framed at all (a short JSON error, an HTML
                         // proxy page) as soon as its first bytes show it, not as a truncation.
-                        check_partial_header(buf, self.progress.bytes)?;
-                        return Ok(None);
+                        if let Err(err) = check_partial_header(buf, self.progress.bytes) {
+                            return Err(self.failed_with(err));
+                        }
+                        return self.no_frame(buf, eof);
                     };
                     let offset = self.progress.bytes;
                     // SPEC.md §2 "Header first": magic, version, header CRC ...
-                    let header = FrameHeader::parse(raw)
-                        .map_err(|err| DecodeError::from_header(err, offset))?;
+                    let header = match FrameHeader::parse(raw) {
+                        Ok(header) => header,
+                        Err(err) => {
+                            return Err(self.failed_with(DecodeError::from_header(err, offset)));
+                        }
+                    };
                     // ... then kind, place in the stream, length and limits, before any payload.
                     let expect = Expect {
                         limits: &self.config.limits,
@@ -707,7 +714,10 @@ impl StreamDecoder {
                         messages: self.progress.messages,
                         runs: self.runs,
                     };
-                    let kind = check_header(&header, at, expect, offset)?;
+                    let kind = match check_header(&header, at, expect, offset) {
+                        Ok(kind) => kind,
+                        Err(err) => return Err(self.failed_with(err)),
+                    };
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
                     if buf.len() < header.len as usize {
@@ -716,7 +726,7 @@ impl StreamDecoder {
                             kind,
                             offset,
                         });
-                        return Ok(None);
+                        return self.no_frame(buf, eof);
                     }
                     (header, kind, offset)
                 }
@@ -735,7 +745,7 @@ impl StreamDecoder {
                 None => self.payload_crc.checksum(&buf[..len]),
             };
             if computed != header.payload_crc {
-                return Err(cold(|| DecodeError::PayloadChecksumMismatch {
+                return Err(self.failed_with(DecodeError::PayloadChecksumMismatch {
                     kind,
                     stored: header.payload_crc,
                     computed,
@@ -754,7 +764,8 @@ impl StreamDecoder {
             } = at
             else {
                 // Only HEAD passes the header check before the stream is open.
-                return self.open_stream(&header, kind, &payload);
+                let opened = self.open_stream(&header, kind, &payload);
+                return self.recorded(opened);
             };
             return Ok(Some(match kind {
                 FrameKind::Data => {
@@ -762,15 +773,17 @@ impl StreamDecoder {
                     let bytes = payload.freeze();
                     let offset = self.progress.open_message_bytes;
                     self.progress.open_message_bytes += bytes.len() as u64;
-                    let message = message.get_or_insert_with(Message::new);
-                    match known {
-                        None => message.push(&bytes, self.config.assemble, &mut self.hasher),
-                        Some(known) => message.push_known(
-                            &bytes,
-                            self.config.assemble,
-                            known,
-                            &mut self.hasher,
-                        ),
+                    match message {
+                        Some(message) => message.push(&bytes, known, &mut self.hasher),
+                        None => {
+                            let first = Message::first(
+                                &bytes,
+                                self.config.assemble,
+                                known,
+                                &mut self.hasher,
+                            );
+                            *message = Some(first);
+                        }
                     }
                     Event::Chunk(UnverifiedChunk {
                         message_index: self.progress.messages,
@@ -780,11 +793,14 @@ impl StreamDecoder {
                 }
                 FrameKind::MessageEnd => {
                     // SPEC.md §3 MESSAGE_END: length, then SHA-256, before the message is complete.
-                    let end = MessageEnd::load(&payload)?;
+                    let end = match MessageEnd::load(&payload) {
+                        Ok(end) => end,
+                        Err(err) => return Err(self.failed_with(err.into())),
+                    };
                     let index = self.progress.messages;
                     let received = self.progress.open_message_bytes;
                     if end.len != received {
-                        return Err(cold(|| DecodeError::LengthMismatch {
+                        return Err(self.failed_with(DecodeError::LengthMismatch {
                             index,
                             declared: end.len,
                             received,
@@ -792,7 +808,7 @@ impl StreamDecoder {
                     }
                     let (computed, bytes, utf8) = Message::finish(message.take(), &mut self.hasher);
                     if end.sha256 != computed {
-                        return Err(cold(|| DecodeError::DigestMismatch {
+                        return Err(self.failed_with(DecodeError::DigestMismatch {
                             index,
                             declared: end.sha256,
                             computed,
@@ -836,33 +852,56 @@ impl StreamDecoder {
                 }
                 FrameKind::StreamEnd => {
                     let head = *head;
-                    return self.end_stream(head, &payload);
+                    let ended = self.end_stream(head, &payload);
+                    return self.recorded(ended);
                 }
                 FrameKind::Abort => {
                     let head = *head;
-                    return self.abort_stream(head, &payload);
+                    let aborted = self.abort_stream(head, &payload);
+                    return self.recorded(aborted);
                 }
                 // A second HEAD fails the header check; fail closed all the same.
                 FrameKind::Head => {
-                    return Err(DecodeError::UnexpectedFrame {
-                        kind,
-                        state: at.stream_state(),
-                    });
+                    let state = at.stream_state();
+                    return Err(self.failed_with(DecodeError::UnexpectedFrame { kind, state }));
                 }
             }));
         }
     }
 
     /// `decode` after STREAM_END or ABORT (nothing may follow, SPEC.md §3), or after a failure
-    /// (the same error again).
+    /// (the same error again); with `eof`, then the end-of-input verdict.
     #[cold]
     #[inline(never)]
-    fn after_end(&self, buf: &BytesMut) -> Result<Option<Event>, DecodeError> {
-        match &self.state {
-            State::Failed { error, .. } => Err(error.clone()),
-            _ if !buf.is_empty() => Err(DecodeError::TrailingData { len: buf.len() }),
-            _ => Ok(None),
+    fn after_end(&mut self, buf: &mut BytesMut, eof: bool) -> Result<Option<Event>, DecodeError> {
+        let err = match &self.state {
+            State::Failed { error, .. } => error.clone(),
+            _ if !buf.is_empty() => DecodeError::TrailingData { len: buf.len() },
+            _ => return self.no_frame(buf, eof),
+        };
+        Err(self.failed_with(err))
+    }
+
+    /// What `decode` returns when no further frame can be decoded from `buf` yet (`Ok(None)`),
+    /// and `decode_eof` (`eof`) when none can be at all: the end-of-input verdict.
+    #[inline]
+    fn no_frame(&mut self, buf: &mut BytesMut, eof: bool) -> Result<Option<Event>, DecodeError> {
+        if eof {
+            self.end_of_input_event(buf)
+        } else {
+            Ok(None)
         }
+    }
+
+    /// `result` of a step that acts on a whole frame, with its error recorded as the final
+    /// state.
+    #[cold]
+    #[inline(never)]
+    fn recorded(
+        &mut self,
+        result: Result<Option<Event>, DecodeError>,
+    ) -> Result<Option<Event>, DecodeError> {
+        result.map_err(|err| self.failed_with(err))
     }
 
     /// Acts on the HEAD frame (SPEC.md §3, §4).

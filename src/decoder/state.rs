@@ -146,27 +146,36 @@ impl Position {
     }
 }
 
-/// The open message, as far as the decoder keeps it.
+/// The open message, as far as the decoder keeps it: a small enum, moved whole at every
+/// message start and end (issue 18: a struct of every field any case needs cost each small
+/// message a copy of all of them).
 ///
-/// Every DATA payload is hashed as it arrives (the decoder's running SHA-256), so that the last
-/// step after the final byte is the digest comparison (issue 21). Payloads the compatible
-/// mapping's decoder hashed already as they arrived ([`Known`]) are not hashed again, nor
-/// copied together: that decoder has the message whole (its event's data), which an assembling
-/// decoder delivers as it is.
+/// Every DATA payload is hashed as it arrives, or in batches of [`HASH_BATCH`] bytes (the
+/// decoder's running SHA-256, fresh at every message start), so that the last step after the
+/// final byte is the digest comparison (issue 21). Payloads the compatible mapping's decoder
+/// hashed already as they arrived ([`Known`]) are not hashed again, nor copied together: that
+/// decoder has the message whole (its event's data), which an assembling decoder delivers as
+/// it is.
 #[derive(Debug)]
-pub(super) struct Message {
-    /// Assembling: the payloads so far (`None` while they are those of `prehashed`).
-    body: Option<Body>,
-    /// Bytes of the payloads so far.
-    len: usize,
-    /// The message as hashed before its payloads reached the decoder, and its SHA-256, while
-    /// every payload so far is one that computation covered (assembling only): the running
-    /// hasher and `body` are then left alone.
-    prehashed: Option<([u8; 32], Bytes)>,
-    /// The computation covered the message up to its last payload so far.
-    whole: bool,
-    /// Assembling: how many bytes of `body` the running hasher has (see [`HASH_BATCH`]).
-    hashed: usize,
+pub(super) enum Message {
+    /// Not assembling: the payloads went out as chunks; the running SHA-256 has them.
+    Streamed,
+    /// Assembling, one DATA payload so far: its zero-copy slice of the read buffer, of which
+    /// the running SHA-256 has the first `hashed` bytes (all or none).
+    One { bytes: Bytes, hashed: usize },
+    /// Assembling, two or more: copied once into a buffer that grows as they arrive (never
+    /// reserved from a declared length: the frames' lengths are declared, the message's only
+    /// at its end), of which the running SHA-256 has the first `hashed` bytes.
+    Many { bytes: BytesMut, hashed: usize },
+    /// Assembling, and every payload so far is one that the computation made before they
+    /// arrived covered: `message` is what it covered and `sha256` its digest, `len` bytes of it
+    /// arrived, all of it when `whole`. The running SHA-256 is left alone.
+    Prehashed {
+        sha256: [u8; 32],
+        message: Bytes,
+        len: usize,
+        whole: bool,
+    },
 }
 
 /// Bytes an assembling decoder gathers before it hashes them: a payload of at least this size
@@ -176,138 +185,124 @@ pub(super) struct Message {
 /// most this many bytes are hashed after the last one arrived.
 const HASH_BATCH: usize = 4096;
 
-/// An assembled message's bytes so far.
-#[derive(Debug)]
-enum Body {
-    /// One DATA frame: its zero-copy slice of the read buffer.
-    One(Bytes),
-    /// Two or more: copied once into a buffer that grows as they arrive (never reserved from a
-    /// declared length: the frames' lengths are declared, the message's only at its end).
-    Many(BytesMut),
-}
-
 impl Message {
-    /// A message before its first DATA frame.
+    /// The message after its first DATA payload, whose CRC was checked; `known`: what was
+    /// computed of it before it arrived, if anything. `hasher` is the decoder's running SHA-256,
+    /// fresh at every message start (see [`finish`](Self::finish)).
     #[inline]
-    pub(super) fn new() -> Self {
-        Self {
-            body: None,
-            len: 0,
-            prehashed: None,
-            whole: false,
-            hashed: 0,
-        }
-    }
-
-    /// Adds the next DATA payload, whose CRC was checked and of which nothing was computed
-    /// before it arrived. `hasher` is the decoder's running SHA-256, fresh at every message
-    /// start (see [`finish`](Self::finish)).
-    #[inline]
-    pub(super) fn push(&mut self, payload: &Bytes, assemble: bool, hasher: &mut Sha256) {
-        if self.prehashed.is_some() {
-            self.forget_prehashed(hasher);
-        }
-        self.len += payload.len();
+    pub(super) fn first(
+        payload: &Bytes,
+        assemble: bool,
+        known: Option<Known>,
+        hasher: &mut Sha256,
+    ) -> Self {
         if !assemble {
             hasher.update(payload);
-            return;
+            return Self::Streamed;
         }
-        self.body = Some(match self.body.take() {
-            None => Body::One(payload.clone()),
-            Some(Body::One(first)) => {
-                let mut bytes = BytesMut::with_capacity(first.len() + payload.len());
-                bytes.extend_from_slice(&first);
-                bytes.extend_from_slice(payload);
-                Body::Many(bytes)
+        match known {
+            Some(known) if known.first => Self::Prehashed {
+                sha256: known.sha256,
+                message: known.message,
+                len: payload.len(),
+                whole: known.last,
+            },
+            _ => {
+                let hashed = if payload.len() >= HASH_BATCH {
+                    hasher.update(payload);
+                    payload.len()
+                } else {
+                    0
+                };
+                Self::One {
+                    bytes: payload.clone(),
+                    hashed,
+                }
             }
-            Some(Body::Many(mut bytes)) => {
-                bytes.extend_from_slice(payload);
-                Body::Many(bytes)
-            }
-        });
-        if self.len - self.hashed >= HASH_BATCH {
-            self.hash_body(hasher);
         }
-    }
-
-    /// Hands the hasher the bytes of `body` it does not have yet.
-    fn hash_body(&mut self, hasher: &mut Sha256) {
-        let body: &[u8] = match &self.body {
-            None => &[],
-            Some(Body::One(bytes)) => bytes,
-            Some(Body::Many(bytes)) => bytes,
-        };
-        hasher.update(&body[self.hashed..]);
-        self.hashed = body.len();
     }
 
     /// Adds the next DATA payload, whose CRC was checked, with what was computed of it before
-    /// it arrived (`known`): a payload that computation covered is neither hashed nor kept.
-    #[cfg_attr(not(feature = "sse"), allow(dead_code))] // known only from the compatible mapping
-    pub(super) fn push_known(
-        &mut self,
-        payload: &Bytes,
-        assemble: bool,
-        known: Known,
-        hasher: &mut Sha256,
-    ) {
-        match &self.prehashed {
-            None if known.first && assemble && self.len == 0 => {
-                self.prehashed = Some((known.sha256, known.message));
-                self.whole = known.last;
-                self.len = payload.len();
+    /// it arrived (`known`), if anything: a payload that computation covered, continuing the
+    /// message it covered, is neither hashed nor kept.
+    #[inline]
+    pub(super) fn push(&mut self, payload: &Bytes, known: Option<Known>, hasher: &mut Sha256) {
+        match self {
+            Self::Streamed => hasher.update(payload),
+            Self::Many { bytes, hashed } => {
+                bytes.extend_from_slice(payload);
+                if bytes.len() - *hashed >= HASH_BATCH {
+                    hasher.update(&bytes[*hashed..]);
+                    *hashed = bytes.len();
+                }
             }
-            Some(_) if !known.first && !self.whole => {
-                self.whole = known.last;
-                self.len += payload.len();
+            Self::One { bytes, hashed } => {
+                let many = Self::gather(bytes, *hashed, payload, hasher);
+                *self = many;
             }
-            _ => self.push(payload, assemble, hasher),
+            Self::Prehashed {
+                message,
+                len,
+                whole,
+                ..
+            } => match known {
+                Some(known) if !known.first && !*whole => {
+                    *whole = known.last;
+                    *len += payload.len();
+                }
+                // A payload that the computation did not cover: the ones it covered are
+                // hashed and kept now, the rest as they come.
+                _ => {
+                    let covered = message.slice(..*len);
+                    hasher.update(&covered);
+                    let many = Self::gather(&covered, covered.len(), payload, hasher);
+                    *self = many;
+                }
+            },
         }
     }
 
-    /// A payload that the computation made before the payloads arrived did not cover: the ones
-    /// it covered are hashed and kept now, the rest as they come.
-    #[cold]
+    /// The message's second payload: `first` (of which the running SHA-256 has `hashed`
+    /// bytes) and `payload` copied together.
     #[inline(never)]
-    fn forget_prehashed(&mut self, hasher: &mut Sha256) {
-        if let Some((_, message)) = self.prehashed.take() {
-            let covered = message.slice(..self.len);
-            hasher.update(&covered);
-            self.hashed = covered.len();
-            self.body = Some(Body::One(covered));
-        }
+    fn gather(first: &[u8], hashed: usize, payload: &[u8], hasher: &mut Sha256) -> Self {
+        let mut bytes = BytesMut::with_capacity(first.len() + payload.len());
+        bytes.extend_from_slice(first);
+        bytes.extend_from_slice(payload);
+        let hashed = if bytes.len() - hashed >= HASH_BATCH {
+            hasher.update(&bytes[hashed..]);
+            bytes.len()
+        } else {
+            hashed
+        };
+        Self::Many { bytes, hashed }
     }
 
     /// The message's SHA-256, its bytes (empty when not assembling), and whether they are known
     /// to be UTF-8 (the compatible mapping's data line, which its SSE parser validated and
-    /// delivered unchanged), leaving `hasher` fresh for the next message.
+    /// delivered unchanged), leaving `hasher` fresh for the next message. `None`: a message
+    /// without DATA.
     #[inline]
     pub(super) fn finish(message: Option<Self>, hasher: &mut Sha256) -> ([u8; 32], Bytes, bool) {
-        let mut hasher = std::mem::take(hasher);
-        let Some(message) = message else {
-            return (hasher.finalize().into(), Bytes::new(), false);
-        };
-        match message.prehashed {
-            Some((sha256, bytes)) if message.whole => (sha256, bytes, true),
+        let (bytes, hashed) = match message {
+            None | Some(Self::Streamed) => (Bytes::new(), 0),
+            Some(Self::One { bytes, hashed }) => (bytes, hashed),
+            Some(Self::Many { bytes, hashed }) => (bytes.freeze(), hashed),
+            // The running SHA-256 was left alone, fresh.
+            Some(Self::Prehashed {
+                sha256,
+                message,
+                whole: true,
+                ..
+            }) => return (sha256, message, true),
             // Computed for more payloads than the message had: its own are hashed now (a part
             // of the line, which may end inside a character).
-            Some((_, bytes)) => {
-                let bytes = bytes.slice(..message.len);
-                hasher.update(&bytes);
-                (hasher.finalize().into(), bytes, false)
-            }
-            None => {
-                let bytes = match message.body {
-                    None => Bytes::new(),
-                    Some(Body::One(bytes)) => bytes,
-                    Some(Body::Many(bytes)) => bytes.freeze(),
-                };
-                if bytes.len() > message.hashed {
-                    hasher.update(&bytes[message.hashed..]);
-                }
-                (hasher.finalize().into(), bytes, false)
-            }
+            Some(Self::Prehashed { message, len, .. }) => (message.slice(..len), 0),
+        };
+        if bytes.len() > hashed {
+            hasher.update(&bytes[hashed..]);
         }
+        (hasher.finalize_reset().into(), bytes, false)
     }
 }
 
