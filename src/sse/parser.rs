@@ -521,7 +521,10 @@ impl SseParser {
                 self.pending_bytes = input.len() - at;
             }
         }
-        self.check_pending_utf8();
+        if S::RAW {
+            // A sink that takes the data as text (`String`) checks it whole at the line's end.
+            self.check_pending_utf8();
+        }
         Ok(())
     }
 
