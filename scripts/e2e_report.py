@@ -590,7 +590,13 @@ def write_markdown(results, before, out, compat_before=None):
         "- Latency: until the response is in hand. Unframed: its SSE event (rmcp) or JSON body (plain) complete, "
         "when a stock client hands it over. Framed: verified by `VerifiedResponse` up to the sentinel and the body end, "
         "when a framing client hands it over. *Stalled* counts calls of 30 ms or more (a delayed ACK met Nagle's algorithm).",
-        "- CPU per call: server process (sum of its threads' on-CPU time) and client thread, median over batches.",
+        "- CPU per call: server process (sum of its threads' on-CPU time) and client thread, median over batches. "
+        "The server's is the kernel's run time of each thread (`/proc/<pid>/task/<tid>/schedstat`, user and kernel time "
+        "alike, the loopback delivery of what a thread writes included), read before and after each batch; the "
+        "client's is its thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`), the same counter. `perf stat -e task-clock` "
+        "counts the same time: over a server's whole life the two agree within 5% "
+        "(`docs/perf/e2e-profile.md`). A framed call's extra over the unframed one moves by several tenths of a "
+        "millisecond at 1 MiB between runs on a shared machine: compare it within one run, not across runs.",
         "",
     ]
     lines += ["## The compatible SSE mapping end to end (issue 13 §5)", "",

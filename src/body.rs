@@ -368,7 +368,9 @@ impl BodyDecoder {
         // are decoded first, an error in them comes earlier in the body (SPEC.md §15, §18.5).
         self.mapping_error = self.mapping.feed(body, &mut self.frames).err();
         // The compatible mapping hashed the message events' data as it arrived: the frame
-        // decoder compares those checks instead of making them again (issue 21).
+        // decoder compares those checks instead of making them again, and takes the payloads
+        // from the data, of which `frames` holds only the DATA headers (issue 21). Every entry
+        // goes in before the headers after its first payload are decoded.
         if let MappingDecoder::Compat(compat) = &mut self.mapping {
             compat
                 .take_prehashed()

@@ -709,9 +709,9 @@ fn body_decode<'a>(
 
 #[test]
 fn a_message_event_verified_as_its_data_arrives_decides_as_one_verified_whole() {
-    // Issue 21: fed in pieces, the compatible decoder hashes a long data line as it arrives and
-    // the frame decoder compares those checks; fed whole, the frame decoder hashes the message
-    // itself. Both must decide the same on the body as sent, on every byte of the event altered
+    // Issue 21: fed in pieces, the compatible decoder hashes a long data line as it arrives;
+    // fed whole, it hashes the event's data once dispatched; either way the frame decoder
+    // compares those checks and takes the payloads from the data. Both must decide the same on the body as sent, on every byte of the event altered
     // (a payload checksum, or a length or a UTF-8 SSE replaces), and on every cut.
     let message = format!(
         r#"{{"jsonrpc":"2.0","id":1,"result":{{"text":"{}"}}}}"#,
@@ -750,6 +750,93 @@ fn a_message_event_verified_as_its_data_arrives_decides_as_one_verified_whole() 
         if i == 0 {
             assert_eq!(whole.0.last().map(|m| &m[..]), Some(message.as_bytes()));
             assert!(whole.1.is_ok() && whole.2.is_clean());
+        }
+    }
+}
+
+#[test]
+fn a_long_event_fed_in_one_byte_and_odd_sized_reads_decides_as_when_fed_whole() {
+    // Issue 21: a long data line is checked as UTF-8 and hashed as it arrives, a character cut
+    // by a read carried to the next, and its payloads handed to the frame decoder as slices of
+    // the data, not copied. Reads of one byte cut every character and every line ending; odd
+    // sizes cut frames, records and characters anywhere. With CRLF and CR line endings too, and
+    // with a byte of the data altered (invalid UTF-8 that SSE replaces, in the middle and at
+    // the end of a character, or a changed byte): the same messages and verdict as whole.
+    let text = "ascii é ü € 𝄞 ".repeat(6000);
+    let message = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"text":"{text}"}}}}"#);
+    assert!(message.len() > 7 * 16_384);
+    let (body, _) = encode_both(
+        &[
+            r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#.to_string(),
+            message.clone(),
+        ],
+        16_384,
+        Ending::FinalMessage,
+        ATTEMPT,
+    );
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let event = find(&body, message.as_bytes()).unwrap();
+    let event = event..event + message.len();
+    // A four-byte character in the seventh frame.
+    let clef = event.start + 6 * 16_384;
+    let clef = clef + find(&body[clef..], "𝄞".as_bytes()).unwrap();
+    let mut bodies = vec![("as sent", body.clone())];
+    for (name, at, byte) in [
+        ("a continuation byte replaced", clef + 2, b'x'),
+        ("the last byte of a character replaced", clef + 3, 0xff),
+        ("a lead byte replaced", clef, 0xc0),
+        ("an ASCII byte changed", event.end - 40, b'y'),
+    ] {
+        let mut altered = body.clone();
+        altered[at] = byte;
+        bodies.push((name, altered));
+    }
+    let crlf = body
+        .iter()
+        .flat_map(|&b| {
+            if b == b'\n' {
+                vec![b'\r', b'\n']
+            } else {
+                vec![b]
+            }
+        })
+        .collect::<Vec<u8>>();
+    let cr = body
+        .iter()
+        .map(|&b| if b == b'\n' { b'\r' } else { b })
+        .collect::<Vec<u8>>();
+    bodies.push(("CRLF line endings", crlf));
+    bodies.push(("CR line endings", cr));
+    for (name, body) in &bodies {
+        let whole = body_decode([&body[..]]);
+        let unhashed = decode(body);
+        assert_eq!(whole.0, unhashed.messages, "{name}");
+        assert_eq!(whole.1.is_ok(), unhashed.end == End::Clean, "{name}");
+        if name.contains("as sent") || name.contains("line endings") {
+            assert_eq!(whole.0.last().map(|m| &m[..]), Some(message.as_bytes()));
+            assert!(whole.1.is_ok() && whole.2.is_clean(), "{name}");
+        } else {
+            assert_eq!(whole.0.len(), 1, "{name}: only the notification");
+            assert!(whole.1.is_err(), "{name}");
+        }
+        for sizes in [
+            &[1][..],
+            &[3],
+            &[4093],
+            &[16_385],
+            &[1, 2, 5, 7, 11, 4099, 65_537],
+        ] {
+            let mut pieces = Vec::new();
+            let mut rest = &body[..];
+            for &size in sizes.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (piece, after) = rest.split_at(size.min(rest.len()));
+                pieces.push(piece);
+                rest = after;
+            }
+            assert_eq!(body_decode(pieces), whole, "{name}, reads of {sizes:?}");
         }
     }
 }

@@ -19,7 +19,7 @@ mod state;
 use check::{Expect, Runs, check_header, check_partial_header};
 #[cfg(feature = "sse")]
 pub(crate) use prehashed::Prehashed;
-use prehashed::Prehashes;
+use prehashed::{Known, Prehashes};
 use state::{Answer, Message, Pending, Position, State};
 
 /// Builds a [`StreamDecoder`] with non-default limits or checks.
@@ -115,6 +115,7 @@ impl DecoderBuilder {
             hasher: Sha256::new(),
             payload_crc: PayloadCrc::new(),
             prehashes: Prehashes::default(),
+            elided: 0,
         }
     }
 }
@@ -190,6 +191,9 @@ pub struct StreamDecoder {
     payload_crc: PayloadCrc,
     /// Payload checks made before the payloads arrived (the compatible mapping's decoder).
     prehashes: Prehashes,
+    /// Bytes of the stream whose payloads came with their checks rather than in the input
+    /// (`prehashes`): the stream's bytes so far minus these are the input's bytes consumed.
+    elided: u64,
 }
 
 impl Default for StreamDecoder {
@@ -242,8 +246,12 @@ impl StreamDecoder {
 
     /// Takes the checks of payloads to come, made on exactly their bytes before they reach the
     /// decoder (the compatible mapping's decoder, SPEC.md §18.5, issue 21): such a payload's
-    /// CRC-32 and its message's SHA-256 are compared as they are, not computed again. Entries
-    /// come in stream order; one that does not match the payloads where they arrive is dropped.
+    /// CRC-32 and its message's SHA-256 are compared as they are, not computed again, and the
+    /// payload is not in the input: the input holds its header, and the decoder takes the
+    /// payload from the entry's message (the compatible mapping hands over no copy of the
+    /// message, issue 21). Entries come in stream order, each pushed before the input holds the
+    /// headers after its first payload; an entry's places are those of the input handed to this
+    /// decoder.
     #[cfg(feature = "sse")]
     pub(crate) fn add_prehashed(&mut self, entry: Prehashed) {
         self.prehashes.push(entry);
@@ -679,15 +687,16 @@ impl StreamDecoder {
             let State::Open { at, pending } = &mut self.state else {
                 return self.after_end(buf, eof);
             };
-            let (header, kind, offset) = match pending {
+            let (header, kind, offset, known) = match pending {
                 Some(waiting) => {
-                    if buf.len() < waiting.header.len as usize {
+                    let known = known_payload(&mut self.prehashes, waiting, self.elided);
+                    if known.is_none() && buf.len() < waiting.header.len as usize {
                         // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
                         return self.no_frame(buf, eof);
                     }
                     let waiting = *waiting;
                     *pending = None;
-                    (waiting.header, waiting.kind, waiting.offset)
+                    (waiting.header, waiting.kind, waiting.offset, known)
                 }
                 None => {
                     let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
@@ -720,26 +729,22 @@ impl StreamDecoder {
                     };
                     buf.advance(HEADER_LEN);
                     self.progress.bytes += HEADER_LEN as u64;
-                    if buf.len() < header.len as usize {
-                        *pending = Some(Pending {
-                            header,
-                            kind,
-                            offset,
-                        });
+                    let waiting = Pending {
+                        header,
+                        kind,
+                        offset,
+                    };
+                    let known = known_payload(&mut self.prehashes, &waiting, self.elided);
+                    if known.is_none() && buf.len() < header.len as usize {
+                        *pending = Some(waiting);
                         return self.no_frame(buf, eof);
                     }
-                    (header, kind, offset)
+                    (header, kind, offset, known)
                 }
             };
             // SPEC.md §2: the payload CRC before any payload byte is interpreted or delivered
             // (computed as the payload arrived, if the mapping's decoder did).
             let len = header.len as usize;
-            let payload_at = offset + HEADER_LEN as u64;
-            let known = if self.prehashes.may_know(payload_at) && kind == FrameKind::Data {
-                self.prehashes.payload(payload_at, header.len)
-            } else {
-                None
-            };
             let computed = match &known {
                 Some(known) => known.crc,
                 None => self.payload_crc.checksum(&buf[..len]),
@@ -752,7 +757,14 @@ impl StreamDecoder {
                     offset,
                 }));
             }
-            let payload = buf.split_to(len);
+            let payload = match &known {
+                // Not in the input: its slice of the message the checks were made on.
+                Some(known) => {
+                    self.elided += len as u64;
+                    known.payload.clone()
+                }
+                None => buf.split_to(len).freeze(),
+            };
             self.progress.bytes += len as u64;
             self.progress.frames += 1;
             self.progress.last_sequence = Some(header.sequence);
@@ -770,7 +782,7 @@ impl StreamDecoder {
             return Ok(Some(match kind {
                 FrameKind::Data => {
                     self.runs = Runs::default();
-                    let bytes = payload.freeze();
+                    let bytes = payload;
                     let offset = self.progress.open_message_bytes;
                     self.progress.open_message_bytes += bytes.len() as u64;
                     match message {
@@ -1017,6 +1029,19 @@ struct Ended {
     /// The end of input delivered the final response just now (row 4): `decode_eof` reports
     /// [`Event::End`] for it, once.
     delivered: bool,
+}
+
+/// What is known of the DATA payload that follows the header of `frame`, whose place in the input
+/// is its place in the stream less the `elided` payloads before it (see
+/// [`StreamDecoder::add_prehashed`]).
+#[inline]
+fn known_payload(prehashes: &mut Prehashes, frame: &Pending, elided: u64) -> Option<Known> {
+    let at = frame.offset + HEADER_LEN as u64 - elided;
+    if frame.kind == FrameKind::Data && prehashes.may_know(at) {
+        prehashes.payload(at, frame.header.len)
+    } else {
+        None
+    }
 }
 
 /// Whether verified message bytes are a JSON-RPC response (SPEC.md §7.1): UTF-8, then the one

@@ -1,20 +1,24 @@
 //! Payload checks made before the payloads reached the decoder (issue 21): the compatible
 //! mapping's decoder hashes a message event's data line while it arrives, and the frame decoder
 //! compares those values with the headers and the MESSAGE_END instead of hashing the message
-//! again once the event is whole. Every value is for an exact place in the binary stream; a
-//! payload that is not at such a place is checked as any other.
+//! again once the event is whole. Every value is for an exact place in the frame bytes; a
+//! payload that is not at such a place is checked as any other. The payloads an entry covers are
+//! not in the frame bytes: their headers are, and the decoder takes each payload from the
+//! entry's message (no copy of the message into the frame bytes).
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 
 /// The payload checks of one message's DATA frames, made on exactly the bytes that become those
-/// payloads: where each payload lies in the binary stream, its length and CRC-32, and the
-/// SHA-256 of them all, in order (the message).
+/// payloads: where each payload belongs in the frame bytes handed to the decoder (right after
+/// its header, which is there; the payload is not), its length and CRC-32, and the SHA-256 of
+/// them all, in order (the message).
 #[cfg_attr(not(feature = "sse"), allow(dead_code))] // made by the compatible mapping's decoder
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Prehashed {
-    /// (offset in the binary stream, length, CRC-32) of each payload, in order.
+    /// (offset in the frame bytes handed to the decoder, length, CRC-32) of each payload, in
+    /// order.
     pub(crate) payloads: Vec<(u64, u32, u32)>,
     /// The SHA-256 of the payloads, in order.
     pub(crate) sha256: [u8; 32],
@@ -35,6 +39,8 @@ pub(super) struct Known {
     pub(super) sha256: [u8; 32],
     /// The entry's message (with its first payload; empty with the others).
     pub(super) message: Bytes,
+    /// The payload: its slice of the entry's message.
+    pub(super) payload: Bytes,
 }
 
 /// The entries not used up yet, in stream order, and the next payload of the first.
@@ -42,6 +48,8 @@ pub(super) struct Known {
 pub(super) struct Prehashes {
     entries: VecDeque<Prehashed>,
     next: usize,
+    /// Where the first entry's next payload starts in its message.
+    next_in_message: usize,
     /// Where in the binary stream the first entry's next payload lies (`u64::MAX` without an
     /// entry): a payload before it is known to no entry, which is all a frame of a stream
     /// without entries (every mapping but the compatible one) costs.
@@ -53,6 +61,7 @@ impl Default for Prehashes {
         Self {
             entries: VecDeque::new(),
             next: 0,
+            next_in_message: 0,
             next_at: u64::MAX,
         }
     }
@@ -67,15 +76,15 @@ impl Prehashes {
         }
     }
 
-    /// Whether a payload at `offset` in the binary stream may be known to an entry.
+    /// Whether a payload at `offset` in the frame bytes may be known to an entry.
     #[inline]
     pub(super) fn may_know(&self, offset: u64) -> bool {
         offset >= self.next_at
     }
 
-    /// What is known of the payload of `len` bytes at `offset` in the binary stream, if it is
-    /// the next payload of the first entry; entries behind it (or that disagree with it) are
-    /// dropped.
+    /// What is known of the payload of `len` bytes at `offset` in the frame bytes, if it is the
+    /// next payload of the first entry (the payload itself included: it is not in the frame
+    /// bytes); entries behind it (or that disagree with it) are dropped.
     pub(super) fn payload(&mut self, offset: u64, len: u32) -> Option<Known> {
         let known = self.lookup(offset, len);
         self.find_next();
@@ -95,8 +104,14 @@ impl Prehashes {
             let entry = self.entries.front()?;
             match entry.payloads.get(self.next) {
                 Some(&(at, _, _)) if at > offset => return None,
-                Some(&(at, expected, crc)) if at == offset && expected == len => {
+                Some(&(at, expected, crc))
+                    if at == offset
+                        && expected == len
+                        && entry.message.len() - self.next_in_message >= len as usize =>
+                {
+                    let start = self.next_in_message;
                     self.next += 1;
+                    self.next_in_message += len as usize;
                     let known = Known {
                         crc,
                         first: self.next == 1,
@@ -108,10 +123,12 @@ impl Prehashes {
                         } else {
                             Bytes::new()
                         },
+                        payload: entry.message.slice(start..start + len as usize),
                     };
                     if known.last {
                         self.entries.pop_front();
                         self.next = 0;
+                        self.next_in_message = 0;
                     }
                     return Some(known);
                 }
@@ -119,6 +136,7 @@ impl Prehashes {
                 _ => {
                     self.entries.pop_front();
                     self.next = 0;
+                    self.next_in_message = 0;
                 }
             }
         }

@@ -323,6 +323,21 @@ pub struct SseParser {
     quiet_lines: u32,
     max_quiet_lines: u32,
     pending_bytes: usize,
+    /// The start of a data line whose end has not arrived, checked as UTF-8 as it arrives.
+    pending_utf8: PendingUtf8,
+}
+
+/// How far the start of a data line kept while its end has not arrived is known to be UTF-8
+/// (issue 21): checked as its bytes arrive, so that at the line's end only the bytes after it
+/// are checked, not the whole line again. A character cut by a read is carried: the check stops
+/// before it and takes it up with the next bytes.
+#[derive(Debug, Default)]
+struct PendingUtf8 {
+    /// `pending_line()[..valid]` is UTF-8 and ends on a character boundary.
+    valid: usize,
+    /// A byte sequence that is not UTF-8 was found: the line is checked (and its text replaced)
+    /// whole at its end, as any other.
+    invalid: bool,
 }
 
 impl Default for SseParser {
@@ -370,6 +385,7 @@ impl SseParser {
             quiet_lines: 0,
             max_quiet_lines: DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW,
             pending_bytes: 0,
+            pending_utf8: PendingUtf8::default(),
         }
     }
 
@@ -493,15 +509,46 @@ impl SseParser {
                     self.line(&input[start..end], line.as_ref(), events)?
                 }
                 // The line's own buffer goes along, so that an event's data can be handed on
-                // in place (`CompatDecoder`).
-                Piece::Joined { content, .. } => self.line(&content, Some(&content), events)?,
+                // in place (`CompatDecoder`), with what was checked of it as it arrived.
+                Piece::Joined { content, .. } => {
+                    let checked = std::mem::take(&mut self.pending_utf8);
+                    let valid = if checked.invalid { 0 } else { checked.valid };
+                    self.line_checked(&content, Some(&content), valid, events)?
+                }
                 Piece::CrLf { .. } => false,
             };
             if dispatched {
                 self.pending_bytes = input.len() - at;
             }
         }
+        if S::RAW {
+            // A sink that takes the data as text (`String`) checks it whole at the line's end.
+            self.check_pending_utf8();
+        }
         Ok(())
+    }
+
+    /// Checks as UTF-8 the bytes of a data line that arrived since the last call while its end
+    /// has not (issue 21: a 1 MiB line is not checked whole after its last byte). Other lines
+    /// (records, comments, which are not text to check) are left alone, as is a body's first
+    /// line while it may start with a BOM.
+    fn check_pending_utf8(&mut self) {
+        let pending = self.lines.pending_line();
+        let checked = &mut self.pending_utf8;
+        if checked.invalid || pending.len() <= checked.valid {
+            return;
+        }
+        if checked.valid == 0 && (self.at_start || !pending.starts_with(b"data:")) {
+            return;
+        }
+        match std::str::from_utf8(&pending[checked.valid..]) {
+            Ok(_) => checked.valid = pending.len(),
+            Err(err) => {
+                checked.valid += err.valid_up_to();
+                // `None`: a character cut at the end, completed by the next bytes.
+                checked.invalid = err.error_len().is_some();
+            }
+        }
     }
 
     /// Ends the input. Returns the number of bytes of an event that was still open (not ended by
@@ -521,6 +568,7 @@ impl SseParser {
         let discarded = self.pending_bytes;
         self.reset_event();
         self.lines.clear();
+        self.pending_utf8 = PendingUtf8::default();
         self.pending_bytes = 0;
         discarded
     }
@@ -551,10 +599,24 @@ impl SseParser {
     /// whether the line was blank (an event's end).
     pub(crate) fn line<S: SseSink>(
         &mut self,
-        mut line: &[u8],
+        line: &[u8],
         buffered: Option<&Bytes>,
         events: &mut S,
     ) -> Result<bool, SseError> {
+        self.line_checked(line, buffered, 0, events)
+    }
+
+    /// [`line`](Self::line) of a line whose first `valid` bytes are known to be UTF-8 ending on
+    /// a character boundary (checked as they arrived, [`PendingUtf8`]).
+    fn line_checked<S: SseSink>(
+        &mut self,
+        mut line: &[u8],
+        buffered: Option<&Bytes>,
+        valid: usize,
+        events: &mut S,
+    ) -> Result<bool, SseError> {
+        // The value is the line's end: where it starts in the line as it came.
+        let line_len = line.len();
         if self.at_start {
             self.at_start = false;
             line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
@@ -595,6 +657,12 @@ impl SseParser {
             return Ok(false);
         }
         let (name, value) = field(line);
+        if S::RAW && name == b"data" {
+            // The bytes of the value checked as they arrived are not checked again: the rest
+            // starts on a character boundary.
+            let checked = valid.saturating_sub(line_len - value.len()).min(value.len());
+            return self.raw_data_value(value, checked, buffered);
+        }
         // The stream is UTF-8 with replacement (WHATWG). Valid text (the usual case) takes the
         // fast validation; `from_utf8_lossy` walks chunk by chunk, as slow as SHA-256 on long
         // data lines (measured: a quarter of decoding a 1 MiB event).
@@ -605,32 +673,47 @@ impl SseParser {
         match name {
             b"event" => self.event = Some(value.into_owned()),
             b"data" => {
-                let len = if S::RAW {
-                    // Valid text is a part of the line; replaced text is its own.
-                    let line = match value {
-                        std::borrow::Cow::Borrowed(_) => buffered,
-                        std::borrow::Cow::Owned(_) => None,
-                    };
-                    self.raw_data.push(self.has_data, value.as_bytes(), line);
-                    self.raw_data.len()
-                } else {
-                    if self.has_data {
-                        self.data.push('\n');
-                    }
-                    self.data.push_str(&value);
-                    self.data.len()
-                };
-                self.has_data = true;
-                if len > self.max_event_data {
-                    return Err(SseError::EventTooLarge {
-                        max: self.max_event_data,
-                    });
+                if self.has_data {
+                    self.data.push('\n');
                 }
+                self.data.push_str(&value);
+                self.has_data = true;
+                self.check_data_len(self.data.len())?;
             }
             b"id" if !value.contains('\0') => self.id = Some(value.into_owned()),
             // `retry` and unknown fields are ignored (WHATWG event-stream interpretation).
             _ => {}
         }
         Ok(false)
+    }
+
+    /// Adds a data line's value for a sink that takes bytes; `value[..checked]` is known to be
+    /// UTF-8 ending on a character boundary. Valid text is a part of the line (`buffered`);
+    /// replaced text (WHATWG) is its own.
+    fn raw_data_value(
+        &mut self,
+        value: &[u8],
+        checked: usize,
+        buffered: Option<&Bytes>,
+    ) -> Result<bool, SseError> {
+        if std::str::from_utf8(&value[checked..]).is_ok() {
+            self.raw_data.push(self.has_data, value, buffered);
+        } else {
+            let text = String::from_utf8_lossy(value);
+            self.raw_data.push(self.has_data, text.as_bytes(), None);
+        }
+        self.has_data = true;
+        self.check_data_len(self.raw_data.len())?;
+        Ok(false)
+    }
+
+    /// The open event's data may hold at most the bound.
+    fn check_data_len(&self, len: usize) -> Result<(), SseError> {
+        if len > self.max_event_data {
+            return Err(SseError::EventTooLarge {
+                max: self.max_event_data,
+            });
+        }
+        Ok(())
     }
 }

@@ -171,7 +171,9 @@ impl LineHashing {
         }
     }
 
-    /// The checks of the whole value `data`, if it filled the run exactly.
+    /// The checks of the whole value `data`, if it filled the run exactly, for payloads handed
+    /// over as their headers alone: the first payload at `base` in the frame bytes, each next
+    /// one after the next header (the frame decoder takes the payloads from `data`).
     fn finish(self, data: &Bytes, base: u64) -> Option<Prehashed> {
         use sha2::Digest as _;
         if self.overrun || self.hashed != data.len() || self.frame != self.lens.len() {
@@ -184,7 +186,7 @@ impl LineHashing {
             .zip(&self.crcs)
             .map(|(&len, &crc)| {
                 let payload = (at, len, crc);
-                at += u64::from(len) + HEADER_LEN as u64;
+                at += HEADER_LEN as u64;
                 payload
             })
             .collect();
@@ -388,13 +390,7 @@ impl CompatDecoder {
                 return;
             }
             let value_at = 5 + usize::from(pending[5] == b' ');
-            let lens = std::iter::once(first)
-                .chain(self.queue.iter().map_while(|item| match item {
-                    Queued::Data { len, .. } => Some(*len),
-                    _ => None,
-                }))
-                .collect();
-            self.hashing = Some(Box::new(LineHashing::new(lens, value_at)));
+            self.hashing = Some(Box::new(LineHashing::new(self.run_lens(first), value_at)));
         }
         if let Some(hashing) = &mut self.hashing {
             if let Some(new) = pending.get(hashing.value_at + hashing.hashed..) {
@@ -403,6 +399,17 @@ impl CompatDecoder {
                 }
             }
         }
+    }
+
+    /// The payload lengths of the run a message event fills: the waiting DATA frame's (`first`)
+    /// and those of the DATA headers queued right after it (SPEC.md §18.5 step 3).
+    fn run_lens(&self, first: u32) -> Vec<u32> {
+        std::iter::once(first)
+            .chain(self.queue.iter().map_while(|item| match item {
+                Queued::Data { len, .. } => Some(*len),
+                _ => None,
+            }))
+            .collect()
     }
 
     fn feed_inner(&mut self, input: &[u8], frames: &mut BytesMut) -> Result<(), CompatError> {
@@ -565,16 +572,25 @@ impl CompatDecoder {
         }
         self.waiting = None;
         self.open_message = true;
-        // The checks made while the data arrived: the rest of it is hashed now (it came with the
-        // line's end), and they hold for the payloads as they are laid out next.
-        if let (Some(mut hashing), Some(origin)) = (hashing, self.origin) {
+        // The checks, made while the data arrived (the rest of it, which came with the line's
+        // end, is hashed now) or on the data now: the frame decoder takes them, and the payloads
+        // from the data itself, so that only the DATA headers are handed over (issue 21: no copy
+        // of the message into the frame bytes).
+        if let (true, Some(origin)) = (self.prehash, self.origin) {
+            let mut hashing =
+                hashing.unwrap_or_else(|| Box::new(LineHashing::new(self.run_lens(first), 0)));
             if let Some(rest) = data.get(hashing.hashed..) {
                 hashing.update(rest);
             }
             let base = origin + frames.len() as u64;
-            // The checks keep the data as it is (the message the frame decoder then delivers,
-            // not assembled again), so the frames are laid out in a buffer of their own.
-            self.prehashed.extend(hashing.finish(&data, base));
+            if let Some(checks) = hashing.finish(&data, base) {
+                self.prehashed.push_back(checks);
+                for (header, _) in self.queue.iter().take(run - 1).filter_map(data_frame) {
+                    frames.extend_from_slice(header);
+                }
+                self.queue.drain(..run - 1);
+                return self.flush(frames, self.records.saturating_sub(1));
+            }
         }
         self.hand_over_run(data, first as usize, run - 1, frames);
         self.flush(frames, self.records.saturating_sub(1))
@@ -679,62 +695,95 @@ mod tests {
         (body, messages)
     }
 
-    /// The DATA payloads of a binary stream: (offset, length, CRC-32) each.
-    fn payloads(frames: &[u8]) -> Vec<(u64, u32, u32)> {
-        let mut at = 0;
-        let mut found = Vec::new();
+    /// The binary stream from frame bytes handed over with the payloads `entries` cover left
+    /// out (their headers only): each such payload put back from its entry's message where its
+    /// entry places it, its length that of its header and its CRC-32 that of its own bytes.
+    fn rebuild(frames: &[u8], entries: &[Prehashed]) -> Vec<u8> {
+        let mut places: VecDeque<(u64, u32, u32, Bytes)> = entries
+            .iter()
+            .flat_map(|entry| {
+                let mut at = 0;
+                entry.payloads.iter().map(move |&(offset, len, crc)| {
+                    let payload = entry.message.slice(at..at + len as usize);
+                    at += len as usize;
+                    (offset, len, crc, payload)
+                })
+            })
+            .collect();
+        let (mut stream, mut at) = (Vec::new(), 0);
         while at + HEADER_LEN <= frames.len() {
             let header = FrameHeader::read(frames[at..at + HEADER_LEN].try_into().unwrap());
-            let start = at + HEADER_LEN;
-            if header.kind == FrameKind::Data.to_byte() {
-                found.push((start as u64, header.len, header.payload_crc));
+            stream.extend_from_slice(&frames[at..at + HEADER_LEN]);
+            at += HEADER_LEN;
+            if places.front().is_some_and(|place| place.0 == at as u64) {
+                let (_, len, crc, payload) = places.pop_front().unwrap();
+                // The CRC-32 of the bytes dispatched (the frame decoder compares it with the
+                // header's).
+                assert_eq!(len, header.len);
+                assert_eq!(crc32fast::hash(&payload), crc);
+                stream.extend_from_slice(&payload);
+            } else {
+                // A payload that never came (its event refused) ends the bytes.
+                let end = (at + header.len as usize).min(frames.len());
+                stream.extend_from_slice(&frames[at..end]);
+                at = end;
             }
-            at = start + header.len as usize;
         }
-        found
+        assert!(places.is_empty(), "every entry's places are in the frame bytes");
+        stream.extend_from_slice(&frames[at..]);
+        stream
+    }
+
+    /// `body` fed in `piece`-byte reads: the frame bytes handed over (the frame decoder
+    /// draining half of them now and then) and the checks made, with or without `prehash`.
+    fn feed(body: &[u8], piece: usize, prehash: bool) -> (Vec<u8>, Vec<Prehashed>) {
+        let mut dec = CompatDecoder::new();
+        if prehash {
+            dec = dec.prehash();
+        }
+        let (mut frames, mut stream, mut entries) = (BytesMut::new(), Vec::new(), Vec::new());
+        for chunk in body.chunks(piece) {
+            let failed = dec.feed(chunk, &mut frames).is_err();
+            entries.extend(dec.take_prehashed());
+            let half = frames.len() / 2;
+            stream.extend_from_slice(&frames.split_to(half));
+            if failed {
+                break;
+            }
+        }
+        dec.finish();
+        stream.extend_from_slice(&frames);
+        (stream, entries)
     }
 
     #[test]
-    fn a_data_line_that_arrives_in_pieces_is_hashed_as_it_comes_and_its_checks_match_the_frames() {
+    fn a_data_line_that_arrives_in_pieces_is_hashed_as_it_comes_and_only_its_headers_are_handed_over()
+     {
         use sha2::Digest as _;
         let (body, messages) = body();
-        for piece in [1, 7, 100, 999, 4096] {
-            let mut dec = CompatDecoder::new().prehash();
-            // The frame decoder drains what it reads: half of the buffer, now and then.
-            let (mut frames, mut stream) = (BytesMut::new(), Vec::new());
-            let mut prehashed = Vec::new();
-            for chunk in body.chunks(piece) {
-                dec.feed(chunk, &mut frames).unwrap();
-                prehashed.extend(dec.take_prehashed());
-                let half = frames.len() / 2;
-                stream.extend_from_slice(&frames.split_to(half));
-            }
-            dec.finish();
-            stream.extend_from_slice(&frames);
-            let all = payloads(&stream);
-            // The long message arrived over several reads (the short one, in one read, when the
-            // pieces are large): its checks are those of its frames, where they lie.
-            assert!(!prehashed.is_empty(), "piece {piece}");
-            let last = prehashed.last().unwrap();
-            assert_eq!(last.payloads, all[1..], "piece {piece}");
-            assert_eq!(
-                last.sha256,
-                <[u8; 32]>::from(sha2::Sha256::digest(&messages[1]))
-            );
-            for entry in &prehashed {
-                for payload in &entry.payloads {
-                    assert!(all.contains(payload), "piece {piece}: {payload:?}");
-                }
+        let (wire, none) = feed(&body, body.len(), false);
+        assert!(none.is_empty());
+        for piece in [1, 7, 100, 999, 4096, body.len()] {
+            let (frames, entries) = feed(&body, piece, true);
+            // Both messages' payloads are left out of the frame bytes; put back, they are the
+            // binary stream.
+            assert_eq!(entries.len(), 2, "piece {piece}");
+            assert_eq!(frames.len(), wire.len() - messages[0].len() - messages[1].len());
+            assert_eq!(rebuild(&frames, &entries), wire, "piece {piece}");
+            for (entry, message) in entries.iter().zip(&messages) {
+                assert_eq!(&entry.message[..], &message[..]);
+                assert_eq!(entry.sha256, <[u8; 32]>::from(sha2::Sha256::digest(message)));
             }
         }
     }
 
     #[test]
-    fn a_data_line_altered_on_the_way_leaves_no_checks_behind() {
+    fn a_data_line_altered_on_the_way_is_checked_on_the_bytes_dispatched() {
+        use sha2::Digest as _;
         let (body, _) = body();
         let text = String::from_utf8(body.to_vec()).unwrap();
-        // Longer than its run, two data lines, text SSE replaces: each handed over as before
-        // (or refused), never with checks computed on other bytes.
+        // Longer than its run, two data lines, text SSE replaces: each refused, or checked on
+        // the data as dispatched, never with checks computed on the bytes as they came.
         let longer = text.replacen("é\"}}", "éé\"}}", 1);
         let split = text.replacen("éé", "é\ndata: é", 1);
         // Four bytes that SSE replaces by four others (U+FFFD for a cut 4-byte sequence, then
@@ -748,18 +797,16 @@ mod tests {
             bytes
         };
         for altered in [longer.into_bytes(), split.into_bytes(), replaced] {
-            let mut dec = CompatDecoder::new().prehash();
-            let mut frames = BytesMut::new();
-            for chunk in altered.chunks(64) {
-                let _ = dec.feed(chunk, &mut frames);
+            for piece in [1, 64, altered.len()] {
+                let (frames, entries) = feed(&altered, piece, true);
+                let (plain, _) = feed(&altered, piece, false);
+                // `rebuild` checks each CRC-32 on the payload's own bytes.
+                assert_eq!(rebuild(&frames, &entries), plain, "piece {piece}");
+                for entry in &entries {
+                    let sha256 = <[u8; 32]>::from(sha2::Sha256::digest(&entry.message));
+                    assert_eq!(entry.sha256, sha256, "piece {piece}");
+                }
             }
-            let entries: Vec<_> = dec.take_prehashed().collect();
-            // Only the notification, which arrived whole in a read of 64 bytes or in pieces.
-            assert!(
-                entries
-                    .iter()
-                    .all(|e| e.payloads.len() == 1 && e.payloads[0].1 < 100)
-            );
         }
     }
 }
