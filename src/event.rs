@@ -159,6 +159,8 @@ impl VerifiedMessage {
     /// # Examples
     ///
     /// See [`VerifiedMessage`].
+    // Hidden: `bytes()` is a `Bytes` (a clone shares the buffer); the CLI and the tests use it.
+    #[doc(hidden)]
     #[must_use]
     pub fn into_bytes(self) -> Bytes {
         self.bytes

@@ -83,6 +83,8 @@ impl RetrySchedule {
     /// # Examples
     ///
     /// See [`RetrySchedule`].
+    // Hidden: the engine reads the schedule; the tests check it.
+    #[doc(hidden)]
     #[must_use]
     pub fn attempts(&self) -> u32 {
         self.max_attempts
@@ -97,6 +99,8 @@ impl RetrySchedule {
     /// # Examples
     ///
     /// See [`RetrySchedule`].
+    // Hidden: the engine reads the schedule; the tests check it.
+    #[doc(hidden)]
     #[must_use]
     pub fn delay(&self, retry: u32, floor: Duration) -> Duration {
         let doubling = 2u32.saturating_pow(retry.saturating_sub(1));

@@ -55,6 +55,8 @@ impl Regime {
     /// ```
     /// assert_eq!(mcp_framing::outcome::Regime::C.name(), "C");
     /// ```
+    // Hidden: `Display` prints it; the telemetry labels call it.
+    #[doc(hidden)]
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -202,6 +204,8 @@ impl StreamCompletionAmbiguousError {
     /// # Examples
     ///
     /// See [`StreamCompletionAmbiguousError`].
+    // Hidden: always `false` (an ambiguous close is never retried by default, SPEC.md §11.6), as the type's docs say; the tests check it.
+    #[doc(hidden)]
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         false

@@ -174,6 +174,8 @@ impl FramingLayer {
     /// // Frames of 512 bytes: the control frames still take up to 1026.
     /// assert_eq!(FramingLayer::new().frame_size(512).contract().max_frame_payload, 1026);
     /// ```
+    // Hidden: the layer writes it into the `initialize` and `server/discover` results it frames (SPEC.md §11.2), where clients read it; the tests read it back here.
+    #[doc(hidden)]
     #[must_use]
     pub fn contract(&self) -> FramingContract {
         self.contract_with(None)
