@@ -120,6 +120,8 @@ macro_rules! below_the_api {
 
 below_the_api! {
     #[cfg(feature = "sse")]
+    mod body;
+    #[cfg(feature = "sse")]
     mod body_encoder;
     mod retry;
     mod frame;
@@ -131,8 +133,6 @@ below_the_api! {
     mod sse_compat;
 }
 
-#[cfg(feature = "sse")]
-mod body;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "codec")]

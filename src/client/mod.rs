@@ -18,19 +18,20 @@
 
 below_the_api! {
     pub(crate) mod config;
+    pub(crate) mod resolver;
+    pub(crate) mod stats;
 }
 mod engine;
 mod error;
-pub(crate) mod resolver;
 mod retrying;
 mod schedule;
-pub(crate) mod stats;
 
 pub use crate::retry::{RetryDecision, RetryReason};
 pub use error::{AttemptError, AttemptReport, CallError, OUTCOME_DATA_KEY};
 pub use resolver::{DiscoveringResolver, EndpointResolver, ResolveError};
 pub use retrying::{CallItem, CallOutcome, RetryingClient};
 pub use schedule::RetrySchedule;
+#[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))] // `FramingHttpClient`'s
 pub(crate) use stats::{ClientStats, RetryStats};
 
 #[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))]

@@ -52,6 +52,7 @@ below_the_api! {
 #[cfg(feature = "rmcp-server")]
 pub(crate) use declaration::TextDeclaration;
 pub use declaration::{Deduplication, FramingContract};
+#[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use discovery::ServerDiscovery;
 pub use error::{ContractChange, ContractError};
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
