@@ -584,7 +584,8 @@ impl StreamEncoder {
     /// let mut wire = bytes::BytesMut::new();
     /// enc.push(b"{\"partial", &mut wire)?;
     /// enc.abort(AbortCode::UpstreamFailed, "model backend went away", &mut wire)?;
-    /// assert!(enc.is_finished());
+    /// // The stream is over: nothing more can be written.
+    /// assert!(matches!(enc.end(&mut wire), Err(mcp_framing::EncodeError::StreamFinished)));
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     pub fn abort(

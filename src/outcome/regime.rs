@@ -153,7 +153,6 @@ impl fmt::Display for DiscoveryMode {
 ///
 /// let err = classify(&Observations::default()).unwrap_err();
 /// assert_eq!(err.discovery, DiscoveryMode::Stateless);
-/// assert!(!err.is_retryable());
 /// assert!(err.to_string().starts_with("stream completion is ambiguous"));
 /// assert!(err.to_string().contains("stateless per-request discovery"));
 /// ```
