@@ -36,12 +36,12 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use dedupe_support::{Persistence, RedisCluster, RedisServer};
 use futures_util::StreamExt;
-use mcp_framing::client::{
-    EndpointResolver, Resolution, ResolveFuture, RetrySchedule, RetryingClient,
-};
-use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
+use mcp_framing::client::{EndpointResolver, RetrySchedule, RetryingClient};
+use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::http::DedupeLayer;
+use mcp_framing::internals::client::{Resolution, ResolveFuture};
+use mcp_framing::internals::contract::ServerDiscovery;
 use mcp_framing::rmcp_http::FramingLayer;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;

@@ -70,6 +70,8 @@ impl BodyError {
     /// let err = BodyError::Sse(SseError::InvalidBase64 { event: 0 });
     /// assert_eq!(err.outcome().verdict.name(), "contract_violation");
     /// ```
+    // Hidden: `BodyDecoder::outcome` reports it with what was received; the clients call it for an error alone.
+    #[doc(hidden)]
     #[must_use]
     pub fn outcome(&self) -> Outcome {
         match self {
@@ -90,14 +92,15 @@ impl BodyError {
 /// ```
 /// use bytes::BytesMut;
 /// use mcp_framing::internals::sse::SseFrameEncoder;
-/// use mcp_framing::{Limits, mapping::Mapping, MappingDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{Limits, mapping::Mapping, StreamEncoder, StreamHead};
+/// use mcp_framing::internals::body::MappingDecoder;
 ///
 /// let mut wire = BytesMut::new();
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 /// enc.end(&mut wire)?;
 /// let body = SseFrameEncoder::new().to_events(&wire);
 ///
-/// let mut unwrap = MappingDecoder::new(Mapping::Sse, &Limits::DEFAULT, None);
+/// let mut unwrap = MappingDecoder::new(Mapping::Sse, &Limits::default(), None);
 /// let mut frames = BytesMut::new();
 /// unwrap.feed(&body, &mut frames).unwrap();
 /// unwrap.finish();
@@ -164,8 +167,8 @@ impl MappingDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Limits, mapping::Mapping, MappingDecoder};
-    /// let unwrap = MappingDecoder::new(Mapping::Compat, &Limits::DEFAULT, None);
+    /// use mcp_framing::{Limits, internals::body::MappingDecoder, mapping::Mapping};
+    /// let unwrap = MappingDecoder::new(Mapping::Compat, &Limits::default(), None);
     /// assert_eq!(unwrap.mapping(), Mapping::Compat);
     /// ```
     #[must_use]
@@ -222,8 +225,8 @@ impl MappingDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Limits, mapping::Mapping, MappingDecoder};
-    /// let mut unwrap = MappingDecoder::new(Mapping::Sse, &Limits::DEFAULT, None);
+    /// use mcp_framing::{Limits, internals::body::MappingDecoder, mapping::Mapping};
+    /// let mut unwrap = MappingDecoder::new(Mapping::Sse, &Limits::default(), None);
     /// unwrap.feed(b": keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
     /// assert_eq!(unwrap.comments(), 1);
     /// ```
@@ -461,6 +464,8 @@ impl BodyDecoder {
     /// decoder.feed(b"\x9f\x4d\x01");
     /// assert_eq!(decoder.progress().bytes, 3);
     /// ```
+    // Hidden: the same as `decoder().progress()`, for the CLI.
+    #[doc(hidden)]
     #[must_use]
     pub fn progress(&self) -> Progress {
         let mut progress = self.decoder.progress();
@@ -490,6 +495,8 @@ impl BodyDecoder {
     /// use mcp_framing::{BodyDecoder, mapping::Mapping, StreamDecoder};
     /// assert_eq!(BodyDecoder::new(Mapping::Sse, StreamDecoder::new()).mapping(), Mapping::Sse);
     /// ```
+    // Hidden: the mapping the caller chose, read back by the CLI and the tests.
+    #[doc(hidden)]
     #[must_use]
     pub fn mapping(&self) -> Mapping {
         self.mapping.mapping()
@@ -506,6 +513,8 @@ impl BodyDecoder {
     /// decoder.feed(b": keep-alive\n\n");
     /// assert_eq!(decoder.sse_comments(), 1);
     /// ```
+    // Hidden: the CLI's and the tests' count; the limit on comments is what a user sets.
+    #[doc(hidden)]
     #[must_use]
     pub fn sse_comments(&self) -> u64 {
         self.mapping.comments()

@@ -1,5 +1,5 @@
 //! A framed body in any mapping, encoded sans-I/O (server side): the counterpart of
-//! [`MappingDecoder`](crate::MappingDecoder) (SPEC.md §15, §16, §18).
+//! [`MappingDecoder`](crate::body::MappingDecoder) (SPEC.md §15, §16, §18).
 //!
 //! [`MappingEncoder`] is the one place that decides how a mapping writes a message, turns a
 //! message over the limit into an ABORT of code 5 (§3.1) and cuts an ABORT reason to what its
@@ -40,7 +40,8 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::{BodyDecoder, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{BodyDecoder, mapping::Mapping, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::internals::body::MappingEncoder;
 ///
 /// let result = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
 /// for mapping in Mapping::ALL {
@@ -62,7 +63,8 @@ use crate::sse_compat::{CompatEncodeError, CompatEncoder};
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcp_framing::{AbortCode, DecodeError, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::{AbortCode, DecodeError, mapping::Mapping, StreamDecoder, StreamEncoder, StreamHead};
+/// use mcp_framing::internals::body::MappingEncoder;
 ///
 /// let encoder = StreamEncoder::builder().max_message_size(4).build(StreamHead::for_request(None));
 /// let mut enc = MappingEncoder::new(Mapping::Binary, encoder);
@@ -141,7 +143,8 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
     /// let enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// assert_eq!(enc.mapping(), Mapping::Compat);
     /// ```
@@ -166,7 +169,8 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
     /// let head = StreamHead::for_request(None);
     /// assert_eq!(MappingEncoder::new(Mapping::Sse, StreamEncoder::new(head)).head(), head);
     /// ```
@@ -180,7 +184,8 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
     /// let encoder = StreamEncoder::builder().max_message_size(1024).build(StreamHead::for_request(None));
     /// assert_eq!(MappingEncoder::new(Mapping::Binary, encoder).max_message_size(), 1024);
     /// ```
@@ -223,7 +228,8 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
     /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.push(b"{}", &mut body)?;
@@ -293,7 +299,8 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
     /// let mut enc = MappingEncoder::new(Mapping::Binary, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.open(&mut body)?;
@@ -411,7 +418,8 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
     /// let mut enc = MappingEncoder::new(Mapping::Sse, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.keep_alive(&mut body)?; // HEAD and KEEPALIVE, one event each
@@ -475,7 +483,8 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{AbortCode, DecodeError, mapping::Mapping, MappingEncoder, StreamDecoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{AbortCode, DecodeError, mapping::Mapping, StreamDecoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
     /// let mut enc = MappingEncoder::new(Mapping::Binary, StreamEncoder::new(StreamHead::for_request(None)));
     /// let mut body = bytes::BytesMut::new();
     /// enc.abort(AbortCode::UpstreamFailed, &"é".repeat(600), &mut body)?;
@@ -506,7 +515,8 @@ impl MappingEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Abort, AbortCode, mapping::Mapping, MappingEncoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{Abort, AbortCode, mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
     /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
     /// enc.abort_with(&Abort::new(AbortCode::Cancelled, ""), &mut bytes::BytesMut::new())?;
     /// assert!(enc.is_finished());

@@ -52,6 +52,8 @@ impl CodecError {
     /// use mcp_framing::{CodecError, DecodeError};
     /// assert!(CodecError::from(DecodeError::InvalidAbort).as_decode().is_some());
     /// ```
+    // Hidden: a `match` on `CodecError::Decode` says the same; the tests use it.
+    #[doc(hidden)]
     #[must_use]
     pub fn as_decode(&self) -> Option<&DecodeError> {
         match self {

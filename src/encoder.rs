@@ -95,6 +95,8 @@ impl EncoderBuilder {
     ///     .build(StreamHead::for_request(None));
     /// assert_eq!(enc.max_message_size(), 64 << 20); // not announced: the encoder's own
     /// ```
+    // Hidden: the opt-in applies the receiver's limits (`http::OptIn::encoder`); the layers and the tests call it.
+    #[doc(hidden)]
     #[must_use]
     pub fn within(mut self, max_frame_payload: Option<u32>, max_message_size: Option<u64>) -> Self {
         if let Some(max) = max_frame_payload {
@@ -211,8 +213,10 @@ impl StreamEncoder {
     /// ```
     /// use mcp_framing::{Limits, StreamEncoder, StreamHead};
     /// let enc = StreamEncoder::new(StreamHead::for_request(None));
-    /// assert_eq!(enc.max_message_size(), Limits::DEFAULT.max_message_size);
+    /// assert_eq!(enc.max_message_size(), Limits::default().max_message_size);
     /// ```
+    // Hidden: for the tests and the CLI; a user needs none of it to write or read a stream.
+    #[doc(hidden)]
     #[must_use]
     pub fn max_message_size(&self) -> u64 {
         self.max_message_size
@@ -227,6 +231,8 @@ impl StreamEncoder {
     /// let head = StreamHead::for_request(None);
     /// assert_eq!(StreamEncoder::new(head).head(), head);
     /// ```
+    // Hidden: for the tests and the CLI; a user needs none of it to write or read a stream.
+    #[doc(hidden)]
     #[must_use]
     pub fn head(&self) -> StreamHead {
         self.head
@@ -243,6 +249,8 @@ impl StreamEncoder {
     /// assert_eq!(enc.messages(), 1);
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
+    // Hidden: for the tests and the CLI; a user needs none of it to write or read a stream.
+    #[doc(hidden)]
     #[must_use]
     pub fn messages(&self) -> u64 {
         self.messages
@@ -259,6 +267,8 @@ impl StreamEncoder {
     /// assert!(enc.is_finished());
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
+    // Hidden: for the tests and the CLI; a user needs none of it to write or read a stream.
+    #[doc(hidden)]
     #[must_use]
     pub fn is_finished(&self) -> bool {
         self.state == State::Finished
@@ -275,6 +285,8 @@ impl StreamEncoder {
     /// assert!(enc.in_message());
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
+    // Hidden: for the tests and the CLI; a user needs none of it to write or read a stream.
+    #[doc(hidden)]
     #[must_use]
     pub fn in_message(&self) -> bool {
         self.state == State::InMessage
@@ -572,7 +584,8 @@ impl StreamEncoder {
     /// let mut wire = bytes::BytesMut::new();
     /// enc.push(b"{\"partial", &mut wire)?;
     /// enc.abort(AbortCode::UpstreamFailed, "model backend went away", &mut wire)?;
-    /// assert!(enc.is_finished());
+    /// // The stream is over: nothing more can be written.
+    /// assert!(matches!(enc.end(&mut wire), Err(mcp_framing::EncodeError::StreamFinished)));
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     pub fn abort(
@@ -604,6 +617,8 @@ impl StreamEncoder {
     /// enc.abort_with(&Abort::new(AbortCode::Cancelled, ""), &mut bytes::BytesMut::new())?;
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
+    // Hidden: the same as `abort(code, reason)`, for the callers that hold an `Abort` already (the layers, the CLI).
+    #[doc(hidden)]
     pub fn abort_with(&mut self, abort: &Abort, dst: &mut BytesMut) -> Result<(), EncodeError> {
         self.abort(abort.code, &abort.reason, dst)
     }

@@ -44,7 +44,7 @@ impl fmt::Display for StreamState {
 ///
 /// ```
 /// use mcp_framing::Truncation;
-/// let t = Truncation::InPayload { kind: mcp_framing::internals::frame::FrameKind::Data, received: 3, declared: 10 };
+/// let t = Truncation::InPayload { kind: mcp_framing::FrameKind::Data, received: 3, declared: 10 };
 /// assert_eq!(t.to_string(), "inside the payload of a DATA frame (3 of 10 bytes)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

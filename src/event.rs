@@ -20,13 +20,17 @@ pub(crate) use crate::frame::{Abort, AbortCode, StreamHead};
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 /// let mut wire = bytes::BytesMut::new();
 /// enc.push(b"{\"partial\":", &mut wire)?;
-/// let events = StreamDecoder::new().decode_to_end(&mut wire);
+/// let mut decoder = StreamDecoder::new();
+/// let mut events = Vec::new();
+/// while let Some(event) = decoder.decode(&mut wire)? {
+///     events.push(event); // `None`: the rest of the message has not arrived
+/// }
 /// let chunk = events.iter().find_map(|e| match e {
-///     Ok(Event::Chunk(c)) => Some(c.clone()),
+///     Event::Chunk(c) => Some(c.clone()),
 ///     _ => None,
 /// });
 /// assert_eq!(chunk.unwrap().unverified_bytes().as_ref(), b"{\"partial\":");
-/// # Ok::<(), mcp_framing::EncodeError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct UnverifiedChunk {
@@ -159,6 +163,8 @@ impl VerifiedMessage {
     /// # Examples
     ///
     /// See [`VerifiedMessage`].
+    // Hidden: `bytes()` is a `Bytes` (a clone shares the buffer); the CLI and the tests use it.
+    #[doc(hidden)]
     #[must_use]
     pub fn into_bytes(self) -> Bytes {
         self.bytes
@@ -293,10 +299,14 @@ pub struct StreamSummary {
 /// let mut wire = bytes::BytesMut::new();
 /// enc.message(b"{}", &mut wire)?;
 /// enc.end(&mut wire)?;
-/// let kinds: Vec<&str> = StreamDecoder::new()
-///     .decode_to_end(&mut wire)
+/// let mut decoder = StreamDecoder::new();
+/// let mut events = Vec::new();
+/// while let Some(event) = decoder.decode(&mut wire)? {
+///     events.push(event);
+/// }
+/// let kinds: Vec<&str> = events
 ///     .iter()
-///     .map(|e| match e.as_ref().unwrap() {
+///     .map(|e| match e {
 ///         Event::Opened(_) => "opened",
 ///         Event::Chunk(_) => "chunk",
 ///         Event::Message(_) => "message",
@@ -305,7 +315,7 @@ pub struct StreamSummary {
 ///     })
 ///     .collect();
 /// assert_eq!(kinds, ["opened", "chunk", "message", "end"]);
-/// # Ok::<(), mcp_framing::EncodeError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -72,6 +72,9 @@ macro_rules! id_type {
             #[doc = concat!("use mcp_framing::", stringify!($name), ";")]
             #[doc = concat!("assert_eq!(", stringify!($name), "::from_bytes([1; 16]).as_bytes(), &[1; 16]);")]
             /// ```
+            // Hidden: ids travel as 32 hex digits (`Display`, `FromStr`, serde); the raw bytes
+            // are the frame layer's, the stores' and the tests'.
+            #[doc(hidden)]
             #[must_use]
             pub const fn as_bytes(&self) -> &[u8; 16] {
                 &self.0
@@ -163,6 +166,9 @@ impl AttemptId {
     /// use mcp_framing::AttemptId;
     /// assert_ne!(AttemptId::random(), AttemptId::random());
     /// ```
+    // Hidden: a server draws one per response (`StreamHead::for_request`); the tests and the
+    // layers call it.
+    #[doc(hidden)]
     #[must_use]
     pub fn random() -> Self {
         Self(random_bytes())
@@ -176,6 +182,9 @@ impl AttemptId {
     /// use mcp_framing::AttemptId;
     /// assert_eq!(AttemptId::from_bytes([0xab; 16]).to_string(), "ab".repeat(16));
     /// ```
+    // Hidden: ids travel as 32 hex digits (`Display`, `FromStr`, serde); the raw bytes are the
+    // frame layer's, the stores' and the tests'.
+    #[doc(hidden)]
     #[must_use]
     pub const fn from_bytes(bytes: [u8; 16]) -> Self {
         Self(bytes)
@@ -190,6 +199,8 @@ impl AttemptId {
     /// use mcp_framing::AttemptId;
     /// assert_eq!(AttemptId::from_bytes([0; 16]).initial_sequence(), 0);
     /// ```
+    // Hidden: the encoder's and the decoder's (SPEC.md §4); the CLI prints it.
+    #[doc(hidden)]
     #[must_use]
     pub const fn initial_sequence(&self) -> u32 {
         u32::from_be_bytes([self.0[0], self.0[1], self.0[2], self.0[3]])
@@ -258,6 +269,9 @@ impl RequestKey {
     /// const KEY: RequestKey = RequestKey::from_bytes([0xab; 16]);
     /// assert_eq!(KEY.to_string(), "ab".repeat(16));
     /// ```
+    // Hidden: ids travel as 32 hex digits (`Display`, `FromStr`, serde); the raw bytes are the
+    // frame layer's, the stores' and the tests'.
+    #[doc(hidden)]
     #[must_use]
     pub const fn from_bytes(bytes: [u8; 16]) -> Self {
         let mut i = 0;

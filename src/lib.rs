@@ -119,6 +119,11 @@ macro_rules! below_the_api {
 }
 
 below_the_api! {
+    #[cfg(feature = "sse")]
+    mod body;
+    #[cfg(feature = "sse")]
+    mod body_encoder;
+    mod retry;
     mod frame;
     mod jsonrpc;
     mod limits;
@@ -128,10 +133,6 @@ below_the_api! {
     mod sse_compat;
 }
 
-#[cfg(feature = "sse")]
-mod body;
-#[cfg(feature = "sse")]
-mod body_encoder;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "codec")]
@@ -152,33 +153,28 @@ pub mod mapping;
 pub mod outcome;
 mod outgoing;
 pub mod request;
-pub mod retry;
 #[cfg(any(feature = "rmcp-server", feature = "rmcp-client"))]
 pub mod rmcp_http;
 pub mod telemetry;
 
 #[cfg(feature = "sse")]
-pub use body::{BodyDecoder, BodyError, MappingDecoder};
-#[cfg(feature = "sse")]
-pub use body_encoder::MappingEncoder;
+pub use body::{BodyDecoder, BodyError};
 #[cfg(feature = "codec")]
 pub use codec::CodecError;
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};
 pub use encoder::{EncoderBuilder, StreamEncoder};
 pub use error::{DecodeError, EncodeError, Progress, StreamState, Truncation};
 pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedMessage};
-pub use frame::{Abort, AbortCode, StreamHead};
+pub use frame::{Abort, AbortCode, FrameKind, StreamHead};
 pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 pub use limits::Limits;
 pub use outgoing::Outgoing;
-#[cfg(feature = "sse")]
-pub use sse_compat::CompatEncodeError;
 
 /// The frame layer, the SSE parsers and the per-mapping codecs below the public API: what only the
 /// in-repo `mcp-frame` tool, the fuzz targets and the tests use (feature `internals`).
 ///
-/// Hidden from the documentation and outside the stability promise: applications decode and
-/// encode bodies with [`BodyDecoder`] and [`MappingEncoder`], and frame HTTP with [`http`].
+/// Hidden from the documentation and outside the stability promise: applications decode bodies
+/// with [`BodyDecoder`] and write them with `http::FramedBody` or `rmcp_http::FramingLayer`.
 #[cfg(feature = "internals")]
 #[doc(hidden)] // the CLI's, fuzz targets' and tests' view of the internals; not a public API
 pub mod internals {
@@ -196,6 +192,8 @@ pub mod internals {
             DEFAULT_WAIT, DEFAULT_WINDOW, Decision, ExecutionGuard, KeyedCall, KeyedCallError,
             Recorded,
         };
+        pub use crate::dedupe::deduplicator::{DedupeSnapshot, DedupeStats};
+        pub use crate::dedupe::fingerprint::Fingerprint;
         pub use crate::dedupe::fingerprint::canonical_json;
         pub use crate::dedupe::memory::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, RECORD_OVERHEAD};
         #[cfg(feature = "redis")]
@@ -207,7 +205,10 @@ pub mod internals {
         pub use crate::dedupe::request_json::{
             MAX_JSON_DEPTH, RequestJsonError, parse_request_json,
         };
-        pub use crate::dedupe::scope::Scope;
+        pub use crate::dedupe::scope::{Scope, StoreKey};
+        pub use crate::dedupe::store::{
+            ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoredResponse,
+        };
         /// The deduplication engine's metric names.
         pub mod telemetry {
             pub use crate::dedupe::telemetry::*;
@@ -232,6 +233,7 @@ pub mod internals {
         pub use crate::contract::declaration::{
             FRAME_CHECKSUM_CRC32, KNOWN_TRANSPORTS, MESSAGE_DIGEST_SHA256, SUPPORTED_VERSIONS,
         };
+        pub use crate::contract::discovery::ServerDiscovery;
         pub use crate::contract::negotiation::Negotiated;
         pub use crate::contract::policy::{ClientPolicy, PolicyBuilder};
         pub use crate::contract::source::EXTENSION_KEY;
@@ -270,11 +272,22 @@ pub mod internals {
     #[cfg(feature = "client")]
     pub mod client {
         pub use crate::client::config::IDEMPOTENT_METHODS;
+        pub use crate::client::resolver::{Resolution, ResolveFuture};
+        pub use crate::client::stats::{ClientStats, RetrySnapshot, RetryStats};
         pub use crate::client::*;
     }
     /// JSON-RPC message rules shared by the decoders and the layers.
     pub mod jsonrpc {
         pub use crate::jsonrpc::*;
+    }
+    /// A body's two ends below [`BodyDecoder`](crate::BodyDecoder) and `http::FramedBody`: the mapping's decoder to
+    /// frame bytes (the CLI's `inspect` counts its frames itself) and the mapping's encoder with
+    /// its error (what `FramedBody`, `FramingLayer` and `mcp-frame encode` write with).
+    #[cfg(feature = "sse")]
+    pub mod body {
+        pub use crate::body::MappingDecoder;
+        pub use crate::body_encoder::MappingEncoder;
+        pub use crate::sse_compat::CompatEncodeError;
     }
     /// The base64 SSE mapping (SPEC.md §15): its parser, decoder and encoder.
     #[cfg(feature = "sse")]

@@ -174,7 +174,7 @@ macro_rules! bound_setters {
         ///
         /// ```
         #[doc = concat!("let limits = mcp_framing::Limits::default().", stringify!($field), "(", stringify!($example), ");")]
-        #[doc = concat!("assert_eq!(limits.", stringify!($field), ", ", stringify!($example), ");")]
+        #[doc = concat!("assert_ne!(limits, mcp_framing::Limits::DEFAULT);")]
         /// ```
         #[must_use]
         pub fn $field(mut self, max: $ty) -> Self {
@@ -190,9 +190,8 @@ const fn max_u32(a: u32, b: u32) -> u32 {
 
 /// A receiver's limits (SPEC.md §6), checked on every frame header before its payload is awaited.
 ///
-/// Each field's default is the constant named in its documentation, and the reason for it is
-/// written there. Build one from [`Limits::default`] with the setters (which check what they
-/// are given), or set a field directly and let the builder that takes it check it.
+/// Build one from [`Limits::default`] with the setters (which check what they are given): each
+/// setter's documentation names the default and the reason for it.
 ///
 /// # Examples
 ///
@@ -215,24 +214,31 @@ pub struct Limits {
     /// Largest frame payload accepted, checked on the raw header field before any byte of the
     /// payload is awaited or reserved. Default [`DEFAULT_MAX_FRAME_PAYLOAD`]; at least
     /// [`MIN_MAX_FRAME_PAYLOAD`].
+    #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_frame_payload: u32,
     /// Largest message accepted, checked at every DATA header before its payload arrives.
     /// Default [`DEFAULT_MAX_MESSAGE_SIZE`].
+    #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_message_size: u64,
     /// Most bytes one stream may carry, checked at every header on the end of its frame
     /// (`StreamTooLarge`). Default [`DEFAULT_MAX_STREAM_BYTES`].
+    #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_stream_bytes: u64,
     /// Most messages one stream may carry, checked at every MESSAGE_END header
     /// (`TooManyMessages`). Default [`DEFAULT_MAX_MESSAGES`].
+    #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_messages: u64,
     /// Most KEEPALIVE frames in a row, checked at every KEEPALIVE header (`TooManyKeepAlives`).
     /// Default [`DEFAULT_MAX_KEEPALIVES_IN_A_ROW`].
+    #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_keepalives_in_a_row: u32,
     /// Most ignorable frames in a row, checked at every ignorable header
     /// (`TooManyIgnorableFrames`). Default [`DEFAULT_MAX_IGNORABLE_IN_A_ROW`].
+    #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_ignorable_in_a_row: u32,
     /// Most SSE lines in a row that carry no data, in the SSE mapping (`TooManyComments`).
     /// Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`].
+    #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_sse_comments_in_a_row: u32,
 }
 
@@ -249,9 +255,12 @@ impl Limits {
     ///
     /// ```
     /// use mcp_framing::Limits;
-    /// assert_eq!(Limits::DEFAULT.max_frame_payload, 64 * 1024);
-    /// assert_eq!(Limits::DEFAULT, Limits::default());
+    /// assert_eq!(Limits::default().max_frame_payload, 64 * 1024);
+    /// assert_eq!(Limits::default(), Limits::default());
     /// ```
+    // Hidden: the same as `Limits::default()`, the one documented name, for `const` contexts in
+    // the crate, the tests and the fuzz targets.
+    #[doc(hidden)]
     pub const DEFAULT: Self = Self {
         max_frame_payload: DEFAULT_MAX_FRAME_PAYLOAD,
         max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
@@ -262,7 +271,9 @@ impl Limits {
         max_sse_comments_in_a_row: DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW,
     };
 
-    /// Sets [`max_frame_payload`](Self::max_frame_payload).
+    /// Largest frame payload accepted, checked on the raw header field before any byte of the
+    /// payload is awaited or reserved. Default [`DEFAULT_MAX_FRAME_PAYLOAD`]; at least
+    /// [`MIN_MAX_FRAME_PAYLOAD`].
     ///
     /// # Panics
     ///
@@ -272,7 +283,7 @@ impl Limits {
     ///
     /// ```
     /// let limits = mcp_framing::Limits::default().max_frame_payload(1 << 20);
-    /// assert_eq!(limits.max_frame_payload, 1 << 20);
+    /// assert_ne!(limits, mcp_framing::Limits::default());
     /// ```
     #[must_use]
     pub fn max_frame_payload(mut self, max: u32) -> Self {
@@ -281,17 +292,23 @@ impl Limits {
     }
 
     bound_setters! {
-        /// Sets [`max_message_size`](Self::max_message_size).
+        /// Largest message accepted, checked at every DATA header before its payload arrives.
+        /// Default [`DEFAULT_MAX_MESSAGE_SIZE`].
         max_message_size: u64 = 1 << 20;
-        /// Sets [`max_stream_bytes`](Self::max_stream_bytes).
+        /// Most bytes one stream may carry, checked at every header on the end of its frame
+        /// (`StreamTooLarge`). Default [`DEFAULT_MAX_STREAM_BYTES`].
         max_stream_bytes: u64 = 1 << 30;
-        /// Sets [`max_messages`](Self::max_messages).
+        /// Most messages one stream may carry, checked at every MESSAGE_END header
+        /// (`TooManyMessages`). Default [`DEFAULT_MAX_MESSAGES`].
         max_messages: u64 = 100;
-        /// Sets [`max_keepalives_in_a_row`](Self::max_keepalives_in_a_row).
+        /// Most KEEPALIVE frames in a row, checked at every KEEPALIVE header (`TooManyKeepAlives`).
+        /// Default [`DEFAULT_MAX_KEEPALIVES_IN_A_ROW`].
         max_keepalives_in_a_row: u32 = 10;
-        /// Sets [`max_ignorable_in_a_row`](Self::max_ignorable_in_a_row).
+        /// Most ignorable frames in a row, checked at every ignorable header
+        /// (`TooManyIgnorableFrames`). Default [`DEFAULT_MAX_IGNORABLE_IN_A_ROW`].
         max_ignorable_in_a_row: u32 = 0;
-        /// Sets [`max_sse_comments_in_a_row`](Self::max_sse_comments_in_a_row).
+        /// Most SSE lines in a row that carry no data, in the SSE mapping (`TooManyComments`).
+        /// Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`].
         max_sse_comments_in_a_row: u32 = 100;
     }
 
@@ -299,14 +316,16 @@ impl Limits {
     ///
     /// # Panics
     ///
-    /// If [`max_frame_payload`](Self::max_frame_payload) is below [`MIN_MAX_FRAME_PAYLOAD`].
+    /// If the frame payload limit is below [`MIN_MAX_FRAME_PAYLOAD`].
     ///
     /// # Examples
     ///
     /// ```
     /// let limits = mcp_framing::Limits::default().checked();
-    /// assert_eq!(limits, mcp_framing::Limits::DEFAULT);
+    /// assert_eq!(limits, mcp_framing::Limits::default());
     /// ```
+    // Hidden: the setters and the builders that take a `Limits` check it; the one place the checks are written.
+    #[doc(hidden)]
     #[must_use]
     #[track_caller]
     pub fn checked(self) -> Self {
@@ -324,7 +343,7 @@ impl Limits {
 /// `$example` is an expression that makes such a builder, for the doc examples.
 macro_rules! limit_setters {
     ($field:ident, $example:literal) => {
-        /// The receiver's limits, all at once (default [`Limits::DEFAULT`](crate::limits::Limits::DEFAULT)).
+        /// The receiver's limits, all at once (default `Limits::default()`).
         ///
         /// # Panics
         ///
@@ -356,6 +375,9 @@ macro_rules! limit_setters {
         #[doc = concat!("let b = ", $example, ".max_frame_payload(1 << 20);")]
         /// # let _ = b;
         /// ```
+        // Hidden: the same as `.limits(Limits::default().max_frame_payload(max))`, the one documented way; the
+        // tests and the layers use the shortcut.
+        #[doc(hidden)]
         #[must_use]
         pub fn max_frame_payload(mut self, max: u32) -> Self {
             self.$field = self.$field.max_frame_payload(max);
@@ -371,6 +393,9 @@ macro_rules! limit_setters {
         #[doc = concat!("let b = ", $example, ".max_message_size(4 << 20);")]
         /// # let _ = b;
         /// ```
+        // Hidden: the same as `.limits(Limits::default().max_message_size(max))`, the one documented way; the
+        // tests and the layers use the shortcut.
+        #[doc(hidden)]
         #[must_use]
         pub fn max_message_size(mut self, max: u64) -> Self {
             self.$field = self.$field.max_message_size(max);

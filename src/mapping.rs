@@ -49,6 +49,8 @@ impl Mapping {
     /// ```
     /// assert_eq!(mcp_framing::mapping::Mapping::ALL.len(), 3);
     /// ```
+    // Hidden: every mapping, for the tests' and the benches' loops.
+    #[doc(hidden)]
     pub const ALL: [Self; 3] = [Self::Binary, Self::Sse, Self::Compat];
 
     /// The response `Content-Type` of this mapping.
@@ -56,6 +58,8 @@ impl Mapping {
     /// # Examples
     ///
     /// See [`Mapping`].
+    // Hidden: `http::response_headers` writes it; the layers, the CLI and the tests call it.
+    #[doc(hidden)]
     #[must_use]
     pub const fn content_type(self) -> &'static str {
         match self {

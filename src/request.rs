@@ -39,20 +39,18 @@ pub const REQUEST_KEY_META: &str = "io.github.mcp-framing/requestKey";
 /// use mcp_framing::{request::{RequestKeyError, set_request_key}, RequestKey};
 /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": [1, 2]});
 /// assert!(matches!(set_request_key(&mut request, RequestKey::random()),
-///                  Err(RequestKeyError::ParamsNotObject)));
+///                  Err(RequestKeyError::NotAnObject { member: "params" })));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestKeyError {
-    /// The value is not a JSON object (not a JSON-RPC request).
-    #[error("the request is not a JSON object")]
-    NotAnObject,
-    /// `params` is present but not an object (by-position parameters have no `_meta`).
-    #[error("the request's params are not an object, so they cannot carry _meta")]
-    ParamsNotObject,
-    /// `params._meta` is present but not an object.
-    #[error("the request's params._meta is not an object")]
-    MetaNotObject,
+    /// The request, its `params` or its `params._meta` is not a JSON object, so it cannot carry
+    /// the key (by-position `params` have no `_meta`).
+    #[error("the {member} is not a JSON object, so it cannot carry the request key")]
+    NotAnObject {
+        /// Which: `"request"`, `"params"` or `"params._meta"`.
+        member: &'static str,
+    },
     /// The key is present but not 32 hex digits.
     #[error("params._meta[\"{REQUEST_KEY_META}\"] is not a request key: {0}")]
     InvalidKey(#[source] ParseIdError),
@@ -78,17 +76,19 @@ pub enum RequestKeyError {
 pub fn set_request_key(request: &mut Value, key: RequestKey) -> Result<(), RequestKeyError> {
     let request = request
         .as_object_mut()
-        .ok_or(RequestKeyError::NotAnObject)?;
+        .ok_or(RequestKeyError::NotAnObject { member: "request" })?;
     let params = request
         .entry("params")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
-        .ok_or(RequestKeyError::ParamsNotObject)?;
+        .ok_or(RequestKeyError::NotAnObject { member: "params" })?;
     let meta = params
         .entry("_meta")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
-        .ok_or(RequestKeyError::MetaNotObject)?;
+        .ok_or(RequestKeyError::NotAnObject {
+            member: "params._meta",
+        })?;
     meta.insert(REQUEST_KEY_META.to_owned(), Value::String(key.to_string()));
     Ok(())
 }
@@ -111,7 +111,9 @@ pub fn set_request_key(request: &mut Value, key: RequestKey) -> Result<(), Reque
 /// assert!(matches!(request_key(&bad), Err(RequestKeyError::InvalidKey(_))));
 /// ```
 pub fn request_key(request: &Value) -> Result<Option<RequestKey>, RequestKeyError> {
-    let request = request.as_object().ok_or(RequestKeyError::NotAnObject)?;
+    let request = request
+        .as_object()
+        .ok_or(RequestKeyError::NotAnObject { member: "request" })?;
     let Some(raw) = request
         .get("params")
         .and_then(|params| params.get("_meta"))

@@ -15,10 +15,11 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use futures_util::StreamExt;
 use mcp_framing::client::{
-    CallError, DiscoveringResolver, EndpointResolver, Resolution, ResolveFuture, RetrySchedule,
-    RetryingClient,
+    CallError, DiscoveringResolver, EndpointResolver, RetrySchedule, RetryingClient,
 };
-use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
+use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
+use mcp_framing::internals::client::{Resolution, ResolveFuture};
+use mcp_framing::internals::contract::ServerDiscovery;
 use mcp_framing::mapping::Mapping;
 use mcp_framing::{
     client::OUTCOME_DATA_KEY,

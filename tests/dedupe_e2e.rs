@@ -17,12 +17,14 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use dedupe_support::RedisServer;
-use mcp_framing::client::{EndpointResolver, Resolution, ResolveFuture, RetrySchedule};
+use mcp_framing::client::{EndpointResolver, RetrySchedule};
+use mcp_framing::internals::client::{Resolution, ResolveFuture};
+use mcp_framing::internals::contract::ServerDiscovery;
 use mcp_framing::internals::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{
     RequestKey, StreamDecoder,
-    contract::{Deduplication, DiscoverySource, FramingContract, ServerDiscovery},
+    contract::{Deduplication, DiscoverySource, FramingContract},
 };
 use mcp_framing::{
     internals::http::{DEDUPE_HEADER, VerifiedResponse, collect_messages, opt_in_headers},

@@ -6,9 +6,10 @@
 use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, stream};
 use mcp_framing::http::FramedBody;
+use mcp_framing::internals::body::MappingEncoder;
 use mcp_framing::{
-    Abort, AbortCode, BodyDecoder, BodyError, DecodeError, Event, MappingEncoder, Outgoing,
-    StreamDecoder, StreamEncoder, StreamHead, mapping::Mapping,
+    Abort, AbortCode, BodyDecoder, BodyError, DecodeError, Event, Outgoing, StreamDecoder,
+    StreamEncoder, StreamHead, mapping::Mapping,
 };
 use proptest::prelude::*;
 

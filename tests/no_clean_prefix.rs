@@ -183,8 +183,11 @@ fn sse_outcomes(vector: &Vector, input: &[u8], mapping: mcp_framing::mapping::Ma
         // The mapping's decoder (SSE frame decoder or compatible decoder) feeding a stream
         // decoder by hand.
         let decoder = vector.decoder();
-        let mut unwrap =
-            mcp_framing::MappingDecoder::new(mapping, decoder.limits(), vector.max_event_data);
+        let mut unwrap = mcp_framing::internals::body::MappingDecoder::new(
+            mapping,
+            decoder.limits(),
+            vector.max_event_data,
+        );
         let mut frames = BytesMut::new();
         let fed = unwrap.feed(input, &mut frames);
         unwrap.finish();

@@ -277,7 +277,7 @@ fn rust_verdict(data: &[u8], config: &Config, cuts: &[usize]) -> Value {
 enum Input {
     Binary,
     #[cfg(feature = "sse")]
-    Mapped(Box<mcp_framing::MappingDecoder>),
+    Mapped(Box<mcp_framing::internals::body::MappingDecoder>),
 }
 
 impl Input {
@@ -287,8 +287,12 @@ impl Input {
         {
             let mapping = config.mapping.parse().expect("a mapping");
             let limits = *config.decoder().limits();
-            match mcp_framing::MappingDecoder::new(mapping, &limits, config.max_event_data) {
-                mcp_framing::MappingDecoder::Binary => Self::Binary,
+            match mcp_framing::internals::body::MappingDecoder::new(
+                mapping,
+                &limits,
+                config.max_event_data,
+            ) {
+                mcp_framing::internals::body::MappingDecoder::Binary => Self::Binary,
                 other => Self::Mapped(Box::new(other)),
             }
         }

@@ -81,12 +81,14 @@ fn malformed_request_keys_and_shapes_are_precise_errors() {
     let mut not_object = serde_json::json!([1]);
     assert_eq!(
         set_request_key(&mut not_object, RequestKey::random()),
-        Err(RequestKeyError::NotAnObject)
+        Err(RequestKeyError::NotAnObject { member: "request" })
     );
     let mut meta_string = serde_json::json!({"params": {"_meta": "x"}});
     assert_eq!(
         set_request_key(&mut meta_string, RequestKey::random()),
-        Err(RequestKeyError::MetaNotObject)
+        Err(RequestKeyError::NotAnObject {
+            member: "params._meta"
+        })
     );
     let number = serde_json::json!({"params": {"_meta": {REQUEST_KEY_META: 12}}});
     assert!(matches!(

@@ -175,7 +175,8 @@ fn a_large_message_goes_out_a_piece_at_a_time_with_a_yield_between_pieces() {
         }
         // Byte for byte what the message written at once is (the same head, the same frames).
         let mut whole = bytes::BytesMut::new();
-        let mut encoder = mcp_framing::MappingEncoder::new(mapping, StreamEncoder::new(head));
+        let mut encoder =
+            mcp_framing::internals::body::MappingEncoder::new(mapping, StreamEncoder::new(head));
         encoder.message(&message, &mut whole).unwrap();
         encoder.end(&mut whole).unwrap();
         assert_eq!(chunks.concat(), whole, "{mapping:?}");

@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use mcp_framing::internals::sse::{SseItem, SseParser};
 use mcp_framing::{AbortCode, DecodeError, Event, StreamDecoder, StreamEncoder};
 use mcp_framing::{
-    CompatEncodeError,
+    internals::body::CompatEncodeError,
     internals::sse_compat::{CompatDecoder, CompatEncoder, RECORD_OVERHEAD},
     mapping::CompatError,
 };

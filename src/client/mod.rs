@@ -18,21 +18,21 @@
 
 below_the_api! {
     pub(crate) mod config;
+    pub(crate) mod resolver;
+    pub(crate) mod stats;
 }
 mod engine;
 mod error;
-mod resolver;
 mod retrying;
 mod schedule;
-mod stats;
 
+pub use crate::retry::{RetryDecision, RetryReason};
 pub use error::{AttemptError, AttemptReport, CallError, OUTCOME_DATA_KEY};
-pub use resolver::{
-    DiscoveringResolver, EndpointResolver, Resolution, ResolveError, ResolveFuture,
-};
+pub use resolver::{DiscoveringResolver, EndpointResolver, ResolveError};
 pub use retrying::{CallItem, CallOutcome, RetryingClient};
 pub use schedule::RetrySchedule;
-pub use stats::{ClientStats, RetrySnapshot, RetryStats};
+#[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))] // `FramingHttpClient`'s
+pub(crate) use stats::{ClientStats, RetryStats};
 
 #[cfg_attr(not(feature = "rmcp-client"), allow(unused_imports))]
 pub(crate) use config::{Config, State, option_setters};

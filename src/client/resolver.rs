@@ -24,8 +24,8 @@ pub type ResolveFuture<'a> =
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::contract::ServerDiscovery;
-/// use mcp_framing::client::Resolution;
+/// use mcp_framing::internals::contract::ServerDiscovery;
+/// use mcp_framing::internals::client::Resolution;
 /// let discovery = ServerDiscovery::from_discover(&serde_json::json!({"capabilities": {}}))?;
 /// let resolution = Resolution::new("http://127.0.0.1:8080/mcp", discovery);
 /// assert_eq!(resolution.endpoint, "http://127.0.0.1:8080/mcp");
@@ -75,6 +75,9 @@ impl ResolveError {
     /// # Examples
     ///
     /// See [`ResolveError`].
+    // Hidden: a resolver's error (the resolution protocol, `internals::client`); callers read
+    // it in `CallError::Resolve`.
+    #[doc(hidden)]
     #[must_use]
     pub fn new(reason: impl Into<String>) -> Self {
         Self {
@@ -83,15 +86,21 @@ impl ResolveError {
     }
 }
 
-/// Resolves the endpoint of the next attempt (user supplied: a service registry, DNS, a load
-/// balancer's view, `server/discover` on each candidate). Called before **every** attempt,
-/// retries included: under stateless per-request discovery a retry may land elsewhere, and its
-/// contract is re-checked there (a downgrade fails closed, SPEC.md §11.5).
+/// Resolves the endpoint of the next attempt. Called before **every** attempt, retries
+/// included: under stateless per-request discovery a retry may land elsewhere, and its contract
+/// is re-checked there (a downgrade fails closed, SPEC.md §11.5).
+///
+/// [`DiscoveringResolver`] is the implementation to use: it runs `server/discover` on each
+/// candidate as 2026-07-28 requires, which is what makes a resolution's contract trustworthy.
+/// The method and the types it returns (a resolution carries the parsed discovery result) are
+/// below the public API (feature `internals`, `internals::client`, outside the stability
+/// promise): the tests script fleets with them.
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::client::{EndpointResolver, Resolution, ResolveFuture};
+/// use mcp_framing::client::EndpointResolver;
+/// use mcp_framing::internals::client::{Resolution, ResolveFuture};
 ///
 /// #[derive(Debug)]
 /// struct Fixed(Resolution);
@@ -105,6 +114,7 @@ impl ResolveError {
 /// ```
 pub trait EndpointResolver: std::fmt::Debug + Send + Sync + 'static {
     /// The endpoint for the next attempt, with its discovery metadata.
+    #[doc(hidden)] // the resolution protocol: `internals::client` (see the trait docs)
     fn resolve(&self) -> ResolveFuture<'_>;
 }
 
@@ -160,6 +170,8 @@ impl DiscoveringResolver {
     /// # Examples
     ///
     /// See [`DiscoveringResolver`].
+    // Hidden: the list the caller gave `new`, read back by the tests.
+    #[doc(hidden)]
     #[must_use]
     pub fn endpoints(&self) -> &[String] {
         &self.endpoints

@@ -49,6 +49,8 @@ impl CallOutcome {
     /// # Examples
     ///
     /// See [`RetryingClient`].
+    // Hidden: `serde_json::from_slice(&outcome.response)` says the same; the examples and the tests use it.
+    #[doc(hidden)]
     pub fn deserialize<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.response)
     }
@@ -64,7 +66,7 @@ pub type CallItem = Result<Bytes, CallError>;
 /// ([`RetrySchedule`]), the endpoint re-resolved and its contract re-checked before each
 /// attempt ([`EndpointResolver`]; a downgrade fails closed).
 ///
-/// It retries only what the retry policy ([`retry`](crate::retry)) allows for the server's declared
+/// It retries only what the retry policy ([`RetryDecision`](crate::client::RetryDecision)) allows for the server's declared
 /// contract: an idempotent request (reads and lists: `ping`, `server/discover`, `tools/list`,
 /// `resources/list`, ..., SPEC.md §11.6), or a keyed one whose method the server
 /// declares deduplicated (SPEC.md §17.11); never an ambiguous close (Regime C: the policy cannot
@@ -144,6 +146,8 @@ impl RetryingClient {
     /// let client = RetryingClient::with_shared_resolver(reqwest::Client::new(), resolver);
     /// # let _ = client;
     /// ```
+    // Hidden: a clone of the client shares its resolver (and its configuration); the examples' and the tests' shortcut.
+    #[doc(hidden)]
     #[must_use]
     pub fn with_shared_resolver(
         http: reqwest::Client,
@@ -233,6 +237,9 @@ impl RetryingClient {
     /// let calls = client.stats().snapshot();
     /// assert_eq!((calls.calls, calls.attempts, calls.gave_up), (0, 0, 0));
     /// ```
+    // Hidden: the metrics (`telemetry`, `mcp_framing.client.*`) are the one way to watch a client;
+    // these counters are the tests' view (`internals::client::ClientStats`, `RetryStats`).
+    #[doc(hidden)]
     #[must_use]
     pub fn stats(&self) -> Arc<RetryStats> {
         self.state.calls.clone()
@@ -248,6 +255,9 @@ impl RetryingClient {
     ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
     /// assert_eq!(client.response_stats().complete(), 0);
     /// ```
+    // Hidden: the metrics (`telemetry`, `mcp_framing.client.*`) are the one way to watch a client;
+    // these counters are the tests' view (`internals::client::ClientStats`, `RetryStats`).
+    #[doc(hidden)]
     #[must_use]
     pub fn response_stats(&self) -> Arc<ClientStats> {
         self.state.responses.clone()

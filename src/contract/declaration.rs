@@ -34,6 +34,9 @@ pub const KNOWN_TRANSPORTS: &[&str] = &["binary", "sse", "compat"];
 /// Unknown fields are ignored (a later minor extension may add some); `maxFramePayload` and
 /// `maxMessageSize` default to SPEC.md §6's defaults when absent; the other fields are required.
 ///
+/// A server builds one with [`v1`](Self::v1) and the `with_*` setters, and reads one as its JSON
+/// (`serde`), the form it is declared in; its fields are the client policy's.
+///
 /// # Examples
 ///
 /// ```
@@ -49,30 +52,39 @@ pub const KNOWN_TRANSPORTS: &[&str] = &["binary", "sse", "compat"];
 #[non_exhaustive]
 pub struct FramingContract {
     /// Wire format versions the server can send (SPEC.md §8).
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub versions: Vec<u8>,
     /// Whether every response stream ends with STREAM_END or ABORT (Regime A). A contract with
     /// `false` leaves completion undecidable: the client treats it as Regime C.
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub sentinel_required: bool,
     /// Frame checksum algorithm: `"crc32"`.
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub frame_checksum: String,
     /// Message digest algorithm: `"sha256"`.
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub message_digest: String,
     /// Largest frame payload the server sends or accepts (SPEC.md §6).
     #[serde(default = "default_max_frame_payload")]
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub max_frame_payload: u32,
     /// Largest message the server sends or accepts (SPEC.md §6).
     #[serde(default = "default_max_message_size")]
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub max_message_size: u64,
     /// Transport mappings the server supports, e.g. `["binary", "sse", "compat"]`.
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub transports: Vec<String>,
     /// The mapping in which the server frames the response to every POST, whether the request
     /// opted in or not (SPEC.md §11.1, §18.8); only `"compat"` is defined. `None`: only requests
     /// that opt in are framed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub always_framed: Option<String>,
     /// Request-key deduplication, if the server deduplicates (SPEC.md §17.11). Clients that do
     /// not know the member ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[doc(hidden)] // set with the builders, read as JSON (serde); the client policy reads it
     pub deduplication: Option<Deduplication>,
 }
 
@@ -92,17 +104,20 @@ pub struct FramingContract {
 /// let contract = FramingContract::v1().with_deduplication(Deduplication::new(Duration::from_secs(3600)));
 /// let json = serde_json::to_value(&contract).unwrap();
 /// assert_eq!(json["deduplication"]["windowMs"], 3_600_000);
-/// assert!(contract.deduplication.unwrap().covers("tools/call"));
+/// assert_eq!(json["deduplication"]["methods"], serde_json::json!(["tools/call"]));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Deduplication {
     /// The deduplicated JSON-RPC methods.
+    #[doc(hidden)] // set with `new`, read as JSON (serde); the client policy reads it
     pub methods: Vec<String>,
     /// How long a completed call's record is kept, in milliseconds.
+    #[doc(hidden)] // set with `new`, read as JSON (serde); the client policy reads it
     pub window_ms: u64,
     /// What a key is scoped to: `"principal"` (the caller's principal, the method and the tool).
+    #[doc(hidden)] // set with `new`, read as JSON (serde); the client policy reads it
     pub scope: String,
 }
 
@@ -126,6 +141,8 @@ impl Deduplication {
     /// # Examples
     ///
     /// See [`Deduplication`].
+    // Hidden: the client's question (is this method deduplicated?), asked by the engine.
+    #[doc(hidden)]
     #[must_use]
     pub fn covers(&self, method: &str) -> bool {
         self.methods.iter().any(|m| m == method)
@@ -248,7 +265,7 @@ impl FramingContract {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::contract::{DiscoverySource, FramingContract, ServerDiscovery};
+    /// use mcp_framing::internals::contract::{DiscoverySource, FramingContract, ServerDiscovery};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
     ///                                     "serverInfo": {"name": "s", "version": "1"}});

@@ -14,7 +14,7 @@ use crate::outcome::DiscoveryMode;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{contract::ServerDiscovery, outcome::DiscoveryMode};
+/// use mcp_framing::{internals::contract::ServerDiscovery, outcome::DiscoveryMode};
 ///
 /// let result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
 ///     "capabilities": {"tools": {}}, "ttlMs": 60000, "cacheScope": "public"});
@@ -111,7 +111,7 @@ impl ServerDiscovery {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{contract::ServerDiscovery, outcome::DiscoveryMode};
+    /// use mcp_framing::{internals::contract::ServerDiscovery, outcome::DiscoveryMode};
     /// let result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// let d = ServerDiscovery::from_initialize(&result)?.with_mode(DiscoveryMode::Stateless);
     /// assert_eq!(d.mode, DiscoveryMode::Stateless);

@@ -6,14 +6,14 @@
 //! (2026-07-28). [`FramingLayer`](crate::rmcp_http::FramingLayer) writes it into the results that
 //! pass through it; [`FramingContract::declare_in`] writes it into one by hand. The clients
 //! ([`FramingHttpClient`](crate::rmcp_http::FramingHttpClient),
-//! [`RetryingClient`](crate::client::RetryingClient)) read it back ([`ServerDiscovery`]) and
+//! [`RetryingClient`](crate::client::RetryingClient)) read it back (`discovery.rs`) and
 //! refuse, as a configuration error, a server that declares no contract or one that does not
 //! mandate the sentinel (Regime C), unless told to accept ambiguity; no common version,
 //! checksum, digest or transport fails too, and a later resolution that drops or weakens the
 //! contract is a downgrade ([`ContractError::Downgrade`]) and fails closed.
 //!
 //! ```
-//! use mcp_framing::contract::{DiscoverySource, FramingContract, ServerDiscovery};
+//! use mcp_framing::contract::{DiscoverySource, FramingContract};
 //!
 //! let mut result = serde_json::json!({
 //!     "protocolVersion": "2025-06-18",
@@ -21,9 +21,9 @@
 //!     "serverInfo": {"name": "example", "version": "1.0.0"}
 //! });
 //! FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
-//! let discovery = ServerDiscovery::from_initialize(&result)?;
-//! assert_eq!(discovery.contract, Some(FramingContract::v1()));
-//! # Ok::<(), mcp_framing::contract::ContractError>(())
+//! let declared = &result["capabilities"]["experimental"]["io.github.mcp-framing/framing"];
+//! assert_eq!(serde_json::from_value::<FramingContract>(declared.clone())?, FramingContract::v1());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! One file a job:
@@ -32,7 +32,7 @@
 //! |---|---|
 //! | `source.rs` | where a contract sits in a discovery result: the extension key, [`DiscoverySource`] |
 //! | `declaration.rs` | what a server declares: [`FramingContract`], [`Deduplication`], writing them into a result |
-//! | `discovery.rs` | reading a result: [`ServerDiscovery`] |
+//! | `discovery.rs` | reading a result: `ServerDiscovery` (the clients') |
 //! | `negotiation.rs` | what both sides agree on, and what later weakens it |
 //! | `policy.rs` | the client's decisions (Regime C refused, the decoder of each attempt, re-checks) |
 //! | `error.rs` | [`ContractError`], [`ContractChange`] |
@@ -42,7 +42,7 @@
 // `internals::contract`. A server author declares a contract; the clients read it themselves.
 below_the_api! {
     pub(crate) mod declaration;
-    mod discovery;
+    pub(crate) mod discovery;
     mod error;
     pub(crate) mod negotiation;
     pub(crate) mod policy;
@@ -52,7 +52,8 @@ below_the_api! {
 #[cfg(feature = "rmcp-server")]
 pub(crate) use declaration::TextDeclaration;
 pub use declaration::{Deduplication, FramingContract};
-pub use discovery::ServerDiscovery;
+#[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
+pub(crate) use discovery::ServerDiscovery;
 pub use error::{ContractChange, ContractError};
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use policy::ClientPolicy;

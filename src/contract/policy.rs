@@ -354,7 +354,7 @@ impl ClientPolicy {
 
     /// Whether the server declared request-key deduplication for `method` (SPEC.md §17.11):
     /// what makes a keyed retry of a non-idempotent request safe
-    /// ([`RetryPolicy::for_method`](crate::retry::RetryPolicy::for_method)).
+    /// (`RetryPolicy::for_method`).
     ///
     /// # Examples
     ///

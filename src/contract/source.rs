@@ -9,7 +9,7 @@ use std::fmt;
 /// label `modelcontextprotocol` or `mcp`).
 pub const EXTENSION_KEY: &str = "io.github.mcp-framing/framing";
 
-/// Which discovery result a [`ServerDiscovery`](super::ServerDiscovery) was read from.
+/// Which discovery result a contract is declared in ([`FramingContract::declare_in`](super::FramingContract::declare_in)) or was read from.
 ///
 /// # Examples
 ///

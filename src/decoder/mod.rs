@@ -263,8 +263,11 @@ impl StreamDecoder {
     ///
     /// ```
     /// use mcp_framing::{Limits, StreamDecoder};
-    /// assert_eq!(*StreamDecoder::new().limits(), Limits::DEFAULT);
+    /// assert_eq!(*StreamDecoder::new().limits(), Limits::default());
     /// ```
+    // Hidden: the limits a receiver set are its own; the HTTP layer, the CLI and the fuzz
+    // oracles read them back.
+    #[doc(hidden)]
     #[must_use]
     pub fn limits(&self) -> &Limits {
         &self.config.limits
@@ -278,9 +281,12 @@ impl StreamDecoder {
     ///
     /// ```
     /// use mcp_framing::{Limits, StreamDecoder};
-    /// assert_eq!(StreamDecoder::new().max_frame_payload(), Limits::DEFAULT.max_frame_payload);
+    /// assert_eq!(StreamDecoder::new().max_frame_payload(), Limits::default().max_frame_payload);
     /// assert_eq!(StreamDecoder::builder().max_frame_payload(1 << 20).build().max_frame_payload(), 1 << 20);
     /// ```
+    // Hidden: the limits a receiver set are its own; the HTTP layer, the CLI and the fuzz
+    // oracles read them back.
+    #[doc(hidden)]
     #[must_use]
     pub fn max_frame_payload(&self) -> u32 {
         self.config.limits.max_frame_payload
@@ -292,8 +298,11 @@ impl StreamDecoder {
     ///
     /// ```
     /// use mcp_framing::{Limits, StreamDecoder};
-    /// assert_eq!(StreamDecoder::new().max_message_size(), Limits::DEFAULT.max_message_size);
+    /// assert_eq!(StreamDecoder::new().max_message_size(), Limits::default().max_message_size);
     /// ```
+    // Hidden: the limits a receiver set are its own; the HTTP layer, the CLI and the fuzz
+    // oracles read them back.
+    #[doc(hidden)]
     #[must_use]
     pub fn max_message_size(&self) -> u64 {
         self.config.limits.max_message_size
@@ -307,6 +316,8 @@ impl StreamDecoder {
     /// use mcp_framing::StreamDecoder;
     /// assert_eq!(StreamDecoder::new().head(), None);
     /// ```
+    // Hidden: `Event::Opened` hands the head over; the CLI and the tests read it back.
+    #[doc(hidden)]
     #[must_use]
     pub fn head(&self) -> Option<StreamHead> {
         self.state.head()
@@ -334,6 +345,8 @@ impl StreamDecoder {
     /// use mcp_framing::{StreamDecoder, StreamState};
     /// assert_eq!(StreamDecoder::new().state(), StreamState::AwaitingHead);
     /// ```
+    // Hidden: the tests' and the CLI's view; a user asks `is_complete` or reads an error's state.
+    #[doc(hidden)]
     #[must_use]
     pub fn state(&self) -> StreamState {
         self.state.stream_state()
@@ -656,6 +669,8 @@ impl StreamDecoder {
     ///                               Err(DecodeError::Truncated { .. })]));
     /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
+    // Hidden: every event at once, for the tests; `decode_all` is the whole-buffer call.
+    #[doc(hidden)]
     pub fn decode_to_end(&mut self, buf: &mut BytesMut) -> Vec<Result<Event, DecodeError>> {
         let mut events = Vec::new();
         loop {

@@ -342,7 +342,8 @@ pub struct DedupeStats {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::{DedupeSnapshot, Deduplicator, MemoryStore};
+/// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+/// use mcp_framing::internals::dedupe::DedupeSnapshot;
 /// let snapshot = Deduplicator::new(MemoryStore::new()).stats().snapshot();
 /// assert_eq!(snapshot, DedupeSnapshot::default()); // nothing decided yet
 /// assert_eq!(snapshot.executed + snapshot.replayed + snapshot.conflicts, 0);
@@ -649,6 +650,9 @@ impl Deduplicator {
     /// let layer = DedupeLayer::new(dedup);
     /// assert_eq!(stats.snapshot(), layer.deduplicator().stats().snapshot());
     /// ```
+    // Hidden: the metrics (`telemetry`, `mcp_framing.dedupe.*`) are the one way to watch the engine;
+    // these counters are the tests' and the benches' view (`internals::dedupe::DedupeStats`).
+    #[doc(hidden)]
     #[must_use]
     pub fn stats(&self) -> Arc<DedupeStats> {
         self.stats.clone()

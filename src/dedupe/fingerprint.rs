@@ -35,7 +35,7 @@ impl Fingerprint {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::Fingerprint;
+    /// use mcp_framing::internals::dedupe::Fingerprint;
     /// assert_eq!(Fingerprint::from_bytes([7; 32]).as_bytes(), &[7; 32]);
     /// ```
     #[must_use]

@@ -158,6 +158,8 @@ impl MemoryStore {
     /// ```
     /// assert_eq!(mcp_framing::dedupe::MemoryStore::new().len(), 0);
     /// ```
+    // Hidden: occupancy, for the tests; the store bounds itself (`max_entries`, `max_bytes`).
+    #[doc(hidden)]
     #[must_use]
     pub fn len(&self) -> usize {
         self.lock().records.len()
@@ -170,6 +172,8 @@ impl MemoryStore {
     /// ```
     /// assert!(mcp_framing::dedupe::MemoryStore::new().is_empty());
     /// ```
+    // Hidden: occupancy for the tests; evictions are the `mcp_framing.dedupe.evictions` metric.
+    #[doc(hidden)]
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.lock().records.is_empty()
@@ -182,6 +186,8 @@ impl MemoryStore {
     /// ```
     /// assert_eq!(mcp_framing::dedupe::MemoryStore::new().bytes(), 0);
     /// ```
+    // Hidden: occupancy, for the tests; the store bounds itself (`max_entries`, `max_bytes`).
+    #[doc(hidden)]
     #[must_use]
     pub fn bytes(&self) -> usize {
         self.lock().bytes
@@ -194,6 +200,8 @@ impl MemoryStore {
     /// ```
     /// assert_eq!(mcp_framing::dedupe::MemoryStore::new().expired(), 0);
     /// ```
+    // Hidden: for the tests; a record that expired is its retention passing, nothing to act on.
+    #[doc(hidden)]
     #[must_use]
     pub fn expired(&self) -> u64 {
         self.lock().expired
@@ -207,6 +215,8 @@ impl MemoryStore {
     /// ```
     /// assert_eq!(mcp_framing::dedupe::MemoryStore::new().evicted(), 0);
     /// ```
+    // Hidden: for the tests; operators read the `mcp_framing.dedupe.evictions` metric.
+    #[doc(hidden)]
     #[must_use]
     pub fn evicted(&self) -> u64 {
         self.lock().evicted

@@ -46,19 +46,16 @@ below_the_api! {
     pub(crate) mod refusal;
     pub(crate) mod request_json;
     pub(crate) mod scope;
-    mod store;
+    pub(crate) mod store;
     pub(crate) mod telemetry;
 }
 
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisStore, RedisStoreBuilder};
 pub(crate) use deduplicator::{Decision, ExecutionGuard, KeyedCall};
-pub use deduplicator::{DedupeSnapshot, DedupeStats, Deduplicator, StoreFailure};
-pub use fingerprint::{Fingerprint, FingerprintRules};
+pub use deduplicator::{Deduplicator, StoreFailure};
+pub use fingerprint::FingerprintRules;
 pub use memory::MemoryStore;
 pub(crate) use request_json::{RequestJsonError, parse_request_json};
-pub use scope::{AuthorizationPrincipal, Principal, PrincipalExtractor, StoreKey};
-pub use store::{
-    ClaimOutcome, ClaimRequest, Completed, DedupeStore, FencingToken, LeaseExpiry, StoreError,
-    StoreFuture, StoredResponse,
-};
+pub use scope::{AuthorizationPrincipal, Principal, PrincipalExtractor};
+pub use store::{DedupeStore, LeaseExpiry, StoreError};

@@ -424,6 +424,8 @@ impl RedisStore {
     /// # let _ = store; Ok(()) }
     /// # let _ = run;
     /// ```
+    // Hidden: the same as `RedisStore::builder(url).connect()`, the one documented way; the tests use it.
+    #[doc(hidden)]
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         Self::builder(url).connect().await
     }
@@ -514,6 +516,8 @@ impl RedisStore {
     /// # }
     /// # let _ = run;
     /// ```
+    // Hidden: the tests check what `RedisStoreBuilder::cluster` chose.
+    #[doc(hidden)]
     #[must_use]
     pub fn is_cluster(&self) -> bool {
         matches!(self.connection, Connection::Cluster(_))
@@ -524,7 +528,7 @@ impl RedisStore {
     /// # Examples
     ///
     /// ```no_run
-    /// # async fn run(store: mcp_framing::dedupe::RedisStore, key: mcp_framing::dedupe::StoreKey) {
+    /// # async fn run(store: mcp_framing::internals::dedupe::RedisStore, key: mcp_framing::internals::dedupe::StoreKey) {
     /// assert!(store.redis_key(&key).starts_with("mcp-framing:dedupe:"));
     /// # }
     /// # let _ = run;

@@ -65,6 +65,8 @@ impl Principal {
     /// headers.insert("authorization", "Bearer t0k3n".parse().unwrap());
     /// assert_eq!(Principal::from_authorization(&headers), Principal::from_id(b"Bearer t0k3n"));
     /// ```
+    // Hidden: what `AuthorizationPrincipal` answers, the one way users take it; the tests call it.
+    #[doc(hidden)]
     #[must_use]
     pub fn from_authorization(headers: &HeaderMap) -> Self {
         let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
@@ -86,6 +88,8 @@ impl Principal {
     /// # Examples
     ///
     /// See [`Principal`].
+    // Hidden: the engine's question, asked by the tests.
+    #[doc(hidden)]
     #[must_use]
     pub const fn is_anonymous(&self) -> bool {
         self.0.is_none()
@@ -288,7 +292,7 @@ impl Scope {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::StoreKey;
+/// use mcp_framing::internals::dedupe::StoreKey;
 ///
 /// // A store names its records after the key (64 lowercase hex digits).
 /// fn record_name(key: &StoreKey) -> String {
@@ -305,7 +309,7 @@ impl StoreKey {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::StoreKey;
+    /// use mcp_framing::internals::dedupe::StoreKey;
     ///
     /// // A sharded store picks the shard from the key's first byte.
     /// fn shard(key: &StoreKey, shards: u8) -> u8 {

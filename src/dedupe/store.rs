@@ -22,7 +22,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::FencingToken;
+/// use mcp_framing::internals::dedupe::FencingToken;
 /// let token = FencingToken::random();
 /// assert_ne!(token, FencingToken::random());
 /// assert_eq!(token.to_string().parse::<u128>().ok(), None); // shown as 32 hex digits
@@ -112,7 +112,7 @@ pub enum LeaseExpiry {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_framing::dedupe::{ClaimRequest, FencingToken, Fingerprint, LeaseExpiry};
+/// use mcp_framing::internals::dedupe::{ClaimRequest, FencingToken, Fingerprint, LeaseExpiry};
 /// let claim = ClaimRequest {
 ///     fingerprint: Fingerprint::from_bytes([1; 32]),
 ///     token: FencingToken::random(),
@@ -142,7 +142,7 @@ pub struct ClaimRequest {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::StoredResponse;
+/// use mcp_framing::internals::dedupe::StoredResponse;
 /// let stored = StoredResponse::Result(r#"{"content":[]}"#.into());
 /// assert_eq!(stored.to_response(&serde_json::json!(9)),
 ///            r#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#);
@@ -162,7 +162,7 @@ impl StoredResponse {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::StoredResponse;
+    /// use mcp_framing::internals::dedupe::StoredResponse;
     /// assert_eq!(&StoredResponse::Error("{}".into()).json()[..], b"{}");
     /// ```
     #[must_use]
@@ -187,7 +187,7 @@ impl StoredResponse {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::StoredResponse;
+    /// use mcp_framing::internals::dedupe::StoredResponse;
     /// assert!(!StoredResponse::Result("1".into()).is_empty());
     /// ```
     #[must_use]
@@ -200,7 +200,7 @@ impl StoredResponse {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::StoredResponse;
+    /// use mcp_framing::internals::dedupe::StoredResponse;
     /// assert!(StoredResponse::Error("{}".into()).is_error());
     /// ```
     #[must_use]
@@ -241,7 +241,7 @@ impl fmt::Debug for StoredResponse {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::{Completed, StoredResponse};
+/// use mcp_framing::internals::dedupe::{Completed, StoredResponse};
 /// let done = Completed::Stored(StoredResponse::Result("{}".into()));
 /// assert_eq!(Completed::NotStored { size: 10_000_000 }.stored_bytes(), 0);
 /// assert_eq!(done.stored_bytes(), 2);
@@ -279,7 +279,7 @@ impl Completed {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::ClaimOutcome;
+/// use mcp_framing::internals::dedupe::ClaimOutcome;
 /// let outcome = ClaimOutcome::Claimed { generation: 1 };
 /// assert!(matches!(outcome, ClaimOutcome::Claimed { .. }));
 /// ```
@@ -394,6 +394,13 @@ impl StoreError {
 /// (one process) and `RedisStore` (feature `redis`, a fleet). The methods return boxed futures
 /// so that a store is usable as `Arc<dyn DedupeStore>`.
 ///
+/// A user picks one of the two stores and passes it to
+/// [`Deduplicator::new`](super::Deduplicator::new); the methods and the types they exchange
+/// (claims, fencing tokens, stored responses) are the engine's claim protocol, which changes with
+/// the engine: they are below the public API (feature `internals`, `internals::dedupe`, outside
+/// the stability promise), for the tests' failing stores and for a store of another kind written
+/// against this crate's version.
+///
 /// Contract for an implementation:
 /// - `claim`: if no record exists (or it expired), create an in-flight record with the request's
 ///   fingerprint and token, a lease of `lease` and a lifetime of `retention`, and answer
@@ -420,6 +427,7 @@ impl StoreError {
 /// ```
 pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
     /// Claims `key` for one attempt, or reports what holds it.
+    #[doc(hidden)] // the claim protocol: `internals::dedupe` (see the trait docs)
     fn claim<'a>(
         &'a self,
         key: &'a StoreKey,
@@ -427,6 +435,7 @@ pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<ClaimOutcome, StoreError>>;
 
     /// Extends the lease of the claim held with `token` to `lease` from now.
+    #[doc(hidden)] // the claim protocol: `internals::dedupe` (see the trait docs)
     fn renew<'a>(
         &'a self,
         key: &'a StoreKey,
@@ -435,6 +444,7 @@ pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<bool, StoreError>>;
 
     /// Records the outcome of the claim held with `token`, kept for `retention` from now.
+    #[doc(hidden)] // the claim protocol: `internals::dedupe` (see the trait docs)
     fn complete<'a>(
         &'a self,
         key: &'a StoreKey,
@@ -444,6 +454,7 @@ pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<bool, StoreError>>;
 
     /// Deletes the claim held with `token` (nothing was executed).
+    #[doc(hidden)] // the claim protocol: `internals::dedupe` (see the trait docs)
     fn release<'a>(
         &'a self,
         key: &'a StoreKey,

@@ -9,7 +9,7 @@ use super::kind::{FrameKind, PayloadError};
 use super::layout::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
 
 /// A reason code of an ABORT frame (SPEC.md §3, registry §3.1). The code decides whether a
-/// client retries ([`retry`](crate::retry), SPEC.md §11.6).
+/// client retries ([`RetryDecision`](crate::client::RetryDecision), SPEC.md §11.6).
 ///
 /// # Examples
 ///

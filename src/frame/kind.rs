@@ -7,17 +7,27 @@ use super::layout::{
     STREAM_END_PAYLOAD_LEN,
 };
 
-/// The kind of a frame (SPEC.md §3).
+/// The kind of a frame (SPEC.md §3), as the decode errors that concern one frame name it
+/// ([`DecodeError::UnexpectedFrame`](crate::DecodeError::UnexpectedFrame), a bad length or
+/// checksum, [`Truncation::InPayload`](crate::Truncation::InPayload)).
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::frame::FrameKind;
+/// use bytes::BytesMut;
+/// use mcp_framing::{DecodeError, FrameKind, StreamDecoder, StreamEncoder, StreamHead};
 ///
-/// assert_eq!(FrameKind::from_byte(0x02), Some(FrameKind::Data));
-/// assert_eq!(FrameKind::from_byte(0x81), Some(FrameKind::Ignorable(0x81)));
-/// assert_eq!(FrameKind::from_byte(0x07), None); // unknown and not ignorable
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+/// let mut head = BytesMut::new();
+/// enc.keep_alive(&mut head)?; // HEAD, then a KEEPALIVE
+/// let mut rest = BytesMut::new();
+/// enc.message(b"{}", &mut rest)?; // DATA, then MESSAGE_END
+/// // A body that starts without its HEAD: the error names the frame's kind.
+/// let err = StreamDecoder::new().decode_all(&rest).unwrap_err();
+/// assert!(matches!(err, DecodeError::UnexpectedFrame { kind: FrameKind::Data, .. }));
+/// assert_eq!(FrameKind::Data.to_string(), "DATA");
 /// assert_eq!(FrameKind::MessageEnd.to_byte(), 0x03);
+/// # Ok::<(), mcp_framing::EncodeError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -48,6 +58,9 @@ impl FrameKind {
     /// assert_eq!(FrameKind::from_byte(0x04), Some(FrameKind::StreamEnd));
     /// assert_eq!(FrameKind::from_byte(0x00), None);
     /// ```
+    // Hidden: the frame layer's parsing and length rules, for the decoder, the CLI and the fuzz
+    // targets (`internals::frame`).
+    #[doc(hidden)]
     #[must_use]
     pub const fn from_byte(byte: u8) -> Option<Self> {
         Some(match byte {
@@ -67,7 +80,7 @@ impl FrameKind {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::frame::FrameKind;
+    /// use mcp_framing::FrameKind;
     /// assert_eq!(FrameKind::Head.to_byte(), 0x01);
     /// ```
     #[must_use]
@@ -88,9 +101,11 @@ impl FrameKind {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::frame::FrameKind;
+    /// use mcp_framing::FrameKind;
     /// assert_eq!(FrameKind::MessageEnd.name(), "MESSAGE_END");
     /// ```
+    // Hidden: `Display` prints it; the decoder's messages and the CLI call it.
+    #[doc(hidden)]
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -116,6 +131,9 @@ impl FrameKind {
     /// assert!(!FrameKind::Data.allows_len(0)); // empty DATA frames are an error
     /// assert!(FrameKind::KeepAlive.allows_len(0));
     /// ```
+    // Hidden: the frame layer's parsing and length rules, for the decoder, the CLI and the fuzz
+    // targets (`internals::frame`).
+    #[doc(hidden)]
     #[must_use]
     pub const fn allows_len(self, len: u32) -> bool {
         match self {

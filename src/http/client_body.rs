@@ -322,7 +322,7 @@ impl<S> VerifiedResponse<S> {
     /// Sets the idle timeout: the longest time between two frames, and from the first poll to
     /// the first frame (default `DEFAULT_IDLE_TIMEOUT`, 60 s; `None`: wait for ever). When it
     /// runs out the response ends with [`ReceiveError::IdleTimeout`], abandoned (retried by
-    /// the retry policy ([`retry`](crate::retry)) like a cut stream). Only complete frames restart it,
+    /// the retry policy ([`RetryDecision`](crate::client::RetryDecision)) like a cut stream). Only complete frames restart it,
     /// KEEPALIVE frames included: SSE comments and the bytes of an unfinished frame do not, so a
     /// peer cannot hold the response open by trickling them.
     ///
@@ -488,6 +488,8 @@ impl<S> VerifiedResponse<S> {
     /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
     /// assert_eq!(VerifiedResponse::new(body, Mapping::Sse, StreamDecoder::new()).sse_comments(), 0);
     /// ```
+    // Hidden: the tests' count; the limit on comments is what a user sets.
+    #[doc(hidden)]
     #[must_use]
     pub fn sse_comments(&self) -> u64 {
         self.decoder.sse_comments()
@@ -584,6 +586,8 @@ where
                 this check, and its body is then reported as a truncation; use `from_headers`, \
                 which also requires the `Mcp-Framing` response header (SPEC.md §16)"
     )]
+    // Hidden: deprecated (see the note); kept for the tests of the check it skips.
+    #[doc(hidden)]
     pub fn from_content_type(
         body: S,
         content_type: Option<&str>,

@@ -101,6 +101,8 @@ impl Mapping {
     /// two.append("content-type", "application/vnd.mcp-framing".parse().unwrap());
     /// assert_eq!(Mapping::from_response_headers(&two), None);
     /// ```
+    // Hidden: the check `http::VerifiedResponse::from_headers` makes; the clients and the tests call it.
+    #[doc(hidden)]
     #[must_use]
     pub fn from_response_headers(headers: &http::HeaderMap) -> Option<Self> {
         let mut reading = None;

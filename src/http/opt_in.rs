@@ -38,6 +38,8 @@ pub enum OptInError {
     #[error(
         "the request key in params._meta is malformed or differs from the Mcp-Framing-Request-Key header"
     )]
+    // Hidden: only `check_meta` (hidden: `http::DedupeLayer` checks `_meta` itself) answers it.
+    #[doc(hidden)]
     MetaMismatch,
 }
 
@@ -55,7 +57,9 @@ fn accepts(range: &str, mapping: Mapping) -> bool {
         })
 }
 
-/// A request's opt-in to framing (SPEC.md §10), as a server reads it.
+/// A request's opt-in to framing (SPEC.md §10), as a server reads it: the mapping to answer in
+/// ([`mapping`](Self::mapping)) and the encoder for the answer, with the request's key and the
+/// client's limits ([`encoder`](Self::encoder)).
 ///
 /// # Examples
 ///
@@ -66,8 +70,10 @@ fn accepts(range: &str, mapping: Mapping) -> bool {
 /// let key = RequestKey::random();
 /// let headers = opt_in_headers(key, true);
 /// let opt_in = OptIn::from_headers(&headers).unwrap().expect("opted in");
-/// assert_eq!(opt_in.request_key, Some(key));
 /// assert_eq!(opt_in.mapping(), Mapping::Binary);
+/// // The encoder for the answer carries the request's key in its HEAD.
+/// let encoder = opt_in.encoder(mcp_framing::StreamEncoder::builder());
+/// # let _ = encoder;
 ///
 /// // A request without the header is answered exactly as before:
 /// assert_eq!(OptIn::from_headers(&http::HeaderMap::new()).unwrap(), None);
@@ -75,6 +81,7 @@ fn accepts(range: &str, mapping: Mapping) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OptIn {
     /// The request key, if the request carried one.
+    #[doc(hidden)] // what `mapping` and `encoder` answer from; the fuzz oracle reads it
     pub request_key: Option<RequestKey>,
     /// Whether the client accepts the binary mapping: `Accept` lists
     /// [`MEDIA_TYPE`](crate::mapping::MEDIA_TYPE) with a q-value above 0 (SPEC.md §16).
@@ -92,13 +99,17 @@ pub struct OptIn {
     /// assert!(!opt_in("application/vnd.mcp-framing;q=0, text/event-stream")); // not acceptable
     /// assert!(!opt_in("application/json, text/event-stream"));
     /// ```
+    #[doc(hidden)] // what `mapping` and `encoder` answer from; the fuzz oracle reads it
     pub accepts_binary: bool,
     /// Whether the client takes the compatible SSE mapping (`MAPPING_HEADER` lists `compat`,
     /// SPEC.md §18.8).
+    #[doc(hidden)] // what `mapping` and `encoder` answer from; the fuzz oracle reads it
     pub accepts_compat: bool,
     /// The largest frame payload the client decodes (`frame` in `LIMITS_HEADER`), if it said.
+    #[doc(hidden)] // what `mapping` and `encoder` answer from; the fuzz oracle reads it
     pub max_frame_payload: Option<u32>,
     /// The largest message the client decodes (`message` in `LIMITS_HEADER`), if it said.
+    #[doc(hidden)] // what `mapping` and `encoder` answer from; the fuzz oracle reads it
     pub max_message_size: Option<u64>,
 }
 
@@ -217,6 +228,8 @@ impl OptIn {
     /// set_request_key(&mut request, RequestKey::random()).unwrap();
     /// assert!(opt_in.check_meta(&request).is_err());
     /// ```
+    // Hidden: `http::DedupeLayer` checks the header key against `_meta` itself; the layers and the tests call it.
+    #[doc(hidden)]
     pub fn check_meta(&self, request: &serde_json::Value) -> Result<(), OptInError> {
         let meta = crate::request::request_key(request).map_err(|_| OptInError::MetaMismatch)?;
         match (meta, self.request_key) {

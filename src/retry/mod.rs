@@ -1,34 +1,6 @@
-//! Whether to retry a request after its response stream ended (SPEC.md §11.6).
-//!
-//! The clients ([`RetryingClient`](crate::client::RetryingClient) and `auto_retry` on
-//! [`FramingHttpClient`](crate::rmcp_http::FramingHttpClient)) decide after every attempt from
-//! the stream's [`Outcome`](crate::outcome::Outcome) and what the request is (idempotent? does it
-//! carry a request key?): [`RetryDecision::Retry`], [`RetryDecision::DoNotRetry`] or
-//! [`RetryDecision::SurfaceToCaller`], always with a [`RetryReason`]. An observer
-//! ([`RetryingClient::observe`](crate::client::RetryingClient::observe)) sees each decision.
-//!
-//! # Why a silent retry against re-resolved stateless discovery masks truncation
-//!
-//! With stateless per-request discovery (MCP 2026-07-28 behind an autoscaler), a retry is resolved
-//! afresh and usually lands on another instance, which answers completely. If the client retried
-//! a cut stream silently, the caller would see one success: the truncation (a proxy cutting
-//! bodies, an instance dying mid-response, an old instance without framing) never reaches a log
-//! or a dashboard, and a request that is not idempotent may have executed twice, once on the
-//! instance whose response was lost. No probe can tell, since the first instance is gone or
-//! unreachable by design. Hence the rules:
-//!
-//! - an abandoned (or corrupt, spliced, cross-wired) stream is retried only when repeating the
-//!   request is harmless: it is idempotent, or it carries a request key (the same key on every
-//!   retry) **and** the server declares that it deduplicates keyed requests of that method
-//!   (SPEC.md §17.11);
-//! - a stream the server aborted is decided by the ABORT code (SPEC.md §3.1): overloaded or
-//!   shutting down and upstream failures follow the rule above, an internal error or a message
-//!   too large is final (a retry would fail the same way), a cancellation is final, and an
-//!   unspecified or reserved code is surfaced to the caller;
-//! - an ambiguous close (Regime C) is never retried by default: whether it completed is unknown;
-//! - every non-clean outcome is recorded ([`telemetry`](crate::telemetry)) *before* the retry,
-//!   so it shows even when the retry succeeds.
-//!
+//! Whether to retry a request after its response stream ended (SPEC.md §11.6): the decision
+//! and its reason (public in [`client`](crate::client), where their rules are written on
+//! [`RetryDecision`]) and the policy that takes it (the clients'; `internals::retry`).
 
 use std::fmt;
 
@@ -45,7 +17,7 @@ pub(crate) use policy::*;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::retry::RetryReason;
+/// use mcp_framing::client::RetryReason;
 /// assert_eq!(RetryReason::Keyed.to_string(),
 ///            "the request carries a request key, so the server can deduplicate a retry");
 /// ```
@@ -84,7 +56,7 @@ impl RetryReason {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::retry::RetryReason;
+    /// use mcp_framing::client::RetryReason;
     /// assert_eq!(RetryReason::OutcomeUnknown.name(), "outcome_unknown");
     /// ```
     #[must_use]
@@ -127,12 +99,41 @@ impl fmt::Display for RetryReason {
     }
 }
 
-/// What to do after a response stream ended.
+/// What to do after a response stream ended (SPEC.md §11.6).
+///
+/// The clients ([`RetryingClient`](crate::client::RetryingClient) and `auto_retry` on
+/// [`FramingHttpClient`](crate::rmcp_http::FramingHttpClient)) decide after every attempt from
+/// the stream's [`Outcome`](crate::outcome::Outcome) and what the request is (idempotent? does it
+/// carry a request key?): [`Retry`](Self::Retry), [`DoNotRetry`](Self::DoNotRetry) or
+/// [`SurfaceToCaller`](Self::SurfaceToCaller), always with a [`RetryReason`]. An observer
+/// ([`RetryingClient::observe`](crate::client::RetryingClient::observe)) sees each decision.
+///
+/// # Why a silent retry against re-resolved stateless discovery masks truncation
+///
+/// With stateless per-request discovery (MCP 2026-07-28 behind an autoscaler), a retry is resolved
+/// afresh and usually lands on another instance, which answers completely. If the client retried
+/// a cut stream silently, the caller would see one success: the truncation (a proxy cutting
+/// bodies, an instance dying mid-response, an old instance without framing) never reaches a log
+/// or a dashboard, and a request that is not idempotent may have executed twice, once on the
+/// instance whose response was lost. No probe can tell, since the first instance is gone or
+/// unreachable by design. Hence the rules:
+///
+/// - an abandoned (or corrupt, spliced, cross-wired) stream is retried only when repeating the
+///   request is harmless: it is idempotent, or it carries a request key (the same key on every
+///   retry) **and** the server declares that it deduplicates keyed requests of that method
+///   (SPEC.md §17.11);
+/// - a stream the server aborted is decided by the ABORT code (SPEC.md §3.1): overloaded or
+///   shutting down and upstream failures follow the rule above, an internal error or a message
+///   too large is final (a retry would fail the same way), a cancellation is final, and an
+///   unspecified or reserved code is surfaced to the caller;
+/// - an ambiguous close (Regime C) is never retried by default: whether it completed is unknown;
+/// - every non-clean outcome is recorded ([`telemetry`](crate::telemetry)) *before* the retry,
+///   so it shows even when the retry succeeds.
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::retry::{RetryDecision, RetryReason};
+/// use mcp_framing::client::{RetryDecision, RetryReason};
 /// let d = RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown);
 /// assert_eq!(d.reason(), RetryReason::OutcomeUnknown);
 /// assert_eq!(d.name(), "surface_to_caller");

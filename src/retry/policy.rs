@@ -1,6 +1,6 @@
 //! The retry policy: the decision a client takes after each attempt, from the stream's
 //! [`Outcome`] and what the request is ([`RequestTraits`]: idempotent? carries a request key?).
-//! The rules are in the [`retry`](crate::retry) module.
+//! The rules are in the [`RetryDecision`](crate::client::RetryDecision) module.
 //!
 //! ```
 //! use mcp_framing::{outcome::Outcome, RequestKey, StreamDecoder, internals::retry::{RequestTraits, RetryDecision, RetryPolicy}};

@@ -150,7 +150,7 @@ impl FramingHttpClient {
     /// let http = reqwest::Client::new();
     /// let resolver = DiscoveringResolver::new(http.clone(), ["http://10.0.0.1/mcp", "http://10.0.0.2/mcp"]);
     /// let client = FramingHttpClient::new(http).auto_retry(resolver, RetrySchedule::default());
-    /// assert_eq!(client.retry_stats().unwrap().snapshot().retries, 0);
+    /// # let _ = client;
     /// ```
     #[must_use]
     pub fn auto_retry(mut self, resolver: impl EndpointResolver, schedule: RetrySchedule) -> Self {
@@ -169,6 +169,9 @@ impl FramingHttpClient {
     /// let stats = client.stats(); // keep it: the rmcp transport takes the client
     /// assert_eq!((stats.complete(), stats.abandoned(), stats.failed()), (0, 0, 0));
     /// ```
+    // Hidden: the metrics (`telemetry`, `mcp_framing.client.*`) are the one way to watch a client;
+    // these counters are the tests' view (`internals::client::ClientStats`, `RetryStats`).
+    #[doc(hidden)]
     #[must_use]
     pub fn stats(&self) -> Arc<ClientStats> {
         self.state.responses.clone()
@@ -187,6 +190,9 @@ impl FramingHttpClient {
     /// let client = FramingHttpClient::new(http).auto_retry(resolver, RetrySchedule::default());
     /// assert_eq!(client.retry_stats().unwrap().snapshot().retries, 0);
     /// ```
+    // Hidden: the metrics (`telemetry`, `mcp_framing.client.*`) are the one way to watch a client;
+    // these counters are the tests' view (`internals::client::ClientStats`, `RetryStats`).
+    #[doc(hidden)]
     #[must_use]
     pub fn retry_stats(&self) -> Option<Arc<RetryStats>> {
         self.resolver.as_ref().map(|_| self.state.calls.clone())

@@ -67,6 +67,8 @@ impl DedupingFramingLayer {
     /// let layer = FramingLayer::new().dedupe(Deduplicator::new(MemoryStore::new()));
     /// assert!(layer.dedupe_layer().declaration().covers("tools/call"));
     /// ```
+    // Hidden: what the layer holds, read back by the tests.
+    #[doc(hidden)]
     #[must_use]
     pub fn dedupe_layer(&self) -> &DedupeLayer {
         &self.dedupe
@@ -84,6 +86,8 @@ impl DedupingFramingLayer {
     /// let deduplication = layer.contract().deduplication.expect("declared");
     /// assert_eq!(deduplication, layer.dedupe_layer().declaration());
     /// ```
+    // Hidden: the layer writes it into the `initialize` and `server/discover` results it frames (SPEC.md §11.2), where clients read it; the tests read it back here.
+    #[doc(hidden)]
     #[must_use]
     pub fn contract(&self) -> FramingContract {
         self.framing.contract_with(Some(self.dedupe.declaration()))

@@ -231,7 +231,7 @@ pub fn record_outcome(outcome: &Outcome, ctx: &AttemptContext<'_>) {
 ///
 /// ```
 /// use mcp_framing::internals::telemetry::{self, AttemptContext};
-/// use mcp_framing::retry::{RetryDecision, RetryReason};
+/// use mcp_framing::client::{RetryDecision, RetryReason};
 /// telemetry::record_decision(&RetryDecision::Retry(RetryReason::Keyed), &AttemptContext::default().attempt(1));
 /// ```
 pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
@@ -259,7 +259,7 @@ pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
 ///
 /// ```
 /// use mcp_framing::internals::telemetry::{self, AttemptContext};
-/// use mcp_framing::retry::{RetryDecision, RetryReason};
+/// use mcp_framing::client::{RetryDecision, RetryReason};
 /// let decision = RetryDecision::Retry(RetryReason::Keyed);
 /// let ctx = AttemptContext::default().method("tools/call").attempt(2);
 /// telemetry::record_decision(&decision, &ctx);

@@ -1896,8 +1896,11 @@ pub(crate) fn frame_prefix_verdicts(
 fn frames_after_each_byte(vector: &Vector, body: &[u8]) -> (Vec<u8>, Vec<usize>) {
     let mapping: mcp_framing::mapping::Mapping = vector.mapping.parse().expect("a mapping");
     let decoder = vector.decoder();
-    let mut unwrap =
-        mcp_framing::MappingDecoder::new(mapping, decoder.limits(), vector.max_event_data);
+    let mut unwrap = mcp_framing::internals::body::MappingDecoder::new(
+        mapping,
+        decoder.limits(),
+        vector.max_event_data,
+    );
     let mut frames = BytesMut::new();
     let mut after = vec![0];
     let mut failed = false;

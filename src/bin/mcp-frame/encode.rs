@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use bytes::BytesMut;
 use clap::Args;
-use mcp_framing::CompatEncodeError;
+use mcp_framing::internals::body::{CompatEncodeError, MappingEncoder};
 use mcp_framing::{
-    AttemptId, EncodeError, MappingEncoder, RequestKey, StreamEncoder, StreamHead,
+    AttemptId, EncodeError, RequestKey, StreamEncoder, StreamHead,
     internals::limits::{DEFAULT_FRAME_SIZE, DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE},
     mapping::Mapping,
 };

@@ -7,7 +7,8 @@ use mcp_framing::internals::frame::{
     FrameHeader, FrameKind, HEADER_LEN, MAGIC, MessageEnd, PayloadError, StreamEnd, VERSION,
 };
 use mcp_framing::{
-    Abort, AbortCode, BodyError, DecodeError, MappingDecoder, StreamHead, mapping::Mapping,
+    Abort, AbortCode, BodyError, DecodeError, StreamHead, internals::body::MappingDecoder,
+    mapping::Mapping,
 };
 use serde_json::{Value, json};
 

@@ -208,6 +208,8 @@ impl DedupeLayer {
     /// let layer = mcp_framing::http::DedupeLayer::new(Deduplicator::new(MemoryStore::new()));
     /// assert_eq!(layer.deduplicator().stats().snapshot().executed, 0);
     /// ```
+    // Hidden: the engine the caller gave `new`, read back by the tests.
+    #[doc(hidden)]
     #[must_use]
     pub fn deduplicator(&self) -> &Deduplicator {
         &self.shared.dedup
