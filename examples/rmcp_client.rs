@@ -47,7 +47,6 @@ async fn main() {
         Some(other) => panic!("unknown mapping {other:?}: compat, sse or binary"),
     };
     let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
-    let stats = client.stats();
     let transport = StreamableHttpClientTransport::with_client(
         client,
         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
@@ -82,12 +81,5 @@ async fn main() {
         }
         Err(err) => println!("render_report failed: {err}"),
     }
-    println!(
-        "framing: {} verified messages, {} complete responses, {} abandoned, {} failed",
-        stats.verified_messages(),
-        stats.complete(),
-        stats.abandoned(),
-        stats.failed()
-    );
     let _ = peer.cancel().await;
 }

@@ -259,7 +259,7 @@ async fn unframed_run(endpoints: &[(String, &str)], log: &mut Vec<String>) -> Co
 // server/discover every time) and re-checks the contract the layer declares there.
 
 /// Each ended attempt, as a log line, and whether it was abandoned (a cut seen as one).
-type AttemptLog = Arc<Mutex<Vec<(bool, String)>>>;
+type AttemptLog = Arc<Mutex<Vec<(bool, bool, String)>>>;
 
 fn framed_client(endpoints: &[(String, &'static str)], log: &AttemptLog) -> RetryingClient {
     let http = reqwest::Client::new();
@@ -296,7 +296,8 @@ fn framed_client(endpoints: &[(String, &'static str)], log: &AttemptLog) -> Retr
                 ),
             };
             let abandoned = matches!(outcome.verdict, Verdict::Abandoned { .. });
-            log.lock().expect("lock").push((abandoned, line));
+            let retried = report.decision.is_some_and(|decision| decision.is_retry());
+            log.lock().expect("lock").push((abandoned, retried, line));
         })
 }
 
@@ -326,12 +327,12 @@ async fn framed_run(endpoints: &[(String, &'static str)], log: &mut Vec<String>)
                 counters.failed += 1;
             }
         }
-        for (abandoned, line) in attempts.lock().expect("lock").drain(..) {
+        for (abandoned, retried, line) in attempts.lock().expect("lock").drain(..) {
             counters.truncations += usize::from(abandoned);
+            counters.retries += usize::from(retried);
             log.push(format!("    {line}"));
         }
     }
-    counters.retries = client.stats().snapshot().retries as usize;
     counters
 }
 

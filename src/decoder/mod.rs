@@ -1050,7 +1050,7 @@ struct Ended {
 /// is its place in the stream less the `elided` payloads before it (see
 /// [`StreamDecoder::add_prehashed`]).
 #[inline]
-fn known_payload(prehashes: &mut Prehashes, frame: &Pending, elided: u64) -> Option<Known> {
+fn known_payload(prehashes: &mut Prehashes, frame: &Pending, elided: u64) -> Option<Box<Known>> {
     let at = frame.offset + HEADER_LEN as u64 - elided;
     if frame.kind == FrameKind::Data && prehashes.may_know(at) {
         prehashes.payload(at, frame.header.len)

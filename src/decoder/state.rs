@@ -193,7 +193,7 @@ impl Message {
     pub(super) fn first(
         payload: &Bytes,
         assemble: bool,
-        known: Option<Known>,
+        known: Option<Box<Known>>,
         hasher: &mut Sha256,
     ) -> Self {
         if !assemble {
@@ -226,7 +226,7 @@ impl Message {
     /// it arrived (`known`), if anything: a payload that computation covered, continuing the
     /// message it covered, is neither hashed nor kept.
     #[inline]
-    pub(super) fn push(&mut self, payload: &Bytes, known: Option<Known>, hasher: &mut Sha256) {
+    pub(super) fn push(&mut self, payload: &Bytes, known: Option<Box<Known>>, hasher: &mut Sha256) {
         match self {
             Self::Streamed => hasher.update(payload),
             Self::Many { bytes, hashed } => {
