@@ -48,14 +48,19 @@ impl BodyError {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{BodyDecoder, StreamDecoder, mapping::Mapping};
+    /// use mcp_framing::{BodyDecoder, StreamDecoder, StreamEncoder, StreamHead, mapping::Mapping};
     ///
-    /// // A body that ends before its stream does: the kind names the truncation.
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(b"{}", &mut wire)?;
+    ///
+    /// // A body that ends inside its first frame: the kind names the truncation.
     /// let mut decoder = BodyDecoder::new(Mapping::Binary, StreamDecoder::new());
-    /// decoder.feed(b"MCPF");
+    /// decoder.feed(&wire[..5]);
     /// decoder.finish();
     /// let err = decoder.next_event().unwrap_err();
     /// assert_eq!(err.kind(), "Truncated");
+    /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     #[must_use]
     pub fn kind(&self) -> &'static str {

@@ -606,7 +606,7 @@ impl Deduplicator {
     /// ```
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Fingerprint, KeyedCall, Scope}};
     /// # use mcp_framing::dedupe::Principal;
     /// # fn keyed(tool: &str) -> KeyedCall {
     /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
@@ -684,7 +684,7 @@ impl Deduplicator {
     ///
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore, StoreFailure};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Fingerprint, KeyedCall, Scope}};
     /// # use mcp_framing::dedupe::Principal;
     /// # fn keyed(tool: &str) -> KeyedCall {
     /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
