@@ -320,12 +320,13 @@ impl RetryingClient {
     /// A call that gets its response (`no_run`: it needs a server):
     ///
     /// ```no_run
-    /// # use mcp_framing::client::{DiscoveringResolver, RetryingClient};
+    /// # use mcp_framing::client::RetryingClient;
     /// # async fn run(client: RetryingClient) -> Result<(), Box<dyn std::error::Error>> {
     /// let call = client.call(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await?;
     /// let response: serde_json::Value = serde_json::from_slice(&call.response)?;
     /// assert_eq!(response["id"], 1); // the caller's id, even after a retry
     /// # Ok(()) }
+    /// # let _ = run;
     /// ```
     pub async fn call(&self, request: Value) -> Result<CallOutcome, CallError> {
         let mut call = self.start(request, HeaderMap::new())?;

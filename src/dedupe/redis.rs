@@ -381,6 +381,7 @@ impl RedisStoreBuilder {
     /// let store = RedisStore::builder("redis://127.0.0.1:6379/").connect().await?;
     /// let dedup = Deduplicator::new(store);
     /// # let _ = dedup; Ok(()) }
+    /// # let _ = run;
     /// ```
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
         let (cluster, seeds) = seeds(&self.url)?;

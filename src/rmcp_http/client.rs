@@ -111,6 +111,7 @@ impl FramingHttpClient {
     ///     Err(err) => return Err(err.into()),
     /// }
     /// # Ok(()) }
+    /// # let _ = run;
     /// ```
     #[must_use]
     pub fn new(http: reqwest::Client) -> Self {
