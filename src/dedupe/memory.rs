@@ -192,7 +192,7 @@ impl MemoryStore {
     /// # }
     /// # tokio_test::block_on(async {
     /// // Room for two records with small results, not three.
-    /// let store = Arc::new(MemoryStore::new().max_bytes(2 * RECORD_OVERHEAD + 64));
+    /// let store = Arc::new(MemoryStore::new().max_bytes(2 * RECORD_OVERHEAD + 150));
     /// let dedup = Deduplicator::with_shared_store(store.clone());
     /// for tool in ["a", "b", "c"] {
     ///     let Decision::Execute(guard) = dedup.begin(&keyed(tool)).await else { unreachable!() };
