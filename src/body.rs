@@ -47,7 +47,21 @@ impl BodyError {
     ///
     /// # Examples
     ///
-    /// See [`BodyError`].
+    /// ```
+    /// use mcp_framing::{BodyDecoder, StreamDecoder, StreamEncoder, StreamHead, mapping::Mapping};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(b"{}", &mut wire)?;
+    ///
+    /// // A body that ends inside its first frame: the kind names the truncation.
+    /// let mut decoder = BodyDecoder::new(Mapping::Binary, StreamDecoder::new());
+    /// decoder.feed(&wire[..5]);
+    /// decoder.finish();
+    /// let err = decoder.next_event().unwrap_err();
+    /// assert_eq!(err.kind(), "Truncated");
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
@@ -323,7 +337,15 @@ impl BodyDecoder {
     ///
     /// # Examples
     ///
-    /// See [`BodyDecoder`].
+    /// ```
+    /// use mcp_framing::{BodyDecoder, RequestKey, StreamDecoder, mapping::Mapping};
+    ///
+    /// // The mapping the response's Content-Type named, and the checks of this request.
+    /// let key = RequestKey::random();
+    /// let mapping = Mapping::from_content_type(Some("application/vnd.mcp-framing")).unwrap();
+    /// let decoder = BodyDecoder::new(mapping, StreamDecoder::builder().expect_request_key(key).build());
+    /// assert!(!decoder.outcome().is_clean()); // nothing received yet
+    /// ```
     #[must_use]
     pub fn new(mapping: Mapping, decoder: StreamDecoder) -> Self {
         Self {
@@ -362,7 +384,21 @@ impl BodyDecoder {
     ///
     /// # Examples
     ///
-    /// See [`BodyDecoder`].
+    /// ```
+    /// use mcp_framing::{BodyDecoder, Event, StreamDecoder, StreamEncoder, StreamHead, mapping::Mapping};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(b"{}", &mut wire)?;
+    /// enc.end(&mut wire)?;
+    ///
+    /// let mut decoder = BodyDecoder::new(Mapping::Binary, StreamDecoder::new());
+    /// decoder.feed(&wire[..10]); // a first read
+    /// assert_eq!(decoder.next_event(), Ok(None)); // not a whole frame yet
+    /// decoder.feed(&wire[10..]);
+    /// assert!(matches!(decoder.next_event(), Ok(Some(Event::Opened(_)))));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     pub fn feed(&mut self, body: &[u8]) {
         if self.mapping_error.is_some() || self.mapping_failure.is_some() {
             return;
@@ -386,7 +422,22 @@ impl BodyDecoder {
     ///
     /// # Examples
     ///
-    /// See [`BodyDecoder`].
+    /// ```
+    /// use mcp_framing::{BodyDecoder, BodyError, DecodeError, StreamDecoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::mapping::Mapping;
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(b"{}", &mut wire)?; // and no STREAM_END: the body stops here
+    ///
+    /// let mut decoder = BodyDecoder::new(Mapping::Binary, StreamDecoder::new());
+    /// decoder.feed(&wire);
+    /// while decoder.next_event().unwrap().is_some() {} // before finish: waiting for more
+    /// decoder.finish();
+    /// let err = decoder.next_event().unwrap_err(); // after: the body is cut short
+    /// assert!(matches!(err, BodyError::Decode(DecodeError::Truncated { .. })));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     pub fn finish(&mut self) {
         self.mapping.finish();
         self.body_ended = true;
@@ -405,7 +456,25 @@ impl BodyDecoder {
     ///
     /// # Examples
     ///
-    /// See [`BodyDecoder`].
+    /// ```
+    /// use mcp_framing::{BodyDecoder, Event, StreamDecoder, StreamEncoder, StreamHead, mapping::Mapping};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(b"[1]", &mut wire)?;
+    /// enc.end(&mut wire)?;
+    ///
+    /// let mut decoder = BodyDecoder::new(Mapping::Binary, StreamDecoder::new());
+    /// decoder.feed(&wire);
+    /// decoder.finish();
+    /// let mut events = Vec::new();
+    /// while let Some(event) = decoder.next_event().unwrap() {
+    ///     events.push(event);
+    /// }
+    /// assert!(matches!(events.as_slice(), [Event::Opened(_), .., Event::End(_)]));
+    /// assert!(events.iter().any(|e| matches!(e, Event::Message(m) if m.bytes().as_ref() == b"[1]")));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     pub fn next_event(&mut self) -> Result<Option<Event>, BodyError> {
         if let Some(err) = &self.mapping_failure {
             return Err(err.clone());
@@ -439,7 +508,22 @@ impl BodyDecoder {
     ///
     /// # Examples
     ///
-    /// See [`BodyDecoder`].
+    /// ```
+    /// use mcp_framing::{BodyDecoder, StreamDecoder, StreamEncoder, StreamHead};
+    /// use mcp_framing::{mapping::Mapping, outcome::Verdict};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(b"{}", &mut wire)?;
+    /// enc.end(&mut wire)?;
+    ///
+    /// let mut decoder = BodyDecoder::new(Mapping::Binary, StreamDecoder::new());
+    /// decoder.feed(&wire[..wire.len() - 1]); // the last byte has not arrived
+    /// decoder.finish();
+    /// while let Ok(Some(_)) = decoder.next_event() {}
+    /// assert!(matches!(decoder.outcome().verdict, Verdict::Abandoned { .. }));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn outcome(&self) -> Outcome {
         match &self.mapping_failure {

@@ -119,7 +119,14 @@ impl EncoderBuilder {
     ///
     /// # Examples
     ///
-    /// See [`EncoderBuilder`].
+    /// ```
+    /// use mcp_framing::{StreamEncoder, StreamHead};
+    ///
+    /// let head = StreamHead::for_request(None);
+    /// let enc = StreamEncoder::builder().max_message_size(1 << 20).build(head);
+    /// assert_eq!(enc.head(), head);
+    /// assert_eq!(enc.max_message_size(), 1 << 20);
+    /// ```
     #[must_use]
     pub fn build(self, head: StreamHead) -> StreamEncoder {
         StreamEncoder {
@@ -187,7 +194,14 @@ impl StreamEncoder {
     ///
     /// # Examples
     ///
-    /// See [`StreamEncoder`].
+    /// ```
+    /// use mcp_framing::{Limits, RequestKey, StreamEncoder, StreamHead};
+    ///
+    /// let key = RequestKey::random(); // the request's key, echoed in the stream head
+    /// let enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+    /// assert_eq!(enc.head().request_key, Some(key));
+    /// assert_eq!(enc.max_message_size(), Limits::DEFAULT.max_message_size);
+    /// ```
     #[must_use]
     pub fn new(head: StreamHead) -> Self {
         Self::builder().build(head)
@@ -197,7 +211,18 @@ impl StreamEncoder {
     ///
     /// # Examples
     ///
-    /// See [`EncoderBuilder`].
+    /// ```
+    /// use mcp_framing::{EncodeError, StreamEncoder, StreamHead};
+    ///
+    /// let mut enc = StreamEncoder::builder()
+    ///     .max_message_size(8)
+    ///     .build(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(b"[1,2,3]", &mut wire)?;
+    /// let err = enc.message(b"[1,2,3,4,5]", &mut wire).unwrap_err(); // 11 bytes: over the limit
+    /// assert!(matches!(err, EncodeError::MessageTooLarge { .. }));
+    /// # Ok::<(), EncodeError>(())
+    /// ```
     #[must_use]
     pub fn builder() -> EncoderBuilder {
         EncoderBuilder {

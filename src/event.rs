@@ -44,7 +44,22 @@ impl UnverifiedChunk {
     ///
     /// # Examples
     ///
-    /// See [`UnverifiedChunk`].
+    /// ```
+    /// use mcp_framing::{Event, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.push(b"[1,2", &mut wire)?;
+    /// let mut decoder = StreamDecoder::new();
+    /// let mut seen = Vec::new();
+    /// while let Some(event) = decoder.decode(&mut wire).unwrap() {
+    ///     if let Event::Chunk(chunk) = event {
+    ///         seen.extend_from_slice(chunk.unverified_bytes()); // progress only, not a value yet
+    ///     }
+    /// }
+    /// assert_eq!(seen, b"[1,2");
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn unverified_bytes(&self) -> &Bytes {
         &self.bytes
@@ -54,7 +69,23 @@ impl UnverifiedChunk {
     ///
     /// # Examples
     ///
-    /// See [`UnverifiedChunk`].
+    /// ```
+    /// use mcp_framing::{Event, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(b"{}", &mut wire)?;
+    /// enc.push(b"[", &mut wire)?; // the second message, still open
+    /// let mut decoder = StreamDecoder::new();
+    /// let mut indexes = Vec::new();
+    /// while let Some(event) = decoder.decode(&mut wire).unwrap() {
+    ///     if let Event::Chunk(chunk) = event {
+    ///         indexes.push(chunk.message_index());
+    ///     }
+    /// }
+    /// assert_eq!(indexes, [0, 1]);
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn message_index(&self) -> u64 {
         self.message_index
@@ -64,7 +95,25 @@ impl UnverifiedChunk {
     ///
     /// # Examples
     ///
-    /// See [`UnverifiedChunk`].
+    /// ```
+    /// use mcp_framing::{Event, StreamDecoder, StreamEncoder};
+    ///
+    /// // Frames of 4 bytes: each chunk starts 4 bytes further into the message.
+    /// let mut enc = StreamEncoder::builder()
+    ///     .frame_size(4)
+    ///     .build(mcp_framing::StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.push(b"0123456789", &mut wire)?;
+    /// let mut decoder = StreamDecoder::new();
+    /// let mut offsets = Vec::new();
+    /// while let Some(event) = decoder.decode(&mut wire).unwrap() {
+    ///     if let Event::Chunk(chunk) = event {
+    ///         offsets.push(chunk.offset());
+    ///     }
+    /// }
+    /// assert_eq!(offsets, [0, 4, 8]);
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn offset(&self) -> u64 {
         self.offset
@@ -152,7 +201,19 @@ impl VerifiedMessage {
     ///
     /// # Examples
     ///
-    /// See [`VerifiedMessage`].
+    /// ```
+    /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.push(b"{\"a\":", &mut wire)?;
+    /// enc.push(b"1}", &mut wire)?;
+    /// enc.finish_message(&mut wire)?;
+    /// enc.end(&mut wire)?;
+    /// let stream = StreamDecoder::new().decode_all(&wire).unwrap();
+    /// assert_eq!(stream.messages[0].bytes().as_ref(), b"{\"a\":1}"); // the pieces, joined and checked
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
@@ -174,7 +235,17 @@ impl VerifiedMessage {
     ///
     /// # Examples
     ///
-    /// See [`MessageSummary`].
+    /// ```
+    /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// let sent = enc.message(b"{}", &mut wire)?; // the sender's summary
+    /// enc.end(&mut wire)?;
+    /// let stream = StreamDecoder::new().decode_all(&wire).unwrap();
+    /// assert_eq!(stream.messages[0].summary(), sent);
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn summary(&self) -> MessageSummary {
         self.summary
@@ -229,7 +300,22 @@ impl VerifiedMessage {
     ///
     /// # Examples
     ///
-    /// See [`VerifiedMessage`].
+    /// ```
+    /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(br#"{"jsonrpc":"2.0","id":7,"result":{"n":3}}"#, &mut wire)?;
+    /// enc.message(b"not json", &mut wire)?;
+    /// enc.end(&mut wire)?;
+    /// let stream = StreamDecoder::new().decode_all(&wire).unwrap();
+    ///
+    /// let value: serde_json::Value = stream.messages[0].deserialize().unwrap();
+    /// assert_eq!(value["result"]["n"], 3);
+    /// // Verified is not valid JSON: the server's bytes, reported as a serde_json error.
+    /// assert!(stream.messages[1].deserialize::<serde_json::Value>().is_err());
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     pub fn deserialize<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.bytes)
     }

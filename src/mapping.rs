@@ -95,7 +95,15 @@ impl Mapping {
     ///
     /// # Examples
     ///
-    /// See [`Mapping`].
+    /// ```
+    /// use mcp_framing::mapping::Mapping;
+    ///
+    /// assert_eq!(Mapping::from_content_type(Some("application/vnd.mcp-framing")), Some(Mapping::Binary));
+    /// // Parameters and case do not matter; SSE is the SSE mapping unless a header says otherwise:
+    /// assert_eq!(Mapping::from_content_type(Some("Text/Event-Stream; charset=utf-8")), Some(Mapping::Sse));
+    /// assert_eq!(Mapping::from_content_type(Some("application/json")), None); // a plain MCP body
+    /// assert_eq!(Mapping::from_content_type(None), None);
+    /// ```
     #[must_use]
     pub fn from_content_type(content_type: Option<&str>) -> Option<Self> {
         let essence = content_type?.split(';').next()?.trim();

@@ -17,7 +17,25 @@ use crate::retry::RetryDecision;
 ///
 /// # Examples
 ///
-/// See [`RetryingClient::observe`](super::RetryingClient::observe).
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use mcp_framing::client::{AttemptReport, DiscoveringResolver, RetryingClient};
+///
+/// // A log line per attempt that ended: which attempt, where, how, and what was decided.
+/// let log = Arc::new(Mutex::new(Vec::<String>::new()));
+/// let lines = log.clone();
+/// let http = reqwest::Client::new();
+/// let resolver = DiscoveringResolver::new(http.clone(), ["http://127.0.0.1:1/mcp"]);
+/// let client = RetryingClient::new(http, resolver).observe(move |report: &AttemptReport<'_>| {
+///     let decision = report.decision.map_or("delivered", |d| d.name());
+///     lines.lock().unwrap().push(format!(
+///         "{} attempt {} at {}: {} ({decision})",
+///         report.request_key, report.attempt, report.endpoint, report.outcome.verdict.name(),
+///     ));
+/// });
+/// assert!(log.lock().unwrap().is_empty()); // no call made yet
+/// # let _ = client;
+/// ```
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct AttemptReport<'a> {
@@ -79,7 +97,16 @@ impl AttemptError {
     ///
     /// # Examples
     ///
-    /// See [`AttemptError`].
+    /// ```
+    /// use mcp_framing::client::AttemptError;
+    ///
+    /// let err = AttemptError::Status {
+    ///     status: http::StatusCode::SERVICE_UNAVAILABLE,
+    ///     text: "try later".into(),
+    /// };
+    /// assert_eq!(err.kind(), "HttpStatus");
+    /// assert_eq!(AttemptError::AfterFinalResponse.kind(), "MessageAfterFinalResponse");
+    /// ```
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
@@ -178,7 +205,18 @@ impl CallError {
     ///
     /// # Examples
     ///
-    /// See [`CallError`].
+    /// ```
+    /// use mcp_framing::client::CallError;
+    ///
+    /// let err = CallError::NotDiscovered { method: "tools/call".into() };
+    /// assert_eq!(err.kind(), "NotDiscovered");
+    /// let err = CallError::Status {
+    ///     status: http::StatusCode::UNAUTHORIZED,
+    ///     text: String::new(),
+    ///     attempts: 1,
+    /// };
+    /// assert_eq!(err.kind(), "HttpStatus"); // the kind of the outcome report (SPEC.md §11.7)
+    /// ```
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {

@@ -149,7 +149,23 @@ impl DiscoveringResolver {
     ///
     /// # Examples
     ///
-    /// See [`DiscoveringResolver`].
+    /// ```
+    /// use mcp_framing::client::{CallError, DiscoveringResolver, RetryingClient};
+    ///
+    /// // The fleet's endpoints, e.g. from configuration; each attempt is resolved on the next one.
+    /// let endpoints: Vec<String> = vec!["http://127.0.0.1:1/mcp".into()];
+    /// let http = reqwest::Client::new();
+    /// let resolver = DiscoveringResolver::new(http.clone(), endpoints);
+    /// let client = RetryingClient::new(http, resolver);
+    /// # tokio_test::block_on(async {
+    /// // Nothing listens there: `server/discover` fails, and no request is sent.
+    /// let err = client
+    ///     .call(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(matches!(err, CallError::Resolve(_)));
+    /// # });
+    /// ```
     #[must_use]
     pub fn new<I, S>(http: reqwest::Client, endpoints: I) -> Self
     where

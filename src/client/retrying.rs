@@ -25,7 +25,19 @@ use crate::ids::RequestKey;
 ///
 /// # Examples
 ///
-/// See [`RetryingClient`].
+/// ```
+/// use mcp_framing::client::CallOutcome;
+///
+/// /// What a caller keeps of a verified call: the result, and whether the call was cut and retried.
+/// fn result_of(call: &CallOutcome) -> Result<(serde_json::Value, bool), serde_json::Error> {
+///     let response: serde_json::Value = serde_json::from_slice(&call.response)?;
+///     for notification in &call.notifications {
+///         println!("before the response: {}", String::from_utf8_lossy(notification));
+///     }
+///     Ok((response["result"].clone(), call.attempts > 1))
+/// }
+/// # let _ = result_of;
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CallOutcome {
@@ -129,7 +141,15 @@ impl RetryingClient {
     ///
     /// # Examples
     ///
-    /// See [`RetryingClient`].
+    /// ```
+    /// use mcp_framing::client::{DiscoveringResolver, RetryingClient};
+    ///
+    /// let http = reqwest::Client::new(); // one connection pool for discovery and calls
+    /// let resolver = DiscoveringResolver::new(http.clone(), ["http://10.0.0.1/mcp", "http://10.0.0.2/mcp"]);
+    /// let client = RetryingClient::new(http, resolver);
+    /// let copy = client.clone(); // clones share the configuration and the resolver
+    /// # let _ = (client, copy);
+    /// ```
     #[must_use]
     pub fn new(http: reqwest::Client, resolver: impl EndpointResolver) -> Self {
         Self::with_shared_resolver(http, Arc::new(resolver))
@@ -172,7 +192,15 @@ impl RetryingClient {
     ///
     /// # Examples
     ///
-    /// See [`RetryingClient`].
+    /// ```
+    /// use mcp_framing::client::{DiscoveringResolver, RetrySchedule, RetryingClient};
+    ///
+    /// let http = reqwest::Client::new();
+    /// let resolver = DiscoveringResolver::new(http.clone(), ["http://127.0.0.1:1/mcp"]);
+    /// // No retries at all: every cut response goes back to the caller.
+    /// let client = RetryingClient::new(http, resolver).schedule(RetrySchedule::default().max_attempts(1));
+    /// # let _ = client;
+    /// ```
     #[must_use]
     pub fn schedule(mut self, schedule: RetrySchedule) -> Self {
         self.config_mut().schedule = schedule;
@@ -274,7 +302,32 @@ impl RetryingClient {
     ///
     /// # Examples
     ///
-    /// See [`RetryingClient`].
+    /// ```
+    /// use mcp_framing::client::{CallError, DiscoveringResolver, RetryingClient};
+    ///
+    /// let http = reqwest::Client::new();
+    /// let client = RetryingClient::new(http.clone(), DiscoveringResolver::new(http, ["http://127.0.0.1:1/mcp"]));
+    /// # tokio_test::block_on(async {
+    /// // A notification (no id) is not a call: refused before anything is sent.
+    /// let err = client
+    ///     .call(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(matches!(err, CallError::NotARequest));
+    /// # });
+    /// ```
+    ///
+    /// A call that gets its response (`no_run`: it needs a server):
+    ///
+    /// ```no_run
+    /// # use mcp_framing::client::RetryingClient;
+    /// # async fn run(client: RetryingClient) -> Result<(), Box<dyn std::error::Error>> {
+    /// let call = client.call(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await?;
+    /// let response: serde_json::Value = serde_json::from_slice(&call.response)?;
+    /// assert_eq!(response["id"], 1); // the caller's id, even after a retry
+    /// # Ok(()) }
+    /// # let _ = run;
+    /// ```
     pub async fn call(&self, request: Value) -> Result<CallOutcome, CallError> {
         let mut call = self.start(request, HeaderMap::new())?;
         let mut notifications = Vec::new();

@@ -48,7 +48,14 @@ impl RetrySchedule {
     ///
     /// # Examples
     ///
-    /// See [`RetrySchedule`].
+    /// ```
+    /// use mcp_framing::client::RetrySchedule;
+    ///
+    /// let no_retries = RetrySchedule::default().max_attempts(1);
+    /// assert_ne!(no_retries, RetrySchedule::default()); // 4 by default
+    /// // At least the first attempt is always made:
+    /// assert_eq!(RetrySchedule::default().max_attempts(0), no_retries);
+    /// ```
     #[must_use]
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.max_attempts = attempts.max(1);
@@ -59,7 +66,15 @@ impl RetrySchedule {
     ///
     /// # Examples
     ///
-    /// See [`RetrySchedule`].
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::client::RetrySchedule;
+    ///
+    /// // The default waits up to 100 ms before the first retry, 200 ms before the second, ...
+    /// assert_eq!(RetrySchedule::default().initial_backoff(Duration::from_millis(100)), RetrySchedule::default());
+    /// let patient = RetrySchedule::default().initial_backoff(Duration::from_millis(500));
+    /// assert_ne!(patient, RetrySchedule::default());
+    /// ```
     #[must_use]
     pub fn initial_backoff(mut self, backoff: Duration) -> Self {
         self.initial_backoff = backoff;

@@ -126,7 +126,17 @@ impl Deduplication {
     ///
     /// # Examples
     ///
-    /// See [`Deduplication`].
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::contract::Deduplication;
+    ///
+    /// let one_day = Deduplication::new(Duration::from_secs(24 * 3600));
+    /// let json = serde_json::to_value(&one_day).unwrap();
+    /// assert_eq!(
+    ///     json,
+    ///     serde_json::json!({"methods": ["tools/call"], "windowMs": 86_400_000, "scope": "principal"})
+    /// );
+    /// ```
     #[must_use]
     pub fn new(window: std::time::Duration) -> Self {
         Self {
@@ -171,7 +181,16 @@ impl FramingContract {
     ///
     /// # Examples
     ///
-    /// See [`FramingContract`].
+    /// ```
+    /// use mcp_framing::contract::FramingContract;
+    ///
+    /// let json = serde_json::to_value(FramingContract::v1()).unwrap();
+    /// assert_eq!(json["versions"], serde_json::json!([1]));
+    /// assert_eq!((json["frameChecksum"].as_str(), json["messageDigest"].as_str()), (Some("crc32"), Some("sha256")));
+    /// assert_eq!(json["maxFramePayload"], 65536);
+    /// assert_eq!(json["transports"], serde_json::json!(["binary", "sse", "compat"]));
+    /// assert!(json.get("deduplication").is_none()); // not declared unless asked for
+    /// ```
     #[must_use]
     pub fn v1() -> Self {
         Self {
@@ -191,7 +210,17 @@ impl FramingContract {
     ///
     /// # Examples
     ///
-    /// See [`Deduplication`].
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::contract::{Deduplication, FramingContract};
+    ///
+    /// let plain = FramingContract::v1();
+    /// let deduplicating = plain.clone().with_deduplication(Deduplication::new(Duration::from_secs(600)));
+    /// assert_ne!(deduplicating, plain);
+    /// let json = serde_json::to_value(&deduplicating).unwrap();
+    /// assert_eq!(json["deduplication"]["windowMs"], 600_000);
+    /// assert_eq!(json["deduplication"]["scope"], "principal");
+    /// ```
     #[must_use]
     pub fn with_deduplication(mut self, deduplication: Deduplication) -> Self {
         self.deduplication = Some(deduplication);

@@ -100,7 +100,13 @@ impl DecoderBuilder {
     ///
     /// # Examples
     ///
-    /// See [`DecoderBuilder`].
+    /// ```
+    /// use mcp_framing::StreamDecoder;
+    ///
+    /// let decoder = StreamDecoder::builder().max_message_size(1 << 20).build();
+    /// assert_eq!(decoder.max_message_size(), 1 << 20);
+    /// assert!(decoder.head().is_none()); // nothing decoded yet
+    /// ```
     #[must_use]
     pub fn build(self) -> StreamDecoder {
         StreamDecoder {
@@ -206,7 +212,22 @@ impl Default for StreamDecoder {
 ///
 /// # Examples
 ///
-/// See [`StreamDecoder::decode_all`].
+/// ```
+/// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let head = StreamHead::for_request(None);
+/// let mut enc = StreamEncoder::new(head);
+/// let mut wire = bytes::BytesMut::new();
+/// enc.message(b"{}", &mut wire)?;
+/// enc.message(b"[]", &mut wire)?;
+/// enc.end(&mut wire)?;
+///
+/// let stream = StreamDecoder::new().decode_all(&wire).unwrap();
+/// assert_eq!(stream.head, head);
+/// assert_eq!(stream.messages.len(), 2);
+/// assert!(stream.summary.sentinel_seen);
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DecodedStream {
@@ -224,7 +245,13 @@ impl StreamDecoder {
     ///
     /// # Examples
     ///
-    /// See [`StreamDecoder`].
+    /// ```
+    /// use mcp_framing::{Limits, StreamDecoder};
+    ///
+    /// let decoder = StreamDecoder::new();
+    /// assert_eq!(decoder.limits(), &Limits::DEFAULT);
+    /// assert!(!decoder.is_complete());
+    /// ```
     #[must_use]
     pub fn new() -> Self {
         Self::builder().build()
@@ -234,7 +261,12 @@ impl StreamDecoder {
     ///
     /// # Examples
     ///
-    /// See [`DecoderBuilder`].
+    /// ```
+    /// use mcp_framing::StreamDecoder;
+    ///
+    /// let decoder = StreamDecoder::builder().max_frame_payload(4096).build();
+    /// assert_eq!(decoder.max_frame_payload(), 4096);
+    /// ```
     #[must_use]
     pub fn builder() -> DecoderBuilder {
         DecoderBuilder {
@@ -444,7 +476,21 @@ impl StreamDecoder {
     ///
     /// # Examples
     ///
-    /// See [`StreamDecoder`].
+    /// ```
+    /// use bytes::BytesMut;
+    /// use mcp_framing::{Event, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = BytesMut::new();
+    /// enc.message(b"{}", &mut wire)?;
+    ///
+    /// let mut dec = StreamDecoder::new();
+    /// let mut buf = BytesMut::from(&wire[..1]);
+    /// assert_eq!(dec.decode(&mut buf), Ok(None)); // one byte: need more
+    /// buf.extend_from_slice(&wire[1..]);
+    /// assert!(matches!(dec.decode(&mut buf), Ok(Some(Event::Opened(_)))));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[inline]
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
         self.decode_frames(buf, false)

@@ -480,7 +480,23 @@ impl Deduplicator {
     ///
     /// # Examples
     ///
-    /// See [`Deduplicator`].
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let call = keyed("send_email"); // one keyed tools/call, as the layer identifies it
+    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
+    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
+    /// assert_eq!(dedup.begin(&call).await.name(), "replay"); // its retry runs nothing
+    /// # });
+    /// ```
     #[must_use]
     pub fn new(store: impl DedupeStore) -> Self {
         Self::with_shared_store(Arc::new(store))
@@ -521,7 +537,26 @@ impl Deduplicator {
     ///
     /// # Examples
     ///
-    /// See [`Deduplicator`].
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new()).window(Duration::from_secs(60));
+    /// let call = keyed("send_email");
+    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
+    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
+    /// assert_eq!(dedup.begin(&call).await.name(), "replay"); // a retry within the window
+    /// tokio::time::advance(Duration::from_secs(61)).await;
+    /// assert_eq!(dedup.begin(&call).await.name(), "execute"); // after it: a new call
+    /// # });
+    /// ```
     #[must_use]
     pub fn window(mut self, window: Duration) -> Self {
         self.config.window = window.max(Duration::from_millis(1));
@@ -534,7 +569,28 @@ impl Deduplicator {
     ///
     /// # Examples
     ///
-    /// See [`Deduplicator`].
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new())
+    ///     .lease(Duration::from_secs(6))
+    ///     .wait(Duration::ZERO);
+    /// let call = keyed("send_email");
+    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
+    /// drop(guard); // the holder died before it completed: no more heartbeat
+    /// assert_eq!(dedup.begin(&call).await.name(), "in_progress"); // the lease still holds the key
+    /// tokio::time::advance(Duration::from_secs(7)).await;
+    /// assert_eq!(dedup.begin(&call).await.name(), "execute"); // expired: the key is free again
+    /// # });
+    /// ```
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.config.lease = lease.max(Duration::from_millis(3));
@@ -547,7 +603,25 @@ impl Deduplicator {
     ///
     /// # Examples
     ///
-    /// See [`Deduplicator`].
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new()).wait(Duration::ZERO);
+    /// let call = keyed("send_email");
+    /// let running = dedup.begin(&call).await; // the first attempt, still executing
+    /// assert_eq!(running.name(), "execute");
+    /// // A duplicate arriving meanwhile is refused at once (retryable), never executed:
+    /// assert_eq!(dedup.begin(&call).await.name(), "in_progress");
+    /// # });
+    /// ```
     #[must_use]
     pub fn wait(mut self, wait: Duration) -> Self {
         self.config.wait = wait;
@@ -560,7 +634,27 @@ impl Deduplicator {
     ///
     /// # Examples
     ///
-    /// See [`Deduplicator`].
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(16);
+    /// let call = keyed("render_report");
+    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
+    /// guard
+    ///     .complete(br#"{"jsonrpc":"2.0","id":1,"result":{"content":["more than sixteen bytes"]}}"#)
+    ///     .await
+    ///     .unwrap();
+    /// // Completed but too large to keep: the retry is refused, the tool does not run twice.
+    /// assert_eq!(dedup.begin(&call).await.name(), "result_not_stored");
+    /// # });
+    /// ```
     #[must_use]
     pub fn max_result_bytes(mut self, max: usize) -> Self {
         self.config.max_result_bytes = max;
@@ -588,7 +682,27 @@ impl Deduplicator {
     ///
     /// # Examples
     ///
-    /// See [`StoreFailure`].
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore, StoreFailure};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// // A store with room for one record, taken by a call in flight: the next claim finds it full.
+    /// let strict = Deduplicator::new(MemoryStore::new().max_entries(1));
+    /// let _running = strict.begin(&keyed("a")).await;
+    /// assert_eq!(strict.begin(&keyed("b")).await.name(), "store_unavailable"); // the default: refuse
+    ///
+    /// let open = Deduplicator::new(MemoryStore::new().max_entries(1))
+    ///     .on_store_failure(StoreFailure::ExecuteUnprotected);
+    /// let _running = open.begin(&keyed("a")).await;
+    /// assert_eq!(open.begin(&keyed("b")).await.name(), "unprotected"); // runs, without protection
+    /// # });
+    /// ```
     #[must_use]
     pub fn on_store_failure(mut self, policy: StoreFailure) -> Self {
         self.config.on_store_failure = policy;

@@ -96,7 +96,20 @@ impl FingerprintRules {
     ///
     /// # Examples
     ///
-    /// See [`FingerprintRules`].
+    /// ```
+    /// use mcp_framing::dedupe::FingerprintRules;
+    /// use serde_json::json;
+    ///
+    /// let params = |tenant: &str, token: u32| {
+    ///     json!({"name": "t", "_meta": {"com.example/tenant": tenant, "progressToken": token}})
+    /// };
+    /// let default = FingerprintRules::default();
+    /// assert_eq!(default.fingerprint(&params("acme", 1)), default.fingerprint(&params("umbrella", 1)));
+    /// let rules = FingerprintRules::default().include_meta(["com.example/tenant"]);
+    /// assert_ne!(rules.fingerprint(&params("acme", 1)), rules.fingerprint(&params("umbrella", 1)));
+    /// // Other `_meta` entries (a new progress token on a retry) still do not count:
+    /// assert_eq!(rules.fingerprint(&params("acme", 1)), rules.fingerprint(&params("acme", 2)));
+    /// ```
     #[must_use]
     pub fn include_meta<I, S>(mut self, keys: I) -> Self
     where

@@ -117,7 +117,24 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # tokio_test::block_on(async {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let dedup = Deduplicator::with_shared_store(store.clone());
+    /// let Decision::Execute(guard) = dedup.begin(&keyed("t")).await else { unreachable!() };
+    /// assert_eq!(store.len(), 1); // the claim is a record
+    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
+    /// assert_eq!(store.len(), 1); // now the completed call's
+    /// # });
+    /// ```
     #[must_use]
     pub fn new() -> Self {
         Self {
@@ -131,7 +148,26 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # tokio_test::block_on(async {
+    /// let store = Arc::new(MemoryStore::new().max_entries(1));
+    /// let dedup = Deduplicator::with_shared_store(store.clone());
+    /// for tool in ["a", "b"] {
+    ///     let Decision::Execute(guard) = dedup.begin(&keyed(tool)).await else { unreachable!() };
+    ///     guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
+    /// }
+    /// // The second call made room by evicting the first one's record.
+    /// assert_eq!((store.len(), store.evicted()), (1, 1));
+    /// # });
+    /// ```
     #[must_use]
     pub fn max_entries(mut self, max: usize) -> Self {
         self.max_entries = max.max(1);
@@ -144,7 +180,28 @@ impl MemoryStore {
     ///
     /// # Examples
     ///
-    /// See [`MemoryStore`].
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::internals::dedupe::RECORD_OVERHEAD;
+    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
+    /// # use mcp_framing::dedupe::Principal;
+    /// # fn keyed(tool: &str) -> KeyedCall {
+    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
+    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// # }
+    /// # tokio_test::block_on(async {
+    /// // Room for two records with small results, not three.
+    /// let store = Arc::new(MemoryStore::new().max_bytes(2 * RECORD_OVERHEAD + 150));
+    /// let dedup = Deduplicator::with_shared_store(store.clone());
+    /// for tool in ["a", "b", "c"] {
+    ///     let Decision::Execute(guard) = dedup.begin(&keyed(tool)).await else { unreachable!() };
+    ///     guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
+    /// }
+    /// assert_eq!(store.len(), 2);
+    /// assert_eq!(store.evicted(), 1);
+    /// # });
+    /// ```
     #[must_use]
     pub fn max_bytes(mut self, max: usize) -> Self {
         self.max_bytes = max.max(RECORD_OVERHEAD);

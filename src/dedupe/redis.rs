@@ -194,7 +194,21 @@ impl std::fmt::Debug for RedisStore {
 ///
 /// # Examples
 ///
-/// See [`RedisStore`].
+/// ```
+/// use std::time::Duration;
+/// use mcp_framing::dedupe::{RedisStore, StoreError};
+///
+/// let builder = RedisStore::builder("redis://10.0.0.1:6379,10.0.0.2:6379/")
+///     .prefix("billing-mcp:dedupe:")
+///     .response_timeout(Duration::from_millis(250));
+/// # tokio_test::block_on(async {
+/// // Several hosts name a cluster: without `redis+cluster://` or `.cluster()` the URL is refused
+/// // before anything is sent.
+/// let err = builder.clone().connect().await.unwrap_err();
+/// assert!(matches!(err, StoreError::Redis(_)));
+/// assert!(err.to_string().contains("cluster"));
+/// # });
+/// ```
 #[derive(Clone, Debug)]
 pub struct RedisStoreBuilder {
     url: String,
@@ -216,7 +230,15 @@ impl RedisStoreBuilder {
     ///
     /// # Examples
     ///
-    /// See [`RedisStore`].
+    /// ```
+    /// use mcp_framing::dedupe::RedisStore;
+    ///
+    /// // Two deployments sharing one Redis, each under its own prefix (no braces: not a hash tag).
+    /// let billing = RedisStore::builder("redis://cache.internal:6379/").prefix("billing-mcp:dedupe:");
+    /// let search = RedisStore::builder("redis://cache.internal:6379/").prefix("search-mcp:dedupe:");
+    /// assert!(format!("{billing:?}").contains(r#"prefix: "billing-mcp:dedupe:""#));
+    /// # let _ = search;
+    /// ```
     #[must_use]
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
@@ -289,7 +311,21 @@ impl RedisStoreBuilder {
     ///
     /// # Examples
     ///
-    /// See [`response_timeout`](Self::response_timeout).
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::dedupe::{RedisStore, StoreError};
+    ///
+    /// # tokio_test::block_on(async {
+    /// // Nobody listens there: the connection fails within the time allowed, as an error.
+    /// let err = RedisStore::builder("redis://127.0.0.1:1/")
+    ///     .connection_timeout(Duration::from_millis(200))
+    ///     .reconnect_attempts(0)
+    ///     .connect()
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(matches!(err, StoreError::Redis(_)));
+    /// # });
+    /// ```
     #[must_use]
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = timeout;
@@ -301,7 +337,17 @@ impl RedisStoreBuilder {
     ///
     /// # Examples
     ///
-    /// See [`response_timeout`](Self::response_timeout).
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, RedisStore};
+    ///
+    /// # async fn run() -> Result<(), mcp_framing::dedupe::StoreError> {
+    /// // Ride out a failover of a few hundred milliseconds: each command tries up to 5 reconnections
+    /// // (waiting at most 200 ms between them) before the store counts as unavailable.
+    /// let store = RedisStore::builder("redis://127.0.0.1:6379/").reconnect_attempts(5).connect().await?;
+    /// let dedup = Deduplicator::new(store);
+    /// # let _ = dedup; Ok(()) }
+    /// # let _ = run;
+    /// ```
     #[must_use]
     pub fn reconnect_attempts(mut self, attempts: usize) -> Self {
         self.reconnect_attempts = attempts;
@@ -317,7 +363,26 @@ impl RedisStoreBuilder {
     ///
     /// # Examples
     ///
-    /// See [`RedisStore`].
+    /// ```
+    /// use mcp_framing::dedupe::{RedisStore, StoreError};
+    ///
+    /// # tokio_test::block_on(async {
+    /// // A malformed URL is an error before any connection:
+    /// let err = RedisStore::builder("cache.internal:6379").connect().await.unwrap_err();
+    /// assert!(matches!(err, StoreError::Redis(_)));
+    /// # });
+    /// ```
+    ///
+    /// With a server (`no_run`: it needs one):
+    ///
+    /// ```no_run
+    /// use mcp_framing::dedupe::{Deduplicator, RedisStore};
+    /// # async fn run() -> Result<(), mcp_framing::dedupe::StoreError> {
+    /// let store = RedisStore::builder("redis://127.0.0.1:6379/").connect().await?;
+    /// let dedup = Deduplicator::new(store);
+    /// # let _ = dedup; Ok(()) }
+    /// # let _ = run;
+    /// ```
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
         let (cluster, seeds) = seeds(&self.url)?;
         let connection = if cluster || self.cluster {
@@ -396,7 +461,15 @@ impl RedisStore {
     ///
     /// # Examples
     ///
-    /// See [`RedisStore`].
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_framing::dedupe::RedisStore;
+    ///
+    /// let single = RedisStore::builder("redis://127.0.0.1:6379/0");
+    /// let cluster = RedisStore::builder("redis+cluster://10.0.0.1:6379,10.0.0.2:6379/")
+    ///     .connection_timeout(Duration::from_millis(500));
+    /// # let _ = (single, cluster);
+    /// ```
     #[must_use]
     pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
         RedisStoreBuilder {
@@ -483,7 +556,17 @@ impl RedisStore {
     ///
     /// # Examples
     ///
-    /// See [`RedisStore`].
+    /// ```no_run
+    /// use mcp_framing::dedupe::RedisStore;
+    /// # async fn run() -> redis::RedisResult<()> {
+    /// // A store over the application's own connection manager, under this deployment's prefix.
+    /// let client = redis::Client::open("redis://127.0.0.1/")?;
+    /// let manager = redis::aio::ConnectionManager::new(client).await?;
+    /// let store = RedisStore::from_connection_manager(manager).prefix("billing-mcp:dedupe:");
+    /// assert!(format!("{store:?}").contains("billing-mcp:dedupe:"));
+    /// # Ok(()) }
+    /// # let _ = run;
+    /// ```
     #[must_use]
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();

@@ -35,7 +35,13 @@ impl Principal {
     ///
     /// # Examples
     ///
-    /// See [`Principal`].
+    /// ```
+    /// use mcp_framing::dedupe::Principal;
+    ///
+    /// // A server without authentication: every caller is the same principal.
+    /// assert_eq!(Principal::anonymous(), Principal::anonymous());
+    /// assert_ne!(Principal::anonymous(), Principal::from_id(b""));
+    /// ```
     #[must_use]
     pub const fn anonymous() -> Self {
         Self(None)
@@ -46,7 +52,16 @@ impl Principal {
     ///
     /// # Examples
     ///
-    /// See [`Principal`].
+    /// ```
+    /// use mcp_framing::dedupe::Principal;
+    ///
+    /// // The tenant and user an authentication layer verified, whatever token they came with.
+    /// let tenant = "acme";
+    /// let user = "alice";
+    /// let principal = Principal::from_id(format!("{tenant}/{user}"));
+    /// assert_eq!(principal, Principal::from_id(b"acme/alice"));
+    /// assert_ne!(principal, Principal::from_id(b"acme/bob"));
+    /// ```
     #[must_use]
     pub fn from_id(id: impl AsRef<[u8]>) -> Self {
         Self(Some(Sha256::digest(id.as_ref()).into()))

@@ -106,7 +106,26 @@ impl Abort {
     ///
     /// # Examples
     ///
-    /// See [`Abort`].
+    /// ```
+    /// use mcp_framing::{Abort, AbortCode, Event, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let abort = Abort::new(AbortCode::Cancelled, "client went away");
+    /// assert_eq!((abort.code, abort.reason.as_str()), (AbortCode::Cancelled, "client went away"));
+    ///
+    /// // What a decoder reports when the server sends that abort:
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.abort(AbortCode::Cancelled, "client went away", &mut wire)?;
+    /// let mut decoder = StreamDecoder::new();
+    /// let mut received = None;
+    /// while let Some(event) = decoder.decode(&mut wire).unwrap() {
+    ///     if let Event::Aborted(a) = event {
+    ///         received = Some(a);
+    ///     }
+    /// }
+    /// assert_eq!(received, Some(abort));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn new(code: AbortCode, reason: impl Into<String>) -> Self {
         Self {

@@ -32,7 +32,33 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 ///
 /// # Examples
 ///
-/// See [`VerifiedResponse`].
+/// ```
+/// use bytes::Bytes;
+/// use futures::{StreamExt, stream};
+/// use mcp_framing::{http::{Delivery, VerifiedResponse}, mapping::Mapping};
+/// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+///
+/// let mut wire = bytes::BytesMut::new();
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+/// enc.message(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#, &mut wire)?;
+/// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+/// enc.end(&mut wire)?;
+///
+/// # tokio_test::block_on(async {
+/// let body = stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(&wire))]);
+/// let mut response = VerifiedResponse::new(body, Mapping::Binary, StreamDecoder::new());
+/// let mut messages = 0;
+/// while let Some(delivery) = response.next().await {
+///     match delivery.unwrap() {
+///         Delivery::Message(_) => messages += 1,
+///         Delivery::Complete(summary) => assert_eq!(summary.messages, 2),
+///         _ => unreachable!("no other delivery today"),
+///     }
+/// }
+/// assert_eq!(messages, 2);
+/// # });
+/// # Ok::<(), mcp_framing::EncodeError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Delivery {
@@ -106,7 +132,19 @@ impl<E> ReceiveError<E> {
     ///
     /// # Examples
     ///
-    /// See [`ReceiveError`].
+    /// ```
+    /// use mcp_framing::{BodyError, DecodeError, Progress};
+    /// use mcp_framing::http::ReceiveError;
+    ///
+    /// // The kind names the cause, whatever layer found it (the `kind` label of telemetry):
+    /// let reset = ReceiveError::Body {
+    ///     source: std::io::Error::from(std::io::ErrorKind::ConnectionReset),
+    ///     progress: Progress::default(),
+    /// };
+    /// assert_eq!(reset.kind(), "Body");
+    /// let corrupt = ReceiveError::<std::io::Error>::Invalid(BodyError::Decode(DecodeError::InvalidAbort));
+    /// assert_eq!(corrupt.kind(), "InvalidAbort");
+    /// ```
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
@@ -126,7 +164,21 @@ impl<E> ReceiveError<E> {
     ///
     /// # Examples
     ///
-    /// See [`VerifiedResponse`].
+    /// ```
+    /// use mcp_framing::{Abort, AbortCode, BodyError, DecodeError, Progress};
+    /// use mcp_framing::http::ReceiveError;
+    ///
+    /// let reset = ReceiveError::Body {
+    ///     source: std::io::Error::from(std::io::ErrorKind::ConnectionReset),
+    ///     progress: Progress::default(),
+    /// };
+    /// assert!(reset.is_abandoned()); // cut mid-way: whether it ran is unknown
+    /// // The server gave up on purpose: not abandoned.
+    /// let aborted = ReceiveError::<std::io::Error>::Invalid(BodyError::Decode(DecodeError::PeerAbort(
+    ///     Abort::new(AbortCode::Cancelled, ""),
+    /// )));
+    /// assert!(!aborted.is_abandoned());
+    /// ```
     #[must_use]
     pub fn is_abandoned(&self) -> bool {
         matches!(
@@ -187,7 +239,31 @@ impl<E> ReceiveError<E> {
     ///
     /// # Examples
     ///
-    /// See [`VerifiedResponse`].
+    /// ```
+    /// use bytes::Bytes;
+    /// use futures::{StreamExt, stream};
+    /// use mcp_framing::{http::VerifiedResponse, mapping::Mapping};
+    /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let mut wire = bytes::BytesMut::new();
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// enc.message(b"{}", &mut wire)?;
+    /// enc.push(b"[1,", &mut wire)?; // a second message, cut in the middle
+    ///
+    /// # tokio_test::block_on(async {
+    /// let body = stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(&wire))]);
+    /// let mut response = VerifiedResponse::new(body, Mapping::Binary, StreamDecoder::new());
+    /// let err = loop {
+    ///     if let Err(err) = response.next().await.unwrap() {
+    ///         break err;
+    ///     }
+    /// };
+    /// let received = err.progress().unwrap();
+    /// assert_eq!(received.messages, 1); // one message verified before the cut
+    /// assert_eq!(received.bytes, wire.len() as u64);
+    /// # });
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     #[must_use]
     pub fn progress(&self) -> Option<Progress> {
         match self {
@@ -304,7 +380,28 @@ impl<S> VerifiedResponse<S> {
     ///
     /// # Examples
     ///
-    /// See [`VerifiedResponse`].
+    /// ```
+    /// use bytes::Bytes;
+    /// use futures::{StreamExt, stream};
+    /// use mcp_framing::{http::{Delivery, VerifiedResponse}, mapping::Mapping};
+    /// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder, StreamHead};
+    ///
+    /// let key = RequestKey::random(); // the key this request was sent with
+    /// let mut wire = bytes::BytesMut::new();
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+    /// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+    /// enc.end(&mut wire)?;
+    ///
+    /// # tokio_test::block_on(async {
+    /// // Any stream of body chunks: here the body arrives a byte at a time.
+    /// let body = stream::iter(wire.iter().map(|b| Ok::<_, std::io::Error>(Bytes::copy_from_slice(&[*b]))).collect::<Vec<_>>());
+    /// let decoder = StreamDecoder::builder().expect_request_key(key).build();
+    /// let response = VerifiedResponse::new(body, Mapping::Binary, decoder);
+    /// let deliveries: Vec<_> = response.collect().await;
+    /// assert!(matches!(deliveries.as_slice(), [Ok(Delivery::Message(_)), Ok(Delivery::Complete(_))]));
+    /// # });
+    /// # Ok::<(), mcp_framing::EncodeError>(())
+    /// ```
     pub fn new(body: S, mapping: Mapping, decoder: StreamDecoder) -> Self {
         Self {
             body,

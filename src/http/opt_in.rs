@@ -124,7 +124,25 @@ impl OptIn {
     ///
     /// # Examples
     ///
-    /// See [`OptIn`].
+    /// ```
+    /// use mcp_framing::http::{OptIn, OptInError};
+    /// use mcp_framing::mapping::Mapping;
+    ///
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert("mcp-framing", "1".parse().unwrap());
+    /// headers.insert("accept", "application/json, application/vnd.mcp-framing".parse().unwrap());
+    /// let opt_in = OptIn::from_headers(&headers).unwrap().expect("opted in");
+    /// assert_eq!(opt_in.mapping(), Mapping::Binary);
+    ///
+    /// // Only versions this crate does not speak: not an opt-in, answer unframed.
+    /// headers.insert("mcp-framing", "2".parse().unwrap());
+    /// assert_eq!(OptIn::from_headers(&headers), Ok(None));
+    ///
+    /// // A malformed limits header is the client's error: answer 400.
+    /// headers.insert("mcp-framing", "1".parse().unwrap());
+    /// headers.insert("mcp-framing-limits", "frame=12".parse().unwrap());
+    /// assert_eq!(OptIn::from_headers(&headers), Err(OptInError::InvalidLimits));
+    /// ```
     pub fn from_headers(headers: &HeaderMap) -> Result<Option<Self>, OptInError> {
         let speaks_ours = headers.get_all(OPT_IN_HEADER).iter().any(|value| {
             value

@@ -101,7 +101,33 @@ impl<S> FramedBody<S> {
     ///
     /// # Examples
     ///
-    /// See [`FramedBody`].
+    /// ```
+    /// use futures::{StreamExt, stream};
+    /// use mcp_framing::http::{FramedBody, OptIn, opt_in_headers};
+    /// use mcp_framing::{BodyDecoder, Event, Outgoing, RequestKey, StreamDecoder, StreamEncoder};
+    ///
+    /// // The request opted in (without accepting the binary mapping): answer in its mapping, with its key.
+    /// let key = RequestKey::random();
+    /// let opt_in = OptIn::from_headers(&opt_in_headers(key, false)).unwrap().unwrap();
+    /// # tokio_test::block_on(async {
+    /// let source = stream::iter([
+    ///     Ok::<_, std::io::Error>(Outgoing::Message(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into())),
+    /// ]);
+    /// let body = FramedBody::new(source, opt_in.encoder(StreamEncoder::builder()), opt_in.mapping());
+    /// let bytes: Vec<u8> = body.map(|chunk| chunk.unwrap()).collect::<Vec<_>>().await.concat();
+    /// assert!(bytes.starts_with(b"event: mcp-frame\n")); // the SSE mapping
+    ///
+    /// // What the client reads back: the message, verified, under the request's key.
+    /// let mut client = BodyDecoder::new(opt_in.mapping(), StreamDecoder::builder().expect_request_key(key).build());
+    /// client.feed(&bytes);
+    /// client.finish();
+    /// let mut messages = 0;
+    /// while let Some(event) = client.next_event().unwrap() {
+    ///     messages += usize::from(matches!(event, Event::Message(_)));
+    /// }
+    /// assert_eq!(messages, 1);
+    /// # });
+    /// ```
     pub fn new(source: S, encoder: StreamEncoder, mapping: Mapping) -> Self {
         Self {
             source,

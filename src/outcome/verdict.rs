@@ -104,7 +104,14 @@ impl Verdict {
     ///
     /// # Examples
     ///
-    /// See [`Verdict`].
+    /// ```
+    /// use mcp_framing::{Abort, AbortCode, outcome::Verdict};
+    ///
+    /// assert_eq!(Verdict::Clean.name(), "clean");
+    /// assert_eq!(Verdict::Aborted(Abort::new(AbortCode::Cancelled, "")).name(), "aborted");
+    /// // The telemetry label of a stream cut between messages:
+    /// assert_eq!(Verdict::Abandoned { at: None }.name(), "abandoned");
+    /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
         self.kind().name()

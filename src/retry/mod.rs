@@ -156,7 +156,14 @@ impl RetryDecision {
     ///
     /// # Examples
     ///
-    /// See [`RetryDecision`].
+    /// ```
+    /// use mcp_framing::client::{RetryDecision, RetryReason};
+    ///
+    /// // The reason is the label to report, whatever the decision was:
+    /// let decision = RetryDecision::DoNotRetry(RetryReason::WouldRepeat);
+    /// assert_eq!(decision.reason(), RetryReason::WouldRepeat);
+    /// assert_eq!(decision.reason().name(), "would_repeat");
+    /// ```
     #[must_use]
     pub fn reason(&self) -> RetryReason {
         match *self {
@@ -170,7 +177,13 @@ impl RetryDecision {
     ///
     /// # Examples
     ///
-    /// See [`RetryDecision`].
+    /// ```
+    /// use mcp_framing::client::{RetryDecision, RetryReason};
+    ///
+    /// assert!(RetryDecision::Retry(RetryReason::Keyed).is_retry());
+    /// assert!(!RetryDecision::DoNotRetry(RetryReason::Complete).is_retry());
+    /// assert!(!RetryDecision::SurfaceToCaller(RetryReason::UnknownAbort).is_retry());
+    /// ```
     #[must_use]
     pub fn is_retry(&self) -> bool {
         matches!(self, Self::Retry(_))
@@ -180,7 +193,19 @@ impl RetryDecision {
     ///
     /// # Examples
     ///
-    /// See [`RetryDecision`].
+    /// ```
+    /// use mcp_framing::client::{RetryDecision, RetryReason};
+    ///
+    /// let names: Vec<&str> = [
+    ///     RetryDecision::Retry(RetryReason::Idempotent),
+    ///     RetryDecision::DoNotRetry(RetryReason::Cancelled),
+    ///     RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown),
+    /// ]
+    /// .iter()
+    /// .map(RetryDecision::name)
+    /// .collect();
+    /// assert_eq!(names, ["retry", "do_not_retry", "surface_to_caller"]);
+    /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
         match self {

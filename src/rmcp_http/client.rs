@@ -88,7 +88,31 @@ impl FramingHttpClient {
     ///
     /// # Examples
     ///
-    /// See [`FramingHttpClient`].
+    /// ```no_run
+    /// use mcp_framing::{client::OUTCOME_DATA_KEY, rmcp_http::FramingHttpClient};
+    /// use rmcp::ServiceExt;
+    /// use rmcp::model::CallToolRequestParams;
+    /// use rmcp::transport::StreamableHttpClientTransport;
+    /// use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = FramingHttpClient::new(reqwest::Client::new());
+    /// let transport = StreamableHttpClientTransport::with_client(
+    ///     client,
+    ///     StreamableHttpClientTransportConfig::with_uri("http://127.0.0.1:8080/mcp"),
+    /// );
+    /// // `initialize` fails here if the server declares no framing contract (Regime C).
+    /// let peer = ().serve(transport).await?;
+    /// match peer.call_tool(CallToolRequestParams::new("render_report")).await {
+    ///     Ok(result) => println!("verified result: {:?}", result.content),
+    ///     // A response cut on the way: a JSON-RPC error with the outcome report, never a parse error.
+    ///     Err(rmcp::ServiceError::McpError(error)) => {
+    ///         println!("outcome: {:?}", error.data.as_ref().map(|data| &data[OUTCOME_DATA_KEY]));
+    ///     }
+    ///     Err(err) => return Err(err.into()),
+    /// }
+    /// # Ok(()) }
+    /// # let _ = run;
+    /// ```
     #[must_use]
     pub fn new(http: reqwest::Client) -> Self {
         let mut config = Config::new(http);

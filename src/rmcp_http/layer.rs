@@ -87,7 +87,50 @@ impl FramingLayer {
     ///
     /// # Examples
     ///
-    /// See [`FramingLayer`].
+    /// ```
+    /// use mcp_framing::http::opt_in_headers;
+    /// use mcp_framing::rmcp_http::FramingLayer;
+    /// use mcp_framing::{RequestKey, StreamDecoder};
+    /// use tower_layer::Layer;
+    /// use tower_service::Service;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # #[derive(Clone)]
+    /// # struct Mcp(&'static str); // an MCP server: answers every POST with this JSON-RPC message
+    /// # impl<B> tower_service::Service<http::Request<B>> for Mcp {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, _: http::Request<B>) -> Self::Future {
+    /// #         std::future::ready(Ok(http::Response::builder().header("content-type", "application/json")
+    /// #             .body(Full::new(Bytes::from_static(self.0.as_bytes()))).unwrap()))
+    /// #     }
+    /// # }
+    /// # fn post(headers: http::HeaderMap) -> http::Request<Full<Bytes>> {
+    /// #     let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#);
+    /// #     let mut request = http::Request::post("/mcp").body(Full::new(body)).unwrap();
+    /// #     *request.headers_mut() = headers;
+    /// #     request
+    /// # }
+    ///
+    /// # tokio_test::block_on(async {
+    /// let mut service = FramingLayer::new().layer(Mcp(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+    /// // A request that opted in (binary mapping) gets its answer framed, under its key:
+    /// let key = RequestKey::random();
+    /// let response = service.call(post(opt_in_headers(key, true))).await.unwrap();
+    /// assert_eq!(response.headers()["content-type"], "application/vnd.mcp-framing");
+    /// let body = response.into_body().collect().await.unwrap().to_bytes();
+    /// let stream = StreamDecoder::builder().expect_request_key(key).build().decode_all(&body).unwrap();
+    /// assert_eq!(stream.messages[0].bytes().as_ref(), br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    ///
+    /// // One that did not is answered exactly as the server answered:
+    /// let response = service.call(post(http::HeaderMap::new())).await.unwrap();
+    /// assert_eq!(response.headers()["content-type"], "application/json");
+    /// # });
+    /// ```
     #[must_use]
     pub fn new() -> Self {
         Self {
@@ -110,7 +153,49 @@ impl FramingLayer {
     ///
     /// # Examples
     ///
-    /// See [`FramingLayer`].
+    /// ```
+    /// use mcp_framing::rmcp_http::FramingLayer;
+    /// use tower_layer::Layer;
+    /// use tower_service::Service;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # #[derive(Clone)]
+    /// # struct Mcp(&'static str); // an MCP server: answers every POST with this JSON-RPC message
+    /// # impl<B> tower_service::Service<http::Request<B>> for Mcp {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, _: http::Request<B>) -> Self::Future {
+    /// #         std::future::ready(Ok(http::Response::builder().header("content-type", "application/json")
+    /// #             .body(Full::new(Bytes::from_static(self.0.as_bytes()))).unwrap()))
+    /// #     }
+    /// # }
+    /// # fn post(headers: http::HeaderMap) -> http::Request<Full<Bytes>> {
+    /// #     let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#);
+    /// #     let mut request = http::Request::post("/mcp").body(Full::new(body)).unwrap();
+    /// #     *request.headers_mut() = headers;
+    /// #     request
+    /// # }
+    ///
+    /// # tokio_test::block_on(async {
+    /// let mut service = FramingLayer::new()
+    ///     .frame_all_responses(true)
+    ///     .layer(Mcp(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+    /// // A stock MCP client: no opt-in, it takes JSON or an event stream.
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert("accept", "application/json, text/event-stream".parse().unwrap());
+    /// let response = service.call(post(headers)).await.unwrap();
+    /// assert_eq!(response.headers()["content-type"], "text/event-stream");
+    /// let body = response.into_body().collect().await.unwrap().to_bytes();
+    /// let text = std::str::from_utf8(&body).unwrap();
+    /// // The message is a plain SSE event; the frames ride in comment lines SSE parsers drop.
+    /// assert!(text.contains(r#"data: {"jsonrpc":"2.0","id":1,"result":{}}"#));
+    /// assert!(text.lines().any(|line| line.starts_with(":mcp-framing ")));
+    /// # });
+    /// ```
     #[must_use]
     pub fn frame_all_responses(mut self, all: bool) -> Self {
         self.all_responses = all;
@@ -149,7 +234,48 @@ impl FramingLayer {
     ///
     /// # Examples
     ///
-    /// See [`FramingLayer`].
+    /// ```
+    /// use mcp_framing::http::opt_in_headers;
+    /// use mcp_framing::rmcp_http::FramingLayer;
+    /// use mcp_framing::{Event, RequestKey, StreamDecoder};
+    /// use tower_layer::Layer;
+    /// use tower_service::Service;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # #[derive(Clone)]
+    /// # struct Mcp(&'static str); // an MCP server: answers every POST with this JSON-RPC message
+    /// # impl<B> tower_service::Service<http::Request<B>> for Mcp {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, _: http::Request<B>) -> Self::Future {
+    /// #         std::future::ready(Ok(http::Response::builder().header("content-type", "application/json")
+    /// #             .body(Full::new(Bytes::from_static(self.0.as_bytes()))).unwrap()))
+    /// #     }
+    /// # }
+    /// # fn post(headers: http::HeaderMap) -> http::Request<Full<Bytes>> {
+    /// #     let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#);
+    /// #     let mut request = http::Request::post("/mcp").body(Full::new(body)).unwrap();
+    /// #     *request.headers_mut() = headers;
+    /// #     request
+    /// # }
+    ///
+    /// # tokio_test::block_on(async {
+    /// let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#; // 48 bytes
+    /// let mut service = FramingLayer::new().frame_size(16).layer(Mcp(answer));
+    /// let response = service.call(post(opt_in_headers(RequestKey::random(), true))).await.unwrap();
+    /// let mut body = bytes::BytesMut::from(&response.into_body().collect().await.unwrap().to_bytes()[..]);
+    /// let mut decoder = StreamDecoder::new();
+    /// let mut chunks = 0;
+    /// while let Some(event) = decoder.decode(&mut body).unwrap() {
+    ///     chunks += usize::from(matches!(event, Event::Chunk(_)));
+    /// }
+    /// assert_eq!(chunks, 3); // 48 bytes in DATA frames of 16
+    /// # });
+    /// ```
     #[must_use]
     pub fn frame_size(mut self, size: usize) -> Self {
         self.encoder = self.encoder.frame_size(size);
@@ -215,7 +341,46 @@ impl FramingLayer {
     ///
     /// # Examples
     ///
-    /// See [`FramingLayer`].
+    /// ```
+    /// use mcp_framing::http::opt_in_headers;
+    /// use mcp_framing::rmcp_http::FramingLayer;
+    /// use mcp_framing::{AbortCode, DecodeError, RequestKey, StreamDecoder};
+    /// use tower_layer::Layer;
+    /// use tower_service::Service;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # #[derive(Clone)]
+    /// # struct Mcp(&'static str); // an MCP server: answers every POST with this JSON-RPC message
+    /// # impl<B> tower_service::Service<http::Request<B>> for Mcp {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, _: http::Request<B>) -> Self::Future {
+    /// #         std::future::ready(Ok(http::Response::builder().header("content-type", "application/json")
+    /// #             .body(Full::new(Bytes::from_static(self.0.as_bytes()))).unwrap()))
+    /// #     }
+    /// # }
+    /// # fn post(headers: http::HeaderMap) -> http::Request<Full<Bytes>> {
+    /// #     let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#);
+    /// #     let mut request = http::Request::post("/mcp").body(Full::new(body)).unwrap();
+    /// #     *request.headers_mut() = headers;
+    /// #     request
+    /// # }
+    ///
+    /// # tokio_test::block_on(async {
+    /// let mut service = FramingLayer::new()
+    ///     .max_message_size(32)
+    ///     .layer(Mcp(r#"{"jsonrpc":"2.0","id":1,"result":{"content":["more than 32 bytes"]}}"#));
+    /// let response = service.call(post(opt_in_headers(RequestKey::random(), true))).await.unwrap();
+    /// let body = response.into_body().collect().await.unwrap().to_bytes();
+    /// // Not framed: the stream ends with an ABORT, message too large (not retried).
+    /// let err = StreamDecoder::new().decode_all(&body).unwrap_err();
+    /// assert!(matches!(err, DecodeError::PeerAbort(abort) if abort.code == AbortCode::MessageTooLarge));
+    /// # });
+    /// ```
     #[must_use]
     pub fn max_message_size(mut self, max: u64) -> Self {
         self.encoder = self.encoder.max_message_size(max);

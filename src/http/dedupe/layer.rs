@@ -99,7 +99,48 @@ impl DedupeLayer {
     ///
     /// # Examples
     ///
-    /// See [`DedupeLayer`].
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::http::DedupeLayer;
+    /// use tower_layer::Layer;
+    /// use tower_service::Service;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::Full;
+    /// # #[derive(Clone)]
+    /// # struct Tool;
+    /// # impl tower_service::Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let body = Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+    /// #         std::future::ready(Ok(http::Response::builder()
+    /// #             .header("content-type", "application/json").body(body).unwrap()))
+    /// #     }
+    /// # }
+    /// # fn tools_call(key: Option<mcp_framing::RequestKey>) -> http::Request<Full<Bytes>> {
+    /// #     let mut request = http::Request::post("/mcp");
+    /// #     if let Some(key) = key {
+    /// #         request = request.header("mcp-framing-request-key", key.to_string());
+    /// #     }
+    /// #     request.body(Full::new(Bytes::from_static(
+    /// #         br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}"#,
+    /// #     ))).unwrap()
+    /// # }
+    ///
+    /// # tokio_test::block_on(async {
+    /// // In front of the MCP service (`Tool` here: any HTTP service answering MCP POSTs).
+    /// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(Tool);
+    /// let key = mcp_framing::RequestKey::random();
+    /// let first = service.call(tools_call(Some(key))).await.unwrap();
+    /// assert_eq!(first.headers()["mcp-framing-dedupe"], "execute");
+    /// let retry = service.call(tools_call(Some(key))).await.unwrap();
+    /// assert_eq!(retry.headers()["mcp-framing-dedupe"], "replay"); // answered from the record
+    /// # });
+    /// ```
     #[must_use]
     pub fn new(dedup: Deduplicator) -> Self {
         Self {
