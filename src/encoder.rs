@@ -384,19 +384,32 @@ impl StreamEncoder {
         }
         let inline = if payloads { chunk.len() } else { 0 };
         self.prepare(frames as u64, inline + frames * HEADER_LEN, dst)?;
-        for piece in chunk.chunks(self.frame_size) {
-            let sequence = self.take_sequence();
-            if payloads {
-                write_frame(FrameKind::Data, sequence, piece, dst);
-            } else {
-                write_header(FrameKind::Data, sequence, piece, dst);
+        if frames == 1 {
+            // One frame (a token, a small message): straight-line code, which the compiler
+            // inlines whole (a loop of one here cost ~8% of the per-frame instructions).
+            self.write_data(chunk, dst, payloads);
+            self.hasher.update(chunk);
+        } else {
+            for piece in chunk.chunks(self.frame_size) {
+                self.write_data(piece, dst, payloads);
+                // Frame by frame, while the piece is in cache from its CRC and copy.
+                self.hasher.update(piece);
             }
-            // Frame by frame, while the piece is in cache from its CRC and copy.
-            self.hasher.update(piece);
         }
         self.message_len = len;
         self.state = State::InMessage;
         Ok(())
+    }
+
+    /// Writes one DATA frame carrying `piece` (its header alone without `payloads`).
+    #[inline(always)]
+    fn write_data(&mut self, piece: &[u8], dst: &mut BytesMut, payloads: bool) {
+        let sequence = self.take_sequence();
+        if payloads {
+            write_frame(FrameKind::Data, sequence, piece, dst);
+        } else {
+            write_header(FrameKind::Data, sequence, piece, dst);
+        }
     }
 
     /// Closes the current message with its length and SHA-256 (a MESSAGE_END frame). With no
