@@ -29,7 +29,7 @@ impl StreamEnd {
     ///
     /// # Errors
     ///
-    /// [`PayloadError::InvalidLength`] unless the payload is [`STREAM_END_PAYLOAD_LEN`] bytes.
+    /// [`PayloadError::InvalidLength`] unless the payload is 8 bytes (`STREAM_END_PAYLOAD_LEN`).
     ///
     /// # Examples
     ///
