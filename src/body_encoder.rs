@@ -546,12 +546,13 @@ impl MappingEncoder {
 
     /// Writes only the record of a message whose `message` event the caller writes itself, right
     /// after it: a layer passing an upstream server's event through unchanged (compatible
-    /// mapping, SPEC.md §18.4). `data` is the event's data as an SSE parser dispatched it; with
-    /// `end`, the record also carries the STREAM_END sentinel.
+    /// mapping, SPEC.md §18.4). `data` is the event's data as an SSE parser dispatches it (UTF-8,
+    /// its lines joined with LF: no CR, which ends a line); with `end`, the record also carries
+    /// the STREAM_END sentinel.
     #[cfg(feature = "rmcp-server")]
     pub(crate) fn passed_message_record(
         &mut self,
-        data: &str,
+        data: &[u8],
         end: bool,
         dst: &mut BytesMut,
     ) -> Result<(), CompatEncodeError> {

@@ -60,9 +60,16 @@ pub(crate) fn is_response_text(text: &[u8]) -> bool {
 /// ASCII), so that message bytes no one validated before (a frame decoder's verified message)
 /// are not read twice.
 pub(crate) fn is_utf8_response(bytes: &[u8]) -> bool {
-    Scan::<true>::new(bytes)
-        .top_level()
-        .unwrap_or_else(|| std::str::from_utf8(bytes).is_ok_and(by_serde))
+    scanned_utf8_response(bytes).unwrap_or_else(|| std::str::from_utf8(bytes).is_ok_and(by_serde))
+}
+
+/// [`is_utf8_response`] as far as its scan decides, in its one pass: `Some` only when the scan
+/// read the whole text, which is then UTF-8 (the scan validates the strings, and accepts no
+/// other byte above ASCII); `None` when the text is left to serde_json and to a UTF-8 check of
+/// the caller's. For a caller that needs both answers, the text's validity and whether it is the
+/// final response, and would otherwise read a long message twice (issue 21).
+pub(crate) fn scanned_utf8_response(bytes: &[u8]) -> Option<bool> {
+    Scan::<true>::new(bytes).top_level()
 }
 
 /// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.

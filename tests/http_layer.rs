@@ -90,12 +90,17 @@ impl<B> Service<Request<B>> for Inner {
 async fn through_layer(
     script: Vec<Result<&'static str, &'static str>>,
 ) -> (Vec<Event>, Result<(), DecodeError>) {
+    through_layer_from(Inner::scripted(script)).await
+}
+
+/// [`through_layer`] with any inner service.
+async fn through_layer_from(inner: Inner) -> (Vec<Event>, Result<(), DecodeError>) {
     let key = RequestKey::random();
     let mut request = Request::builder().method("POST").uri("/mcp");
     for (name, value) in &mcp_framing::internals::http::opt_in_headers(key, true) {
         request = request.header(name, value);
     }
-    let mut service = FramingLayer::new().layer(Inner::scripted(script));
+    let mut service = FramingLayer::new().layer(inner);
     let response = service
         .call(request.body(String::new()).unwrap())
         .await
@@ -151,6 +156,39 @@ async fn frames_notifications_then_the_result_and_turns_comments_into_keep_alive
         .filter(|e| matches!(e, Event::KeepAlive))
         .count();
     assert_eq!(keep_alives, 2);
+}
+
+#[tokio::test]
+async fn data_that_is_not_utf8_is_framed_as_sse_reads_it_wherever_the_inner_body_is_cut() {
+    // A notification whose bytes that are not UTF-8 include a character cut across its two data
+    // lines, and a final response with some in a string: SSE reads them with replacement
+    // characters, so the messages framed are those texts, and the final response (JSON once
+    // read so) still ends the stream.
+    let body: &[u8] = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"n\xff\xe2\n\
+        data: \x82\"}\n\n\
+        data: {\"jsonrpc\":\"2.0\",\"id\":1,\n\
+        data: \"result\":{\"text\":\"caf\xc3 \xa9 \xe2\x82\"}}\n\n";
+    let expected = [
+        "{\"jsonrpc\":\"2.0\",\"method\":\"n\u{fffd}\u{fffd}\n\u{fffd}\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\n\"result\":{\"text\":\"caf\u{fffd} \u{fffd} \u{fffd}\"}}",
+    ];
+    for cut in 0..=body.len() {
+        let inner = Inner {
+            content_type: "text/event-stream",
+            pieces: vec![
+                Ok(Bytes::copy_from_slice(&body[..cut])),
+                Ok(Bytes::copy_from_slice(&body[cut..])),
+            ],
+        };
+        let (events, end) = through_layer_from(inner).await;
+        end.unwrap_or_else(|err| panic!("cut at {cut}: {err}"));
+        let messages = messages(&events);
+        assert_eq!(
+            messages,
+            expected.map(|t| Bytes::from_static(t.as_bytes())),
+            "cut at {cut}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 //! record written before each `message` event in the compatible mapping (SPEC.md §18), and with
 //! the framing contract written into the final response to a discovery request (§11.2).
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
@@ -13,11 +12,11 @@ use futures_core::Stream;
 use http_body::Body;
 
 use super::declare::Declaration;
+use super::layer::message_text;
 use crate::body_encoder::MappingEncoder;
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::AbortCode;
-use crate::jsonrpc::is_response;
 use crate::mapping::Mapping;
 use crate::sse::{LineSplitter, Piece, SseEvent, SseParser, is_message_event};
 
@@ -342,12 +341,11 @@ impl<B: Body> SsePassthrough<B> {
     /// A message event dispatched: its record first (compatible mapping), then its lines, with
     /// the contract declared in the final response to a discovery request.
     fn message_event(&mut self, mut block: Vec<(Bytes, bool)>, values: &[Bytes], data_len: usize) {
-        let mut data = event_data(values, data_len);
-        let last = is_response(&data);
+        let (mut data, last) = message_text(event_data(values, data_len));
         if last {
-            if let Some(declared) = self.declare.take().and_then(|d| d.apply(&data)) {
+            if let Some(declared) = self.declare.take().and_then(|d| d.apply_bytes(&data)) {
                 block = with_data(block, &declared);
-                data = Cow::Owned(declared);
+                data = Bytes::from(declared);
             }
         }
         match &mut self.framing {
@@ -418,23 +416,21 @@ fn data_value(line: &[u8]) -> Option<&[u8]> {
     }
 }
 
-/// The event's data as an SSE parser dispatches it: the values joined with LF, each decoded as
-/// UTF-8 with replacement (as [`SseParser`] does line by line). Borrowed when it is one valid
-/// value, the usual case (a JSON-RPC message on one line).
-fn event_data(values: &[Bytes], len: usize) -> Cow<'_, str> {
+/// The event's data as it came: its values joined with LF (`len` bytes), for
+/// [`message_text`] to read as an SSE parser dispatches it. The value itself when there is one,
+/// the usual case (a JSON-RPC message on one line).
+fn event_data(values: &[Bytes], len: usize) -> Bytes {
     if let [value] = values {
-        if let Ok(text) = std::str::from_utf8(value) {
-            return Cow::Borrowed(text);
-        }
+        return value.clone();
     }
-    let mut data = String::with_capacity(len);
+    let mut data = BytesMut::with_capacity(len);
     for (index, value) in values.iter().enumerate() {
         if index > 0 {
-            data.push('\n');
+            data.extend_from_slice(b"\n");
         }
-        data.push_str(&String::from_utf8_lossy(value));
+        data.extend_from_slice(value);
     }
-    Cow::Owned(data)
+    data.freeze()
 }
 
 impl<B> Stream for SsePassthrough<B>

@@ -50,13 +50,13 @@ pub enum SseItem {
 }
 
 /// One item of an SSE body whose events carry their data as bytes (UTF-8, lines joined with
-/// LF): what [`SseParser::feed_raw_items`] returns to the compatible mapping, which hands the
+/// LF; as they came from a parser made with [`SseParser::data_unchecked`]): what [`SseParser::feed_raw_items`] returns to the compatible mapping, which hands the
 /// data on as frame payload and needs no `String` (SPEC.md §18.5).
 #[derive(Debug)]
 pub(crate) enum RawItem {
     /// A dispatched event: its `event` field and its data. The data of an event with one data
     /// line that arrived in several reads is a slice of that line, not a copy; `whole` says so:
-    /// the data is that line's value as it came (valid UTF-8, nothing replaced), the bytes
+    /// the data is that line's value as it came (valid UTF-8 unless unchecked, nothing replaced), the bytes
     /// [`SseParser::pending_line`] showed while the line arrived.
     Event {
         name: Option<String>,
@@ -325,6 +325,9 @@ pub struct SseParser {
     pending_bytes: usize,
     /// The start of a data line whose end has not arrived, checked as UTF-8 as it arrives.
     pending_utf8: PendingUtf8,
+    /// A sink that takes bytes gets the data as it came, unchecked (see
+    /// [`data_unchecked`](Self::data_unchecked)).
+    data_unchecked: bool,
 }
 
 /// How far the start of a data line kept while its end has not arrived is known to be UTF-8
@@ -386,7 +389,21 @@ impl SseParser {
             max_quiet_lines: DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW,
             pending_bytes: 0,
             pending_utf8: PendingUtf8::default(),
+            data_unchecked: false,
         }
+    }
+
+    /// A parser whose events carry their data as it came, for a sink that takes bytes
+    /// ([`feed_raw_shared`](Self::feed_raw_shared)): no UTF-8 check, no replacement; the caller
+    /// makes both once the event is whole (the layer reading its inner server's events, which
+    /// decides in the same pass whether the message is the final response, issue 21). An SSE
+    /// client reads the data as UTF-8 with replacement (WHATWG), and replacing the joined data
+    /// lines is replacing each (an LF ends any sequence that is not UTF-8), so the text is the
+    /// one this parser would have given.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn data_unchecked(mut self) -> Self {
+        self.data_unchecked = true;
+        self
     }
 
     /// A parser for lines after the body's first, which alone may start with a BOM (for a
@@ -521,7 +538,7 @@ impl SseParser {
                 self.pending_bytes = input.len() - at;
             }
         }
-        if S::RAW {
+        if S::RAW && !self.data_unchecked {
             // A sink that takes the data as text (`String`) checks it whole at the line's end.
             self.check_pending_utf8();
         }
@@ -696,7 +713,7 @@ impl SseParser {
         checked: usize,
         buffered: Option<&Bytes>,
     ) -> Result<bool, SseError> {
-        if std::str::from_utf8(&value[checked..]).is_ok() {
+        if self.data_unchecked || std::str::from_utf8(&value[checked..]).is_ok() {
             self.raw_data.push(self.has_data, value, buffered);
         } else {
             let text = String::from_utf8_lossy(value);

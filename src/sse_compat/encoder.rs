@@ -336,17 +336,22 @@ impl CompatEncoder {
         self.checked_record(data, check_event_data, end, dst)
     }
 
-    /// [`message_record`](Self::message_record) for data that is text already (what an SSE
-    /// parser dispatched): the UTF-8 validation, a pass over the whole message, is not repeated;
-    /// the other checks of SPEC.md §18.3 are made.
+    /// [`message_record`](Self::message_record) for data an SSE parser dispatched (UTF-8 with
+    /// replacement, its lines joined with LF): of the checks of SPEC.md §18.3 only the one for an
+    /// empty message is made; the UTF-8 validation and the search for a CR, passes over the whole
+    /// message, are not repeated (a CR ends an SSE line, so none is in a line's value; issue 21).
     #[cfg(feature = "rmcp-server")]
     pub(crate) fn text_message_record(
         &mut self,
-        data: &str,
+        data: &[u8],
         end: bool,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
-        self.checked_record(data.as_bytes(), |_| check_event_text(data), end, dst)
+        debug_assert!(
+            std::str::from_utf8(data).is_ok() && memchr::memchr(b'\r', data).is_none(),
+            "an SSE parser's data is UTF-8 without a CR"
+        );
+        self.checked_record(data, check_not_empty, end, dst)
     }
 
     /// Writes the record of `data` once `check` accepted it.
@@ -441,13 +446,19 @@ fn check_event_data(data: &[u8]) -> Result<(), CompatEncodeError> {
 
 /// [`check_event_data`] for text: not empty, no CR.
 fn check_event_text(text: &str) -> Result<(), CompatEncodeError> {
-    if text.is_empty() {
-        return Err(CompatEncodeError::EmptyMessage);
-    }
+    check_not_empty(text.as_bytes())?;
     match memchr::memchr(b'\r', text.as_bytes()) {
         Some(at) => Err(CompatEncodeError::CarriageReturn { at }),
         None => Ok(()),
     }
+}
+
+/// An event carries a message: it is not empty (SPEC.md §18.3).
+fn check_not_empty(data: &[u8]) -> Result<(), CompatEncodeError> {
+    if data.is_empty() {
+        return Err(CompatEncodeError::EmptyMessage);
+    }
+    Ok(())
 }
 
 /// Writes a record line carrying `frames` (SPEC.md §18.2).
