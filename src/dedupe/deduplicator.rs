@@ -482,19 +482,74 @@ impl Deduplicator {
     ///
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
+    /// # }
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
     /// # }
     /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     /// # runtime.block_on(async {
+    /// // The engine, mounted in front of the MCP service.
     /// let dedup = Deduplicator::new(MemoryStore::new());
-    /// let call = keyed("send_email"); // one keyed tools/call, as the layer identifies it
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
-    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-    /// assert_eq!(dedup.begin(&call).await.name(), "replay"); // its retry runs nothing
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool(r#"{"sent":true}"#.into()));
+    /// let key = RequestKey::random(); // one logical call, its retries carry the same key
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "replay"); // its retry runs nothing
     /// # });
     /// ```
     #[must_use]
@@ -509,10 +564,76 @@ impl Deduplicator {
     /// ```
     /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
+    /// # }
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// // Two instances of the server, one store: a retry that lands on the other instance is replayed.
     /// let store = Arc::new(MemoryStore::new());
-    /// let dedup = Deduplicator::with_shared_store(store.clone());
-    /// assert!(store.is_empty());
-    /// # let _ = dedup;
+    /// let mut first = DedupeLayer::new(Deduplicator::with_shared_store(store.clone())).layer(Tool("{}".into()));
+    /// let mut second = DedupeLayer::new(Deduplicator::with_shared_store(store)).layer(Tool("{}".into()));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut first, key, "send_email").await, "execute");
+    /// assert_eq!(attempt(&mut second, key, "send_email").await, "replay");
+    /// # });
     /// ```
     #[must_use]
     pub fn with_shared_store(store: Arc<dyn DedupeStore>) -> Self {
@@ -540,21 +661,75 @@ impl Deduplicator {
     /// ```
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
+    /// # }
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
     /// # }
     /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     /// # runtime.block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).window(Duration::from_secs(60));
-    /// let call = keyed("send_email");
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
-    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-    /// assert_eq!(dedup.begin(&call).await.name(), "replay"); // a retry within the window
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool("{}".into()));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "replay"); // a retry within the window
     /// tokio::time::advance(Duration::from_secs(61)).await;
-    /// assert_eq!(dedup.begin(&call).await.name(), "execute"); // after it: a new call
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute"); // after it: a new call
     /// # });
     /// ```
     #[must_use]
@@ -572,23 +747,78 @@ impl Deduplicator {
     /// ```
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
+    /// # }
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
     /// # }
     /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     /// # runtime.block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new())
     ///     .lease(Duration::from_secs(6))
     ///     .wait(Duration::ZERO);
-    /// let call = keyed("send_email");
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
-    /// drop(guard); // the holder died before it completed: no more heartbeat
-    /// assert_eq!(dedup.begin(&call).await.name(), "in_progress"); // the lease still holds the key
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool("{}".into()));
+    /// let key = RequestKey::random();
+    /// // The handler failed without a final response: whether it acted is unknown, the claim stays.
+    /// assert_eq!(attempt(&mut service, key, "crash").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "crash").await, "in_progress"); // the lease still holds the key
     /// tokio::time::advance(Duration::from_secs(7)).await;
-    /// assert_eq!(dedup.begin(&call).await.name(), "execute"); // expired: the key is free again
+    /// assert_eq!(attempt(&mut service, key, "crash").await, "execute"); // expired: the key is free again
     /// # });
     /// ```
     #[must_use]
@@ -606,20 +836,75 @@ impl Deduplicator {
     /// ```
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
+    /// # }
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
     /// # }
     /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     /// # runtime.block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).wait(Duration::ZERO);
-    /// let call = keyed("send_email");
-    /// let running = dedup.begin(&call).await; // the first attempt, still executing
-    /// assert_eq!(running.name(), "execute");
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool("{}".into()));
+    /// let key = RequestKey::random();
+    /// tokio::spawn(service.call(tools_call(key, "slow"))); // the first attempt, still executing
+    /// tokio::time::sleep(Duration::from_millis(1)).await;
     /// // A duplicate arriving meanwhile is refused at once (retryable), never executed:
-    /// assert_eq!(dedup.begin(&call).await.name(), "in_progress");
+    /// assert_eq!(attempt(&mut service, key, "slow").await, "in_progress");
     /// # });
     /// ```
     #[must_use]
@@ -636,23 +921,74 @@ impl Deduplicator {
     ///
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
+    /// # }
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
     /// # }
     /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     /// # runtime.block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(16);
-    /// let call = keyed("render_report");
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
-    /// guard
-    ///     .complete(br#"{"jsonrpc":"2.0","id":1,"result":{"content":["more than sixteen bytes"]}}"#)
-    ///     .await
-    ///     .unwrap();
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool(r#"{"content":["more than sixteen bytes"]}"#.into()));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut service, key, "render_report").await, "execute");
     /// // Completed but too large to keep: the retry is refused, the tool does not run twice.
-    /// assert_eq!(dedup.begin(&call).await.name(), "result_not_stored");
+    /// assert_eq!(attempt(&mut service, key, "render_report").await, "result_not_stored");
     /// # });
     /// ```
     #[must_use]
@@ -683,24 +1019,83 @@ impl Deduplicator {
     /// # Examples
     ///
     /// ```
+    /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore, StoreFailure};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
+    /// # }
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
     /// # }
     /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     /// # runtime.block_on(async {
     /// // A store with room for one record, taken by a call in flight: the next claim finds it full.
     /// let strict = Deduplicator::new(MemoryStore::new().max_entries(1));
-    /// let _running = strict.begin(&keyed("a")).await;
-    /// assert_eq!(strict.begin(&keyed("b")).await.name(), "store_unavailable"); // the default: refuse
+    /// let mut service = DedupeLayer::new(strict).layer(Tool("{}".into()));
+    /// tokio::spawn(service.call(tools_call(RequestKey::random(), "slow")));
+    /// tokio::time::sleep(Duration::from_millis(1)).await;
+    /// assert_eq!(attempt(&mut service, RequestKey::random(), "send_email").await, "store_unavailable"); // the default: refuse
     ///
     /// let open = Deduplicator::new(MemoryStore::new().max_entries(1))
     ///     .on_store_failure(StoreFailure::ExecuteUnprotected);
-    /// let _running = open.begin(&keyed("a")).await;
-    /// assert_eq!(open.begin(&keyed("b")).await.name(), "unprotected"); // runs, without protection
+    /// let mut service = DedupeLayer::new(open).layer(Tool("{}".into()));
+    /// tokio::spawn(service.call(tools_call(RequestKey::random(), "slow")));
+    /// tokio::time::sleep(Duration::from_millis(1)).await;
+    /// assert_eq!(attempt(&mut service, RequestKey::random(), "send_email").await, "unprotected"); // runs, without protection
     /// # });
     /// ```
     #[must_use]

@@ -38,8 +38,8 @@ pub const RECORD_OVERHEAD: usize = 192;
 ///    lost and a later attempt executes);
 /// 3. completed records, the one closest to its expiry first. **An evicted completed record
 ///    ends exactly-once for its key**: a retry after the eviction executes again. The
-///    [`evicted`](Self::evicted) counter shows it; size the bounds for the window times the
-///    rate of keyed calls.
+///    `mcp_framing.dedupe.evictions` metric counts them; size the bounds for the window times
+///    the rate of keyed calls.
 ///
 /// A claim in flight (live lease) is never evicted: with nothing else to evict, a claim is
 /// refused with [`StoreError::Full`] (fail closed), and a result that finds no room is recorded
@@ -118,21 +118,75 @@ impl MemoryStore {
     /// # Examples
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
     /// # }
-    /// # tokio_test::block_on(async {
-    /// let store = Arc::new(MemoryStore::new());
-    /// let dedup = Deduplicator::with_shared_store(store.clone());
-    /// let Decision::Execute(guard) = dedup.begin(&keyed("t")).await else { unreachable!() };
-    /// assert_eq!(store.len(), 1); // the claim is a record
-    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-    /// assert_eq!(store.len(), 1); // now the completed call's
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// // One instance's store: retries that come back to this instance are replayed.
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool("{}".into()));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut service, key, "t").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "t").await, "replay");
     /// # });
     /// ```
     #[must_use]
@@ -149,23 +203,77 @@ impl MemoryStore {
     /// # Examples
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
     /// # }
-    /// # tokio_test::block_on(async {
-    /// let store = Arc::new(MemoryStore::new().max_entries(1));
-    /// let dedup = Deduplicator::with_shared_store(store.clone());
-    /// for tool in ["a", "b"] {
-    ///     let Decision::Execute(guard) = dedup.begin(&keyed(tool)).await else { unreachable!() };
-    ///     guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-    /// }
-    /// // The second call made room by evicting the first one's record.
-    /// assert_eq!((store.len(), store.evicted()), (1, 1));
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new().max_entries(1));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool("{}".into()));
+    /// let (a, b) = (RequestKey::random(), RequestKey::random());
+    /// assert_eq!(attempt(&mut service, a, "t").await, "execute");
+    /// assert_eq!(attempt(&mut service, b, "t").await, "execute"); // made room by evicting `a`'s record
+    /// assert_eq!(attempt(&mut service, b, "t").await, "replay");
+    /// // The evicted record ended exactly-once for its key: `a`'s retry executes again.
+    /// assert_eq!(attempt(&mut service, a, "t").await, "execute");
     /// # });
     /// ```
     #[must_use]
@@ -181,25 +289,80 @@ impl MemoryStore {
     /// # Examples
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// use mcp_framing::internals::dedupe::RECORD_OVERHEAD;
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    /// use mcp_framing::http::DedupeLayer;
+    /// # use bytes::Bytes;
+    /// # use http_body_util::{BodyExt, Full};
+    /// # use mcp_framing::RequestKey;
+    /// # use tower_layer::Layer;
+    /// # use tower_service::Service;
+    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
+    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
+    /// # #[derive(Clone)]
+    /// # struct Tool(String);
+    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
+    /// #     type Response = http::Response<Full<Bytes>>;
+    /// #     type Error = std::convert::Infallible;
+    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    /// #         std::task::Poll::Ready(Ok(()))
+    /// #     }
+    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+    /// #         let result = self.0.clone();
+    /// #         Box::pin(async move {
+    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
+    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
+    /// #             if named(br#""name":"slow""#) {
+    /// #                 std::future::pending::<()>().await;
+    /// #             }
+    /// #             if named(br#""name":"crash""#) {
+    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
+    /// #             }
+    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    /// #             Ok(http::Response::builder().header("content-type", "application/json")
+    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
+    /// #         })
+    /// #     }
     /// # }
-    /// # tokio_test::block_on(async {
-    /// // Room for two records with small results, not three.
-    /// let store = Arc::new(MemoryStore::new().max_bytes(2 * RECORD_OVERHEAD + 150));
-    /// let dedup = Deduplicator::with_shared_store(store.clone());
-    /// for tool in ["a", "b", "c"] {
-    ///     let Decision::Execute(guard) = dedup.begin(&keyed(tool)).await else { unreachable!() };
-    ///     guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
+    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
+    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
+    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
+    /// # }
+    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
+    /// # // (its `mcp-framing-dedupe` response header).
+    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     let response = service.call(request).await.unwrap();
+    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
+    /// #     response.into_body().collect().await.unwrap();
+    /// #     decision
+    /// # }
+    /// # #[allow(dead_code)] // not every example calls it
+    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
+    /// #     service: &mut S, key: RequestKey, tool: &str,
+    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
+    /// #     send(service, tools_call(key, tool)).await
+    /// # }
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    /// # runtime.block_on(async {
+    /// // Room for two results of 400 KiB, not three.
+    /// let dedup = Deduplicator::new(MemoryStore::new().max_bytes(1 << 20));
+    /// let report = format!(r#""{}""#, "x".repeat(400 << 10));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool(report));
+    /// let keys = [RequestKey::random(), RequestKey::random(), RequestKey::random()];
+    /// for key in keys {
+    ///     assert_eq!(attempt(&mut service, key, "render_report").await, "execute");
     /// }
-    /// assert_eq!(store.len(), 2);
-    /// assert_eq!(store.evicted(), 1);
+    /// assert_eq!(attempt(&mut service, keys[2], "render_report").await, "replay");
+    /// // The third made room by evicting the oldest record: its retry executes again.
+    /// assert_eq!(attempt(&mut service, keys[0], "render_report").await, "execute");
     /// # });
     /// ```
     #[must_use]

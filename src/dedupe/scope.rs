@@ -23,7 +23,7 @@ use crate::ids::RequestKey;
 /// let alice = Principal::from_id(b"user:alice");
 /// assert_eq!(alice, Principal::from_id(b"user:alice"));
 /// assert_ne!(alice, Principal::from_id(b"user:bob"));
-/// assert!(Principal::anonymous().is_anonymous());
+/// assert_ne!(alice, Principal::anonymous()); // a caller that presented no identity
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Principal(Option<[u8; 32]>);
