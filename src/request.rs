@@ -67,10 +67,10 @@ pub enum RequestKeyError {
 ///
 /// ```
 /// use mcp_framing::{request::{REQUEST_KEY_META, set_request_key}, RequestKey};
-/// let key = RequestKey::from_bytes([0xab; 16]);
+/// let key = RequestKey::random();
 /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
 /// set_request_key(&mut request, key)?;
-/// assert_eq!(request["params"]["_meta"][REQUEST_KEY_META], "ab".repeat(16));
+/// assert_eq!(request["params"]["_meta"][REQUEST_KEY_META], key.to_string());
 /// # Ok::<(), mcp_framing::request::RequestKeyError>(())
 /// ```
 pub fn set_request_key(request: &mut Value, key: RequestKey) -> Result<(), RequestKeyError> {

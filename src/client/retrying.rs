@@ -115,7 +115,7 @@ pub type CallItem = Result<Bytes, CallError>;
 /// let client = RetryingClient::new(http, resolver).schedule(RetrySchedule::default().max_attempts(5));
 /// let call = client.call(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 ///     "params": {"name": "send_email", "arguments": {"to": "bob@example.com"}}})).await?;
-/// let response: serde_json::Value = call.deserialize()?;
+/// let response: serde_json::Value = serde_json::from_slice(&call.response)?; // the verified bytes
 /// println!("{} after {} attempt(s)", response["result"], call.attempts);
 /// # Ok(()) }
 /// # let _ = run;
