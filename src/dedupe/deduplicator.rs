@@ -517,6 +517,7 @@ impl Deduplicator {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -528,6 +529,7 @@ impl Deduplicator {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -599,6 +601,7 @@ impl Deduplicator {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -610,6 +613,7 @@ impl Deduplicator {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -696,6 +700,7 @@ impl Deduplicator {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -707,6 +712,7 @@ impl Deduplicator {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -782,6 +788,7 @@ impl Deduplicator {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -793,6 +800,7 @@ impl Deduplicator {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -871,6 +879,7 @@ impl Deduplicator {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -882,6 +891,7 @@ impl Deduplicator {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -956,6 +966,7 @@ impl Deduplicator {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -967,6 +978,7 @@ impl Deduplicator {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -1056,6 +1068,7 @@ impl Deduplicator {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -1067,6 +1080,7 @@ impl Deduplicator {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {

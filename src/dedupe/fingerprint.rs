@@ -115,6 +115,7 @@ impl fmt::Debug for Fingerprint {
 /// #     }
 /// # }
 /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+/// # #[allow(dead_code)] // not every example calls it
 /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
 /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
 /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -126,6 +127,7 @@ impl fmt::Debug for Fingerprint {
 /// # }
 /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
 /// # // (its `mcp-framing-dedupe` response header).
+/// # #[allow(dead_code)] // not every example calls it
 /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
 /// #     service: &mut S, request: http::Request<Full<Bytes>>,
 /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -201,6 +203,7 @@ impl FingerprintRules {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -212,6 +215,7 @@ impl FingerprintRules {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {

@@ -154,6 +154,7 @@ impl MemoryStore {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -165,6 +166,7 @@ impl MemoryStore {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -239,6 +241,7 @@ impl MemoryStore {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -250,6 +253,7 @@ impl MemoryStore {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
@@ -325,6 +329,7 @@ impl MemoryStore {
     /// #     }
     /// # }
     /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
+    /// # #[allow(dead_code)] // not every example calls it
     /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
     /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
@@ -336,6 +341,7 @@ impl MemoryStore {
     /// # }
     /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
     /// # // (its `mcp-framing-dedupe` response header).
+    /// # #[allow(dead_code)] // not every example calls it
     /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
     /// #     service: &mut S, request: http::Request<Full<Bytes>>,
     /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
