@@ -770,6 +770,8 @@ impl StreamDecoder {
             };
             let (header, kind, offset, known) = match pending {
                 Some(waiting) => {
+                    // Asked again, not kept from when the header came: the compatible mapping
+                    // may hand over the payload's checks in a later `feed` than its header's.
                     let known = known_payload(&mut self.prehashes, waiting, self.elided);
                     if known.is_none() && buf.len() < waiting.header.len as usize {
                         // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
@@ -863,14 +865,13 @@ impl StreamDecoder {
             return Ok(Some(match kind {
                 FrameKind::Data => {
                     self.runs = Runs::default();
-                    let bytes = payload;
                     let offset = self.progress.open_message_bytes;
-                    self.progress.open_message_bytes += bytes.len() as u64;
+                    self.progress.open_message_bytes += payload.len() as u64;
                     match message {
-                        Some(message) => message.push(&bytes, known, &mut self.hasher),
+                        Some(message) => message.push(&payload, known, &mut self.hasher),
                         None => {
                             let first = Message::first(
-                                &bytes,
+                                &payload,
                                 self.config.assemble,
                                 known,
                                 &mut self.hasher,
@@ -881,7 +882,7 @@ impl StreamDecoder {
                     Event::Chunk(UnverifiedChunk {
                         message_index: self.progress.messages,
                         offset,
-                        bytes,
+                        bytes: payload,
                     })
                 }
                 FrameKind::MessageEnd => {
