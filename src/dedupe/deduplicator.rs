@@ -483,76 +483,17 @@ impl Deduplicator {
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// // The engine, mounted in front of the MCP service.
     /// let dedup = Deduplicator::new(MemoryStore::new());
-    /// let mut service = DedupeLayer::new(dedup).layer(Tool(r#"{"sent":true}"#.into()));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new(r#"{"sent":true}"#));
     /// let key = RequestKey::random(); // one logical call, its retries carry the same key
     /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute");
     /// assert_eq!(attempt(&mut service, key, "send_email").await, "replay"); // its retry runs nothing
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn new(store: impl DedupeStore) -> Self {
@@ -567,77 +508,18 @@ impl Deduplicator {
     /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// // Two instances of the server, one store: a retry that lands on the other instance is replayed.
     /// let store = Arc::new(MemoryStore::new());
-    /// let mut first = DedupeLayer::new(Deduplicator::with_shared_store(store.clone())).layer(Tool("{}".into()));
-    /// let mut second = DedupeLayer::new(Deduplicator::with_shared_store(store)).layer(Tool("{}".into()));
+    /// let mut first = DedupeLayer::new(Deduplicator::with_shared_store(store.clone())).layer(Tool::new("{}"));
+    /// let mut second = DedupeLayer::new(Deduplicator::with_shared_store(store)).layer(Tool::new("{}"));
     /// let key = RequestKey::random();
     /// assert_eq!(attempt(&mut first, key, "send_email").await, "execute");
     /// assert_eq!(attempt(&mut second, key, "send_email").await, "replay");
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn with_shared_store(store: Arc<dyn DedupeStore>) -> Self {
@@ -666,77 +548,18 @@ impl Deduplicator {
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).window(Duration::from_secs(60));
-    /// let mut service = DedupeLayer::new(dedup).layer(Tool("{}".into()));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
     /// let key = RequestKey::random();
     /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute");
     /// assert_eq!(attempt(&mut service, key, "send_email").await, "replay"); // a retry within the window
     /// tokio::time::advance(Duration::from_secs(61)).await;
     /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute"); // after it: a new call
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn window(mut self, window: Duration) -> Self {
@@ -754,73 +577,13 @@ impl Deduplicator {
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new())
     ///     .lease(Duration::from_secs(6))
     ///     .wait(Duration::ZERO);
-    /// let mut service = DedupeLayer::new(dedup).layer(Tool("{}".into()));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
     /// let key = RequestKey::random();
     /// // The handler failed without a final response: whether it acted is unknown, the claim stays.
     /// assert_eq!(attempt(&mut service, key, "crash").await, "execute");
@@ -828,6 +591,7 @@ impl Deduplicator {
     /// tokio::time::advance(Duration::from_secs(7)).await;
     /// assert_eq!(attempt(&mut service, key, "crash").await, "execute"); // expired: the key is free again
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
@@ -845,77 +609,18 @@ impl Deduplicator {
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).wait(Duration::ZERO);
-    /// let mut service = DedupeLayer::new(dedup).layer(Tool("{}".into()));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
     /// let key = RequestKey::random();
     /// tokio::spawn(service.call(tools_call(key, "slow"))); // the first attempt, still executing
     /// tokio::time::sleep(Duration::from_millis(1)).await;
     /// // A duplicate arriving meanwhile is refused at once (retryable), never executed:
     /// assert_eq!(attempt(&mut service, key, "slow").await, "in_progress");
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn wait(mut self, wait: Duration) -> Self {
@@ -932,76 +637,17 @@ impl Deduplicator {
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(16);
-    /// let mut service = DedupeLayer::new(dedup).layer(Tool(r#"{"content":["more than sixteen bytes"]}"#.into()));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new(r#"{"content":["more than sixteen bytes"]}"#));
     /// let key = RequestKey::random();
     /// assert_eq!(attempt(&mut service, key, "render_report").await, "execute");
     /// // Completed but too large to keep: the retry is refused, the tool does not run twice.
     /// assert_eq!(attempt(&mut service, key, "render_report").await, "result_not_stored");
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn max_result_bytes(mut self, max: usize) -> Self {
@@ -1034,83 +680,24 @@ impl Deduplicator {
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore, StoreFailure};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// // A store with room for one record, taken by a call in flight: the next claim finds it full.
     /// let strict = Deduplicator::new(MemoryStore::new().max_entries(1));
-    /// let mut service = DedupeLayer::new(strict).layer(Tool("{}".into()));
+    /// let mut service = DedupeLayer::new(strict).layer(Tool::new("{}"));
     /// tokio::spawn(service.call(tools_call(RequestKey::random(), "slow")));
     /// tokio::time::sleep(Duration::from_millis(1)).await;
     /// assert_eq!(attempt(&mut service, RequestKey::random(), "send_email").await, "store_unavailable"); // the default: refuse
     ///
     /// let open = Deduplicator::new(MemoryStore::new().max_entries(1))
     ///     .on_store_failure(StoreFailure::ExecuteUnprotected);
-    /// let mut service = DedupeLayer::new(open).layer(Tool("{}".into()));
+    /// let mut service = DedupeLayer::new(open).layer(Tool::new("{}"));
     /// tokio::spawn(service.call(tools_call(RequestKey::random(), "slow")));
     /// tokio::time::sleep(Duration::from_millis(1)).await;
     /// assert_eq!(attempt(&mut service, RequestKey::random(), "send_email").await, "unprotected"); // runs, without protection
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn on_store_failure(mut self, policy: StoreFailure) -> Self {

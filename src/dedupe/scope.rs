@@ -164,69 +164,9 @@ pub trait PrincipalExtractor: Send + Sync + 'static {
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore, Principal, PrincipalExtractor};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// // Callers told apart by a header a gateway in front of the server sets after authentication.
     /// struct TenantHeader;
     /// impl PrincipalExtractor for TenantHeader {
@@ -242,13 +182,14 @@ pub trait PrincipalExtractor: Send + Sync + 'static {
     ///     request
     /// };
     /// let dedup = Deduplicator::new(MemoryStore::new());
-    /// let mut service = DedupeLayer::new(dedup).principal(TenantHeader).layer(Tool("{}".into()));
+    /// let mut service = DedupeLayer::new(dedup).principal(TenantHeader).layer(Tool::new("{}"));
     /// let key = RequestKey::random();
     /// assert_eq!(send(&mut service, as_tenant("acme", tools_call(key, "t"))).await, "execute");
     /// assert_eq!(send(&mut service, as_tenant("acme", tools_call(key, "t"))).await, "replay");
     /// // Another tenant sending the same key is another caller: its call runs, it gets no one else's result.
     /// assert_eq!(send(&mut service, as_tenant("umbrella", tools_call(key, "t"))).await, "execute");
     /// # });
+    /// # }
     /// ```
     fn principal(&self, headers: &HeaderMap) -> Principal;
 }

@@ -32,38 +32,15 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = DEFAULT_MAX_MESSAGE_SIZE as usize;
 /// # Examples
 ///
 /// ```
-/// use bytes::Bytes;
-/// use http_body_util::{BodyExt, Full};
 /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
 /// use mcp_framing::http::DedupeLayer;
-/// use std::sync::Arc;
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use tower_layer::Layer;
-/// use tower_service::Service;
-///
-/// // Any inner service: here a tool that counts its executions.
-/// #[derive(Clone)]
-/// struct Tool(Arc<AtomicUsize>);
-/// impl Service<http::Request<Full<Bytes>>> for Tool {
-///     type Response = http::Response<Full<Bytes>>;
-///     type Error = std::convert::Infallible;
-///     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
-///     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-///         std::task::Poll::Ready(Ok(()))
-///     }
-///     fn call(&mut self, _request: http::Request<Full<Bytes>>) -> Self::Future {
-///         let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
-///         let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"executions":{n}}}}}"#);
-///         std::future::ready(Ok(http::Response::builder()
-///             .header("content-type", "application/json").body(Full::new(body.into())).unwrap()))
-///     }
-/// }
-///
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+/// # fn main() {
 /// # tokio_test::block_on(async {
-/// let executions = Arc::new(AtomicUsize::new(0));
-/// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new()))
-///     .layer(Tool(executions.clone()));
-/// let key = mcp_framing::RequestKey::random();
+/// // Any inner service: here `Tool`, an MCP server whose tool counts its executions.
+/// let tool = Tool::new(r#"{"sent":true}"#);
+/// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(tool.clone());
+/// let key = RequestKey::random();
 /// for id in [1, 2] {
 ///     let request = http::Request::post("/mcp")
 ///         .header("mcp-framing-request-key", key.to_string())
@@ -73,10 +50,12 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = DEFAULT_MAX_MESSAGE_SIZE as usize;
 ///     let response = service.call(request).await.unwrap();
 ///     let body = response.into_body().collect().await.unwrap().to_bytes();
 ///     let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
-///     assert_eq!((value["id"].as_i64(), value["result"]["executions"].as_i64()), (Some(id), Some(1)));
+///     // Each attempt is answered under its own id; the retry from the record.
+///     assert_eq!((value["id"].as_i64(), value["result"]["sent"].as_bool()), (Some(id), Some(true)));
 /// }
-/// assert_eq!(executions.load(Ordering::SeqCst), 1); // the retry was replayed
+/// assert_eq!(tool.executions(), 1); // the retry was replayed
 /// # });
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct DedupeLayer {
@@ -102,44 +81,16 @@ impl DedupeLayer {
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// use tower_layer::Layer;
-    /// use tower_service::Service;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::Full;
-    /// # #[derive(Clone)]
-    /// # struct Tool;
-    /// # impl tower_service::Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let body = Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
-    /// #         std::future::ready(Ok(http::Response::builder()
-    /// #             .header("content-type", "application/json").body(body).unwrap()))
-    /// #     }
-    /// # }
-    /// # fn tools_call(key: Option<mcp_framing::RequestKey>) -> http::Request<Full<Bytes>> {
-    /// #     let mut request = http::Request::post("/mcp");
-    /// #     if let Some(key) = key {
-    /// #         request = request.header("mcp-framing-request-key", key.to_string());
-    /// #     }
-    /// #     request.body(Full::new(Bytes::from_static(
-    /// #         br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}"#,
-    /// #     ))).unwrap()
-    /// # }
-    ///
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
     /// # tokio_test::block_on(async {
     /// // In front of the MCP service (`Tool` here: any HTTP service answering MCP POSTs).
-    /// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(Tool);
-    /// let key = mcp_framing::RequestKey::random();
-    /// let first = service.call(tools_call(Some(key))).await.unwrap();
-    /// assert_eq!(first.headers()["mcp-framing-dedupe"], "execute");
-    /// let retry = service.call(tools_call(Some(key))).await.unwrap();
-    /// assert_eq!(retry.headers()["mcp-framing-dedupe"], "replay"); // answered from the record
+    /// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut service, key, "t").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "t").await, "replay"); // answered from the record
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn new(dedup: Deduplicator) -> Self {
@@ -193,72 +144,12 @@ impl DedupeLayer {
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::{BodyExt, Full};
-    /// # use mcp_framing::RequestKey;
-    /// # use tower_layer::Layer;
-    /// # use tower_service::Service;
-    /// # // The MCP service behind the layer: answers each call with `self.0` as its result; a call of
-    /// # // the tool `slow` never answers (it is still running), one of `crash` fails without an answer.
-    /// # #[derive(Clone)]
-    /// # struct Tool(String);
-    /// # impl Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let result = self.0.clone();
-    /// #         Box::pin(async move {
-    /// #             let call = request.into_body().collect().await.unwrap().to_bytes();
-    /// #             let named = |tool: &[u8]| call.windows(tool.len()).any(|w| w == tool);
-    /// #             if named(br#""name":"slow""#) {
-    /// #                 std::future::pending::<()>().await;
-    /// #             }
-    /// #             if named(br#""name":"crash""#) {
-    /// #                 return Ok(http::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap());
-    /// #             }
-    /// #             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-    /// #             Ok(http::Response::builder().header("content-type", "application/json")
-    /// #                 .body(Full::new(Bytes::from(body))).unwrap())
-    /// #         })
-    /// #     }
-    /// # }
-    /// # // An attempt of a keyed `tools/call` with these `params`, as a client sends it.
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn request(key: RequestKey, params: serde_json::Value) -> http::Request<Full<Bytes>> {
-    /// #     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    /// #     http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
-    /// #         .body(Full::new(Bytes::from(call.to_string()))).unwrap()
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # fn tools_call(key: RequestKey, tool: &str) -> http::Request<Full<Bytes>> {
-    /// #     request(key, serde_json::json!({"name": tool, "arguments": {}}))
-    /// # }
-    /// # // Sends the attempt, reads the answer to its end and returns what the layer decided
-    /// # // (its `mcp-framing-dedupe` response header).
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn send<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, request: http::Request<Full<Bytes>>,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     let response = service.call(request).await.unwrap();
-    /// #     let decision = response.headers()["mcp-framing-dedupe"].to_str().unwrap().to_owned();
-    /// #     response.into_body().collect().await.unwrap();
-    /// #     decision
-    /// # }
-    /// # #[allow(dead_code)] // not every example calls it
-    /// # async fn attempt<S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>>, B: http_body::Body>(
-    /// #     service: &mut S, key: RequestKey, tool: &str,
-    /// # ) -> String where S::Error: std::fmt::Debug, B::Error: std::fmt::Debug {
-    /// #     send(service, tools_call(key, tool)).await
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let layer = DedupeLayer::new(Deduplicator::new(MemoryStore::new()))
     ///     .methods(["tools/call", "prompts/get"]);
-    /// let mut service = layer.layer(Tool("{}".into()));
+    /// let mut service = layer.layer(Tool::new("{}"));
     /// let key = RequestKey::random();
     /// let get = || http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
     ///     .body(Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p"}}"#)))
@@ -266,6 +157,7 @@ impl DedupeLayer {
     /// assert_eq!(send(&mut service, get()).await, "execute");
     /// assert_eq!(send(&mut service, get()).await, "replay"); // a keyed prompts/get is deduplicated too
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn methods<I, M>(mut self, methods: I) -> Self
