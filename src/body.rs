@@ -269,15 +269,17 @@ impl MappingDecoder {
 /// # Examples
 ///
 /// ```
-/// use bytes::BytesMut;
-/// use mcp_framing::internals::sse::SseFrameEncoder;
-/// use mcp_framing::{BodyDecoder, Event, mapping::Mapping, StreamDecoder, StreamEncoder, StreamHead};
+/// use futures::{StreamExt, stream};
+/// use mcp_framing::http::FramedBody;
+/// use mcp_framing::{BodyDecoder, Event, Outgoing, StreamDecoder, StreamEncoder, StreamHead, mapping::Mapping};
 ///
-/// let mut wire = BytesMut::new();
-/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
-/// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
-/// enc.end(&mut wire)?;
-/// let body = SseFrameEncoder::new().to_events(&wire);
+/// # tokio_test::block_on(async {
+/// // A response body in the SSE mapping, as the server writes it.
+/// let source = stream::iter([
+///     Ok::<_, std::io::Error>(Outgoing::Message(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into())),
+/// ]);
+/// let body = FramedBody::new(source, StreamEncoder::new(StreamHead::for_request(None)), Mapping::Sse);
+/// let body: Vec<u8> = body.map(|chunk| chunk.unwrap()).collect::<Vec<_>>().await.concat();
 ///
 /// let mut decoder = BodyDecoder::new(Mapping::Sse, StreamDecoder::new());
 /// let mut messages = 0;
@@ -291,7 +293,7 @@ impl MappingDecoder {
 /// while let Some(_event) = decoder.next_event().unwrap() {}
 /// assert_eq!(messages, 1);
 /// assert!(decoder.outcome().is_clean());
-/// # Ok::<(), mcp_framing::EncodeError>(())
+/// # });
 /// ```
 ///
 /// An unframed event is an error, after the frames before it:
@@ -557,14 +559,15 @@ impl BodyDecoder {
         progress
     }
 
-    /// The stream decoder (its head, progress and limits).
+    /// The stream decoder (its progress, whether the stream is complete).
     ///
     /// # Examples
     ///
     /// ```
     /// use mcp_framing::{BodyDecoder, mapping::Mapping, StreamDecoder};
     /// let decoder = BodyDecoder::new(Mapping::Binary, StreamDecoder::new());
-    /// assert!(decoder.decoder().head().is_none());
+    /// assert_eq!(decoder.decoder().progress().frames, 0);
+    /// assert!(!decoder.decoder().is_complete());
     /// ```
     #[must_use]
     pub fn decoder(&self) -> &StreamDecoder {

@@ -120,12 +120,17 @@ impl EncoderBuilder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{StreamEncoder, StreamHead};
+    /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
     ///
     /// let head = StreamHead::for_request(None);
-    /// let enc = StreamEncoder::builder().max_message_size(1 << 20).build(head);
-    /// assert_eq!(enc.head(), head);
-    /// assert_eq!(enc.max_message_size(), 1 << 20);
+    /// let mut enc = StreamEncoder::builder().frame_size(1024).max_message_size(1 << 20).build(head);
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(&[b'1'; 3000], &mut wire)?; // three DATA frames
+    /// enc.end(&mut wire)?;
+    ///
+    /// let stream = StreamDecoder::new().decode_all(&wire).unwrap();
+    /// assert_eq!((stream.head, stream.messages[0].bytes().len()), (head, 3000));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     #[must_use]
     pub fn build(self, head: StreamHead) -> StreamEncoder {
@@ -195,12 +200,18 @@ impl StreamEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Limits, RequestKey, StreamEncoder, StreamHead};
+    /// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder, StreamHead};
     ///
     /// let key = RequestKey::random(); // the request's key, echoed in the stream head
-    /// let enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
-    /// assert_eq!(enc.head().request_key, Some(key));
-    /// assert_eq!(enc.max_message_size(), Limits::DEFAULT.max_message_size);
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+    /// let mut wire = bytes::BytesMut::new();
+    /// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+    /// enc.end(&mut wire)?;
+    ///
+    /// // The client that sent `key` accepts the stream: its head echoes the key.
+    /// let stream = StreamDecoder::builder().expect_request_key(key).build().decode_all(&wire).unwrap();
+    /// assert_eq!(stream.head.request_key, Some(key));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     #[must_use]
     pub fn new(head: StreamHead) -> Self {

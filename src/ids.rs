@@ -137,10 +137,14 @@ id_type!(
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::AttemptId;
+    /// use mcp_framing::{AttemptId, StreamHead};
     ///
-    /// let id = AttemptId::from_bytes([0xA1, 0xA2, 0xA3, 0xA4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    /// assert_eq!(id.initial_sequence(), 0xA1A2_A3A4);
+    /// // Each response attempt draws its own id (`StreamHead::for_request`); a client reads it in
+    /// // the HEAD it verified (`Event::Opened`, `Outcome::head`).
+    /// let (first, retry) = (StreamHead::for_request(None), StreamHead::for_request(None));
+    /// assert_ne!(first.attempt_id, retry.attempt_id);
+    /// let logged = first.attempt_id.to_string(); // 32 lowercase hex digits
+    /// assert_eq!(logged.parse::<AttemptId>(), Ok(first.attempt_id));
     /// ```
     AttemptId
 );
@@ -293,7 +297,7 @@ impl RequestKey {
     ///
     /// ```
     /// use mcp_framing::RequestKey;
-    /// let key = RequestKey::from_bytes([0xab; 16]);
+    /// let key = RequestKey::random();
     /// let shown = key.fingerprint().to_string();
     /// assert!(shown.starts_with("sha256:") && shown.len() == 7 + 16);
     /// assert!(!shown.contains(&key.to_string()));

@@ -174,7 +174,7 @@ macro_rules! bound_setters {
         ///
         /// ```
         #[doc = concat!("let limits = mcp_framing::Limits::default().", stringify!($field), "(", stringify!($example), ");")]
-        #[doc = concat!("assert_ne!(limits, mcp_framing::Limits::DEFAULT);")]
+        /// assert_ne!(limits, mcp_framing::Limits::default());
         /// ```
         #[must_use]
         pub fn $field(mut self, max: $ty) -> Self {

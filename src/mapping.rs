@@ -178,12 +178,16 @@ pub enum MappingViolation {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{mapping::MappingViolation, outcome::Outcome};
-/// use mcp_framing::mapping::SseError;
+/// use mcp_framing::{BodyDecoder, BodyError, StreamDecoder, outcome::Verdict};
+/// use mcp_framing::mapping::{Mapping, MappingViolation, SseError};
 ///
-/// let err = SseError::UnexpectedEvent { name: "message".into() };
-/// assert_eq!(err.kind(), "UnexpectedEvent");
-/// let outcome = Outcome::mapping_violation(MappingViolation::Sse(err));
+/// // A server that ignored the opt-in and answered plain MCP SSE:
+/// let mut decoder = BodyDecoder::new(Mapping::Sse, StreamDecoder::new());
+/// decoder.feed(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n");
+/// let Err(BodyError::Sse(err)) = decoder.next_event() else { panic!("not an SSE mapping error") };
+/// assert_eq!(err, SseError::UnexpectedEvent { name: "message".into() });
+/// let outcome = decoder.outcome();
+/// assert!(matches!(outcome.verdict, Verdict::MappingViolation(MappingViolation::Sse(_))));
 /// assert_eq!(outcome.verdict.name(), "contract_violation");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -248,13 +252,16 @@ impl SseError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::mapping::CompatError;
-/// use mcp_framing::{mapping::MappingViolation, outcome::Outcome};
+/// use mcp_framing::{BodyDecoder, BodyError, StreamDecoder, outcome::Verdict};
+/// use mcp_framing::mapping::{CompatError, Mapping, MappingViolation};
 ///
 /// // A plain MCP stream whose framing comments a gateway stripped:
-/// let err = CompatError::UnframedEvent { event: 0 };
-/// assert_eq!(err.kind(), "UnframedEvent");
-/// let outcome = Outcome::mapping_violation(MappingViolation::Compat(err));
+/// let mut decoder = BodyDecoder::new(Mapping::Compat, StreamDecoder::new());
+/// decoder.feed(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n");
+/// let Err(BodyError::Compat(err)) = decoder.next_event() else { panic!("not a compat mapping error") };
+/// assert_eq!(err, CompatError::UnframedEvent { event: 0 });
+/// let outcome = decoder.outcome();
+/// assert!(matches!(outcome.verdict, Verdict::MappingViolation(MappingViolation::Compat(_))));
 /// assert_eq!(outcome.verdict.name(), "contract_violation");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -29,6 +29,22 @@ use crate::ids::{ParseIdError, RequestKey};
 
 /// The `params._meta` key carrying the request key as 32 lowercase hex digits (SPEC.md §10). A
 /// reverse-DNS `{prefix}/{name}` key, as MCP requires for `_meta` keys outside its own prefixes.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::RequestKey;
+/// use mcp_framing::request::{REQUEST_KEY_META, request_key, set_request_key};
+///
+/// let key = RequestKey::random();
+/// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+///     "params": {"name": "t", "arguments": {}}});
+/// set_request_key(&mut request, key)?;
+/// // A proxy that forwards to a backend outside the fleet takes the key out first:
+/// request["params"]["_meta"].as_object_mut().unwrap().remove(REQUEST_KEY_META);
+/// assert_eq!(request_key(&request)?, None);
+/// # Ok::<(), mcp_framing::request::RequestKeyError>(())
+/// ```
 pub const REQUEST_KEY_META: &str = "io.github.mcp-framing/requestKey";
 
 /// Why a JSON-RPC request's request key could not be written or read.
@@ -67,10 +83,10 @@ pub enum RequestKeyError {
 ///
 /// ```
 /// use mcp_framing::{request::{REQUEST_KEY_META, set_request_key}, RequestKey};
-/// let key = RequestKey::from_bytes([0xab; 16]);
+/// let key = RequestKey::random();
 /// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
 /// set_request_key(&mut request, key)?;
-/// assert_eq!(request["params"]["_meta"][REQUEST_KEY_META], "ab".repeat(16));
+/// assert_eq!(request["params"]["_meta"][REQUEST_KEY_META], key.to_string());
 /// # Ok::<(), mcp_framing::request::RequestKeyError>(())
 /// ```
 pub fn set_request_key(request: &mut Value, key: RequestKey) -> Result<(), RequestKeyError> {

@@ -53,6 +53,24 @@ pub struct AttemptReport<'a> {
 
 /// Key under a JSON-RPC error's `data` where a client puts the outcome report of a request that
 /// failed (SPEC.md §11.7): the same members whichever client produced it.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::client::OUTCOME_DATA_KEY;
+/// use serde_json::json;
+///
+/// /// How the framing client classified a failed request, if the error is its report and not
+/// /// the server's own JSON-RPC error.
+/// fn framing_failure(error: &serde_json::Value) -> Option<&str> {
+///     error.get("data")?.get(OUTCOME_DATA_KEY)?.get("classification")?.as_str()
+/// }
+/// // The error a client answers in place of a response cut before its final message:
+/// let cut = json!({"code": -32603, "message": "mcp-framing: response abandoned",
+///     "data": {OUTCOME_DATA_KEY: {"classification": "abandoned", "kind": "Truncated", "attempts": 1}}});
+/// assert_eq!(framing_failure(&cut), Some("abandoned"));
+/// assert_eq!(framing_failure(&json!({"code": -32602, "message": "unknown tool"})), None);
+/// ```
 pub const OUTCOME_DATA_KEY: &str = "io.github.mcp-framing/outcome";
 
 /// Why one attempt did not deliver a final response (what

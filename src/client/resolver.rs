@@ -60,8 +60,17 @@ impl Resolution {
 /// # Examples
 ///
 /// ```
-/// let err = mcp_framing::client::ResolveError::new("no healthy backend");
-/// assert_eq!(err.to_string(), "endpoint resolution failed: no healthy backend");
+/// use mcp_framing::client::{CallError, DiscoveringResolver, RetryingClient};
+///
+/// # tokio_test::block_on(async {
+/// // Nothing listens on port 1: the endpoint cannot be discovered, no request is sent.
+/// let resolver = DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]);
+/// let client = RetryingClient::new(reqwest::Client::new(), resolver);
+/// let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+///     "params": {"name": "send_email", "arguments": {}}});
+/// let Err(CallError::Resolve(err)) = client.call(request).await else { panic!("resolved") };
+/// assert!(err.to_string().starts_with("endpoint resolution failed: "));
+/// # });
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("endpoint resolution failed: {reason}")]
@@ -99,18 +108,15 @@ impl ResolveError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::client::EndpointResolver;
-/// use mcp_framing::internals::client::{Resolution, ResolveFuture};
+/// use mcp_framing::client::{DiscoveringResolver, EndpointResolver, RetryingClient};
 ///
-/// #[derive(Debug)]
-/// struct Fixed(Resolution);
-/// impl EndpointResolver for Fixed {
-///     fn resolve(&self) -> ResolveFuture<'_> {
-///         let resolution = self.0.clone();
-///         Box::pin(async move { Ok(resolution) })
-///     }
+/// // A client over whichever resolver the deployment configures.
+/// fn client_over(resolver: impl EndpointResolver) -> RetryingClient {
+///     RetryingClient::new(reqwest::Client::new(), resolver)
 /// }
-/// # let _ = Fixed;
+/// let fleet = DiscoveringResolver::new(reqwest::Client::new(), ["http://10.0.0.1/mcp", "http://10.0.0.2/mcp"]);
+/// let client = client_over(fleet);
+/// # let _ = client;
 /// ```
 pub trait EndpointResolver: std::fmt::Debug + Send + Sync + 'static {
     /// The endpoint for the next attempt, with its discovery metadata.
@@ -129,9 +135,12 @@ pub trait EndpointResolver: std::fmt::Debug + Send + Sync + 'static {
 ///
 /// ```
 /// use mcp_framing::client::DiscoveringResolver;
+/// use mcp_framing::client::RetryingClient;
 /// let resolver = DiscoveringResolver::new(reqwest::Client::new(),
 ///     ["http://10.0.0.1/mcp", "http://10.0.0.2/mcp"]);
-/// assert_eq!(resolver.endpoints().len(), 2);
+/// // Each attempt, retries included, goes to the next endpoint, discovered there first.
+/// let client = RetryingClient::new(reqwest::Client::new(), resolver);
+/// # let _ = client;
 /// ```
 #[derive(Debug)]
 pub struct DiscoveringResolver {

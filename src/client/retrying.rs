@@ -70,6 +70,35 @@ impl CallOutcome {
 
 /// One item of a [`RetryingClient::stream`]: a verified message (those before the final response
 /// first, the final response last, under the caller's id), or the error that ended the call.
+///
+/// # Examples
+///
+/// ```
+/// use futures::{Stream, StreamExt, stream};
+/// use mcp_framing::client::{CallError, CallItem};
+///
+/// /// Relays the notifications as they verify; returns the final response (the last item).
+/// async fn relay(mut items: impl Stream<Item = CallItem> + Unpin) -> Result<bytes::Bytes, CallError> {
+///     let mut last = None;
+///     while let Some(item) = items.next().await {
+///         if let Some(notification) = last.replace(item?) {
+///             println!("progress: {}", String::from_utf8_lossy(&notification));
+///         }
+///     }
+///     Ok(last.expect("a call's stream ends with its final response or an error"))
+/// }
+/// # tokio_test::block_on(async {
+/// // What `RetryingClient::stream` yields for a call with one notification:
+/// let items = stream::iter([
+///     Ok(bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#)),
+///     Ok(bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)),
+/// ]);
+/// assert_eq!(relay(items).await.unwrap(), &br#"{"jsonrpc":"2.0","id":1,"result":{}}"#[..]);
+/// // and for one that failed:
+/// let failed = stream::iter([Err::<bytes::Bytes, _>(CallError::NotDiscovered { method: "tools/call".into() })]);
+/// assert_eq!(relay(failed).await.unwrap_err().kind(), "NotDiscovered");
+/// # });
+/// ```
 pub type CallItem = Result<Bytes, CallError>;
 
 /// A client for MCP over Streamable HTTP that opts every request in to framing, verifies every
@@ -115,7 +144,7 @@ pub type CallItem = Result<Bytes, CallError>;
 /// let client = RetryingClient::new(http, resolver).schedule(RetrySchedule::default().max_attempts(5));
 /// let call = client.call(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 ///     "params": {"name": "send_email", "arguments": {"to": "bob@example.com"}}})).await?;
-/// let response: serde_json::Value = call.deserialize()?;
+/// let response: serde_json::Value = serde_json::from_slice(&call.response)?; // the verified bytes
 /// println!("{} after {} attempt(s)", response["result"], call.attempts);
 /// # Ok(()) }
 /// # let _ = run;

@@ -254,7 +254,8 @@ impl FramingContract {
     ///
     /// ```
     /// let c = mcp_framing::contract::FramingContract::v1().with_limits(16 * 1024, 1 << 20);
-    /// assert_eq!((c.max_frame_payload, c.max_message_size), (16384, 1048576));
+    /// let json = serde_json::to_value(&c).unwrap(); // what clients read in discovery
+    /// assert_eq!((json["maxFramePayload"].as_u64(), json["maxMessageSize"].as_u64()), (Some(16384), Some(1048576)));
     /// ```
     #[must_use]
     pub fn with_limits(mut self, max_frame_payload: u32, max_message_size: u64) -> Self {
@@ -269,7 +270,8 @@ impl FramingContract {
     ///
     /// ```
     /// let c = mcp_framing::contract::FramingContract::v1().with_transports(["sse"]);
-    /// assert_eq!(c.transports, ["sse"]);
+    /// let json = serde_json::to_value(&c).unwrap(); // what clients read in discovery
+    /// assert_eq!(json["transports"], serde_json::json!(["sse"]));
     /// ```
     #[must_use]
     pub fn with_transports<I, S>(mut self, transports: I) -> Self
@@ -294,14 +296,18 @@ impl FramingContract {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::contract::{DiscoverySource, FramingContract, ServerDiscovery};
+    /// use mcp_framing::contract::{ContractError, DiscoverySource, FramingContract};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
     ///                                     "serverInfo": {"name": "s", "version": "1"}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
-    /// let discovery = ServerDiscovery::from_initialize(&result)?;
-    /// assert_eq!(discovery.contract, Some(FramingContract::v1()));
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
+    /// let declared = &result["capabilities"]["experimental"]["io.github.mcp-framing/framing"];
+    /// assert_eq!(serde_json::from_value::<FramingContract>(declared.clone()).unwrap(), FramingContract::v1());
+    ///
+    /// // A result that is not a JSON object cannot carry a contract.
+    /// let err = FramingContract::v1().declare_in(&mut serde_json::json!([]), DiscoverySource::Initialize);
+    /// assert!(matches!(err, Err(ContractError::NotADiscoveryResult { .. })));
+    /// # Ok::<(), ContractError>(())
     /// ```
     pub fn declare_in(
         &self,

@@ -27,12 +27,11 @@ use state::{Answer, Message, Pending, Position, State};
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{RequestKey, StreamDecoder};
+/// use mcp_framing::{Limits, RequestKey, StreamDecoder};
 ///
 /// let key = RequestKey::random(); // the key the client sent with its request
 /// let decoder = StreamDecoder::builder()
-///     .max_frame_payload(16 * 1024)
-///     .max_message_size(4 << 20)
+///     .limits(Limits::default().max_frame_payload(16 * 1024).max_message_size(4 << 20))
 ///     .expect_request_key(key)
 ///     .build();
 /// # let _ = decoder;
@@ -101,11 +100,18 @@ impl DecoderBuilder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::StreamDecoder;
+    /// use mcp_framing::{Limits, StreamDecoder, StreamEncoder, StreamHead};
     ///
-    /// let decoder = StreamDecoder::builder().max_message_size(1 << 20).build();
-    /// assert_eq!(decoder.max_message_size(), 1 << 20);
-    /// assert!(decoder.head().is_none()); // nothing decoded yet
+    /// let mut wire = bytes::BytesMut::new();
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+    /// enc.end(&mut wire)?;
+    ///
+    /// let decoder = StreamDecoder::builder().limits(Limits::default().max_message_size(1 << 20)).build();
+    /// assert!(!decoder.is_complete()); // nothing decoded yet
+    /// let stream = decoder.decode_all(&wire).unwrap();
+    /// assert_eq!(stream.messages.len(), 1);
+    /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     #[must_use]
     pub fn build(self) -> StreamDecoder {
@@ -246,11 +252,18 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{Limits, StreamDecoder};
+    /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
     ///
-    /// let decoder = StreamDecoder::new();
-    /// assert_eq!(decoder.limits(), &Limits::DEFAULT);
+    /// let mut wire = bytes::BytesMut::new();
+    /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    /// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
+    /// enc.end(&mut wire)?;
+    ///
+    /// let decoder = StreamDecoder::new(); // `Limits::default()`, any request key
     /// assert!(!decoder.is_complete());
+    /// let stream = decoder.decode_all(&wire).unwrap();
+    /// assert!(stream.summary.sentinel_seen);
+    /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     #[must_use]
     pub fn new() -> Self {
@@ -262,10 +275,17 @@ impl StreamDecoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::StreamDecoder;
+    /// use mcp_framing::{DecodeError, Limits, StreamDecoder, StreamEncoder, StreamHead};
     ///
-    /// let decoder = StreamDecoder::builder().max_frame_payload(4096).build();
-    /// assert_eq!(decoder.max_frame_payload(), 4096);
+    /// // A sender whose frames are larger than this receiver accepts.
+    /// let mut wire = bytes::BytesMut::new();
+    /// let mut enc = StreamEncoder::builder().frame_size(8192).build(StreamHead::for_request(None));
+    /// enc.message(&[b'1'; 8192], &mut wire)?;
+    ///
+    /// let decoder = StreamDecoder::builder().limits(Limits::default().max_frame_payload(4096)).build();
+    /// let err = decoder.decode_all(&wire).unwrap_err(); // refused at the header, before the payload
+    /// assert!(matches!(err, DecodeError::FrameTooLarge { .. }));
+    /// # Ok::<(), mcp_framing::EncodeError>(())
     /// ```
     #[must_use]
     pub fn builder() -> DecoderBuilder {
@@ -750,6 +770,8 @@ impl StreamDecoder {
             };
             let (header, kind, offset, known) = match pending {
                 Some(waiting) => {
+                    // Asked again, not kept from when the header came: the compatible mapping
+                    // may hand over the payload's checks in a later `feed` than its header's.
                     let known = known_payload(&mut self.prehashes, waiting, self.elided);
                     if known.is_none() && buf.len() < waiting.header.len as usize {
                         // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
@@ -843,14 +865,13 @@ impl StreamDecoder {
             return Ok(Some(match kind {
                 FrameKind::Data => {
                     self.runs = Runs::default();
-                    let bytes = payload;
                     let offset = self.progress.open_message_bytes;
-                    self.progress.open_message_bytes += bytes.len() as u64;
+                    self.progress.open_message_bytes += payload.len() as u64;
                     match message {
-                        Some(message) => message.push(&bytes, known, &mut self.hasher),
+                        Some(message) => message.push(&payload, known, &mut self.hasher),
                         None => {
                             let first = Message::first(
-                                &bytes,
+                                &payload,
                                 self.config.assemble,
                                 known,
                                 &mut self.hasher,
@@ -861,7 +882,7 @@ impl StreamDecoder {
                     Event::Chunk(UnverifiedChunk {
                         message_index: self.progress.messages,
                         offset,
-                        bytes,
+                        bytes: payload,
                     })
                 }
                 FrameKind::MessageEnd => {

@@ -482,20 +482,18 @@ impl Deduplicator {
     ///
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
+    /// // The engine, mounted in front of the MCP service.
     /// let dedup = Deduplicator::new(MemoryStore::new());
-    /// let call = keyed("send_email"); // one keyed tools/call, as the layer identifies it
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
-    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-    /// assert_eq!(dedup.begin(&call).await.name(), "replay"); // its retry runs nothing
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new(r#"{"sent":true}"#));
+    /// let key = RequestKey::random(); // one logical call, its retries carry the same key
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "replay"); // its retry runs nothing
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn new(store: impl DedupeStore) -> Self {
@@ -509,10 +507,19 @@ impl Deduplicator {
     /// ```
     /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
+    /// // Two instances of the server, one store: a retry that lands on the other instance is replayed.
     /// let store = Arc::new(MemoryStore::new());
-    /// let dedup = Deduplicator::with_shared_store(store.clone());
-    /// assert!(store.is_empty());
-    /// # let _ = dedup;
+    /// let mut first = DedupeLayer::new(Deduplicator::with_shared_store(store.clone())).layer(Tool::new("{}"));
+    /// let mut second = DedupeLayer::new(Deduplicator::with_shared_store(store)).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut first, key, "send_email").await, "execute");
+    /// assert_eq!(attempt(&mut second, key, "send_email").await, "replay");
+    /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn with_shared_store(store: Arc<dyn DedupeStore>) -> Self {
@@ -540,22 +547,19 @@ impl Deduplicator {
     /// ```
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).window(Duration::from_secs(60));
-    /// let call = keyed("send_email");
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
-    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-    /// assert_eq!(dedup.begin(&call).await.name(), "replay"); // a retry within the window
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "replay"); // a retry within the window
     /// tokio::time::advance(Duration::from_secs(61)).await;
-    /// assert_eq!(dedup.begin(&call).await.name(), "execute"); // after it: a new call
+    /// assert_eq!(attempt(&mut service, key, "send_email").await, "execute"); // after it: a new call
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn window(mut self, window: Duration) -> Self {
@@ -572,24 +576,22 @@ impl Deduplicator {
     /// ```
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new())
     ///     .lease(Duration::from_secs(6))
     ///     .wait(Duration::ZERO);
-    /// let call = keyed("send_email");
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
-    /// drop(guard); // the holder died before it completed: no more heartbeat
-    /// assert_eq!(dedup.begin(&call).await.name(), "in_progress"); // the lease still holds the key
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// // The handler failed without a final response: whether it acted is unknown, the claim stays.
+    /// assert_eq!(attempt(&mut service, key, "crash").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "crash").await, "in_progress"); // the lease still holds the key
     /// tokio::time::advance(Duration::from_secs(7)).await;
-    /// assert_eq!(dedup.begin(&call).await.name(), "execute"); // expired: the key is free again
+    /// assert_eq!(attempt(&mut service, key, "crash").await, "execute"); // expired: the key is free again
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
@@ -606,21 +608,19 @@ impl Deduplicator {
     /// ```
     /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).wait(Duration::ZERO);
-    /// let call = keyed("send_email");
-    /// let running = dedup.begin(&call).await; // the first attempt, still executing
-    /// assert_eq!(running.name(), "execute");
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// tokio::spawn(service.call(tools_call(key, "slow"))); // the first attempt, still executing
+    /// tokio::time::sleep(Duration::from_millis(1)).await;
     /// // A duplicate arriving meanwhile is refused at once (retryable), never executed:
-    /// assert_eq!(dedup.begin(&call).await.name(), "in_progress");
+    /// assert_eq!(attempt(&mut service, key, "slow").await, "in_progress");
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn wait(mut self, wait: Duration) -> Self {
@@ -636,24 +636,18 @@ impl Deduplicator {
     ///
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(16);
-    /// let call = keyed("render_report");
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { unreachable!() };
-    /// guard
-    ///     .complete(br#"{"jsonrpc":"2.0","id":1,"result":{"content":["more than sixteen bytes"]}}"#)
-    ///     .await
-    ///     .unwrap();
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new(r#"{"content":["more than sixteen bytes"]}"#));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut service, key, "render_report").await, "execute");
     /// // Completed but too large to keep: the retry is refused, the tool does not run twice.
-    /// assert_eq!(dedup.begin(&call).await.name(), "result_not_stored");
+    /// assert_eq!(attempt(&mut service, key, "render_report").await, "result_not_stored");
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn max_result_bytes(mut self, max: usize) -> Self {
@@ -683,25 +677,27 @@ impl Deduplicator {
     /// # Examples
     ///
     /// ```
+    /// use std::time::Duration;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore, StoreFailure};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    /// # runtime.block_on(async {
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// // A store with room for one record, taken by a call in flight: the next claim finds it full.
     /// let strict = Deduplicator::new(MemoryStore::new().max_entries(1));
-    /// let _running = strict.begin(&keyed("a")).await;
-    /// assert_eq!(strict.begin(&keyed("b")).await.name(), "store_unavailable"); // the default: refuse
+    /// let mut service = DedupeLayer::new(strict).layer(Tool::new("{}"));
+    /// tokio::spawn(service.call(tools_call(RequestKey::random(), "slow")));
+    /// tokio::time::sleep(Duration::from_millis(1)).await;
+    /// assert_eq!(attempt(&mut service, RequestKey::random(), "send_email").await, "store_unavailable"); // the default: refuse
     ///
     /// let open = Deduplicator::new(MemoryStore::new().max_entries(1))
     ///     .on_store_failure(StoreFailure::ExecuteUnprotected);
-    /// let _running = open.begin(&keyed("a")).await;
-    /// assert_eq!(open.begin(&keyed("b")).await.name(), "unprotected"); // runs, without protection
+    /// let mut service = DedupeLayer::new(open).layer(Tool::new("{}"));
+    /// tokio::spawn(service.call(tools_call(RequestKey::random(), "slow")));
+    /// tokio::time::sleep(Duration::from_millis(1)).await;
+    /// assert_eq!(attempt(&mut service, RequestKey::random(), "send_email").await, "unprotected"); // runs, without protection
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn on_store_failure(mut self, policy: StoreFailure) -> Self {

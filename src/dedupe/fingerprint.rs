@@ -78,13 +78,23 @@ impl fmt::Debug for Fingerprint {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::dedupe::FingerprintRules;
+/// use mcp_framing::dedupe::{Deduplicator, FingerprintRules, MemoryStore};
+/// use mcp_framing::http::DedupeLayer;
 /// use serde_json::json;
-///
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+/// # fn main() {
+/// # paused_runtime().block_on(async {
+/// // A server whose tools read the tenant from `_meta`: the tenant is part of the call.
 /// let rules = FingerprintRules::default().include_meta(["com.example/tenant"]);
-/// let a = rules.fingerprint(&json!({"name": "t", "_meta": {"com.example/tenant": "acme", "progressToken": 1}}));
-/// let b = rules.fingerprint(&json!({"name": "t", "_meta": {"com.example/tenant": "umbrella", "progressToken": 1}}));
-/// assert_ne!(a, b);
+/// let dedup = Deduplicator::new(MemoryStore::new()).fingerprint_rules(rules);
+/// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
+/// let params = |tenant: &str| json!({"name": "t", "arguments": {}, "_meta": {"com.example/tenant": tenant}});
+/// let key = RequestKey::random();
+/// assert_eq!(send(&mut service, request(key, params("acme"))).await, "execute");
+/// // The same key for another tenant is another call: refused, never answered with acme's result.
+/// assert_eq!(send(&mut service, request(key, params("umbrella"))).await, "key_conflict");
+/// # });
+/// # }
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FingerprintRules {
@@ -97,18 +107,31 @@ impl FingerprintRules {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::dedupe::FingerprintRules;
+    /// use mcp_framing::dedupe::{Deduplicator, FingerprintRules, MemoryStore};
+    /// use mcp_framing::http::DedupeLayer;
     /// use serde_json::json;
-    ///
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let params = |tenant: &str, token: u32| {
-    ///     json!({"name": "t", "_meta": {"com.example/tenant": tenant, "progressToken": token}})
+    ///     json!({"name": "t", "arguments": {}, "_meta": {"com.example/tenant": tenant, "progressToken": token}})
     /// };
-    /// let default = FingerprintRules::default();
-    /// assert_eq!(default.fingerprint(&params("acme", 1)), default.fingerprint(&params("umbrella", 1)));
+    /// // By default `_meta` is left out: a retry that names another tenant is replayed.
+    /// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// assert_eq!(send(&mut service, request(key, params("acme", 1))).await, "execute");
+    /// assert_eq!(send(&mut service, request(key, params("umbrella", 1))).await, "replay");
+    ///
     /// let rules = FingerprintRules::default().include_meta(["com.example/tenant"]);
-    /// assert_ne!(rules.fingerprint(&params("acme", 1)), rules.fingerprint(&params("umbrella", 1)));
+    /// let dedup = Deduplicator::new(MemoryStore::new()).fingerprint_rules(rules);
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// assert_eq!(send(&mut service, request(key, params("acme", 1))).await, "execute");
+    /// assert_eq!(send(&mut service, request(key, params("umbrella", 1))).await, "key_conflict");
     /// // Other `_meta` entries (a new progress token on a retry) still do not count:
-    /// assert_eq!(rules.fingerprint(&params("acme", 1)), rules.fingerprint(&params("acme", 2)));
+    /// assert_eq!(send(&mut service, request(key, params("acme", 2))).await, "replay");
+    /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn include_meta<I, S>(mut self, keys: I) -> Self

@@ -38,8 +38,8 @@ pub const RECORD_OVERHEAD: usize = 192;
 ///    lost and a later attempt executes);
 /// 3. completed records, the one closest to its expiry first. **An evicted completed record
 ///    ends exactly-once for its key**: a retry after the eviction executes again. The
-///    [`evicted`](Self::evicted) counter shows it; size the bounds for the window times the
-///    rate of keyed calls.
+///    `mcp_framing.dedupe.evictions` metric counts them; size the bounds for the window times
+///    the rate of keyed calls.
 ///
 /// A claim in flight (live lease) is never evicted: with nothing else to evict, a claim is
 /// refused with [`StoreError::Full`] (fail closed), and a result that finds no room is recorded
@@ -118,22 +118,19 @@ impl MemoryStore {
     /// # Examples
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # tokio_test::block_on(async {
-    /// let store = Arc::new(MemoryStore::new());
-    /// let dedup = Deduplicator::with_shared_store(store.clone());
-    /// let Decision::Execute(guard) = dedup.begin(&keyed("t")).await else { unreachable!() };
-    /// assert_eq!(store.len(), 1); // the claim is a record
-    /// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-    /// assert_eq!(store.len(), 1); // now the completed call's
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
+    /// // One instance's store: retries that come back to this instance are replayed.
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut service, key, "t").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "t").await, "replay");
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn new() -> Self {
@@ -149,24 +146,21 @@ impl MemoryStore {
     /// # Examples
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # tokio_test::block_on(async {
-    /// let store = Arc::new(MemoryStore::new().max_entries(1));
-    /// let dedup = Deduplicator::with_shared_store(store.clone());
-    /// for tool in ["a", "b"] {
-    ///     let Decision::Execute(guard) = dedup.begin(&keyed(tool)).await else { unreachable!() };
-    ///     guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-    /// }
-    /// // The second call made room by evicting the first one's record.
-    /// assert_eq!((store.len(), store.evicted()), (1, 1));
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new().max_entries(1));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new("{}"));
+    /// let (a, b) = (RequestKey::random(), RequestKey::random());
+    /// assert_eq!(attempt(&mut service, a, "t").await, "execute");
+    /// assert_eq!(attempt(&mut service, b, "t").await, "execute"); // made room by evicting `a`'s record
+    /// assert_eq!(attempt(&mut service, b, "t").await, "replay");
+    /// // The evicted record ended exactly-once for its key: `a`'s retry executes again.
+    /// assert_eq!(attempt(&mut service, a, "t").await, "execute");
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn max_entries(mut self, max: usize) -> Self {
@@ -181,26 +175,24 @@ impl MemoryStore {
     /// # Examples
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-    /// use mcp_framing::internals::dedupe::RECORD_OVERHEAD;
-    /// # use mcp_framing::{RequestKey, internals::dedupe::{Decision, Fingerprint, KeyedCall, Scope}};
-    /// # use mcp_framing::dedupe::Principal;
-    /// # fn keyed(tool: &str) -> KeyedCall {
-    /// #     let scope = Scope::new(Principal::anonymous(), "tools/call", Some(tool));
-    /// #     KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
-    /// # }
-    /// # tokio_test::block_on(async {
-    /// // Room for two records with small results, not three.
-    /// let store = Arc::new(MemoryStore::new().max_bytes(2 * RECORD_OVERHEAD + 150));
-    /// let dedup = Deduplicator::with_shared_store(store.clone());
-    /// for tool in ["a", "b", "c"] {
-    ///     let Decision::Execute(guard) = dedup.begin(&keyed(tool)).await else { unreachable!() };
-    ///     guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
+    /// // Room for two results of 400 KiB, not three.
+    /// let dedup = Deduplicator::new(MemoryStore::new().max_bytes(1 << 20));
+    /// let report = format!(r#""{}""#, "x".repeat(400 << 10));
+    /// let mut service = DedupeLayer::new(dedup).layer(Tool::new(&report));
+    /// let keys = [RequestKey::random(), RequestKey::random(), RequestKey::random()];
+    /// for key in keys {
+    ///     assert_eq!(attempt(&mut service, key, "render_report").await, "execute");
     /// }
-    /// assert_eq!(store.len(), 2);
-    /// assert_eq!(store.evicted(), 1);
+    /// assert_eq!(attempt(&mut service, keys[2], "render_report").await, "replay");
+    /// // The third made room by evicting the oldest record: its retry executes again.
+    /// assert_eq!(attempt(&mut service, keys[0], "render_report").await, "execute");
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn max_bytes(mut self, max: usize) -> Self {

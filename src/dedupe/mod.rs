@@ -27,11 +27,18 @@
 //! use std::time::Duration;
 //! use mcp_framing::dedupe::{Deduplicator, MemoryStore};
 //! use mcp_framing::http::DedupeLayer;
-//!
+//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+//! # fn main() {
+//! # paused_runtime().block_on(async {
 //! // One store per process here; a fleet shares a RedisStore.
 //! let dedup = Deduplicator::new(MemoryStore::new()).window(Duration::from_secs(600));
-//! let layer = DedupeLayer::new(dedup); // `tower::ServiceBuilder::new().layer(layer)`
-//! assert_eq!(layer.deduplicator().stats().snapshot().executed, 0);
+//! let layer = DedupeLayer::new(dedup); // or `tower::ServiceBuilder::new().layer(layer)`
+//! let mut service = layer.layer(Tool::new(r#"{"sent":true}"#)); // in front of the MCP service
+//! let key = RequestKey::random();
+//! assert_eq!(attempt(&mut service, key, "send_email").await, "execute");
+//! assert_eq!(attempt(&mut service, key, "send_email").await, "replay"); // the retry ran nothing
+//! # });
+//! # }
 //! ```
 
 // What only the HTTP layer, the tests and the fuzz targets use lives in these modules, reached

@@ -23,7 +23,7 @@ use crate::ids::RequestKey;
 /// let alice = Principal::from_id(b"user:alice");
 /// assert_eq!(alice, Principal::from_id(b"user:alice"));
 /// assert_ne!(alice, Principal::from_id(b"user:bob"));
-/// assert!(Principal::anonymous().is_anonymous());
+/// assert_ne!(alice, Principal::anonymous()); // a caller that presented no identity
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Principal(Option<[u8; 32]>);
@@ -158,6 +158,39 @@ impl fmt::Debug for Principal {
 /// ```
 pub trait PrincipalExtractor: Send + Sync + 'static {
     /// The principal of the request with these headers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcp_framing::dedupe::{Deduplicator, MemoryStore, Principal, PrincipalExtractor};
+    /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
+    /// // Callers told apart by a header a gateway in front of the server sets after authentication.
+    /// struct TenantHeader;
+    /// impl PrincipalExtractor for TenantHeader {
+    ///     fn principal(&self, headers: &http::HeaderMap) -> Principal {
+    ///         match headers.get("x-tenant") {
+    ///             Some(tenant) => Principal::from_id(tenant.as_bytes()),
+    ///             None => Principal::anonymous(),
+    ///         }
+    ///     }
+    /// }
+    /// let as_tenant = |tenant: &'static str, mut request: http::Request<Full<Bytes>>| {
+    ///     request.headers_mut().insert("x-tenant", http::HeaderValue::from_static(tenant));
+    ///     request
+    /// };
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let mut service = DedupeLayer::new(dedup).principal(TenantHeader).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// assert_eq!(send(&mut service, as_tenant("acme", tools_call(key, "t"))).await, "execute");
+    /// assert_eq!(send(&mut service, as_tenant("acme", tools_call(key, "t"))).await, "replay");
+    /// // Another tenant sending the same key is another caller: its call runs, it gets no one else's result.
+    /// assert_eq!(send(&mut service, as_tenant("umbrella", tools_call(key, "t"))).await, "execute");
+    /// # });
+    /// # }
+    /// ```
     fn principal(&self, headers: &HeaderMap) -> Principal;
 }
 

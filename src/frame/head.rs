@@ -17,7 +17,7 @@ use crate::ids::{AttemptId, NO_KEY, RequestKey};
 /// let key = RequestKey::random();
 /// let head = StreamHead::for_request(Some(key)); // draws a random attempt id
 /// assert_eq!(head.request_key, Some(key));
-/// assert_eq!(head.initial_sequence(), head.attempt_id.initial_sequence());
+/// assert_ne!(head.attempt_id, StreamHead::for_request(Some(key)).attempt_id); // one id per attempt
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StreamHead {

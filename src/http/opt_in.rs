@@ -205,12 +205,19 @@ impl OptIn {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::http::{OptIn, opt_in_headers_for};
-    /// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder};
+    /// use http::HeaderValue;
+    /// use mcp_framing::http::{OptIn, opt_in_headers};
+    /// use mcp_framing::{Limits, RequestKey, StreamDecoder, StreamEncoder};
     ///
     /// let key = RequestKey::random();
-    /// let client = StreamDecoder::builder().max_frame_payload(4096).expect_request_key(key).build();
-    /// let opt_in = OptIn::from_headers(&opt_in_headers_for(key, false, &client)).unwrap().unwrap();
+    /// // A client that reads frames of at most 4 KiB says so in its opt-in (SPEC.md §16).
+    /// let mut headers = opt_in_headers(key, false);
+    /// headers.insert("mcp-framing-limits", HeaderValue::from_static("frame=4096, message=16777216"));
+    /// let client = StreamDecoder::builder()
+    ///     .limits(Limits::default().max_frame_payload(4096))
+    ///     .expect_request_key(key)
+    ///     .build();
+    /// let opt_in = OptIn::from_headers(&headers).unwrap().unwrap();
     /// // The server's own frames are 16 KiB; this client's are at most 4 KiB.
     /// let mut encoder = opt_in.encoder(StreamEncoder::builder());
     /// let mut wire = bytes::BytesMut::new();
@@ -263,10 +270,17 @@ impl OptIn {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{RequestKey, StreamDecoder};
-    /// use mcp_framing::{internals::http::{opt_in_headers_with, OptIn}, mapping::Mapping};
-    /// let headers = opt_in_headers_with(RequestKey::random(), Mapping::Compat, &StreamDecoder::new());
-    /// assert_eq!(OptIn::from_headers(&headers).unwrap().unwrap().mapping(), Mapping::Compat);
+    /// use mcp_framing::http::{OptIn, opt_in_headers};
+    /// use mcp_framing::{RequestKey, mapping::Mapping};
+    ///
+    /// let mapping = |headers: &http::HeaderMap| OptIn::from_headers(headers).unwrap().unwrap().mapping();
+    /// let key = RequestKey::random();
+    /// assert_eq!(mapping(&opt_in_headers(key, true)), Mapping::Binary); // it accepts the binary type
+    /// assert_eq!(mapping(&opt_in_headers(key, false)), Mapping::Sse);
+    /// // A client that asks for the compatible mapping (SPEC.md §18.8):
+    /// let mut compat = opt_in_headers(key, false);
+    /// compat.insert("mcp-framing-mapping", http::HeaderValue::from_static("compat"));
+    /// assert_eq!(mapping(&compat), Mapping::Compat);
     /// ```
     #[must_use]
     pub fn mapping(&self) -> Mapping {
@@ -288,9 +302,10 @@ impl OptIn {
 /// # Examples
 ///
 /// ```
-/// let headers = mcp_framing::http::opt_in_headers(mcp_framing::RequestKey::from_bytes([0xab; 16]), false);
+/// let key = mcp_framing::RequestKey::random(); // once per logical request; reused on retries
+/// let headers = mcp_framing::http::opt_in_headers(key, false);
 /// assert_eq!(headers["mcp-framing"], "1");
-/// assert_eq!(headers["mcp-framing-request-key"], "abababababababababababababababab");
+/// assert_eq!(headers["mcp-framing-request-key"], key.to_string().as_str());
 /// assert_eq!(headers["mcp-framing-limits"], "frame=65536, message=16777216");
 /// ```
 #[must_use]

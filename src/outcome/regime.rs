@@ -142,19 +142,31 @@ impl fmt::Display for DiscoveryMode {
 
 /// A stream closed in Regime C: nothing can tell a clean end from an abandoned one.
 ///
-/// A distinct type, **not retryable by default** ([`is_retryable`](Self::is_retryable) is
-/// `false`), and deliberately not convertible into `std::io::Error` or any transient network
-/// error. Its message names the ambiguity and which discovery case it was.
+/// A distinct type, **never retried by default** (SPEC.md §11.6), and deliberately not
+/// convertible into `std::io::Error` or any transient network error. Its message names the
+/// ambiguity and which discovery case it was. A client meets it in
+/// [`Verdict::Ambiguous`](crate::outcome::Verdict::Ambiguous) only when it accepted ambiguity and
+/// the server declared no framing contract (Regime C).
 ///
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::outcome::{classify, DiscoveryMode, Observations};
+/// use mcp_framing::outcome::{DiscoveryMode, Outcome, Verdict};
+/// use mcp_framing::StreamDecoder;
 ///
-/// let err = classify(&Observations::default()).unwrap_err();
-/// assert_eq!(err.discovery, DiscoveryMode::Stateless);
-/// assert!(err.to_string().starts_with("stream completion is ambiguous"));
-/// assert!(err.to_string().contains("stateless per-request discovery"));
+/// /// What a caller reports of a call that did not complete cleanly.
+/// fn explain(outcome: &Outcome) -> String {
+///     match &outcome.verdict {
+///         // Whether the call took effect is unknown: say so, never retry on your own.
+///         Verdict::Ambiguous(err) if err.discovery == DiscoveryMode::Stateless => {
+///             format!("outcome unknown (a retry could reach another instance): {err}")
+///         }
+///         Verdict::Ambiguous(err) => format!("outcome unknown: {err}"),
+///         other => format!("{} response", other.name()),
+///     }
+/// }
+/// // A framed stream that never started is abandoned, not ambiguous: its contract was declared.
+/// assert_eq!(explain(&StreamDecoder::new().outcome()), "abandoned response");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[error(

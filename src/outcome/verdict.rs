@@ -13,11 +13,16 @@ use crate::mapping::MappingViolation;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{DecodeError, outcome::{Outcome, Verdict}};
+/// use mcp_framing::{DecodeError, StreamDecoder, outcome::Verdict};
 ///
-/// let outcome = Outcome::from_error(&DecodeError::BadMagic { found: *b"{\"", offset: 0 });
-/// assert!(matches!(outcome.verdict, Verdict::ContractViolation(_)));
+/// // A plain JSON body where a framed stream was expected:
+/// let mut decoder = StreamDecoder::new();
+/// let mut input = bytes::BytesMut::from(&br#"{"jsonrpc":"2.0","id":1,"result":{}}"#[..]);
+/// assert!(decoder.decode(&mut input).is_err());
+/// let outcome = decoder.outcome();
+/// assert!(matches!(outcome.verdict, Verdict::ContractViolation(DecodeError::BadMagic { .. })));
 /// assert_eq!(outcome.verdict.name(), "contract_violation");
+/// assert!(!outcome.is_clean()); // only `Verdict::Clean` is a complete response
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -58,10 +63,14 @@ pub enum Verdict {
     /// the same retry decision (not retried).
     ///
     /// ```
-    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Verdict}};
-    /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed {
-    ///     content_type: Some("application/json".into()),
-    /// });
+    /// use mcp_framing::{StreamDecoder, http::VerifiedResponse, mapping::MappingViolation, outcome::Verdict};
+    ///
+    /// // A backend that ignored the opt-in answered plain JSON:
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert("content-type", http::HeaderValue::from_static("application/json"));
+    /// let body = futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>();
+    /// let err = VerifiedResponse::from_headers(body, &headers, StreamDecoder::new()).unwrap_err();
+    /// let outcome = err.outcome().unwrap();
     /// assert!(matches!(outcome.verdict, Verdict::MappingViolation(MappingViolation::NotFramed { .. })));
     /// assert_eq!(outcome.verdict.name(), "contract_violation");
     /// ```

@@ -50,55 +50,29 @@ impl FramingLayer {
 /// # Examples
 ///
 /// ```
-/// use std::sync::Arc;
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use http_body_util::BodyExt;
 /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
 /// use mcp_framing::http::opt_in_headers;
 /// use mcp_framing::rmcp_http::{DedupingFramingLayer, FramingLayer};
-/// use mcp_framing::{RequestKey, StreamDecoder};
-/// use tower_layer::Layer;
-/// use tower_service::Service;
-/// # use bytes::Bytes;
-/// # use http_body_util::Full;
-/// # #[derive(Clone)]
-/// # struct Tool(Arc<AtomicUsize>); // an MCP server whose tool counts its executions
-/// # impl tower_service::Service<http::Request<Full<Bytes>>> for Tool {
-/// #     type Response = http::Response<Full<Bytes>>;
-/// #     type Error = std::convert::Infallible;
-/// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
-/// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-/// #         std::task::Poll::Ready(Ok(()))
-/// #     }
-/// #     fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
-/// #         self.0.fetch_add(1, Ordering::SeqCst);
-/// #         let body = Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
-/// #         std::future::ready(Ok(http::Response::builder()
-/// #             .header("content-type", "application/json").body(body).unwrap()))
-/// #     }
-/// # }
-///
+/// use mcp_framing::StreamDecoder;
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+/// # fn main() {
 /// # tokio_test::block_on(async {
-/// let executions = Arc::new(AtomicUsize::new(0));
+/// let tool = Tool::new("{}"); // an MCP server whose tool counts its executions
 /// let layer: DedupingFramingLayer = FramingLayer::new().dedupe(Deduplicator::new(MemoryStore::new()));
-/// let mut service = layer.layer(Tool(executions.clone()));
+/// let mut service = layer.layer(tool.clone());
 /// let key = RequestKey::random();
 /// for _attempt in 0..2 {
-///     let request = http::Request::post("/mcp")
-///         .body(Full::new(Bytes::from_static(
-///             br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
-///         )))
-///         .unwrap();
-///     let (mut parts, body) = request.into_parts();
-///     parts.headers = opt_in_headers(key, true); // opted in, keyed
-///     let response = service.call(http::Request::from_parts(parts, body)).await.unwrap();
+///     let mut request = tools_call(key, "t");
+///     *request.headers_mut() = opt_in_headers(key, true); // opted in, keyed
+///     let response = service.call(request).await.unwrap();
 ///     let body = response.into_body().collect().await.unwrap().to_bytes();
 ///     // Each attempt gets a framed answer under the request's key, the retry's from the record.
 ///     let stream = StreamDecoder::builder().expect_request_key(key).build().decode_all(&body).unwrap();
 ///     assert_eq!(stream.messages.len(), 1);
 /// }
-/// assert_eq!(executions.load(Ordering::SeqCst), 1);
+/// assert_eq!(tool.executions(), 1);
 /// # });
+/// # }
 /// ```
 #[derive(Clone, Debug)]
 pub struct DedupingFramingLayer {

@@ -38,7 +38,50 @@ use crate::{
     sse::{RawItem, SseParser, is_message_event},
 };
 
-/// The response body of [`FramingService`].
+/// The response body of [`FramingService`]; `E` is the error of the inner service's body.
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::http::opt_in_headers;
+/// use mcp_framing::rmcp_http::{FramingBody, FramingLayer};
+/// use mcp_framing::{RequestKey, StreamDecoder};
+/// use tower_layer::Layer;
+/// use tower_service::Service;
+/// # use bytes::Bytes;
+/// # use http_body_util::{BodyExt, Full};
+/// # #[derive(Clone)]
+/// # struct Mcp; // an MCP server: answers every POST with one JSON-RPC result
+/// # impl<B> tower_service::Service<http::Request<B>> for Mcp {
+/// #     type Response = http::Response<Full<Bytes>>;
+/// #     type Error = std::convert::Infallible;
+/// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+/// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+/// #         std::task::Poll::Ready(Ok(()))
+/// #     }
+/// #     fn call(&mut self, _: http::Request<B>) -> Self::Future {
+/// #         std::future::ready(Ok(http::Response::builder().header("content-type", "application/json")
+/// #             .body(Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#))).unwrap()))
+/// #     }
+/// # }
+/// # fn post(headers: http::HeaderMap) -> http::Request<Full<Bytes>> {
+/// #     let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#);
+/// #     let mut request = http::Request::post("/mcp").body(Full::new(body)).unwrap();
+/// #     *request.headers_mut() = headers;
+/// #     request
+/// # }
+///
+/// # tokio_test::block_on(async {
+/// let mut service = FramingLayer::new().layer(Mcp);
+/// let key = RequestKey::random();
+/// // `Full`'s body cannot fail: the framed body's error is `Infallible` too.
+/// let response: http::Response<FramingBody<std::convert::Infallible>> =
+///     service.call(post(opt_in_headers(key, true))).await.unwrap();
+/// let body = response.into_body().collect().await.unwrap().to_bytes();
+/// let stream = StreamDecoder::builder().expect_request_key(key).build().decode_all(&body).unwrap();
+/// assert_eq!(stream.messages.len(), 1);
+/// # });
+/// ```
 pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 
 /// A tower layer that frames responses for requests that opted in (server side), and with

@@ -11,6 +11,23 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 
 /// The response body of a [`DedupeService`](super::DedupeService).
+///
+/// # Examples
+///
+/// ```
+/// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
+/// use mcp_framing::http::{DedupeBody, DedupeLayer};
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+/// # fn main() {
+/// # paused_runtime().block_on(async {
+/// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(Tool::new("{}"));
+/// // The layer's responses, whatever it decided, have this body type.
+/// let response: http::Response<DedupeBody> = service.call(tools_call(RequestKey::random(), "t")).await.unwrap();
+/// let body = response.into_body().collect().await.unwrap().to_bytes();
+/// assert_eq!(&body[..], br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+/// # });
+/// # }
+/// ```
 pub type DedupeBody = UnsyncBoxBody<Bytes, DedupeBodyError>;
 
 /// Why a [`DedupeBody`] failed.

@@ -32,38 +32,15 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = DEFAULT_MAX_MESSAGE_SIZE as usize;
 /// # Examples
 ///
 /// ```
-/// use bytes::Bytes;
-/// use http_body_util::{BodyExt, Full};
 /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
 /// use mcp_framing::http::DedupeLayer;
-/// use std::sync::Arc;
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use tower_layer::Layer;
-/// use tower_service::Service;
-///
-/// // Any inner service: here a tool that counts its executions.
-/// #[derive(Clone)]
-/// struct Tool(Arc<AtomicUsize>);
-/// impl Service<http::Request<Full<Bytes>>> for Tool {
-///     type Response = http::Response<Full<Bytes>>;
-///     type Error = std::convert::Infallible;
-///     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
-///     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-///         std::task::Poll::Ready(Ok(()))
-///     }
-///     fn call(&mut self, _request: http::Request<Full<Bytes>>) -> Self::Future {
-///         let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
-///         let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"executions":{n}}}}}"#);
-///         std::future::ready(Ok(http::Response::builder()
-///             .header("content-type", "application/json").body(Full::new(body.into())).unwrap()))
-///     }
-/// }
-///
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+/// # fn main() {
 /// # tokio_test::block_on(async {
-/// let executions = Arc::new(AtomicUsize::new(0));
-/// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new()))
-///     .layer(Tool(executions.clone()));
-/// let key = mcp_framing::RequestKey::random();
+/// // Any inner service: here `Tool`, an MCP server whose tool counts its executions.
+/// let tool = Tool::new(r#"{"sent":true}"#);
+/// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(tool.clone());
+/// let key = RequestKey::random();
 /// for id in [1, 2] {
 ///     let request = http::Request::post("/mcp")
 ///         .header("mcp-framing-request-key", key.to_string())
@@ -73,10 +50,12 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = DEFAULT_MAX_MESSAGE_SIZE as usize;
 ///     let response = service.call(request).await.unwrap();
 ///     let body = response.into_body().collect().await.unwrap().to_bytes();
 ///     let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
-///     assert_eq!((value["id"].as_i64(), value["result"]["executions"].as_i64()), (Some(id), Some(1)));
+///     // Each attempt is answered under its own id; the retry from the record.
+///     assert_eq!((value["id"].as_i64(), value["result"]["sent"].as_bool()), (Some(id), Some(true)));
 /// }
-/// assert_eq!(executions.load(Ordering::SeqCst), 1); // the retry was replayed
+/// assert_eq!(tool.executions(), 1); // the retry was replayed
 /// # });
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct DedupeLayer {
@@ -102,44 +81,16 @@ impl DedupeLayer {
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
-    /// use tower_layer::Layer;
-    /// use tower_service::Service;
-    /// # use bytes::Bytes;
-    /// # use http_body_util::Full;
-    /// # #[derive(Clone)]
-    /// # struct Tool;
-    /// # impl tower_service::Service<http::Request<Full<Bytes>>> for Tool {
-    /// #     type Response = http::Response<Full<Bytes>>;
-    /// #     type Error = std::convert::Infallible;
-    /// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
-    /// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-    /// #         std::task::Poll::Ready(Ok(()))
-    /// #     }
-    /// #     fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
-    /// #         let body = Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
-    /// #         std::future::ready(Ok(http::Response::builder()
-    /// #             .header("content-type", "application/json").body(body).unwrap()))
-    /// #     }
-    /// # }
-    /// # fn tools_call(key: Option<mcp_framing::RequestKey>) -> http::Request<Full<Bytes>> {
-    /// #     let mut request = http::Request::post("/mcp");
-    /// #     if let Some(key) = key {
-    /// #         request = request.header("mcp-framing-request-key", key.to_string());
-    /// #     }
-    /// #     request.body(Full::new(Bytes::from_static(
-    /// #         br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}"#,
-    /// #     ))).unwrap()
-    /// # }
-    ///
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
     /// # tokio_test::block_on(async {
     /// // In front of the MCP service (`Tool` here: any HTTP service answering MCP POSTs).
-    /// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(Tool);
-    /// let key = mcp_framing::RequestKey::random();
-    /// let first = service.call(tools_call(Some(key))).await.unwrap();
-    /// assert_eq!(first.headers()["mcp-framing-dedupe"], "execute");
-    /// let retry = service.call(tools_call(Some(key))).await.unwrap();
-    /// assert_eq!(retry.headers()["mcp-framing-dedupe"], "replay"); // answered from the record
+    /// let mut service = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// assert_eq!(attempt(&mut service, key, "t").await, "execute");
+    /// assert_eq!(attempt(&mut service, key, "t").await, "replay"); // answered from the record
     /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn new(dedup: Deduplicator) -> Self {
@@ -193,9 +144,20 @@ impl DedupeLayer {
     /// ```
     /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
     /// use mcp_framing::http::DedupeLayer;
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+    /// # fn main() {
+    /// # paused_runtime().block_on(async {
     /// let layer = DedupeLayer::new(Deduplicator::new(MemoryStore::new()))
-    ///     .methods(["tools/call", "sampling/createMessage"]);
-    /// assert_eq!(layer.deduplicated_methods().len(), 2);
+    ///     .methods(["tools/call", "prompts/get"]);
+    /// let mut service = layer.layer(Tool::new("{}"));
+    /// let key = RequestKey::random();
+    /// let get = || http::Request::post("/mcp").header("mcp-framing-request-key", key.to_string())
+    ///     .body(Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p"}}"#)))
+    ///     .unwrap();
+    /// assert_eq!(send(&mut service, get()).await, "execute");
+    /// assert_eq!(send(&mut service, get()).await, "replay"); // a keyed prompts/get is deduplicated too
+    /// # });
+    /// # }
     /// ```
     #[must_use]
     pub fn methods<I, M>(mut self, methods: I) -> Self

@@ -31,42 +31,20 @@ pub const DEDUPE_HEADER: &str = "mcp-framing-dedupe";
 /// ```
 /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
 /// use mcp_framing::http::{DedupeLayer, DedupeService};
-/// use tower_layer::Layer;
-/// use tower_service::Service;
-/// # use bytes::Bytes;
-/// # use http_body_util::Full;
-/// # #[derive(Clone)]
-/// # struct Tool;
-/// # impl tower_service::Service<http::Request<Full<Bytes>>> for Tool {
-/// #     type Response = http::Response<Full<Bytes>>;
-/// #     type Error = std::convert::Infallible;
-/// #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
-/// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
-/// #         std::task::Poll::Ready(Ok(()))
-/// #     }
-/// #     fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
-/// #         let body = Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
-/// #         std::future::ready(Ok(http::Response::builder()
-/// #             .header("content-type", "application/json").body(body).unwrap()))
-/// #     }
-/// # }
-/// # fn tools_call(key: Option<mcp_framing::RequestKey>) -> http::Request<Full<Bytes>> {
-/// #     let mut request = http::Request::post("/mcp");
-/// #     if let Some(key) = key {
-/// #         request = request.header("mcp-framing-request-key", key.to_string());
-/// #     }
-/// #     request.body(Full::new(Bytes::from_static(
-/// #         br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}"#,
-/// #     ))).unwrap()
-/// # }
-///
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/dedupe/doctest_support.rs"));
+/// # fn main() {
 /// # tokio_test::block_on(async {
-/// let mut service: DedupeService<Tool> = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(Tool);
+/// let tool = Tool::new("{}");
+/// let mut service: DedupeService<Tool> = DedupeLayer::new(Deduplicator::new(MemoryStore::new())).layer(tool.clone());
 /// // A call without a request key is not deduplicated: it goes to the inner service as is.
-/// let response = service.call(tools_call(None)).await.unwrap();
-/// assert_eq!(response.status(), http::StatusCode::OK);
-/// assert!(response.headers().get("mcp-framing-dedupe").is_none());
+/// for _ in 0..2 {
+///     let response = service.call(unkeyed(tools_call(RequestKey::random(), "t"))).await.unwrap();
+///     assert_eq!(response.status(), http::StatusCode::OK);
+///     assert!(response.headers().get("mcp-framing-dedupe").is_none());
+/// }
+/// assert_eq!(tool.executions(), 2);
 /// # });
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct DedupeService<S> {
