@@ -13,6 +13,8 @@
 use std::fmt;
 use std::ops::Range;
 
+#[cfg(feature = "rmcp-server")]
+use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -70,6 +72,28 @@ pub(crate) fn is_utf8_response(bytes: &[u8]) -> bool {
 /// final response, and would otherwise read a long message twice (issue 21).
 pub(crate) fn scanned_utf8_response(bytes: &[u8]) -> Option<bool> {
     Scan::<true>::new(bytes).top_level()
+}
+
+/// An inner server's event data (as it came, its lines joined with LF) as an SSE client reads
+/// it, UTF-8 with replacement (WHATWG), and whether it is the final response: for the usual
+/// message one pass decides both ([`scanned_utf8_response`]), where a UTF-8 check and then the
+/// final-response scan read a long message twice (issue 21). Valid text is `data` itself.
+#[cfg(feature = "rmcp-server")]
+pub(crate) fn message_text(data: Bytes) -> (Bytes, bool) {
+    if let Some(last) = scanned_utf8_response(&data) {
+        return (data, last);
+    }
+    match std::str::from_utf8(&data) {
+        Ok(_) => {
+            let last = is_response_text(&data);
+            (data, last)
+        }
+        Err(_) => {
+            let text = String::from_utf8_lossy(&data).into_owned();
+            let last = is_response(&text);
+            (Bytes::from(text), last)
+        }
+    }
 }
 
 /// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.
@@ -868,5 +892,54 @@ mod utf8_tests {
         }
         // The scan decided many of them itself (valid characters inserted inside strings).
         assert!(decided > 100, "{decided}");
+    }
+}
+
+/// The layer's reading of its inner server's event data (issue 21).
+#[cfg(test)]
+mod message_text_tests {
+    #[cfg(feature = "rmcp-server")]
+    use super::*;
+    #[cfg(feature = "rmcp-server")]
+    use proptest::prelude::*;
+
+    /// What an SSE client reads (UTF-8 with replacement) and the one rule on it.
+    #[cfg(feature = "rmcp-server")]
+    fn as_a_client_reads(data: &[u8]) -> (Vec<u8>, bool) {
+        let text = String::from_utf8_lossy(data).into_owned();
+        let last = is_response(&text);
+        (text.into_bytes(), last)
+    }
+
+    #[cfg(feature = "rmcp-server")]
+    #[test]
+    fn valid_event_data_is_handed_on_as_the_same_buffer() {
+        let data = bytes::Bytes::from(r#"{"jsonrpc":"2.0","id":1,"result":{"text":"café \u00e9"}}"#);
+        let (text, last) = message_text(data.clone());
+        assert!(last);
+        assert_eq!(text.as_ptr(), data.as_ptr());
+        let request = bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#);
+        assert!(!message_text(request).1);
+    }
+
+    #[cfg(feature = "rmcp-server")]
+    proptest! {
+        #[test]
+        fn event_data_reads_as_a_client_reads_it_whatever_its_bytes(
+            text in proptest::collection::vec(any::<u8>(), 0..64),
+            key in prop_oneof![Just("result"), Just("error"), Just("method"), Just("re\\u0073ult")],
+            wrapped in any::<bool>(),
+        ) {
+            let data = if wrapped {
+                let mut data = format!(r#"{{"jsonrpc":"2.0","id":7,"{key}":{{"text":""#).into_bytes();
+                data.extend_from_slice(&text);
+                data.extend_from_slice(b"\"}}");
+                data
+            } else {
+                text
+            };
+            let (read, last) = message_text(bytes::Bytes::from(data.clone()));
+            prop_assert_eq!((read.to_vec(), last), as_a_client_reads(&data));
+        }
     }
 }

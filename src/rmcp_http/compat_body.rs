@@ -12,11 +12,11 @@ use futures_core::Stream;
 use http_body::Body;
 
 use super::declare::Declaration;
-use super::layer::message_text;
 use crate::body_encoder::MappingEncoder;
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::AbortCode;
+use crate::jsonrpc::message_text;
 use crate::mapping::Mapping;
 use crate::sse::{LineSplitter, Piece, SseEvent, SseParser, is_message_event};
 

@@ -26,7 +26,7 @@ use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
-use crate::jsonrpc::{is_response, is_response_text, scanned_utf8_response};
+use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 use crate::outgoing::Outgoing;
 use crate::{
@@ -662,27 +662,6 @@ impl Gathered {
     }
 }
 
-/// An inner server's event data (as it came, its lines joined with LF) as an SSE client reads
-/// it, UTF-8 with replacement (WHATWG), and whether it is the final response: for the usual
-/// message one pass decides both ([`scanned_utf8_response`]), where a UTF-8 check and then the
-/// final-response scan read a long message twice (issue 21). Valid text is `data` itself.
-pub(super) fn message_text(data: Bytes) -> (Bytes, bool) {
-    if let Some(last) = scanned_utf8_response(&data) {
-        return (data, last);
-    }
-    match std::str::from_utf8(&data) {
-        Ok(_) => {
-            let last = is_response_text(&data);
-            (data, last)
-        }
-        Err(_) => {
-            let text = String::from_utf8_lossy(&data).into_owned();
-            let last = is_response(&text);
-            (Bytes::from(text), last)
-        }
-    }
-}
-
 /// A body of `read` and then what `rest` still holds: a body passed on as it was.
 fn unread<B: InnerBody>(read: Bytes, rest: Pin<Box<B>>) -> FramingBody<B::Error> {
     let read = futures_util::stream::once(std::future::ready(Ok(Frame::data(read))));
@@ -1000,49 +979,6 @@ where
                     )));
                 }
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// What an SSE client reads (UTF-8 with replacement) and the one rule on it.
-    fn as_a_client_reads(data: &[u8]) -> (Vec<u8>, bool) {
-        let text = String::from_utf8_lossy(data).into_owned();
-        let last = is_response(&text);
-        (text.into_bytes(), last)
-    }
-
-    #[test]
-    fn valid_event_data_is_handed_on_as_the_same_buffer() {
-        let data = Bytes::from(r#"{"jsonrpc":"2.0","id":1,"result":{"text":"café \u00e9"}}"#);
-        let (text, last) = message_text(data.clone());
-        assert!(last);
-        assert_eq!(text.as_ptr(), data.as_ptr());
-        let request = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#);
-        assert!(!message_text(request).1);
-    }
-
-    proptest! {
-        #[test]
-        fn event_data_reads_as_a_client_reads_it_whatever_its_bytes(
-            text in proptest::collection::vec(any::<u8>(), 0..64),
-            key in prop_oneof![Just("result"), Just("error"), Just("method"), Just("re\\u0073ult")],
-            wrapped in any::<bool>(),
-        ) {
-            let data = if wrapped {
-                let mut data = format!(r#"{{"jsonrpc":"2.0","id":7,"{key}":{{"text":""#).into_bytes();
-                data.extend_from_slice(&text);
-                data.extend_from_slice(b"\"}}");
-                data
-            } else {
-                text
-            };
-            let (read, last) = message_text(Bytes::from(data.clone()));
-            prop_assert_eq!((read.to_vec(), last), as_a_client_reads(&data));
         }
     }
 }
