@@ -84,7 +84,8 @@ pub struct OptIn {
     #[doc(hidden)] // what `mapping` and `encoder` answer from; the fuzz oracle reads it
     pub request_key: Option<RequestKey>,
     /// Whether the client accepts the binary mapping: `Accept` lists
-    /// [`MEDIA_TYPE`](crate::mapping::MEDIA_TYPE) with a q-value above 0 (SPEC.md §16).
+    /// the binary mapping's media type (`application/vnd.mcp-framing`) with a q-value above 0
+    /// (SPEC.md §16).
     ///
     /// ```
     /// use mcp_framing::http::OptIn;
@@ -296,8 +297,9 @@ impl OptIn {
 
 /// The headers a client adds to opt in (SPEC.md §10, §16): `Mcp-Framing: 1`, the request key,
 /// the limits of a default decoder (`LIMITS_HEADER`), and with `binary`, an `Accept` listing
-/// [`MEDIA_TYPE`](crate::mapping::MEDIA_TYPE) before MCP's two types. A client that decodes with other
-/// limits sends [`opt_in_headers_for`] its decoder instead.
+/// the binary mapping's media type (`application/vnd.mcp-framing`, what
+/// [`Mapping::Binary`](crate::mapping::Mapping::Binary)`.content_type()` answers) before MCP's two
+/// types. A client that decodes with other limits sends the headers for its own decoder's limits.
 ///
 /// # Examples
 ///

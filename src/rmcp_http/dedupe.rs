@@ -12,7 +12,8 @@ impl FramingLayer {
     /// afresh (a new attempt id, the key echoed) under their own JSON-RPC id. Takes a
     /// [`Deduplicator`](crate::dedupe::Deduplicator) (defaults) or a configured [`DedupeLayer`] (principal extractor,
     /// methods). The layer declares it in the discovery results that pass through it, in its
-    /// contract's `deduplication` member ([`DedupeLayer::declaration`], SPEC.md §17.11).
+    /// contract's `deduplication` member (the methods it protects, its window and its scope:
+    /// SPEC.md §17.11).
     ///
     /// # Examples
     ///

@@ -48,7 +48,7 @@ pub struct SseFrameDecoder {
 }
 
 impl SseFrameDecoder {
-    /// A decoder with the default event data limit ([`DEFAULT_MAX_EVENT_DATA`]).
+    /// A decoder with the default event data limit (`DEFAULT_MAX_EVENT_DATA`, 256 KiB).
     ///
     /// # Examples
     ///
