@@ -896,22 +896,18 @@ mod utf8_tests {
 }
 
 /// The layer's reading of its inner server's event data (issue 21).
-#[cfg(test)]
+#[cfg(all(test, feature = "rmcp-server"))]
 mod message_text_tests {
-    #[cfg(feature = "rmcp-server")]
     use super::*;
-    #[cfg(feature = "rmcp-server")]
     use proptest::prelude::*;
 
     /// What an SSE client reads (UTF-8 with replacement) and the one rule on it.
-    #[cfg(feature = "rmcp-server")]
     fn as_a_client_reads(data: &[u8]) -> (Vec<u8>, bool) {
         let text = String::from_utf8_lossy(data).into_owned();
         let last = is_response(&text);
         (text.into_bytes(), last)
     }
 
-    #[cfg(feature = "rmcp-server")]
     #[test]
     fn valid_event_data_is_handed_on_as_the_same_buffer() {
         let data = bytes::Bytes::from(r#"{"jsonrpc":"2.0","id":1,"result":{"text":"café \u00e9"}}"#);
@@ -922,7 +918,6 @@ mod message_text_tests {
         assert!(!message_text(request).1);
     }
 
-    #[cfg(feature = "rmcp-server")]
     proptest! {
         #[test]
         fn event_data_reads_as_a_client_reads_it_whatever_its_bytes(
