@@ -50,19 +50,12 @@ impl SseFrameEncoder {
     ///
     /// See [`SseFrameEncoder`].
     pub fn encode(&self, frames: &[u8], dst: &mut BytesMut) {
-        let mut rest = frames;
-        while !rest.is_empty() {
-            let len = match rest.first_chunk::<HEADER_LEN>() {
-                Some(header) => {
-                    let declared = FrameHeader::read(header).len as usize;
-                    HEADER_LEN.saturating_add(declared).min(rest.len())
-                }
-                None => rest.len(),
-            };
-            let (frame, tail) = rest.split_at(len);
-            self.encode_event(frame, dst);
-            rest = tail;
-        }
+        // Room for every event at once: `dst` grown once, not by doubling event after event.
+        let events: usize = WholeFrames(frames)
+            .map(|frame| EVENT_OVERHEAD + frame.len().div_ceil(3) * 4)
+            .sum();
+        dst.reserve(events);
+        WholeFrames(frames).for_each(|frame| self.encode_event(frame, dst));
     }
 
     /// Writes `bytes` (one or more whole frames) as a single event.
@@ -98,5 +91,29 @@ impl SseFrameEncoder {
         let mut dst = BytesMut::new();
         self.encode(frames, &mut dst);
         dst.freeze()
+    }
+}
+
+/// The frames of a run of frame bytes, each as its header declares (a trailing partial frame
+/// last, whole).
+struct WholeFrames<'a>(&'a [u8]);
+
+impl<'a> Iterator for WholeFrames<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let len = match self.0.first_chunk::<HEADER_LEN>() {
+            Some(header) => {
+                let declared = FrameHeader::read(header).len as usize;
+                HEADER_LEN.saturating_add(declared).min(self.0.len())
+            }
+            None => self.0.len(),
+        };
+        let (frame, rest) = self.0.split_at(len);
+        self.0 = rest;
+        Some(frame)
     }
 }
