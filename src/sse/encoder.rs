@@ -51,9 +51,7 @@ impl SseFrameEncoder {
     /// See [`SseFrameEncoder`].
     pub fn encode(&self, frames: &[u8], dst: &mut BytesMut) {
         // Room for every event at once: `dst` grown once, not by doubling event after event.
-        let events: usize = WholeFrames(frames)
-            .map(|frame| EVENT_OVERHEAD + frame.len().div_ceil(3) * 4)
-            .sum();
+        let events: usize = WholeFrames(frames).map(|frame| event_len(frame.len())).sum();
         dst.reserve(events);
         WholeFrames(frames).for_each(|frame| self.encode_event(frame, dst));
     }
@@ -69,8 +67,7 @@ impl SseFrameEncoder {
     /// assert_eq!(body.len(), EVENT_OVERHEAD + 28); // base64 of 20 bytes is 28 characters
     /// ```
     pub fn encode_event(&self, bytes: &[u8], dst: &mut BytesMut) {
-        let text_len = bytes.len().div_ceil(3) * 4;
-        dst.reserve(EVENT_OVERHEAD + text_len);
+        dst.reserve(event_len(bytes.len()));
         dst.put_slice(b"event: ");
         dst.put_slice(FRAME_EVENT.as_bytes());
         dst.put_slice(b"\ndata: ");
@@ -92,6 +89,12 @@ impl SseFrameEncoder {
         self.encode(frames, &mut dst);
         dst.freeze()
     }
+}
+
+/// The bytes of the event [`SseFrameEncoder::encode_event`] writes for `len` bytes of frames: its
+/// lines around their base64 text (padded, SPEC.md §15).
+fn event_len(len: usize) -> usize {
+    EVENT_OVERHEAD + len.div_ceil(3) * 4
 }
 
 /// The frames of a run of frame bytes, each as its header declares (a trailing partial frame
