@@ -54,7 +54,8 @@ async fn main() {
     let peer = match ().serve(transport).await {
         Ok(peer) => peer,
         Err(err) => {
-            // A server that declares no framing contract is a configuration error (Regime C).
+            // A server that does not frame fails as NotFramed, its message saying what to do;
+            // one that frames without declaring a contract is a configuration error (Regime C).
             println!("initialize failed: {err}");
             return;
         }
