@@ -31,6 +31,7 @@ from .errors import escape
 from .jsonrpc import DuplicateIdError, put_id
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
+from .report import OUTCOME_DATA_KEY
 from .retry import IDEMPOTENT_METHODS, EndpointResolver, Resolution, RetrySchedule, StaticResolver
 from .sse import EventStreamDecoder, is_utf8
 from .telemetry import Attempt, fingerprint, logger
@@ -45,8 +46,6 @@ __all__ = [
     "TransportStats",
 ]
 
-#: `data[OUTCOME_DATA_KEY]` of the JSON-RPC error the SDK gets for a response that did not end clean.
-OUTCOME_DATA_KEY = "io.github.mcp-framing/outcome"
 #: §17.9: `data[DEDUPE_DATA_KEY]` of a deduplication refusal.
 DEDUPE_DATA_KEY = "io.github.mcp-framing/dedupe"
 #: §10: the request key in `params._meta`.
