@@ -1080,3 +1080,131 @@ fn regime_fields(verdict: &Value) -> Value {
         .map(|field| verdict[field].clone())
         .collect()
 }
+
+#[cfg(all(feature = "rmcp", feature = "demo"))]
+#[path = "example_support/mod.rs"]
+mod example_support;
+
+/// Each example of `Cargo.toml` (and `examples/*.rs` without an entry) with its required features.
+#[cfg(all(feature = "rmcp", feature = "demo"))]
+fn examples_and_features() -> Vec<(String, Vec<String>)> {
+    let manifest = include_str!("../Cargo.toml");
+    let mut examples: Vec<(String, Vec<String>)> = Vec::new();
+    let mut in_example = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_example = line == "[[example]]";
+        } else if let (true, Some(name)) = (in_example, line.strip_prefix("name = ")) {
+            examples.push((name.trim_matches('"').to_owned(), Vec::new()));
+        } else if let (true, Some(list)) = (in_example, line.strip_prefix("required-features = ")) {
+            let features = list.trim_matches(['[', ']']).split(',');
+            examples.last_mut().expect("name first").1 = features
+                .map(|f| f.trim().trim_matches('"').to_owned())
+                .filter(|f| !f.is_empty())
+                .collect();
+        }
+    }
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    for entry in std::fs::read_dir(dir).expect("examples/") {
+        let path = entry.expect("an example").path();
+        if path.extension().is_none_or(|ext| ext != "rs") {
+            continue; // examples/help/: the command line the examples share
+        }
+        let name = path
+            .file_stem()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned();
+        if !examples.iter().any(|(n, _)| *n == name) {
+            examples.push((name, Vec::new()));
+        }
+    }
+    examples.sort();
+    examples
+}
+
+#[cfg(all(feature = "rmcp", feature = "demo"))]
+#[test]
+fn every_example_answers_help_with_the_cargo_line_that_runs_it_and_refuses_unknown_arguments() {
+    let enabled = [
+        ("rmcp", cfg!(feature = "rmcp")),
+        ("demo", cfg!(feature = "demo")),
+        ("redis", cfg!(feature = "redis")),
+        ("internals", cfg!(feature = "internals")),
+    ];
+    let mut skipped = Vec::new();
+    for (name, features) in examples_and_features() {
+        // The line a user copies, in --help and at the top of the example: the features are
+        // exactly those Cargo.toml requires (Cargo names them too when one is missing).
+        let run = if features.is_empty() {
+            format!(" --example {name}")
+        } else {
+            format!(" --features {} --example {name}", features.join(","))
+        };
+        let source =
+            std::fs::read_to_string(format!("{}/examples/{name}.rs", env!("CARGO_MANIFEST_DIR")))
+                .expect("the example's source");
+        let doc: String = source
+            .lines()
+            .take_while(|l| l.starts_with("//!") || l.is_empty())
+            .map(|l| l.trim_start_matches("//!"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("\n ", " ");
+        assert!(
+            doc.contains(&format!("cargo run{run}"))
+                || doc.contains(&format!("cargo run --release{run}")),
+            "{name}: the module docs show `cargo run ...{run}`"
+        );
+        let missing: Vec<&String> = features
+            .iter()
+            .filter(|f| !enabled.iter().any(|(e, on)| e == f && *on))
+            .collect();
+        if !missing.is_empty() {
+            skipped.push(format!("{name} (needs {missing:?})"));
+            continue;
+        }
+        let binary = example_support::example_binary(&name);
+        let help = Command::new(&binary).arg("--help").output().expect("runs");
+        let text = String::from_utf8(help.stdout.clone()).expect("UTF-8 help");
+        assert_eq!(code(&help), 0, "{name} --help: {}", stderr(&help));
+        assert!(
+            text.starts_with(&format!("usage: {name}")),
+            "{name}: {text}"
+        );
+        let cargo = text
+            .lines()
+            .find(|l| l.contains("cargo run"))
+            .unwrap_or_else(|| panic!("{name} --help names no cargo line: {text}"));
+        assert!(
+            cargo.contains(&format!("cargo run{run}"))
+                || cargo.contains(&format!("cargo run --release{run}")),
+            "{name}: {cargo:?} is not `cargo run ...{run}`"
+        );
+        let wrong = Command::new(&binary)
+            .arg("--no-such-option")
+            .output()
+            .expect("runs");
+        assert_eq!(code(&wrong), 2, "{name} --no-such-option: {wrong:?}");
+        assert!(
+            stderr(&wrong).contains("--help"),
+            "{name}: {}",
+            stderr(&wrong)
+        );
+        assert!(wrong.stdout.is_empty(), "{name}: nothing run");
+    }
+    eprintln!("examples skipped for the features of this build: {skipped:?}");
+    if cfg!(all(feature = "redis", feature = "internals")) {
+        assert!(skipped.is_empty(), "{skipped:?}");
+    }
+}
+
+#[test]
+fn every_subcommand_of_mcp_frame_answers_help() {
+    for cmd in ["encode", "decode", "inspect", "verify"] {
+        let out = run(&[cmd, "--help"], b"");
+        assert_eq!(code(&out), 0, "{cmd}: {}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(&format!("Usage: mcp-frame {cmd}")), "{text}");
+    }
+}
