@@ -129,6 +129,33 @@ fn canonical_json_and_fingerprints_are_the_vectors() {
 }
 
 #[test]
+fn every_canonical_double_reads_back_as_the_same_double() {
+    // Doubles from every binade (a fixed xorshift sequence of bit patterns) and decimal-looking
+    // ones: the canonical text is a JSON number that reads back bit for bit.
+    let mut bits: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..200_000u64 {
+        bits ^= bits << 13;
+        bits ^= bits >> 7;
+        bits ^= bits << 17;
+        let double = if i % 2 == 0 {
+            f64::from_bits(bits)
+        } else {
+            (bits % 1_000_000) as f64 / 10f64.powi((bits >> 40) as i32 % 40 - 20)
+        };
+        if !double.is_finite() {
+            continue;
+        }
+        let text = String::from_utf8(canonical_json(&json!(double))).unwrap();
+        let back: f64 = text
+            .parse()
+            .unwrap_or_else(|e| panic!("{double:e}: {text}: {e}"));
+        assert_eq!(back.to_bits(), double.to_bits(), "{double:e}: {text}");
+        let value = parse_request_json(text.as_bytes()).unwrap();
+        assert!(value.is_f64(), "{double:e}: {text} reads as a double");
+    }
+}
+
+#[test]
 fn malformed_bodies_are_refused_and_the_deepest_accepted_is_read() {
     let file = vectors("fingerprints.json");
     for case in file["malformed"].as_array().unwrap() {
