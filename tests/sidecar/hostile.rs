@@ -8,8 +8,8 @@ use mcp_framing::{AbortCode, BodyError, DecodeError, RequestKey};
 use serde_json::{Value, json};
 
 use crate::support::{
-    LAST_CHUNK, Proxy, Step, chunk, chunked_head, decode, http, request_id, scripted_upstream,
-    tools_call,
+    LAST_CHUNK, Proxy, Step, chunk, chunked_head, decode, http, post_call, request_id,
+    scripted_upstream, tools_call,
 };
 
 /// A final response for the request in `seen`, as one SSE event.
@@ -28,14 +28,7 @@ fn answer(seen: &crate::support::Seen) -> Vec<Step> {
 
 /// POSTs a keyed `tools/call` (id `id`) that opted in to the binary mapping.
 async fn framed_call(proxy: &Proxy, id: u64) -> reqwest::Response {
-    http()
-        .post(proxy.url("/mcp"))
-        .headers(opt_in_headers(RequestKey::random(), true))
-        .header("content-type", "application/json")
-        .body(tools_call(id, "t", json!({})))
-        .send()
-        .await
-        .expect("the proxy answers")
+    post_call(proxy, opt_in_headers(RequestKey::random(), true), id).await
 }
 
 /// The ABORT a binary body ends with.
@@ -270,16 +263,7 @@ async fn an_event_that_is_no_jsonrpc_message_or_answers_another_id_is_never_fram
             (Mapping::Binary, opt_in_headers(RequestKey::random(), true)),
             (Mapping::Compat, reqwest::header::HeaderMap::new()),
         ] {
-            let response = http()
-                .post(proxy.url("/mcp"))
-                .headers(headers)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .body(tools_call(1, "t", json!({})))
-                .send()
-                .await
-                .unwrap();
-            let body = response.bytes().await.unwrap();
+            let body = post_call(&proxy, headers, 1).await.bytes().await.unwrap();
             let decoded = decode(mapping, &body);
             assert_eq!(decoded.messages.len(), 1, "{mapping:?}: {decoded:?}");
             let Err(BodyError::Decode(DecodeError::PeerAbort(abort))) = &decoded.end else {
