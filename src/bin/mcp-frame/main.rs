@@ -6,7 +6,7 @@
 //! mcp-frame decode  [INPUT] [--expect-request-key HEX]      messages on stdout, verdict on stderr
 //! mcp-frame inspect [INPUT] [--json]                         a table of frames and the verdict
 //! mcp-frame verify  [INPUT] [--json] [--require-sentinel]    the verdict as an exit status
-//! mcp-frame proxy   --upstream URL [--listen ADDR] ...         a framing sidecar (feature `proxy`)
+//! mcp-frame proxy   --upstream URL [--listen ADDR] ...      a framing sidecar (feature `proxy`)
 //! ```
 //!
 //! Every command takes `--mapping binary|sse|compat` (SPEC.md §15, §16, §18).
