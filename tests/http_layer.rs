@@ -198,7 +198,7 @@ async fn aborts_when_the_inner_body_fails() {
     let Err(DecodeError::PeerAbort(abort)) = end else {
         panic!("expected an abort, got {end:?}");
     };
-    assert_eq!(abort.code, AbortCode::InternalError);
+    assert_eq!(abort.code, AbortCode::UpstreamFailed);
     assert!(
         abort.reason.contains("connection reset by upstream"),
         "{}",
@@ -527,7 +527,7 @@ async fn every_response_in_the_compatible_mapping_aborts_rather_than_send_an_unf
         let (_, body, events, end) =
             through_compat_layer(FramingLayer::new(), Inner::scripted(script)).await;
         assert!(end.unwrap_err().contains("aborted"));
-        assert_eq!(abort_code(&events), Some(AbortCode::InternalError));
+        assert_eq!(abort_code(&events), Some(AbortCode::UpstreamFailed));
         assert!(without_records(&body).starts_with(progress.as_bytes()));
     }
     // A message over the limit: ABORT code 5, and the event is not sent.

@@ -85,6 +85,11 @@ pub(super) struct SsePassthrough<B: Body> {
     building: BytesMut,
     /// Unframed: the inner body's error, handed on after the bytes before it.
     failed: Option<B::Error>,
+    /// The final event's blank line ended with a CR at the end of an inner chunk: the LF of a
+    /// CRLF may still come, first in the next chunk, and goes out before the body ends.
+    lf_to_come: bool,
+    /// The compatible mapping's final event went out (the body ends once its line end is).
+    finished: bool,
     done: bool,
 }
 
@@ -95,6 +100,9 @@ impl<B: Body> Unpin for SsePassthrough<B> {}
 enum Failure {
     /// A message (or what is held for an event) over the limit.
     TooLarge { len: u64, max: u64 },
+    /// The inner body failed, or ended before its final response (code 4, upstream failed,
+    /// SPEC.md §3.1: the same request may succeed when sent again).
+    Upstream(String),
     /// Anything else: its description.
     Internal(String),
 }
@@ -143,6 +151,8 @@ impl<B: Body> SsePassthrough<B> {
             ready: VecDeque::new(),
             building: BytesMut::new(),
             failed: None,
+            lf_to_come: false,
+            finished: false,
             done: false,
         }
     }
@@ -163,6 +173,10 @@ impl<B: Body> SsePassthrough<B> {
                     Failure::TooLarge { len, max } => {
                         encoder.fail(&EncodeError::MessageTooLarge { len, max }.into(), dst)
                     }
+                    Failure::Upstream(reason) => encoder
+                        .abort(AbortCode::UpstreamFailed, &reason, dst)
+                        .ok()
+                        .map(|()| AbortCode::UpstreamFailed),
                     Failure::Internal(reason) => encoder
                         .abort(AbortCode::InternalError, &reason, dst)
                         .ok()
@@ -175,7 +189,7 @@ impl<B: Body> SsePassthrough<B> {
                     Failure::TooLarge { len, max } => {
                         format!("an event holds at least {len} bytes, over {max}")
                     }
-                    Failure::Internal(reason) => reason,
+                    Failure::Upstream(reason) | Failure::Internal(reason) => reason,
                 };
                 if let Some(declaration) = self.declare.take() {
                     declaration.not_declared(&reason);
@@ -213,6 +227,23 @@ impl<B: Body> SsePassthrough<B> {
         let mut lines = std::mem::take(&mut self.lines);
         let mut at = 0;
         while !self.done {
+            if self.finished {
+                // The final event went out. If its blank line ended with a CR, the LF of a CRLF
+                // that follows is the upstream's byte too: a stock SSE parser (eventsource-parser)
+                // waits for what follows a lone CR before it dispatches the event.
+                if lines.after_cr() {
+                    match data.get(at) {
+                        Some(b'\n') => self.send(data.slice(at..=at)),
+                        Some(_) => {}
+                        None => {
+                            self.lf_to_come = true;
+                            break;
+                        }
+                    }
+                }
+                self.done = true;
+                break;
+            }
             if self.transparent {
                 // The rest of this chunk too.
                 self.send(data.slice(at..));
@@ -352,7 +383,7 @@ impl<B: Body> SsePassthrough<B> {
             Some(encoder) => match encoder.passed_message_record(&data, last, &mut self.building) {
                 Ok(()) => {
                     block.into_iter().for_each(|(piece, _)| self.send(piece));
-                    self.done = last;
+                    self.finished = last;
                 }
                 Err(err) => {
                     // The event is dropped: no message without its record.
@@ -372,7 +403,7 @@ impl<B: Body> SsePassthrough<B> {
     /// unframed, what is held goes out as it came.
     fn body_ended(&mut self) {
         if self.framing.is_some() {
-            self.give_up(Failure::Internal(
+            self.give_up(Failure::Upstream(
                 "the upstream response stream ended before its final response".to_owned(),
             ));
             return;
@@ -456,6 +487,22 @@ where
             if this.done {
                 return Poll::Ready(None);
             }
+            if this.lf_to_come {
+                // Only the LF of the final event's CRLF may still come, first in the next chunk.
+                match this.body.as_mut().poll_frame(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                        Ok(data) if data.is_empty() => continue,
+                        Ok(data) if data[0] == b'\n' => this.send(data.slice(..1)),
+                        _ => {}
+                    },
+                    // The final response went out whole: the end of the body ends the stream.
+                    Poll::Ready(Some(Err(_)) | None) => {}
+                }
+                this.lf_to_come = false;
+                this.done = true;
+                continue;
+            }
             match this.body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(frame))) => {
@@ -464,7 +511,7 @@ where
                     }
                 }
                 Poll::Ready(Some(Err(err))) if this.framing.is_some() => {
-                    this.give_up(Failure::Internal(format!("upstream body failed: {err}")))
+                    this.give_up(Failure::Upstream(format!("upstream body failed: {err}")))
                 }
                 Poll::Ready(Some(Err(err))) => {
                     this.body_ended();

@@ -103,9 +103,9 @@ impl<B> RequestBody<B> {
         }
     }
 
-    /// The body ended: which discovery request it is, if one.
+    /// The body ended: which discovery request it is, if one (once; later calls do nothing).
     fn finish(&mut self) {
-        if self.seen_len > MAX_DISCOVERY_REQUEST {
+        if self.seen_len > MAX_DISCOVERY_REQUEST || self.probe.get().is_some() {
             return;
         }
         let seen = std::mem::take(&mut self.seen);
@@ -151,6 +151,11 @@ impl<B: Body> Body for RequestBody<B> {
                 let frame = frame.map_data(|mut data| data.copy_to_bytes(data.remaining()));
                 if let Some(data) = frame.data_ref() {
                     this.see(data);
+                }
+                // A reader that stops once the body says it ended (hyper's client sending it
+                // upstream) never polls for the end: the body is whole now.
+                if this.body.is_end_stream() {
+                    this.finish();
                 }
                 Poll::Ready(Some(Ok(frame)))
             }

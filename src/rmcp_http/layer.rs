@@ -30,7 +30,7 @@ use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 use crate::outgoing::Outgoing;
 use crate::{
-    http::{FramedBody, OptIn, response_headers},
+    http::{FramedBody, OptIn, response_headers, server_body::abort_for},
     mapping::Mapping,
 };
 use crate::{
@@ -772,7 +772,8 @@ async fn compat_response<B: InnerBody>(
                     }
                     Refusal::Upstream(reason) => {
                         let reason = format!("upstream body failed: {reason}");
-                        let _ = compat.abort(AbortCode::InternalError, &reason, &mut out);
+                        // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
+                        let _ = compat.abort(AbortCode::UpstreamFailed, &reason, &mut out);
                     }
                 }
                 fixed_body(out.freeze())
@@ -911,8 +912,10 @@ where
             match this.body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Err(err))) => {
+                    // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
                     this.done = true;
-                    return Poll::Ready(Some(Err(format!("upstream body failed: {err}"))));
+                    let reason = format!("upstream body failed: {err}");
+                    return Poll::Ready(Some(Ok(Outgoing::Abort(abort_for(&reason)))));
                 }
                 Poll::Ready(Some(Ok(frame))) => {
                     let Ok(data) = frame.into_data() else {
@@ -974,9 +977,11 @@ where
                         this.final_seen = true;
                         return Poll::Ready(Some(Ok(Outgoing::Message(message))));
                     }
-                    return Poll::Ready(Some(Err(
-                        "the upstream response stream ended before its final response".to_owned(),
-                    )));
+                    // Cleanly or not, an end before the final response is the upstream's failure
+                    // (code 4, SPEC.md §3.1), never a clean end.
+                    return Poll::Ready(Some(Ok(Outgoing::Abort(abort_for(
+                        "the upstream response stream ended before its final response",
+                    )))));
                 }
             }
         }

@@ -6,6 +6,7 @@
 //! mcp-frame decode  [INPUT] [--expect-request-key HEX]      messages on stdout, verdict on stderr
 //! mcp-frame inspect [INPUT] [--json]                         a table of frames and the verdict
 //! mcp-frame verify  [INPUT] [--json]                         the verdict as an exit status
+//! mcp-frame proxy   --upstream URL [--listen ADDR] ...         a framing sidecar (feature `proxy`)
 //! ```
 //!
 //! Every command takes `--mapping binary|sse|compat` (SPEC.md §15, §16, §18).
@@ -21,6 +22,8 @@ mod decode;
 mod encode;
 mod input;
 mod inspect;
+#[cfg(feature = "proxy")]
+mod proxy;
 mod verdict;
 
 use std::process::ExitCode;
@@ -54,6 +57,9 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Check a stream and report the verdict as the exit status (and `--json`).
     Verify(decode::VerifyArgs),
+    /// Run a sidecar in front of any MCP server: framed responses and deduplicated tool calls.
+    #[cfg(feature = "proxy")]
+    Proxy(Box<proxy::ProxyArgs>),
 }
 
 /// A failure of the tool itself (not a verdict on the stream): exit status 2.
@@ -96,6 +102,8 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run_decode(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Verify(args) => decode::run_verify(&args),
+        #[cfg(feature = "proxy")]
+        Command::Proxy(args) => proxy::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
