@@ -2,23 +2,16 @@
 //! `generate_text` (104 616 bytes of mixed UTF-8) byte for byte, the four tools listed, nothing
 //! logged. What the other modules' runs through the sidecar are compared with.
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::servers::{Counter, FixtureServer};
+use crate::servers::FixtureServer;
 use crate::stock_support::{Report, SEED, run_python, run_rmcp_stock, run_typescript_sdk};
-use crate::{assert_exact, every_server};
-
-/// The servers of this module, started once for its tests.
-fn servers() -> &'static (Arc<Counter>, Vec<FixtureServer>) {
-    static SERVERS: OnceLock<(Arc<Counter>, Vec<FixtureServer>)> = OnceLock::new();
-    SERVERS.get_or_init(every_server)
-}
+use crate::{assert_exact, shared_servers};
 
 /// Runs `client` over every server's URL; checks every report and that each server ran the tool
 /// once for it.
 fn exact_from_every_server(client: &str, run: impl Fn(&[&str]) -> Vec<Report>) {
-    let (counter, servers) = servers();
+    let (counter, servers) = shared_servers();
     let urls: Vec<&str> = servers.iter().map(|s| s.url.as_str()).collect();
     let labels: Vec<String> = servers.iter().map(FixtureServer::label).collect();
     let reports = run(&urls);

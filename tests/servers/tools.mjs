@@ -7,8 +7,10 @@
 //   check it byte for byte as they check the rmcp server's;
 // - count {key}: records one execution of `count KEY` and returns "count KEY N", N the
 //   executions of that key recorded so far;
-// - slow {key, ms}: sleeps `ms` milliseconds, then records `slow KEY` (an execution that the
-//   client's going away cancelled records nothing);
+// - slow {key, ms}: sends one progress notification (to the request's progressToken, when it has
+//   one: an SSE response has begun), records `slow-start KEY`, sleeps `ms` milliseconds, then
+//   records `slow KEY` (an execution that the client's going away cancelled records no
+//   `slow KEY`);
 // - notify {seed, lines, steps}: sends `steps` progress notifications (to the request's
 //   progressToken, when it has one) before the result of generate_text {seed, lines}, so that
 //   the response is an SSE stream.
@@ -88,7 +90,9 @@ export function registerTools(server, counterFile, progress) {
   server.registerTool(
     'slow',
     { description: 'Sleeps `ms` ms, then records an execution of `key`', inputSchema: z.object({ key: z.string(), ms: z.number().int().min(0) }) },
-    async ({ key, ms }) => {
+    async ({ key, ms }, extra) => {
+      await progress(extra, 0, 1);
+      record(counterFile, 'slow-start', key);
       await new Promise((resolve) => setTimeout(resolve, ms));
       record(counterFile, 'slow', key);
       return text(`slow ${key} done after ${ms} ms`);

@@ -7,8 +7,10 @@ its SDK, so that one test drives them all.
   that the stock clients check it byte for byte as they check the rmcp server's;
 - count {key}: records one execution of `count KEY` and returns "count KEY N", N the executions
   of that key recorded so far;
-- slow {key, ms}: sleeps `ms` milliseconds, then records `slow KEY` (an execution that the
-  client's going away cancelled records nothing);
+- slow {key, ms}: sends one progress notification (to the request's progressToken, when it has
+  one: an SSE response has begun), records `slow-start KEY`, sleeps `ms` milliseconds, then
+  records `slow KEY` (an execution that the client's going away cancelled records no
+  `slow KEY`);
 - notify {seed, lines, steps}: sends `steps` progress notifications (to the request's
   progressToken, when it has one) before the result of generate_text {seed, lines}, so that the
   response is an SSE stream.
@@ -88,16 +90,17 @@ async def count(key: str) -> str:
     return f"count {key} {record('count', key)}"
 
 
-async def slow(key: str, ms: int) -> str:
-    """Sleeps `ms` ms, then records an execution of `key`."""
-    await asyncio.sleep(ms / 1000)
-    record("slow", key)
-    return f"slow {key} done after {ms} ms"
-
-
 def tools(context_type: type) -> list[Callable[..., Awaitable[str]]]:
-    """The four tools, `notify` taking the SDK's request context (`context_type`, which the SDK
-    recognizes by its annotation) for its progress notifications."""
+    """The four tools, `slow` and `notify` taking the SDK's request context (`context_type`, which
+    the SDK recognizes by its annotation) for their progress notifications."""
+
+    async def slow(key: str, ms: int, ctx: Any) -> str:
+        """Sleeps `ms` ms, then records an execution of `key`."""
+        await ctx.report_progress(0, 1)
+        record("slow-start", key)
+        await asyncio.sleep(ms / 1000)
+        record("slow", key)
+        return f"slow {key} done after {ms} ms"
 
     async def notify(seed: str, lines: int, steps: int, ctx: Any) -> str:
         """`steps` progress notifications, then the text of the rule."""
@@ -107,7 +110,8 @@ def tools(context_type: type) -> list[Callable[..., Awaitable[str]]]:
         record("notify", seed)
         return text
 
-    notify.__annotations__["ctx"] = context_type
+    for tool in (slow, notify):
+        tool.__annotations__["ctx"] = context_type
     return [generate_text, count, slow, notify]
 
 

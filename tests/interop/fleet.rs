@@ -1,0 +1,255 @@
+//! A fleet of each fixture server's SDK behind the sidecar, cut on the way: two server processes
+//! (sharing one counter file), each behind its own `mcp-frame proxy`, both sidecars sharing one
+//! Redis (started by the test), and a proxy of the test's own in front of each sidecar that ends
+//! `tools/call` response bodies normally at chosen offsets (`tests/rmcp_support/cut.rs`).
+//!
+//! Rust's `FramingHttpClient` with keyed retries sends every call's first attempt to the first
+//! sidecar, which is cut at a different offset each time, from the first byte to the last; the
+//! client reports the cut at once, retries the same key on the second sidecar, and gets the
+//! recorded result: the tool's own counter shows one execution per logical call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_framing::client::{EndpointResolver, RetrySchedule};
+use mcp_framing::internals::client::{Resolution, ResolveFuture};
+use mcp_framing::internals::contract::ServerDiscovery;
+use mcp_framing::mapping::Mapping;
+use mcp_framing::outcome::DiscoveryMode;
+use mcp_framing::rmcp_http::FramingHttpClient;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::json;
+
+use crate::cut::{self, Cut};
+use crate::dedupe_support::RedisServer;
+use crate::example_support::runtime;
+use crate::servers::{Counter, FixtureServer, Sdk};
+use crate::sidecar_support::Proxy;
+use crate::stock_support::cut_fails_within;
+
+/// Cut calls per server SDK.
+const CUT_CALLS: usize = 24;
+
+/// Two processes of one SDK's server, a sidecar in front of each (sharing `redis`), and a
+/// cutting proxy in front of each sidecar.
+struct Fleet {
+    sdk: Sdk,
+    counter: Arc<Counter>,
+    _servers: Vec<FixtureServer>,
+    _sidecars: Vec<Proxy>,
+    /// The cutting proxies' URLs and what they cut, in front of sidecar A and sidecar B.
+    cuts: Vec<(String, Arc<Cut>)>,
+}
+
+impl Fleet {
+    fn start(sdk: Sdk, redis: &str) -> Self {
+        let counter = Counter::new();
+        let servers = FixtureServer::start_all(&[(sdk, false), (sdk, false)], &counter);
+        let sidecars: Vec<Proxy> = servers
+            .iter()
+            .map(|server| Proxy::start(&server.url, &["--redis", redis]))
+            .collect();
+        let cuts = sidecars
+            .iter()
+            .map(|sidecar| {
+                let cut = Cut::new();
+                cut.cut_method("tools/call", []);
+                let url = cut::serve_proxy(runtime(), &sidecar.url("/mcp"), cut.clone());
+                (url, cut)
+            })
+            .collect();
+        Self {
+            sdk,
+            counter,
+            _servers: servers,
+            _sidecars: sidecars,
+            cuts,
+        }
+    }
+}
+
+/// The first attempt of the next call to endpoint A (when armed), every other attempt to B; each
+/// resolution with the contract the sidecars declared in their `initialize` result, read as a
+/// stateless fleet's (retries may land on another instance).
+#[derive(Debug)]
+struct FirstToA {
+    a: String,
+    b: String,
+    discovery: ServerDiscovery,
+    armed: Arc<AtomicBool>,
+}
+
+impl EndpointResolver for FirstToA {
+    fn resolve(&self) -> ResolveFuture<'_> {
+        let endpoint = if self.armed.swap(false, Ordering::SeqCst) {
+            &self.a
+        } else {
+            &self.b
+        };
+        let resolution = Resolution::new(endpoint.clone(), self.discovery.clone());
+        Box::pin(async move { Ok(resolution) })
+    }
+}
+
+fn count(key: &str) -> CallToolRequestParams {
+    let arguments = json!({"key": key});
+    CallToolRequestParams::new("count").with_arguments(arguments.as_object().unwrap().clone())
+}
+
+/// The offsets of `calls` cuts of a `len`-byte body: from the first byte to the last.
+fn offsets(len: usize, calls: usize) -> Vec<usize> {
+    (0..calls).map(|i| i * (len - 1) / (calls - 1)).collect()
+}
+
+/// Runs the cut calls on `fleet` with Rust's framing client; panics on the first discrepancy.
+async fn rust_client_on(fleet: &Fleet) {
+    let label = fleet.sdk.name();
+    let (a, cut_a) = &fleet.cuts[0];
+    let (b, _) = &fleet.cuts[1];
+    // The contract the sidecar declares, from its `initialize` result (through A, not cut).
+    let transport = StreamableHttpClientTransport::with_client(
+        FramingHttpClient::new(reqwest::Client::new()),
+        StreamableHttpClientTransportConfig::with_uri(a.as_str()),
+    );
+    let peer = ().serve(transport).await.expect("initialize through A");
+    let info = serde_json::to_value(&*peer.peer_info().expect("an initialize result")).unwrap();
+    let _ = peer.cancel().await;
+    let discovery = ServerDiscovery::from_initialize(&info)
+        .expect("a discovery result")
+        .with_mode(DiscoveryMode::Stateless);
+    let contract = discovery.contract.as_ref().expect("the sidecar declares");
+    assert!(
+        contract.deduplication.is_some(),
+        "{label}: deduplication declared: {info}"
+    );
+
+    let armed = Arc::new(AtomicBool::new(false));
+    let resolver = FirstToA {
+        a: a.clone(),
+        b: b.clone(),
+        discovery,
+        armed: armed.clone(),
+    };
+    let client = FramingHttpClient::new(reqwest::Client::new())
+        .mapping(Mapping::Sse)
+        .auto_retry(
+            resolver,
+            RetrySchedule::default()
+                .max_attempts(4)
+                .initial_backoff(Duration::from_millis(20)),
+        );
+    let retries = client.retry_stats().expect("retrying");
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(b.as_str()),
+    );
+    let peer = ().serve(transport).await.expect("initialize");
+
+    // Clean calls through A: the length of a framed `count` response, and how long a call takes.
+    let mut clean_seconds = Vec::new();
+    for i in 0..2 {
+        let key = format!("clean-{i:03}");
+        armed.store(true, Ordering::SeqCst);
+        let start = Instant::now();
+        let result = peer.call_tool(count(&key)).await.expect("a clean call");
+        clean_seconds.push(start.elapsed().as_secs_f64());
+        let text = &result.content[0].as_text().expect("text").text;
+        assert_eq!(*text, format!("count {key} 1"), "{label}");
+    }
+    let lengths = cut_a.forwarded.lock().unwrap().clone();
+    assert_eq!(lengths.len(), 2, "{label}: both clean calls went to A");
+    assert_eq!(lengths[0], lengths[1], "{label}: one framed length");
+    let within = cut_fails_within(clean_seconds);
+
+    let cuts = offsets(lengths[0], CUT_CALLS);
+    cut_a.forwarded.lock().unwrap().clear();
+    cut_a.cut_method("tools/call", cuts.iter().copied());
+    let mut retried = Vec::new();
+    for (i, at) in cuts.iter().enumerate() {
+        let before = retries.snapshot().retries;
+        let key = format!("cut-{i:04}");
+        let label = format!("{label}, call {i} cut at {at} of {}", lengths[0]);
+        armed.store(true, Ordering::SeqCst);
+        let start = Instant::now();
+        let result = peer
+            .call_tool(count(&key))
+            .await
+            .unwrap_or_else(|err| panic!("{label}: {err}"));
+        let seconds = start.elapsed().as_secs_f64();
+        let text = &result.content[0].as_text().expect("text").text;
+        assert_eq!(
+            *text,
+            format!("count {key} 1"),
+            "{label}: the recorded result"
+        );
+        // The cut attempt and the retry, each failing or answering at once (no timeout).
+        assert!(
+            seconds < 2.0 * within,
+            "{label}: took {seconds} s (bound {within} s an attempt)"
+        );
+        assert_eq!(
+            fleet.counter.executions("count", &key),
+            1,
+            "{label}: one execution per logical call"
+        );
+        let retries = retries.snapshot().retries - before;
+        assert!(retries <= 1, "{label}: {retries} retries");
+        retried.push(retries == 1);
+    }
+    assert_eq!(*cut_a.forwarded.lock().unwrap(), cuts, "{label}: the cuts");
+    // A cut after the result's message was verified (in the stream's last bytes) needs no
+    // retry: the client has the result. Every earlier cut was retried.
+    let first_kept = retried.iter().position(|r| !r).unwrap_or(cuts.len());
+    assert!(
+        retried[first_kept..].iter().all(|r| !r),
+        "{label}: retried {retried:?} at {cuts:?}"
+    );
+    assert!(
+        first_kept >= 20,
+        "{label}: {first_kept} cuts retried, {} kept at {:?} of {}",
+        cuts.len() - first_kept,
+        &cuts[first_kept..],
+        lengths[0]
+    );
+    eprintln!(
+        "{label}: {} cut calls, {first_kept} retried and replayed, {} cut after the verified result at {:?} of {} bytes",
+        cuts.len(),
+        cuts.len() - first_kept,
+        &cuts[first_kept..],
+        lengths[0]
+    );
+    assert_eq!(retries.snapshot().gave_up, 0, "{label}");
+    let _ = peer.cancel().await;
+}
+
+#[test]
+fn every_cut_tool_call_runs_once_and_its_keyed_retry_gets_the_recorded_result_on_every_server() {
+    let redis = RedisServer::start();
+    let fleets: Vec<Fleet> = thread::scope(|scope| {
+        let starting: Vec<_> = Sdk::ALL
+            .iter()
+            .map(|&sdk| {
+                let redis = redis.url();
+                scope.spawn(move || Fleet::start(sdk, &redis))
+            })
+            .collect();
+        starting.into_iter().map(|f| f.join().unwrap()).collect()
+    });
+    // Every SDK's fleet at once, one client each.
+    thread::scope(|scope| {
+        for fleet in &fleets {
+            scope.spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(rust_client_on(fleet));
+            });
+        }
+    });
+}
