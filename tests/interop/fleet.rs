@@ -3,10 +3,16 @@
 //! Redis (started by the test), and a proxy of the test's own in front of each sidecar that ends
 //! `tools/call` response bodies normally at chosen offsets (`tests/rmcp_support/cut.rs`).
 //!
-//! Rust's `FramingHttpClient` with keyed retries sends every call's first attempt to the first
-//! sidecar, which is cut at a different offset each time, from the first byte to the last; the
-//! client reports the cut at once, retries the same key on the second sidecar, and gets the
-//! recorded result: the tool's own counter shows one execution per logical call.
+//! Each framing client with keyed retries (Rust's `FramingHttpClient`, the Python package's
+//! wrapper, the TypeScript package's `framingFetch` in both SDK lines) sends calls whose first
+//! attempt goes to the first sidecar, cut at a different offset each time, from the first byte
+//! to the last; the client reports the cut at once, retries the same key on the second sidecar,
+//! and gets the recorded result: the tool's own counter shows one execution per logical call.
+//!
+//! The Python and TypeScript clients resolve every attempt with `server/discover` (MCP
+//! 2026-07-28), which the TypeScript SDK's v1 server does not answer ("Unsupported protocol
+//! version"): they run against the three other servers; Rust's client resolves with the contract
+//! the sidecar declared in `initialize`, and runs against all four.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,12 +31,14 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
 
+use serde_json::Value;
+
 use crate::cut::{self, Cut};
 use crate::dedupe_support::RedisServer;
-use crate::example_support::runtime;
+use crate::example_support::{repo, runtime};
 use crate::servers::{Counter, FixtureServer, Sdk};
 use crate::sidecar_support::Proxy;
-use crate::stock_support::cut_fails_within;
+use crate::stock_support::{cut_fails_within, node, python_driver};
 
 /// Cut calls per server SDK.
 const CUT_CALLS: usize = 24;
@@ -227,6 +235,153 @@ async fn rust_client_on(fleet: &Fleet) {
     let _ = peer.cancel().await;
 }
 
+/// Checks the calls a Python or TypeScript fleet client made (`count {key: PREFIX-i}`): every
+/// one answered with its first execution's result, executed once, and `cut` used up.
+fn check_fleet_calls(fleet: &Fleet, client: &str, prefix: &str, calls: &[Value], within: f64) {
+    let label = format!("{client} on {}", fleet.sdk.name());
+    for (i, call) in calls.iter().enumerate() {
+        let key = format!("{prefix}-{i}");
+        // driver.py says `"outcome": "ok"`, fleet.mjs `"ok": true`.
+        let ok = call["outcome"] == "ok" || call["ok"] == true;
+        assert!(ok, "{label}: call {i}: {call}");
+        assert_eq!(call["text"], format!("count {key} 1"), "{label}: call {i}");
+        let seconds = call["seconds"].as_f64().unwrap();
+        assert_eq!(
+            fleet.counter.executions("count", &key),
+            1,
+            "{label}: call {i}: one execution"
+        );
+        assert!(
+            seconds < within,
+            "{label}: call {i} took {seconds} s (bound {within} s)"
+        );
+    }
+    let forwarded = fleet.cuts[0].1.forwarded.lock().unwrap().len();
+    assert!(
+        forwarded >= OTHER_CUT_CALLS,
+        "{label}: {forwarded} tool calls through A, {OTHER_CUT_CALLS} to cut"
+    );
+}
+
+/// Cut calls per server SDK for the Python and TypeScript clients (their responses are laid out
+/// otherwise; a few cuts land after the verified result, which needs no retry).
+const OTHER_CUT_CALLS: usize = 28;
+
+/// The length of a `count` response body through A for a client (one uncut call with `run`,
+/// whose keys are as long as the later ones'), and how long a cut call may take: its attempt
+/// failed at once, then its retry ([`cut_fails_within`] the uncut call's time, each).
+fn probe(fleet: &Fleet, run: impl FnOnce() -> f64) -> (usize, f64) {
+    let cut_a = &fleet.cuts[0].1;
+    cut_a.forwarded.lock().unwrap().clear();
+    let seconds = run();
+    let forwarded = cut_a.forwarded.lock().unwrap().clone();
+    cut_a.forwarded.lock().unwrap().clear();
+    let len = *forwarded.last().expect("a call through A");
+    (len, 2.0 * cut_fails_within([seconds]))
+}
+
+/// The Python SDK with the package's wrapper, keyed retries over both cutting proxies
+/// (`driver.py fleet`: round robin, every attempt discovered).
+fn python_client_on(fleet: &Fleet) {
+    let prefix = format!("python-{:?}", fleet.sdk);
+    let cut_a = &fleet.cuts[0].1;
+    let endpoints = format!("{},{}", fleet.cuts[0].0, fleet.cuts[1].0);
+    let run = |prefix: &str, calls: usize| {
+        python_driver(&[
+            "fleet",
+            &endpoints,
+            "--calls",
+            &calls.to_string(),
+            "--tool",
+            "count",
+            "--key-prefix",
+            prefix,
+        ])
+    };
+    let (len, within) = probe(fleet, || {
+        run(&format!("{prefix}-00"), 1).calls[0]["seconds"]
+            .as_f64()
+            .unwrap()
+    });
+    cut_a.cut_method("tools/call", offsets(len, OTHER_CUT_CALLS));
+    // Round robin: a call not cut (its first attempt on B) moves the next one's to A.
+    let run = run(&prefix, OTHER_CUT_CALLS + OTHER_CUT_CALLS / 2);
+    let results = &run.calls;
+    check_fleet_calls(fleet, "python", &prefix, results, within);
+    assert!(
+        cut_a.schedule.lock().unwrap().is_empty(),
+        "python on {}: every cut used",
+        fleet.sdk.name()
+    );
+    let retries = run.stats["retries"].as_u64().unwrap();
+    assert!(
+        retries >= 20,
+        "python on {}: {}",
+        fleet.sdk.name(),
+        run.stats
+    );
+    eprintln!(
+        "python on {}: {} calls, {OTHER_CUT_CALLS} cut (body {len} bytes), {retries} retried",
+        fleet.sdk.name(),
+        results.len(),
+    );
+}
+
+/// The TypeScript SDK (line `sdk`) with `framingFetch`, keyed retries, every first attempt on A
+/// (`fleet.mjs`).
+fn typescript_client_on(fleet: &Fleet, sdk: &str) {
+    let prefix = format!("ts-{sdk}-{:?}", fleet.sdk);
+    let cut_a = &fleet.cuts[0].1;
+    let endpoints = format!("{},{}", fleet.cuts[0].0, fleet.cuts[1].0);
+    let run = |prefix: &str, calls: usize| -> Value {
+        let output = std::process::Command::new(node())
+            .arg(repo().join("tests/stock_clients/fleet.mjs"))
+            .args(["--sdk", sdk, "--endpoints", &endpoints])
+            .args(["--calls", &calls.to_string(), "--tool", "count"])
+            .args(["--key-prefix", prefix])
+            .output()
+            .expect("run fleet.mjs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "fleet.mjs {sdk}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let (len, within) = probe(fleet, || {
+        run(&format!("{prefix}-00"), 1)["calls"][0]["seconds"]
+            .as_f64()
+            .unwrap()
+    });
+    cut_a.cut_method("tools/call", offsets(len, OTHER_CUT_CALLS));
+    let run = run(&prefix, OTHER_CUT_CALLS);
+    let results = run["calls"].as_array().unwrap();
+    check_fleet_calls(
+        fleet,
+        &format!("typescript {sdk}"),
+        &prefix,
+        results,
+        within,
+    );
+    let retries = run["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["method"] == "tools/call" && a["attempt"].as_u64() > Some(1))
+        .count();
+    assert!(
+        retries >= 20,
+        "typescript {sdk} on {}: {run}",
+        fleet.sdk.name()
+    );
+    eprintln!(
+        "typescript {sdk} on {}: {} calls, {OTHER_CUT_CALLS} cut (body {len} bytes), {retries} retried",
+        fleet.sdk.name(),
+        results.len(),
+    );
+}
+
 #[test]
 fn every_cut_tool_call_runs_once_and_its_keyed_retry_gets_the_recorded_result_on_every_server() {
     let redis = RedisServer::start();
@@ -249,6 +404,12 @@ fn every_cut_tool_call_runs_once_and_its_keyed_retry_gets_the_recorded_result_on
                     .build()
                     .unwrap()
                     .block_on(rust_client_on(fleet));
+                if fleet.sdk != Sdk::TypeScriptV1 {
+                    python_client_on(fleet);
+                    for sdk in ["v1", "v2"] {
+                        typescript_client_on(fleet, sdk);
+                    }
+                }
             });
         }
     });
