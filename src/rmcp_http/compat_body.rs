@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 use http_body::Body;
 
-use super::declare::Declaration;
+use super::declare::{Declaration, unframeable};
 use crate::body_encoder::MappingEncoder;
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
@@ -90,6 +90,8 @@ pub(super) struct SsePassthrough<B: Body> {
     lf_to_come: bool,
     /// The compatible mapping's final event went out (the body ends once its line end is).
     finished: bool,
+    /// The id the final response must answer (compatible mapping).
+    request_id: Option<serde_json::Value>,
     done: bool,
 }
 
@@ -110,14 +112,18 @@ enum Failure {
 impl<B: Body> SsePassthrough<B> {
     /// Re-frames `body` in the compatible mapping with `encoder`, each event's data within
     /// `max_message` bytes; with `declare`, the final response declares the contract.
+    /// `request_id` is the id the final response must answer, when the request had one.
     pub(super) fn compat(
         body: B,
         encoder: StreamEncoder,
         max_message: usize,
         declare: Option<Declaration>,
+        request_id: Option<serde_json::Value>,
     ) -> Self {
         let framing = MappingEncoder::new(Mapping::Compat, encoder);
-        Self::new(body, Some(framing), max_message, declare)
+        let mut passthrough = Self::new(body, Some(framing), max_message, declare);
+        passthrough.request_id = request_id;
+        passthrough
     }
 
     /// Passes `body` on unframed, the final response declaring the contract (read within
@@ -153,6 +159,7 @@ impl<B: Body> SsePassthrough<B> {
             failed: None,
             lf_to_come: false,
             finished: false,
+            request_id: None,
             done: false,
         }
     }
@@ -372,7 +379,15 @@ impl<B: Body> SsePassthrough<B> {
     /// A message event dispatched: its record first (compatible mapping), then its lines, with
     /// the contract declared in the final response to a discovery request.
     fn message_event(&mut self, mut block: Vec<(Bytes, bool)>, values: &[Bytes], data_len: usize) {
-        let (mut data, last) = message_text(event_data(values, data_len));
+        let (mut data, carried) = message_text(event_data(values, data_len));
+        if self.framing.is_some() {
+            if let Some(reason) = unframeable(&carried, &data, self.request_id.as_ref()) {
+                // Never framed as a verified message: dropped, the stream ends with ABORT code 1.
+                self.give_up(Failure::Internal(reason));
+                return;
+            }
+        }
+        let last = carried.is_final();
         if last {
             if let Some(declared) = self.declare.take().and_then(|d| d.apply_bytes(&data)) {
                 block = with_data(block, &declared);

@@ -13,11 +13,11 @@ use mcp_framing::rmcp_http::FramingHttpClient;
 use mcp_framing::{AbortCode, BodyError, DecodeError, RequestKey};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt, tool, tool_router};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -99,7 +99,10 @@ fn sized_call(bytes: usize) -> CallToolRequestParams {
 async fn sized_texts(peer: RunningService<RoleClient, ()>, sizes: &[usize]) -> Vec<String> {
     let mut texts = Vec::new();
     for &bytes in sizes {
-        let result = peer.call_tool(sized_call(bytes)).await.expect("the call succeeds");
+        let result = peer
+            .call_tool(sized_call(bytes))
+            .await
+            .expect("the call succeeds");
         texts.push(result.content[0].as_text().expect("text").text.clone());
     }
     let _ = peer.cancel().await;
@@ -109,7 +112,11 @@ async fn sized_texts(peer: RunningService<RoleClient, ()>, sizes: &[usize]) -> V
 /// [`sized_texts`] through rmcp's stock client at `url`.
 async fn stock_calls(url: &str, sizes: &[usize]) -> Vec<String> {
     let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-    sized_texts(().serve(transport).await.expect("the handshake succeeds"), sizes).await
+    sized_texts(
+        ().serve(transport).await.expect("the handshake succeeds"),
+        sizes,
+    )
+    .await
 }
 
 /// [`sized_texts`] through the crate's framing client, which verifies every response.
@@ -118,7 +125,11 @@ async fn framing_calls(url: &str, sizes: &[usize]) -> Vec<String> {
         FramingHttpClient::new(reqwest::Client::new()),
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
     );
-    sized_texts(().serve(transport).await.expect("the handshake succeeds"), sizes).await
+    sized_texts(
+        ().serve(transport).await.expect("the handshake succeeds"),
+        sizes,
+    )
+    .await
 }
 
 const SIZES: [usize; 4] = [0, 1024, 65_536, 1 << 20];

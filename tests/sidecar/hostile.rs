@@ -8,8 +8,8 @@ use mcp_framing::{AbortCode, BodyError, DecodeError, RequestKey};
 use serde_json::{Value, json};
 
 use crate::support::{
-    LAST_CHUNK, Proxy, Step, chunk, chunked_head, decode, http, request_id, scripted_upstream,
-    tools_call,
+    LAST_CHUNK, Proxy, Step, chunk, chunked_head, decode, http, post_call, request_id,
+    scripted_upstream, tools_call,
 };
 
 /// A final response for the request in `seen`, as one SSE event.
@@ -28,14 +28,7 @@ fn answer(seen: &crate::support::Seen) -> Vec<Step> {
 
 /// POSTs a keyed `tools/call` (id `id`) that opted in to the binary mapping.
 async fn framed_call(proxy: &Proxy, id: u64) -> reqwest::Response {
-    http()
-        .post(proxy.url("/mcp"))
-        .headers(opt_in_headers(RequestKey::random(), true))
-        .header("content-type", "application/json")
-        .body(tools_call(id, "t", json!({})))
-        .send()
-        .await
-        .expect("the proxy answers")
+    post_call(proxy, opt_in_headers(RequestKey::random(), true), id).await
 }
 
 /// The ABORT a binary body ends with.
@@ -209,7 +202,7 @@ async fn an_endless_line_is_an_abort_of_code_5_and_the_proxy_serves_on() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn invalid_utf8_from_the_upstream_is_never_a_verified_message() {
+async fn invalid_utf8_from_the_upstream_reaches_framing_clients_as_stock_sse_clients_read_it() {
     let (upstream, _) = scripted_upstream(|_| {
         vec![
             Step::Write(chunked_head("text/event-stream")),
@@ -223,10 +216,76 @@ async fn invalid_utf8_from_the_upstream_is_never_a_verified_message() {
     let proxy = Proxy::start(&format!("http://{upstream}/mcp"), &["--dedupe", "off"]);
     let body = framed_call(&proxy, 1).await.bytes().await.unwrap();
     let decoded = decode(Mapping::Binary, &body);
-    for message in &decoded.messages {
-        assert!(!message.as_bytes().windows(2).any(|w| w == b"\xff\xfe"));
+    decoded.end.unwrap();
+    // WHATWG SSE decodes UTF-8 with replacement: the framed message is what a stock client reads.
+    assert_eq!(
+        decoded.messages,
+        ["{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\u{fffd}\u{fffd}\"}"]
+    );
+}
+
+/// An upstream whose final event is `last` (after a notification), answering any request.
+async fn upstream_ending_with(last: &'static [u8]) -> std::net::SocketAddr {
+    let (upstream, _) = scripted_upstream(move |_| {
+        vec![
+            Step::Write(chunked_head("text/event-stream")),
+            Step::Write(chunk(
+                b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n",
+            )),
+            Step::Write(chunk(last)),
+            Step::Write(Bytes::from_static(LAST_CHUNK)),
+        ]
+    })
+    .await;
+    upstream
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_that_is_no_jsonrpc_message_or_answers_another_id_is_never_framed() {
+    for (last, reason) in [
+        (
+            &b"event: message\ndata: <html>502 Bad Gateway</html>\n\n"[..],
+            "not a JSON-RPC message",
+        ),
+        (
+            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}\n\n",
+            "answers id 99, not the request's 1",
+        ),
+    ] {
+        let upstream = upstream_ending_with(last).await;
+        let proxy = Proxy::start(
+            &format!("http://{upstream}/mcp"),
+            &["--dedupe", "off", "--frame-all", "compat"],
+        );
+        // A framing client (binary) and a stock client (compatible mapping): the notification,
+        // then ABORT code 1 (an invalid inner response), never the event as a message.
+        for (mapping, headers) in [
+            (Mapping::Binary, opt_in_headers(RequestKey::random(), true)),
+            (Mapping::Compat, reqwest::header::HeaderMap::new()),
+        ] {
+            let body = post_call(&proxy, headers, 1).await.bytes().await.unwrap();
+            let decoded = decode(mapping, &body);
+            assert_eq!(decoded.messages.len(), 1, "{mapping:?}: {decoded:?}");
+            let Err(BodyError::Decode(DecodeError::PeerAbort(abort))) = &decoded.end else {
+                panic!("{mapping:?}: {decoded:?}");
+            };
+            assert_eq!(abort.code, AbortCode::InternalError, "{mapping:?}");
+            assert!(
+                abort.reason.contains(reason),
+                "{mapping:?}: {}",
+                abort.reason
+            );
+            if mapping == Mapping::Compat {
+                // Nor does a stock client read it: the event is not sent.
+                let text =
+                    String::from_utf8_lossy(&crate::support::without_records(&body)).into_owned();
+                assert!(
+                    !text.contains("502 Bad Gateway") && !text.contains("\"id\":99"),
+                    "{text}"
+                );
+            }
+        }
     }
-    println!("{decoded:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

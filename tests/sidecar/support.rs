@@ -74,9 +74,18 @@ impl Proxy {
     /// Starts `mcp-frame proxy --upstream UPSTREAM --listen 127.0.0.1:0 ARGS...` and waits for
     /// its `listening on` line.
     pub(crate) fn start(upstream: &str, args: &[&str]) -> Self {
+        let mut all = vec!["--upstream", upstream];
+        all.extend_from_slice(args);
+        Self::spawn(&all, &[("MCP_FRAME_LISTEN", "127.0.0.1:0")])
+    }
+
+    /// Starts `mcp-frame proxy ARGS...` with the environment variables `env` and waits for its
+    /// `listening on` line.
+    pub(crate) fn spawn(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-frame"))
-            .args(["proxy", "--upstream", upstream, "--listen", "127.0.0.1:0"])
+            .arg("proxy")
             .args(args)
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -92,7 +101,10 @@ impl Proxy {
                 let Ok(line) = line else { break };
                 if let Some(at) = line.find("listening on http://") {
                     let rest = &line[at + "listening on http://".len()..];
-                    let addr = rest.split_whitespace().next().unwrap_or_default();
+                    let end = rest
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || ".:[]".contains(c)))
+                        .unwrap_or(rest.len());
+                    let addr = &rest[..end];
                     let _ = tx.send(addr.parse::<SocketAddr>().ok());
                 }
                 lines.lock().unwrap().push(line);
@@ -309,4 +321,22 @@ pub(crate) fn http() -> reqwest::Client {
         .pool_max_idle_per_host(0)
         .build()
         .unwrap()
+}
+
+/// POSTs `tools/call` (id `id`, tool `t`) to the proxy's `/mcp` with `headers`, as an MCP
+/// client does (it takes JSON or an event stream).
+pub(crate) async fn post_call(
+    proxy: &Proxy,
+    headers: reqwest::header::HeaderMap,
+    id: u64,
+) -> reqwest::Response {
+    http()
+        .post(proxy.url("/mcp"))
+        .headers(headers)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(tools_call(id, "t", serde_json::json!({})))
+        .send()
+        .await
+        .expect("the proxy answers")
 }

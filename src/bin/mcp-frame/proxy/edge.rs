@@ -107,7 +107,7 @@ impl Edge {
             return self.health.respond().await;
         }
         let response = match self.admit(&request) {
-            Err(refusal) => refusal,
+            Err(refusal) => *refusal,
             Ok(permit) => self.forward(peer, request, permit).await,
         };
         metrics::counter!(REQUESTS, "method" => method.to_string(),
@@ -120,16 +120,16 @@ impl Edge {
     fn admit<B>(
         &self,
         request: &Request<B>,
-    ) -> Result<OwnedSemaphorePermit, Response<ResponseBody>> {
+    ) -> Result<OwnedSemaphorePermit, Box<Response<ResponseBody>>> {
         let headers = request.headers();
         if !self.allowed_hosts.is_empty() {
             let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
             if !host.is_some_and(|host| host_allowed(host, &self.allowed_hosts)) {
-                return Err(reject(
+                return Err(Box::new(reject(
                     StatusCode::MISDIRECTED_REQUEST,
                     "host_not_allowed",
                     &format!("Host {:?} is not allowed", host.unwrap_or_default()),
-                ));
+                )));
             }
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
@@ -140,11 +140,11 @@ impl Edge {
                     .iter()
                     .any(|allowed| allowed.trim().eq_ignore_ascii_case(origin.trim()))
             {
-                return Err(reject(
+                return Err(Box::new(reject(
                     StatusCode::FORBIDDEN,
                     "origin_not_allowed",
                     &format!("Origin {origin:?} is not allowed"),
-                ));
+                )));
             }
         }
         let declared = headers
@@ -152,7 +152,7 @@ impl Edge {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
         if declared.is_some_and(|len| len > self.max_request_bytes as u64) {
-            return Err(reject(
+            return Err(Box::new(reject(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request_too_large",
                 &format!(
@@ -160,7 +160,7 @@ impl Edge {
                     declared.unwrap_or_default(),
                     self.max_request_bytes
                 ),
-            ));
+            )));
         }
         match self.limit.clone().try_acquire_owned() {
             Ok(permit) => Ok(permit),
@@ -173,7 +173,7 @@ impl Edge {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                Err(response)
+                Err(Box::new(response))
             }
         }
     }
