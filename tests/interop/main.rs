@@ -46,7 +46,9 @@ use std::time::{Duration, Instant};
 use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
 
 use servers::{Counter, FixtureServer, Sdk};
-use stock_support::{LINES, Report, SEED, expected_text, sha256_hex};
+use stock_support::{
+    LINES, Report, SEED, expected_text, run_python, run_rmcp_stock, run_typescript_sdk, sha256_hex,
+};
 
 pub(crate) use stock_support::framing_call_tool as call_tool;
 
@@ -69,6 +71,36 @@ fn every_server() -> (Arc<Counter>, Vec<FixtureServer>) {
 fn shared_servers() -> &'static (Arc<Counter>, Vec<FixtureServer>) {
     static SERVERS: OnceLock<(Arc<Counter>, Vec<FixtureServer>)> = OnceLock::new();
     SERVERS.get_or_init(every_server)
+}
+
+/// The four stock clients at once (the Python SDK's, the TypeScript SDK's v1 and v2 lines',
+/// rmcp's), each over every URL in turn: every result exact ([`assert_exact`]).
+fn every_stock_client_exact(urls: &[String], labels: &[String]) {
+    let cap = Duration::from_secs(120);
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let runs: Vec<(&str, Vec<Report>)> = std::thread::scope(|scope| {
+        let urls = &urls;
+        let python = scope.spawn(move || run_python(urls, None, cap));
+        let v1 = scope.spawn(move || run_typescript_sdk("v1", false, urls, None, cap));
+        let v2 = scope.spawn(move || run_typescript_sdk("v2", false, urls, None, cap));
+        let rmcp = scope.spawn(move || {
+            urls.iter()
+                .map(|url| run_rmcp_stock(url, None))
+                .collect::<Vec<_>>()
+        });
+        vec![
+            ("python", python.join().unwrap()),
+            ("typescript v1", v1.join().unwrap()),
+            ("typescript v2", v2.join().unwrap()),
+            ("rmcp", rmcp.join().unwrap()),
+        ]
+    });
+    for (client, reports) in &runs {
+        for (report, url) in reports.iter().zip(&urls) {
+            assert_eq!(report.url, *url, "{client}");
+        }
+        assert_exact(reports, labels);
+    }
 }
 
 /// Asserts that every report is the exact `generate_text {SEED, LINES}` result, with the

@@ -12,10 +12,10 @@ use mcp_framing::rmcp_http::FramingHttpClient;
 
 use crate::sidecar_support::Proxy;
 use crate::stock_support::{
-    LINES, Report, SEED, expected_text, framing_call, framing_stat as stat, python_driver,
-    run_python, run_rmcp_stock, run_typescript_sdk,
+    LINES, SEED, expected_text, framing_call, framing_stat as stat, python_driver,
+    run_typescript_sdk,
 };
-use crate::{assert_exact, shared_servers};
+use crate::{assert_exact, every_stock_client_exact, shared_servers};
 
 /// The two ways the sidecar runs in this module: its `--frame-all`.
 const FRAME_ALL: [&str; 2] = ["off", "compat"];
@@ -42,32 +42,7 @@ fn every_stock_client_gets_every_result_byte_for_byte_through_the_sidecar_with_a
     let sidecars = sidecars();
     let urls: Vec<String> = sidecars.iter().map(|(_, p)| p.url("/mcp")).collect();
     let labels: Vec<String> = sidecars.iter().map(|(l, _)| l.clone()).collect();
-    let cap = Duration::from_secs(120);
-    // The four clients at once, each over every sidecar in turn.
-    let url_list: Vec<&str> = urls.iter().map(String::as_str).collect();
-    let runs: Vec<(&str, Vec<Report>)> = thread::scope(|scope| {
-        let urls = &url_list;
-        let python = scope.spawn(move || run_python(urls, None, cap));
-        let v1 = scope.spawn(move || run_typescript_sdk("v1", false, urls, None, cap));
-        let v2 = scope.spawn(move || run_typescript_sdk("v2", false, urls, None, cap));
-        let rmcp = scope.spawn(move || {
-            urls.iter()
-                .map(|url| run_rmcp_stock(url, None))
-                .collect::<Vec<_>>()
-        });
-        vec![
-            ("python", python.join().unwrap()),
-            ("typescript v1", v1.join().unwrap()),
-            ("typescript v2", v2.join().unwrap()),
-            ("rmcp", rmcp.join().unwrap()),
-        ]
-    });
-    for (client, reports) in &runs {
-        for (report, url) in reports.iter().zip(&urls) {
-            assert_eq!(report.url, *url, "{client}");
-        }
-        assert_exact(reports, &labels);
-    }
+    every_stock_client_exact(&urls, &labels);
     for (label, proxy) in &sidecars {
         let log = proxy.log_text();
         assert!(
