@@ -1,6 +1,8 @@
-//! A slow tool whose client went away: the sidecar runs the upstream call to its end anyway
-//! (both official SDKs cancel a tool whose client disconnects), records the result, and the
-//! keyed retry, sent only once the tool has finished, gets it replayed: one execution.
+//! A slow tool whose client went away: the sidecar runs the upstream call to its end anyway,
+//! records the result, and the keyed retry, sent only once the tool has finished, gets it
+//! replayed: one execution. Without the sidecar, what happens depends on the SDK (checked too):
+//! the Python SDK and FastMCP cancel the tool when its client disconnects, the TypeScript SDKs'
+//! stateless transports (a 2025-11-25 request) let it run to its end, unrecorded.
 
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -62,6 +64,41 @@ impl EndpointResolver for RetryAfterCompletion {
     }
 }
 
+/// A raw `tools/call slow {key, ms}` to `url` (the 2025-11-25 revision, as the stock clients
+/// send it), its response read to the end, or (`leave`) dropped once the tool has started.
+async fn raw_slow(url: &str, key: &str, ms: u64, leave: Option<(Arc<Counter>, &str)>) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"key": key, "ms": ms},
+            "_meta": {"progressToken": 1}}});
+    let mut response = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&body)
+        .send()
+        .await
+        .expect("the server answers");
+    match leave {
+        Some((counter, label)) => {
+            let (key, label) = (key.to_owned(), label.to_owned());
+            tokio::task::spawn_blocking(move || {
+                wait_for_execution(&counter, "slow-start", &key, &label)
+            })
+            .await
+            .unwrap();
+            drop(response);
+        }
+        None => while response.chunk().await.expect("a whole body").is_some() {},
+    }
+}
+
+/// What each official SDK does with a tool whose client went away, without the sidecar (a
+/// 2025-11-25 request, stateless): whether the tool still completes. The Python SDK (and
+/// FastMCP over it) cancels the handler; the TypeScript SDKs' stateless transports let it run.
+fn completes_without_the_sidecar(sdk: Sdk) -> bool {
+    matches!(sdk, Sdk::TypeScriptV1 | Sdk::TypeScriptV2)
+}
+
 #[test]
 fn a_slow_tool_whose_client_went_away_is_completed_recorded_and_replayed_on_every_server() {
     let counter = Counter::new();
@@ -72,6 +109,26 @@ fn a_slow_tool_whose_client_went_away_is_completed_recorded_and_replayed_on_ever
             let counter = counter.clone();
             scope.spawn(move || {
                 let label = server.label();
+                // Without the sidecar: the client goes away once the tool has started; a second
+                // call of the same length, started after it, ends after it would have.
+                let direct = format!("direct-{:?}", server.sdk);
+                let after = format!("after-{:?}", server.sdk);
+                runtime().block_on(async {
+                    raw_slow(
+                        &server.url,
+                        &direct,
+                        SLOW_MS,
+                        Some((counter.clone(), &label)),
+                    )
+                    .await;
+                    raw_slow(&server.url, &after, SLOW_MS, None).await;
+                });
+                assert_eq!(counter.executions("slow", &after), 1, "{label}");
+                assert_eq!(
+                    counter.executions("slow", &direct) == 1,
+                    completes_without_the_sidecar(server.sdk),
+                    "{label}: a tool whose client went away, without the sidecar"
+                );
                 let sidecar = Proxy::start(&server.url, &[]);
                 // The client goes away before the first byte of the tool call's response.
                 let cut = Cut::new();
