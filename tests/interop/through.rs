@@ -113,21 +113,24 @@ fn every_framing_client_verifies_every_response_through_the_sidecar() {
                 );
             }
         });
-        // TypeScript: both SDK lines with `framingFetch`.
+        // TypeScript: both SDK lines with `framingFetch`, at once.
+        let (urls, labels) = (&urls, &labels);
         for sdk in ["v1", "v2"] {
-            let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
-            let reports = run_typescript_sdk(sdk, true, &urls, None, Duration::from_secs(120));
-            let labels: Vec<String> = labels
-                .iter()
-                .map(|l| format!("{sdk} wrapped, {l}"))
-                .collect();
-            assert_exact(&reports, &labels);
-            for (report, label) in reports.iter().zip(&labels) {
-                assert!(report.wrapped, "{label}");
-                assert_eq!(stat(report, "unverified"), 0, "{label}: {report:?}");
-                assert!(stat(report, "verified") >= 3, "{label}: {report:?}");
-                assert_eq!(stat(report, "errors"), 0, "{label}: {report:?}");
-            }
+            scope.spawn(move || {
+                let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+                let reports = run_typescript_sdk(sdk, true, &urls, None, Duration::from_secs(120));
+                let labels: Vec<String> = labels
+                    .iter()
+                    .map(|l| format!("{sdk} wrapped, {l}"))
+                    .collect();
+                assert_exact(&reports, &labels);
+                for (report, label) in reports.iter().zip(&labels) {
+                    assert!(report.wrapped, "{label}");
+                    assert_eq!(stat(report, "unverified"), 0, "{label}: {report:?}");
+                    assert!(stat(report, "verified") >= 3, "{label}: {report:?}");
+                    assert_eq!(stat(report, "errors"), 0, "{label}: {report:?}");
+                }
+            });
         }
         rust.join().unwrap();
         python.join().unwrap();
