@@ -90,6 +90,9 @@ pub(super) struct SsePassthrough<B: Body> {
     lf_to_come: bool,
     /// The compatible mapping's final event went out (the body ends once its line end is).
     finished: bool,
+    /// A keep-alive comment that ended with CR went out as a record (which ends with its own
+    /// LF): the LF of its CRLF, if it comes next, goes with the comment.
+    comment_cr: bool,
     /// The id the final response must answer (compatible mapping).
     request_id: Option<serde_json::Value>,
     done: bool,
@@ -159,6 +162,7 @@ impl<B: Body> SsePassthrough<B> {
             failed: None,
             lf_to_come: false,
             finished: false,
+            comment_cr: false,
             request_id: None,
             done: false,
         }
@@ -266,9 +270,11 @@ impl<B: Body> SsePassthrough<B> {
                 }
                 Some(Piece::Joined { content, end }) => self.line(content, data.slice(end..=end)),
                 Some(Piece::CrLf { at }) => {
-                    // The LF of a CRLF: it goes where its line went.
+                    // The LF of a CRLF: it goes where its line went (a comment's, into its
+                    // record).
                     let lf = data.slice(at..=at);
                     match self.block.last() {
+                        _ if std::mem::take(&mut self.comment_cr) => {}
                         None => self.send(lf),
                         Some(&(_, data)) => self.hold(lf, data),
                     }
@@ -305,6 +311,7 @@ impl<B: Body> SsePassthrough<B> {
 
     /// One complete line: its content and its terminator (LF or CR).
     fn line(&mut self, mut content: Bytes, end: Bytes) {
+        self.comment_cr = false;
         if std::mem::take(&mut self.at_start) && content.starts_with(BOM) {
             // A BOM stays first in the body, before the first record, where SSE skips it.
             let bom = content.split_to(BOM.len());
@@ -345,6 +352,7 @@ impl<B: Body> SsePassthrough<B> {
                     if let Err(err) = encoder.keep_alive(&mut self.building) {
                         self.give_up(Failure::Internal(err.to_string()));
                     }
+                    self.comment_cr = end.as_ref() == b"\r";
                 }
                 None => {
                     self.send(content);

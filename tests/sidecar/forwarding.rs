@@ -313,7 +313,7 @@ async fn a_shutdown_lets_the_call_in_flight_finish_and_exits_cleanly() {
     let addr = proxy.addr;
     let exit = tokio::task::spawn_blocking(move || {
         let status = proxy.terminate(Duration::from_secs(60));
-        (status, proxy.log_text())
+        (status, proxy.log_with("shutting down").join("\n"))
     });
     // The listener closes once the signal is handled: then the tool may finish.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

@@ -221,3 +221,30 @@ async fn framing_clients_verify_both_messages_for_every_line_ending_at_every_spl
         }
     }
 }
+
+#[tokio::test]
+async fn keep_alive_comments_become_records_whole_with_their_line_ending_at_every_split() {
+    // sse_starlette's pings (the Python SDK 1.x, FastMCP 3): a comment line and a blank line.
+    for (name, end) in [("LF", "\n"), ("CRLF", "\r\n"), ("CR", "\r")] {
+        let ping = format!(": ping - 2026-12-05 10:00:00.000000+00:00{end}{end}");
+        let progress = format!("event: message{end}data: {PROGRESS}{end}{end}");
+        let result = format!("event: message{end}data: {RESULT}{end}{end}");
+        let inner = format!("{ping}{progress}{ping}{result}");
+        // What a stock client reads: the events and the pings' blank lines, the comments turned
+        // into records (which it drops as it drops comments).
+        let stock = format!("{end}{progress}{end}{result}");
+        for cut in 0..=inner.len() {
+            let (_, body) = through_layer(Asker::Stock, split(inner.as_bytes(), &[cut])).await;
+            assert_eq!(
+                String::from_utf8(without_records(&body)).unwrap(),
+                stock,
+                "{name} cut at {cut}"
+            );
+            let decoded = decode(Mapping::Compat, &body);
+            assert_eq!(decoded.messages, [PROGRESS, RESULT], "{name} cut at {cut}");
+            decoded
+                .end
+                .unwrap_or_else(|err| panic!("{name} cut at {cut}: {err}"));
+        }
+    }
+}

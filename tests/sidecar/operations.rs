@@ -89,7 +89,7 @@ async fn json_logs_are_one_object_a_line() {
     );
     let refused = http().get(proxy.url("/mcp")).send().await.unwrap();
     assert_eq!(refused.status(), 421);
-    let lines = proxy.log.lock().unwrap().clone();
+    let lines = proxy.log_with("host_not_allowed");
     assert!(lines.len() >= 2, "{lines:?}");
     for line in &lines {
         let object: serde_json::Value =

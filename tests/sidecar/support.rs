@@ -99,6 +99,7 @@ impl Proxy {
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
+                lines.lock().unwrap().push(line.clone());
                 if let Some(at) = line.find("listening on http://") {
                     let rest = &line[at + "listening on http://".len()..];
                     let end = rest
@@ -107,7 +108,6 @@ impl Proxy {
                     let addr = &rest[..end];
                     let _ = tx.send(addr.parse::<SocketAddr>().ok());
                 }
-                lines.lock().unwrap().push(line);
             }
             let _ = tx.send(None);
         });
@@ -142,9 +142,21 @@ impl Proxy {
         None
     }
 
-    /// The log lines so far, joined.
-    pub(crate) fn log_text(&self) -> String {
-        self.log.lock().unwrap().join("\n")
+    /// The log lines once one holds `needle` (waited for, at most 30 s: the line is on its way
+    /// through a pipe).
+    pub(crate) fn log_with(&self, needle: &str) -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let lines = self.log.lock().unwrap().clone();
+            if lines.iter().any(|line| line.contains(needle)) {
+                return lines;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {needle:?} in {lines:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 

@@ -25,16 +25,14 @@ use tower_service::Service;
 use super::config::host_allowed;
 use super::health::Health;
 use super::upstream::{
-    BoxError, OutgoingBody, Oversize, RequestId, Upstream, error_response, remove_hop_by_hop,
+    BoxError, OutgoingBody, Oversize, RequestId, ResponseBody, Upstream, error_response,
+    remove_hop_by_hop,
 };
 
 /// The request body bytes read before the upstream call starts, so that an error answer can
 /// echo the request's JSON-RPC id: an MCP request is one JSON-RPC message, rarely this large.
 /// A larger body streams on after them.
 const PEEK: usize = 64 * 1024;
-
-/// The response body the sidecar sends.
-pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// The counter of requests answered, by `method` and `status`.
 pub(crate) const REQUESTS: &str = "mcp_framing.proxy.requests";

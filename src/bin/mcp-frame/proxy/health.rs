@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Full};
 use mcp_framing::dedupe::RedisStore;
 use serde_json::json;
 
-use super::edge::ResponseBody;
+use super::upstream::ResponseBody;
 
 /// The deduplication store, as the health endpoint checks it.
 #[derive(Clone)]

@@ -29,6 +29,9 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The request body the upstream client sends.
 pub(crate) type OutgoingBody = UnsyncBoxBody<Bytes, BoxError>;
 
+/// The response body the sidecar sends its clients.
+pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+
 /// The response body of [`Upstream`].
 pub(crate) type UpstreamBody = UnsyncBoxBody<Bytes, UpstreamBodyError>;
 
