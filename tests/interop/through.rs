@@ -44,7 +44,7 @@ fn every_stock_client_gets_every_result_byte_for_byte_through_the_sidecar_with_a
     let labels: Vec<String> = sidecars.iter().map(|(l, _)| l.clone()).collect();
     every_stock_client_exact(&urls, &labels);
     for (label, proxy) in &sidecars {
-        let log = proxy.log_text();
+        let log = proxy.log.lock().unwrap().join("\n");
         assert!(
             !log.contains(" WARN ") && !log.contains(" ERROR "),
             "{label}: the sidecar logged\n{log}"
