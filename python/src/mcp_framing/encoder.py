@@ -314,7 +314,8 @@ def check_event_data(message: bytes | memoryview) -> None:
         raise EncodeError("EmptyMessage", "an empty message cannot be carried by an SSE event")
     data = bytes(message) if isinstance(message, memoryview) else message
     try:
-        data.decode("utf-8")
+        if not data.isascii():  # ASCII is UTF-8: the decode (which builds a str) only for the rest
+            data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise EncodeError(
             "NotUtf8", f"message is not UTF-8 (valid up to byte {err.start}): an SSE event cannot carry it"
@@ -328,9 +329,17 @@ def check_event_data(message: bytes | memoryview) -> None:
 
 def message_event(message: bytes) -> bytes:
     """§18.4: the SSE event carrying `message`: one `data: ` line per LF-separated piece."""
+    return b"".join(_event_pieces(message))
+
+
+def _event_pieces(message: bytes) -> list[bytes]:
     if b"\n" not in message:
-        return b"data: " + message + b"\n\n"
-    return b"".join(b"data: " + line + b"\n" for line in message.split(b"\n")) + b"\n"
+        return [b"data: ", message, b"\n\n"]
+    pieces: list[bytes] = []
+    for line in message.split(b"\n"):
+        pieces += (b"data: ", line, b"\n")
+    pieces.append(b"\n")
+    return pieces
 
 
 class MappingEncoder:
@@ -382,7 +391,7 @@ class MappingEncoder:
             frames = enc.message_frames(message, payloads=False)
             if final:
                 frames.append(enc.end())
-            return record(b"".join(frames)) + message_event(message)
+            return b"".join([record(b"".join(frames)), *_event_pieces(message)])
         pieces = enc.message_frames(message)
         if final:
             pieces.append(enc.end())

@@ -55,7 +55,8 @@ class SseRelay:
         self.max_held = max_message + DEFAULT_COMPAT_EVENT_MARGIN
         self.done = False
         self._transparent = False  # unframed: after the final response, or given up
-        self._pending = b""  # the start of a line not ended yet
+        self._pending: list[bytes] = []  # the start of a line not ended yet
+        self._pending_len = 0
         self._cr = False  # the last line ended in CR: an LF first in the next chunk belongs to it
         self._at_start = True
         self._block: list[bytes] = []  # the raw lines of the event being read
@@ -116,29 +117,38 @@ class SseRelay:
                 elif self._dest == "out":
                     self._emit(b"\n")
                 chunk = chunk[1:]
-        data = self._pending + chunk if self._pending else chunk
+        # Only the new bytes are scanned for line ends; a line's start waits in `_pending`.
         at = 0
-        for match in _EOL.finditer(data):
-            end = match.end()
-            self._line(data[at : match.start()], data[match.start() : end])
-            at = end
+        for match in _EOL.finditer(chunk):
+            line = chunk[at : match.start()]
+            if self._pending:
+                line = b"".join([*self._pending, line])
+                self._pending = []
+                self._pending_len = 0
+            at = match.end()
+            self._line(line, chunk[match.start() : at])
             if self.done or self._transparent:
                 break
-        if self._transparent and not self.done:
-            self._emit(data[at:])
-            self._pending = b""
-            return self._take()
-        rest = data[at:]
         if self.done:
-            rest = b""
-        elif at and data[at - 1 : at] == b"\r":
+            self._pending = []
+            self._pending_len = 0
+            return self._take()
+        if self._transparent:
+            self._emit(b"".join([*self._pending, chunk[at:]]))
+            self._pending = []
+            self._pending_len = 0
+            return self._take()
+        if at and chunk[at - 1 : at] == b"\r":
             self._cr = True
-        self._pending = rest
-        if len(rest) + self._block_len > self.max_held:
-            self._give_up(*self._too_large(len(rest) + self._block_len, self.max_held))
+        if at < len(chunk):
+            self._pending.append(chunk[at:])
+            self._pending_len += len(chunk) - at
+        if self._pending_len + self._block_len > self.max_held:
+            self._give_up(*self._too_large(self._pending_len + self._block_len, self.max_held))
             if self._transparent:
-                self._emit(self._pending)
-                self._pending = b""
+                self._emit(b"".join(self._pending))
+                self._pending = []
+                self._pending_len = 0
         return self._take()
 
     def end(self) -> bytes:
@@ -150,8 +160,8 @@ class SseRelay:
         if self.encoder is not None:
             self._give_up(ABORT_INTERNAL_ERROR, ENDED_EARLY)
         else:
-            self._emit(b"".join(self._block) + self._pending)
-            self._pending = b""
+            self._emit(b"".join([*self._block, *self._pending]))
+            self._pending = []
         self.done = True
         return self._take()
 
@@ -251,7 +261,8 @@ class SseRelay:
             return
         try:
             if self.compat:
-                self._emit(self.encoder.message_record(message, final) + b"".join(block))
+                self._emit(self.encoder.message_record(message, final))
+                self._out += block
             else:
                 self._emit(self.encoder.message(message, final))
         except EncodeError as err:
