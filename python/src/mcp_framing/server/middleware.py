@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
@@ -21,7 +22,16 @@ from ..encoder import (
 )
 from ..limits import DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD
 from .declare import MAX_DISCOVERY_REQUEST, Contract, Declaration, discovery_method
-from .opt_in import OptIn, OptInError, accepts_event_stream, content_essence, header_values, response_headers
+from .dedupe import Deduplicator, Execution, KeyedCall, MalformedRequest, Refusal, parse_request, replay
+from .opt_in import (
+    OptIn,
+    OptInError,
+    accepts_event_stream,
+    content_essence,
+    header_values,
+    parse_request_key,
+    response_headers,
+)
 from .relay import JsonRelay, SseRelay
 
 __all__ = ["FramingMiddleware"]
@@ -78,6 +88,7 @@ class FramingMiddleware:
         frame_size: int = DEFAULT_FRAME_SIZE,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         frame_all_responses: Literal["compat"] | None = None,
+        dedupe: Deduplicator | None = None,
     ) -> None:
         if frame_all_responses not in (None, "compat"):
             raise ValueError('frame_all_responses is None or "compat" (the only mapping a client reads unasked)')
@@ -87,7 +98,11 @@ class FramingMiddleware:
         self.frame_size = frame_size
         self.max_message_size = max_message_size
         self.frame_all_responses = frame_all_responses
-        self.contract = Contract(max(frame_size, MIN_MAX_FRAME_PAYLOAD), max_message_size, frame_all_responses)
+        self.dedupe = dedupe
+        declared = None if dedupe is None else (dedupe.methods, dedupe.window_ms)
+        self.contract = Contract(
+            max(frame_size, MIN_MAX_FRAME_PAYLOAD), max_message_size, frame_all_responses, declared
+        )
 
     def encoder(self, opt_in: OptIn | None, mapping: str) -> MappingEncoder:
         """The encoder of one response: within the smaller of this middleware's limits and the
@@ -118,6 +133,9 @@ class FramingMiddleware:
             # The app must not compress what is to be framed: the frames go around its bytes.
             scope = dict(scope, headers=[(k, v) for k, v in headers if k.lower() != b"accept-encoding"])
         response = _Response(self, send, opt_in, unsolicited and accepts_event_stream(headers), unsolicited)
+        if self.dedupe is not None and scope.get("method") == "POST":
+            await _deduplicated(self, self.dedupe, scope, receive, send, response)
+            return
         try:
             await self.app(scope, response.receive_from(receive), response.send)  # type: ignore[arg-type]
         except BaseException as exc:
@@ -349,3 +367,176 @@ class _Response:
 def _framed(headers: list[tuple[bytes, bytes]], mapping: str) -> list[tuple[bytes, bytes]]:
     kept = [(k, v) for k, v in headers if k.lower() not in _FRAMING_HEADERS]
     return kept + response_headers(mapping)
+
+
+async def _plain(send: Send, status: int, text: str, content_type: bytes = b"text/plain; charset=utf-8") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type)]})
+    await send({"type": "http.response.body", "body": text.encode()})
+
+
+async def _answer(response: _Response, body: bytes, decision: str) -> None:
+    """A replay or a refusal, answered as the app would answer with JSON: framed afresh for a
+    client that opted in (SPEC.md §17.6, §17.10)."""
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"mcp-framing-dedupe", decision.encode()),
+    ]
+    await response.send({"type": "http.response.start", "status": 200, "headers": headers})
+    await response.send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _deduplicated(
+    layer: FramingMiddleware, dedup: Deduplicator, scope: Scope, receive: Receive, send: Send, response: _Response
+) -> None:
+    """A POST where the middleware deduplicates (SPEC.md §17.10): the body read (bounded) and
+    strictly, a keyed call claimed before the app sees it, executed independently of the client
+    connection and recorded, or replayed, or refused."""
+    headers = scope.get("headers") or []
+    declared = header_values(headers, b"content-length")
+    limit = dedup.max_request_bytes
+    if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
+        await _plain(send, 413, f"request body: larger than {limit} bytes")
+        return
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            await _plain(send, 413, f"request body: larger than {limit} bytes")
+            return
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    keys = header_values(headers, b"mcp-framing-request-key")
+    try:
+        header_key = parse_request_key(keys[0]) if keys else None
+    except OptInError as err:
+        await _plain(send, 400, str(err))
+        return
+    try:
+        request = parse_request(body)
+    except MalformedRequest as err:
+        error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {err}"}}
+        await _plain(send, 400, json.dumps(error), b"application/json")
+        return
+    call: KeyedCall | None = None
+    if isinstance(request, dict) and "id" in request and request.get("method") in dedup.methods:
+        try:
+            call = KeyedCall.from_request(request, dedup.principal(headers), header_key, dedup.covered_meta)
+        except MalformedRequest as err:
+            await _plain(send, 400, str(err))
+            return
+    replayed = False
+
+    async def replay_body() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        if call is None:
+            return await receive()  # an unprotected request sees the client go away as before
+        # A keyed call runs to its end whatever the client does (SPEC.md §17.10): it never
+        # hears of a disconnect; the app cancels this wait when it is done.
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    app_receive = response.receive_from(replay_body)
+    if call is None:
+        try:
+            await layer.app(scope, app_receive, response.send)  # type: ignore[arg-type]
+        except BaseException as exc:
+            await response.fail(exc)
+            raise
+        await response.fail(None)
+        return
+    try:
+        decision = await dedup.begin(call)
+    except Refusal as refusal:
+        await _answer(response, refusal.to_response(request["id"], call.request_key), refusal.reason)
+        return
+    if isinstance(decision, bytes):
+        await _answer(response, replay(decision, request["id"]), "replay")
+        return
+    task = asyncio.ensure_future(_execute(layer, decision, scope, app_receive, response))
+    await asyncio.shield(task)
+
+
+async def _execute(
+    layer: FramingMiddleware, execution: Execution, scope: Scope, receive: Receive, response: _Response
+) -> None:
+    """Runs a claimed call to its end, relays its response while the client listens, and records
+    its final response (or releases the claim for a 4xx, or lets it expire without one)."""
+    capture = _Capture(layer.max_message_size)
+    downstream = response.downstream
+
+    async def relay(message: Message) -> None:
+        if capture.client_gone:
+            return
+        try:
+            await downstream(message)
+        except Exception:
+            capture.client_gone = True  # the call goes on: its result is recorded for the retry
+
+    response.downstream = relay
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = dict(message, headers=[*(message.get("headers") or []), (b"mcp-framing-dedupe", b"execute")])
+        capture.see(message)
+        await response.send(message)
+
+    try:
+        await layer.app(scope, receive, send)  # type: ignore[arg-type]
+    except BaseException as exc:
+        execution.abandon()
+        await response.fail(exc)
+        raise
+    await response.fail(None)
+    if capture.status is not None and 400 <= capture.status < 500:
+        await execution.release()
+    elif capture.final is not None:
+        await execution.complete(capture.final)
+    else:
+        execution.abandon()
+
+
+class _Capture:
+    """What the app answered a claimed call: its status and its final JSON-RPC response."""
+
+    def __init__(self, max_message: int) -> None:
+        self.status: int | None = None
+        self.final: bytes | None = None
+        self.client_gone = False
+        self._json: list[bytes] | None = None
+        self._sse: SseRelay | None = None
+        self._max = max_message
+
+    def _found(self, message: bytes, final: bool) -> None:
+        if final and self.final is None:
+            self.final = message
+
+    def see(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            types = header_values(message.get("headers") or [], b"content-type")
+            essence = content_essence(types[0] if types else None)
+            if self.status == 200 and essence == "text/event-stream":
+                self._sse = SseRelay(None, self._max, None, self._found)
+            elif self.status == 200 and essence == "application/json":
+                self._json = []
+        elif message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            if self._sse is not None:
+                self._sse.feed(body)
+            elif self._json is not None:
+                self._json.append(body)
+                if not message.get("more_body", False):
+                    whole = b"".join(self._json)
+                    self._json = None
+                    self._found(whole, True)

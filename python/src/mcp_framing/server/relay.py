@@ -7,6 +7,7 @@ contract declared; `JsonRelay` reads a JSON body whole within the message limit.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ..encoder import ABORT_INTERNAL_ERROR, EncodeError, MappingEncoder, fit_reason
 from ..jsonrpc import response_head, top_level
@@ -47,8 +48,15 @@ class SseRelay:
     after it is not for this request; `end` is the inner body's end.
     """
 
-    def __init__(self, encoder: MappingEncoder | None, max_message: int, declare: Declaration | None = None) -> None:
+    def __init__(
+        self,
+        encoder: MappingEncoder | None,
+        max_message: int,
+        declare: Declaration | None = None,
+        on_message: Callable[[bytes, bool], None] | None = None,
+    ) -> None:
         self.encoder = encoder
+        self.on_message = on_message
         self.compat = encoder is not None and encoder.mapping == "compat"
         self.declare = declare
         self.max_message = max_message
@@ -246,6 +254,8 @@ class SseRelay:
             return
         message = data[0] if len(data) == 1 else b"\n".join(data)
         final = is_response(message)
+        if self.on_message is not None:
+            self.on_message(message, final)
         if final and self.declare is not None:
             declared = self.declare.apply_bytes(message)
             self.declare = None
