@@ -6,6 +6,7 @@ records. Needs `redis-server` (scripts/test installs it) and, for the cross-lang
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from mcp.server.mcpserver import MCPServer
 
 from mcp_framing import body_decoder
 from mcp_framing.server import Deduplicator, FramingMiddleware, MemoryStore, RedisStore
-from mcp_framing.server.dedupe import DEDUPE_DATA_KEY
+from mcp_framing.server.dedupe import DEDUPE_DATA_KEY, REQUEST_KEY_META
 from servers import serve
 from support import REPO
 
@@ -226,3 +227,49 @@ async def test_a_rust_server_and_a_python_server_on_one_redis_replay_each_others
     assert final(replayed_by_rust)["result"] == final(by_python)["result"]
     assert final(replayed_by_rust)["id"] == 4
     assert stats["executions"] == 1 and ledger.executions == 1
+
+
+@pytest.mark.anyio
+async def test_an_explicit_cancellation_still_reaches_the_handler_of_a_keyed_call() -> None:
+    cancelled = asyncio.Event()
+    started = asyncio.Event()
+    mcp = MCPServer("cancellable")
+
+    @mcp.tool()
+    async def wait_forever() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    # A session (stateful mode): the cancellation is a notification on the session (MCP 2025-*).
+    app = FramingMiddleware(mcp.streamable_http_app(), dedupe=Deduplicator(MemoryStore()))
+    async with serve(app) as url, httpx2.AsyncClient(timeout=30) as http:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        response = await http.post(url, json=init, headers=HEADERS)
+        session = dict(HEADERS, **{"mcp-session-id": response.headers["mcp-session-id"]})
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        params = {"name": "wait_forever", "arguments": {}, "_meta": {REQUEST_KEY_META: os.urandom(16).hex()}}
+        call = asyncio.ensure_future(
+            http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}, headers=session)
+        )
+        await started.wait()
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+        await http.post(url, json=cancel, headers=session)
+        await cancelled.wait()
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+    assert cancelled.is_set()

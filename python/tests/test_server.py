@@ -224,7 +224,7 @@ async def test_an_app_that_fails_or_ends_mid_stream_gives_an_abort_never_a_clean
         response = await http.post(url, json=call("echo", {"text": TEXT}), headers=opt_in(mapping, key))
     messages, verdict = decode(response, mapping, key)
     assert verdict.verdict == "aborted" and verdict.abort is not None
-    assert verdict.abort.code == 1
+    assert verdict.abort.code == 4  # upstream failed: sent again, it may succeed (SPEC.md §3.1)
     if then == "raise":
         assert "the tool's storage went away" in verdict.abort.reason
     assert len(messages) == 2  # the notification and the `{}` event before the failure
@@ -333,3 +333,15 @@ async def test_lifespan_and_other_scopes_pass_through() -> None:
 def test_frame_all_responses_takes_only_the_compatible_mapping() -> None:
     with pytest.raises(ValueError, match="compat"):
         FramingMiddleware(sdk_app(), frame_all_responses="sse")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_the_lf_of_the_final_events_crlf_split_from_it_still_reaches_the_client() -> None:
+    final = b'event: message\r\ndata: {"jsonrpc":"2.0","id":2,"result":{}}\r\n\r'
+    app = FramingMiddleware(raw_app([NOTE, final, b"\n"], "end"))
+    key = os.urandom(16)
+    async with serve(app) as url, httpx2.AsyncClient() as http:
+        response = await http.post(url, json=call("echo", {"text": TEXT}), headers=opt_in("compat", key))
+    assert response.content.endswith(b'"result":{}}\r\n\r\n')
+    messages, verdict = decode(response, "compat", key)
+    assert verdict.verdict == "clean" and len(messages) == 2

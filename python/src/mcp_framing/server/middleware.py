@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 
 from ..encoder import (
-    ABORT_CANCELLED,
     ABORT_INTERNAL_ERROR,
+    ABORT_UPSTREAM_FAILED,
     DEFAULT_FRAME_SIZE,
     EncodeError,
     MappingEncoder,
@@ -68,7 +68,7 @@ class FramingMiddleware:
       `text/event-stream`), which the contract declares (`alwaysFramed`, §18.8).
     - The contract (§11.1) is written into every `initialize` and `server/discover` result.
     - An app that raises, or whose body ends, before its final response: the stream ends with an
-      ABORT (code 1, internal error), never with a clean end; a message over the limits: ABORT
+      ABORT (code 4, upstream failed), never with a clean end; a message over the limits: ABORT
       code 5.
     - Error statuses, `202 Accepted`, other content types, websocket and lifespan scopes pass
       through unchanged. `Content-Length` is dropped from framed responses and recomputed for a
@@ -283,7 +283,8 @@ class _Response:
             out = self.sse.feed(body) if body else b""
             if not more:
                 out += self.sse.end()
-            await self._send(out, more and not self.sse.done)
+            ended = self.sse.done and not self.sse.awaiting_lf
+            await self._send(out, more and not ended)
             return
         relay = self.json
         assert relay is not None
@@ -352,7 +353,9 @@ class _Response:
             return
         if self.start is not None and self.mode in ("json", "declare-json") and exc is not None:
             return  # nothing sent yet: the server answers the exception (a 500)
-        code = ABORT_CANCELLED if isinstance(exc, asyncio.CancelledError) else ABORT_INTERNAL_ERROR
+        # The app failed (or was cancelled) before its final response: code 4, upstream failed
+        # (SPEC.md §3.1), as the Rust layer says of its inner service.
+        code = ABORT_UPSTREAM_FAILED
         if exc is None:
             reason = "the application returned before its response ended"
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..encoder import ABORT_INTERNAL_ERROR, EncodeError, MappingEncoder, fit_reason
+from ..encoder import ABORT_INTERNAL_ERROR, ABORT_UPSTREAM_FAILED, EncodeError, MappingEncoder, fit_reason
 from ..jsonrpc import response_head, top_level
 from ..limits import DEFAULT_COMPAT_EVENT_MARGIN
 from .declare import Declaration
@@ -62,6 +62,8 @@ class SseRelay:
         self.max_message = max_message
         self.max_held = max_message + DEFAULT_COMPAT_EVENT_MARGIN
         self.done = False
+        #: The final event's blank line ended in a CR at the end of a chunk: its LF is to come.
+        self.awaiting_lf = False
         self._transparent = False  # unframed: after the final response, or given up
         self._pending: list[bytes] = []  # the start of a line not ended yet
         self._pending_len = 0
@@ -112,6 +114,9 @@ class SseRelay:
     def feed(self, chunk: bytes) -> bytes:
         """One chunk of the inner body: the bytes to send now."""
         if self.done:
+            if self.awaiting_lf:
+                self.awaiting_lf = False
+                return b"\n" if chunk[:1] == b"\n" else b""
             return b""
         if self._transparent:
             return chunk
@@ -134,8 +139,11 @@ class SseRelay:
                 self._pending = []
                 self._pending_len = 0
             at = match.end()
-            self._line(line, chunk[match.start() : at])
+            ending = chunk[match.start() : at]
+            self._line(line, ending)
             if self.done or self._transparent:
+                if self.done and ending == b"\r" and at == len(chunk) and self._dest == "out":
+                    self.awaiting_lf = True  # the CRLF's LF goes with the final event
                 break
         if self.done:
             self._pending = []
@@ -166,7 +174,9 @@ class SseRelay:
             self.done = True
             return self._take()
         if self.encoder is not None:
-            self._give_up(ABORT_INTERNAL_ERROR, ENDED_EARLY)
+            # Cleanly or not, an end before the final response is a failure of the app (code 4,
+            # upstream failed, SPEC.md §3.1), never a clean end.
+            self._give_up(ABORT_UPSTREAM_FAILED, ENDED_EARLY)
         else:
             self._emit(b"".join([*self._block, *self._pending]))
             self._pending = []
