@@ -273,3 +273,88 @@ async def test_an_explicit_cancellation_still_reaches_the_handler_of_a_keyed_cal
         with contextlib.suppress(asyncio.CancelledError):
             await call
     assert cancelled.is_set()
+
+
+def cut_first_attempts(app: Any, cut_keys: set[str], offsets: list[int]) -> Any:
+    """Ends the body of a key's first `tools/call` response normally after the next offset's
+    bytes (a proxy's idle timeout), whichever server it reached; later attempts pass."""
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        key = dict(scope["headers"]).get(b"mcp-framing-request-key", b"").decode()
+        body = b""
+
+        async def peek() -> Any:
+            nonlocal body
+            message = await receive()
+            body += message.get("body", b"")
+            return message
+
+        state = {"left": None, "done": False}
+
+        async def cut(message: dict[str, Any]) -> None:
+            if state["done"]:
+                return
+            first = key and key not in cut_keys and b'"tools/call"' in body
+            if state["left"] is None and message["type"] == "http.response.start" and first:
+                cut_keys.add(key)
+                state["left"] = offsets.pop(0)
+            left = state["left"]
+            if left is not None and message["type"] == "http.response.body":
+                chunk = message.get("body", b"")
+                if len(chunk) >= left:
+                    state["done"] = True
+                    message = {"type": "http.response.body", "body": chunk[:left], "more_body": False}
+                else:
+                    state["left"] = left - len(chunk)
+            await send(message)
+
+        await app(scope, peek, cut)
+
+    return wrapped
+
+
+class Alternating:
+    """Every attempt to the next of two endpoints (a retry lands on the other server)."""
+
+    def __init__(self, endpoints: list[str]) -> None:
+        self.endpoints = endpoints
+        self.n = 0
+
+    async def resolve(self, url: str) -> Any:
+        from mcp_framing import Resolution
+
+        self.n += 1
+        return Resolution(self.endpoints[self.n % 2])
+
+
+@pytest.mark.anyio
+async def test_cut_keyed_calls_retried_across_two_servers_on_one_redis_execute_once_each(redis_client: Any) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp_framing import framing_http_client, framing_transport
+
+    a, b = Ledger(), Ledger()
+    cut_keys: set[str] = set()
+    offsets = [1 + 13 * i for i in range(24)]  # within the response: its record, its event
+    app_a = cut_first_attempts(a.app(Deduplicator(RedisStore(redis_client))), cut_keys, offsets)
+    app_b = cut_first_attempts(b.app(Deduplicator(RedisStore(redis_client))), cut_keys, offsets)
+    results = []
+    async with serve(app_a) as url_a, serve(app_b) as url_b:
+        resolver = Alternating([url_a, url_b])
+        async with (
+            framing_http_client(resolver=resolver) as http,
+            streamable_http_client(url_a, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            for i in range(24):
+                result = await session.call_tool("charge", {"account": f"acct-{i}", "amount": i})
+                results.append(result.content[0].text)  # type: ignore[union-attr]
+            stats = framing_transport(http).stats
+    assert results == [f"charged {i} to acct-{i}" for i in range(24)]
+    assert len(cut_keys) == 24  # every call was cut once
+    assert a.executions + b.executions == 24  # one execution per logical call
+    assert stats.retries == 24 and stats.incomplete == 24  # every cut seen, and retried once
