@@ -358,3 +358,37 @@ async def test_cut_keyed_calls_retried_across_two_servers_on_one_redis_execute_o
     assert len(cut_keys) == 24  # every call was cut once
     assert a.executions + b.executions == 24  # one execution per logical call
     assert stats.retries == 24 and stats.incomplete == 24  # every cut seen, and retried once
+
+
+class DownStore(MemoryStore):
+    """A store that cannot be reached."""
+
+    async def claim(self, *args: Any) -> list[Any]:
+        raise ConnectionError("connection refused")
+
+
+@pytest.mark.anyio
+async def test_a_store_that_cannot_be_reached_refuses_the_call_and_never_runs_it_unprotected() -> None:
+    ledger = Ledger()
+    async with serve(ledger.app(Deduplicator(DownStore()))) as url, httpx2.AsyncClient() as http:
+        response = await http.post(url, json=charge(os.urandom(16).hex(), 1), headers=HEADERS)
+    error = final(response)["error"]
+    assert error["code"] == -32084
+    assert error["data"][DEDUPE_DATA_KEY]["retryable"] is True
+    assert ledger.executions == 0
+
+
+@pytest.mark.anyio
+async def test_a_duplicate_that_outwaits_its_bound_is_refused_in_progress_and_the_call_runs_once() -> None:
+    ledger = Ledger()
+    ledger.gate = asyncio.Event()
+    key = os.urandom(16).hex()
+    async with serve(ledger.app(Deduplicator(MemoryStore(), wait=0.05))) as url, httpx2.AsyncClient() as http:
+        first = asyncio.ensure_future(http.post(url, json=charge(key, 1), headers=HEADERS))
+        await ledger.started.wait()
+        duplicate = await http.post(url, json=charge(key, 2), headers=HEADERS)
+        ledger.gate.set()
+        await first
+    error = final(duplicate)["error"]
+    assert (error["code"], error["data"][DEDUPE_DATA_KEY]["reason"]) == (-32081, "in_progress")
+    assert ledger.executions == 1
