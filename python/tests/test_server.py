@@ -24,6 +24,7 @@ from mcp_framing.server import Contract, FramingMiddleware
 from mcp_framing.server.declare import Declaration
 from servers import TEXT, fastmcp_app, sdk_app, serve
 
+KEY = bytes(range(1, 17))
 HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
 INIT = {
     "jsonrpc": "2.0",
@@ -345,3 +346,33 @@ async def test_the_lf_of_the_final_events_crlf_split_from_it_still_reaches_the_c
     assert response.content.endswith(b'"result":{}}\r\n\r\n')
     messages, verdict = decode(response, "compat", key)
     assert verdict.verdict == "clean" and len(messages) == 2
+
+
+@pytest.mark.parametrize("mapping", ["binary", "sse", "compat", None])
+def test_the_relay_writes_the_same_bytes_however_the_apps_body_is_split(mapping: str | None) -> None:
+    from mcp_framing.encoder import MappingEncoder, StreamEncoder
+    from mcp_framing.server.relay import SseRelay
+
+    body = (
+        b"\xef\xbb\xbfid: prime\r\ndata:\r\n\r\n: keep-alive\n\n"
+        + NOTE
+        + b'event: message\rdata: {"jsonrpc":"2.0",\rdata: "id":2,"result":{"t":"\xc3\xa9"}}\r\r'
+        + b"data: after the final response\n\n"
+    )
+
+    def relay() -> SseRelay:
+        encoder = None if mapping is None else MappingEncoder(mapping, StreamEncoder(KEY, bytes(range(16))))  # type: ignore[arg-type]
+        return SseRelay(encoder, 1 << 20)
+
+    whole = relay()
+    expected = whole.feed(body) + whole.end()
+    assert whole.done
+    for cut in range(len(body) + 1):
+        for second in (cut, min(len(body), cut + 3)):
+            r = relay()
+            out = r.feed(body[:cut]) + r.feed(body[cut:second]) + r.feed(body[second:]) + r.end()
+            assert out == expected, (cut, second)
+    if mapping is not None:
+        decoder = body_decoder(mapping, request_key=KEY)  # type: ignore[arg-type]
+        messages = decoder.feed(expected)
+        assert decoder.finish().verdict == "clean" and len(messages) == 2

@@ -6,8 +6,7 @@ contract declared; `JsonRelay` reads a JSON body whole within the message limit.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ..encoder import ABORT_INTERNAL_ERROR, ABORT_UPSTREAM_FAILED, EncodeError, MappingEncoder, fit_reason
 from ..jsonrpc import response_head, top_level
@@ -19,9 +18,30 @@ __all__ = ["ENDED_EARLY", "JsonRelay", "SseRelay", "is_response"]
 #: The ABORT reason when the inner body ends before its final response.
 ENDED_EARLY = "the upstream response stream ended before its final response"
 _BOM = "\ufeff".encode()
-_EOL = re.compile(rb"\r\n|\r|\n")
 #: §15: lines in a row that carry no data, past which the inner stream is given up.
 _MAX_LINES_WITHOUT_DATA = 4096
+
+
+def line_ends(chunk: bytes) -> Iterator[tuple[int, int]]:
+    """Where each line of `chunk` ends: (start, end) of each CRLF, CR or LF, in order (SSE's line
+    endings), found with `bytes.find` (a regular expression scans a large event byte by byte).
+
+    >>> list(line_ends(b"a\\r\\nb\\rc\\nd\\r"))
+    [(1, 3), (4, 5), (6, 7), (8, 9)]
+    """
+    n = len(chunk)
+    cr = chunk.find(b"\r")
+    lf = chunk.find(b"\n")
+    while cr >= 0 or lf >= 0:
+        if cr >= 0 and (lf < 0 or cr < lf):
+            end = cr + 2 if cr + 1 < n and chunk[cr + 1] == 0x0A else cr + 1
+            yield cr, end
+            if end == cr + 2:
+                lf = chunk.find(b"\n", end)
+            cr = chunk.find(b"\r", end)
+        else:
+            yield lf, lf + 1
+            lf = chunk.find(b"\n", lf + 1)
 
 
 def is_response(message: bytes) -> bool:
@@ -113,6 +133,8 @@ class SseRelay:
     # -- input
     def feed(self, chunk: bytes) -> bytes:
         """One chunk of the inner body: the bytes to send now."""
+        if not chunk:
+            return b""  # nothing, not even the end of a CR's wait for its LF
         if self.done:
             if self.awaiting_lf:
                 self.awaiting_lf = False
@@ -132,14 +154,14 @@ class SseRelay:
                 chunk = chunk[1:]
         # Only the new bytes are scanned for line ends; a line's start waits in `_pending`.
         at = 0
-        for match in _EOL.finditer(chunk):
-            line = chunk[at : match.start()]
+        for start, end in line_ends(chunk):
+            line = chunk[at:start]
             if self._pending:
                 line = b"".join([*self._pending, line])
                 self._pending = []
                 self._pending_len = 0
-            at = match.end()
-            ending = chunk[match.start() : at]
+            at = end
+            ending = chunk[start:end]
             self._line(line, ending)
             if self.done or self._transparent:
                 if self.done and ending == b"\r" and at == len(chunk) and self._dest == "out":
@@ -199,7 +221,8 @@ class SseRelay:
         if self._at_start:
             self._at_start = False
             if content.startswith(_BOM):
-                self._emit(_BOM)  # first in the body, before any record, where SSE skips it
+                if self.encoder is None or self.compat:
+                    self._emit(_BOM)  # first in the body, before any record, where SSE skips it
                 content = content[len(_BOM) :]
         self._dest = "block"
         if not content:
