@@ -14,6 +14,7 @@ touches a socket. It shares its frame constants with the decoder (`frames.py`).
 from __future__ import annotations
 
 import base64
+import codecs
 import hashlib
 import os
 import struct
@@ -313,18 +314,41 @@ def check_event_data(message: bytes | memoryview) -> None:
     if not message:
         raise EncodeError("EmptyMessage", "an empty message cannot be carried by an SSE event")
     data = bytes(message) if isinstance(message, memoryview) else message
-    try:
-        if not data.isascii():  # ASCII is UTF-8: the decode (which builds a str) only for the rest
-            data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise EncodeError(
-            "NotUtf8", f"message is not UTF-8 (valid up to byte {err.start}): an SSE event cannot carry it"
-        ) from None
+    if not data.isascii():  # ASCII is UTF-8
+        valid = _utf8_error(data)
+        if valid is not None:
+            raise EncodeError(
+                "NotUtf8", f"message is not UTF-8 (valid up to byte {valid}): an SSE event cannot carry it"
+            )
     at = data.find(b"\r")
     if at >= 0:
         raise EncodeError(
             "CarriageReturn", f"message contains a carriage return at byte {at}: an SSE event cannot carry it"
         )
+
+
+_UTF8_PIECE = 64 * 1024
+
+
+def _utf8_error(data: bytes) -> int | None:
+    """Where `data` stops being UTF-8 (None: it is UTF-8). Decoded a piece at a time (a str of
+    one piece, not of the whole message: no large allocation), ASCII pieces skipped.
+
+    >>> _utf8_error("é".encode() * 40_000), _utf8_error(b"ab\\xc3")
+    (None, 2)
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    view = memoryview(data)
+    for at in range(0, len(data), _UTF8_PIECE):
+        piece = view[at : at + _UTF8_PIECE]
+        pending = len(decoder.getstate()[0])
+        if not pending and data[at : at + _UTF8_PIECE].isascii():
+            continue
+        try:
+            decoder.decode(piece, final=at + _UTF8_PIECE >= len(data))
+        except UnicodeDecodeError as err:
+            return at - pending + err.start
+    return None
 
 
 def message_event(message: bytes) -> bytes:
