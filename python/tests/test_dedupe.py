@@ -392,3 +392,43 @@ async def test_a_duplicate_that_outwaits_its_bound_is_refused_in_progress_and_th
     error = final(duplicate)["error"]
     assert (error["code"], error["data"][DEDUPE_DATA_KEY]["reason"]) == (-32081, "in_progress")
     assert ledger.executions == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("policy", ["reexecute", "refuse"])
+async def test_an_expired_lease_is_taken_over_or_refused_as_outcome_unknown_by_policy(policy: str) -> None:
+    from mcp_framing.server import Refusal
+    from mcp_framing.server.dedupe import Execution, KeyedCall
+
+    now = [1000.0]
+    store = MemoryStore(clock=lambda: now[0])
+    dedup = Deduplicator(store, lease=30.0, on_expired_lease=policy)  # type: ignore[arg-type]
+    call = KeyedCall.from_request(charge(os.urandom(16).hex(), 1), None, None)
+    assert call is not None
+    first = await dedup.begin(call)
+    assert isinstance(first, Execution)
+    first.abandon()  # the holder stopped: no renewal, no completion
+    now[0] += 31  # past the lease
+    if policy == "reexecute":
+        second = await dedup.begin(call)
+        assert isinstance(second, Execution)
+        second.abandon()
+        assert (await store.claim(call.store_key, call.fingerprint, "x" * 32, 1, 1, True))[0] == "in_flight"
+        # the first holder's completion is fenced off
+        assert await first.complete(b'{"jsonrpc":"2.0","id":1,"result":{}}') == "lease_lost"
+    else:
+        with pytest.raises(Refusal) as refused:
+            await dedup.begin(call)
+        assert (refused.value.reason, refused.value.code) == ("outcome_unknown", -32083)
+
+
+def test_covered_meta_entries_are_part_of_the_fingerprint_and_the_rest_of_meta_is_not() -> None:
+    from mcp_framing.server.dedupe import fingerprint
+
+    base = {"name": "t", "arguments": {"a": 1}}
+    assert fingerprint(dict(base, _meta={"progressToken": 1})) == fingerprint(dict(base, _meta={"progressToken": 2}))
+    covered = ("tenant",)
+    one = fingerprint(dict(base, _meta={"tenant": "a", "progressToken": 1}), covered)
+    two = fingerprint(dict(base, _meta={"tenant": "b", "progressToken": 1}), covered)
+    assert one != two
+    assert fingerprint(dict(base, _meta={"progressToken": 1}), covered) == fingerprint(base)
