@@ -1,0 +1,133 @@
+"""Speed of the server side against the same run's baselines, as medians:
+
+- encoding: a 1 MiB JSON-RPC result written as one framed message with its STREAM_END
+  (`MappingEncoder.message(final=True)`), binary and compatible mappings, divided by the median of
+  `hashlib.sha256` + `zlib.crc32` of the same bytes. Goal: at most 1.3x.
+- a call: a FastMCP 4.1 `tools/call` with a 64 KiB result on loopback, through
+  `FramingMiddleware` (the request opted in, compatible and binary mappings) divided by the same
+  call to the same app without it. Goal: at most 1.15x. The servers run under uvicorn in their own
+  processes; the client posts the requests (httpx2, one connection kept) and reads each body
+  whole, alternating the servers call by call.
+
+    python python/bench_server.py [--rounds N] [--calls N] [--clock wall|cpu]
+
+ASCII and UTF-8 texts (the compatible mapping checks that an SSE event can carry the message).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import os
+import statistics
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE / "src"), str(HERE / "tests")]
+
+from bench import median, message  # noqa: E402
+
+from mcp_framing.encoder import MappingEncoder, StreamEncoder  # noqa: E402
+
+
+def encoding(rounds: int, clock) -> None:
+    for utf8 in (False, True):
+        body = message(utf8)
+        f = median(lambda body=body: (hashlib.sha256(body).digest(), zlib.crc32(body)), rounds, clock)
+        for mapping in ("binary", "compat"):
+
+            def encode(body=body, mapping=mapping) -> None:
+                MappingEncoder(mapping, StreamEncoder(os.urandom(16))).message(body, final=True)
+
+            e = median(encode, rounds, clock)
+            text = "utf-8" if utf8 else "ascii"
+            print(
+                f"encode 1 MiB {mapping:6} {text:5}: {e * 1e3:7.3f} ms, floor {f * 1e3:7.3f} ms, "
+                f"ratio {e / f:5.2f} (goal <= 1.3)"
+            )
+
+
+SERVER = """
+import sys
+sys.path[:0] = [sys.argv[1] + "/src", sys.argv[1] + "/tests"]
+import uvicorn
+from starlette.middleware import Middleware
+from servers import fastmcp_app
+from mcp_framing.server import FramingMiddleware
+middleware = [Middleware(FramingMiddleware)] if sys.argv[3] == "framed" else None
+uvicorn.run(fastmcp_app(middleware=middleware), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+"""
+
+
+async def calls(n: int) -> None:
+    import httpx2
+
+    from servers import free_port
+
+    ports = {"plain": free_port(), "framed": free_port()}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", SERVER, str(HERE), str(port), kind]) for kind, port in ports.items()
+    ]
+    try:
+        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+        key = os.urandom(16).hex()
+        framed = dict(headers, **{"mcp-framing": "1", "mcp-framing-request-key": key})
+        variants = {
+            "plain": (ports["plain"], headers),
+            "compat": (ports["framed"], dict(framed, **{"mcp-framing-mapping": "compat"})),
+            "binary": (ports["framed"], dict(framed, accept="application/vnd.mcp-framing, " + headers["accept"])),
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "big", "arguments": {"size": 64 * 1024}},
+        }
+        async with httpx2.AsyncClient(timeout=30) as http:
+            for port in ports.values():
+                for _ in range(300):  # until the server listens
+                    try:
+                        await http.get(f"http://127.0.0.1:{port}/")
+                        break
+                    except httpx2.TransportError:
+                        await asyncio.sleep(0.05)
+            times: dict[str, list[float]] = {name: [] for name in variants}
+            for i in range(n + 20):
+                for name, (port, h) in variants.items():
+                    start = time.perf_counter()
+                    response = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=h)
+                    await response.aread()
+                    elapsed = time.perf_counter() - start
+                    assert response.status_code == 200, response.status_code
+                    if i >= 20:  # warmed up
+                        times[name].append(elapsed)
+        base = statistics.median(times["plain"])
+        print(f"tools/call 64 KiB unframed: {base * 1e3:7.3f} ms (median of {n})")
+        for name in ("compat", "binary"):
+            t = statistics.median(times[name])
+            print(f"tools/call 64 KiB {name:6}  : {t * 1e3:7.3f} ms, ratio {t / base:5.2f} (goal <= 1.15)")
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=51)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    args = parser.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    encoding(args.rounds, clock)
+    asyncio.run(calls(args.calls))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
