@@ -119,18 +119,10 @@ macro_rules! below_the_api {
 }
 
 below_the_api! {
-    #[cfg(feature = "sse")]
-    mod body;
-    #[cfg(feature = "sse")]
-    mod body_encoder;
     mod retry;
     mod frame;
     mod jsonrpc;
     mod limits;
-    #[cfg(feature = "sse")]
-    mod sse;
-    #[cfg(feature = "sse")]
-    mod sse_compat;
 }
 
 #[cfg(feature = "client")]
@@ -157,8 +149,6 @@ pub mod request;
 pub mod rmcp_http;
 pub mod telemetry;
 
-#[cfg(feature = "sse")]
-pub use body::{BodyDecoder, BodyError};
 #[cfg(feature = "codec")]
 pub use codec::CodecError;
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};
@@ -168,6 +158,8 @@ pub use event::{Event, MessageSummary, StreamSummary, UnverifiedChunk, VerifiedM
 pub use frame::{Abort, AbortCode, FrameKind, StreamHead};
 pub use ids::{AttemptId, KeyFingerprint, ParseIdError, RequestKey};
 pub use limits::Limits;
+#[cfg(feature = "sse")]
+pub use mapping::decoder::{BodyDecoder, BodyError};
 pub use outgoing::Outgoing;
 
 /// The frame layer, the SSE parsers and the per-mapping codecs below the public API: what only the
@@ -285,19 +277,19 @@ pub mod internals {
     /// its error (what `FramedBody`, `FramingLayer` and `mcp-frame encode` write with).
     #[cfg(feature = "sse")]
     pub mod body {
-        pub use crate::body::MappingDecoder;
-        pub use crate::body_encoder::MappingEncoder;
-        pub use crate::sse_compat::CompatEncodeError;
+        pub use crate::mapping::compat::CompatEncodeError;
+        pub use crate::mapping::decoder::MappingDecoder;
+        pub use crate::mapping::encoder::MappingEncoder;
     }
     /// The base64 SSE mapping (SPEC.md §15): its parser, decoder and encoder.
     #[cfg(feature = "sse")]
     pub mod sse {
-        pub use crate::sse::*;
+        pub use crate::mapping::sse::*;
     }
     /// The compatible SSE mapping (SPEC.md §18): its decoder and encoder.
     #[cfg(feature = "sse")]
     pub mod sse_compat {
-        pub use crate::sse_compat::*;
+        pub use crate::mapping::compat::*;
     }
 }
 

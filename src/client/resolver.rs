@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::contract::ServerDiscovery;
 use crate::mapping::Mapping;
-use crate::sse::SseParser;
+use crate::mapping::sse::SseParser;
 
 /// A boxed `Send` future, as [`EndpointResolver::resolve`] returns.
 pub type ResolveFuture<'a> =
@@ -283,7 +283,7 @@ fn discover_event(body: &[u8]) -> Result<Vec<u8>, String> {
     events
         .into_iter()
         .find(|event| {
-            crate::sse::is_message_event(event.event.as_deref())
+            crate::mapping::sse::is_message_event(event.event.as_deref())
                 && crate::jsonrpc::is_response(&event.data)
         })
         .map(|event| event.data.into_bytes())

@@ -9,12 +9,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_core::Stream;
 
-use super::Mapping;
-use crate::body::{BodyDecoder, BodyError};
 use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::{Event, StreamSummary, VerifiedMessage};
+use crate::mapping::Mapping;
 use crate::mapping::MappingViolation;
+use crate::mapping::decoder::{BodyDecoder, BodyError};
 use crate::outcome::Outcome;
 
 /// Default idle timeout of a [`VerifiedResponse`]: the longest time between two frames (or from

@@ -3,14 +3,13 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use super::{
-    LIMITS_HEADER, MAPPING_HEADER, Mapping, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN,
-};
+use super::{LIMITS_HEADER, MAPPING_HEADER, OPT_IN_HEADER, REQUEST_KEY_HEADER, VERSION_TOKEN};
 use crate::decoder::StreamDecoder;
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::event::StreamHead;
 use crate::ids::RequestKey;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
+use crate::mapping::Mapping;
 
 /// A malformed opt-in.
 ///

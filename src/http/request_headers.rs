@@ -70,7 +70,7 @@ fn header_text(value: &str) -> String {
         return value.to_owned();
     }
     let mut text = BytesMut::from(&b"=?base64?"[..]);
-    crate::sse::put_base64(value.as_bytes(), &mut text);
+    crate::mapping::sse::put_base64(value.as_bytes(), &mut text);
     text.extend_from_slice(b"?=");
     String::from_utf8(text.to_vec()).expect("base64 is ASCII")
 }

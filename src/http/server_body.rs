@@ -8,12 +8,12 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 
-use super::Mapping;
-use crate::body_encoder::{MappingEncoder, fit_reason};
 use crate::encoder::StreamEncoder;
 use crate::event::{Abort, AbortCode};
+use crate::mapping::Mapping;
+use crate::mapping::compat::CompatEncodeError;
+use crate::mapping::encoder::{MappingEncoder, fit_reason};
 use crate::outgoing::Outgoing;
-use crate::sse_compat::CompatEncodeError;
 
 /// The frames a [`FramedBody`] gathers from several ready items before it hands them out.
 const CHUNK_TARGET: usize = 64 * 1024;

@@ -12,13 +12,13 @@ use futures_core::Stream;
 use http_body::Body;
 
 use super::declare::{Declaration, unframeable};
-use crate::body_encoder::MappingEncoder;
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::AbortCode;
 use crate::jsonrpc::message_text;
 use crate::mapping::Mapping;
-use crate::sse::{LineSplitter, Piece, SseEvent, SseParser, is_message_event};
+use crate::mapping::encoder::MappingEncoder;
+use crate::mapping::sse::{LineSplitter, Piece, SseEvent, SseParser, is_message_event};
 
 /// Inner lines at least this long go out as they came (slices of the inner chunk, no copy);
 /// shorter ones are copied into the piece being built, with the record before them, so that a
@@ -464,7 +464,7 @@ fn with_data(block: Vec<(Bytes, bool)>, data: &str) -> Vec<(Bytes, bool)> {
 /// The value of a `data` line (without its end); `None` for a line of another field or a
 /// comment.
 fn data_value(line: &[u8]) -> Option<&[u8]> {
-    match crate::sse::field(line) {
+    match crate::mapping::sse::field(line) {
         (b"data", value) => Some(value),
         _ => None,
     }

@@ -21,13 +21,13 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use super::compat_body::SsePassthrough;
 use super::declare::{Declaration, RequestBody, unframeable};
-use crate::body_encoder::{MappingEncoder, too_large};
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
 use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
+use crate::mapping::encoder::{MappingEncoder, too_large};
 use crate::outgoing::Outgoing;
 use crate::{
     http::{FramedBody, OptIn, response_headers, server_body::abort_for},
@@ -35,7 +35,7 @@ use crate::{
 };
 use crate::{
     mapping::SseError,
-    sse::{RawItem, SseParser, is_message_event},
+    mapping::sse::{RawItem, SseParser, is_message_event},
 };
 use serde_json::Value;
 
@@ -803,7 +803,7 @@ async fn compat_response<B: InnerBody>(
 /// Why a JSON answer was not written in the compatible mapping.
 enum Refusal {
     /// The encoder refused it (over the limit, or an event cannot carry it unchanged).
-    Encode(crate::sse_compat::CompatEncodeError),
+    Encode(crate::mapping::compat::CompatEncodeError),
     /// The inner body failed.
     Upstream(String),
     /// It is no JSON-RPC message, or answers another request.

@@ -12,7 +12,7 @@ use super::error::FramingClientError;
 use crate::jsonrpc::is_response;
 use crate::{
     mapping::SseError,
-    sse::{SseEvent, SseParser, is_message_event},
+    mapping::sse::{SseEvent, SseParser, is_message_event},
 };
 
 /// The state of one GET stream.

@@ -10,7 +10,7 @@ use super::body::{BoxError, ChannelBody, DedupeBody, DedupeBodyError, box_body, 
 use crate::dedupe::ExecutionGuard;
 use crate::jsonrpc::is_response;
 use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
-use crate::sse::{SseEvent, SseParser, is_message_event};
+use crate::mapping::sse::{SseEvent, SseParser, is_message_event};
 
 /// Frames relayed from the capture task to the client; a few, so that a slow client slows the
 /// relay but a gone one does not stop the capture.

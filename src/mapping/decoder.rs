@@ -11,10 +11,10 @@ use crate::decoder::StreamDecoder;
 use crate::error::{DecodeError, Progress};
 use crate::event::Event;
 use crate::limits::{Limits, compat_event_data_limit, event_data_limit};
+use crate::mapping::compat::CompatDecoder;
+use crate::mapping::sse::SseFrameDecoder;
 use crate::mapping::{CompatError, Mapping, MappingViolation, SseError};
 use crate::outcome::Outcome;
-use crate::sse::SseFrameDecoder;
-use crate::sse_compat::CompatDecoder;
 
 /// Why a framed body is not a complete stream: the frame decoder's verdict or the mapping's.
 ///

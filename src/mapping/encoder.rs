@@ -1,5 +1,5 @@
 //! A framed body in any mapping, encoded sans-I/O (server side): the counterpart of
-//! [`MappingDecoder`](crate::body::MappingDecoder) (SPEC.md §15, §16, §18).
+//! [`MappingDecoder`](crate::mapping::decoder::MappingDecoder) (SPEC.md §15, §16, §18).
 //!
 //! [`MappingEncoder`] is the one place that decides how a mapping writes a message, turns a
 //! message over the limit into an ABORT of code 5 (§3.1) and cuts an ABORT reason to what its
@@ -15,8 +15,8 @@ use crate::error::EncodeError;
 use crate::frame::{Abort, AbortCode, StreamHead};
 use crate::limits::MAX_ABORT_REASON_LEN;
 use crate::mapping::Mapping;
-use crate::sse::SseFrameEncoder;
-use crate::sse_compat::{CompatEncodeError, CompatEncoder};
+use crate::mapping::compat::{CompatEncodeError, CompatEncoder};
+use crate::mapping::sse::SseFrameEncoder;
 
 /// Writes one framed response body in a [`Mapping`] (server side): the frames of a
 /// [`StreamEncoder`] as the body itself (binary, SPEC.md §16), as base64 `mcp-frame` events

@@ -2,6 +2,26 @@
 //! break them: the vocabulary the HTTP adapters, the SSE decoders and the CLI share. Pure data,
 //! no I/O and no optional dependency, so that an [`Outcome`](crate::outcome::Outcome) can name a mapping
 //! violation whatever features are enabled.
+//!
+//! Below this vocabulary (feature `sse`, outside the public API but for
+//! [`BodyDecoder`](crate::BodyDecoder)), each mapping's sans-I/O halves side by side: `sse`
+//! (SPEC.md §15: its event parser, base64, decoder and encoder) and `compat` (SPEC.md §18: its
+//! record spelling, decoder and encoder); the binary mapping (§16) is the frames themselves.
+//! Above them, a body in any mapping: `decoder` (body bytes to decoder events) and `encoder`
+//! (messages to body bytes).
+
+// Each mapping's codecs and the body-level pair, reached from outside through the crate root's
+// `BodyDecoder` and `internals`.
+below_the_api! {
+    #[cfg(feature = "sse")]
+    pub(crate) mod compat;
+    #[cfg(feature = "sse")]
+    pub(crate) mod decoder;
+    #[cfg(feature = "sse")]
+    pub(crate) mod encoder;
+    #[cfg(feature = "sse")]
+    pub(crate) mod sse;
+}
 
 /// Media type of the binary mapping (SPEC.md §16).
 // Hidden: a wire name the CLI, the tests and the fuzz targets spell; users name a mapping by `Mapping` (`content_type()`, `name()`).
@@ -198,7 +218,7 @@ impl std::fmt::Display for NotFramedText<'_> {
     }
 }
 
-/// Errors of the SSE mapping (SPEC.md §15), as [`SseFrameDecoder`](crate::sse::SseFrameDecoder)
+/// Errors of the SSE mapping (SPEC.md §15), as [`SseFrameDecoder`](sse::SseFrameDecoder)
 /// reports them (feature `sse`).
 ///
 /// # Examples

@@ -8,8 +8,8 @@ use bytes::{Bytes, BytesMut};
 use crate::decoder::Prehashed;
 use crate::frame::{FrameHeader, FrameKind, HEADER_LEN};
 use crate::limits::DEFAULT_MAX_COMPAT_EVENT_DATA as DEFAULT_MAX_EVENT_DATA;
+use crate::mapping::sse::{FirstError, RawItem, SseParser, is_message_event, put_base64_decoded};
 use crate::mapping::{CompatError, SseError};
-use crate::sse::{FirstError, RawItem, SseParser, is_message_event, put_base64_decoded};
 
 use super::record::{RECORD_MARK, RECORD_PREFIX};
 
@@ -673,7 +673,7 @@ mod tests {
     use super::*;
     use crate::encoder::StreamEncoder;
     use crate::frame::{FrameHeader, StreamHead};
-    use crate::sse_compat::CompatEncoder;
+    use crate::mapping::compat::CompatEncoder;
 
     /// A body of two messages (one over several DATA frames) with a notification before them.
     fn body() -> (BytesMut, Vec<Vec<u8>>) {

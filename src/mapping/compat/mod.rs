@@ -1,7 +1,7 @@
 //! The compatible SSE mapping (SPEC.md §18): every JSON-RPC message stays a standard MCP
 //! `message` event, the frames ride alongside in SSE comment lines.
 //!
-//! The SSE mapping of §15 ([`crate::sse`]) wraps every frame in base64 inside `mcp-frame`
+//! The SSE mapping of §15 ([`super::sse`]) wraps every frame in base64 inside `mcp-frame`
 //! events: only a client that opted in can read it. In this mapping a stock MCP client (the
 //! Python or TypeScript SDK, rmcp, a gateway) sees an ordinary MCP stream, because every SSE
 //! parser drops comment lines silently, while a framing client rebuilds from the comments and the

@@ -7,7 +7,7 @@ use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::MessageSummary;
 use crate::frame::AbortCode;
-use crate::sse::put_base64;
+use crate::mapping::sse::put_base64;
 
 use super::record::{RECORD_OVERHEAD, RECORD_PREFIX};
 

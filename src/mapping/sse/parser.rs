@@ -606,7 +606,7 @@ impl SseParser {
 
     /// The start of a line whose end has not arrived, as it came (empty if none): for a caller
     /// that works on a long line while it arrives (the compatible mapping's data line, hashed
-    /// as it comes, [`CompatDecoder`](crate::sse_compat::CompatDecoder)).
+    /// as it comes, [`CompatDecoder`](crate::mapping::compat::CompatDecoder)).
     pub(crate) fn pending_line(&self) -> &[u8] {
         self.lines.pending_line()
     }
