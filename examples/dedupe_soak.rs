@@ -17,9 +17,9 @@
 //! `RedisStore`, spawned by the driver). It exits with status 1 when a call executed other than
 //! once without a cause the run knows of (a backend killed while it ran the call), or failed.
 
-#[path = "../tests/cut_support/mod.rs"]
+#[path = "../tests/support/cut_support.rs"]
 mod cut_support;
-#[path = "../tests/dedupe_support/mod.rs"]
+#[path = "../tests/support/dedupe_support/mod.rs"]
 mod dedupe_support;
 
 use std::collections::{BTreeMap, HashMap};

@@ -48,10 +48,10 @@ use rmcp::{RoleClient, RoleServer, ServiceExt, tool, tool_router};
 use serde_json::Value;
 use tower_layer::Layer;
 
-#[path = "example_support/mod.rs"]
-mod example_support;
-#[path = "stock_support/mod.rs"]
-mod stock_support;
+#[path = "support/mod.rs"]
+mod support;
+use crate::support::example_support;
+use crate::support::stock_support;
 use example_support::{Example, repo, rmcp_server, runtime};
 use stock_support::{
     LINES, Report, SEED, assert_exact, expected_text, framing_call, run_python, run_rmcp_stock,
