@@ -1,5 +1,5 @@
 //! The deduplication engine over the embedded `MemoryStore` (SPEC.md §17), through the public
-//! API; `tests/dedupe_redis.rs` runs the same scenarios against a real Redis.
+//! API; `tests/dedupe/dedupe_redis.rs` runs the same scenarios against a real Redis.
 
 use crate::support::dedupe_support;
 

@@ -1,7 +1,7 @@
 //! The official Python SDK's stock `ClientSession` with the Python package's wrapper
 //! (`mcp_framing.framing_http_client`, python/), against real servers: the rmcp example server
 //! (`examples/rmcp_server.rs`) behind `FramingLayer` through a proxy that ends `tools/call`
-//! bodies normally at many offsets (`tests/rmcp_support/cut.rs`), and the fleet example (two
+//! bodies normally at many offsets (`tests/support/cut.rs`), and the fleet example (two
 //! backend processes sharing one real Redis, `examples/fleet.rs`) with keyed retries on.
 //!
 //! The SDK and the package run from what `scripts/stock-clients` installs (the pinned SDK and
@@ -63,7 +63,7 @@ fn driver(args: &[&str]) -> Run {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The servers, and a proxy in front of each (`tests/rmcp_support/cut.rs`).
+// The servers, and a proxy in front of each (`tests/support/cut.rs`).
 
 /// A proxy in front of `upstream` that cuts what `cut` says; its URL.
 fn proxy(upstream: &str, cut: Arc<Cut>) -> String {

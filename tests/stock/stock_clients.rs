@@ -11,14 +11,15 @@
 //! typescript/ package's `framingFetch` (every result verified, every cut an immediate error,
 //! keyed retries across the fleet example running each tool call once).
 //!
-//! The clients run from `tests/stock_support` (the Python and TypeScript ones as subprocesses
-//! from what `scripts/stock-clients` installs; `bash scripts/test` runs it first); the tests
-//! fail, not skip, when it is missing. The servers are the built examples
-//! (`tests/example_support`), the rmcp one started once per server mode: adding a mode is one
-//! entry in [`SERVER_MODES`].
+//! The clients run from `tests/support/stock_support.rs` (the Python and TypeScript ones as
+//! subprocesses from what `scripts/stock-clients` installs; `bash scripts/test` runs it first); the
+//! tests fail, not skip, when it is missing. The servers are the built examples
+//! (`tests/support/example_support.rs`), the rmcp one started once per server mode: adding a mode
+//! is one entry in [`SERVER_MODES`].
 //!
-//! `cargo test --all-features --test stock stock_clients:: -- --ignored --nocapture` prints the cut table
-//! measured with every SDK's default timeouts (it takes minutes: some clients hang until them).
+//! `cargo test --all-features --test stock stock_clients:: -- --ignored --nocapture` prints the cut
+//! table measured with every SDK's default timeouts (it takes minutes: some clients hang until
+//! them).
 
 use crate::support::cut;
 use crate::support::dedupe_support;
@@ -69,7 +70,7 @@ fn servers(modes: &[&str]) -> Vec<(String, bool, Example)> {
 // A proxy that ends the `tools/call` response body normally after `cut` bytes.
 
 /// A proxy in front of `upstream` that ends every `tools/call` response body normally after
-/// `cut` bytes (`tests/rmcp_support/cut.rs`; `usize::MAX`: never): a proxy's idle timeout or a
+/// `cut` bytes (`tests/support/cut.rs`; `usize::MAX`: never): a proxy's idle timeout or a
 /// backend scaled in, as the client sees it.
 struct Proxy {
     url: String,

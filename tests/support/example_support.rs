@@ -1,7 +1,7 @@
 //! Shared by the tests that run the repository's examples as real server processes
-//! (`tests/stock_clients.rs`, `tests/python_client.rs`, `tests/proxies.rs`): the examples built
-//! with the features of the test binary, a running example killed on drop, and the two examples
-//! those tests start ([`rmcp_server`] in a server mode, a [`fleet_backend`]).
+//! (`tests/stock/stock_clients.rs`, `tests/stock/python_client.rs`, `tests/proxies.rs`): the
+//! examples built with the features of the test binary, a running example killed on drop, and the
+//! two examples those tests start ([`rmcp_server`] in a server mode, a [`fleet_backend`]).
 #![allow(dead_code, unreachable_pub)] // each test binary uses part of it
 
 use std::io::{BufRead, BufReader};
@@ -38,6 +38,7 @@ pub fn example_binary(name: &str) -> PathBuf {
         return path.clone();
     }
     let features: Vec<&str> = [
+        ("default", cfg!(feature = "default")),
         ("codec", cfg!(feature = "codec")),
         ("sse", cfg!(feature = "sse")),
         ("http", cfg!(feature = "http")),

@@ -1,4 +1,4 @@
-//! The rmcp tool server shared by `tests/http_rmcp.rs` and the `rmcp_server` / `rmcp_client`
+//! The rmcp tool server shared by `tests/http/http_rmcp.rs` and the `rmcp_server` / `rmcp_client`
 //! examples: a real tool whose arguments and result span many frames.
 // Each includer uses a part of it (the client example needs only `document`).
 #![allow(dead_code)]

@@ -1,10 +1,10 @@
-//! The stock MCP clients, as `tests/stock_clients.rs`, `tests/proxies.rs` and
-//! `tests/python_client.rs` run them: the Python and TypeScript SDK clients
+//! The stock MCP clients, as `tests/stock/stock_clients.rs`, `tests/proxies.rs` and
+//! `tests/stock/python_client.rs` run them: the Python and TypeScript SDK clients
 //! (`tests/stock_clients/client.py`, `client.mjs`, from what `scripts/stock-clients` installs;
 //! the TypeScript ones also wrapped with the typescript/ package's `framingFetch`) and rmcp's own
 //! client, each reporting one [`Report`] per URL, and the framing client (`FramingHttpClient`)
-//! with its verdict. The servers they talk to are the examples of `tests/example_support`, which
-//! every includer declares as the module `example_support`.
+//! with its verdict. The servers they talk to are the examples of
+//! `tests/support/example_support.rs` (`crate::support::example_support`).
 // Each includer uses a part of it.
 #![allow(dead_code)]
 
