@@ -22,7 +22,7 @@
 //! changes while the bench runs, these ratios hold where criterion's one-after-the-other medians
 //! do not. `scripts/bench-dedupe` runs it and prints both.
 
-#[path = "../tests/dedupe_support/mod.rs"]
+#[path = "../tests/support/dedupe_support/mod.rs"]
 mod dedupe_support;
 
 use std::future::Future;

@@ -20,9 +20,9 @@
 
 mod help;
 
-#[path = "../tests/cut_support/mod.rs"]
+#[path = "../tests/support/cut_support.rs"]
 mod cut_support;
-#[path = "../tests/dedupe_support/mod.rs"]
+#[path = "../tests/support/dedupe_support/mod.rs"]
 mod dedupe_support;
 
 use std::collections::{BTreeMap, HashMap};

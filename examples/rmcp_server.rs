@@ -7,7 +7,7 @@
 //! Run: `cargo run --features rmcp,demo --example rmcp_server -- [OPTIONS]`, then in another
 //! terminal `cargo run --features rmcp,demo --example rmcp_client [URL]`, or any stock MCP client
 //! (the tests run the official Python and TypeScript SDK clients against it:
-//! `tests/stock_clients.rs`).
+//! `tests/stock/stock_clients.rs`).
 //!
 //! Options:
 //! - `--addr ADDR`: where to listen (default `127.0.0.1:8931`; port 0 picks a free port). The

@@ -1082,7 +1082,7 @@ fn regime_fields(verdict: &Value) -> Value {
 }
 
 #[cfg(all(feature = "rmcp", feature = "demo"))]
-#[path = "example_support/mod.rs"]
+#[path = "support/example_support.rs"]
 mod example_support;
 
 /// Each example of `Cargo.toml` (and `examples/*.rs` without an entry) with its required features.

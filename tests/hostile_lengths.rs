@@ -7,6 +7,7 @@
 //! its budget above what was allocated when it started (an allocation past it fails and aborts
 //! the test binary) and samples the bytes allocated after every decoder call.
 
+#[path = "support/common/mod.rs"]
 mod common;
 
 use std::alloc::System;

@@ -20,8 +20,8 @@
 //! fails the tests, it never skips them. The tests print their tables (with `--nocapture`) and
 //! write them to `target/proxies/`. By default they run the short matrix (`.ci/run`: every
 //! proxy, fewer cuts and configurations); with `MCP_FRAMING_PROXY_MATRIX=full` every offset and
-//! configuration: `bash scripts/proxy-matrix`. The stock clients are `tests/stock_support`'s, the
-//! example server `tests/example_support`'s.
+//! configuration: `bash scripts/proxy-matrix`. The stock clients are
+//! `tests/support/stock_support.rs`'s, the example server `tests/support/example_support.rs`'s.
 
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,10 +48,10 @@ use rmcp::{RoleClient, RoleServer, ServiceExt, tool, tool_router};
 use serde_json::Value;
 use tower_layer::Layer;
 
-#[path = "example_support/mod.rs"]
-mod example_support;
-#[path = "stock_support/mod.rs"]
-mod stock_support;
+#[path = "support/mod.rs"]
+mod support;
+use crate::support::example_support;
+use crate::support::stock_support;
 use example_support::{Example, repo, rmcp_server, runtime};
 use stock_support::{
     LINES, Report, SEED, assert_exact, expected_text, framing_call, run_python, run_rmcp_stock,
@@ -356,7 +356,7 @@ fn caddy_empty_response(proxy: &Proxy, report: &Report) -> bool {
         "typescript" => error.ends_with("Request timed out"),
         "python" => error == "MCPError: SSE stream ended without a response",
         // What rmcp's client says for an SSE body that ends before its response, at once
-        // (tests/stock_clients.rs, the cut at 0 bytes).
+        // (tests/stock/stock_clients.rs, the cut at 0 bytes).
         "rmcp" => error == "Transport closed",
         _ => false,
     };

@@ -2,7 +2,7 @@
 //!
 //! Every target in `fuzz_targets/` is a one-line call into this library, so that the same oracle
 //! runs under libFuzzer (`cargo fuzz run <target>`) and on stable in the main crate's
-//! `tests/fuzz_regressions.rs`, which replays the committed corpus and every crash ever found.
+//! `tests/wire/fuzz_regressions.rs`, which replays the committed corpus and every crash ever found.
 //! Each oracle asserts a property of the decoder, not only "no panic":
 //!
 //! - [`decode_raw`]: arbitrary bytes; memory stays within the configured limits, the events obey

@@ -3,8 +3,8 @@
 //! compare), works on a whole slice, and is written straight from the spec's tables, so that a
 //! disagreement points at one of the two. Which message is a JSON-RPC response (SPEC.md §7.1) is
 //! read with the crate's one rule, `jsonrpc::is_response` (tested against `serde_json` values in
-//! `tests/jsonrpc.rs`); where that rule applies, and what it decides at the end of input, is the
-//! model's own.
+//! `tests/wire/jsonrpc.rs`); where that rule applies, and what it decides at the end of input, is
+//! the model's own.
 
 use mcp_framing::internals::frame::FrameKind;
 use mcp_framing::{

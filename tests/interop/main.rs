@@ -21,17 +21,12 @@
 //! runs it first); the tests fail, not skip, when it is missing. Each module starts its servers
 //! once, in parallel (`servers::FixtureServer::start_all`), and its tests share them.
 
-#[path = "../rmcp_support/cut.rs"]
-mod cut;
-#[path = "../dedupe_support/mod.rs"]
-mod dedupe_support;
-#[path = "../example_support/mod.rs"]
-mod example_support;
+#[path = "../support/mod.rs"]
+mod support;
+use support::{cut, dedupe_support, example_support, stock_support};
 #[allow(dead_code)] // the sidecar's own tests use the rest
 #[path = "../sidecar/support.rs"]
 mod sidecar_support;
-#[path = "../stock_support/mod.rs"]
-mod stock_support;
 
 mod direct;
 mod fleet;

@@ -84,7 +84,7 @@ impl Variant {
 }
 
 fn templates() -> PathBuf {
-    crate::example_support::repo().join("tests/proxies")
+    crate::support::example_support::repo().join("tests/proxies")
 }
 
 fn template(kind: Kind, file: &str) -> String {

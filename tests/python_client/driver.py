@@ -1,6 +1,6 @@
 """The official Python SDK (`mcp`, pinned in tests/stock_clients/requirements.txt) with the
 package's wrapper (`mcp_framing.framing_http_client`), as a user writes it; run by
-tests/python_client.rs against real servers.
+tests/stock/python_client.rs against real servers.
 
     driver.py calls URL --calls N [--seed S --lines N] [--mapping compat|binary|sse]
         initialize, then N `generate_text` calls; one JSON line per call:

@@ -3,7 +3,7 @@
 // keyed retries on, against the fleet example (examples/fleet.rs: two backend processes sharing
 // one Redis, backend-a cutting each tool call's first response): every call's first attempt goes
 // to the first endpoint, its retries to the second, each resolution re-discovered
-// (`server/discover`) and its contract re-checked. For tests/stock_clients.rs.
+// (`server/discover`) and its contract re-checked. For tests/stock/stock_clients.rs.
 //
 // Prints one JSON line: {"sdk", "calls": [{"ok", "text", "seconds"}], "attempts": [...],
 // "stats": framingFetch's counters, "warnings": [...]}.

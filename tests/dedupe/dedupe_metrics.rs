@@ -1,0 +1,306 @@
+//! The deduplication engine's server metrics (SPEC.md §17.15), read back from `metrics-util`'s
+//! debugging recorder: every decision by reason, waits, completions, leases lost, evictions,
+//! store latency and `mcp.server.operation.duration`. Paused clock: nothing here depends on
+//! how fast the machine runs.
+
+use crate::support::dedupe_support;
+use crate::support::metrics_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use dedupe_support as s;
+use mcp_framing::RequestKey;
+use mcp_framing::internals::dedupe::telemetry::{
+    COMPLETIONS, DECISIONS, EVICTIONS, LEASES_LOST, SERVER_OPERATION_DURATION, STORE_DURATION,
+    WAIT_DURATION, WAITS,
+};
+use mcp_framing::internals::dedupe::{
+    ClaimOutcome, ClaimRequest, Completed, DedupeStore, Deduplicator, FencingToken, MemoryStore,
+    StoreError, StoreFailure, StoreFuture, StoreKey,
+};
+use metrics_support::Recorded;
+use serde_json::json;
+
+/// A store whose renewals fail (unreachable) until `healed`, then pass through.
+#[derive(Debug)]
+struct RenewalsFailUntilHealed {
+    inner: Arc<dyn DedupeStore>,
+    healed: AtomicBool,
+}
+
+impl DedupeStore for RenewalsFailUntilHealed {
+    fn claim<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        request: &'a ClaimRequest,
+    ) -> StoreFuture<'a, Result<ClaimOutcome, StoreError>> {
+        self.inner.claim(key, request)
+    }
+    fn renew<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        token: FencingToken,
+        lease: Duration,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        if self.healed.load(Ordering::SeqCst) {
+            self.inner.renew(key, token, lease)
+        } else {
+            Box::pin(async move { Err(StoreError::Timeout { after: lease }) })
+        }
+    }
+    fn complete<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        token: FencingToken,
+        outcome: &'a Completed,
+        retention: Duration,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        self.inner.complete(key, token, outcome, retention)
+    }
+    fn release<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        token: FencingToken,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        self.inner.release(key, token)
+    }
+}
+
+/// A store that never answers.
+#[derive(Debug)]
+struct Silent;
+
+impl DedupeStore for Silent {
+    fn claim<'a>(
+        &'a self,
+        _: &'a StoreKey,
+        _: &'a ClaimRequest,
+    ) -> StoreFuture<'a, Result<ClaimOutcome, StoreError>> {
+        Box::pin(std::future::pending())
+    }
+    fn renew<'a>(
+        &'a self,
+        _: &'a StoreKey,
+        _: FencingToken,
+        _: Duration,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::pending())
+    }
+    fn complete<'a>(
+        &'a self,
+        _: &'a StoreKey,
+        _: FencingToken,
+        _: &'a Completed,
+        _: Duration,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::pending())
+    }
+    fn release<'a>(
+        &'a self,
+        _: &'a StoreKey,
+        _: FencingToken,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+fn decisions(metrics: &Recorded, decision: &str, reason: &str) -> u64 {
+    metrics.counter(
+        DECISIONS,
+        &[
+            ("decision", decision),
+            ("reason", reason),
+            ("mcp.method.name", "tools/call"),
+        ],
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_decision_completion_and_store_operation_is_counted_and_timed() {
+    let metrics = Recorded::new();
+    let _recording = metrics.install_local();
+    let store: Arc<dyn DedupeStore> = Arc::new(MemoryStore::new());
+    let dedup = s::engine(store.clone());
+
+    // Executed and recorded, then replayed twice.
+    let key = RequestKey::random();
+    let call = s::call("alice", key, json!({"to": "bob"}));
+    s::expect_execute(dedup.begin(&call).await)
+        .complete(&s::response(1, "sent"))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        s::expect_reason(&dedup.begin(&call).await, "replay");
+    }
+    // A conflict.
+    s::expect_reason(
+        &dedup
+            .begin(&s::call("alice", key, json!({"to": "eve"})))
+            .await,
+        "key_conflict",
+    );
+    // A duplicate that waits and gets the result; one that waits and is refused.
+    let waiting = s::engine(store.clone()).wait(Duration::from_secs(10));
+    let slow = s::call("alice", RequestKey::random(), json!({}));
+    let guard = s::expect_execute(waiting.begin(&slow).await);
+    let waiter = {
+        let (waiting, slow) = (waiting.clone(), slow.clone());
+        tokio::spawn(async move { waiting.begin(&slow).await })
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let error = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"mailbox full"}}"#;
+    guard.complete(error).await.unwrap();
+    s::expect_reason(&waiter.await.unwrap(), "replay");
+    let held = s::expect_execute(
+        dedup
+            .begin(&s::call("alice", RequestKey::random(), json!({})))
+            .await,
+    );
+    let blocked = s::call("alice", RequestKey::random(), json!({}));
+    let _blocker = s::expect_execute(dedup.begin(&blocked).await);
+    s::expect_reason(
+        &s::engine(store.clone())
+            .wait(Duration::from_millis(300))
+            .begin(&blocked)
+            .await,
+        "in_progress",
+    );
+    // A tool error result, and an execution that ends without a final response.
+    let tool_error = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#;
+    held.complete(tool_error).await.unwrap();
+    drop(s::expect_execute(
+        dedup
+            .begin(&s::call("alice", RequestKey::random(), json!({})))
+            .await,
+    ));
+    // A store that does not answer: refused, or executed unprotected when configured so.
+    let silent = Deduplicator::new(Silent).store_timeout(Duration::from_millis(100));
+    s::expect_reason(
+        &silent
+            .begin(&s::call("alice", RequestKey::random(), json!({})))
+            .await,
+        "store_unavailable",
+    );
+    s::expect_reason(
+        &silent
+            .clone()
+            .on_store_failure(StoreFailure::ExecuteUnprotected)
+            .begin(&s::call("alice", RequestKey::random(), json!({})))
+            .await,
+        "unprotected",
+    );
+
+    assert_eq!(decisions(&metrics, "execute", ""), 5);
+    assert_eq!(decisions(&metrics, "replay", ""), 3);
+    assert_eq!(decisions(&metrics, "refused", "key_conflict"), 1);
+    assert_eq!(decisions(&metrics, "refused", "in_progress"), 1);
+    assert_eq!(decisions(&metrics, "refused", "store_unavailable"), 1);
+    assert_eq!(decisions(&metrics, "unprotected", ""), 1);
+    assert_eq!(metrics.counter(WAITS, &[("decision", "replay")]), 1);
+    assert_eq!(metrics.counter(WAITS, &[("decision", "in_progress")]), 1);
+    let waits = metrics.histogram(WAIT_DURATION, &[("decision", "replay")]);
+    assert_eq!(waits.len(), 1);
+    assert!(waits[0] >= 2.0, "the duplicate waited 2 s: {waits:?}");
+    assert_eq!(metrics.counter(COMPLETIONS, &[("recorded", "stored")]), 3);
+
+    // Store latency: every operation, by outcome.
+    let claims = metrics.histogram(STORE_DURATION, &[("operation", "claim"), ("outcome", "ok")]);
+    assert!(claims.len() >= 9, "{claims:?}");
+    let timeouts = metrics.histogram(
+        STORE_DURATION,
+        &[("operation", "claim"), ("outcome", "timeout")],
+    );
+    assert_eq!(timeouts.len(), 2);
+    assert!(
+        timeouts.iter().all(|t| (*t - 0.1).abs() < 1e-3),
+        "{timeouts:?}"
+    );
+    let completes = metrics.histogram(
+        STORE_DURATION,
+        &[("operation", "complete"), ("outcome", "ok")],
+    );
+    assert_eq!(completes.len(), 3);
+
+    // mcp.server.operation.duration (OpenTelemetry): by decision, with error.type on failures.
+    let operations =
+        |labels: &[(&str, &str)]| metrics.histogram(SERVER_OPERATION_DURATION, labels).len();
+    assert_eq!(operations(&[("mcp_framing.dedupe.decision", "replay")]), 3);
+    assert_eq!(
+        operations(&[
+            ("error.type", "-32080"),
+            ("rpc.response.status_code", "-32080")
+        ]),
+        1,
+        "the conflict"
+    );
+    assert_eq!(
+        operations(&[("error.type", "-32000")]),
+        2,
+        "the stored error, and its replay"
+    );
+    assert_eq!(operations(&[("error.type", "tool_error")]), 1);
+    assert_eq!(operations(&[("error.type", "no_final_response")]), 1);
+    assert_eq!(
+        operations(&[("error.type", "-32084")]),
+        1,
+        "store unavailable"
+    );
+    assert_eq!(
+        operations(&[("mcp_framing.dedupe.decision", "execute")]),
+        4,
+        "every execution that ended (the blocker has not)"
+    );
+    assert_eq!(operations(&[("error.type", "-32081")]), 1, "in progress");
+}
+
+#[tokio::test(start_paused = true)]
+async fn leases_lost_and_evictions_are_counted() {
+    let metrics = Recorded::new();
+    let _recording = metrics.install_local();
+    let memory: Arc<dyn DedupeStore> = Arc::new(MemoryStore::new());
+
+    // A holder cut off from the store outlives its lease; another attempt takes over; the
+    // holder's heartbeat then finds the lease gone, and its completion is rejected.
+    let flaky = Arc::new(RenewalsFailUntilHealed {
+        inner: memory.clone(),
+        healed: AtomicBool::new(false),
+    });
+    let stalled = s::engine(flaky.clone()).lease(s::SHORT_LEASE);
+    let call = s::call("alice", RequestKey::random(), json!({}));
+    let stale = s::expect_execute(stalled.begin(&call).await);
+    tokio::time::sleep(s::PAST_SHORT_LEASE).await;
+    let current = s::expect_execute(s::engine(memory.clone()).begin(&call).await);
+    flaky.healed.store(true, Ordering::SeqCst);
+    tokio::time::sleep(s::SHORT_LEASE).await; // the next renewal is refused
+    assert!(stale.lease_lost());
+    assert!(stale.complete(&s::response(1, "stale")).await.is_err());
+    current.complete(&s::response(1, "current")).await.unwrap();
+    assert_eq!(
+        metrics.counter(LEASES_LOST, &[("detected", "heartbeat")]),
+        1
+    );
+    assert_eq!(
+        metrics.counter(LEASES_LOST, &[("detected", "completion")]),
+        1
+    );
+    assert_eq!(
+        metrics.counter(COMPLETIONS, &[("recorded", "lease_lost")]),
+        1
+    );
+
+    // A store bounded to two records evicts the completed one closest to its expiry.
+    let small = s::engine(Arc::new(MemoryStore::new().max_entries(2)));
+    for _ in 0..3 {
+        s::expect_execute(
+            small
+                .begin(&s::call("alice", RequestKey::random(), json!({})))
+                .await,
+        )
+        .complete(&s::response(1, "x"))
+        .await
+        .unwrap();
+    }
+    assert_eq!(metrics.counter(EVICTIONS, &[("record", "completed")]), 1);
+}

@@ -1,0 +1,218 @@
+//! The deduplication engine over `RedisStore` against a real `redis-server` that each test
+//! starts on a free loopback port (SPEC.md §17). The server binary must be installed
+//! (`scripts/test` does it): a missing one fails the tests, it never skips them.
+
+use crate::support::dedupe_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dedupe_support::{self as s, RedisServer};
+use mcp_framing::RequestKey;
+use mcp_framing::internals::dedupe::{Decision, DedupeStore, Deduplicator, RedisStore};
+use serde_json::json;
+
+async fn redis(server: &RedisServer) -> Arc<dyn DedupeStore> {
+    Arc::new(
+        RedisStore::builder(server.url())
+            .prefix("test:dedupe:")
+            .response_timeout(Duration::from_millis(500))
+            .connection_timeout(Duration::from_millis(500))
+            .reconnect_attempts(1)
+            .connect()
+            .await
+            .expect("connect to the test redis-server"),
+    )
+}
+
+#[tokio::test]
+async fn retry_is_replayed_under_its_own_id() {
+    let server = RedisServer::start();
+    s::retry_is_replayed_under_its_own_id(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn error_results_are_replayed() {
+    let server = RedisServer::start();
+    s::error_results_are_replayed(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn same_key_with_other_arguments_is_a_conflict() {
+    let server = RedisServer::start();
+    s::other_arguments_are_a_conflict(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn another_principals_key_never_matches() {
+    let server = RedisServer::start();
+    s::another_principal_never_matches(redis(&server).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_claims_on_two_store_clients_execute_exactly_once() {
+    let server = RedisServer::start();
+    // Two connection managers: two backends sharing one Redis.
+    s::concurrent_claims_execute_once(redis(&server).await, redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn duplicate_waits_for_the_attempt_in_flight_and_gets_its_result() {
+    let server = RedisServer::start();
+    s::duplicate_waits_for_the_attempt_in_flight(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn duplicate_gets_in_progress_after_the_bounded_wait() {
+    let server = RedisServer::start();
+    s::duplicate_gets_in_progress_after_the_wait(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn dropped_guard_frees_the_key_only_when_its_lease_expires() {
+    let server = RedisServer::start();
+    s::dropped_guard_frees_the_key_only_when_its_lease_expires(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn a_stale_guards_completion_is_rejected() {
+    let server = RedisServer::start();
+    s::a_stale_guard_s_completion_is_rejected(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn fencing_rejects_stale_renewal_completion_and_release() {
+    let server = RedisServer::start();
+    s::fencing_rejects_a_stale_completion(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn the_heartbeat_keeps_a_long_calls_lease() {
+    let server = RedisServer::start();
+    s::the_heartbeat_keeps_a_long_call_s_lease(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn a_result_too_large_to_store_is_never_executed_again() {
+    let server = RedisServer::start();
+    s::a_result_too_large_is_never_executed_again(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn refuse_policy_reports_outcome_unknown_after_an_expired_lease() {
+    let server = RedisServer::start();
+    s::refuse_policy_reports_outcome_unknown(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn release_frees_the_key_at_once() {
+    let server = RedisServer::start();
+    s::release_frees_the_key_at_once(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn records_expire_after_the_window() {
+    let server = RedisServer::start();
+    s::records_expire_after_the_window(redis(&server).await).await;
+}
+
+#[tokio::test]
+async fn every_record_has_a_ttl_under_the_configured_prefix() {
+    let server = RedisServer::start();
+    let store = redis(&server).await;
+    let dedup = s::engine(store);
+    let key = RequestKey::random();
+    let guard = s::expect_execute(dedup.begin(&s::call("alice", key, json!({}))).await);
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(keys, [format!("test:dedupe:{}", guard.store_key())]);
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&keys[0])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 24 * 3600 * 1000, "in flight: {ttl}");
+    guard.complete(&s::response(1, "x")).await.unwrap();
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&keys[0])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(ttl > 24 * 3600 * 1000 - 60_000, "completed: {ttl}");
+}
+
+#[tokio::test]
+async fn redis_stopped_mid_run_refuses_keyed_calls_and_nothing_executes_twice() {
+    let mut server = RedisServer::start();
+    // A short lease: the completion below is tried again while the lease holds, then given up.
+    let dedup = Deduplicator::with_shared_store(redis(&server).await)
+        .store_timeout(Duration::from_secs(1))
+        .lease(Duration::from_secs(2))
+        .wait(Duration::ZERO);
+    let done = RequestKey::random();
+    s::expect_execute(dedup.begin(&s::call("alice", done, json!({}))).await)
+        .complete(&s::response(1, "before the outage"))
+        .await
+        .unwrap();
+    let in_flight = RequestKey::random();
+    let guard = s::expect_execute(dedup.begin(&s::call("alice", in_flight, json!({}))).await);
+
+    server.stop();
+
+    for key in [done, in_flight, RequestKey::random()] {
+        let started = Instant::now();
+        let decision = dedup.begin(&s::call("alice", key, json!({}))).await;
+        let Decision::Refused(refusal) = &decision else {
+            panic!("a keyed call with the store down must be refused, got {decision:?}")
+        };
+        assert_eq!(refusal.reason(), "store_unavailable");
+        assert!(refusal.is_retryable());
+        // Refused within the store timeout and the reconnection attempts, never hanging (the
+        // bound is generous: a loaded machine only makes it slower).
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "refused promptly: {:?}",
+            started.elapsed()
+        );
+    }
+    // The call in flight cannot record its result: tried again while its lease holds, then
+    // reported, never silently lost.
+    let started = Instant::now();
+    assert!(matches!(
+        guard.complete(&s::response(1, "during the outage")).await,
+        Err(mcp_framing::internals::dedupe::CompleteError::Store(_))
+    ));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let stats = dedup.stats().snapshot();
+    assert_eq!(stats.executed, 2);
+    assert_eq!(stats.store_unavailable, 3);
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_fails_to_connect_with_a_redis_error() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    server.stop();
+    let err = RedisStore::builder(url)
+        .connection_timeout(Duration::from_millis(300))
+        .reconnect_attempts(0)
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().starts_with("redis: "), "{err}");
+}
+
+#[tokio::test]
+async fn a_repeated_completion_with_its_token_is_accepted_and_changes_nothing() {
+    let server = RedisServer::start();
+    s::a_repeated_completion_with_its_token_is_accepted_once_recorded(redis(&server).await).await;
+}

@@ -1,0 +1,38 @@
+//! What the test binaries share, declared once by each (`tests/<group>/main.rs`:
+//! `#[path = "../support/mod.rs"] mod support;`) and used by its modules as
+//! `use crate::support::NAME;`. Each part is compiled where the features it needs are on; a
+//! binary uses some of it.
+#![allow(dead_code)] // each test binary uses a part of it
+
+// Fixed ids, a raw frame writer, decoding drivers and the conformance vector generator.
+#[cfg(feature = "internals")]
+pub(crate) mod common;
+// Streams, decoders and contract fixtures for the outcome, contract, retry and telemetry tests.
+#[cfg(feature = "internals")]
+pub(crate) mod outcome_support;
+// A `metrics` recorder local to a test.
+pub(crate) mod metrics_support;
+// Real `redis-server` processes and the engine scenarios run against every store.
+#[cfg(all(feature = "dedupe", feature = "internals"))]
+pub(crate) mod dedupe_support;
+// A response whose body ends normally after a number of bytes.
+#[cfg(feature = "demo")]
+pub(crate) mod cut_support;
+// A cutting (or comment-stripping) proxy in front of an MCP server.
+#[cfg(feature = "demo")]
+pub(crate) mod cut;
+// An opted-in POST whose response is verified as a framing client does.
+#[cfg(feature = "demo")]
+pub(crate) mod http_support;
+// The rmcp tool server behind `FramingLayer`.
+#[cfg(all(feature = "rmcp", feature = "demo"))]
+pub(crate) mod rmcp_support;
+// A hand-scripted MCP server for the framing client's tests.
+#[cfg(all(feature = "rmcp", feature = "demo"))]
+pub(crate) mod scripted;
+// The repository's examples run as server processes.
+#[cfg(feature = "demo")]
+pub(crate) mod example_support;
+// The stock MCP clients (Python and TypeScript SDKs, rmcp) and the framing client.
+#[cfg(all(feature = "rmcp", feature = "demo"))]
+pub(crate) mod stock_support;

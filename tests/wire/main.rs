@@ -1,0 +1,29 @@
+//! The wire format through the public API and the internals: frames and streams encoded and
+//! decoded (round trips, splits, splices, bit flips, truncations, the stream rules and bounds),
+//! the conformance vectors and the reference decoder, the saved fuzz inputs, JSON-RPC response
+//! detection, and outcomes (the regime table, retry decisions, the contract, telemetry).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod bit_flips;
+mod conformance_vectors;
+mod contract;
+mod fuzz_regressions;
+mod jsonrpc;
+mod no_clean_prefix;
+mod outcome_mapping;
+mod outcome_properties;
+mod outcome_table;
+mod peer_text;
+mod reference_decoder;
+mod request_key;
+mod retry;
+mod roundtrip;
+mod splices;
+mod splits;
+mod stream_bounds;
+mod stream_rules;
+mod telemetry;
+mod truncation;
+mod zero_copy;

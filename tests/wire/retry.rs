@@ -1,0 +1,224 @@
+//! Retry decisions: outcome + request traits -> retry / do not retry / surface to the caller.
+
+use crate::support::outcome_support;
+
+use mcp_framing::{
+    AbortCode, DecodeError, RequestKey, StreamDecoder,
+    internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
+    outcome::{DiscoveryMode, Outcome},
+};
+use outcome_support::complete_stream;
+
+/// The outcome the decoder gives for `body`, read to its end.
+fn outcome_of(body: &[u8]) -> Outcome {
+    outcome_support::outcome_of(&mut StreamDecoder::new(), body)
+}
+
+fn truncated() -> Outcome {
+    outcome_of(b"")
+}
+
+fn aborted(code: AbortCode) -> Outcome {
+    Outcome::from_error(&DecodeError::PeerAbort(mcp_framing::Abort::new(code, "x")))
+}
+
+fn ambiguous(mode: DiscoveryMode) -> Outcome {
+    Outcome::unframed_close(mode, 100)
+}
+
+const PLAIN: RequestTraits = RequestTraits {
+    is_idempotent: false,
+    request_key: None,
+};
+
+/// The decision against a server that declares request-key deduplication (SPEC.md §17.11).
+fn decide(outcome: &Outcome, request: &RequestTraits) -> RetryDecision {
+    RetryPolicy::default()
+        .server_deduplicates(true)
+        .decide(outcome, request)
+}
+
+#[test]
+fn clean_outcome_is_never_retried() {
+    let (_, wire) = complete_stream(None);
+    let clean = outcome_of(&wire);
+    assert!(clean.is_clean());
+    for request in [
+        PLAIN,
+        RequestTraits::idempotent(),
+        RequestTraits::keyed(RequestKey::random()),
+    ] {
+        assert_eq!(
+            decide(&clean, &request),
+            RetryDecision::DoNotRetry(RetryReason::Complete)
+        );
+    }
+}
+
+#[test]
+fn abandoned_stream_is_retried_when_the_request_is_idempotent() {
+    assert_eq!(
+        decide(&truncated(), &RequestTraits::idempotent()),
+        RetryDecision::Retry(RetryReason::Idempotent)
+    );
+}
+
+#[test]
+fn abandoned_stream_is_retried_when_the_request_carries_a_key_and_the_server_deduplicates() {
+    assert_eq!(
+        decide(&truncated(), &RequestTraits::keyed(RequestKey::random())),
+        RetryDecision::Retry(RetryReason::Keyed)
+    );
+}
+
+#[test]
+fn keyed_request_is_surfaced_when_the_server_does_not_declare_deduplication() {
+    let keyed = RequestTraits::keyed(RequestKey::random());
+    for outcome in [truncated(), aborted(AbortCode::Overloaded)] {
+        let decision = RetryPolicy::default().decide(&outcome, &keyed);
+        assert_eq!(
+            decision,
+            RetryDecision::SurfaceToCaller(RetryReason::NotDeduplicated)
+        );
+        assert!(
+            decision
+                .to_string()
+                .contains("does not declare deduplication")
+        );
+    }
+    // Idempotent requests do not need it.
+    assert!(
+        RetryPolicy::default()
+            .decide(&truncated(), &RequestTraits::idempotent())
+            .is_retry()
+    );
+}
+
+#[test]
+fn abandoned_stream_of_a_plain_request_is_surfaced_as_outcome_unknown() {
+    let decision = decide(&truncated(), &PLAIN);
+    assert_eq!(
+        decision,
+        RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown)
+    );
+    assert!(
+        decision.to_string().contains("may have executed"),
+        "{decision}"
+    );
+}
+
+#[test]
+fn ambiguous_close_is_never_retried_by_default_even_idempotent_and_keyed() {
+    let both = RequestTraits {
+        is_idempotent: true,
+        request_key: Some(RequestKey::random()),
+    };
+    for mode in [DiscoveryMode::Sticky, DiscoveryMode::Stateless] {
+        for request in [PLAIN, RequestTraits::idempotent(), both] {
+            assert_eq!(
+                decide(&ambiguous(mode), &request),
+                RetryDecision::SurfaceToCaller(RetryReason::Ambiguous)
+            );
+        }
+    }
+}
+
+#[test]
+fn ambiguous_close_is_retried_only_for_idempotent_requests_after_an_explicit_opt_in() {
+    let lenient = RetryPolicy::default().retry_ambiguous_if_idempotent(true);
+    let close = ambiguous(DiscoveryMode::Stateless);
+    assert_eq!(
+        lenient.decide(&close, &RequestTraits::idempotent()),
+        RetryDecision::Retry(RetryReason::Idempotent)
+    );
+    assert_eq!(
+        lenient.decide(&close, &RequestTraits::keyed(RequestKey::random())),
+        RetryDecision::SurfaceToCaller(RetryReason::Ambiguous)
+    );
+}
+
+#[test]
+fn server_abort_is_decided_by_its_code() {
+    // SPEC.md §3.1 and §11.6: the code says whether a retry can help.
+    let keyed = RequestTraits::keyed(RequestKey::random());
+    let idempotent = RequestTraits::idempotent();
+    // Transient: overloaded or shutting down, an upstream dependency failed. Retried when
+    // repeating the request is harmless, surfaced otherwise.
+    for code in [AbortCode::Overloaded, AbortCode::UpstreamFailed] {
+        assert_eq!(
+            decide(&aborted(code), &keyed),
+            RetryDecision::Retry(RetryReason::Keyed)
+        );
+        assert_eq!(
+            decide(&aborted(code), &idempotent),
+            RetryDecision::Retry(RetryReason::Idempotent)
+        );
+        assert_eq!(
+            decide(&aborted(code), &PLAIN),
+            RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown)
+        );
+    }
+    // Deterministic server-side failures: a retry would fail the same way.
+    for code in [AbortCode::InternalError, AbortCode::MessageTooLarge] {
+        for request in [keyed, idempotent, PLAIN] {
+            assert_eq!(
+                decide(&aborted(code), &request),
+                RetryDecision::DoNotRetry(RetryReason::WouldRepeat),
+                "{code}"
+            );
+        }
+    }
+    for request in [keyed, idempotent, PLAIN] {
+        assert_eq!(
+            decide(&aborted(AbortCode::Cancelled), &request),
+            RetryDecision::DoNotRetry(RetryReason::Cancelled)
+        );
+        // No known reason (unspecified, or a reserved code): neither a retry nor finality is
+        // implied, so the caller decides.
+        for code in [AbortCode::Unspecified, AbortCode::from(700)] {
+            assert_eq!(
+                decide(&aborted(code), &request),
+                RetryDecision::SurfaceToCaller(RetryReason::UnknownAbort),
+                "{code}"
+            );
+        }
+    }
+}
+
+#[test]
+fn contract_violation_is_not_retried() {
+    let unframed = outcome_of(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    assert_eq!(
+        decide(&unframed, &RequestTraits::idempotent()),
+        RetryDecision::DoNotRetry(RetryReason::ContractViolation)
+    );
+}
+
+#[test]
+fn corrupt_spliced_and_cross_wired_streams_follow_the_abandoned_rule() {
+    let key = RequestKey::random();
+    let cases = [
+        DecodeError::InvalidAbort,
+        DecodeError::ForeignFrame {
+            expected: 1,
+            found: 1 << 30,
+        },
+        DecodeError::RequestKeyMismatch {
+            expected: key,
+            found: None,
+        },
+    ];
+    for err in cases {
+        let o = Outcome::from_error(&err);
+        assert_eq!(
+            decide(&o, &RequestTraits::keyed(key)),
+            RetryDecision::Retry(RetryReason::Keyed)
+        );
+        assert_eq!(
+            decide(&o, &PLAIN),
+            RetryDecision::SurfaceToCaller(RetryReason::OutcomeUnknown),
+            "{:?}",
+            o.verdict
+        );
+    }
+}
