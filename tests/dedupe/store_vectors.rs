@@ -683,3 +683,25 @@ async fn a_call_claimed_and_completed_leaves_the_record_the_vectors_give_and_is_
         }
     }
 }
+
+/// The packages that ship their own copy of the scripts (they cannot read the crate's files at
+/// run time), each as a folder of `<script>.lua` files.
+const SCRIPT_COPIES: &[&str] = &["python/src/mcp_framing/server/redis_scripts"];
+
+#[test]
+fn every_package_ships_the_script_files_byte_for_byte() {
+    let file = vectors("scripts.json");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for folder in SCRIPT_COPIES {
+        for script in ["claim", "renew", "complete", "release"] {
+            let copy = root.join(folder).join(format!("{script}.lua"));
+            let copied = std::fs::read_to_string(&copy)
+                .unwrap_or_else(|err| panic!("{}: {err}", copy.display()));
+            assert!(
+                copied == script_text(&file, script),
+                "{} differs from the crate's {script}.lua (SPEC.md §17.12.1)",
+                copy.display()
+            );
+        }
+    }
+}
