@@ -59,13 +59,17 @@ async function run(sdk, wrap, url, seed, lines, timeout) {
   };
   const framing = wrap === null ? null : wrap();
   const transport = new StreamableHTTPClientTransport(new URL(url), framing === null ? undefined : { fetch: framing });
+  // The request timeout applies to the call that may be cut (tools/call); the handshake and
+  // tools/list, which are never cut, get at least 30 s, so a loaded machine's slow start is not
+  // taken for a cut.
   const options = timeout === undefined ? undefined : { timeout: timeout * 1000 };
+  const setup = timeout === undefined ? undefined : { timeout: Math.max(timeout * 1000, 30_000) };
   let start = performance.now();
   try {
-    await client.connect(transport, options);
+    await client.connect(transport, setup);
     report.protocol = transport.protocolVersion;
     report.phase = 'tools/list';
-    const tools = await client.listTools(undefined, options);
+    const tools = await client.listTools(undefined, setup);
     report.tools = tools.tools.map((tool) => tool.name).sort();
     report.phase = 'tools/call';
     start = performance.now();
