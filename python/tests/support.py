@@ -12,7 +12,7 @@ import zlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# `MCP_FRAMING_VECTORS` names another suite to check (as for tests/reference_decoder.rs).
+# `MCP_FRAMING_VECTORS` names another suite to check (as for tests/wire/reference_decoder.rs).
 VECTORS = Path(os.environ.get("MCP_FRAMING_VECTORS", REPO / "tests" / "vectors"))
 FIXTURES = REPO / "tests" / "fixtures" / "discovery"
 KEY = bytes.fromhex("00112233445566778899aabbccddeeff")

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The batch entry point of the agreement harness (`tests/reference_decoder.rs` in the Rust
+ * The batch entry point of the agreement harness (`tests/wire/reference_decoder.rs` in the Rust
  * crate), speaking the reference decoder's `--batch` protocol: a JSON job list on stdin,
  *
  * ```text
@@ -53,7 +53,7 @@ const HELP = `${USAGE}
 
 The verdict of one framed body (FILE, in the manifest's shape of SPEC.md §14), or, with --batch,
 the verdicts of a JSON job list read on stdin (the protocol of the repository's agreement
-harness, tests/reference_decoder.rs).
+harness, tests/wire/reference_decoder.rs).
 
   --mapping M   how FILE carries the frames: binary (default), sse or compat
   --batch       read [{"file" | "hex", "mapping", "decoder", "splits", "chunks"}, ...] on stdin

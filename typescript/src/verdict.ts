@@ -69,7 +69,7 @@ export interface ManifestMessage {
   utf8: string | null;
 }
 
-/** The manifest's `expect` shape of a verdict (the batch protocol of tests/reference_decoder.rs). */
+/** The manifest's `expect` shape of a verdict (the batch protocol of tests/wire/reference_decoder.rs). */
 export interface ManifestVerdict {
   verdict: Verdict['verdict'];
   sentinel_seen: boolean;

@@ -1,7 +1,7 @@
 """The conformance batch entry point: `python -m mcp_framing.conformance --batch < jobs.json`.
 
 It speaks the batch protocol of `tests/reference/mcp_framing_ref.py` (SPEC.md §14), which
-`tests/reference_decoder.rs` uses to compare external decoders with the Rust crate:
+`tests/wire/reference_decoder.rs` uses to compare external decoders with the Rust crate:
 
     jobs: [{"file": PATH | "hex": HEX, "mapping": "binary" | "sse" | "compat", "decoder": {...},
             "splits": [[i, j, ...], ...], "chunks": [n, ...]}, ...]
