@@ -1,6 +1,6 @@
 //! The sans-I/O stream decoder: the client side (SPEC.md §2–§7).
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use sha2::{Digest, Sha256};
 
 use crate::error::{DecodeError, Progress, StreamState, Truncation};
@@ -755,10 +755,7 @@ impl StreamDecoder {
     /// decoded until one yields an event, more bytes are needed (then, at the end of input, the
     /// end-of-input verdict), or a check fails, which is recorded as the final state.
     ///
-    /// A frame goes through three steps: [`next_frame`](Self::next_frame) (its header checked,
-    /// its payload awaited), [`checked_payload`](Self::checked_payload) (its CRC, then it is
-    /// consumed) and [`on_frame`](Self::on_frame) (what its kind does). Every result is built
-    /// where it is returned, here or in `on_frame` (a tail call), never matched and moved on by a
+    /// Every result is built here, where it is returned, never matched and moved on by a
     /// caller: an event is written once, into the caller's slot (issue 18: each move of an
     /// `Event` costs a small frame more than the checks of its header).
     #[inline]
@@ -768,221 +765,202 @@ impl StreamDecoder {
         eof: bool,
     ) -> Result<Option<Event>, DecodeError> {
         loop {
-            let (frame, known) = match self.next_frame(buf) {
-                Next::Frame(frame, known) => (frame, known),
-                Next::Wait => return self.no_frame(buf, eof),
-                Next::Closed => return self.after_end(buf, eof),
-                Next::Failed(err) => return Err(self.failed_with(err)),
+            let State::Open { at, pending } = &mut self.state else {
+                return self.after_end(buf, eof);
             };
-            let payload = match self.checked_payload(buf, &frame, known.as_deref()) {
-                Ok(payload) => payload,
-                Err(err) => return Err(self.failed_with(err)),
-            };
-            if let FrameKind::Ignorable(_) = frame.kind {
-                // Checked and consumed like any frame; it yields nothing and decoding goes on
-                // (only HEAD passes the header check before the stream is open).
-                self.runs.ignorable += 1;
-                continue;
-            }
-            return self.on_frame(&frame.header, frame.kind, payload, known);
-        }
-    }
-
-    /// The next frame of the open stream: the frame whose header waits for its payload, or the
-    /// header at the start of `buf`, checked before any payload byte is looked at (SPEC.md §2
-    /// "Header first") and consumed; [`Next::Frame`] once its payload is in `buf` or known,
-    /// [`Next::Wait`] until then (the header is kept as pending).
-    #[inline]
-    fn next_frame(&mut self, buf: &mut BytesMut) -> Next {
-        let State::Open { at, pending } = &mut self.state else {
-            return Next::Closed;
-        };
-        let frame = match *pending {
-            Some(waiting) => waiting,
-            None => {
-                let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
-                    // Reject a body that is not framed at all (a short JSON error, an HTML
-                    // proxy page) as soon as its first bytes show it, not as a truncation.
-                    return match check_partial_header(buf, self.progress.bytes) {
-                        Ok(()) => Next::Wait,
-                        Err(err) => Next::Failed(err),
-                    };
-                };
-                let offset = self.progress.bytes;
-                // SPEC.md §2 "Header first": magic, version, header CRC ...
-                let header = match FrameHeader::parse(raw) {
-                    Ok(header) => header,
-                    Err(err) => return Next::Failed(DecodeError::from_header(err, offset)),
-                };
-                // ... then kind, place in the stream, length and limits, before any payload.
-                let expect = Expect {
-                    limits: &self.config.limits,
-                    sequence: self.expected_sequence,
-                    message_bytes: self.progress.open_message_bytes,
-                    messages: self.progress.messages,
-                    runs: self.runs,
-                };
-                let kind = match check_header(&header, at, expect, offset) {
-                    Ok(kind) => kind,
-                    Err(err) => return Next::Failed(err),
-                };
-                buf.advance(HEADER_LEN);
-                self.progress.bytes += HEADER_LEN as u64;
-                Pending {
-                    header,
-                    kind,
-                    offset,
-                }
-            }
-        };
-        // Asked each time, not kept from when the header came: the compatible mapping may hand
-        // over the payload's checks in a later `feed` than its header's.
-        let known = known_payload(&mut self.prehashes, &frame, self.elided);
-        if known.is_none() && buf.len() < frame.header.len as usize {
-            // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
-            *pending = Some(frame);
-            return Next::Wait;
-        }
-        *pending = None;
-        Next::Frame(frame, known)
-    }
-
-    /// The payload of `frame`, checked against its CRC before any byte of it is interpreted or
-    /// delivered (SPEC.md §2; computed as the payload arrived, if the mapping's decoder did), and
-    /// the frame consumed: taken from `buf`, or the slice of the message the checks were made on
-    /// (`known`, not in the input).
-    #[inline]
-    fn checked_payload(
-        &mut self,
-        buf: &mut BytesMut,
-        frame: &Pending,
-        known: Option<&Known>,
-    ) -> Result<Bytes, DecodeError> {
-        let header = &frame.header;
-        let len = header.len as usize;
-        let computed = match known {
-            Some(known) => known.crc,
-            None => self.payload_crc.checksum(&buf[..len]),
-        };
-        if computed != header.payload_crc {
-            return Err(DecodeError::PayloadChecksumMismatch {
-                kind: frame.kind,
-                stored: header.payload_crc,
-                computed,
-                offset: frame.offset,
-            });
-        }
-        let payload = match known {
-            Some(known) => {
-                self.elided += len as u64;
-                known.payload.clone()
-            }
-            None => buf.split_to(len).freeze(),
-        };
-        self.progress.bytes += len as u64;
-        self.progress.frames += 1;
-        self.progress.last_sequence = Some(header.sequence);
-        self.expected_sequence = header.sequence.wrapping_add(1);
-        Ok(payload)
-    }
-
-    /// Acts on a checked, consumed frame by its kind (SPEC.md §3): HEAD opens the stream, DATA
-    /// and MESSAGE_END build and verify a message, KEEPALIVE counts, STREAM_END and ABORT end the
-    /// stream. Ignorable frames never come here ([`decode_frames`](Self::decode_frames) skips
-    /// them).
-    #[inline]
-    fn on_frame(
-        &mut self,
-        header: &FrameHeader,
-        kind: FrameKind,
-        payload: Bytes,
-        known: Option<Box<Known>>,
-    ) -> Result<Option<Event>, DecodeError> {
-        let State::Open { at, .. } = &mut self.state else {
-            // `next_frame` found the stream open and nothing ended it since; fail closed all the
-            // same.
-            let state = self.state.stream_state();
-            return Err(self.failed_with(DecodeError::UnexpectedFrame { kind, state }));
-        };
-        let Position::Streaming {
-            head,
-            message,
-            answer,
-        } = at
-        else {
-            // Only HEAD passes the header check before the stream is open.
-            let opened = self.open_stream(header, kind, &payload);
-            return self.recorded(opened);
-        };
-        Ok(Some(match kind {
-            FrameKind::Data => {
-                self.runs = Runs::default();
-                let offset = self.progress.open_message_bytes;
-                self.progress.open_message_bytes += payload.len() as u64;
-                match message {
-                    Some(message) => message.push(&payload, known, &mut self.hasher),
-                    None => {
-                        let first =
-                            Message::first(&payload, self.config.assemble, known, &mut self.hasher);
-                        *message = Some(first);
+            let (header, kind, offset, known) = match pending {
+                Some(waiting) => {
+                    // Asked again, not kept from when the header came: the compatible mapping
+                    // may hand over the payload's checks in a later `feed` than its header's.
+                    let known = known_payload(&mut self.prehashes, waiting, self.elided);
+                    if known.is_none() && buf.len() < waiting.header.len as usize {
+                        // Wait; the buffer grows with the bytes that arrive, we reserve nothing.
+                        return self.no_frame(buf, eof);
                     }
+                    let waiting = *waiting;
+                    *pending = None;
+                    (waiting.header, waiting.kind, waiting.offset, known)
                 }
-                Event::Chunk(UnverifiedChunk {
-                    message_index: self.progress.messages,
-                    offset,
-                    bytes: payload,
-                })
-            }
-            FrameKind::MessageEnd => {
-                let index = self.progress.messages;
-                let received = self.progress.open_message_bytes;
-                let (summary, bytes, utf8) =
-                    match verify_message(&payload, message, index, received, &mut self.hasher) {
-                        Ok(verified) => verified,
+                None => {
+                    let Some(raw) = buf.first_chunk::<HEADER_LEN>() else {
+                        // Reject a body that is not framed at all (a short JSON error, an HTML
+                        // proxy page) as soon as its first bytes show it, not as a truncation.
+                        if let Err(err) = check_partial_header(buf, self.progress.bytes) {
+                            return Err(self.failed_with(err));
+                        }
+                        return self.no_frame(buf, eof);
+                    };
+                    let offset = self.progress.bytes;
+                    // SPEC.md §2 "Header first": magic, version, header CRC ...
+                    let header = match FrameHeader::parse(raw) {
+                        Ok(header) => header,
+                        Err(err) => {
+                            return Err(self.failed_with(DecodeError::from_header(err, offset)));
+                        }
+                    };
+                    // ... then kind, place in the stream, length and limits, before any payload.
+                    let expect = Expect {
+                        limits: &self.config.limits,
+                        sequence: self.expected_sequence,
+                        message_bytes: self.progress.open_message_bytes,
+                        messages: self.progress.messages,
+                        runs: self.runs,
+                    };
+                    let kind = match check_header(&header, at, expect, offset) {
+                        Ok(kind) => kind,
                         Err(err) => return Err(self.failed_with(err)),
                     };
-                self.progress.messages += 1;
-                self.progress.open_message_bytes = 0;
-                self.runs = Runs::default();
-                if self.config.assemble {
-                    // SPEC.md §7.1: the first verified JSON-RPC response is the final one,
-                    // recognized here once (only while it is awaited: a keyed, assembling
-                    // decoder before its first response).
-                    let final_response =
-                        *answer == Answer::Awaited && is_jsonrpc_response(&bytes, utf8);
-                    if final_response {
-                        *answer = Answer::Verified { index };
+                    buf.advance(HEADER_LEN);
+                    self.progress.bytes += HEADER_LEN as u64;
+                    let waiting = Pending {
+                        header,
+                        kind,
+                        offset,
+                    };
+                    let known = known_payload(&mut self.prehashes, &waiting, self.elided);
+                    if known.is_none() && buf.len() < header.len as usize {
+                        *pending = Some(waiting);
+                        return self.no_frame(buf, eof);
                     }
-                    Event::Message(VerifiedMessage {
-                        summary,
-                        bytes,
-                        final_response,
-                    })
-                } else {
-                    Event::MessageVerified(summary)
+                    (header, kind, offset, known)
                 }
+            };
+            // SPEC.md §2: the payload CRC before any payload byte is interpreted or delivered
+            // (computed as the payload arrived, if the mapping's decoder did).
+            let len = header.len as usize;
+            let computed = match &known {
+                Some(known) => known.crc,
+                None => self.payload_crc.checksum(&buf[..len]),
+            };
+            if computed != header.payload_crc {
+                return Err(self.failed_with(DecodeError::PayloadChecksumMismatch {
+                    kind,
+                    stored: header.payload_crc,
+                    computed,
+                    offset,
+                }));
             }
-            FrameKind::KeepAlive => {
-                self.runs.keepalives += 1;
-                Event::KeepAlive
-            }
-            FrameKind::StreamEnd => {
-                let head = *head;
-                let ended = self.end_stream(head, &payload);
-                return self.recorded(ended);
-            }
-            FrameKind::Abort => {
-                let head = *head;
-                let aborted = self.abort_stream(head, &payload);
-                return self.recorded(aborted);
-            }
-            // A second HEAD fails the header check, and ignorable frames are skipped before;
-            // fail closed all the same.
-            FrameKind::Head | FrameKind::Ignorable(_) => {
-                let state = at.stream_state();
-                return Err(self.failed_with(DecodeError::UnexpectedFrame { kind, state }));
-            }
-        }))
+            let payload = match &known {
+                // Not in the input: its slice of the message the checks were made on.
+                Some(known) => {
+                    self.elided += len as u64;
+                    known.payload.clone()
+                }
+                None => buf.split_to(len).freeze(),
+            };
+            self.progress.bytes += len as u64;
+            self.progress.frames += 1;
+            self.progress.last_sequence = Some(header.sequence);
+            self.expected_sequence = header.sequence.wrapping_add(1);
+            let Position::Streaming {
+                head,
+                message,
+                answer,
+            } = at
+            else {
+                // Only HEAD passes the header check before the stream is open.
+                let opened = self.open_stream(&header, kind, &payload);
+                return self.recorded(opened);
+            };
+            return Ok(Some(match kind {
+                FrameKind::Data => {
+                    self.runs = Runs::default();
+                    let offset = self.progress.open_message_bytes;
+                    self.progress.open_message_bytes += payload.len() as u64;
+                    match message {
+                        Some(message) => message.push(&payload, known, &mut self.hasher),
+                        None => {
+                            let first = Message::first(
+                                &payload,
+                                self.config.assemble,
+                                known,
+                                &mut self.hasher,
+                            );
+                            *message = Some(first);
+                        }
+                    }
+                    Event::Chunk(UnverifiedChunk {
+                        message_index: self.progress.messages,
+                        offset,
+                        bytes: payload,
+                    })
+                }
+                FrameKind::MessageEnd => {
+                    // SPEC.md §3 MESSAGE_END: length, then SHA-256, before the message is complete.
+                    let end = match MessageEnd::load(&payload) {
+                        Ok(end) => end,
+                        Err(err) => return Err(self.failed_with(err.into())),
+                    };
+                    let index = self.progress.messages;
+                    let received = self.progress.open_message_bytes;
+                    if end.len != received {
+                        return Err(self.failed_with(DecodeError::LengthMismatch {
+                            index,
+                            declared: end.len,
+                            received,
+                        }));
+                    }
+                    let (computed, bytes, utf8) = Message::finish(message.take(), &mut self.hasher);
+                    if end.sha256 != computed {
+                        return Err(self.failed_with(DecodeError::DigestMismatch {
+                            index,
+                            declared: end.sha256,
+                            computed,
+                        }));
+                    }
+                    let summary = MessageSummary {
+                        index,
+                        len: received,
+                        sha256: computed,
+                    };
+                    self.progress.messages += 1;
+                    self.progress.open_message_bytes = 0;
+                    self.runs = Runs::default();
+                    if self.config.assemble {
+                        // SPEC.md §7.1: the first verified JSON-RPC response is the final one,
+                        // recognized here once (only while it is awaited: a keyed, assembling
+                        // decoder before its first response).
+                        let final_response =
+                            *answer == Answer::Awaited && is_jsonrpc_response(&bytes, utf8);
+                        if final_response {
+                            *answer = Answer::Verified { index };
+                        }
+                        Event::Message(VerifiedMessage {
+                            summary,
+                            bytes,
+                            final_response,
+                        })
+                    } else {
+                        Event::MessageVerified(summary)
+                    }
+                }
+                FrameKind::KeepAlive => {
+                    self.runs.keepalives += 1;
+                    Event::KeepAlive
+                }
+                FrameKind::Ignorable(_) => {
+                    // Checked and consumed like any frame; it yields nothing and decoding goes
+                    // on.
+                    self.runs.ignorable += 1;
+                    continue;
+                }
+                FrameKind::StreamEnd => {
+                    let head = *head;
+                    let ended = self.end_stream(head, &payload);
+                    return self.recorded(ended);
+                }
+                FrameKind::Abort => {
+                    let head = *head;
+                    let aborted = self.abort_stream(head, &payload);
+                    return self.recorded(aborted);
+                }
+                // A second HEAD fails the header check; fail closed all the same.
+                FrameKind::Head => {
+                    let state = at.stream_state();
+                    return Err(self.failed_with(DecodeError::UnexpectedFrame { kind, state }));
+                }
+            }));
+        }
     }
 
     /// `decode` after STREAM_END or ABORT (nothing may follow, SPEC.md §3), or after a failure
@@ -1133,54 +1111,6 @@ struct Ended {
     /// The end of input delivered the final response just now (row 4): `decode_eof` reports
     /// [`Event::End`] for it, once.
     delivered: bool,
-}
-
-/// What [`StreamDecoder::next_frame`] found in the input.
-enum Next {
-    /// A frame whose header passed its checks, with what is known of its payload (the checks
-    /// the mapping's decoder made as it arrived); the payload is in the input unless known.
-    Frame(Pending, Option<Box<Known>>),
-    /// More bytes are needed.
-    Wait,
-    /// The stream is not open: it ended, was aborted, or failed.
-    Closed,
-    /// A check of the header failed (or of the first bytes, for a body that is not framed).
-    Failed(DecodeError),
-}
-
-/// SPEC.md §3 MESSAGE_END: its length against the bytes received, then its SHA-256 against the
-/// open message's, before the message is complete: the message's summary, its bytes and whether
-/// they are known to be UTF-8.
-#[inline]
-fn verify_message(
-    payload: &[u8],
-    message: &mut Option<Message>,
-    index: u64,
-    received: u64,
-    hasher: &mut Sha256,
-) -> Result<(MessageSummary, Bytes, bool), DecodeError> {
-    let end = MessageEnd::load(payload)?;
-    if end.len != received {
-        return Err(DecodeError::LengthMismatch {
-            index,
-            declared: end.len,
-            received,
-        });
-    }
-    let (computed, bytes, utf8) = Message::finish(message.take(), hasher);
-    if end.sha256 != computed {
-        return Err(DecodeError::DigestMismatch {
-            index,
-            declared: end.sha256,
-            computed,
-        });
-    }
-    let summary = MessageSummary {
-        index,
-        len: received,
-        sha256: computed,
-    };
-    Ok((summary, bytes, utf8))
 }
 
 /// What is known of the DATA payload that follows the header of `frame`, whose place in the input
