@@ -1,5 +1,5 @@
 //! The flags of `mcp-frame proxy`, each also read from an environment variable, and the checks
-//! that turn them into a [`Config`].
+//! that turn them into the settings the proxy runs with.
 
 use std::net::SocketAddr;
 use std::time::Duration;
