@@ -1,4 +1,4 @@
-//! Exactly-once under faults, counted (issue 20): keyed tool calls through a proxy that cuts 30%
+//! Exactly-once under faults, counted: keyed tool calls through a proxy that cuts 30%
 //! of tool-call responses at random offsets, to four backend processes sharing a Redis, while a
 //! backend is killed and restarted and Redis is restarted (one server with AOF), or a cluster
 //! primary is stopped, its replica promoted and the node restarted (a cluster, `WAIT` for one
@@ -9,6 +9,7 @@
 //! ```sh
 //! bash scripts/soak                     # the long run: 10,000 calls on each store
 //! bash scripts/soak --short             # CI: 600 calls on each store
+//! cargo run --release --features rmcp,redis,demo,internals --example dedupe_soak -- --help
 //! dedupe_soak run --calls 10000 --callers 64 --cut 0.3 --store single|cluster|both
 //! ```
 //!
@@ -16,6 +17,8 @@
 //! faults, the report) or as one backend (`backend`: rmcp behind `FramingLayer::dedupe` over a
 //! `RedisStore`, spawned by the driver). It exits with status 1 when a call executed other than
 //! once without a cause the run knows of (a backend killed while it ran the call), or failed.
+
+mod help;
 
 #[path = "../tests/cut_support/mod.rs"]
 mod cut_support;
@@ -777,8 +780,33 @@ async fn run(args: &[String]) -> bool {
     pass
 }
 
+/// `--help`, and the usage lines of an argument error.
+const HELP: &str = "\
+usage: dedupe_soak run [--calls N] [--callers N] [--cut FRACTION] [--seed N] [--max-seconds N]
+                       [--store single|cluster|both]
+       dedupe_soak backend --redis URL --port PORT --ledger-dir DIR [--wait-replicas N]
+run:   cargo run --release --features rmcp,redis,demo,internals --example dedupe_soak -- run
+       (bash scripts/soak builds and runs it; redis-server on PATH)
+
+Keyed tool calls through a proxy that cuts responses, to four backend processes sharing a Redis,
+under restarts and failovers; every execution is counted. Exit status 1 when a call executed
+other than once without a known cause.
+
+  run                    the driver: Redis, the backends, the proxy, the callers, the faults
+    --calls N            logical calls per store (default 10000)
+    --callers N          concurrent callers (default 64)
+    --cut FRACTION       share of tool-call responses cut (default 0.3)
+    --seed N             the random seed (default 20)
+    --max-seconds N      give up after N seconds (default 1800)
+    --store STORE        single (one Redis with AOF), cluster, or both (default)
+  backend                one backend, spawned by the driver
+  -h, --help             print this help";
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if help::asked(&args, HELP) {
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -790,13 +818,9 @@ fn main() {
                 std::process::exit(1);
             }
         }
-        _ => {
-            eprintln!(
-                "usage: dedupe_soak run [--calls N] [--callers N] [--cut FRACTION] [--seed N] \
-                 [--max-seconds N] [--store single|cluster|both] | dedupe_soak backend --redis URL --port PORT \
-                 --ledger-dir DIR [--wait-replicas N]"
-            );
-            std::process::exit(2);
+        Some(other) => {
+            help::usage_error("dedupe_soak", HELP, &format!("unknown command {other:?}"))
         }
+        None => help::usage_error("dedupe_soak", HELP, "run or backend?"),
     }
 }

@@ -9,9 +9,13 @@
 //! result (SPEC.md §11.2, §17.11): the backend declares nothing by hand.
 //!
 //! ```sh
+//! bash scripts/fleet-demo                  # all of it (needs redis-server on PATH)
+//! cargo run --features rmcp,redis,demo --example fleet -- --help
 //! fleet backend --redis redis://127.0.0.1:6379/ --name backend-a --cut
 //! fleet client --endpoints http://127.0.0.1:PORT_A/mcp,http://127.0.0.1:PORT_B/mcp --calls 6
 //! ```
+
+mod help;
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -117,6 +121,29 @@ async fn stats(State(backend): State<Arc<Backend>>) -> Response {
         .into_response()
 }
 
+/// `--help`, and the usage line of an argument error.
+const HELP: &str = "\
+usage: fleet backend --redis URL [--name NAME] [--cut] | fleet client --endpoints URL,URL [--calls N]
+run:   cargo run --features rmcp,redis,demo --example fleet -- backend|client [OPTIONS]
+       (bash scripts/fleet-demo starts redis-server, two backends and the client)
+
+Exactly-once tool calls across processes sharing one Redis.
+
+  backend               rmcp behind FramingLayer::dedupe over a RedisStore, on a free loopback
+                        port (the first line on stdout: `NAME listening URL`)
+    --redis URL         the Redis (or Valkey) to share, e.g. redis://127.0.0.1:6379/
+    --name NAME         its name in the stats (default backend)
+    --cut               cut every tool-call response the first time, as a misbehaving proxy
+  client                calls the tool through RetryingClient over the endpoints in turn
+    --endpoints URL,URL the backends' URLs
+    --calls N           logical calls (default 6)
+  -h, --help            print this help";
+
+/// Ends the process on a bad command line (status 2).
+fn usage_error(err: &str) -> ! {
+    help::usage_error("fleet", HELP, err)
+}
+
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
@@ -125,7 +152,7 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 }
 
 async fn backend(args: &[String]) {
-    let redis = arg(args, "--redis").expect("--redis URL");
+    let redis = arg(args, "--redis").unwrap_or_else(|| usage_error("backend needs --redis URL"));
     let name = arg(args, "--name").unwrap_or_else(|| "backend".to_owned());
     let store = RedisStore::builder(redis)
         .prefix("fleet-demo:")
@@ -170,11 +197,14 @@ async fn backend(args: &[String]) {
 
 async fn client(args: &[String]) {
     let endpoints: Vec<String> = arg(args, "--endpoints")
-        .expect("--endpoints URL,URL")
+        .unwrap_or_else(|| usage_error("client needs --endpoints URL,URL"))
         .split(',')
         .map(str::to_owned)
         .collect();
-    let calls: usize = arg(args, "--calls").map_or(6, |n| n.parse().expect("a number"));
+    let calls: usize = arg(args, "--calls").map_or(6, |n| {
+        n.parse()
+            .unwrap_or_else(|e| usage_error(&format!("--calls: {e}")))
+    });
     let http = reqwest::Client::new();
     let abandoned = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -246,11 +276,13 @@ async fn client(args: &[String]) {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if help::asked(&args, HELP) {
+        return;
+    }
     match args.first().map(String::as_str) {
         Some("backend") => backend(&args).await,
         Some("client") => client(&args).await,
-        _ => eprintln!(
-            "usage: fleet backend --redis URL --name NAME [--cut] | fleet client --endpoints URL,URL [--calls N]"
-        ),
+        Some(other) => usage_error(&format!("unknown command {other:?}")),
+        None => usage_error("backend or client?"),
     }
 }

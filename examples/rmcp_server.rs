@@ -31,6 +31,8 @@
 //!   numbered lines (arguments and result both span many frames); with a progress token in the
 //!   request it sends a progress notification before its result.
 
+mod help;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -141,7 +143,25 @@ struct Options {
     seconds: u64,
 }
 
-fn parse_options() -> Result<Options, String> {
+/// `--help`, and the usage line of an argument error.
+const HELP: &str = "\
+usage: rmcp_server [--addr ADDR] [--mode opt-in|compat|plain] [--json] [--frame-size BYTES] [--seconds N]
+run:   cargo run --features rmcp,demo --example rmcp_server -- [OPTIONS]
+
+An rmcp server (stateless Streamable HTTP) behind FramingLayer, with the tools generate_text
+{seed, lines} and render_report {title, body}. The first line on stdout is `listening URL ...`.
+
+  --addr ADDR         where to listen (default 127.0.0.1:8931; port 0 picks a free port)
+  --mode MODE         opt-in (default: FramingLayer frames the requests that opt in), compat
+                      (every response framed; the compatible SSE mapping for the others), plain
+                      (rmcp alone, no layer)
+  --json              answer application/json where rmcp can, instead of text/event-stream
+  --frame-size BYTES  DATA frame size of framed responses (default 16384)
+  --seconds N         stop after N seconds (default 120)
+  -h, --help          print this help";
+
+/// The options, or `Err` with what is wrong.
+fn parse_options(args: Vec<String>) -> Result<Options, String> {
     let mut options = Options {
         addr: "127.0.0.1:8931".to_owned(),
         mode: Mode::OptIn,
@@ -149,7 +169,7 @@ fn parse_options() -> Result<Options, String> {
         frame_size: 16 * 1024,
         seconds: 120,
     };
-    let mut args = std::env::args().skip(1);
+    let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
@@ -181,13 +201,12 @@ fn parse_options() -> Result<Options, String> {
 
 #[tokio::main]
 async fn main() {
-    let options = parse_options().unwrap_or_else(|err| {
-        eprintln!(
-            "rmcp_server: {err}\nusage: rmcp_server [--addr ADDR] [--mode opt-in|compat|plain] [--json] \
-             [--frame-size BYTES] [--seconds N]"
-        );
-        std::process::exit(2);
-    });
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if help::asked(&args, HELP) {
+        return;
+    }
+    let options =
+        parse_options(args).unwrap_or_else(|err| help::usage_error("rmcp_server", HELP, &err));
     // rmcp's stateless Streamable HTTP service.
     let mut config = StreamableHttpServerConfig::default();
     config.legacy_session_mode = false;

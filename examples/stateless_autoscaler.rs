@@ -24,6 +24,8 @@
 //!
 //! Run: `cargo run --release --features rmcp,demo --example stateless_autoscaler`
 
+mod help;
+
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -336,8 +338,32 @@ async fn framed_run(endpoints: &[(String, &'static str)], log: &mut Vec<String>)
     counters
 }
 
+/// `--help`.
+const HELP: &str = "\
+usage: stateless_autoscaler
+run:   cargo run --release --features rmcp,demo --example stateless_autoscaler
+
+The main job on loopback, in seconds: two stateless rmcp backends behind FramingLayer with
+deduplication, a proxy that cuts a tool call's response, the same workload unframed (a parse
+error, the tool run twice) and framed (abandoned, retried with the same request key, replayed,
+verified), then the framed client against a backend without the layer (refused). It takes no
+arguments.
+
+  -h, --help  print this help";
+
 #[tokio::main]
 async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if help::asked(&args, HELP) {
+        return;
+    }
+    if let Some(arg) = args.first() {
+        help::usage_error(
+            "stateless_autoscaler",
+            HELP,
+            &format!("unexpected argument {arg:?}"),
+        );
+    }
     // The crate emits through the `metrics` facade; a real service installs its Prometheus or
     // OpenTelemetry exporter here. The demo installs the debugging recorder and prints it.
     let recorder = DebuggingRecorder::new();

@@ -5,10 +5,30 @@
 //!
 //! Run: `cargo run --release --example truncation`
 
+mod help;
+
 use bytes::BytesMut;
 use mcp_framing::{DecodeError, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
 
+/// `--help`.
+const HELP: &str = "\
+usage: truncation
+run:   cargo run --release --example truncation
+
+A tool-call response cut at every 64-byte chunk boundary, unframed (a JSON parse error, or
+nothing wrong) and framed (a precise truncation verdict; only the complete stream is clean).
+No network, no feature needed. It takes no arguments.
+
+  -h, --help  print this help";
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if help::asked(&args, HELP) {
+        return;
+    }
+    if let Some(arg) = args.first() {
+        help::usage_error("truncation", HELP, &format!("unexpected argument {arg:?}"));
+    }
     let response = serde_json::json!({
         "jsonrpc": "2.0",
         "id": 42,

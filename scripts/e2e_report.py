@@ -551,7 +551,7 @@ def per_server(servers, table, results):
 
 
 def issue21_lines(results):
-    lines = ["## The framing layer's own cost, and the overlap (issue 21)", "",
+    lines = ["## The framing layer's own cost, and the overlap", "",
              "CPU per call beyond the unframed call of the same server, size and socket: server / client, µs "
              "(in units of this run's CRC-32 + SHA-256 floor of one side). The goal: at most 1.3 floors on the "
              "server in every mapping, and on the client in the compatible mapping.", ""]
@@ -568,7 +568,7 @@ def issue21_lines(results):
               "latency plus the larger of one side's hashing (the server hashing a frame while the client verifies "
               "the one before and the kernel carries a third, on two cores).", ""]
     lines += goal_table(issue21_goals(results), "sequential / pipeline",
-                        "goals of issue 21 met in this run (the codec ratios are `scripts/bench-report`'s).") + [""]
+                        "goals met in this run (the codec ratios are `scripts/bench-report`'s).") + [""]
     return lines
 
 
@@ -599,7 +599,7 @@ def write_markdown(results, before, out, compat_before=None):
         "millisecond at 1 MiB between runs on a shared machine: compare it within one run, not across runs.",
         "",
     ]
-    lines += ["## The compatible SSE mapping end to end (issue 13 §5)", "",
+    lines += ["## The compatible SSE mapping end to end", "",
               "Unframed, the base64 SSE mapping, the compatible SSE mapping and the binary mapping, each verified by "
               "`VerifiedResponse` on the client; the last column is the compatible mapping as a stock client reads it "
               "(`FramingLayer::frame_all_responses`, not opted in, `sse-stream` skipping the records). "
@@ -630,14 +630,14 @@ def write_markdown(results, before, out, compat_before=None):
             "",
         ] + throughput_table(results, size) + [""]
     lines += ["## The physical cost of framing, same run", ""] + floor_lines(results) + [""]
-    lines += ["## Goals (issue 14, issue 13 §5)", "",
+    lines += ["## Goals", "",
               "The bound is the best ratio framing allows, from this run's floors. Latency: the unframed call plus "
               "CRC-32 + SHA-256 on both sides, one after the other or (second figure) on the two cores at once, plus "
               "base64 both ways for SSE. Throughput (every core busy, so calls per second go as 1 / CPU per call): the "
               "unframed call's server and client CPU over that plus the same floor.",
               ""] + goal_lines(results) + [""]
     if before is not None and before.get("machine", {}).get("commit") != info["commit"]:
-        lines += ["## Issue 14's table, before and after", "",
+        lines += ["## rmcp behind `FramingLayer`, an earlier commit and this run", "",
                   f"rmcp behind `FramingLayer`, median ms (ratio to unframed in the same run). Before: commit "
                   f"{before['machine']['commit']} ({before['machine'].get('date', '?')}); after: commit {info['commit']}.",
                   ""] + issue_table(before, results) + [""]
@@ -660,17 +660,17 @@ def update_readme(lines, results, readme):
     info = results["machine"]
     body = [README_START,
             f"Measured on {info['cpu']}, {info['cores']} cores, commit {info['commit']}. "
-            "Full report: [docs/perf/e2e.md](docs/perf/e2e.md).", ""]
+            "Full report: [perf/e2e.md](perf/e2e.md).", ""]
     keep = False
     for line in lines:
         if line.startswith("## "):
-            keep = line.startswith(("## The compatible", "## The framing layer", "## Latency", "## Throughput", "## Issue 14"))
-            line = "##" + line  # inside the README's "### End to end" section
+            keep = line.startswith(("## The compatible SSE mapping end to end", "## Latency", "## Throughput"))
+            line = "#" + line  # inside the "## End to end" section of docs/performance.md
         if line.startswith("![end-to-end"):
             break
         if keep:
             body.append(line)
-    body += ["![End-to-end latency ratios and throughput](docs/perf/e2e.png)", README_END]
+    body += ["![End-to-end latency ratios and throughput](perf/e2e.png)", README_END]
     start = text.index(README_START)
     end = text.index(README_END) + len(README_END)
     readme.write_text(text[:start] + "\n".join(body) + text[end:])
@@ -765,7 +765,7 @@ def main():
     compat_before = json.loads(compat_before_path.read_text()) if compat_before_path.exists() else None
     lines = write_markdown(results, before, out, compat_before)
     plot(results, out)
-    update_readme(lines, results, pathlib.Path("README.md"))
+    update_readme(lines, results, pathlib.Path("docs/performance.md"))
     print(f"wrote {out / 'e2e.md'}, {out / 'e2e.png'} and {out / 'e2e.json'}")
 
 

@@ -1,6 +1,6 @@
-"""The README's table of what real proxies make of a dying backend (issue 22), one row per proxy
+"""The table of docs/proxies.md: what real proxies make of a dying backend, one row per proxy
 and failure, condensed from the tables tests/proxies.rs writes to target/proxies/ (dying.md and
-slow.md). scripts/proxy-matrix runs it after the full matrix; it prints Markdown.
+slow.md). Run it after scripts/proxy-matrix (the full matrix); it prints Markdown.
 
 For each proxy and way of dying: what the proxy sent downstream for the cut at byte 60 000 in its
 default and its SSE configuration (a raw HTTP/1.1 client, the stock clients' request), what each

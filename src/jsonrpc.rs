@@ -74,24 +74,57 @@ pub(crate) fn scanned_utf8_response(bytes: &[u8]) -> Option<bool> {
     Scan::<true>::new(bytes).top_level()
 }
 
-/// An inner server's event data (as it came, its lines joined with LF) as an SSE client reads
-/// it, UTF-8 with replacement (WHATWG), and whether it is the final response: for the usual
-/// message one pass decides both ([`scanned_utf8_response`]), where a UTF-8 check and then the
-/// final-response scan read a long message twice (issue 21). Valid text is `data` itself.
+/// What an inner server's event carries, as the layer reads it ([`message_text`]).
 #[cfg(feature = "rmcp-server")]
-pub(crate) fn message_text(data: Bytes) -> (Bytes, bool) {
-    if let Some(last) = scanned_utf8_response(&data) {
-        return (data, last);
+#[derive(Clone, Debug)]
+pub(crate) enum Carried {
+    /// A JSON-RPC response (the final response of a POST stream), with its top level.
+    Response(TopLevel),
+    /// Another JSON object (a request, a notification), or an array (a JSON-RPC 2.0 batch, which
+    /// earlier MCP revisions sent).
+    Message,
+    /// No JSON object or array: not a JSON-RPC message, never framed as one.
+    NotJsonRpc,
+}
+
+#[cfg(feature = "rmcp-server")]
+impl Carried {
+    /// Whether it is the final response.
+    pub(crate) fn is_final(&self) -> bool {
+        matches!(self, Self::Response(_))
+    }
+
+    fn of(members: Option<TopLevel>, text: &[u8]) -> Self {
+        match members {
+            Some(members) if members.is_response() => Self::Response(members),
+            Some(_) => Self::Message,
+            // A batch: its members are not read here (no final response is found in it).
+            None if text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') => Self::Message,
+            None => Self::NotJsonRpc,
+        }
+    }
+}
+
+/// An inner server's event data (as it came, its lines joined with LF) as an SSE client reads
+/// it, UTF-8 with replacement (WHATWG), and what it carries (the final response, another message,
+/// or no JSON-RPC message at all): for the usual message one pass decides both (the scan of
+/// [`scanned_utf8_response`]), where a UTF-8 check and then the final-response scan read a long
+/// message twice (issue 21). Valid text is `data` itself.
+#[cfg(feature = "rmcp-server")]
+pub(crate) fn message_text(data: Bytes) -> (Bytes, Carried) {
+    if let Some(members) = Scan::<true>::new(&data).members() {
+        let carried = Carried::of(Some(members), &data);
+        return (data, carried);
     }
     match std::str::from_utf8(&data) {
-        Ok(_) => {
-            let last = is_response_text(&data);
-            (data, last)
+        Ok(text) => {
+            let carried = Carried::of(top_level_by_serde(text), &data);
+            (data, carried)
         }
         Err(_) => {
             let text = String::from_utf8_lossy(&data).into_owned();
-            let last = is_response(&text);
-            (Bytes::from(text), last)
+            let carried = Carried::of(top_level(&text), text.as_bytes());
+            (Bytes::from(text), carried)
         }
     }
 }
@@ -911,11 +944,17 @@ mod message_text_tests {
     #[test]
     fn valid_event_data_is_handed_on_as_the_same_buffer() {
         let data = bytes::Bytes::from(r#"{"jsonrpc":"2.0","id":1,"result":{"text":"café \u00e9"}}"#);
-        let (text, last) = message_text(data.clone());
-        assert!(last);
+        let (text, carried) = message_text(data.clone());
+        assert!(carried.is_final());
         assert_eq!(text.as_ptr(), data.as_ptr());
         let request = bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#);
-        assert!(!message_text(request).1);
+        assert!(matches!(message_text(request).1, Carried::Message));
+        let batch = bytes::Bytes::from_static(br#" [{"jsonrpc":"2.0","method":"n"}]"#);
+        assert!(matches!(message_text(batch).1, Carried::Message));
+        for garbage in [&b"not json"[..], b"{\"jsonrpc\":\"2.0\",\"id\":1,\"res", b"42", b"\xff\xfe"] {
+            let carried = message_text(bytes::Bytes::copy_from_slice(garbage)).1;
+            assert!(matches!(carried, Carried::NotJsonRpc), "{garbage:?}");
+        }
     }
 
     proptest! {
@@ -933,8 +972,8 @@ mod message_text_tests {
             } else {
                 text
             };
-            let (read, last) = message_text(bytes::Bytes::from(data.clone()));
-            prop_assert_eq!((read.to_vec(), last), as_a_client_reads(&data));
+            let (read, carried) = message_text(bytes::Bytes::from(data.clone()));
+            prop_assert_eq!((read.to_vec(), carried.is_final()), as_a_client_reads(&data));
         }
     }
 }

@@ -306,3 +306,14 @@ pub mod internals {
 #[cfg(all(doctest, feature = "rmcp"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+// So are the Rust examples of the pages in docs/ that the README links to.
+#[cfg(all(doctest, feature = "rmcp"))]
+#[doc = include_str!("../docs/codec.md")]
+struct DocsCodecDoctests;
+#[cfg(all(doctest, feature = "rmcp"))]
+#[doc = include_str!("../docs/http.md")]
+struct DocsHttpDoctests;
+#[cfg(all(doctest, feature = "rmcp"))]
+#[doc = include_str!("../docs/deduplication.md")]
+struct DocsDeduplicationDoctests;

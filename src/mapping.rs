@@ -148,14 +148,17 @@ pub struct UnknownMapping(());
 /// ```
 /// use mcp_framing::mapping::MappingViolation;
 /// let cause = MappingViolation::NotFramed { content_type: Some("application/json".into()) };
-/// assert_eq!(cause.to_string(), "response is not framed (content-type Some(\"application/json\"))");
+/// assert!(cause.to_string().starts_with(
+///     "response is not framed (content-type \"application/json\") although framing was requested: \
+///      the server does not frame its responses"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MappingViolation {
     /// Framing was requested but the response is in neither mapping's content type (a backend
-    /// that ignored the opt-in answered `application/json` or plain SSE).
-    #[error("response is not framed (content-type {content_type:?})")]
+    /// that ignored the opt-in answered `application/json` or plain SSE). The message says what
+    /// to do: put a framing layer in front of the server, or connect without mcp-framing.
+    #[error("{}", NotFramedText(content_type.as_deref()))]
     NotFramed {
         /// The response's content type.
         content_type: Option<String>,
@@ -170,6 +173,29 @@ pub enum MappingViolation {
     /// (SPEC.md §18.5).
     #[error("compatible SSE mapping: {0}")]
     Compat(CompatError),
+}
+
+/// What to do about a response that is not framed, in the words every client of this
+/// repository (Rust, Python, TypeScript) uses: at the handshake this is what a server without
+/// framing, or a gateway that re-encodes responses, looks like to a client that opted in.
+pub(crate) const NOT_FRAMED_HINT: &str = "the server does not frame its responses, or a proxy or \
+     gateway on the way removed the framing: put a framing layer in front of the server \
+     (mcp-frame proxy, or FramingLayer in a Rust server), or connect without mcp-framing (the \
+     SDK's stock transport)";
+
+/// The message of a response that is not framed (SPEC.md §16): its content type and
+/// [`NOT_FRAMED_HINT`].
+pub(crate) struct NotFramedText<'a>(pub(crate) Option<&'a str>);
+
+impl std::fmt::Display for NotFramedText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("response is not framed (")?;
+        match self.0 {
+            Some(content_type) => write!(f, "content-type {content_type:?}")?,
+            None => f.write_str("no content-type")?,
+        }
+        write!(f, ") although framing was requested: {NOT_FRAMED_HINT}")
+    }
 }
 
 /// Errors of the SSE mapping (SPEC.md §15), as [`SseFrameDecoder`](crate::sse::SseFrameDecoder)

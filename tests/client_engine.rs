@@ -438,6 +438,10 @@ async fn a_server_that_declares_no_contract_fails_the_handshake_before_any_tool_
     assert!(err.contains("Regime C"), "{err}");
     assert!(err.contains("configuration_error"), "{err}");
     assert!(err.contains("NoContract"), "{err}");
+    assert!(
+        err.contains("put a framing layer in front of the server (mcp-frame proxy"),
+        "{err}"
+    );
     let methods: Vec<String> = log
         .lock()
         .unwrap()

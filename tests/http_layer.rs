@@ -160,16 +160,16 @@ async fn frames_notifications_then_the_result_and_turns_comments_into_keep_alive
 
 #[tokio::test]
 async fn data_that_is_not_utf8_is_framed_as_sse_reads_it_wherever_the_inner_body_is_cut() {
-    // A notification whose bytes that are not UTF-8 include a character cut across its two data
-    // lines, and a final response with some in a string: SSE reads them with replacement
-    // characters, so the messages framed are those texts, and the final response (JSON once
-    // read so) still ends the stream.
-    let body: &[u8] = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"n\xff\xe2\n\
-        data: \x82\"}\n\n\
+    // A notification over two data lines whose bytes that are not UTF-8 include a character cut
+    // short, and a final response with some in a string: SSE reads them with replacement
+    // characters, so the messages framed are those texts (JSON once read so: a text that is not
+    // JSON is never framed), and the final response still ends the stream.
+    let body: &[u8] = b"data: {\"jsonrpc\":\"2.0\",\n\
+        data: \"method\":\"n\xff\xe2\x82\"}\n\n\
         data: {\"jsonrpc\":\"2.0\",\"id\":1,\n\
         data: \"result\":{\"text\":\"caf\xc3 \xa9 \xe2\x82\"}}\n\n";
     let expected = [
-        "{\"jsonrpc\":\"2.0\",\"method\":\"n\u{fffd}\u{fffd}\n\u{fffd}\"}",
+        "{\"jsonrpc\":\"2.0\",\n\"method\":\"n\u{fffd}\u{fffd}\"}",
         "{\"jsonrpc\":\"2.0\",\"id\":1,\n\"result\":{\"text\":\"caf\u{fffd} \u{fffd} \u{fffd}\"}}",
     ];
     for cut in 0..=body.len() {
@@ -198,7 +198,7 @@ async fn aborts_when_the_inner_body_fails() {
     let Err(DecodeError::PeerAbort(abort)) = end else {
         panic!("expected an abort, got {end:?}");
     };
-    assert_eq!(abort.code, AbortCode::InternalError);
+    assert_eq!(abort.code, AbortCode::UpstreamFailed);
     assert!(
         abort.reason.contains("connection reset by upstream"),
         "{}",
@@ -527,7 +527,7 @@ async fn every_response_in_the_compatible_mapping_aborts_rather_than_send_an_unf
         let (_, body, events, end) =
             through_compat_layer(FramingLayer::new(), Inner::scripted(script)).await;
         assert!(end.unwrap_err().contains("aborted"));
-        assert_eq!(abort_code(&events), Some(AbortCode::InternalError));
+        assert_eq!(abort_code(&events), Some(AbortCode::UpstreamFailed));
         assert!(without_records(&body).starts_with(progress.as_bytes()));
     }
     // A message over the limit: ABORT code 5, and the event is not sent.

@@ -230,6 +230,14 @@ async fn rmcp_client_fails_closed_against_a_server_that_ignores_the_opt_in() {
         err.contains("do_not_retry") || err.contains("NotFramed"),
         "{err}"
     );
+    // The error says what to do about a server that does not frame.
+    assert!(
+        err.contains(
+            "put a framing layer in front of the server (mcp-frame proxy, or FramingLayer in a \
+             Rust server), or connect without mcp-framing"
+        ),
+        "{err}"
+    );
     assert_eq!(stats.verified_messages(), 0);
     assert_eq!(stats.failed(), 1);
 }

@@ -17,54 +17,14 @@ mod example_support;
 #[path = "stock_support/mod.rs"]
 mod stock_support;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use cut::Cut;
 use dedupe_support::RedisServer;
 use example_support::{executions, fleet_backend, repo, rmcp_server, runtime};
 use serde_json::Value;
-use stock_support::{cut_fails_within, python};
-
-/// What the driver printed: one JSON line per call, then the wrapper's counters; and the log
-/// records it printed to stderr.
-struct Run {
-    calls: Vec<Value>,
-    stats: Value,
-    logs: Vec<String>,
-}
-
-/// Runs `tests/python_client/driver.py` with `args`.
-fn driver(args: &[&str]) -> Run {
-    let out = Command::new(python())
-        .arg(repo().join("tests/python_client/driver.py"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the Python driver");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "driver {args:?}: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    let mut lines: Vec<Value> = stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect();
-    let stats = lines.pop().expect("a stats line")["stats"].clone();
-    let logs: Vec<String> = stderr.lines().map(str::to_owned).collect();
-    assert!(
-        logs.iter().all(|line| line.starts_with("LOG ")),
-        "the driver wrote to stderr:\n{stderr}"
-    );
-    Run {
-        calls: lines,
-        stats,
-        logs,
-    }
-}
+use stock_support::{cut_fails_within, python, python_driver as driver};
 
 // ---------------------------------------------------------------------------------------------
 // The servers, and a proxy in front of each (`tests/rmcp_support/cut.rs`).

@@ -40,8 +40,8 @@ use mcp_framing::rmcp_http::FramingHttpClient;
 use serde_json::Value;
 use stock_support::{
     LINES, Report, SEED, TYPESCRIPT_SDKS, assert_exact, cut_fails_within, expected_text,
-    framing_call, node, run_python, run_rmcp_stock, run_typescript, run_typescript_sdk,
-    with_warn_capture,
+    framing_call, framing_stat as stat, node, run_python, run_rmcp_stock, run_typescript,
+    run_typescript_sdk, with_warn_capture,
 };
 
 /// The server modes every stock client must not notice (`--mode` of the example server):
@@ -388,15 +388,6 @@ fn framing_client_reports_the_same_cuts_as_abandoned_and_surfaces_them_without_d
 /// The server modes whose responses a wrapped client verifies: the layer framing the requests
 /// that opt in, and framing every response (the compatible mapping).
 const FRAMED_MODES: &[&str] = &["opt-in", "compat"];
-
-/// What a wrapped report's counters say (`framingFetch`'s `stats`).
-fn stat(report: &Report, name: &str) -> u64 {
-    report
-        .framing_stats
-        .as_ref()
-        .and_then(|stats| stats[name].as_u64())
-        .unwrap_or_else(|| panic!("{}: no framingStats.{name} in {report:?}", report.url))
-}
 
 /// Offsets to cut a framed `tools/call` body of `len` bytes at: before its first byte, inside
 /// the first record (HEAD), around the first message event, spread over the body, and its last

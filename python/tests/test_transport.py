@@ -203,6 +203,7 @@ async def test_a_server_that_declares_no_contract_is_refused_as_regime_c() -> No
     assert (data["classification"], data["kind"]) == ("configuration_error", "NoContract")
     assert data["attempts"] == 1  # the initialize that revealed it; nothing else was sent
     assert "Regime C" in data["detail"]
+    assert "put a framing layer in front of the server (mcp-frame proxy" in data["detail"]
 
 
 @pytest.mark.anyio
@@ -568,6 +569,15 @@ async def test_an_unframed_handshake_fails_at_once_as_not_framed_and_never_reach
         "NotFramed",
         "do_not_retry",
     )
+    # The message says what to do, in the Rust client's words.
+    assert failed.error.message.startswith(
+        "mcp-framing: response framing contract violated: response is not framed (content-type "
+    )
+    assert (
+        "although framing was requested: the server does not frame its responses, or a proxy or gateway on the "
+        "way removed the framing: put a framing layer in front of the server (mcp-frame proxy, or FramingLayer "
+        "in a Rust server), or connect without mcp-framing (the SDK's stock transport)"
+    ) in failed.error.message
     assert transport.stats.verified_messages == 0
     assert [json.loads(r.content)["method"] for r in server.requests] == ["initialize"]
 

@@ -136,8 +136,9 @@ pub enum ContractError {
     #[error(
         "configuration error: the {origin} declares no framing contract under \"{EXTENSION_KEY}\", \
          so a clean end and an abandoned response stream would be indistinguishable (Regime C); \
-         enable framing on the server, or opt in with accept_ambiguity(true) to fail every close \
-         as ambiguous"
+         put a framing layer in front of the server (mcp-frame proxy, or FramingLayer in a Rust \
+         server), connect without mcp-framing, or opt in with accept_ambiguity(true) to fail \
+         every close as ambiguous"
     )]
     NoContract {
         /// The discovery result it was found in.
@@ -147,7 +148,8 @@ pub enum ContractError {
     #[error(
         "configuration error: the framing contract in the {origin} has sentinelRequired false, \
          so a clean end and an abandoned response stream would be indistinguishable (Regime C); \
-         require the sentinel on the server, or opt in with accept_ambiguity(true)"
+         require the sentinel on the server, connect without mcp-framing, or opt in with \
+         accept_ambiguity(true) to fail every close as ambiguous"
     )]
     SentinelNotRequired {
         /// The discovery result it was found in.

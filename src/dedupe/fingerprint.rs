@@ -183,7 +183,8 @@ impl FingerprintRules {
 /// key, keys compared as UTF-8 byte strings (which is Unicode code point order); strings with
 /// only `"`, `\` and U+0000..=U+001F escaped (`\b \f \n \r \t`, else `\u00xx` in lowercase hex),
 /// everything else as raw UTF-8; integers in plain decimal; other numbers in the shortest form
-/// that reads back as the same IEEE 754 double (so `1` and `1.0` differ, `1e2` is `100.0`);
+/// that reads back as the same IEEE 754 double (so `1` and `1.0` differ, `1e2` is `100.0`; laid
+/// out as SPEC.md §17.12.1 says, `1e+16`, `0.00001`, `1e-6`);
 /// `true`, `false`, `null`; arrays in order.
 ///
 /// # Examples
@@ -228,9 +229,67 @@ fn write_canonical<W: Write>(value: &Value, out: &mut W) -> io::Result<()> {
             }
             out.write_all(b"]")
         }
-        // serde_json writes scalars exactly as documented above (compact, ryu for floats).
+        Value::Number(number) => match number.as_f64().filter(|_| number.is_f64()) {
+            Some(double) => out.write_all(canonical_double(double).as_bytes()),
+            // i64 and u64 in plain decimal.
+            None => Ok(serde_json::to_writer(out, number)?),
+        },
+        // Strings (only `"`, `\` and controls escaped), booleans and null, as serde_json writes them.
         scalar => Ok(serde_json::to_writer(out, scalar)?),
     }
+}
+
+/// A finite double laid out as SPEC.md §17.12.1 says: the shortest digits that read back as
+/// `double` (of two equally close, the even one, as JavaScript and Python choose), in positional
+/// form when the decimal point falls within 16 digits after the first or 4 zeros before it, else
+/// as `d.ddde+x`. The digits are `zmij`'s, the layout is written here: serde_json's float layout
+/// changed between its versions (`1e20`, then `1e+20`), and a fingerprint must not depend on a
+/// dependency's version.
+fn canonical_double(double: f64) -> String {
+    let mut buffer = zmij::Buffer::new();
+    let (sign, digits, point) = decimal_digits(buffer.format_finite(double));
+    if digits.is_empty() {
+        return format!("{sign}0.0");
+    }
+    // The value is 0.d1..dn x 10^k.
+    let (n, k) = (digits.len() as i64, point);
+    let zeros = |count: i64| "0".repeat(usize::try_from(count).unwrap_or(0));
+    if n <= k && k <= 16 {
+        format!("{sign}{digits}{}.0", zeros(k - n))
+    } else if 0 < k && k <= 16 {
+        let (int, frac) = digits.split_at(usize::try_from(k).unwrap_or(0));
+        format!("{sign}{int}.{frac}")
+    } else if (-4..=0).contains(&k) {
+        format!("{sign}0.{}{digits}", zeros(-k))
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let point = if rest.is_empty() { "" } else { "." };
+        let exponent = k - 1;
+        let exponent_sign = if exponent < 0 { '-' } else { '+' };
+        format!(
+            "{sign}{first}{point}{rest}e{exponent_sign}{}",
+            exponent.unsigned_abs()
+        )
+    }
+}
+
+/// The sign, the significant digits (no leading or trailing zeros; empty for zero) and the
+/// decimal point's position `k` (the value is 0.digits x 10^k) of a decimal number written in any
+/// of the usual layouts (`-12.5`, `0.001`, `1e+20`, `1.5e-7`).
+fn decimal_digits(text: &str) -> (&'static str, String, i64) {
+    let (sign, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text),
+    };
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().unwrap_or(0)),
+        None => (unsigned, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: String = int.chars().chain(frac.chars()).collect();
+    let leading = all.len() - all.trim_start_matches('0').len();
+    let digits = all.trim_matches('0').to_owned();
+    (sign, digits, int.len() as i64 - leading as i64 + exponent)
 }
 
 struct HashWriter(Sha256);

@@ -17,69 +17,21 @@ use super::store::{
 /// Default key prefix of [`RedisStore`] records.
 pub const DEFAULT_PREFIX: &str = "mcp-framing:dedupe:";
 
-// A record is one hash, `{prefix}{store key in hex}`, with a TTL (PEXPIRE) on every write:
+// The record format and the scripts are SPEC.md §17.12.1, shared by every implementation (the
+// Python and TypeScript packages ship byte-identical copies of the scripts). A record is one
+// hash, `{prefix}{store key in hex}`, with a TTL (PEXPIRE) on every write:
 //   s  state: f in flight, r result stored, e error stored, n completed not stored, a abandoned
 //   fp fingerprint (hex)      t  fencing token (hex; of the holder, or of the completer)
 //   g  generation             l  lease deadline, ms of the server's clock (in flight only)
 //   r  stored JSON text (r/e), or the size of the result not stored (n)
 // Times come from the server's clock (TIME), so backends' clocks never matter. Every script
-// touches one key (cluster-safe) and runs atomically.
-
-const CLAIM: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease = tonumber(ARGV[3])
-local r = redis.call('HMGET', KEYS[1], 's', 'fp', 'g', 'l', 'r')
-if not r[1] then
-  redis.call('HSET', KEYS[1], 's', 'f', 'fp', ARGV[1], 't', ARGV[2], 'g', 1, 'l', now + lease)
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  return {'claimed', 1}
-end
-if r[2] ~= ARGV[1] then return {'conflict', r[2]} end
-if r[1] == 'f' then
-  local left = tonumber(r[4]) - now
-  if left > 0 then return {'in_flight', left} end
-  if ARGV[5] == '1' then
-    local g = tonumber(r[3]) + 1
-    redis.call('HSET', KEYS[1], 't', ARGV[2], 'g', g, 'l', now + lease)
-    redis.call('PEXPIRE', KEYS[1], ARGV[4])
-    return {'claimed', g}
-  end
-  redis.call('HSET', KEYS[1], 's', 'a')
-  redis.call('HDEL', KEYS[1], 't', 'l')
-  return {'abandoned'}
-end
-if r[1] == 'a' then return {'abandoned'} end
-return {'done', r[1], r[5]}
-";
-
-const RENEW: &str = r"
-local r = redis.call('HMGET', KEYS[1], 's', 't')
-if r[1] ~= 'f' or r[2] ~= ARGV[1] then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[1], 'l', now + tonumber(ARGV[2]))
-return 1
-";
-
-// The token stays in a completed record, so that a completion tried again after its answer was
-// lost is answered 1 (idempotent for its token).
-const COMPLETE: &str = r"
-local r = redis.call('HMGET', KEYS[1], 's', 't')
-if r[2] ~= ARGV[1] then return 0 end
-if r[1] ~= 'f' then return 1 end
-redis.call('HSET', KEYS[1], 's', ARGV[2], 'r', ARGV[3])
-redis.call('HDEL', KEYS[1], 'l')
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 1
-";
-
-const RELEASE: &str = r"
-local r = redis.call('HMGET', KEYS[1], 's', 't')
-if r[1] ~= 'f' or r[2] ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-return 1
-";
+// touches one key (cluster-safe) and runs atomically. The completion script keeps the token in
+// a completed record, so that a completion tried again after its answer was lost is answered 1
+// (idempotent for its token).
+const CLAIM: &str = include_str!("redis/claim.lua");
+const RENEW: &str = include_str!("redis/renew.lua");
+const COMPLETE: &str = include_str!("redis/complete.lua");
+const RELEASE: &str = include_str!("redis/release.lua");
 
 /// A [`DedupeStore`] on Redis (5 or later) or Valkey, shared by every backend of a fleet: one
 /// server (with replicas or not), or a Redis Cluster.

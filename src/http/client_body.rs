@@ -89,9 +89,7 @@ pub enum ReceiveError<E> {
     /// carry a content type of neither mapping (a backend that ignored the opt-in, or a proxy
     /// that rewrote the response), whatever its body holds. Fail closed, nothing in it is
     /// trusted (SPEC.md §16).
-    #[error(
-        "response is not framed (content-type {content_type:?}) although framing was requested"
-    )]
+    #[error("{}", crate::mapping::NotFramedText(content_type.as_deref()))]
     NotFramed {
         /// The response's content type.
         content_type: Option<String>,

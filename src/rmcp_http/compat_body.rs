@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 use http_body::Body;
 
-use super::declare::Declaration;
+use super::declare::{Declaration, unframeable};
 use crate::body_encoder::MappingEncoder;
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
@@ -85,6 +85,16 @@ pub(super) struct SsePassthrough<B: Body> {
     building: BytesMut,
     /// Unframed: the inner body's error, handed on after the bytes before it.
     failed: Option<B::Error>,
+    /// The final event's blank line ended with a CR at the end of an inner chunk: the LF of a
+    /// CRLF may still come, first in the next chunk, and goes out before the body ends.
+    lf_to_come: bool,
+    /// The compatible mapping's final event went out (the body ends once its line end is).
+    finished: bool,
+    /// A keep-alive comment that ended with CR went out as a record (which ends with its own
+    /// LF): the LF of its CRLF, if it comes next, goes with the comment.
+    comment_cr: bool,
+    /// The id the final response must answer (compatible mapping).
+    request_id: Option<serde_json::Value>,
     done: bool,
 }
 
@@ -95,6 +105,9 @@ impl<B: Body> Unpin for SsePassthrough<B> {}
 enum Failure {
     /// A message (or what is held for an event) over the limit.
     TooLarge { len: u64, max: u64 },
+    /// The inner body failed, or ended before its final response (code 4, upstream failed,
+    /// SPEC.md §3.1: the same request may succeed when sent again).
+    Upstream(String),
     /// Anything else: its description.
     Internal(String),
 }
@@ -102,14 +115,18 @@ enum Failure {
 impl<B: Body> SsePassthrough<B> {
     /// Re-frames `body` in the compatible mapping with `encoder`, each event's data within
     /// `max_message` bytes; with `declare`, the final response declares the contract.
+    /// `request_id` is the id the final response must answer, when the request had one.
     pub(super) fn compat(
         body: B,
         encoder: StreamEncoder,
         max_message: usize,
         declare: Option<Declaration>,
+        request_id: Option<serde_json::Value>,
     ) -> Self {
         let framing = MappingEncoder::new(Mapping::Compat, encoder);
-        Self::new(body, Some(framing), max_message, declare)
+        let mut passthrough = Self::new(body, Some(framing), max_message, declare);
+        passthrough.request_id = request_id;
+        passthrough
     }
 
     /// Passes `body` on unframed, the final response declaring the contract (read within
@@ -143,6 +160,10 @@ impl<B: Body> SsePassthrough<B> {
             ready: VecDeque::new(),
             building: BytesMut::new(),
             failed: None,
+            lf_to_come: false,
+            finished: false,
+            comment_cr: false,
+            request_id: None,
             done: false,
         }
     }
@@ -163,6 +184,10 @@ impl<B: Body> SsePassthrough<B> {
                     Failure::TooLarge { len, max } => {
                         encoder.fail(&EncodeError::MessageTooLarge { len, max }.into(), dst)
                     }
+                    Failure::Upstream(reason) => encoder
+                        .abort(AbortCode::UpstreamFailed, &reason, dst)
+                        .ok()
+                        .map(|()| AbortCode::UpstreamFailed),
                     Failure::Internal(reason) => encoder
                         .abort(AbortCode::InternalError, &reason, dst)
                         .ok()
@@ -175,7 +200,7 @@ impl<B: Body> SsePassthrough<B> {
                     Failure::TooLarge { len, max } => {
                         format!("an event holds at least {len} bytes, over {max}")
                     }
-                    Failure::Internal(reason) => reason,
+                    Failure::Upstream(reason) | Failure::Internal(reason) => reason,
                 };
                 if let Some(declaration) = self.declare.take() {
                     declaration.not_declared(&reason);
@@ -213,6 +238,23 @@ impl<B: Body> SsePassthrough<B> {
         let mut lines = std::mem::take(&mut self.lines);
         let mut at = 0;
         while !self.done {
+            if self.finished {
+                // The final event went out. If its blank line ended with a CR, the LF of a CRLF
+                // that follows is the upstream's byte too: a stock SSE parser (eventsource-parser)
+                // waits for what follows a lone CR before it dispatches the event.
+                if lines.after_cr() {
+                    match data.get(at) {
+                        Some(b'\n') => self.send(data.slice(at..=at)),
+                        Some(_) => {}
+                        None => {
+                            self.lf_to_come = true;
+                            break;
+                        }
+                    }
+                }
+                self.done = true;
+                break;
+            }
             if self.transparent {
                 // The rest of this chunk too.
                 self.send(data.slice(at..));
@@ -228,9 +270,11 @@ impl<B: Body> SsePassthrough<B> {
                 }
                 Some(Piece::Joined { content, end }) => self.line(content, data.slice(end..=end)),
                 Some(Piece::CrLf { at }) => {
-                    // The LF of a CRLF: it goes where its line went.
+                    // The LF of a CRLF: it goes where its line went (a comment's, into its
+                    // record).
                     let lf = data.slice(at..=at);
                     match self.block.last() {
+                        _ if std::mem::take(&mut self.comment_cr) => {}
                         None => self.send(lf),
                         Some(&(_, data)) => self.hold(lf, data),
                     }
@@ -267,6 +311,7 @@ impl<B: Body> SsePassthrough<B> {
 
     /// One complete line: its content and its terminator (LF or CR).
     fn line(&mut self, mut content: Bytes, end: Bytes) {
+        self.comment_cr = false;
         if std::mem::take(&mut self.at_start) && content.starts_with(BOM) {
             // A BOM stays first in the body, before the first record, where SSE skips it.
             let bom = content.split_to(BOM.len());
@@ -307,6 +352,7 @@ impl<B: Body> SsePassthrough<B> {
                     if let Err(err) = encoder.keep_alive(&mut self.building) {
                         self.give_up(Failure::Internal(err.to_string()));
                     }
+                    self.comment_cr = end.as_ref() == b"\r";
                 }
                 None => {
                     self.send(content);
@@ -341,7 +387,15 @@ impl<B: Body> SsePassthrough<B> {
     /// A message event dispatched: its record first (compatible mapping), then its lines, with
     /// the contract declared in the final response to a discovery request.
     fn message_event(&mut self, mut block: Vec<(Bytes, bool)>, values: &[Bytes], data_len: usize) {
-        let (mut data, last) = message_text(event_data(values, data_len));
+        let (mut data, carried) = message_text(event_data(values, data_len));
+        if self.framing.is_some() {
+            if let Some(reason) = unframeable(&carried, &data, self.request_id.as_ref()) {
+                // Never framed as a verified message: dropped, the stream ends with ABORT code 1.
+                self.give_up(Failure::Internal(reason));
+                return;
+            }
+        }
+        let last = carried.is_final();
         if last {
             if let Some(declared) = self.declare.take().and_then(|d| d.apply_bytes(&data)) {
                 block = with_data(block, &declared);
@@ -352,7 +406,7 @@ impl<B: Body> SsePassthrough<B> {
             Some(encoder) => match encoder.passed_message_record(&data, last, &mut self.building) {
                 Ok(()) => {
                     block.into_iter().for_each(|(piece, _)| self.send(piece));
-                    self.done = last;
+                    self.finished = last;
                 }
                 Err(err) => {
                     // The event is dropped: no message without its record.
@@ -372,7 +426,7 @@ impl<B: Body> SsePassthrough<B> {
     /// unframed, what is held goes out as it came.
     fn body_ended(&mut self) {
         if self.framing.is_some() {
-            self.give_up(Failure::Internal(
+            self.give_up(Failure::Upstream(
                 "the upstream response stream ended before its final response".to_owned(),
             ));
             return;
@@ -456,6 +510,22 @@ where
             if this.done {
                 return Poll::Ready(None);
             }
+            if this.lf_to_come {
+                // Only the LF of the final event's CRLF may still come, first in the next chunk.
+                match this.body.as_mut().poll_frame(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                        Ok(data) if data.is_empty() => continue,
+                        Ok(data) if data[0] == b'\n' => this.send(data.slice(..1)),
+                        _ => {}
+                    },
+                    // The final response went out whole: the end of the body ends the stream.
+                    Poll::Ready(Some(Err(_)) | None) => {}
+                }
+                this.lf_to_come = false;
+                this.done = true;
+                continue;
+            }
             match this.body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(frame))) => {
@@ -464,7 +534,7 @@ where
                     }
                 }
                 Poll::Ready(Some(Err(err))) if this.framing.is_some() => {
-                    this.give_up(Failure::Internal(format!("upstream body failed: {err}")))
+                    this.give_up(Failure::Upstream(format!("upstream body failed: {err}")))
                 }
                 Poll::Ready(Some(Err(err))) => {
                     this.body_ended();

@@ -11,6 +11,7 @@ use http_body::{Body, Frame, SizeHint};
 use memchr::memmem;
 
 use crate::contract::{DiscoverySource, FramingContract, TextDeclaration};
+use crate::jsonrpc::Carried;
 
 /// The largest request body read to find out whether it is a discovery request: an `initialize`
 /// or `server/discover` request is a few hundred bytes; a larger body is another request.
@@ -69,8 +70,8 @@ pub struct RequestBody<B> {
     /// The body's pieces so far, while they are few enough to be a discovery request.
     seen: Vec<Bytes>,
     seen_len: usize,
-    /// Set, once the body ended, to the discovery request it is.
-    probe: Arc<OnceLock<DiscoverySource>>,
+    /// Set once the body ended: what the layer read of it.
+    probe: Arc<OnceLock<RequestRead>>,
 }
 
 impl<B> fmt::Debug for RequestBody<B> {
@@ -82,8 +83,8 @@ impl<B> fmt::Debug for RequestBody<B> {
 }
 
 impl<B> RequestBody<B> {
-    /// `body`, and where the discovery request it is will be told once it ended.
-    pub(super) fn new(body: B) -> (Self, Arc<OnceLock<DiscoverySource>>) {
+    /// `body`, and where what it is (a discovery request, its id) will be told once it ended.
+    pub(super) fn new(body: B) -> (Self, Arc<OnceLock<RequestRead>>) {
         let probe = Arc::new(OnceLock::new());
         let body = Self {
             body: Box::pin(body),
@@ -103,9 +104,10 @@ impl<B> RequestBody<B> {
         }
     }
 
-    /// The body ended: which discovery request it is, if one.
+    /// The body ended: which discovery request it is, if one, and its id (once; later calls do
+    /// nothing).
     fn finish(&mut self) {
-        if self.seen_len > MAX_DISCOVERY_REQUEST {
+        if self.seen_len > MAX_DISCOVERY_REQUEST || self.probe.get().is_some() {
             return;
         }
         let seen = std::mem::take(&mut self.seen);
@@ -119,21 +121,69 @@ impl<B> RequestBody<B> {
                 })
                 .freeze(),
         };
+        // The request's id, which its final response must answer (one `id` member, a string or
+        // a number: anything else is not a request a response answers).
+        let id = std::str::from_utf8(&whole).ok().and_then(|text| {
+            let members = crate::jsonrpc::top_level(text)?;
+            let range = members.id.filter(|_| members.ids == 1)?;
+            let id: serde_json::Value = serde_json::from_str(&text[range]).ok()?;
+            (id.is_string() || id.is_number()).then_some(id)
+        });
         // Most requests are tool calls: a scan for what the method names hold spares them the
         // parse. A JSON string equal to `initialize` or `server/discover` holds `initialize` or
         // `discover` as written, or a `\u` escape.
         let named = METHOD_NEEDLES
             .iter()
             .any(|needle| needle.find(&whole).is_some());
-        if !named {
-            return;
-        }
-        let source = match crate::jsonrpc::request_method(&whole).as_deref() {
-            Some("initialize") => DiscoverySource::Initialize,
-            Some("server/discover") => DiscoverySource::Discover,
-            _ => return,
+        let discovery = if named {
+            match crate::jsonrpc::request_method(&whole).as_deref() {
+                Some("initialize") => Some(DiscoverySource::Initialize),
+                Some("server/discover") => Some(DiscoverySource::Discover),
+                _ => None,
+            }
+        } else {
+            None
         };
-        let _ = self.probe.set(source);
+        let _ = self.probe.set(RequestRead { discovery, id });
+    }
+}
+
+/// What [`RequestBody`] read of a request body that ended within 64 KiB.
+#[derive(Debug)]
+pub(super) struct RequestRead {
+    /// The discovery request it is, if one.
+    pub(super) discovery: Option<DiscoverySource>,
+    /// Its JSON-RPC id, if it is one request with an id.
+    pub(super) id: Option<serde_json::Value>,
+}
+
+/// Why an inner server's message cannot be framed on the response stream of the request whose
+/// id is `request_id` (an invalid inner response, ABORT code 1, SPEC.md §3.1): it is no JSON-RPC
+/// message, or it is a final response for another request. `text` is the message as
+/// [`message_text`](crate::jsonrpc::message_text) read it, with what it `carried`.
+pub(super) fn unframeable(
+    carried: &Carried,
+    text: &[u8],
+    request_id: Option<&serde_json::Value>,
+) -> Option<String> {
+    match carried {
+        Carried::NotJsonRpc => {
+            Some("the upstream sent an event that is not a JSON-RPC message".to_owned())
+        }
+        Carried::Message => None,
+        Carried::Response(members) => {
+            let expected = request_id?;
+            let range = members.id.clone()?;
+            let answered: serde_json::Value = serde_json::from_slice(&text[range.clone()]).ok()?;
+            (&answered != expected).then(|| {
+                let short = |text: &str| text.chars().take(64).collect::<String>();
+                format!(
+                    "the upstream's final response answers id {}, not the request's {}",
+                    short(&String::from_utf8_lossy(&text[range])),
+                    short(&expected.to_string())
+                )
+            })
+        }
     }
 }
 
@@ -151,6 +201,11 @@ impl<B: Body> Body for RequestBody<B> {
                 let frame = frame.map_data(|mut data| data.copy_to_bytes(data.remaining()));
                 if let Some(data) = frame.data_ref() {
                     this.see(data);
+                }
+                // A reader that stops once the body says it ended (hyper's client sending it
+                // upstream) never polls for the end: the body is whole now.
+                if this.body.is_end_stream() {
+                    this.finish();
                 }
                 Poll::Ready(Some(Ok(frame)))
             }

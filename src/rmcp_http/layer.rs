@@ -20,7 +20,7 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 
 use super::compat_body::SsePassthrough;
-use super::declare::{Declaration, RequestBody};
+use super::declare::{Declaration, RequestBody, unframeable};
 use crate::body_encoder::{MappingEncoder, too_large};
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
@@ -30,13 +30,14 @@ use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 use crate::outgoing::Outgoing;
 use crate::{
-    http::{FramedBody, OptIn, response_headers},
+    http::{FramedBody, OptIn, response_headers, server_body::abort_for},
     mapping::Mapping,
 };
 use crate::{
     mapping::SseError,
     sse::{RawItem, SseParser, is_message_event},
 };
+use serde_json::Value;
 
 /// The response body of [`FramingService`]; `E` is the error of the inner service's body.
 ///
@@ -494,20 +495,22 @@ where
         let unsolicited = (config.all_responses && request.method() == http::Method::POST)
             .then(|| accepts_event_stream(request.headers()));
         let (parts, body) = request.into_parts();
-        let (body, discovery) = RequestBody::new(body);
+        let (body, read) = RequestBody::new(body);
         let future = self.inner.call(Request::from_parts(parts, body));
         let contract = self.contract.clone();
         Box::pin(async move {
             let response = future.await?;
             // The inner service read the request to answer it: whether it was a discovery
-            // request is known now (SPEC.md §11.2).
-            Ok(match discovery.get() {
-                None => respond(response, opt_in, unsolicited, config).await,
+            // request (SPEC.md §11.2), and the id its final response answers, are known now.
+            let read = read.get();
+            let request_id = read.and_then(|read| read.id.clone());
+            Ok(match read.and_then(|read| read.discovery) {
+                None => respond(response, opt_in, unsolicited, config, request_id).await,
                 Some(source) => {
-                    let declaration = Declaration::new(contract, *source);
+                    let declaration = Declaration::new(contract, source);
                     let max_message = buffer_limit(config.encoder.limits().1);
                     let response = declare(response, declaration, max_message).await;
-                    respond(response, opt_in, unsolicited, config).await
+                    respond(response, opt_in, unsolicited, config, request_id).await
                 }
             })
         })
@@ -515,21 +518,23 @@ where
 }
 
 /// Frames `response` as the request asked (or, unsolicited, in the compatible mapping), or
-/// passes it on.
+/// passes it on. `request_id` is the id the final response must answer, when the request had
+/// one.
 async fn respond<B: InnerBody>(
     response: Response<B>,
     opt_in: Option<OptIn>,
     unsolicited: Option<bool>,
     config: FramingLayer,
+    request_id: Option<Value>,
 ) -> Response<FramingBody<B::Error>> {
     match (opt_in, unsolicited) {
         (Some(opt_in), _) if opt_in.mapping() == Mapping::Compat => {
-            compat_response(response, Some(opt_in), Unsolicited::No, config).await
+            compat_response(response, Some(opt_in), Unsolicited::No, config, request_id).await
         }
-        (Some(opt_in), _) => frame_response(response, opt_in, config).await,
+        (Some(opt_in), _) => frame_response(response, opt_in, config, request_id).await,
         (None, Some(json_to_sse)) => {
             let unsolicited = Unsolicited::Yes { json_to_sse };
-            compat_response(response, None, unsolicited, config).await
+            compat_response(response, None, unsolicited, config, request_id).await
         }
         (None, None) => response.map(|body| body.boxed_unsync()),
     }
@@ -710,6 +715,7 @@ async fn compat_response<B: InnerBody>(
     opt_in: Option<OptIn>,
     unsolicited: Unsolicited,
     config: FramingLayer,
+    request_id: Option<Value>,
 ) -> Response<FramingBody<B::Error>> {
     let json_to_sse = unsolicited != Unsolicited::Yes { json_to_sse: false };
     let Some(sse) = framed_kind(&response, json_to_sse) else {
@@ -724,7 +730,7 @@ async fn compat_response<B: InnerBody>(
     let max_message = buffer_limit(encoder.max_message_size());
     let (mut parts, body) = response.into_parts();
     let framed = if sse {
-        let mut passthrough = SsePassthrough::compat(body, encoder, max_message, None);
+        let mut passthrough = SsePassthrough::compat(body, encoder, max_message, None, request_id);
         // As for the other mappings, the head waits a little for the first message's record and
         // event (see `FramingLayer::head_wait`).
         let first = head_start(&mut passthrough, config.head_wait).await;
@@ -736,10 +742,15 @@ async fn compat_response<B: InnerBody>(
         let mut out = BytesMut::new();
         let (written, original) = match read_json(body, max_message).await {
             Json::Whole(json) => {
-                let written = compat
-                    .message(&json, &mut out)
-                    .and_then(|()| compat.end(&mut out));
-                (written.map_err(Refusal::Encode), fixed_body(json))
+                let carried = message_text(json.clone()).1;
+                let written = match unframeable(&carried, &json, request_id.as_ref()) {
+                    Some(reason) => Err(Refusal::Invalid(reason)),
+                    None => compat
+                        .message(&json, &mut out)
+                        .and_then(|()| compat.end(&mut out))
+                        .map_err(Refusal::Encode),
+                };
+                (written, fixed_body(json))
             }
             Json::Unread {
                 read,
@@ -770,9 +781,14 @@ async fn compat_response<B: InnerBody>(
                     Refusal::Encode(err) => {
                         compat.fail(&err, &mut out);
                     }
+                    Refusal::Invalid(reason) => {
+                        // Code 1, an invalid inner response (SPEC.md §3.1).
+                        let _ = compat.abort(AbortCode::InternalError, &reason, &mut out);
+                    }
                     Refusal::Upstream(reason) => {
                         let reason = format!("upstream body failed: {reason}");
-                        let _ = compat.abort(AbortCode::InternalError, &reason, &mut out);
+                        // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
+                        let _ = compat.abort(AbortCode::UpstreamFailed, &reason, &mut out);
                     }
                 }
                 fixed_body(out.freeze())
@@ -790,6 +806,8 @@ enum Refusal {
     Encode(crate::sse_compat::CompatEncodeError),
     /// The inner body failed.
     Upstream(String),
+    /// It is no JSON-RPC message, or answers another request.
+    Invalid(String),
 }
 
 /// An inner response body the layer can frame.
@@ -845,6 +863,7 @@ async fn frame_response<B: InnerBody>(
     response: Response<B>,
     opt_in: OptIn,
     config: FramingLayer,
+    request_id: Option<Value>,
 ) -> Response<FramingBody<B::Error>> {
     let Some(sse) = framed_kind(&response, true) else {
         return response.map(|body| body.boxed_unsync());
@@ -865,6 +884,7 @@ async fn frame_response<B: InnerBody>(
         final_seen: false,
         done: false,
         comments: 0,
+        request_id,
     };
     let mut framed = FramedBody::new(messages, encoder, mapping);
     // The head waits (a little) for the first chunk, which holds the HEAD frame and the first
@@ -889,6 +909,9 @@ struct InnerMessages<B> {
     final_seen: bool,
     done: bool,
     comments: u64,
+    /// The id the final response must answer (SPEC.md §3.1: another is an invalid inner
+    /// response).
+    request_id: Option<Value>,
 }
 
 impl<B> Stream for InnerMessages<B>
@@ -911,8 +934,10 @@ where
             match this.body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Err(err))) => {
+                    // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
                     this.done = true;
-                    return Poll::Ready(Some(Err(format!("upstream body failed: {err}"))));
+                    let reason = format!("upstream body failed: {err}");
+                    return Poll::Ready(Some(Ok(Outgoing::Abort(abort_for(&reason)))));
                 }
                 Poll::Ready(Some(Ok(frame))) => {
                     let Ok(data) = frame.into_data() else {
@@ -947,8 +972,20 @@ where
                                 // Priming events (`id` only) and keep-alives carry no message.
                                 if let RawItem::Event { name, data, .. } = item {
                                     if is_message_event(name.as_deref()) && !data.is_empty() {
-                                        let (data, last) = message_text(data);
-                                        this.final_seen |= last;
+                                        let (data, carried) = message_text(data);
+                                        let request_id = this.request_id.as_ref();
+                                        if let Some(reason) =
+                                            unframeable(&carried, &data, request_id)
+                                        {
+                                            // Never framed as a verified message: the stream
+                                            // ends with ABORT code 1 after the messages before.
+                                            this.done = true;
+                                            let abort =
+                                                Abort::new(AbortCode::InternalError, reason);
+                                            this.queue.push_back(Outgoing::Abort(abort));
+                                            break;
+                                        }
+                                        this.final_seen |= carried.is_final();
                                         this.queue.push_back(Outgoing::Message(data));
                                     }
                                 }
@@ -972,11 +1009,19 @@ where
                     if this.parser.is_none() {
                         let message = this.json.take();
                         this.final_seen = true;
+                        let carried = message_text(message.clone()).1;
+                        let request_id = this.request_id.as_ref();
+                        if let Some(reason) = unframeable(&carried, &message, request_id) {
+                            let abort = Abort::new(AbortCode::InternalError, reason);
+                            return Poll::Ready(Some(Ok(Outgoing::Abort(abort))));
+                        }
                         return Poll::Ready(Some(Ok(Outgoing::Message(message))));
                     }
-                    return Poll::Ready(Some(Err(
-                        "the upstream response stream ended before its final response".to_owned(),
-                    )));
+                    // Cleanly or not, an end before the final response is the upstream's failure
+                    // (code 4, SPEC.md §3.1), never a clean end.
+                    return Poll::Ready(Some(Ok(Outgoing::Abort(abort_for(
+                        "the upstream response stream ended before its final response",
+                    )))));
                 }
             }
         }

@@ -5,8 +5,10 @@
 //!   answering MCP POSTs). For a request that opted in (SPEC.md §16) it re-frames the response:
 //!   every JSON-RPC message of an SSE response (notifications, then the final result) or the
 //!   single message of a JSON response becomes one framed message; the STREAM_END sentinel
-//!   follows the final response, an ABORT is sent if the inner body fails or ends before it,
-//!   and rmcp's `:` keep-alive comments become KEEPALIVE frames.
+//!   follows the final response, an ABORT of code 4 (upstream failed, SPEC.md §3.1) is sent if
+//!   the inner body fails or ends before it, one of code 1 (an invalid inner response) instead
+//!   of an event that is no JSON-RPC message or of a final response to another request, and
+//!   rmcp's `:` keep-alive comments become KEEPALIVE frames.
 //!   Requests that did not opt in pass through unchanged.
 //! - [`FramingHttpClient`] implements rmcp's `StreamableHttpClient` over reqwest, sending every
 //!   request through the attempt engine of [`client`](crate::client): it opts in every POST with

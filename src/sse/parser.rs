@@ -279,6 +279,12 @@ impl LineSplitter {
         std::mem::take(&mut self.partial).freeze()
     }
 
+    /// Whether the last line ended with a CR whose LF, if one comes, has not been read yet.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn after_cr(&self) -> bool {
+        self.after_cr
+    }
+
     /// Forgets the start of a line kept (the body ended: it is not a line).
     pub(crate) fn clear(&mut self) {
         self.partial.clear();

@@ -47,6 +47,8 @@ pub fn example_binary(name: &str) -> PathBuf {
         ("dedupe", cfg!(feature = "dedupe")),
         ("redis", cfg!(feature = "redis")),
         ("client", cfg!(feature = "client")),
+        ("internals", cfg!(feature = "internals")),
+        ("rustls", cfg!(feature = "rustls")),
     ]
     .into_iter()
     .filter_map(|(name, on)| on.then_some(name))

@@ -7,9 +7,10 @@ tests/python_client.rs against real servers.
         {"call": i, "outcome": "ok" | "error", "seconds": s, "sha256": hex, "match": bool,
          "error": message, "code": int, "report": {...outcome report...}}
         then {"stats": {...}} (what the wrapper handed the SDK).
-    driver.py fleet URL,URL --calls N
-        server/discover, then N `charge` calls with keyed retries over both endpoints (each
-        attempt resolved with server/discover); the same JSON lines.
+    driver.py fleet URL,URL --calls N [--tool charge|count --key-prefix P]
+        server/discover, then N `charge` calls (or `count {key: P-i}` calls, the tool of the
+        fixture servers of tests/servers/) with keyed retries over both endpoints (each attempt
+        resolved with server/discover); the same JSON lines.
 
 Every log record at WARNING or above is printed to stderr as "LOG <level> <logger>: <message>".
 """
@@ -133,13 +134,14 @@ async def fleet(args: argparse.Namespace) -> None:
         ):
             await session.discover()
             for i in range(args.calls):
-                await call(
-                    session,
-                    i,
-                    "charge",
-                    {"account": f"acct-{i}", "amount": 100 + i},
-                    None,
-                )
+                if args.tool == "count":
+                    tool, arguments = "count", {"key": f"{args.key_prefix}-{i}"}
+                else:
+                    tool, arguments = (
+                        "charge",
+                        {"account": f"acct-{i}", "amount": 100 + i},
+                    )
+                await call(session, i, tool, arguments, None)
         emit({"stats": stats(http)})
 
 
@@ -151,6 +153,8 @@ def main() -> None:
     parser.add_argument("--seed", default="python-client")
     parser.add_argument("--lines", type=int, default=1200)
     parser.add_argument("--mapping", default="compat")
+    parser.add_argument("--tool", choices=["charge", "count"], default="charge")
+    parser.add_argument("--key-prefix", default="python")
     args = parser.parse_args()
     root = logging.getLogger()
     root.addHandler(Log(logging.WARNING))

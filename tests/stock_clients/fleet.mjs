@@ -8,14 +8,21 @@
 // Prints one JSON line: {"sdk", "calls": [{"ok", "text", "seconds"}], "attempts": [...],
 // "stats": framingFetch's counters, "warnings": [...]}.
 //
-// Usage: node fleet.mjs --sdk v1|v2 --endpoints URL_A,URL_B --calls N
+// Usage: node fleet.mjs --sdk v1|v2 --endpoints URL_A,URL_B --calls N [--tool charge|count --key-prefix P]
+// (`--tool count`: `count {key: P-i}` calls, the tool of the fixture servers of tests/servers/)
 
 import { parseArgs } from 'node:util';
 
 import { discoveringResolver, framingFetch } from '../../typescript/dist/index.js';
 
 const { values } = parseArgs({
-  options: { sdk: { type: 'string', default: 'v1' }, endpoints: { type: 'string' }, calls: { type: 'string', default: '24' } },
+  options: {
+    sdk: { type: 'string', default: 'v1' },
+    endpoints: { type: 'string' },
+    calls: { type: 'string', default: '24' },
+    tool: { type: 'string', default: 'charge' },
+    'key-prefix': { type: 'string', default: 'typescript' },
+  },
 });
 const [first, second] = String(values.endpoints).split(',');
 const { Client, StreamableHTTPClientTransport } =
@@ -48,7 +55,10 @@ await client.connect(new StreamableHTTPClientTransport(new URL(first), { fetch }
 for (let i = 0; i < Number(values.calls); i++) {
   const start = performance.now();
   try {
-    const params = { name: 'charge', arguments: { account: `acct-${values.sdk}-${i}`, amount: 100 + i } };
+    const params =
+      values.tool === 'count'
+        ? { name: 'count', arguments: { key: `${values['key-prefix']}-${i}` } }
+        : { name: 'charge', arguments: { account: `acct-${values.sdk}-${i}`, amount: 100 + i } };
     // v1: callTool(params, resultSchema, options); v2: callTool(params, options)
     const options = { timeout: 30_000 };
     const result = await (values.sdk === 'v2' ? client.callTool(params, options) : client.callTool(params, undefined, options));

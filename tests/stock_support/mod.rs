@@ -264,6 +264,55 @@ pub(crate) fn generate_text_call() -> CallToolRequestParams {
         .with_arguments(arguments.as_object().expect("an object").clone())
 }
 
+/// What a wrapped report's counters say (`framingFetch`'s `stats`).
+pub(crate) fn framing_stat(report: &Report, name: &str) -> u64 {
+    report
+        .framing_stats
+        .as_ref()
+        .and_then(|stats| stats[name].as_u64())
+        .unwrap_or_else(|| panic!("{}: no framingStats.{name} in {report:?}", report.url))
+}
+
+/// What the driver printed: one JSON line per call, then the wrapper's counters; and the log
+/// records it printed to stderr.
+pub(crate) struct DriverRun {
+    pub(crate) calls: Vec<Value>,
+    pub(crate) stats: Value,
+    pub(crate) logs: Vec<String>,
+}
+
+/// Runs `tests/python_client/driver.py` (the Python SDK with the package's wrapper) with `args`.
+pub(crate) fn python_driver(args: &[&str]) -> DriverRun {
+    let out = Command::new(python())
+        .arg(repo().join("tests/python_client/driver.py"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the Python driver");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "driver {args:?}: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    let mut lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let stats = lines.pop().expect("a stats line")["stats"].clone();
+    let logs: Vec<String> = stderr.lines().map(str::to_owned).collect();
+    assert!(
+        logs.iter().all(|line| line.starts_with("LOG ")),
+        "the driver wrote to stderr:\n{stderr}"
+    );
+    DriverRun {
+        calls: lines,
+        stats,
+        logs,
+    }
+}
+
 /// The stock rmcp client (rmcp's own reqwest transport, `from_uri`), as a user writes it.
 pub(crate) fn run_rmcp_stock(url: &str, timeout: Option<f64>) -> Report {
     let (mut report, warnings) = with_warn_capture(async {
@@ -353,6 +402,15 @@ pub(crate) fn framing_call(
     client: FramingHttpClient,
     url: &str,
 ) -> (Result<String, (String, Value)>, Vec<String>) {
+    framing_call_tool(client, url, generate_text_call())
+}
+
+/// As [`framing_call`], for the tool call `call`.
+pub(crate) fn framing_call_tool(
+    client: FramingHttpClient,
+    url: &str,
+    call: CallToolRequestParams,
+) -> (Result<String, (String, Value)>, Vec<String>) {
     with_warn_capture(async {
         let transport = StreamableHttpClientTransport::with_client(
             client,
@@ -362,7 +420,7 @@ pub(crate) fn framing_call(
             Ok(peer) => peer,
             Err(err) => return Err((format!("initialize: {err}"), Value::Null)),
         };
-        let result = peer.call_tool(generate_text_call()).await;
+        let result = peer.call_tool(call).await;
         let _ = peer.cancel().await;
         match result {
             Ok(result) => Ok(result.content[0].as_text().expect("text").text.clone()),

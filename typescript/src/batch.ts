@@ -47,20 +47,50 @@ function runJob(job: Job): unknown[] {
   return feeds.map((cuts) => toManifest(decodeBody(body, mapping, options, cuts)));
 }
 
+const USAGE = 'usage: mcp-framing-decode FILE [--mapping binary|sse|compat] | mcp-framing-decode --batch < jobs.json';
+
+const HELP = `${USAGE}
+
+The verdict of one framed body (FILE, in the manifest's shape of SPEC.md §14), or, with --batch,
+the verdicts of a JSON job list read on stdin (the protocol of the repository's agreement
+harness, tests/reference_decoder.rs).
+
+  --mapping M   how FILE carries the frames: binary (default), sse or compat
+  --batch       read [{"file" | "hex", "mapping", "decoder", "splits", "chunks"}, ...] on stdin
+  -h, --help    print this help
+`;
+
+/** A bad command line: what is wrong and the usage, status 2. */
+function usageError(message: string): number {
+  process.stderr.write(`mcp-framing-decode: ${message}\n${USAGE}\n(mcp-framing-decode --help for more)\n`);
+  return 2;
+}
+
 function main(argv: string[]): number {
+  if (argv.includes('-h') || argv.includes('--help')) {
+    process.stdout.write(HELP);
+    return 0;
+  }
   if (argv[0] === '--batch') {
     const jobs = JSON.parse(readFileSync(0, 'utf8')) as Job[];
     process.stdout.write(`${JSON.stringify(jobs.map(runJob))}\n`);
     return 0;
   }
   const file = argv[0];
-  if (file === undefined) {
-    process.stderr.write('usage: mcp-framing-decode --batch < jobs.json | mcp-framing-decode FILE [--mapping binary|sse|compat]\n');
-    return 2;
+  if (file === undefined || file.startsWith('-')) {
+    return usageError(file === undefined ? 'no FILE' : `unknown option ${JSON.stringify(file)}`);
   }
   const at = argv.indexOf('--mapping');
-  const mapping = (at === -1 ? 'binary' : argv[at + 1]) as Mapping;
-  const [verdict] = runJob({ file, mapping, splits: [[]] });
+  const mapping = at === -1 ? 'binary' : argv[at + 1];
+  if (mapping !== 'binary' && mapping !== 'sse' && mapping !== 'compat') {
+    return usageError(`--mapping ${JSON.stringify(mapping ?? '')}: binary, sse or compat`);
+  }
+  let verdict: unknown;
+  try {
+    [verdict] = runJob({ file, mapping, splits: [[]] }); // a decoder reports, never throws: this is the read
+  } catch (error) {
+    return usageError(`cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
   process.stdout.write(`${JSON.stringify(verdict, null, 2)}\n`);
   return 0;
 }

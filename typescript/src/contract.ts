@@ -193,13 +193,13 @@ export function negotiate(discovery: ServerDiscovery, client: ClientFraming = {}
   if (contract === null) {
     throw new ContractError(
       'NoContract',
-      `configuration error: the ${origin} declares no framing contract under "${EXTENSION_KEY}", so a clean end and an abandoned response stream would be indistinguishable (Regime C); enable framing on the server, or opt in with acceptAmbiguity: true to fail every close as ambiguous`,
+      `configuration error: the ${origin} declares no framing contract under "${EXTENSION_KEY}", so a clean end and an abandoned response stream would be indistinguishable (Regime C); put a framing layer in front of the server (mcp-frame proxy, or FramingLayer in a Rust server), connect without mcp-framing, or opt in with acceptAmbiguity: true to fail every close as ambiguous`,
     );
   }
   if (!contract.sentinelRequired) {
     throw new ContractError(
       'SentinelNotRequired',
-      `configuration error: the framing contract in the ${origin} has sentinelRequired false, so a clean end and an abandoned response stream would be indistinguishable (Regime C); require the sentinel on the server, or opt in with acceptAmbiguity: true`,
+      `configuration error: the framing contract in the ${origin} has sentinelRequired false, so a clean end and an abandoned response stream would be indistinguishable (Regime C); require the sentinel on the server, connect without mcp-framing, or opt in with acceptAmbiguity: true to fail every close as ambiguous`,
     );
   }
   checkAlgorithms(contract);

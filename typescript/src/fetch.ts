@@ -265,6 +265,22 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * What to do about a response that is not framed, in the Rust crate's words (`MappingViolation`):
+ * at the handshake this is what a server without framing, or a gateway that re-encodes
+ * responses, looks like to a client that opted in.
+ */
+const NOT_FRAMED_HINT =
+  'the server does not frame its responses, or a proxy or gateway on the way removed the framing: ' +
+  'put a framing layer in front of the server (mcp-frame proxy, or FramingLayer in a Rust server), ' +
+  "or connect without mcp-framing (the SDK's stock transport)";
+
+/** The `NotFramed` message (SPEC.md §16), as every client of the repository words it. */
+function notFramedDetail(contentType: string | null): string {
+  const what = contentType === null ? 'no content-type' : `content-type ${JSON.stringify(contentType)}`;
+  return `response is not framed (${what}) although framing was requested: ${NOT_FRAMED_HINT}`;
+}
+
 /** The framed mapping a response declares (SPEC.md §16, §18.8), or `null` if it is not framed. */
 export function responseMapping(headers: Headers, version: number): Mapping | null {
   const framing = headers.get('mcp-framing');
@@ -806,13 +822,10 @@ class Call {
         return { outcome: attemptFailure('NotFramed', `the response is not framed (content-type ${JSON.stringify(type)})`, undefined, null, true), response: null };
       }
       // A contract violation, the discovery exchange's response too (SPEC.md §11.3, §16): it
-      // fails at once, as the Rust engine fails it, and nothing in it reaches the SDK.
+      // fails at once, as the Rust engine fails it, and nothing in it reaches the SDK. Its
+      // message says what to do.
       await response.body?.cancel().catch(() => {});
-      const type = response.headers.get('content-type');
-      return {
-        outcome: attemptFailure('NotFramed', `response is not framed (content-type ${JSON.stringify(type)}) although framing was requested`),
-        response: null,
-      };
+      return { outcome: attemptFailure('NotFramed', notFramedDetail(response.headers.get('content-type'))), response: null };
     }
     return this.framed(response, mapping);
   }

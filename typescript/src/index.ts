@@ -58,6 +58,7 @@ export {
   type RetryOptions,
 } from './fetch.js';
 export { fingerprint, isRequestKey, randomRequestKey, type RequestKey } from './ids.js';
+export { FramingError, framingError, type OutcomeReport } from './report.js';
 export * from './limits.js';
 export {
   abortName,

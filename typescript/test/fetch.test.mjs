@@ -134,7 +134,10 @@ for (const sdk of SDKS) {
         const fetch = framingFetch({ logger: quietLogger().logger });
         const client = new sdk.Client({ name: 'test', version: '1.0.0' });
         client.onerror = () => {};
-        await assert.rejects(client.connect(/** @type {any} */ (new sdk.Transport(new URL(server.url), { fetch })), TIMEOUT), /Regime C/);
+        await assert.rejects(
+          client.connect(/** @type {any} */ (new sdk.Transport(new URL(server.url), { fetch })), TIMEOUT),
+          /Regime C\); put a framing layer in front of the server \(mcp-frame proxy/,
+        );
         assert.equal(server.log.calls.length, 0);
       } finally {
         await server.close();
@@ -191,6 +194,15 @@ for (const sdk of SDKS) {
         await assert.rejects(client.connect(/** @type {any} */ (new sdk.Transport(new URL(server.url), { fetch })), TIMEOUT), (/** @type {any} */ error) => {
           const outcome = outcomeOf(error);
           assert.deepEqual([outcome?.classification, outcome?.kind, outcome?.retryDecision], ['contract_violation', 'NotFramed', 'do_not_retry'], error.message);
+          // the message says what to do, in the Rust client's words
+          assert.match(error.message, /mcp-framing: response framing contract violated: response is not framed \(content-type "/);
+          assert.ok(
+            error.message.includes(
+              'although framing was requested: the server does not frame its responses, or a proxy or gateway on the way removed the framing: ' +
+                "put a framing layer in front of the server (mcp-frame proxy, or FramingLayer in a Rust server), or connect without mcp-framing (the SDK's stock transport)",
+            ),
+            error.message,
+          );
           return true;
         });
         assert.equal(fetch.stats.unverified, 0);

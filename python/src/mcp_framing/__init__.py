@@ -9,6 +9,8 @@ The sans-I/O core (no I/O, standard library only):
   `DecodeError`: the first rule a stream broke, by SPEC.md's name.
 - `classify` / `Outcome` (§11.4) and `decide_retry` (§11.6); `ClientPolicy`, `Discovery`,
   `ContractError` (§11).
+- `framing_error(exc)`: the `FramingError` (the outcome report of §11.7) in whatever the SDK
+  raised for a request mcp-framing failed, exception groups included.
 
 The SDK seam (needs `httpx2`, imported on first use so that the core needs nothing but the
 standard library): `framing_http_client`, `FramingTransport`, `DiscoveringResolver`,
@@ -26,13 +28,14 @@ from .decoder import StreamDecoder
 from .errors import DecodeError
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
+from .report import OUTCOME_DATA_KEY, FramingError, framing_error
 from .retry import EndpointResolver, Resolution, RetrySchedule, StaticResolver
 from .sse import SseDecoder
 from .verdict import Abort, Received, StreamVerdict
 
 if TYPE_CHECKING:  # the SDK seam, imported on first use (it needs httpx2)
     from .client import framing_http_client, framing_transport
-    from .transport import OUTCOME_DATA_KEY, DiscoveringResolver, FramingTransport, TransportStats
+    from .transport import DiscoveringResolver, FramingTransport, TransportStats
 
 _LAZY = {
     "framing_http_client": "client",
@@ -40,7 +43,6 @@ _LAZY = {
     "FramingTransport": "transport",
     "DiscoveringResolver": "transport",
     "TransportStats": "transport",
-    "OUTCOME_DATA_KEY": "transport",
 }
 
 
@@ -66,6 +68,7 @@ __all__ = [
     "Discovery",
     "EndpointResolver",
     "FramingContract",
+    "FramingError",
     "FramingTransport",
     "Limits",
     "Mapping",
@@ -82,6 +85,7 @@ __all__ = [
     "body_decoder",
     "classify",
     "decide_retry",
+    "framing_error",
     "framing_http_client",
     "framing_transport",
     "mapping_of_response",

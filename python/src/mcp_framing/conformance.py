@@ -71,11 +71,25 @@ def _batch(jobs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return out
 
 
+_USAGE = "usage: python -m mcp_framing.conformance --batch < jobs.json"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`--batch`: read the job list on stdin, print the verdicts on stdout."""
+    """`--batch`: read the job list on stdin, print the verdicts on stdout; `--help`: say so.
+
+    >>> main(["--help"])  # doctest: +ELLIPSIS
+    usage: python -m mcp_framing.conformance --batch < jobs.json
+    ...
+    0
+    """
     args = sys.argv[1:] if argv is None else argv
+    if "-h" in args or "--help" in args:
+        print(_USAGE)
+        print()
+        print(__doc__.split("\n\n", 1)[1].strip())
+        return 0
     if args != ["--batch"]:
-        print("usage: python -m mcp_framing.conformance --batch < jobs.json", file=sys.stderr)
+        print(f"{_USAGE}\n(--help for more)", file=sys.stderr)
         return 2
     json.dump(_batch(json.load(sys.stdin)), sys.stdout)
     sys.stdout.write("\n")

@@ -243,14 +243,16 @@ class ClientPolicy:
                     "NoContract",
                     f"configuration error: the {discovery.source} result declares no framing contract under "
                     f'"{EXTENSION_KEY}", so a clean end and an abandoned response stream would be '
-                    "indistinguishable (Regime C); enable framing on the server, or pass "
-                    "accept_ambiguity=True to talk to it unverified, every response recorded as ambiguous",
+                    "indistinguishable (Regime C); put a framing layer in front of the server (mcp-frame proxy, "
+                    "or FramingLayer in a Rust server), connect without mcp-framing, or pass "
+                    "accept_ambiguity=True to fail every close as ambiguous",
                 )
             raise ContractError(
                 "SentinelNotRequired",
                 f"configuration error: the framing contract in the {discovery.source} result has "
                 "sentinelRequired false, so a clean end and an abandoned response stream would be "
-                "indistinguishable (Regime C); require the sentinel on the server, or pass accept_ambiguity=True",
+                "indistinguishable (Regime C); require the sentinel on the server, connect without mcp-framing, "
+                "or pass accept_ambiguity=True to fail every close as ambiguous",
             )
         _check_algorithms(contract)
         common = [v for v in SUPPORTED_VERSIONS if v in contract.versions]

@@ -31,6 +31,7 @@ from .errors import escape
 from .jsonrpc import DuplicateIdError, put_id
 from .limits import Limits
 from .outcome import Outcome, RetryDecision, classify, decide_retry
+from .report import OUTCOME_DATA_KEY
 from .retry import IDEMPOTENT_METHODS, EndpointResolver, Resolution, RetrySchedule, StaticResolver
 from .sse import EventStreamDecoder, is_utf8
 from .telemetry import Attempt, fingerprint, logger
@@ -45,8 +46,6 @@ __all__ = [
     "TransportStats",
 ]
 
-#: `data[OUTCOME_DATA_KEY]` of the JSON-RPC error the SDK gets for a response that did not end clean.
-OUTCOME_DATA_KEY = "io.github.mcp-framing/outcome"
 #: §17.9: `data[DEDUPE_DATA_KEY]` of a deduplication refusal.
 DEDUPE_DATA_KEY = "io.github.mcp-framing/dedupe"
 #: §10: the request key in `params._meta`.
@@ -578,9 +577,9 @@ class _Call:
                 detail = f"the response is not framed (content type {response.headers.get('content-type')!r})"
                 return "failed", (Outcome.client_side("ambiguous", "NotFramed", detail), telemetry)
             # An unframed handshake too (SPEC.md §11.3, §16): it fails at once, as the Rust engine
-            # fails it, and nothing in it reaches the SDK.
+            # fails it, and nothing in it reaches the SDK. Its message says what to do.
             await response.aclose()
-            detail = f"response not framed (content type {response.headers.get('content-type')!r})"
+            detail = _not_framed_detail(response.headers.get("content-type"))
             return "failed", (Outcome.client_side("contract_violation", "NotFramed", detail), telemetry)
         decoder = body_decoder(mapping, limits, self.key)
         self.mapping = mapping
@@ -824,6 +823,28 @@ class _Call:
         }
         logger.warning("mcp-framing: %s (%s, request key %s)", err, self.method, fingerprint(self.key))
         return self._error_event(str(err), data)
+
+
+#: What to do about a response that is not framed, in the Rust crate's words (`MappingViolation`):
+#: at the handshake this is what a server without framing, or a gateway that re-encodes
+#: responses, looks like to a client that opted in.
+_NOT_FRAMED_HINT = (
+    "the server does not frame its responses, or a proxy or gateway on the way removed the framing: "
+    "put a framing layer in front of the server (mcp-frame proxy, or FramingLayer in a Rust server), "
+    "or connect without mcp-framing (the SDK's stock transport)"
+)
+
+
+def _not_framed_detail(content_type: str | None) -> str:
+    """The `NotFramed` message (SPEC.md §16), as every client of the repository words it.
+
+    >>> _not_framed_detail("application/json").split(": ")[0]
+    'response is not framed (content-type "application/json") although framing was requested'
+    >>> _not_framed_detail(None).startswith("response is not framed (no content-type)")
+    True
+    """
+    what = "no content-type" if content_type is None else f"content-type {json.dumps(content_type)}"
+    return f"response is not framed ({what}) although framing was requested: {_NOT_FRAMED_HINT}"
 
 
 def _http_status(status: int, text: str = "") -> Outcome:

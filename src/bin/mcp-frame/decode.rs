@@ -68,7 +68,12 @@ fn decode_input(
     output: &str,
 ) -> Result<Outcome, CliError> {
     let reader = input.open()?;
-    let session = Session::new(decoder.decoder(), mapping, decoder.max_event_data);
+    let session = Session::new(
+        decoder.decoder(),
+        mapping,
+        decoder.max_event_data,
+        decoder.require_sentinel,
+    );
     decode_reader(reader, session, on_message).map_err(|e| match e {
         ReadOrWrite::Read(e) => CliError::io(format!("cannot read {}", input.name()), e),
         ReadOrWrite::Write(e) => CliError::io(format!("cannot write to {output}"), e),

@@ -147,10 +147,14 @@ pub(crate) struct DecoderArgs {
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_sse_comments_in_a_row)]
     pub(crate) max_sse_comments_in_a_row: u32,
     /// The request key the client sent (32 hex digits): a stream for another request is a
-    /// contract violation, and a stream cut after its verified final response is delivered
-    /// (exit status 1, SPEC.md §7 row 4) instead of abandoned.
+    /// contract violation, and a stream cut after its verified final response is clean in
+    /// Regime B (exit status 0, SPEC.md §7 row 4) instead of abandoned.
     #[arg(long, value_name = "HEX")]
     pub(crate) expect_request_key: Option<RequestKey>,
+    /// Treat a clean stream without its STREAM_END sentinel (the final response verified, then
+    /// the input ended: Regime B, SPEC.md §7 row 4) as a failure: exit status 1 instead of 0.
+    #[arg(long)]
+    pub(crate) require_sentinel: bool,
     /// Largest SSE event (its data) or line accepted, in bytes; default 262144 for `sse`,
     /// 16842752 for `compat` (whose events carry whole messages).
     #[arg(long, value_name = "BYTES")]

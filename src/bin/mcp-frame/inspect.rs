@@ -306,7 +306,8 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
     let data = sse.as_ref().map_or(&body[..], |s| &s.frames[..]);
     let (mut rows, tail) = walk(data);
     // Feed the decoder frame by frame so that its first error points at a frame.
-    let mut session = Session::new(decoder, Mapping::Binary, None);
+    let require_sentinel = args.stream.decoder.require_sentinel;
+    let mut session = Session::new(decoder, Mapping::Binary, None, require_sentinel);
     let mut no_output = |_: &mcp_framing::VerifiedMessage| Ok(());
     let mut fed = 0;
     let mut stopped_in_tail = None;
@@ -346,7 +347,7 @@ pub(crate) fn run(args: &InspectArgs) -> Result<u8, CliError> {
             None,
         ) => Some(describe_failure(failure)),
         // SPEC.md §7 row 4: what the end of input decided, though it is no error.
-        (None, _) if outcome.status() == crate::verdict::Status::Delivered => Some(
+        (None, _) if !outcome.classification.sentinel_seen => Some(
             "Delivered: the final response verified, then the end of input before STREAM_END \
              (clean in Regime B)"
                 .to_owned(),

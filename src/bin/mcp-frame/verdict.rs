@@ -15,12 +15,13 @@ use crate::input::hex;
 /// What the verdict means for the caller; each has its exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
-    /// STREAM_END arrived and every message verified.
+    /// Every message verified and the stream is complete: STREAM_END arrived (Regime A), or the
+    /// final response verified and the input ended before STREAM_END (Regime B, SPEC.md §7
+    /// row 4; only with `--expect-request-key`). Either way the answer is usable.
     Clean,
-    /// The final response verified, then the input ended before STREAM_END: the response is
-    /// delivered, clean in Regime B (SPEC.md §7 row 4; only with `--expect-request-key`). Its own
-    /// status: the answer is usable, the stream was cut all the same.
-    Delivered,
+    /// Clean in Regime B, but the caller asked for the sentinel (`--require-sentinel`): the
+    /// final response verified, the stream was cut before STREAM_END all the same.
+    SentinelMissing,
     /// The input ended before the sentinel (`Truncated`, SPEC.md §7).
     Abandoned,
     /// The bytes break the format: checksums, lengths, digests, sequence (splices included),
@@ -36,11 +37,17 @@ pub(crate) enum Status {
 
 impl Status {
     /// The library's classification (`Outcome`, SPEC.md §11.4) decides; this only picks the
-    /// exit status for it, so the tool and a client using the crate always agree.
-    fn of(failure: Option<&BodyError>, outcome: &mcp_framing::internals::outcome::Outcome) -> Self {
+    /// exit status for it, so the tool and a client using the crate always agree (a client
+    /// delivers a Regime B response as clean too). `require_sentinel` turns a clean verdict
+    /// without the sentinel into [`Status::SentinelMissing`].
+    fn of(
+        failure: Option<&BodyError>,
+        outcome: &mcp_framing::internals::outcome::Outcome,
+        require_sentinel: bool,
+    ) -> Self {
         let Some(failure) = failure else {
-            return if outcome.is_clean() && !outcome.sentinel_seen {
-                Self::Delivered
+            return if require_sentinel && outcome.is_clean() && !outcome.sentinel_seen {
+                Self::SentinelMissing
             } else {
                 Self::Clean
             };
@@ -56,11 +63,11 @@ impl Status {
         }
     }
 
-    /// The documented exit status (README, `--help`).
+    /// The documented exit status (`--help`, the module docs of `main.rs`).
     pub(crate) const fn exit_code(self) -> u8 {
         match self {
             Self::Clean => 0,
-            Self::Delivered => 1,
+            Self::SentinelMissing => 1,
             Self::Abandoned => 3,
             Self::Corrupt => 4,
             Self::Aborted => 5,
@@ -71,7 +78,7 @@ impl Status {
     const fn name(self) -> &'static str {
         match self {
             Self::Clean => "clean",
-            Self::Delivered => "delivered",
+            Self::SentinelMissing => "sentinel-missing",
             Self::Abandoned => "abandoned",
             Self::Corrupt => "corrupt",
             Self::Aborted => "aborted",
@@ -95,6 +102,8 @@ pub(crate) struct Outcome {
     /// The first input bytes (to tell an unframed input from a truncated stream).
     first_bytes: Vec<u8>,
     pub(crate) mapping: Mapping,
+    /// `--require-sentinel`: a clean verdict without STREAM_END is [`Status::SentinelMissing`].
+    require_sentinel: bool,
 }
 
 /// Feeds the body as it is read to the crate's [`BodyDecoder`] (the path `VerifiedResponse`
@@ -105,6 +114,7 @@ pub(crate) struct Session {
     messages: Vec<MessageSummary>,
     input_bytes: u64,
     first_bytes: Vec<u8>,
+    require_sentinel: bool,
 }
 
 /// Called with each message once it is verified.
@@ -118,6 +128,7 @@ impl Session {
         decoder: StreamDecoder,
         mapping: Mapping,
         max_event_data: Option<usize>,
+        require_sentinel: bool,
     ) -> Self {
         let body = BodyDecoder::new(mapping, decoder);
         Self {
@@ -129,6 +140,7 @@ impl Session {
             messages: Vec::new(),
             input_bytes: 0,
             first_bytes: Vec::new(),
+            require_sentinel,
         }
     }
 
@@ -198,6 +210,7 @@ impl Session {
             input_bytes: self.input_bytes,
             first_bytes: self.first_bytes,
             mapping: self.body.mapping(),
+            require_sentinel: self.require_sentinel,
         })
     }
 }
@@ -258,7 +271,11 @@ impl Outcome {
         if self.not_framed() {
             Status::Contract
         } else {
-            Status::of(self.failure.as_ref(), &self.classification)
+            Status::of(
+                self.failure.as_ref(),
+                &self.classification,
+                self.require_sentinel,
+            )
         }
     }
 
@@ -292,22 +309,34 @@ impl Outcome {
         }
     }
 
-    /// The verdict in one line (for stderr).
+    /// The verdict in one line (for stderr); a clean one names its regime and whether the
+    /// sentinel was seen (SPEC.md §9).
     pub(crate) fn line(&self) -> String {
         let status = self.status();
         let verified = plural(self.messages.len() as u64, "message");
         let body = match &self.failure {
-            None if status == Status::Delivered => format!(
-                "the final response verified, then the input ended before the STREAM_END \
-                 sentinel (clean in Regime B, SPEC.md §7 row 4); {verified} verified, {}, {}",
-                plural(self.progress.frames, "frame"),
-                plural(self.input_bytes, "byte")
-            ),
-            None => format!(
-                "{verified} verified, {}, {}",
-                plural(self.progress.frames, "frame"),
-                plural(self.input_bytes, "byte")
-            ),
+            None => {
+                let counts = format!(
+                    "{verified} verified, {}, {}",
+                    plural(self.progress.frames, "frame"),
+                    plural(self.input_bytes, "byte")
+                );
+                let regime = self.classification.regime.name();
+                if self.classification.sentinel_seen {
+                    format!("{counts}; regime {regime}, sentinel seen")
+                } else {
+                    let required = if status == Status::SentinelMissing {
+                        " (--require-sentinel)"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "the final response verified, then the input ended before the \
+                         STREAM_END sentinel (SPEC.md §7 row 4); {counts}; regime {regime}, \
+                         sentinel not seen{required}"
+                    )
+                }
+            }
             Some(BodyError::Decode(DecodeError::PeerAbort(abort))) => {
                 format!("the peer aborted the stream ({abort}); {verified} verified before")
             }

@@ -1,0 +1,191 @@
+//! The listener: connections served with hyper (HTTP/1.1 and h2c), each request through the
+//! [`Edge`]; on SIGTERM or SIGINT the listener closes, the health endpoint says `draining`, and
+//! in-flight requests get the shutdown bound to finish.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use http::HeaderValue;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use mcp_framing::dedupe::{Deduplicator, MemoryStore, RedisStore};
+use mcp_framing::http::DedupeLayer;
+use mcp_framing::rmcp_http::FramingLayer;
+use tokio::net::TcpListener;
+use tower_layer::Layer;
+
+use super::config::{FrameAll, ProxyArgs, Switch, UpstreamUrl};
+use super::edge::{Edge, Stack};
+use super::health::{Health, Store};
+use super::telemetry;
+use super::upstream::{Upstream, UpstreamConfig};
+use crate::CliError;
+
+/// Serves until a shutdown signal; `Ok(0)` once the connections closed or the bound passed.
+pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
+    let target = UpstreamUrl::parse(&args.upstream)?;
+    if args.redis.is_some() && args.dedupe == Switch::Off {
+        return Err(CliError::Usage(
+            "--redis needs deduplication on (--dedupe on)".to_owned(),
+        ));
+    }
+    if args.max_concurrent == 0 {
+        return Err(CliError::Usage(
+            "--max-concurrent must be at least 1".to_owned(),
+        ));
+    }
+    if let Some(addr) = args.metrics {
+        telemetry::metrics(addr)?;
+    }
+    let upstream = Upstream::new(UpstreamConfig {
+        target: target.clone(),
+        connect_timeout: args.connect_timeout,
+        head_timeout: args.head_timeout,
+        idle_timeout: args.idle_timeout,
+    });
+    let framing = FramingLayer::new()
+        .frame_all_responses(args.frame_all == FrameAll::Compat)
+        .max_message_size(args.max_message_bytes);
+    let (stack, store) = match args.dedupe {
+        Switch::Off => (Stack::Plain(framing.layer(upstream)), Store::Off),
+        Switch::On => {
+            let (dedup, store) = match &args.redis {
+                None => (Deduplicator::new(MemoryStore::new()), Store::Memory),
+                Some(url) => {
+                    let mut builder = RedisStore::builder(url.clone());
+                    if let Some(prefix) = &args.redis_prefix {
+                        builder = builder.prefix(prefix.clone());
+                    }
+                    // The URL may hold a password: the error names the flag, not the URL.
+                    let store = builder
+                        .connect()
+                        .await
+                        .map_err(|err| CliError::Usage(format!("--redis: {err}")))?;
+                    (Deduplicator::new(store.clone()), Store::Redis(store))
+                }
+            };
+            let dedup = match args.dedupe_window {
+                Some(window) => dedup.window(window),
+                None => dedup,
+            };
+            let dedupe = DedupeLayer::new(dedup).max_request_bytes(args.max_request_bytes);
+            (
+                Stack::Deduped(framing.dedupe(dedupe).layer(upstream)),
+                store,
+            )
+        }
+    };
+    let draining = Arc::new(AtomicBool::new(false));
+    let rewrite_host = if args.rewrite_host {
+        let authority = HeaderValue::from_str(target.authority.as_str())
+            .map_err(|err| CliError::Usage(format!("--upstream: {err}")))?;
+        Some(authority)
+    } else {
+        None
+    };
+    let edge = Arc::new(Edge {
+        stack,
+        health: Health {
+            upstream: target.host_port(),
+            timeout: args.connect_timeout,
+            store,
+            draining: draining.clone(),
+        },
+        health_path: args.health_path.clone(),
+        limit: Arc::new(tokio::sync::Semaphore::new(args.max_concurrent)),
+        max_request_bytes: args.max_request_bytes,
+        idle_timeout: args.idle_timeout,
+        allowed_hosts: args.allowed_hosts.clone(),
+        allowed_origins: args.allowed_origins.clone(),
+        rewrite_host,
+    });
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|err| CliError::io(format!("listen on {}", args.listen), err))?;
+    let local = listener
+        .local_addr()
+        .map_err(|err| CliError::io("listener address", err))?;
+    tracing::info!(
+        upstream = %target.url,
+        frame_all = ?args.frame_all,
+        dedupe = ?edge.health.store,
+        "listening on http://{local}"
+    );
+
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(args.idle_timeout);
+    let graceful = GracefulShutdown::new();
+    let mut signal = std::pin::pin!(shutdown_signal());
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(err) => {
+                        // Out of file descriptors and the like: the listener stays.
+                        tracing::warn!("accept: {err}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let edge = edge.clone();
+                let service = service_fn(move |request| {
+                    let edge = edge.clone();
+                    async move { Ok::<_, Infallible>(edge.handle(peer, request).await) }
+                });
+                let connection = builder
+                    .serve_connection(TokioIo::new(stream), service)
+                    .into_owned();
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    if let Err(err) = connection.await {
+                        tracing::debug!(%peer, "connection: {err}");
+                    }
+                });
+            }
+            () = &mut signal => break,
+        }
+    }
+    drop(listener);
+    draining.store(true, Ordering::Release);
+    tracing::info!(
+        "shutting down: no new connections, {:?} for the requests in flight",
+        args.shutdown_timeout
+    );
+    tokio::select! {
+        () = graceful.shutdown() => tracing::info!("every connection closed"),
+        () = tokio::time::sleep(args.shutdown_timeout) => {
+            tracing::warn!("shutdown bound passed: the connections still open are closed");
+        }
+    }
+    Ok(0)
+}
+
+/// SIGTERM or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = terminate.recv() => {}
+                    () = interrupt => {}
+                }
+            }
+            Err(_) => interrupt.await,
+        }
+    }
+    #[cfg(not(unix))]
+    interrupt.await;
+}

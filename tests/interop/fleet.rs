@@ -1,0 +1,416 @@
+//! A fleet of each fixture server's SDK behind the sidecar, cut on the way: two server processes
+//! (sharing one counter file), each behind its own `mcp-frame proxy`, both sidecars sharing one
+//! Redis (started by the test), and a proxy of the test's own in front of each sidecar that ends
+//! `tools/call` response bodies normally at chosen offsets (`tests/rmcp_support/cut.rs`).
+//!
+//! Each framing client with keyed retries (Rust's `FramingHttpClient`, the Python package's
+//! wrapper, the TypeScript package's `framingFetch` in both SDK lines) sends calls whose first
+//! attempt goes to the first sidecar, cut at a different offset each time, from the first byte
+//! to the last; the client reports the cut at once, retries the same key on the second sidecar,
+//! and gets the recorded result: the tool's own counter shows one execution per logical call.
+//!
+//! The Python and TypeScript clients resolve every attempt with `server/discover` (MCP
+//! 2026-07-28), which the TypeScript SDK's v1 server does not answer ("Unsupported protocol
+//! version"): they run against the three other servers; Rust's client resolves with the contract
+//! the sidecar declared in `initialize`, and runs against all four.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_framing::client::{EndpointResolver, RetrySchedule};
+use mcp_framing::internals::client::{Resolution, ResolveFuture};
+use mcp_framing::internals::contract::ServerDiscovery;
+use mcp_framing::mapping::Mapping;
+use mcp_framing::outcome::DiscoveryMode;
+use mcp_framing::rmcp_http::FramingHttpClient;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::json;
+
+use serde_json::Value;
+
+use crate::cut::{self, Cut};
+use crate::dedupe_support::RedisServer;
+use crate::example_support::{repo, runtime};
+use crate::servers::{Counter, FixtureServer, Sdk};
+use crate::sidecar_support::Proxy;
+use crate::stock_support::{cut_fails_within, node, python_driver};
+
+/// Cut calls per server SDK.
+const CUT_CALLS: usize = 24;
+
+/// Two processes of one SDK's server, a sidecar in front of each (sharing `redis`), and a
+/// cutting proxy in front of each sidecar.
+struct Fleet {
+    sdk: Sdk,
+    counter: Arc<Counter>,
+    _servers: Vec<FixtureServer>,
+    _sidecars: Vec<Proxy>,
+    /// The cutting proxies' URLs and what they cut, in front of sidecar A and sidecar B.
+    cuts: Vec<(String, Arc<Cut>)>,
+}
+
+impl Fleet {
+    fn start(sdk: Sdk, redis: &str) -> Self {
+        let counter = Counter::new();
+        let servers = FixtureServer::start_all(&[(sdk, false), (sdk, false)], &counter);
+        let sidecars: Vec<Proxy> = servers
+            .iter()
+            .map(|server| Proxy::start(&server.url, &["--redis", redis]))
+            .collect();
+        let cuts = sidecars
+            .iter()
+            .map(|sidecar| {
+                let cut = Cut::new();
+                cut.cut_method("tools/call", []);
+                let url = cut::serve_proxy(runtime(), &sidecar.url("/mcp"), cut.clone());
+                (url, cut)
+            })
+            .collect();
+        Self {
+            sdk,
+            counter,
+            _servers: servers,
+            _sidecars: sidecars,
+            cuts,
+        }
+    }
+}
+
+/// The first attempt of the next call to endpoint A (when armed), every other attempt to B; each
+/// resolution with the contract the sidecars declared in their `initialize` result, read as a
+/// stateless fleet's (retries may land on another instance).
+#[derive(Debug)]
+struct FirstToA {
+    a: String,
+    b: String,
+    discovery: ServerDiscovery,
+    armed: Arc<AtomicBool>,
+}
+
+impl EndpointResolver for FirstToA {
+    fn resolve(&self) -> ResolveFuture<'_> {
+        let endpoint = if self.armed.swap(false, Ordering::SeqCst) {
+            &self.a
+        } else {
+            &self.b
+        };
+        let resolution = Resolution::new(endpoint.clone(), self.discovery.clone());
+        Box::pin(async move { Ok(resolution) })
+    }
+}
+
+fn count(key: &str) -> CallToolRequestParams {
+    let arguments = json!({"key": key});
+    CallToolRequestParams::new("count").with_arguments(arguments.as_object().unwrap().clone())
+}
+
+/// The offsets of `calls` cuts of a `len`-byte body: from the first byte to the last.
+fn offsets(len: usize, calls: usize) -> Vec<usize> {
+    (0..calls).map(|i| i * (len - 1) / (calls - 1)).collect()
+}
+
+/// Runs the cut calls on `fleet` with Rust's framing client; panics on the first discrepancy.
+async fn rust_client_on(fleet: &Fleet) {
+    let label = fleet.sdk.name();
+    let (a, cut_a) = &fleet.cuts[0];
+    let (b, _) = &fleet.cuts[1];
+    // The contract the sidecar declares, from its `initialize` result (through A, not cut).
+    let transport = StreamableHttpClientTransport::with_client(
+        FramingHttpClient::new(reqwest::Client::new()),
+        StreamableHttpClientTransportConfig::with_uri(a.as_str()),
+    );
+    let peer = ().serve(transport).await.expect("initialize through A");
+    let info = serde_json::to_value(&*peer.peer_info().expect("an initialize result")).unwrap();
+    let _ = peer.cancel().await;
+    let discovery = ServerDiscovery::from_initialize(&info)
+        .expect("a discovery result")
+        .with_mode(DiscoveryMode::Stateless);
+    let contract = discovery.contract.as_ref().expect("the sidecar declares");
+    assert!(
+        contract.deduplication.is_some(),
+        "{label}: deduplication declared: {info}"
+    );
+
+    let armed = Arc::new(AtomicBool::new(false));
+    let resolver = FirstToA {
+        a: a.clone(),
+        b: b.clone(),
+        discovery,
+        armed: armed.clone(),
+    };
+    let client = FramingHttpClient::new(reqwest::Client::new())
+        .mapping(Mapping::Sse)
+        .auto_retry(
+            resolver,
+            RetrySchedule::default()
+                .max_attempts(4)
+                .initial_backoff(Duration::from_millis(20)),
+        );
+    let retries = client.retry_stats().expect("retrying");
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(b.as_str()),
+    );
+    let peer = ().serve(transport).await.expect("initialize");
+
+    // Clean calls through A: the length of a framed `count` response, and how long a call takes.
+    let mut clean_seconds = Vec::new();
+    for i in 0..2 {
+        let key = format!("clean-{i:03}");
+        armed.store(true, Ordering::SeqCst);
+        let start = Instant::now();
+        let result = peer.call_tool(count(&key)).await.expect("a clean call");
+        clean_seconds.push(start.elapsed().as_secs_f64());
+        let text = &result.content[0].as_text().expect("text").text;
+        assert_eq!(*text, format!("count {key} 1"), "{label}");
+    }
+    let lengths = cut_a.forwarded.lock().unwrap().clone();
+    assert_eq!(lengths.len(), 2, "{label}: both clean calls went to A");
+    assert_eq!(lengths[0], lengths[1], "{label}: one framed length");
+    let within = cut_fails_within(clean_seconds);
+
+    let cuts = offsets(lengths[0], CUT_CALLS);
+    cut_a.forwarded.lock().unwrap().clear();
+    cut_a.cut_method("tools/call", cuts.iter().copied());
+    let mut retried = Vec::new();
+    for (i, at) in cuts.iter().enumerate() {
+        let before = retries.snapshot().retries;
+        let key = format!("cut-{i:04}");
+        let label = format!("{label}, call {i} cut at {at} of {}", lengths[0]);
+        armed.store(true, Ordering::SeqCst);
+        let start = Instant::now();
+        let result = peer
+            .call_tool(count(&key))
+            .await
+            .unwrap_or_else(|err| panic!("{label}: {err}"));
+        let seconds = start.elapsed().as_secs_f64();
+        let text = &result.content[0].as_text().expect("text").text;
+        assert_eq!(
+            *text,
+            format!("count {key} 1"),
+            "{label}: the recorded result"
+        );
+        // The cut attempt and the retry, each failing or answering at once (no timeout).
+        assert!(
+            seconds < 2.0 * within,
+            "{label}: took {seconds} s (bound {within} s an attempt)"
+        );
+        assert_eq!(
+            fleet.counter.executions("count", &key),
+            1,
+            "{label}: one execution per logical call"
+        );
+        let retries = retries.snapshot().retries - before;
+        assert!(retries <= 1, "{label}: {retries} retries");
+        retried.push(retries == 1);
+    }
+    assert_eq!(*cut_a.forwarded.lock().unwrap(), cuts, "{label}: the cuts");
+    // A cut after the result's message was verified (in the stream's last bytes) needs no
+    // retry: the client has the result. Every earlier cut was retried.
+    let first_kept = retried.iter().position(|r| !r).unwrap_or(cuts.len());
+    assert!(
+        retried[first_kept..].iter().all(|r| !r),
+        "{label}: retried {retried:?} at {cuts:?}"
+    );
+    assert!(
+        first_kept >= 20,
+        "{label}: {first_kept} cuts retried, {} kept at {:?} of {}",
+        cuts.len() - first_kept,
+        &cuts[first_kept..],
+        lengths[0]
+    );
+    eprintln!(
+        "{label}: {} cut calls, {first_kept} retried and replayed, {} cut after the verified result at {:?} of {} bytes",
+        cuts.len(),
+        cuts.len() - first_kept,
+        &cuts[first_kept..],
+        lengths[0]
+    );
+    assert_eq!(retries.snapshot().gave_up, 0, "{label}");
+    let _ = peer.cancel().await;
+}
+
+/// Checks the calls a Python or TypeScript fleet client made (`count {key: PREFIX-i}`): every
+/// one answered with its first execution's result, executed once, and `cut` used up.
+fn check_fleet_calls(fleet: &Fleet, client: &str, prefix: &str, calls: &[Value], within: f64) {
+    let label = format!("{client} on {}", fleet.sdk.name());
+    for (i, call) in calls.iter().enumerate() {
+        let key = format!("{prefix}-{i}");
+        // driver.py says `"outcome": "ok"`, fleet.mjs `"ok": true`.
+        let ok = call["outcome"] == "ok" || call["ok"] == true;
+        assert!(ok, "{label}: call {i}: {call}");
+        assert_eq!(call["text"], format!("count {key} 1"), "{label}: call {i}");
+        let seconds = call["seconds"].as_f64().unwrap();
+        assert_eq!(
+            fleet.counter.executions("count", &key),
+            1,
+            "{label}: call {i}: one execution"
+        );
+        assert!(
+            seconds < within,
+            "{label}: call {i} took {seconds} s (bound {within} s)"
+        );
+    }
+    let forwarded = fleet.cuts[0].1.forwarded.lock().unwrap().len();
+    assert!(
+        forwarded >= OTHER_CUT_CALLS,
+        "{label}: {forwarded} tool calls through A, {OTHER_CUT_CALLS} to cut"
+    );
+}
+
+/// Cut calls per server SDK for the Python and TypeScript clients (their responses are laid out
+/// otherwise; a few cuts land after the verified result, which needs no retry).
+const OTHER_CUT_CALLS: usize = 28;
+
+/// The length of a `count` response body through A for a client (one uncut call with `run`,
+/// whose keys are as long as the later ones'), and how long a cut call may take: its attempt
+/// failed at once, then its retry ([`cut_fails_within`] the uncut call's time, each).
+fn probe(fleet: &Fleet, run: impl FnOnce() -> f64) -> (usize, f64) {
+    let cut_a = &fleet.cuts[0].1;
+    cut_a.forwarded.lock().unwrap().clear();
+    let seconds = run();
+    let forwarded = cut_a.forwarded.lock().unwrap().clone();
+    cut_a.forwarded.lock().unwrap().clear();
+    let len = *forwarded.last().expect("a call through A");
+    (len, 2.0 * cut_fails_within([seconds]))
+}
+
+/// The Python SDK with the package's wrapper, keyed retries over both cutting proxies
+/// (`driver.py fleet`: round robin, every attempt discovered).
+fn python_client_on(fleet: &Fleet) {
+    let prefix = format!("python-{:?}", fleet.sdk);
+    let cut_a = &fleet.cuts[0].1;
+    let endpoints = format!("{},{}", fleet.cuts[0].0, fleet.cuts[1].0);
+    let run = |prefix: &str, calls: usize| {
+        python_driver(&[
+            "fleet",
+            &endpoints,
+            "--calls",
+            &calls.to_string(),
+            "--tool",
+            "count",
+            "--key-prefix",
+            prefix,
+        ])
+    };
+    let (len, within) = probe(fleet, || {
+        run(&format!("{prefix}-00"), 1).calls[0]["seconds"]
+            .as_f64()
+            .unwrap()
+    });
+    cut_a.cut_method("tools/call", offsets(len, OTHER_CUT_CALLS));
+    // Round robin: a call not cut (its first attempt on B) moves the next one's to A.
+    let run = run(&prefix, OTHER_CUT_CALLS + OTHER_CUT_CALLS / 2);
+    let results = &run.calls;
+    check_fleet_calls(fleet, "python", &prefix, results, within);
+    assert!(
+        cut_a.schedule.lock().unwrap().is_empty(),
+        "python on {}: every cut used",
+        fleet.sdk.name()
+    );
+    let retries = run.stats["retries"].as_u64().unwrap();
+    assert!(
+        retries >= 20,
+        "python on {}: {}",
+        fleet.sdk.name(),
+        run.stats
+    );
+    eprintln!(
+        "python on {}: {} calls, {OTHER_CUT_CALLS} cut (body {len} bytes), {retries} retried",
+        fleet.sdk.name(),
+        results.len(),
+    );
+}
+
+/// The TypeScript SDK (line `sdk`) with `framingFetch`, keyed retries, every first attempt on A
+/// (`fleet.mjs`).
+fn typescript_client_on(fleet: &Fleet, sdk: &str) {
+    let prefix = format!("ts-{sdk}-{:?}", fleet.sdk);
+    let cut_a = &fleet.cuts[0].1;
+    let endpoints = format!("{},{}", fleet.cuts[0].0, fleet.cuts[1].0);
+    let run = |prefix: &str, calls: usize| -> Value {
+        let output = std::process::Command::new(node())
+            .arg(repo().join("tests/stock_clients/fleet.mjs"))
+            .args(["--sdk", sdk, "--endpoints", &endpoints])
+            .args(["--calls", &calls.to_string(), "--tool", "count"])
+            .args(["--key-prefix", prefix])
+            .output()
+            .expect("run fleet.mjs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "fleet.mjs {sdk}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let (len, within) = probe(fleet, || {
+        run(&format!("{prefix}-00"), 1)["calls"][0]["seconds"]
+            .as_f64()
+            .unwrap()
+    });
+    cut_a.cut_method("tools/call", offsets(len, OTHER_CUT_CALLS));
+    let run = run(&prefix, OTHER_CUT_CALLS);
+    let results = run["calls"].as_array().unwrap();
+    check_fleet_calls(
+        fleet,
+        &format!("typescript {sdk}"),
+        &prefix,
+        results,
+        within,
+    );
+    let retries = run["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["method"] == "tools/call" && a["attempt"].as_u64() > Some(1))
+        .count();
+    assert!(
+        retries >= 20,
+        "typescript {sdk} on {}: {run}",
+        fleet.sdk.name()
+    );
+    eprintln!(
+        "typescript {sdk} on {}: {} calls, {OTHER_CUT_CALLS} cut (body {len} bytes), {retries} retried",
+        fleet.sdk.name(),
+        results.len(),
+    );
+}
+
+#[test]
+fn every_cut_tool_call_runs_once_and_its_keyed_retry_gets_the_recorded_result_on_every_server() {
+    let redis = RedisServer::start();
+    let fleets: Vec<Fleet> = thread::scope(|scope| {
+        let starting: Vec<_> = Sdk::ALL
+            .iter()
+            .map(|&sdk| {
+                let redis = redis.url();
+                scope.spawn(move || Fleet::start(sdk, &redis))
+            })
+            .collect();
+        starting.into_iter().map(|f| f.join().unwrap()).collect()
+    });
+    // Every SDK's fleet at once, one client each.
+    thread::scope(|scope| {
+        for fleet in &fleets {
+            scope.spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(rust_client_on(fleet));
+                if fleet.sdk != Sdk::TypeScriptV1 {
+                    python_client_on(fleet);
+                    for sdk in ["v1", "v2"] {
+                        typescript_client_on(fleet, sdk);
+                    }
+                }
+            });
+        }
+    });
+}

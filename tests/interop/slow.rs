@@ -1,0 +1,177 @@
+//! A slow tool whose client went away: the sidecar runs the upstream call to its end anyway,
+//! records the result, and the keyed retry, sent only once the tool has finished, gets it
+//! replayed: one execution. Without the sidecar, what happens depends on the SDK (checked too):
+//! the Python SDK and FastMCP cancel the tool when its client disconnects, the TypeScript SDKs'
+//! stateless transports (a 2025-11-25 request) let it run to its end, unrecorded.
+
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use mcp_framing::client::{EndpointResolver, RetrySchedule};
+use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
+use mcp_framing::internals::client::{Resolution, ResolveFuture};
+use mcp_framing::internals::contract::ServerDiscovery;
+use mcp_framing::outcome::DiscoveryMode;
+use mcp_framing::rmcp_http::FramingHttpClient;
+use serde_json::json;
+
+use crate::cut::{self, Cut};
+use crate::example_support::runtime;
+use crate::servers::{Counter, FixtureServer, Sdk};
+use crate::sidecar_support::Proxy;
+use crate::{call_tool, slow, wait_for_execution};
+
+/// How long the tool sleeps.
+const SLOW_MS: u64 = 1_500;
+
+/// Resolves every attempt to one endpoint; once the tool call's first response was cut, only
+/// after `counter` shows the tool's completion (so that the retry finds the result recorded, not
+/// still running).
+#[derive(Debug)]
+struct RetryAfterCompletion {
+    endpoint: String,
+    /// The bytes forwarded of each tool-call response (the cutting proxy's record).
+    forwarded: Arc<Mutex<Vec<usize>>>,
+    counter: Arc<Counter>,
+    key: String,
+    label: String,
+}
+
+impl EndpointResolver for RetryAfterCompletion {
+    fn resolve(&self) -> ResolveFuture<'_> {
+        let retry = !self.forwarded.lock().unwrap().is_empty();
+        Box::pin(async move {
+            if retry {
+                let (counter, key, label) =
+                    (self.counter.clone(), self.key.clone(), self.label.clone());
+                tokio::task::spawn_blocking(move || {
+                    wait_for_execution(&counter, "slow", &key, &label)
+                })
+                .await
+                .unwrap();
+            }
+            let mut result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {}});
+            FramingContract::v1()
+                .with_deduplication(Deduplication::new(Duration::from_secs(600)))
+                .declare_in(&mut result, DiscoverySource::Discover)
+                .unwrap();
+            let discovery = ServerDiscovery::from_discover(&result)
+                .unwrap()
+                .with_mode(DiscoveryMode::Stateless);
+            Ok(Resolution::new(self.endpoint.clone(), discovery))
+        })
+    }
+}
+
+/// A raw `tools/call slow {key, ms}` to `url` (the 2025-11-25 revision, as the stock clients
+/// send it), its response read to the end, or (`leave`) dropped once the tool has started.
+async fn raw_slow(url: &str, key: &str, ms: u64, leave: Option<(Arc<Counter>, &str)>) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"key": key, "ms": ms},
+            "_meta": {"progressToken": 1}}});
+    let mut response = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&body)
+        .send()
+        .await
+        .expect("the server answers");
+    match leave {
+        Some((counter, label)) => {
+            let (key, label) = (key.to_owned(), label.to_owned());
+            tokio::task::spawn_blocking(move || {
+                wait_for_execution(&counter, "slow-start", &key, &label)
+            })
+            .await
+            .unwrap();
+            drop(response);
+        }
+        None => while response.chunk().await.expect("a whole body").is_some() {},
+    }
+}
+
+/// What each official SDK does with a tool whose client went away, without the sidecar (a
+/// 2025-11-25 request, stateless): whether the tool still completes. The Python SDK (and
+/// FastMCP over it) cancels the handler; the TypeScript SDKs' stateless transports let it run.
+fn completes_without_the_sidecar(sdk: Sdk) -> bool {
+    matches!(sdk, Sdk::TypeScriptV1 | Sdk::TypeScriptV2)
+}
+
+#[test]
+fn a_slow_tool_whose_client_went_away_is_completed_recorded_and_replayed_on_every_server() {
+    let counter = Counter::new();
+    let which: Vec<(Sdk, bool)> = Sdk::ALL.iter().map(|&sdk| (sdk, false)).collect();
+    let servers = FixtureServer::start_all(&which, &counter);
+    thread::scope(|scope| {
+        for server in &servers {
+            let counter = counter.clone();
+            scope.spawn(move || {
+                let label = server.label();
+                // Without the sidecar: the client goes away once the tool has started; a second
+                // call of the same length, started after it, ends after it would have.
+                let direct = format!("direct-{:?}", server.sdk);
+                let after = format!("after-{:?}", server.sdk);
+                runtime().block_on(async {
+                    raw_slow(
+                        &server.url,
+                        &direct,
+                        SLOW_MS,
+                        Some((counter.clone(), &label)),
+                    )
+                    .await;
+                    raw_slow(&server.url, &after, SLOW_MS, None).await;
+                });
+                assert_eq!(counter.executions("slow", &after), 1, "{label}");
+                assert_eq!(
+                    counter.executions("slow", &direct) == 1,
+                    completes_without_the_sidecar(server.sdk),
+                    "{label}: a tool whose client went away, without the sidecar"
+                );
+                let sidecar = Proxy::start(&server.url, &[]);
+                // The client goes away before the first byte of the tool call's response.
+                let cut = Cut::new();
+                cut.cut_method("tools/call", [0]);
+                let url = cut::serve_proxy(runtime(), &sidecar.url("/mcp"), cut.clone());
+                let key = format!("slow-{:?}", server.sdk);
+                let resolver = RetryAfterCompletion {
+                    endpoint: url.clone(),
+                    forwarded: cut.forwarded.clone(),
+                    counter: counter.clone(),
+                    key: key.clone(),
+                    label: label.clone(),
+                };
+                let client = FramingHttpClient::new(reqwest::Client::new()).auto_retry(
+                    resolver,
+                    RetrySchedule::default()
+                        .max_attempts(3)
+                        .initial_backoff(Duration::from_millis(20)),
+                );
+                let (result, _) = call_tool(client, &url, slow(&key, SLOW_MS));
+                let text = result.unwrap_or_else(|e| panic!("{label}: {e:?}"));
+                assert_eq!(
+                    text,
+                    format!("slow {key} done after {SLOW_MS} ms"),
+                    "{label}"
+                );
+                let forwarded = cut.forwarded.lock().unwrap().clone();
+                assert_eq!(forwarded.len(), 2, "{label}: the cut call and its retry");
+                assert_eq!(
+                    forwarded[0], 0,
+                    "{label}: the first one cut before its first byte"
+                );
+                assert_eq!(
+                    counter.executions("slow-start", &key),
+                    1,
+                    "{label}: started once"
+                );
+                assert_eq!(
+                    counter.executions("slow", &key),
+                    1,
+                    "{label}: completed once"
+                );
+            });
+        }
+    });
+}
