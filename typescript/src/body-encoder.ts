@@ -86,7 +86,7 @@ export function checkEventData(message: Uint8Array): void {
     const at = validUpTo(message);
     throw new EncodeError('NotUtf8', `message is not UTF-8 (valid up to byte ${at}): an SSE event cannot carry it`);
   }
-  const at = message.indexOf(CR);
+  const at = Buffer.from(message.buffer, message.byteOffset, message.byteLength).indexOf(CR);
   if (at !== -1) {
     throw new EncodeError('CarriageReturn', `message contains a carriage return at byte ${at}: an SSE event cannot carry it`);
   }
@@ -94,19 +94,38 @@ export function checkEventData(message: Uint8Array): void {
 
 /** The message event carrying `message` (SPEC.md §18.3): a `data: ` line per LF-separated piece. */
 export function messageEvent(message: Uint8Array): Uint8Array {
-  const parts: Uint8Array[] = [];
+  return recordAndEvent(NO_BYTES, message);
+}
+
+/**
+ * `record` (its bytes, possibly none) then the message event carrying `message`, in one buffer
+ * (the message copied once).
+ */
+function recordAndEvent(record: Uint8Array, message: Uint8Array): Uint8Array {
+  const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+  let lines = 1;
+  for (let lf = bytes.indexOf(LF); lf !== -1; lf = bytes.indexOf(LF, lf + 1)) {
+    lines += 1;
+  }
+  const out = Buffer.allocUnsafe(record.length + message.length + lines * (DATA_FIELD.length + 1) + 1);
+  out.set(record, 0);
+  let at = record.length;
   let start = 0;
   for (;;) {
-    const lf = message.indexOf(LF, start);
-    const end = lf === -1 ? message.length : lf;
-    parts.push(DATA_FIELD, message.subarray(start, end), EVENT_END.subarray(0, 1));
+    const lf = bytes.indexOf(LF, start);
+    const end = lf === -1 ? bytes.length : lf;
+    out.set(DATA_FIELD, at);
+    at += DATA_FIELD.length;
+    out.set(message.subarray(start, end), at);
+    at += end - start;
+    out[at++] = LF;
     if (lf === -1) {
       break;
     }
     start = lf + 1;
   }
-  parts.push(EVENT_END.subarray(0, 1));
-  return Buffer.concat(parts);
+  out[at] = LF;
+  return out;
 }
 
 /**
@@ -157,7 +176,7 @@ export class BodyEncoder {
     this.frames.checkMessage(message.length);
     checkEventData(message);
     const frames = this.frames.message(message, { end, payloads: false });
-    return join([record(frames), messageEvent(message)]);
+    return recordAndEvent(record(frames), message);
   }
 
   /**

@@ -172,3 +172,10 @@ describe('the store format vectors (tests/vectors/store/)', () => {
     }
   });
 });
+
+test('the Redis scripts are the crate\'s, byte for byte', async () => {
+  const { SCRIPTS } = await import('../dist/server/dedupe/redis.js');
+  for (const [name, text] of Object.entries(SCRIPTS)) {
+    assert.equal(text, readFileSync(new URL(`../../src/dedupe/redis/${name}.lua`, import.meta.url), 'utf8'), name);
+  }
+});
