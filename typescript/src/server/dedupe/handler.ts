@@ -264,6 +264,8 @@ async function execute(handler: WebHandler, request: Request, claim: Claim): Pro
       (error: unknown) => logger.warn(`mcp-framing: renewing a lease failed: ${reasonOf(error)}`),
     );
   }, Math.max(1, claim.leaseMs / 3));
+  // A call still running does not keep a process alive that is otherwise done.
+  (renewal as { unref?: () => void }).unref?.();
   const stop = (): void => clearInterval(renewal);
   let response: Response;
   try {
