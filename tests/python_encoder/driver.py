@@ -1,5 +1,5 @@
 """Runs the Python package's encoder (python/src/mcp_framing/encoder.py) over a job list, for
-tests/python_encoder.rs: `python3 driver.py < jobs.json > bodies.json`.
+tests/encoders/python_encoder.rs: `python3 driver.py < jobs.json > bodies.json`.
 
 A job: {"mapping", "frame_size", "max_message_size", "request_key": HEX | null, "attempt_id": HEX,
 "ops": [["message", HEX] | ["push", HEX] | ["finish"] | ["keepalive"] | ["end"] |

@@ -20,6 +20,12 @@ export const MIN_MAX_FRAME_PAYLOAD = 2 + MAX_ABORT_TEXT;
 /** Default max frame payload, 64 KiB: larger frames do not hash faster (SPEC.md §6). */
 export const DEFAULT_MAX_FRAME_PAYLOAD = 65_536;
 
+/**
+ * A sender's default DATA frame size, 16 KiB: a quarter of a receiver's default frame limit, so
+ * that default senders interoperate with receivers configured down to 16 KiB (SPEC.md §6).
+ */
+export const DEFAULT_FRAME_SIZE = 16 * 1024;
+
 /** Default max message size, 16 MiB: MCP tool results with embedded images (SPEC.md §6). */
 export const DEFAULT_MAX_MESSAGE_SIZE = 16_777_216;
 

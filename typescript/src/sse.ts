@@ -111,6 +111,17 @@ export abstract class EventStreamDecoder implements BodyDecoder {
   private collected: Uint8Array[] | null = null;
   /** Events dispatched with data. */
   protected events = 0;
+  /** Body bytes fed before the current chunk. */
+  private fed = 0;
+  /**
+   * Where the line being parsed starts and where its line end ends, as offsets in the body (a
+   * CRLF's LF, skipped before the next line, is outside both): what a pass-through needs to
+   * send the body's bytes as they came (`lineParsed`).
+   */
+  protected lineStart = 0;
+  protected lineEnd = 0;
+  /** Whether the line ended with a CR that ended the chunk: an LF may come first in the next. */
+  protected crAtChunkEnd = false;
 
   constructor(options: DecoderOptions, mapping: 'sse' | 'compat') {
     this.limits = resolveLimits(options, mapping);
@@ -155,6 +166,9 @@ export abstract class EventStreamDecoder implements BodyDecoder {
           continue;
         }
       }
+      if (this.pendingLength === 0) {
+        this.lineStart = this.fed + i;
+      }
       // The next line end: each search runs once per chunk and line end, never over the rest
       // of the chunk again (no quadratic rescans on many short lines).
       if (nextLf !== -1 && nextLf < i) {
@@ -182,8 +196,13 @@ export abstract class EventStreamDecoder implements BodyDecoder {
         this.tooLarge();
         break;
       }
+      // A CRLF's LF belongs to its line; a CR that ends the chunk may yet get one.
+      const crlf = this.skipLf && i < n && chunk[i] === LF;
+      this.lineEnd = this.fed + i + (crlf ? 1 : 0);
+      this.crAtChunkEnd = this.skipLf && i === n;
       this.line(line);
     }
+    this.fed += n;
     return this.collected ?? EMPTY;
   }
 
@@ -229,10 +248,12 @@ export abstract class EventStreamDecoder implements BodyDecoder {
     }
     if (line.length === 0) {
       this.dispatch();
+      this.lineParsed('blank', false);
       return;
     }
     if (colon === 0) {
       this.comment(line.subarray(1));
+      this.lineParsed('comment', false);
       return;
     }
     if (isData) {
@@ -257,6 +278,22 @@ export abstract class EventStreamDecoder implements BodyDecoder {
       this.eventName = line.subarray(valueStart);
     }
     // id, retry and unknown fields are ignored
+    if (this.frames.error === null) {
+      this.lineParsed('field', isData);
+    }
+  }
+
+  /** Whether a line has begun and not ended yet (it starts at `lineStart`). */
+  protected get partialLine(): boolean {
+    return this.pendingLength > 0;
+  }
+
+  /**
+   * Called after each line was parsed (after `event` for the blank line that dispatched one),
+   * with `lineStart` and `lineEnd` set; nothing by default.
+   */
+  protected lineParsed(_kind: 'blank' | 'comment' | 'field', _data: boolean): void {
+    // a decoder needs only the events and comments
   }
 
   private dispatch(): void {

@@ -1,0 +1,93 @@
+// @ts-check
+// The server side's speed goals, medians of one run, each ratio to a baseline measured in the
+// same run (interleaved round by round, so that a loaded machine slows both alike):
+//
+// - encoding a 1 MiB result (BodyEncoder, each mapping) against node:crypto SHA-256 + zlib.crc32
+//   of the same bytes, the floor any framing encoder pays (goal: at most 1.3x in binary);
+// - a tools/call with a 64 KiB result through framingHandler (the request opted in, compatible
+//   mapping, and binary) against the same call unframed, on loopback: the SDK's server
+//   (createMcpHandler on node:http through its Node adapter), the body read whole by fetch
+//   (goal: at most 1.15x).
+//
+//   node bench/server.mjs [--rounds N] [--calls N]
+
+import { createHash } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { crc32 } from 'node:zlib';
+
+import { randomRequestKey } from '../dist/index.js';
+import { BodyEncoder, framingHandler } from '../dist/server.js';
+import { serve, v2Handler } from '../test/support/sdk-servers.mjs';
+
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '200' }, calls: { type: 'string', default: '400' } } });
+const rounds = Number(values.rounds);
+const calls = Number(values.calls);
+
+const median = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+const ms = (/** @type {bigint} */ ns) => Number(ns) / 1e6;
+
+// A JSON-RPC response of 1 MiB.
+const text = 'bench "quoted" café ✓ lorem ipsum dolor sit amet '.repeat(22_000).slice(0, 1 << 20);
+const message = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text }] } }));
+
+/** @type {Record<string, number[]>} */
+const times = { floor: [], binary: [], sse: [], compat: [] };
+for (let round = 0; round < rounds; round++) {
+  let start = process.hrtime.bigint();
+  createHash('sha256').update(message).digest();
+  crc32(message);
+  times.floor?.push(ms(process.hrtime.bigint() - start));
+  for (const mapping of /** @type {const} */ (['binary', 'sse', 'compat'])) {
+    start = process.hrtime.bigint();
+    const encoder = new BodyEncoder(mapping, { requestKey: '00112233445566778899aabbccddeeff' });
+    encoder.message(message, true);
+    times[mapping]?.push(ms(process.hrtime.bigint() - start));
+  }
+}
+const floor = median(times.floor ?? []);
+console.log(`encoding a ${message.length}-byte message, median of ${rounds} (node bench/server.mjs):`);
+console.log(`  SHA-256 + CRC-32 floor  ${floor.toFixed(3)} ms`);
+for (const mapping of ['binary', 'sse', 'compat']) {
+  const t = median(times[mapping] ?? []);
+  console.log(`  ${mapping.padEnd(22)} ${t.toFixed(3)} ms  ${(t / floor).toFixed(2)}x the floor`);
+}
+
+// A tools/call with a 64 KiB result, unframed and through the wrapper.
+const handler = v2Handler();
+const plain = await serve(handler.fetch);
+const framed = await serve(framingHandler(handler.fetch));
+const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big', arguments: { bytes: 64 * 1024, seed: 'b' } } });
+const base = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+/** @param {URL} url @param {Record<string, string>} headers */
+async function call(url, headers) {
+  const start = process.hrtime.bigint();
+  const response = await fetch(url, { method: 'POST', headers: { ...base, ...headers }, body });
+  await response.arrayBuffer();
+  return ms(process.hrtime.bigint() - start);
+}
+const optIn = (/** @type {string} */ mapping) => ({
+  'mcp-framing': '1',
+  'mcp-framing-request-key': randomRequestKey(),
+  ...(mapping === 'compat' ? { 'mcp-framing-mapping': 'compat' } : { accept: 'application/vnd.mcp-framing, application/json, text/event-stream' }),
+});
+/** @type {Record<string, number[]>} */
+const latency = { unframed: [], compat: [], binary: [] };
+for (let i = 0; i < 20; i++) {
+  await call(plain.url, {});
+  await call(framed.url, optIn('compat'));
+}
+for (let i = 0; i < calls; i++) {
+  latency.unframed?.push(await call(plain.url, {}));
+  latency.compat?.push(await call(framed.url, optIn('compat')));
+  latency.binary?.push(await call(framed.url, optIn('binary')));
+}
+const unframed = median(latency.unframed ?? []);
+console.log(`a tools/call with a 64 KiB result on loopback, median of ${calls}:`);
+console.log(`  unframed               ${unframed.toFixed(3)} ms`);
+for (const mapping of ['compat', 'binary']) {
+  const t = median(latency[mapping] ?? []);
+  console.log(`  framed (${mapping})${' '.repeat(13 - mapping.length)} ${t.toFixed(3)} ms  ${(t / unframed).toFixed(2)}x unframed`);
+}
+await plain.close();
+await framed.close();
+await handler.close();

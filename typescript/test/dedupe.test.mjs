@@ -1,0 +1,181 @@
+// @ts-check
+// Deduplication (SPEC.md §17) behind framingHandler, on the in-memory store: a keyed call runs
+// to its end when its client goes away (the handler's request.signal is not the client's), is
+// recorded once, and the retry gets the record; an explicit notifications/cancelled still
+// reaches the handler; conflicts, a failing store and hostile bodies are refused as §17.9 and
+// §17.10 say. The store-format vectors of tests/vectors/store/ hold for the package.
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import { framingFetch, randomRequestKey } from '../dist/index.js';
+import { MemoryStore, framingHandler } from '../dist/server.js';
+import { canonical, fingerprint, principalDigest, readStrict, storeKey } from '../dist/server/dedupe/request.js';
+import { serve, toolLog, v1SessionFetch, v2Handler } from './support/sdk-servers.mjs';
+
+const quiet = { debug() {}, info() {}, warn() {} };
+
+/**
+ * A keyed tools/call of `effect` (2025 protocol, stateless), opted in or not.
+ * @param {URL} url @param {string} key @param {number} id @param {string} effect @param {AbortSignal} [signal]
+ */
+function call(url, key, id, effect, signal) {
+  return fetch(url, {
+    method: 'POST',
+    signal,
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      'mcp-framing-request-key': key,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'effect', arguments: { id: effect }, _meta: { 'io.github.mcp-framing/requestKey': key, progressToken: id } },
+    }),
+  });
+}
+
+/** The JSON-RPC response of a body (JSON, or the last `data:` line of an event stream). */
+async function rpc(/** @type {Response} */ response) {
+  const body = await response.text();
+  const data = body.startsWith('{') ? body : (body.split('\n').filter((l) => l.startsWith('data: ')).at(-1) ?? '').slice(6);
+  return JSON.parse(data);
+}
+
+describe('deduplication', () => {
+  test('a keyed call runs to its end when its client goes away, once, and the retry gets its result', async () => {
+    const log = toolLog();
+    const handler = v2Handler(log);
+    const served = await serve(framingHandler(handler.fetch, { logger: quiet, dedupe: { store: new MemoryStore() } }));
+    try {
+      const key = randomRequestKey();
+      const started = new Promise((resolve) => (log.onRun = resolve));
+      const client = new AbortController();
+      const first = call(served.url, key, 1, 'charge-1', client.signal).catch((error) => error);
+      await started;
+      client.abort(); // the client goes away while the tool runs
+      assert.ok((await first) instanceof Error);
+      log.gates.get('charge-1')?.();
+      // The retry may find the call still in flight: it waits for the record (§17.8).
+      const retry = await call(served.url, key, 2, 'charge-1');
+      assert.equal(retry.headers.get('mcp-framing-dedupe'), 'replay');
+      const answer = await rpc(retry);
+      assert.equal(answer.id, 2);
+      assert.equal(answer.result.content[0].text, 'effect charge-1 done');
+      assert.deepEqual([log.runs['charge-1'], log.finished['charge-1'], log.aborted['charge-1']], [1, 1, undefined]);
+    } finally {
+      await served.close();
+      await handler.close();
+    }
+  });
+
+  test('an explicit notifications/cancelled still reaches the handler of a keyed call', async () => {
+    const log = toolLog();
+    const served = await serve(framingHandler(await v1SessionFetch(log), { logger: quiet, dedupe: { store: new MemoryStore() } }));
+    try {
+      const framing = framingFetch({ logger: quiet });
+      const client = new ClientV1({ name: 'test', version: '1.0.0' });
+      await client.connect(new TransportV1(served.url, { fetch: framing }));
+      const started = new Promise((resolve) => (log.onRun = resolve));
+      const cancel = new AbortController();
+      const result = client.callTool({ name: 'effect', arguments: { id: 'cancelled' } }, undefined, { signal: cancel.signal }).catch((e) => e);
+      await started;
+      cancel.abort('the user cancelled'); // the SDK sends notifications/cancelled
+      assert.ok((await result) instanceof Error);
+      while (log.aborted['cancelled'] === undefined) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.equal(log.aborted['cancelled'], 1);
+      assert.equal(log.finished['cancelled'], undefined);
+      await client.close();
+    } finally {
+      await served.close();
+    }
+  });
+
+  test('the same key with other arguments is a conflict, a failing store is refused as retryable, hostile bodies are 400', async () => {
+    const log = toolLog();
+    const handler = v2Handler(log);
+    /** @type {import('../dist/server.js').DedupeStore} */
+    const broken = {
+      claim: () => Promise.reject(new Error('connection refused')),
+      renew: () => Promise.reject(new Error('x')),
+      complete: () => Promise.reject(new Error('x')),
+      release: () => Promise.reject(new Error('x')),
+    };
+    const served = await serve(framingHandler(handler.fetch, { logger: quiet, dedupe: { store: new MemoryStore() } }));
+    const failing = await serve(framingHandler(handler.fetch, { logger: quiet, dedupe: { store: broken } }));
+    try {
+      const key = randomRequestKey();
+      log.onRun = (id) => log.gates.get(id)?.();
+      const run = call(served.url, key, 1, 'a');
+      await new Promise((resolve) => (log.onRun = resolve));
+      log.gates.get('a')?.();
+      assert.equal((await rpc(await run)).result.content[0].text, 'effect a done');
+      const conflict = await rpc(await call(served.url, key, 2, 'b'));
+      assert.equal(conflict.error.code, -32080);
+      assert.equal(conflict.error.data['io.github.mcp-framing/dedupe'].reason, 'key_conflict');
+      const unavailable = await rpc(await call(failing.url, randomRequestKey(), 3, 'c'));
+      assert.equal(unavailable.error.code, -32084);
+      assert.equal(unavailable.error.data['io.github.mcp-framing/dedupe'].retryable, true);
+      const post = (/** @type {string} */ body, /** @type {Record<string, string>} */ headers = {}) =>
+        fetch(served.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+      assert.equal((await post('{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call"}')).status, 400);
+      assert.equal((await post(`${'['.repeat(128)}${']'.repeat(128)}`)).status, 400);
+      const mismatch = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'effect', arguments: { id: 'd' }, _meta: { 'io.github.mcp-framing/requestKey': randomRequestKey() } } };
+      assert.equal((await post(JSON.stringify(mismatch), { 'mcp-framing-request-key': randomRequestKey() })).status, 400);
+      assert.equal(log.runs['c'], undefined);
+      assert.equal(log.runs['d'], undefined);
+    } finally {
+      await served.close();
+      await failing.close();
+      await handler.close();
+    }
+  });
+});
+
+describe('the store format vectors (tests/vectors/store/)', () => {
+  const vectors = (/** @type {string} */ name) => JSON.parse(readFileSync(new URL(`../../tests/vectors/store/${name}.json`, import.meta.url), 'utf8'));
+
+  test('canonical JSON, fingerprints and malformed bodies are the crate\'s', () => {
+    const { canonical_json, fingerprints, malformed, accepted } = vectors('fingerprints');
+    for (const c of canonical_json) {
+      assert.equal(canonical(readStrict(Buffer.from(c.json))), c.canonical, c.name);
+    }
+    for (const c of fingerprints) {
+      assert.equal(fingerprint(readStrict(Buffer.from(c.request)), c.include_meta), c.fingerprint, c.name);
+    }
+    for (const c of malformed) {
+      assert.throws(() => readStrict(c.body_hex === undefined ? Buffer.from(c.body) : Buffer.from(c.body_hex, 'hex')), { kind: c.error }, c.name);
+    }
+    for (const c of accepted) {
+      readStrict(Buffer.from(c.body));
+    }
+  });
+
+  test('store keys are the crate\'s', async () => {
+    const { createHash } = await import('node:crypto');
+    for (const c of vectors('keys').cases) {
+      const principal = c.principal.anonymous
+        ? null
+        : c.principal.authorization
+          ? principalDigest(c.principal.authorization.join(','))
+          : createHash('sha256').update(c.principal.id).digest();
+      assert.equal(storeKey(principal, c.method, c.tool, Buffer.from(c.request_key, 'hex')), c.store_key, c.name);
+    }
+  });
+});
+
+test('the Redis scripts are the crate\'s, byte for byte', async () => {
+  const { SCRIPTS } = await import('../dist/server/dedupe/redis.js');
+  for (const [name, text] of Object.entries(SCRIPTS)) {
+    assert.equal(text, readFileSync(new URL(`../../src/dedupe/redis/${name}.lua`, import.meta.url), 'utf8'), name);
+  }
+});

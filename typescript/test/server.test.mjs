@@ -1,0 +1,348 @@
+// @ts-check
+// framingHandler around the official SDKs' servers (both lines, on node:http and in Express
+// through the SDK's Node adapter): the stock clients of both lines get every result as the
+// unwrapped server gives it, the framing clients verify every response in each mapping, the
+// contract is in every discovery result, and a body that fails or ends early ends with ABORT.
+
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
+
+import { EXTENSION_KEY, decodeBody, framingFetch, randomRequestKey } from '../dist/index.js';
+import { framingHandler } from '../dist/server.js';
+import { serve, text, toolLog, v1Fetch, v2Handler } from './support/sdk-servers.mjs';
+
+const quiet = { debug() {}, info() {}, warn() {} };
+
+const SERVERS = [
+  { name: 'server 2.4.0 createMcpHandler on node:http', make: () => ({ fetch: v2Handler(toolLog()).fetch, express: false }) },
+  { name: 'server 2.4.0 createMcpHandler in Express', make: () => ({ fetch: v2Handler(toolLog()).fetch, express: true }) },
+  { name: 'sdk 1.32.2 WebStandardStreamableHTTPServerTransport (SSE)', make: () => ({ fetch: v1Fetch(toolLog()), express: false }) },
+  { name: 'sdk 1.32.2 WebStandardStreamableHTTPServerTransport (JSON)', make: () => ({ fetch: v1Fetch(toolLog(), { json: true }), express: false }) },
+];
+
+const CLIENTS = [
+  { name: 'stock sdk 1.32.2', Client: ClientV1, Transport: TransportV1, mapping: null },
+  { name: 'stock client 2.4.0', Client: ClientV2, Transport: TransportV2, mapping: null },
+  ...['compat', 'sse', 'binary'].flatMap((mapping) => [
+    { name: `framing sdk 1.32.2 (${mapping})`, Client: ClientV1, Transport: TransportV1, mapping },
+    { name: `framing client 2.4.0 (${mapping})`, Client: ClientV2, Transport: TransportV2, mapping },
+  ]),
+];
+
+/** The calls every pairing makes, and what their results hold. */
+const CALLS = [
+  { name: 'echo', arguments: { text: 'héllo\nworld' }, expect: 'héllo\nworld' },
+  { name: 'big', arguments: { bytes: 64 * 1024, seed: 'a' }, expect: text(64 * 1024, 'a') },
+  { name: 'big', arguments: { bytes: 300_000, seed: 'b' }, expect: text(300_000, 'b') },
+  { name: 'progress', arguments: { steps: 3 }, expect: '3 steps' },
+];
+
+/** @param {any} client @param {typeof CALLS[number]} call */
+async function callText(client, call) {
+  const result = await client.callTool({ name: call.name, arguments: call.arguments }, undefined, { timeout: 20_000 });
+  return result.content[0].text;
+}
+
+for (const frameAll of [false, true]) {
+  describe(`framingHandler${frameAll ? ' with frameAllResponses: "compat"' : ''}`, () => {
+    for (const server of SERVERS) {
+      test(`${server.name}: every client gets every result, and the framing clients verify every response`, async () => {
+        const { fetch, express } = server.make();
+        const wrapped = framingHandler(fetch, { frameAllResponses: frameAll ? 'compat' : false, logger: quiet });
+        const served = await serve(wrapped, { express });
+        try {
+          for (const client of CLIENTS) {
+            const framing = client.mapping === null ? null : framingFetch({ mapping: /** @type {any} */ (client.mapping), logger: quiet });
+            const sdk = new client.Client({ name: 'test', version: '1.0.0' });
+            await sdk.connect(new client.Transport(served.url, framing === null ? {} : { fetch: framing }));
+            for (const call of CALLS) {
+              assert.equal(await callText(sdk, call), call.expect, `${client.name}: ${call.name}`);
+            }
+            await sdk.close();
+            if (framing !== null) {
+              const { stats } = framing;
+              assert.deepEqual(Object.keys(stats.outcomes), ['clean'], `${client.name}: ${JSON.stringify(stats)}`);
+              assert.equal(stats.errors, 0, client.name);
+              assert.ok(stats.verified >= CALLS.length + 1, `${client.name}: ${JSON.stringify(stats)}`);
+              assert.equal(framing.negotiated?.version, 1, client.name);
+            }
+          }
+        } finally {
+          await served.close();
+        }
+      });
+    }
+  });
+}
+
+/**
+ * A POST to `url` with `body`, opted in for `mapping` when given.
+ * @param {URL} url @param {unknown} body @param {string | null} mapping @param {Record<string, string>} extra
+ */
+function post(url, body, mapping = null, extra = {}) {
+  /** @type {Record<string, string>} */
+  const headers = {
+    'content-type': 'application/json',
+    accept: mapping === 'binary' ? 'application/vnd.mcp-framing, application/json, text/event-stream' : 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-06-18',
+    ...extra,
+  };
+  if (mapping !== null) {
+    headers['mcp-framing'] = '1';
+    if (mapping === 'compat') {
+      headers['mcp-framing-mapping'] = 'compat';
+    }
+  }
+  return fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
+}
+
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+};
+
+/**
+ * The JSON-RPC response in a body: JSON, or the data of its `message` event.
+ * @param {Response} response @returns {Promise<any>}
+ */
+async function jsonRpc(response) {
+  const body = await response.text();
+  if ((response.headers.get('content-type') ?? '').startsWith('application/json')) {
+    return JSON.parse(body);
+  }
+  const data = body
+    .split(/\r\n|\r|\n/)
+    .filter((/** @type {string} */ line) => line.startsWith('data:'))
+    .map((/** @type {string} */ line) => line.slice(line.startsWith('data: ') ? 6 : 5));
+  return JSON.parse(data.at(-1) ?? 'null');
+}
+
+describe('the contract', () => {
+  test('every initialize result carries the contract under experimental, the rest as the server wrote it', async () => {
+    /** @type {[string, (request: Request) => Promise<Response>][]} */
+    const handlers = [
+      ['sdk 1.32.2 (SSE)', v1Fetch()],
+      ['sdk 1.32.2 (JSON)', v1Fetch(toolLog(), { json: true })],
+      ['server 2.4.0', v2Handler().fetch],
+    ];
+    for (const [name, handler] of handlers) {
+      const plain = await serve(handler);
+      const framed = await serve(framingHandler(handler, { logger: quiet }));
+      try {
+        const bare = await jsonRpc(await post(plain.url, INITIALIZE));
+        for (const mapping of [null, 'compat']) {
+          const response = await post(framed.url, INITIALIZE, mapping, mapping === null ? {} : { 'mcp-framing-request-key': randomRequestKey() });
+          const declared =
+            mapping === null
+              ? await jsonRpc(response)
+              : JSON.parse(new TextDecoder().decode(decodeBody(new Uint8Array(await response.arrayBuffer()), 'compat').messages.at(-1)));
+          const contract = declared.result.capabilities.experimental[EXTENSION_KEY];
+          assert.deepEqual(
+            contract,
+            {
+              versions: [1],
+              sentinelRequired: true,
+              frameChecksum: 'crc32',
+              messageDigest: 'sha256',
+              maxFramePayload: 16384,
+              maxMessageSize: 16777216,
+              transports: ['binary', 'sse', 'compat'],
+            },
+            name,
+          );
+          delete declared.result.capabilities.experimental[EXTENSION_KEY];
+          if (Object.keys(declared.result.capabilities.experimental).length === 0 && bare.result.capabilities.experimental === undefined) {
+            delete declared.result.capabilities.experimental;
+          }
+          assert.deepEqual(declared, bare, name);
+        }
+      } finally {
+        await plain.close();
+        await framed.close();
+      }
+    }
+  });
+
+  test('a server/discover result carries it under extensions, with deduplication and alwaysFramed as configured', async () => {
+    const handler = v2Handler();
+    const framed = await serve(framingHandler(handler.fetch, { logger: quiet, frameAllResponses: 'compat', frameSize: 4096 }));
+    try {
+      const response = await post(
+        framed.url,
+        {
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'server/discover',
+          params: {
+            _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} },
+          },
+        },
+        null,
+        { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' },
+      );
+      const result = (await jsonRpc(response)).result;
+      assert.equal(result.capabilities.extensions[EXTENSION_KEY].alwaysFramed, 'compat');
+      assert.equal(result.capabilities.extensions[EXTENSION_KEY].maxFramePayload, 4096);
+    } finally {
+      await framed.close();
+    }
+  });
+
+  test('a contract the handler declared with the same values stays byte for byte, another one is replaced with a warning', async () => {
+    const contract = { transports: ['binary', 'sse', 'compat'], versions: [1], sentinelRequired: true, frameChecksum: 'crc32', messageDigest: 'sha256' };
+    const own = (/** @type {unknown} */ declared) => async () =>
+      Response.json({ jsonrpc: '2.0', id: 1, result: { capabilities: { experimental: { [EXTENSION_KEY]: declared } }, a: 'é' } });
+    /** @type {string[]} */
+    const warnings = [];
+    const logger = { ...quiet, warn: (/** @type {string} */ m) => warnings.push(m) };
+    const same = await framingHandler(own({ ...contract, maxFramePayload: 16384, extra: true }), { logger, maxMessageSize: 16777216 })(
+      new Request('http://x/mcp', { method: 'POST', body: JSON.stringify(INITIALIZE) }),
+    );
+    const sameText = await same.text();
+    assert.equal(sameText, JSON.stringify({ jsonrpc: '2.0', id: 1, result: { capabilities: { experimental: { [EXTENSION_KEY]: { ...contract, maxFramePayload: 16384, extra: true } } }, a: 'é' } }));
+    assert.deepEqual(warnings, []);
+    const other = await framingHandler(own({ ...contract, maxFramePayload: 2048 }), { logger })(
+      new Request('http://x/mcp', { method: 'POST', body: JSON.stringify(INITIALIZE) }),
+    );
+    assert.equal(/** @type {any} */ (await other.json()).result.capabilities.experimental[EXTENSION_KEY].maxFramePayload, 16384);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0] ?? '', /another framing contract/);
+  });
+});
+
+const encoder = new TextEncoder();
+const NOTE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}';
+const RESULT = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}';
+const CALL = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x', arguments: {} } };
+
+/**
+ * A handler whose SSE body sends `events`, then fails with `failure` or ends.
+ * @param {string[]} events @param {Error | null} failure
+ */
+function scripted(events, failure) {
+  return async () => {
+    let sent = false;
+    const body = new ReadableStream({
+      pull(controller) {
+        if (!sent) {
+          sent = true;
+          controller.enqueue(encoder.encode(events.join('')));
+          return;
+        }
+        if (failure === null) {
+          controller.close();
+        } else {
+          controller.error(failure);
+        }
+      },
+    });
+    return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+  };
+}
+
+/**
+ * The verdict on a wrapped response to an opted-in tools/call in `mapping`.
+ * @param {(request: Request) => Promise<Response>} handler @param {'binary' | 'sse' | 'compat'} mapping
+ * @param {Record<string, string>} headers
+ */
+async function verdictOf(handler, mapping, headers = {}) {
+  const key = randomRequestKey();
+  const request = new Request('http://127.0.0.1/mcp', {
+    method: 'POST',
+    headers: {
+      accept: mapping === 'binary' ? 'application/vnd.mcp-framing' : 'text/event-stream, application/json',
+      'mcp-framing': '1',
+      'mcp-framing-request-key': key,
+      ...(mapping === 'compat' ? { 'mcp-framing-mapping': 'compat' } : {}),
+      ...headers,
+    },
+    body: JSON.stringify(CALL),
+  });
+  const response = await framingHandler(handler, { logger: quiet })(request);
+  const body = new Uint8Array(await response.arrayBuffer());
+  return decodeBody(body, mapping, { requestKey: key });
+}
+
+describe('a body that does not end with its final response', () => {
+  for (const mapping of /** @type {const} */ (['binary', 'sse', 'compat'])) {
+    test(`a handler that throws mid-stream gives ABORT, never a clean end (${mapping})`, async () => {
+      const verdict = await verdictOf(scripted([`data: ${NOTE}\n\n`], new Error('the tool crashed')), mapping);
+      assert.equal(verdict.verdict, 'aborted');
+      assert.equal(verdict.abort?.code, 4); // upstream failed, as the Rust layer says
+      assert.match(verdict.abort?.reason ?? '', /upstream body failed: the tool crashed/);
+      assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE]);
+    });
+
+    test(`a body that ends before its final response gives ABORT (${mapping})`, async () => {
+      const verdict = await verdictOf(scripted([`: keep-alive\n\ndata: ${NOTE}\r\n\r\n`], null), mapping);
+      assert.equal(verdict.verdict, 'aborted');
+      assert.equal(verdict.abort?.code, 4); // upstream failed, as the Rust layer says
+      assert.match(verdict.abort?.reason ?? '', /ended before its final response/);
+      assert.equal(verdict.messages.length, 1);
+    });
+
+    test(`a message over the request's limit gives ABORT code 5 (${mapping})`, async () => {
+      const big = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'x'.repeat(5000) } });
+      const verdict = await verdictOf(scripted([`data: ${NOTE}\n\n`, `data: ${big}\n\n`], null), mapping, {
+        'mcp-framing-limits': 'frame=2048, message=4096',
+      });
+      assert.equal(verdict.verdict, 'aborted');
+      assert.equal(verdict.abort?.code, 5);
+      assert.equal(verdict.messages.length, 1);
+    });
+
+    test(`a JSON body that fails gives ABORT (${mapping})`, async () => {
+      const handler = async () =>
+        new Response(
+          new ReadableStream({
+            start(controller) {
+              controller.enqueue(encoder.encode('{"jsonrpc":"2.0","id":1,"res'));
+            },
+            pull(controller) {
+              controller.error(new Error('reset'));
+            },
+          }),
+          { headers: { 'content-type': 'application/json' } },
+        );
+      const verdict = await verdictOf(handler, mapping);
+      assert.equal(verdict.verdict, 'aborted');
+      assert.equal(verdict.abort?.code, 4); // upstream failed, as the Rust layer says
+      assert.equal(verdict.messages.length, 0);
+    });
+
+    test(`the final response ends the stream with STREAM_END, keep-alives become KEEPALIVE frames (${mapping})`, async () => {
+      const verdict = await verdictOf(scripted([`:\n\nid: 1\ndata:\n\ndata: ${NOTE}\r\r: ping\r\n\r\nevent: message\ndata: ${RESULT}\n\n`], null), mapping);
+      assert.equal(verdict.verdict, 'clean');
+      assert.equal(verdict.sentinelSeen, true);
+      assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE, RESULT]);
+    });
+  }
+
+  test('the compatible mapping passes the inner bytes through: line endings, comments inside events, priming events', async () => {
+    const inner = `\uFEFFid: prime\r\ndata:\r\n\r\n: outside\nevent: message\r: inside\rdata: ${NOTE}\r\rdata: ${RESULT}\r\n\r\n`;
+    const response = await framingHandler(scripted([inner], null), { logger: quiet })(
+      new Request('http://x/mcp', {
+        method: 'POST',
+        headers: { accept: 'text/event-stream', 'mcp-framing': '1', 'mcp-framing-mapping': 'compat' },
+        body: JSON.stringify(CALL),
+      }),
+    );
+    assert.equal(response.headers.get('mcp-framing'), '1; mapping=compat');
+    const body = new TextDecoder('utf-8', { ignoreBOM: true }).decode(await response.arrayBuffer());
+    // Without its records (and with the keep-alive between events, which became one), the body
+    // is the inner body.
+    const stripped = body.replace(/:mcp-framing [A-Za-z0-9+/=]+\n/g, '');
+    assert.equal(stripped, inner.replace(': outside\n', ''));
+    assert.equal(decodeBody(encoder.encode(body), 'compat').verdict, 'clean');
+  });
+});
+
+after(() => {
+  // Connections of the SDK clients' keep-alive agents end with the servers.
+});
