@@ -107,7 +107,8 @@ function recordAndEvent(record: Uint8Array, message: Uint8Array): Uint8Array {
   for (let lf = bytes.indexOf(LF); lf !== -1; lf = bytes.indexOf(LF, lf + 1)) {
     lines += 1;
   }
-  const out = Buffer.allocUnsafe(record.length + message.length + lines * (DATA_FIELD.length + 1) + 1);
+  // Every line but the last loses its LF to the `data: ` line's own: `lines - 1` bytes fewer.
+  const out = Buffer.allocUnsafe(record.length + message.length - (lines - 1) + lines * (DATA_FIELD.length + 1) + 1);
   out.set(record, 0);
   let at = record.length;
   let start = 0;
@@ -124,7 +125,10 @@ function recordAndEvent(record: Uint8Array, message: Uint8Array): Uint8Array {
     }
     start = lf + 1;
   }
-  out[at] = LF;
+  out[at++] = LF;
+  if (at !== out.length) {
+    throw new Error(`recordAndEvent: wrote ${at} of ${out.length} bytes`);
+  }
   return out;
 }
 
