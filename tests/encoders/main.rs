@@ -2,5 +2,25 @@
 //! messages written by each package, byte for byte the crate's `MappingEncoder`, and accepted by
 //! the crate's decoder, the reference decoder (`tests/reference/`) and the package's own decoder.
 
+use std::path::PathBuf;
+
 mod python_encoder;
 mod typescript_encoder;
+
+/// The repository's root: the drivers, the reference decoder and the packages are found from it.
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Bytes as lowercase hex, as the drivers exchange bodies and attempt ids.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of a driver's lowercase hex.
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+        .collect()
+}

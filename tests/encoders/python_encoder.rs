@@ -9,7 +9,7 @@
 //! Needs `python3` (the package's encoder and decoders are standard library only: the source
 //! tree is enough); it fails, and does not skip, without it.
 
-use std::path::PathBuf;
+use super::{hex, repo, unhex};
 use std::process::Command;
 
 use bytes::BytesMut;
@@ -21,10 +21,6 @@ use mcp_framing::{
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A small deterministic generator (xorshift64*): the same jobs on every run.
 struct Rng(u64);
@@ -87,17 +83,6 @@ struct Job {
     request_key: Option<RequestKey>,
     attempt_id: [u8; 16],
     ops: Vec<Op>,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
-        .collect()
 }
 
 /// Text of `len` bytes or a little more, in one of several alphabets: JSON-ish ASCII, 2-, 3-

@@ -13,7 +13,7 @@
 //! Needs `node`, `python3` and the TypeScript package built (`scripts/stock-clients` builds it);
 //! fails, never skips, without them.
 
-use std::path::PathBuf;
+use super::{hex, repo, unhex};
 use std::process::{Command, Stdio};
 
 use bytes::BytesMut;
@@ -25,10 +25,6 @@ use mcp_framing::{
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A small deterministic generator (xorshift64*): the same streams on every run.
 struct Rng(u64);
@@ -179,17 +175,6 @@ fn job(rng: &mut Rng, index: usize) -> Job {
         attempt: rng.bytes(),
         ops,
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
-        .collect()
 }
 
 impl Job {
