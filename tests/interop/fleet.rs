@@ -3,6 +3,10 @@
 //! Redis (started by the test), and a proxy of the test's own in front of each sidecar that ends
 //! `tools/call` response bodies normally at chosen offsets (`tests/rmcp_support/cut.rs`).
 //!
+//! The same fleet without sidecars ([`Fleet::framed`], [`crate::in_process`]): two processes that
+//! frame and deduplicate themselves on the shared Redis (the Python package's `FramingMiddleware`,
+//! the TypeScript package's `framingHandler`, each with its `RedisStore`).
+//!
 //! Each framing client with keyed retries (Rust's `FramingHttpClient`, the Python package's
 //! wrapper, the TypeScript package's `framingFetch` in both SDK lines) sends calls whose first
 //! attempt goes to the first sidecar, cut at a different offset each time, from the first byte
@@ -36,7 +40,7 @@ use serde_json::Value;
 use crate::cut::{self, Cut};
 use crate::dedupe_support::RedisServer;
 use crate::example_support::{repo, runtime};
-use crate::servers::{Counter, FixtureServer, Sdk};
+use crate::servers::{Counter, FixtureServer, Framing, Sdk};
 use crate::sidecar_support::Proxy;
 use crate::stock_support::{cut_fails_within, node, python_driver};
 
@@ -44,8 +48,9 @@ use crate::stock_support::{cut_fails_within, node, python_driver};
 const CUT_CALLS: usize = 24;
 
 /// Two processes of one SDK's server, a sidecar in front of each (sharing `redis`), and a
-/// cutting proxy in front of each sidecar.
-struct Fleet {
+/// cutting proxy in front of each sidecar; or ([`Fleet::framed`]) two processes that frame and
+/// deduplicate themselves on `redis`, a cutting proxy in front of each.
+pub(crate) struct Fleet {
     sdk: Sdk,
     counter: Arc<Counter>,
     _servers: Vec<FixtureServer>,
@@ -62,12 +67,39 @@ impl Fleet {
             .iter()
             .map(|server| Proxy::start(&server.url, &["--redis", redis]))
             .collect();
-        let cuts = sidecars
+        let upstreams: Vec<String> = sidecars.iter().map(|s| s.url("/mcp")).collect();
+        Self::cut_in_front(sdk, counter, servers, sidecars, &upstreams)
+    }
+
+    /// Two processes of `sdk`'s server framing their own responses in-process, deduplicating
+    /// keyed calls on `redis` ([`Framing`]), a cutting proxy in front of each.
+    pub(crate) fn framed(sdk: Sdk, redis: &str) -> Self {
+        let counter = Counter::new();
+        let framing = Some(Framing {
+            frame_all: false,
+            redis: Some(redis.to_owned()),
+        });
+        let servers = FixtureServer::start_framed(
+            &[(sdk, false, framing.clone()), (sdk, false, framing)],
+            &counter,
+        );
+        let upstreams: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
+        Self::cut_in_front(sdk, counter, servers, Vec::new(), &upstreams)
+    }
+
+    fn cut_in_front(
+        sdk: Sdk,
+        counter: Arc<Counter>,
+        servers: Vec<FixtureServer>,
+        sidecars: Vec<Proxy>,
+        upstreams: &[String],
+    ) -> Self {
+        let cuts = upstreams
             .iter()
-            .map(|sidecar| {
+            .map(|upstream| {
                 let cut = Cut::new();
                 cut.cut_method("tools/call", []);
-                let url = cut::serve_proxy(runtime(), &sidecar.url("/mcp"), cut.clone());
+                let url = cut::serve_proxy(runtime(), upstream, cut.clone());
                 (url, cut)
             })
             .collect();
@@ -119,7 +151,8 @@ async fn rust_client_on(fleet: &Fleet) {
     let label = fleet.sdk.name();
     let (a, cut_a) = &fleet.cuts[0];
     let (b, _) = &fleet.cuts[1];
-    // The contract the sidecar declares, from its `initialize` result (through A, not cut).
+    // The contract the sidecar (or the server) declares, from its `initialize` result (through
+    // A, not cut).
     let transport = StreamableHttpClientTransport::with_client(
         FramingHttpClient::new(reqwest::Client::new()),
         StreamableHttpClientTransportConfig::with_uri(a.as_str()),
@@ -130,7 +163,7 @@ async fn rust_client_on(fleet: &Fleet) {
     let discovery = ServerDiscovery::from_initialize(&info)
         .expect("a discovery result")
         .with_mode(DiscoveryMode::Stateless);
-    let contract = discovery.contract.as_ref().expect("the sidecar declares");
+    let contract = discovery.contract.as_ref().expect("a contract declared");
     assert!(
         contract.deduplication.is_some(),
         "{label}: deduplication declared: {info}"
@@ -382,15 +415,17 @@ fn typescript_client_on(fleet: &Fleet, sdk: &str) {
     );
 }
 
-#[test]
-fn every_cut_tool_call_runs_once_and_its_keyed_retry_gets_the_recorded_result_on_every_server() {
+/// A fleet of every SDK's server (`start(sdk, redis URL)`), all sharing one Redis, cut at once:
+/// on each, Rust's framing client, then (but on the TypeScript SDK's v1 server, which does not
+/// answer `server/discover`) the Python package's wrapper and `framingFetch` in both SDK lines.
+pub(crate) fn every_fleet_cut(start: fn(Sdk, &str) -> Fleet) {
     let redis = RedisServer::start();
     let fleets: Vec<Fleet> = thread::scope(|scope| {
         let starting: Vec<_> = Sdk::ALL
             .iter()
             .map(|&sdk| {
                 let redis = redis.url();
-                scope.spawn(move || Fleet::start(sdk, &redis))
+                scope.spawn(move || start(sdk, &redis))
             })
             .collect();
         starting.into_iter().map(|f| f.join().unwrap()).collect()
@@ -413,4 +448,9 @@ fn every_cut_tool_call_runs_once_and_its_keyed_retry_gets_the_recorded_result_on
             });
         }
     });
+}
+
+#[test]
+fn every_cut_tool_call_runs_once_and_its_keyed_retry_gets_the_recorded_result_on_every_server() {
+    every_fleet_cut(Fleet::start);
 }

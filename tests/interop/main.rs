@@ -12,6 +12,9 @@
 //! - [`fleet`]: two processes of each server behind two sidecars sharing one Redis, cut on the
 //!   way at many offsets: every cut reported at once, its keyed retry answered with the recorded
 //!   result, one execution per logical call;
+//! - [`in_process`]: every server framing its own responses in-process (the Python package's
+//!   `FramingMiddleware`, the TypeScript package's `framingHandler`): the stock clients byte for
+//!   byte, the framing clients verifying, the cut fleet on one Redis, the server killed;
 //! - [`killed`]: every server killed in the middle of a tool call: aborted or abandoned, never
 //!   clean;
 //! - [`slow`]: a slow tool whose client went away completes, is recorded, and its keyed retry
@@ -30,19 +33,25 @@ mod sidecar_support;
 
 mod direct;
 mod fleet;
+mod in_process;
 mod killed;
 mod servers;
 mod slow;
 mod through;
 
 use std::sync::{Arc, OnceLock};
+use std::thread;
 use std::time::{Duration, Instant};
+
+use mcp_framing::mapping::Mapping;
+use mcp_framing::rmcp_http::FramingHttpClient;
 
 use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
 
 use servers::{Counter, FixtureServer, Sdk};
 use stock_support::{
-    LINES, Report, SEED, expected_text, run_python, run_rmcp_stock, run_typescript_sdk, sha256_hex,
+    LINES, Report, SEED, expected_text, framing_call, framing_stat as stat, python_driver,
+    run_python, run_rmcp_stock, run_typescript_sdk, sha256_hex,
 };
 
 pub(crate) use stock_support::framing_call_tool as call_tool;
@@ -98,6 +107,91 @@ fn every_stock_client_exact(urls: &[String], labels: &[String]) {
     }
 }
 
+/// Every framing client verifies every response from `urls` (labelled `labels`), which come in
+/// pairs, each server's endpoint without and with frame-all compat: Rust's `FramingHttpClient`
+/// (SSE and binary mappings) at every URL, the Python package's wrapper (compatible and binary
+/// mappings, two calls) at one endpoint of each server, the TypeScript package's `framingFetch`
+/// (both SDK lines) at every URL; every result byte for byte, nothing unverified, nothing logged.
+fn every_framing_client_verifies(urls: &[String], labels: &[String]) {
+    let expected = expected_text(SEED, LINES);
+    thread::scope(|scope| {
+        // Rust: `FramingHttpClient` in the SSE mapping and in the binary one; a result is handed
+        // out only once verified (an unframed or cut response is an error).
+        let rust = scope.spawn(|| {
+            for (url, label) in urls.iter().zip(labels) {
+                for mapping in [Mapping::Sse, Mapping::Binary] {
+                    let client = FramingHttpClient::new(reqwest::Client::new()).mapping(mapping);
+                    let (result, warnings) = framing_call(client, url);
+                    let label = format!("rust {mapping:?}, {label}");
+                    assert_eq!(result.as_deref(), Ok(expected.as_str()), "{label}");
+                    assert!(warnings.is_empty(), "{label}: {warnings:?}");
+                }
+            }
+        });
+        // Python: the package's wrapper around the SDK's client, two calls per endpoint, in the
+        // compatible mapping and in the binary one.
+        let python = scope.spawn(|| {
+            // One endpoint of each server (a Python process a run takes seconds on a loaded
+            // machine): frame-all off and compat in turn, each mapping in turn.
+            for (i, (url, label)) in urls.iter().zip(labels).enumerate().step_by(2) {
+                let url = if i % 4 == 0 { url } else { &urls[i + 1] };
+                let label = if i % 4 == 0 { label } else { &labels[i + 1] };
+                let mapping = if i % 8 < 4 { "compat" } else { "binary" };
+                let run = python_driver(&[
+                    "calls",
+                    url,
+                    "--calls",
+                    "2",
+                    "--seed",
+                    SEED,
+                    "--lines",
+                    &LINES.to_string(),
+                    "--mapping",
+                    mapping,
+                ]);
+                let (calls, stats) = (&run.calls, &run.stats);
+                let label = format!("python {mapping}, {label}");
+                assert!(run.logs.is_empty(), "{label}: {:?}", run.logs);
+                assert_eq!(calls.len(), 2, "{label}");
+                for call in calls {
+                    assert_eq!(call["outcome"], "ok", "{label}: {call}");
+                    assert_eq!(call["match"], true, "{label}: byte for byte");
+                }
+                assert_eq!(stats["incomplete"], 0, "{label}: {stats}");
+                assert_eq!(stats["errors"], 0, "{label}: {stats}");
+                assert_eq!(
+                    stats["verified_messages"], stats["messages_verified_by_attempts"],
+                    "{label}: {stats}"
+                );
+                assert!(
+                    stats["verified_messages"].as_u64() >= Some(3),
+                    "{label}: {stats}"
+                );
+            }
+        });
+        // TypeScript: both SDK lines with `framingFetch`, at once.
+        for sdk in ["v1", "v2"] {
+            scope.spawn(move || {
+                let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+                let reports = run_typescript_sdk(sdk, true, &urls, None, Duration::from_secs(120));
+                let labels: Vec<String> = labels
+                    .iter()
+                    .map(|l| format!("{sdk} wrapped, {l}"))
+                    .collect();
+                assert_exact(&reports, &labels);
+                for (report, label) in reports.iter().zip(&labels) {
+                    assert!(report.wrapped, "{label}");
+                    assert_eq!(stat(report, "unverified"), 0, "{label}: {report:?}");
+                    assert!(stat(report, "verified") >= 3, "{label}: {report:?}");
+                    assert_eq!(stat(report, "errors"), 0, "{label}: {report:?}");
+                }
+            });
+        }
+        rust.join().unwrap();
+        python.join().unwrap();
+    });
+}
+
 /// Asserts that every report is the exact `generate_text {SEED, LINES}` result, with the
 /// fixture servers' tools listed and no warning logged by the client.
 fn assert_exact(reports: &[Report], labels: &[String]) {
@@ -117,6 +211,51 @@ fn assert_exact(reports: &[Report], labels: &[String]) {
             report.warnings
         );
     }
+}
+
+/// What a framing call gave: its result's text, or its error's message and outcome report; and
+/// what the client logged at WARN or above (`stock_support::framing_call_tool`).
+type CallOutcome = (Result<String, (String, serde_json::Value)>, Vec<String>);
+
+/// Kills `server` (its tool call `call` under way) and waits for the call: its error's message
+/// and outcome report, what the client logged, and the seconds from the kill to the report.
+/// Panics if the call handed out a result.
+fn kill_during_call(
+    server: &mut FixtureServer,
+    call: thread::JoinHandle<CallOutcome>,
+    label: &str,
+) -> (String, serde_json::Value, Vec<String>, f64) {
+    let killed = Instant::now();
+    server.kill();
+    let (result, warnings) = call.join().unwrap();
+    let seconds = killed.elapsed().as_secs_f64();
+    let Err((message, outcome)) = result else {
+        panic!("{label}: a call whose server was killed handed out {result:?}");
+    };
+    (message, outcome, warnings, seconds)
+}
+
+/// Asserts that a framing call that did not end clean (`message`, its outcome report `outcome`,
+/// what the client logged `warnings`) was reported aborted or abandoned, and logged so; its
+/// classification.
+fn assert_aborted_or_abandoned<'a>(
+    label: &str,
+    message: &str,
+    outcome: &'a serde_json::Value,
+    warnings: &[String],
+) -> &'a str {
+    let classification = outcome["classification"].as_str().unwrap_or_default();
+    assert!(
+        matches!(classification, "aborted" | "abandoned"),
+        "{label}: {message}: {outcome}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains(&format!("outcome=\"{classification}\""))),
+        "{label}: {warnings:?}"
+    );
+    classification
 }
 
 /// `slow {key, ms}`, with a progress token: the tool sends a progress notification before it

@@ -88,6 +88,10 @@ impl Sdk {
                     "tests/servers/node_modules/@modelcontextprotocol/node",
                     "the pinned TypeScript SDK's v2 server and its Node.js adapter",
                 );
+                installed(
+                    "tests/servers/node_modules/mcp-framing/dist/server.js",
+                    "the TypeScript package (typescript/, built), which frames them with --framing",
+                );
                 let script = if self == Sdk::TypeScriptV1 {
                     "sdk_v1.mjs"
                 } else {
@@ -95,6 +99,41 @@ impl Sdk {
                 };
                 (PathBuf::from("node"), script)
             }
+        }
+    }
+}
+
+/// How a fixture server frames its own responses, in-process (`--framing`): the Python servers
+/// wrapped in the Python package's `FramingMiddleware`, the Node.js ones in the TypeScript
+/// package's `framingHandler`, each as its package's README writes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Framing {
+    /// Every POST framed in the compatible mapping, opted in or not (`--frame-all compat`).
+    pub(crate) frame_all: bool,
+    /// Keyed tool calls deduplicated on this Redis (`--redis URL`: the package's `RedisStore`).
+    pub(crate) redis: Option<String>,
+}
+
+impl Framing {
+    /// What the server's command line says.
+    fn args(&self) -> Vec<String> {
+        let mut args = vec!["--framing".to_owned()];
+        if self.frame_all {
+            args.extend(["--frame-all".to_owned(), "compat".to_owned()]);
+        }
+        if let Some(redis) = &self.redis {
+            args.extend(["--redis".to_owned(), redis.clone()]);
+        }
+        args
+    }
+}
+
+impl Sdk {
+    /// What frames this SDK's server in-process ([`Framing`]).
+    pub(crate) fn framed_by(self) -> &'static str {
+        match self {
+            Sdk::Python | Sdk::FastMcp => "FramingMiddleware",
+            Sdk::TypeScriptV1 | Sdk::TypeScriptV2 => "framingHandler",
         }
     }
 }
@@ -151,6 +190,8 @@ pub(crate) struct FixtureServer {
     pub(crate) url: String,
     /// Where it records its executions.
     pub(crate) counter: Arc<Counter>,
+    /// How it frames its own responses (`None`: it does not).
+    pub(crate) framing: Option<Framing>,
     child: Child,
     /// Held open: the server exits when it closes (`--exit-with-stdin`).
     _stdin: ChildStdin,
@@ -186,9 +227,20 @@ impl FixtureServer {
     /// Starts every `(sdk, json)` server at once, all recording into `counter`, and waits until
     /// each one is ready (they start in parallel: Python's imports take seconds).
     pub(crate) fn start_all(which: &[(Sdk, bool)], counter: &Arc<Counter>) -> Vec<Self> {
-        let started: Vec<(Sdk, bool, Child)> = which
+        let which: Vec<_> = which.iter().map(|&(sdk, json)| (sdk, json, None)).collect();
+        Self::start_framed(&which, counter)
+    }
+
+    /// As [`FixtureServer::start_all`], each `(sdk, json, framing)` server framing its own
+    /// responses as `framing` says ([`Framing`]; `None`: not).
+    pub(crate) fn start_framed(
+        which: &[(Sdk, bool, Option<Framing>)],
+        counter: &Arc<Counter>,
+    ) -> Vec<Self> {
+        let started: Vec<(Sdk, bool, Option<Framing>, Child)> = which
             .iter()
-            .map(|&(sdk, json)| {
+            .map(|(sdk, json, framing)| {
+                let (sdk, json) = (*sdk, *json);
                 let (program, script) = sdk.command();
                 let mut command = Command::new(&program);
                 command
@@ -198,19 +250,22 @@ impl FixtureServer {
                 if json {
                     command.arg("--json");
                 }
+                if let Some(framing) = framing {
+                    command.args(framing.args());
+                }
                 let child = command
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()
                     .unwrap_or_else(|err| panic!("start {}: {err}", program.display()));
-                (sdk, json, child)
+                (sdk, json, framing.clone(), child)
             })
             .collect();
         let start = Instant::now();
         started
             .into_iter()
-            .map(|(sdk, json, mut child)| {
+            .map(|(sdk, json, framing, mut child)| {
                 let output = Arc::new(Mutex::new(String::new()));
                 drain(child.stderr.take().expect("stderr"), output.clone());
                 let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
@@ -251,6 +306,7 @@ impl FixtureServer {
                     json,
                     url,
                     counter: counter.clone(),
+                    framing,
                     child,
                     _stdin: stdin,
                     output,
@@ -266,7 +322,25 @@ impl FixtureServer {
 
     /// A label for assertion messages.
     pub(crate) fn label(&self) -> String {
-        format!("{} ({})", self.sdk.name(), self.kind())
+        match &self.framing {
+            None => format!("{} ({})", self.sdk.name(), self.kind()),
+            Some(framing) => format!(
+                "{} ({}) in {}{}{}",
+                self.sdk.name(),
+                self.kind(),
+                self.sdk.framed_by(),
+                if framing.frame_all {
+                    ", frame-all compat"
+                } else {
+                    ""
+                },
+                if framing.redis.is_some() {
+                    ", Redis"
+                } else {
+                    ""
+                }
+            ),
+        }
     }
 
     /// Kills the server process now (SIGKILL) and waits for it.

@@ -3,18 +3,27 @@
 // `StreamableHTTPServerTransport`, stateless (a fresh server and transport for every request, the
 // SDK's own stateless pattern), with an event store shared by every request so that SSE responses
 // carry the SDK's priming event and event ids (and a GET with `Last-Event-ID` resumes a stream).
-// The tools: tools.mjs.
+// The tools: tools.mjs. With `--framing`, framed in-process as typescript/README.md says: the
+// web-standard transport (`WebStandardStreamableHTTPServerTransport.handleRequest(Request)`, one
+// per request, the same event store) inside `framingHandler`, served through `toNodeHandler` of
+// `@modelcontextprotocol/node` (`--frame-all compat`: `frameAllResponses: 'compat'`;
+// `--redis URL`: `dedupe` on a `RedisStore`).
 //
 // Usage: node sdk_v1.mjs --counter-file PATH [--port P] [--json] [--exit-with-stdin]
+//        [--framing [--frame-all compat] [--redis URL]]
 // (`--json`: `enableJsonResponse`, every response application/json). Prints
 // "listening on http://127.0.0.1:PORT/mcp" once it accepts connections.
 
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
-import { options, registerTools, serve } from './tools.mjs';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { framingHandler } from 'mcp-framing/server';
+import { framingOptions, options, registerTools, serve } from './tools.mjs';
 
-const { port, json, counterFile } = options();
+const args = options();
+const { port, json, counterFile } = args;
 const eventStore = new InMemoryEventStore();
 
 async function progress(extra, value, total) {
@@ -24,19 +33,35 @@ async function progress(extra, value, total) {
   }
 }
 
-await serve(port, async (req, res) => {
-  const resume = req.method === 'GET' && req.headers['last-event-id'] !== undefined;
-  if (req.method !== 'POST' && !resume) {
-    res.writeHead(405, { Allow: 'POST' }).end();
-    return;
-  }
-  const server = new McpServer({ name: 'fixture-sdk-v1', version: '1.0.0' });
-  registerTools(server, counterFile, progress);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json, eventStore });
-  res.on('close', () => {
-    transport.close();
-    server.close();
+/** A POST, or a GET that resumes a stream (`Last-Event-ID`); anything else is answered 405. */
+const served = (method, lastEventId) => method === 'POST' || (method === 'GET' && lastEventId !== undefined);
+
+if (args.framing) {
+  const framed = framingHandler(async (request) => {
+    if (!served(request.method, request.headers.get('last-event-id') ?? undefined)) {
+      return new Response(null, { status: 405, headers: { Allow: 'POST' } });
+    }
+    const server = new McpServer({ name: 'fixture-sdk-v1', version: '1.0.0' });
+    registerTools(server, counterFile, progress);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json, eventStore });
+    await server.connect(transport);
+    return transport.handleRequest(request);
+  }, await framingOptions(args));
+  await serve(port, toNodeHandler({ fetch: framed }));
+} else {
+  await serve(port, async (req, res) => {
+    if (!served(req.method, req.headers['last-event-id'])) {
+      res.writeHead(405, { Allow: 'POST' }).end();
+      return;
+    }
+    const server = new McpServer({ name: 'fixture-sdk-v1', version: '1.0.0' });
+    registerTools(server, counterFile, progress);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json, eventStore });
+    res.on('close', () => {
+      transport.close();
+      server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
   });
-  await server.connect(transport);
-  await transport.handleRequest(req, res);
-});
+}

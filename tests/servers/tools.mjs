@@ -35,7 +35,9 @@ export function generateText(seed, lines) {
 
 /** The command line every fixture server takes: `--port P` (0: any free port), `--json`,
  * `--counter-file PATH`, `--exit-with-stdin` (exit when standard input closes: a test that
- * started the server with a pipe cannot leak it, even when it exits without stopping it). */
+ * started the server with a pipe cannot leak it, even when it exits without stopping it), and
+ * `--framing` (serve through `framingHandler`, the typescript/ package's README recipe) with its
+ * options `--frame-all compat` and `--redis URL` (deduplication on a `RedisStore`). */
 export function options() {
   const { values } = parseArgs({
     options: {
@@ -43,6 +45,9 @@ export function options() {
       json: { type: 'boolean', default: false },
       'counter-file': { type: 'string' },
       'exit-with-stdin': { type: 'boolean', default: false },
+      framing: { type: 'boolean', default: false },
+      'frame-all': { type: 'string' },
+      redis: { type: 'string' },
     },
   });
   if (values['exit-with-stdin']) {
@@ -53,7 +58,40 @@ export function options() {
   if (values['counter-file'] === undefined) {
     throw new Error('--counter-file PATH is required');
   }
-  return { port: Number(values.port), json: values.json, counterFile: values['counter-file'] };
+  const frameAll = values['frame-all'];
+  if (frameAll !== undefined && frameAll !== 'compat') {
+    throw new Error('--frame-all takes only compat');
+  }
+  if ((frameAll !== undefined || values.redis !== undefined) && !values.framing) {
+    throw new Error('--frame-all and --redis go with --framing');
+  }
+  return {
+    port: Number(values.port),
+    json: values.json,
+    counterFile: values['counter-file'],
+    framing: values.framing,
+    frameAll,
+    redis: values.redis,
+  };
+}
+
+/**
+ * The `framingHandler` options of the command line (`--frame-all`, `--redis`), as the
+ * typescript/ package's README writes them: `dedupe: { store: new RedisStore(client) }` over a
+ * connected node-redis client.
+ */
+export async function framingOptions({ frameAll, redis }) {
+  const options = {};
+  if (frameAll !== undefined) {
+    options.frameAllResponses = frameAll;
+  }
+  if (redis !== undefined) {
+    const { createClient } = await import('redis');
+    const { RedisStore } = await import('mcp-framing/server');
+    const client = await createClient({ url: redis }).connect();
+    options.dedupe = { store: new RedisStore(client) };
+  }
+  return options;
 }
 
 /** Appends "TOOL KEY\n" to the counter file; the executions of that line recorded so far. */

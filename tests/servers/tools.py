@@ -53,12 +53,44 @@ def options(description: str) -> argparse.Namespace:
         action="store_true",
         help="exit when standard input closes (a test that started the server cannot leak it)",
     )
+    parser.add_argument(
+        "--framing",
+        action="store_true",
+        help="serve behind mcp_framing.server.FramingMiddleware (the package's README recipe)",
+    )
+    parser.add_argument(
+        "--frame-all",
+        choices=["compat"],
+        help='with --framing: frame_all_responses="compat" (every POST framed, opted in or not)',
+    )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="with --framing: deduplicate keyed tool calls on this Redis (RedisStore)",
+    )
     args = parser.parse_args()
+    if (args.frame_all or args.redis) and not args.framing:
+        parser.error("--frame-all and --redis go with --framing")
     if args.exit_with_stdin:
         threading.Thread(target=exit_at_end_of_stdin, daemon=True).start()
     global COUNTER_FILE
     COUNTER_FILE = args.counter_file
     return args
+
+
+def framing(args: argparse.Namespace) -> dict[str, Any]:
+    """The `FramingMiddleware` options of the command line (`--frame-all`, `--redis`), as the
+    package's README writes them: a `Deduplicator` over a `RedisStore` on a redis-py client."""
+    options: dict[str, Any] = {}
+    if args.frame_all:
+        options["frame_all_responses"] = args.frame_all
+    if args.redis:
+        import redis.asyncio as redis
+
+        from mcp_framing.server import Deduplicator, RedisStore
+
+        options["dedupe"] = Deduplicator(RedisStore(redis.from_url(args.redis)))
+    return options
 
 
 def exit_at_end_of_stdin() -> None:

@@ -411,12 +411,23 @@ pub(crate) fn framing_call_tool(
     url: &str,
     call: CallToolRequestParams,
 ) -> (Result<String, (String, Value)>, Vec<String>) {
+    framing_call_tool_with(client, url, call, ())
+}
+
+/// As [`framing_call_tool`], the server's notifications handed to `handler` (a progress
+/// notification, verified, tells the test that the response has begun).
+pub(crate) fn framing_call_tool_with(
+    client: FramingHttpClient,
+    url: &str,
+    call: CallToolRequestParams,
+    handler: impl rmcp::ClientHandler,
+) -> (Result<String, (String, Value)>, Vec<String>) {
     with_warn_capture(async {
         let transport = StreamableHttpClientTransport::with_client(
             client,
             StreamableHttpClientTransportConfig::with_uri(url),
         );
-        let peer = match ().serve(transport).await {
+        let peer = match handler.serve(transport).await {
             Ok(peer) => peer,
             Err(err) => return Err((format!("initialize: {err}"), Value::Null)),
         };
