@@ -23,7 +23,9 @@ use mcp_framing::rmcp_http::FramingHttpClient;
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
+use serde_json::json;
 
+use crate::example_support::runtime;
 use crate::fleet::{self, Fleet};
 use crate::servers::{Counter, FixtureServer, Framing, Sdk};
 use crate::stock_support::framing_call_tool_with as call_tool_with;
@@ -69,6 +71,41 @@ fn every_stock_client_gets_every_result_byte_for_byte_from_every_server_framing_
     let (_, servers) = framed_servers();
     let (urls, labels) = urls_and_labels(servers);
     every_stock_client_exact(&urls, &labels);
+    // What the stock clients read was framed exactly where frame-all is on: a request that does
+    // not opt in gets the compatible mapping there, and the response as the SDK wrote it
+    // elsewhere.
+    for server in servers {
+        let framed = runtime().block_on(async {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+            let response = reqwest::Client::new()
+                .post(&server.url)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-11-25")
+                .json(&body)
+                .send()
+                .await
+                .expect("the server answers");
+            let header = response.headers().get("mcp-framing").cloned();
+            let text = response.text().await.expect("a whole body");
+            (header, text)
+        });
+        let frame_all = server.framing.as_ref().is_some_and(|f| f.frame_all);
+        let label = server.label();
+        match framed {
+            (Some(header), text) => {
+                assert!(frame_all, "{label}: framed unasked: {header:?}");
+                assert_eq!(header, "1; mapping=compat", "{label}");
+                assert!(
+                    text.contains("\n:mcp-framing ") || text.starts_with(":mcp-framing "),
+                    "{label}: {text}"
+                );
+            }
+            (None, text) => {
+                assert!(!frame_all, "{label}: not framed: {text}");
+                assert!(!text.contains("mcp-framing "), "{label}: {text}");
+            }
+        }
+    }
 }
 
 #[test]
