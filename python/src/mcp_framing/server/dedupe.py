@@ -511,6 +511,7 @@ class RedisStore:
             body = script.sha1 if command == "EVALSHA" else script.code
             for _ in range(3):  # follows a slot's move (a failover) at most twice
                 if self.cluster:
+                    await self.client.initialize()  # the slots' layout, once (after a move: again)
                     node = self.client.get_node_from_key(redis_key)
                     pipe = self.client.pipeline(transaction=False)
                     pipe.execute_command(command, body, 1, redis_key, *args, target_nodes=node)
