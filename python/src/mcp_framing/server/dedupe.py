@@ -745,12 +745,12 @@ class Execution:
             except StoreError:  # a renewal that fails is tried again at the next beat
                 _log.debug("lease renewal failed", exc_info=True)
 
-    def _stop(self, ended: Callable[[], tuple[str | None, int | None]]) -> None:
-        """Ends the heartbeat, and times the call (once) with how it `ended`."""
+    def _stop(self, ended: Callable[[], tuple[str | None, int | None]] | None) -> None:
+        """Ends the heartbeat, and with `ended` times the call (once) with how it ended."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             self._heartbeat = None
-        if not self._finished:
+        if ended is not None and not self._finished:
             self._finished = True
             elapsed = time.monotonic() - self.started
             telemetry.server_operation(self.call.method, "execute", elapsed, ended)
@@ -768,7 +768,15 @@ class Execution:
         recorded = "stored"
         if len(payload) > d.max_result_bytes:
             state, payload, recorded = "n", str(len(payload)).encode(), "not_stored"
-        self._stop(lambda: _ended(found[0], found[1]) if recorded == "stored" else (None, None))
+        self._stop(None)
+        recorded = await self._record(state, payload, recorded)
+        # Timed until the result is recorded (or could not be), as the Rust crate times it.
+        self._stop(lambda: _ended(found[0], found[1]) if state in ("r", "e") else (None, None))
+        return recorded
+
+    async def _record(self, state: str, payload: bytes, recorded: str) -> str:
+        """The completion written, tried again while the lease holds if the store failed."""
+        d = self.dedup
         deadline = time.monotonic() + d.lease
         pause = 0.02
         while True:
