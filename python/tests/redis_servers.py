@@ -101,3 +101,28 @@ class RedisCluster:
 
     def replicas(self) -> list[RedisProcess]:
         return [n for n in self.nodes if n.info("replication", "role") == "slave"]
+
+    def wait_healthy(self, within: float) -> None:
+        """Until every running node says the cluster is ok, all 16384 slots served, and serves
+        them from running primaries only (a stopped primary's slots taken over by its replica)."""
+        running = {n.port for n in self.nodes}
+
+        def served_by_running(node: RedisProcess) -> bool:
+            for line in node.cli("CLUSTER", "NODES").splitlines():
+                fields = line.split()
+                if len(fields) > 8 and "master" in fields[2]:  # a primary with slots
+                    port = int(fields[1].split("@")[0].rsplit(":", 1)[1])
+                    if port not in running or "fail" in fields[2]:
+                        return False
+            return True
+
+        until(
+            lambda: all(
+                n.info("cluster", "cluster_state") == "ok"
+                and n.info("cluster", "cluster_slots_ok") == "16384"
+                and served_by_running(n)
+                for n in self.nodes
+            ),
+            within,
+            "the cluster became healthy",
+        )

@@ -6,6 +6,7 @@ wrote)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from typing import Any
@@ -122,6 +123,7 @@ async def test_a_cluster_store_keeps_records_on_every_primary_and_two_clients_re
     finally:
         for store in stores:
             await store.client.aclose()
+            await store.aclose()
 
 
 @pytest.mark.anyio
@@ -137,3 +139,51 @@ async def test_a_cluster_client_given_directly_is_detected_as_a_cluster(redis_cl
         assert await store.complete(keyed.store_key, "1" * 32, "r", b"{}", 60_000)
     finally:
         await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_records_written_with_wait_survive_their_primarys_failover_and_are_replayed(
+    redis_cluster: RedisCluster,
+) -> None:
+    # WAIT's timeout under the store's (2 s): a shard left without a replica answers in time.
+    store = RedisStore.from_url(redis_cluster.url, wait_for_replicas=(1, 0.5))
+    try:
+        dedup = Deduplicator(store)
+        calls = [call() for _ in range(12)]
+        for keyed in calls:
+            execution = await dedup.begin(keyed)
+            assert not isinstance(execution, bytes)
+            assert await execution.complete(RESPONSE) == "stored"
+        victim_port = _on(store, calls[0])
+        victim = next(node for node in redis_cluster.nodes if node.port == victim_port)
+        on_victim = [keyed for keyed in calls if _on(store, keyed) == victim_port]
+        victim.proc.kill()  # an outage, not a shutdown: its replica is promoted by the cluster
+        victim.proc.wait()
+        redis_cluster.nodes.remove(victim)
+        await asyncio.to_thread(redis_cluster.wait_healthy, 60)
+        # Every record the replica acknowledged is replayed from the promoted replica; while the
+        # client learns the new layout a call may be refused "store unavailable" (retryable).
+        for keyed in on_victim:
+            for _ in range(20):
+                try:
+                    decided = await dedup.begin(keyed)
+                    break
+                except Refusal as refusal:
+                    assert refusal.reason == "store_unavailable", refusal
+                    last = refusal
+            else:
+                raise AssertionError(f"the store stayed unavailable after the failover: {last}")
+            assert decided == b'result\x00{"content":[]}'
+        # A new call on that shard is refused until it has a replica again: no replica could
+        # acknowledge its claim, so it does not execute (fail closed).
+        fresh = next(k for k in (call() for _ in range(1000)) if _on(store, k) == _on(store, on_victim[0]))
+        with pytest.raises(Refusal, match="0 of 1 replicas acknowledged"):
+            await dedup.begin(fresh)
+    finally:
+        await store.client.aclose()
+        await store.aclose()
+
+
+def _on(store: RedisStore, keyed: KeyedCall) -> int:
+    """The port of the primary serving a call's record, as the store's client knows it."""
+    return int(store.client.get_node_from_key(DEFAULT_PREFIX + keyed.store_key).port)

@@ -407,7 +407,11 @@ class RedisStore:
     and fails with `StoreError` kind `not_replicated` (the call does not execute: fail closed); a
     completion fewer acknowledged fails the same way (the result is on the primary; a failover
     now could lose it). As the Redis documentation says, `WAIT` narrows what a failover can lose
-    but does not make Redis strongly consistent (§17.12).
+    but does not make Redis strongly consistent (§17.12). Keep the timeout well under the
+    `Deduplicator`'s `store_timeout` (2 s): a shard left without a replica by a failover then
+    still replays its records (a replay needs no acknowledgement) and refuses new calls until
+    it has a replica again. In a cluster, the store keeps a connection of its own to each
+    primary it waits on (`WAIT` counts the writes of its connection); `aclose()` closes them.
 
     >>> RedisStore.scripts()["claim"].startswith("local t = redis.call('TIME')")
     True
@@ -431,6 +435,7 @@ class RedisStore:
         self.wait_for_replicas = wait_for_replicas
         head = "#!lua\n" if self.cluster else ""
         self._scripts = {name: _Lua(head + text) for name, text in self.scripts().items()}
+        self._nodes: dict[str, Any] = {}  # cluster with WAIT: a client per primary, by name
 
     @classmethod
     def from_url(
@@ -500,31 +505,30 @@ class RedisStore:
             raise StoreError(f"{name}: {err}") from err
 
     async def _eval_waiting(self, script: _Lua, redis_key: str, args: list[Any]) -> tuple[Any, int]:
-        """The script then `WAIT`, pipelined on one connection (`WAIT` counts the replicas that
-        acknowledged the writes of the connection it is sent on): in a cluster, to the node that
-        serves the key, with redirections followed here (a `MOVED` script runs again, with its
-        `WAIT`, on the node that now serves the slot)."""
+        """The script then `WAIT`, pipelined on one connection: `WAIT` counts the replicas that
+        acknowledged the writes of the connection it is sent on. In a cluster, on a connection
+        of this store's own to the primary that serves the key: a `MOVED` (a failover the client
+        had not seen) or a primary that cannot be reached makes it learn the layout again and
+        send both again, to the node that serves the slot now."""
         assert self.wait_for_replicas is not None
         count, timeout = self.wait_for_replicas
         wait = ("WAIT", count, max(1, int(timeout * 1000)))
         for command in ("EVALSHA", "EVAL"):
             body = script.sha1 if command == "EVALSHA" else script.code
-            for _ in range(3):  # follows a slot's move (a failover) at most twice
-                if self.cluster:
-                    await self.client.initialize()  # the slots' layout, once (after a move: again)
-                    node = self.client.get_node_from_key(redis_key)
-                    pipe = self.client.pipeline(transaction=False)
-                    pipe.execute_command(command, body, 1, redis_key, *args, target_nodes=node)
-                    pipe.execute_command(*wait, target_nodes=node)
-                    replies = await pipe.execute(raise_on_error=False, allow_redirections=False)
-                else:
-                    pipe = self.client.pipeline(transaction=False)
-                    pipe.execute_command(command, body, 1, redis_key, *args)
-                    pipe.execute_command(*wait)
-                    replies = await pipe.execute(raise_on_error=False)
-                reply, acknowledged = replies
-                if self.cluster and _moved(reply):
-                    await self.client.nodes_manager.initialize()
+            for attempt in range(_CLUSTER_TRIES):
+                target = await self._primary(redis_key) if self.cluster else self.client
+                pipe = target.pipeline(transaction=False)
+                pipe.execute_command(command, body, 1, redis_key, *args)
+                pipe.execute_command(*wait)
+                try:
+                    reply, acknowledged = await pipe.execute(raise_on_error=False)
+                except Exception as err:
+                    if not self.cluster or not _unreachable(err) or attempt + 1 == _CLUSTER_TRIES:
+                        raise
+                    await self._relearn(target)
+                    continue
+                if self.cluster and _moved(reply) and attempt + 1 < _CLUSTER_TRIES:
+                    await self._relearn(None)
                     continue
                 break
             if command == "EVALSHA" and isinstance(reply, Exception) and _no_script(reply):
@@ -537,6 +541,40 @@ class RedisStore:
                 raise StoreError(f"WAIT: unexpected reply {acknowledged!r}", "corrupt")
             return reply, acknowledged
         raise StoreError("the script is unknown to the server even after EVAL", "corrupt")
+
+    async def _primary(self, redis_key: str) -> Any:
+        """A client of this store's own for the primary that serves `redis_key` now."""
+        await self.client.initialize()  # the slots' layout, once (again after `_relearn`)
+        node = self.client.get_node_from_key(redis_key)
+        client = self._nodes.get(node.name)
+        if client is None:
+            import redis.asyncio as aioredis
+
+            options = {
+                k: v
+                for k, v in self.client.connection_kwargs.items()
+                if k not in ("response_callbacks", "redis_connect_func")
+            }
+            pool = aioredis.ConnectionPool(host=node.host, port=node.port, **options)
+            client = self._nodes[node.name] = aioredis.Redis(connection_pool=pool)
+        return client
+
+    async def _relearn(self, gone: Any) -> None:
+        """The cluster's layout asked for again (a node failed or a slot moved); a client of
+        this store's to a node that could not be reached is closed."""
+        if gone is not None:
+            for name, client in list(self._nodes.items()):
+                if client is gone:
+                    del self._nodes[name]
+                    await client.aclose()
+        await self.client.nodes_manager.initialize()
+
+    async def aclose(self) -> None:
+        """Closes the connections this store opened itself (in a cluster with
+        `wait_for_replicas`, one client per primary); the client it was given stays open."""
+        nodes, self._nodes = list(self._nodes.values()), {}
+        for client in nodes:
+            await client.aclose()
 
     def _replicated(self, name: str, acknowledged: int | None) -> None:
         if self.wait_for_replicas is None or acknowledged is None:
@@ -621,6 +659,16 @@ def _no_script(err: BaseException) -> bool:
     except ImportError:
         return False
     return isinstance(err, NoScriptError)
+
+
+#: Tries of a script and its `WAIT` in a cluster, learning the layout again between them.
+_CLUSTER_TRIES = 4
+
+
+def _unreachable(err: BaseException) -> bool:
+    from redis.exceptions import ConnectionError, TimeoutError
+
+    return isinstance(err, (ConnectionError, TimeoutError, OSError))
 
 
 def _moved(reply: Any) -> bool:
