@@ -34,7 +34,7 @@ async def test_a_claim_and_a_completion_count_once_the_replica_has_them(
     client = aioredis.from_url(primary.url)
     try:
         store = RedisStore(client, wait_for_replicas=(1, 5.0))
-        dedup = Deduplicator(store)
+        dedup = Deduplicator(store, store_timeout=10.0)  # a loaded machine: WAIT's 5 s within it
         keyed = call()
         execution = await dedup.begin(keyed)
         assert not isinstance(execution, bytes)
@@ -104,7 +104,7 @@ async def test_a_cluster_store_keeps_records_on_every_primary_and_two_clients_re
     stores = [RedisStore.from_url(redis_cluster.url, wait_for_replicas=(1, 5.0)) for _ in range(2)]
     try:
         assert all(store.cluster for store in stores)
-        first, second = (Deduplicator(store) for store in stores)
+        first, second = (Deduplicator(store, store_timeout=10.0) for store in stores)
         calls = [call() for _ in range(24)]
         for keyed in calls:
             execution = await first.begin(keyed)
@@ -145,10 +145,10 @@ async def test_a_cluster_client_given_directly_is_detected_as_a_cluster(redis_cl
 async def test_records_written_with_wait_survive_their_primarys_failover_and_are_replayed(
     redis_cluster: RedisCluster,
 ) -> None:
-    # WAIT's timeout under the store's (2 s): a shard left without a replica answers in time.
-    store = RedisStore.from_url(redis_cluster.url, wait_for_replicas=(1, 0.5))
+    # WAIT's timeout under the store's: a shard left without a replica answers in time.
+    store = RedisStore.from_url(redis_cluster.url, wait_for_replicas=(1, 1.5))
     try:
-        dedup = Deduplicator(store)
+        dedup = Deduplicator(store, store_timeout=5.0)
         calls = [call() for _ in range(12)]
         for keyed in calls:
             execution = await dedup.begin(keyed)

@@ -126,18 +126,19 @@ async def test_a_duplicate_that_waited_for_the_call_in_flight_is_counted_as_a_wa
 
 @pytest.mark.anyio
 async def test_an_eviction_a_full_store_and_a_lost_lease_are_counted(meter: Recorder) -> None:
-    store = MemoryStore(max_records=1)
+    now = [0.0]
+    store = MemoryStore(max_records=1, clock=lambda: now[0])  # the store's time, moved by hand
     dedup = Deduplicator(store, lease=0.001)
     calls = [KeyedCall(os.urandom(32).hex(), "0" * 64, os.urandom(16), "tools/call") for _ in range(3)]
     first = await dedup.begin(calls[0])
     assert not isinstance(first, bytes)
     first.abandon()
-    await asyncio.sleep(0.01)  # its lease (1 ms) expires: its record may be evicted
+    now[0] += 0.01  # its lease (1 ms) expires: its record may be evicted
     second = await dedup.begin(calls[1])  # evicts the expired claim
     assert not isinstance(second, bytes)
     second.abandon()
     dedup.lease = 60.0
-    await asyncio.sleep(0.01)
+    now[0] += 0.01
     third = await dedup.begin(calls[2])  # evicts the second's expired claim
     assert not isinstance(third, bytes)
     # The third's claim is taken over: its completion finds the lease lost.
