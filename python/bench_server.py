@@ -11,6 +11,10 @@
 
     python python/bench_server.py [--rounds N] [--calls N] [--clock wall|cpu]
 
+After them, the same call made in this process (the app called as ASGI, no network) and timed
+in CPU time: what the middleware itself adds to a call, which the loopback figures carry beside
+the noise of a loaded machine.
+
 ASCII and UTF-8 texts (the compatible mapping checks that an SSE event can carry the message).
 """
 
@@ -117,6 +121,55 @@ async def calls(n: int) -> None:
             proc.wait()
 
 
+async def in_process(n: int) -> None:
+    """The call without uvicorn or a socket: the ASGI app called directly, CPU time per call."""
+    from starlette.middleware import Middleware
+
+    from mcp_framing.server import FramingMiddleware
+    from servers import fastmcp_app
+
+    plain = fastmcp_app()
+    framed = fastmcp_app(middleware=[Middleware(FramingMiddleware)])
+    base = [(b"accept", b"application/json, text/event-stream"), (b"mcp-protocol-version", b"2025-06-18")]
+    base.append((b"content-type", b"application/json"))
+    opted = [*base, (b"mcp-framing", b"1"), (b"mcp-framing-request-key", os.urandom(16).hex().encode())]
+    binary = [(b"accept", b"application/vnd.mcp-framing, application/json, text/event-stream"), *opted[1:]]
+    variants = {"plain": (plain, base), "compat": (framed, [*opted, (b"mcp-framing-mapping", b"compat")])}
+    variants["binary"] = (framed, binary)
+    request = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"size":65536}}}'
+
+    async def call(app, headers) -> None:  # type: ignore[no-untyped-def]
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST"}
+        scope.update(scheme="http", path="/mcp", raw_path=b"/mcp", query_string=b"", root_path="")
+        scope.update(headers=[(b"host", b"127.0.0.1"), *headers], client=("127.0.0.1", 1), server=("127.0.0.1", 2))
+        sent = asyncio.Event()
+
+        async def receive():  # type: ignore[no-untyped-def]
+            if not sent.is_set():
+                sent.set()
+                return {"type": "http.request", "body": request, "more_body": False}
+            await asyncio.Event().wait()  # the client stays
+
+        async def send(message) -> None:  # type: ignore[no-untyped-def]
+            pass
+
+        await app(scope, receive, send)
+
+    async with plain.router.lifespan_context(plain), framed.router.lifespan_context(framed):
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for i in range(n + 20):
+            for name, (app, headers) in variants.items():
+                start = time.process_time()
+                await call(app, headers)
+                if i >= 20:
+                    times[name].append(time.process_time() - start)
+    base_time = statistics.median(times["plain"])
+    print(f"tools/call 64 KiB in process, unframed: {base_time * 1e3:7.3f} ms CPU (median of {n})")
+    for name in ("compat", "binary"):
+        t = statistics.median(times[name])
+        print(f"tools/call 64 KiB in process, {name:6}  : {t * 1e3:7.3f} ms CPU, ratio {t / base_time:5.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=51)
@@ -126,6 +179,7 @@ def main() -> int:
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     encoding(args.rounds, clock)
     asyncio.run(calls(args.calls))
+    asyncio.run(in_process(args.calls))
     return 0
 
 

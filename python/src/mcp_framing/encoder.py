@@ -14,7 +14,6 @@ touches a socket. It shares its frame constants with the decoder (`frames.py`).
 from __future__ import annotations
 
 import base64
-import codecs
 import hashlib
 import os
 import struct
@@ -23,6 +22,7 @@ from typing import Literal
 
 from .frames import ABORT, DATA, HEAD, KEEPALIVE, MAGIC, MESSAGE_END, STREAM_END, VERSION
 from .limits import DEFAULT_MAX_MESSAGE_SIZE, MAX_ABORT_TEXT
+from .sse import utf8_error
 
 __all__ = [
     "ABORT_CANCELLED",
@@ -51,6 +51,7 @@ ABORT_MESSAGE_TOO_LARGE = 5
 _SEQUENCE_SPACE = 1 << 32
 _CRC_PART = struct.Struct(">2sBBIII")  # the header bytes before the payload CRC
 _U64 = struct.Struct(">Q")
+_U32 = struct.Struct(">I")
 _CODE = struct.Struct(">H")
 _RECORD_PREFIX = b":mcp-framing "  # §18.2
 _EVENT_PREFIX = b"event: mcp-frame\ndata: "  # §15
@@ -215,16 +216,18 @@ class StreamEncoder:
         self._prepare(-(-n // size), out)
         self._hash.update(chunk)
         view = memoryview(chunk)
-        append = out.append
-        # Per frame: the payload CRC, the header and its CRC (§2).
+        append, pack, crc32, u32 = out.append, _CRC_PART.pack, zlib.crc32, _U32.pack
+        sequence = self._next
+        # Per frame: the payload CRC, the header and its CRC (§2); names bound once, the
+        # sequence numbers counted here (a large message is many frames).
         for at in range(0, n, size):
             piece = view[at : at + size]
-            sequence = self._next
-            self._next = (sequence + 1) & 0xFFFFFFFF
-            head = _CRC_PART.pack(MAGIC, VERSION, DATA, sequence, len(piece), zlib.crc32(piece))
-            append(head + zlib.crc32(head).to_bytes(4, "big"))
+            head = pack(MAGIC, VERSION, DATA, sequence, len(piece), crc32(piece))
+            append(head + u32(crc32(head)))
             if payloads:
                 append(piece)  # type: ignore[arg-type]
+            sequence = (sequence + 1) & 0xFFFFFFFF
+        self._next = sequence
         self._frames += -(-n // size)
         self._message_len = total
         self._state = _IN_MESSAGE
@@ -314,41 +317,14 @@ def check_event_data(message: bytes | memoryview) -> None:
     if not message:
         raise EncodeError("EmptyMessage", "an empty message cannot be carried by an SSE event")
     data = bytes(message) if isinstance(message, memoryview) else message
-    if not data.isascii():  # ASCII is UTF-8
-        valid = _utf8_error(data)
-        if valid is not None:
-            raise EncodeError(
-                "NotUtf8", f"message is not UTF-8 (valid up to byte {valid}): an SSE event cannot carry it"
-            )
+    valid = utf8_error(data)
+    if valid is not None:
+        raise EncodeError("NotUtf8", f"message is not UTF-8 (valid up to byte {valid}): an SSE event cannot carry it")
     at = data.find(b"\r")
     if at >= 0:
         raise EncodeError(
             "CarriageReturn", f"message contains a carriage return at byte {at}: an SSE event cannot carry it"
         )
-
-
-_UTF8_PIECE = 64 * 1024
-
-
-def _utf8_error(data: bytes) -> int | None:
-    """Where `data` stops being UTF-8 (None: it is UTF-8). Decoded a piece at a time (a str of
-    one piece, not of the whole message: no large allocation), ASCII pieces skipped.
-
-    >>> _utf8_error("é".encode() * 40_000), _utf8_error(b"ab\\xc3")
-    (None, 2)
-    """
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    view = memoryview(data)
-    for at in range(0, len(data), _UTF8_PIECE):
-        piece = view[at : at + _UTF8_PIECE]
-        pending = len(decoder.getstate()[0])
-        if not pending and data[at : at + _UTF8_PIECE].isascii():
-            continue
-        try:
-            decoder.decode(piece, final=at + _UTF8_PIECE >= len(data))
-        except UnicodeDecodeError as err:
-            return at - pending + err.start
-    return None
 
 
 def message_event(message: bytes) -> bytes:

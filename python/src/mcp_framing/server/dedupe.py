@@ -14,10 +14,12 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, ClassVar, Literal, Protocol
+
+from .. import telemetry
 
 __all__ = [
     "DEDUPE_DATA_KEY",
@@ -50,7 +52,14 @@ class MalformedRequest(ValueError):
 
 
 class StoreError(Exception):
-    """The store failed or answered out of format (§17.8: "store unavailable", never "no record")."""
+    """The store failed or answered out of format (§17.8: "store unavailable", never "no record").
+    `kind` names it as the Rust crate's `StoreError::kind` does (the `outcome` of the store's
+    metric): `timeout`, `full`, `corrupt`, `not_replicated`, `redis`, or `other` for a store of
+    the application's that raised something else."""
+
+    def __init__(self, message: str, kind: str = "redis") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 # -- canonical JSON (§17.3, §17.12.1)
@@ -313,10 +322,11 @@ class MemoryStore:
         for key in expired + [k for _, k in done]:
             if len(self._records) < self.max_records:
                 return
-            del self._records[key]
+            state = self._records.pop(key).fields["s"]
             self.evictions += 1
+            telemetry.dedupe_eviction("expired_claim" if state == "f" else "completed")
         if len(self._records) >= self.max_records:
-            raise StoreError("the in-memory store is full of calls in flight")
+            raise StoreError("the in-memory store is full of calls in flight", "full")
 
     async def claim(
         self, key: str, fp: str, token: str, lease_ms: int, retention_ms: int, reexecute: bool
@@ -380,42 +390,222 @@ def _script(name: str) -> str:
 class RedisStore:
     """The Redis / Valkey store (§17.12, §17.12.1): one hash per record under `prefix`, one Lua
     script per operation (the same files as the Rust crate's, byte for byte), times from the
-    server's clock. `client` is a `redis.asyncio.Redis` (the `[redis]` extra); in a Redis Cluster
-    give `cluster=True`, which declares the scripts writes (`#!lua`).
+    server's clock. Each operation is one round trip (`EVALSHA`; the script's text only when the
+    server does not know it yet).
+
+    `client` is a redis-py asyncio client (the `[redis]` extra): `redis.asyncio.Redis` for one
+    server, or `redis.asyncio.RedisCluster` for a Redis Cluster (Redis 7 or Valkey). In a cluster
+    each record is one key, so it lives on one slot, and the scripts declare themselves writes
+    (`#!lua`): a node that serves the slot only as a replica (a primary demoted by a failover the
+    client has not noticed yet) redirects them with `MOVED` instead of failing them. `cluster`
+    is detected from the client; `from_url` reads the Rust crate's URLs
+    (`redis+cluster://host:port,host:port/` names a cluster's seed nodes).
+
+    `wait_for_replicas=(count, timeout)` (seconds) makes every claim and every completion wait
+    until `count` replicas acknowledged the write (`WAIT count timeout`, sent in the same round
+    trip as the write, on the connection that wrote): a claim fewer acknowledged is given back
+    and fails with `StoreError` kind `not_replicated` (the call does not execute: fail closed); a
+    completion fewer acknowledged fails the same way (the result is on the primary; a failover
+    now could lose it). As the Redis documentation says, `WAIT` narrows what a failover can lose
+    but does not make Redis strongly consistent (§17.12). Keep the timeout well under the
+    `Deduplicator`'s `store_timeout` (2 s): a shard left without a replica by a failover then
+    still replays its records (a replay needs no acknowledgement) and refuses new calls until
+    it has a replica again. In a cluster, the store keeps a connection of its own to each
+    primary it waits on (`WAIT` counts the writes of its connection); `aclose()` closes them.
 
     >>> RedisStore.scripts()["claim"].startswith("local t = redis.call('TIME')")
     True
     """
 
-    def __init__(self, client: Any, prefix: str = DEFAULT_PREFIX, cluster: bool = False) -> None:
+    def __init__(
+        self,
+        client: Any,
+        prefix: str = DEFAULT_PREFIX,
+        cluster: bool | None = None,
+        wait_for_replicas: tuple[int, float] | None = None,
+    ) -> None:
         self.client = client
         self.prefix = prefix
-        head = "#!lua\n" if cluster else ""
-        self._scripts = {name: client.register_script(head + text) for name, text in self.scripts().items()}
+        self.cluster = _is_cluster(client) if cluster is None else cluster
+        if wait_for_replicas is not None:
+            count, timeout = wait_for_replicas
+            if count < 0 or timeout <= 0:
+                raise ValueError("wait_for_replicas is (count >= 0, timeout > 0 seconds)")
+            wait_for_replicas = (count, timeout) if count > 0 else None
+        self.wait_for_replicas = wait_for_replicas
+        head = "#!lua\n" if self.cluster else ""
+        self._scripts = {name: _Lua(head + text) for name, text in self.scripts().items()}
+        self._nodes: dict[str, Any] = {}  # cluster with WAIT: a client per primary, by name
+
+    @classmethod
+    def from_url(
+        cls, url: str, prefix: str = DEFAULT_PREFIX, wait_for_replicas: tuple[int, float] | None = None
+    ) -> RedisStore:
+        """A store on the server or cluster a URL names, as the Rust crate's
+        `RedisStore::builder(url)` reads it: `redis://` or `rediss://` one server,
+        `redis+cluster://` or `rediss+cluster://` a cluster's seed nodes (`host:port` separated
+        by commas; any one reachable is enough).
+
+        >>> RedisStore.from_url("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/").cluster
+        True
+        """
+        scheme, sep, rest = url.partition("://")
+        if not sep:
+            raise ValueError("a Redis URL starts with redis:// or rediss://")
+        cluster = scheme.endswith("+cluster")
+        scheme = scheme.removesuffix("+cluster")
+        authority, slash, path = rest.partition("/")
+        user, at, hosts = authority.rpartition("@")
+        seeds = [f"{scheme}://{user}{at}{host}{slash}{path}" for host in hosts.split(",") if host]
+        if not seeds:
+            raise ValueError("a Redis URL names no host")
+        if cluster:
+            from urllib.parse import unquote, urlsplit
+
+            from redis.asyncio.cluster import ClusterNode, RedisCluster
+
+            parts = [urlsplit(seed) for seed in seeds]
+            client: Any = RedisCluster(
+                startup_nodes=[ClusterNode(p.hostname or "127.0.0.1", p.port or 6379) for p in parts],
+                username=unquote(parts[0].username) if parts[0].username else None,
+                password=unquote(parts[0].password) if parts[0].password else None,
+                ssl=scheme == "rediss",
+            )
+        else:
+            if len(seeds) > 1:
+                raise ValueError("several hosts in a Redis URL name a cluster: use redis+cluster://")
+            import redis.asyncio as aioredis
+
+            client = aioredis.from_url(seeds[0])
+        return cls(client, prefix, cluster, wait_for_replicas)
 
     @staticmethod
     def scripts() -> dict[str, str]:
         """The four scripts' texts."""
         return {name: _script(name) for name in ("claim", "renew", "complete", "release")}
 
-    async def _run(self, name: str, key: str, *argv: Any) -> Any:
+    async def _eval(self, name: str, key: str, argv: tuple[Any, ...], wait: bool) -> tuple[Any, int | None]:
+        """The script's reply, and with `wait` (and `wait_for_replicas`) how many replicas
+        acknowledged it."""
+        script = self._scripts[name]
+        redis_key = self.prefix + key
+        args = [str(a) if isinstance(a, int) else a for a in argv]
         try:
-            return await self._scripts[name](
-                keys=[self.prefix + key], args=[str(a) if isinstance(a, int) else a for a in argv]
-            )
+            if wait and self.wait_for_replicas is not None:
+                return await self._eval_waiting(script, redis_key, args)
+            try:
+                return await self.client.evalsha(script.sha1, 1, redis_key, *args), None
+            except Exception as err:
+                if not _no_script(err):
+                    raise
+                return await self.client.eval(script.code, 1, redis_key, *args), None
+        except StoreError:
+            raise
         except Exception as err:  # any redis error: the store failed (§17.8)
             raise StoreError(f"{name}: {err}") from err
+
+    async def _eval_waiting(self, script: _Lua, redis_key: str, args: list[Any]) -> tuple[Any, int]:
+        """The script then `WAIT`, pipelined on one connection: `WAIT` counts the replicas that
+        acknowledged the writes of the connection it is sent on. In a cluster, on a connection
+        of this store's own to the primary that serves the key: a `MOVED` (a failover the client
+        had not seen) or a primary that cannot be reached makes it learn the layout again and
+        send both again, to the node that serves the slot now."""
+        assert self.wait_for_replicas is not None
+        count, timeout = self.wait_for_replicas
+        wait = ("WAIT", count, max(1, int(timeout * 1000)))
+        for command in ("EVALSHA", "EVAL"):
+            body = script.sha1 if command == "EVALSHA" else script.code
+            for attempt in range(_CLUSTER_TRIES):
+                target = await self._primary(redis_key) if self.cluster else self.client
+                pipe = target.pipeline(transaction=False)
+                pipe.execute_command(command, body, 1, redis_key, *args)
+                pipe.execute_command(*wait)
+                try:
+                    reply, acknowledged = await pipe.execute(raise_on_error=False)
+                except Exception as err:
+                    if not self.cluster or not _unreachable(err) or attempt + 1 == _CLUSTER_TRIES:
+                        raise
+                    await self._relearn(target)
+                    continue
+                if self.cluster and _moved(reply) and attempt + 1 < _CLUSTER_TRIES:
+                    await self._relearn(None)
+                    continue
+                break
+            if command == "EVALSHA" and isinstance(reply, Exception) and _no_script(reply):
+                continue
+            if isinstance(reply, Exception):
+                raise reply
+            if isinstance(acknowledged, Exception):
+                raise acknowledged
+            if not isinstance(acknowledged, int):
+                raise StoreError(f"WAIT: unexpected reply {acknowledged!r}", "corrupt")
+            return reply, acknowledged
+        raise StoreError("the script is unknown to the server even after EVAL", "corrupt")
+
+    async def _primary(self, redis_key: str) -> Any:
+        """A client of this store's own for the primary that serves `redis_key` now."""
+        await self.client.initialize()  # the slots' layout, once (again after `_relearn`)
+        node = self.client.get_node_from_key(redis_key)
+        client = self._nodes.get(node.name)
+        if client is None:
+            import redis.asyncio as aioredis
+
+            options = {
+                k: v
+                for k, v in self.client.connection_kwargs.items()
+                if k not in ("response_callbacks", "redis_connect_func")
+            }
+            pool = aioredis.ConnectionPool(host=node.host, port=node.port, **options)
+            client = self._nodes[node.name] = aioredis.Redis(connection_pool=pool)
+        return client
+
+    async def _relearn(self, gone: Any) -> None:
+        """The cluster's layout asked for again (a node failed or a slot moved); a client of
+        this store's to a node that could not be reached is closed."""
+        if gone is not None:
+            for name, client in list(self._nodes.items()):
+                if client is gone:
+                    del self._nodes[name]
+                    await client.aclose()
+        await self.client.nodes_manager.initialize()
+
+    async def aclose(self) -> None:
+        """Closes the connections this store opened itself (in a cluster with
+        `wait_for_replicas`, one client per primary); the client it was given stays open."""
+        nodes, self._nodes = list(self._nodes.values()), {}
+        for client in nodes:
+            await client.aclose()
+
+    def _replicated(self, name: str, acknowledged: int | None) -> None:
+        if self.wait_for_replicas is None or acknowledged is None:
+            return
+        count, timeout = self.wait_for_replicas
+        if acknowledged < count:
+            raise StoreError(
+                f"{name}: {acknowledged} of {count} replicas acknowledged the deduplication record within {timeout} s",
+                "not_replicated",
+            )
 
     async def claim(
         self, key: str, fp: str, token: str, lease_ms: int, retention_ms: int, reexecute: bool
     ) -> list[Any]:
-        reply = await self._run(
-            "claim", key, fp, token, max(1, lease_ms), max(1, retention_ms), "1" if reexecute else "0"
-        )
+        argv = (fp, token, max(1, lease_ms), max(1, retention_ms), "1" if reexecute else "0")
+        reply, acknowledged = await self._eval("claim", key, argv, True)
         if not isinstance(reply, list) or not reply:
-            raise StoreError(f"claim: unexpected reply {reply!r}")
+            raise StoreError(f"claim: unexpected reply {reply!r}", "corrupt")
         state = _text(reply[0])
         if state in ("claimed", "in_flight") and len(reply) == 2 and isinstance(reply[1], int):
+            if state == "claimed":
+                try:
+                    self._replicated("claim", acknowledged)
+                except StoreError:
+                    # Not durable enough to execute on: the claim given back (best effort; else
+                    # it expires with its lease), and the call refused (fail closed).
+                    try:
+                        await self._eval("release", key, (token,), False)
+                    except StoreError:
+                        _log.debug("a claim too few replicas acknowledged could not be released", exc_info=True)
+                    raise
             return [state, reply[1]]
         if state == "conflict" and len(reply) == 2:
             return [state, _text(reply[1])]
@@ -424,16 +614,67 @@ class RedisStore:
         if state == "done" and len(reply) == 3 and _text(reply[1]) in ("r", "e", "n"):
             payload = reply[2] if isinstance(reply[2], bytes) else str(reply[2]).encode()
             return [state, _text(reply[1]), payload]
-        raise StoreError(f"claim: unexpected reply {reply!r}")
+        raise StoreError(f"claim: unexpected reply {reply!r}", "corrupt")
+
+    async def _flag(self, name: str, key: str, argv: tuple[Any, ...], wait: bool) -> bool:
+        reply, acknowledged = await self._eval(name, key, argv, wait)
+        if not isinstance(reply, int):
+            raise StoreError(f"{name}: unexpected reply {reply!r}", "corrupt")
+        if reply == 1:
+            self._replicated(name, acknowledged)
+        return reply == 1
 
     async def renew(self, key: str, token: str, lease_ms: int) -> bool:
-        return await self._run("renew", key, token, max(1, lease_ms)) == 1
+        return await self._flag("renew", key, (token, max(1, lease_ms)), False)
 
     async def complete(self, key: str, token: str, state: str, payload: bytes, retention_ms: int) -> bool:
-        return await self._run("complete", key, token, state, payload, max(1, retention_ms)) == 1
+        return await self._flag("complete", key, (token, state, payload, max(1, retention_ms)), True)
 
     async def release(self, key: str, token: str) -> bool:
-        return await self._run("release", key, token) == 1
+        return await self._flag("release", key, (token,), False)
+
+
+@dataclass(frozen=True)
+class _Lua:
+    """A script's text and SHA-1 (the name `EVALSHA` runs it by)."""
+
+    code: str
+    sha1: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha1", hashlib.sha1(self.code.encode("utf-8")).hexdigest())
+
+
+def _is_cluster(client: Any) -> bool:
+    try:
+        from redis.asyncio.cluster import RedisCluster
+    except ImportError:
+        return False
+    return isinstance(client, RedisCluster)
+
+
+def _no_script(err: BaseException) -> bool:
+    try:
+        from redis.exceptions import NoScriptError
+    except ImportError:
+        return False
+    return isinstance(err, NoScriptError)
+
+
+#: Tries of a script and its `WAIT` in a cluster, learning the layout again between them.
+_CLUSTER_TRIES = 4
+
+
+def _unreachable(err: BaseException) -> bool:
+    from redis.exceptions import ConnectionError, TimeoutError
+
+    return isinstance(err, (ConnectionError, TimeoutError, OSError))
+
+
+def _moved(reply: Any) -> bool:
+    from redis.exceptions import AskError, MovedError, TryAgainError
+
+    return isinstance(reply, (MovedError, AskError, TryAgainError))
 
 
 def _text(value: Any) -> str:
@@ -532,6 +773,9 @@ class Execution:
     token: str
     _heartbeat: asyncio.Task[None] | None = field(default=None, repr=False)
     lease_lost: bool = False
+    #: When the deduplicator began deciding (`time.monotonic`), for the operation's duration.
+    started: float = field(default_factory=time.monotonic)
+    _finished: bool = field(default=False, repr=False)
 
     def start(self) -> None:
         self._heartbeat = asyncio.ensure_future(self._renew())
@@ -541,57 +785,102 @@ class Execution:
         while True:
             await asyncio.sleep(d.lease / 3)
             try:
-                if not await asyncio.wait_for(
-                    d.store.renew(self.call.store_key, self.token, d.lease_ms), d.store_timeout
-                ):
+                if not await d._store("renew", d.store.renew(self.call.store_key, self.token, d.lease_ms)):
                     self.lease_lost = True
+                    telemetry.dedupe_lease_lost("heartbeat")
                     _log.warning("the lease of a deduplicated call was taken over while it ran")
                     return
-            except Exception:  # a renewal that fails is tried again at the next beat
+            except StoreError:  # a renewal that fails is tried again at the next beat
                 _log.debug("lease renewal failed", exc_info=True)
 
-    def _stop(self) -> None:
+    def _stop(self, ended: Callable[[], tuple[str | None, int | None]] | None) -> None:
+        """Ends the heartbeat, and with `ended` times the call (once) with how it ended."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             self._heartbeat = None
+        if ended is not None and not self._finished:
+            self._finished = True
+            elapsed = time.monotonic() - self.started
+            telemetry.server_operation(self.call.method, "execute", elapsed, ended)
 
     async def complete(self, response: bytes) -> str:
         """Records the final response (`stored`, `not_stored`, `lease_lost`, `store_error`, or
         `no_final_response` when it is not a JSON-RPC response)."""
-        self._stop()
         d = self.dedup
         found = _final_member(response)
         if found is None:
+            self._stop(lambda: ("no_final_response", None))
             _log.warning("the response ended without a final response; the claim expires with its lease")
             return "no_final_response"
         state, payload = found
         recorded = "stored"
         if len(payload) > d.max_result_bytes:
             state, payload, recorded = "n", str(len(payload)).encode(), "not_stored"
+        self._stop(None)
+        recorded = await self._record(state, payload, recorded)
+        # Timed until the result is recorded (or could not be), as the Rust crate times it.
+        self._stop(lambda: _ended(found[0], found[1]) if state in ("r", "e") else (None, None))
+        return recorded
+
+    async def _record(self, state: str, payload: bytes, recorded: str) -> str:
+        """The completion written, tried again while the lease holds if the store failed."""
+        d = self.dedup
         deadline = time.monotonic() + d.lease
+        pause = 0.02
         while True:
             try:
-                done = await asyncio.wait_for(
-                    d.store.complete(self.call.store_key, self.token, state, payload, d.window_ms), d.store_timeout
+                done = await d._store(
+                    "complete", d.store.complete(self.call.store_key, self.token, state, payload, d.window_ms)
                 )
-                return recorded if done else "lease_lost"
-            except Exception:
-                if time.monotonic() >= deadline:
-                    _log.error("the completion of a deduplicated call could not be recorded", exc_info=True)
-                    return "store_error"
-                await asyncio.sleep(0.05)
+            except StoreError as err:
+                if err.kind in ("timeout", "redis") and time.monotonic() + pause < deadline:
+                    _log.warning("recording the result of a deduplicated call failed; trying again: %s", err)
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 0.5)
+                    continue
+                _log.error("the completion of a deduplicated call could not be recorded", exc_info=True)
+                telemetry.dedupe_completion("store_error")
+                return "store_error"
+            if not done:
+                telemetry.dedupe_completion("lease_lost")
+                telemetry.dedupe_lease_lost("completion")
+                _log.error("result not recorded: the lease was taken over (the call may have executed twice)")
+                return "lease_lost"
+            telemetry.dedupe_completion(recorded)
+            return recorded
 
     async def release(self) -> None:
         """Gives the claim back (the handler refused the request before running it)."""
-        self._stop()
+        self._stop(lambda: ("released", None))
         try:
-            await asyncio.wait_for(self.dedup.store.release(self.call.store_key, self.token), self.dedup.store_timeout)
-        except Exception:
+            await self.dedup._store("release", self.dedup.store.release(self.call.store_key, self.token))
+        except StoreError:
             _log.warning("a claim could not be released; it expires with its lease", exc_info=True)
 
     def abandon(self) -> None:
         """No final response: the claim expires with its lease (§17.10)."""
-        self._stop()
+        self._stop(lambda: ("no_final_response", None))
+
+
+def _ended(state: str, payload: bytes) -> tuple[str | None, int | None]:
+    """How a call whose final member is `payload` ended, for `mcp.server.operation.duration`
+    (the error type, the JSON-RPC error code), as the Rust crate reads it: an `error` member's
+    `code` (`invalid_error` without an integer one), `tool_error` for a result whose `isError`
+    is `true`."""
+    from .declare import _members, _NotAnObject
+
+    try:
+        text = payload.decode("utf-8")
+        members, _ = _members(text, 0)
+    except (UnicodeDecodeError, _NotAnObject):
+        return ("invalid_error", None) if state == "e" else (None, None)
+    values = {key: text[start:end] for key, start, end in members}
+    if state == "e":
+        code = values.get("code", "")
+        if code.lstrip("-").isdigit() and -(1 << 63) <= int(code) < (1 << 63):
+            return None, int(code)
+        return "invalid_error", None
+    return ("tool_error", None) if values.get("isError") == "true" else (None, None)
 
 
 def _final_member(response: bytes) -> tuple[str, bytes] | None:
@@ -658,41 +947,82 @@ class Deduplicator:
     def lease_ms(self) -> int:
         return max(1, int(self.lease * 1000))
 
+    async def _store(self, operation: str, pending: Awaitable[Any]) -> Any:
+        """One store operation, bounded by `store_timeout` and timed (§17.15); every failure a
+        `StoreError` with its kind."""
+        started = time.monotonic()
+        outcome = "ok"
+        try:
+            return await asyncio.wait_for(pending, self.store_timeout)
+        except asyncio.TimeoutError:
+            outcome = "timeout"
+            raise StoreError(f"{operation}: no answer within {self.store_timeout} s", "timeout") from None
+        except StoreError as err:
+            outcome = err.kind
+            raise
+        except Exception as err:  # a store of the application's
+            outcome = "other"
+            raise StoreError(f"{operation}: {err}", "other") from err
+        finally:
+            telemetry.dedupe_store_operation(operation, time.monotonic() - started, outcome)
+
     async def begin(self, call: KeyedCall) -> Execution | bytes:
         """Claims `call`: an `Execution` to run it, or the stored final member to replay (as the
-        replay's JSON-RPC response is built by `replay`); raises `Refusal`."""
+        replay's JSON-RPC response is built by `replay`); raises `Refusal`. Each decision is
+        counted, and a replay or a refusal timed, as SPEC.md §17.15 says (an execution is timed
+        until its result)."""
+        started = time.monotonic()
+        decided, waited = await self._decide(call, started)
+        elapsed = time.monotonic() - started
+        wait = elapsed if waited else None
+        if isinstance(decided, Refusal):
+            refusal = decided
+            telemetry.dedupe_decision("refused", refusal.reason, call.method, wait)
+            telemetry.server_operation(call.method, "refused", elapsed, lambda: (None, refusal.code))
+            raise refusal
+        if isinstance(decided, Execution):
+            telemetry.dedupe_decision("execute", "", call.method, wait)
+            return decided
+        telemetry.dedupe_decision("replay", "", call.method, wait)
+        kind, _, payload = decided.partition(b"\x00")
+        state = "r" if kind == b"result" else "e"
+        telemetry.server_operation(call.method, "replay", elapsed, lambda: _ended(state, payload))
+        return decided
+
+    async def _decide(self, call: KeyedCall, started: float) -> tuple[Execution | bytes | Refusal, bool]:
+        """`begin`'s decision, and whether it waited for an attempt in flight (§17.8)."""
         waited = 0.0
         delay = 0.005
         while True:
             token = os.urandom(16).hex()
+            claim = self.store.claim(
+                call.store_key, call.fingerprint, token, self.lease_ms, self.window_ms, self.reexecute
+            )
             try:
-                reply = await asyncio.wait_for(
-                    self.store.claim(
-                        call.store_key, call.fingerprint, token, self.lease_ms, self.window_ms, self.reexecute
-                    ),
-                    self.store_timeout,
-                )
-            except Exception as err:
-                raise Refusal("store_unavailable", str(err) or type(err).__name__, retryAfterMs=1000) from err
+                reply = await self._store("claim", claim)
+            except StoreError as err:
+                refusal = Refusal("store_unavailable", str(err), retryAfterMs=1000)
+                refusal.__cause__ = err
+                return refusal, waited > 0
             state = reply[0]
             if state == "claimed":
-                execution = Execution(self, call, token)
+                execution = Execution(self, call, token, started=started)
                 execution.start()
-                return execution
+                return execution, waited > 0
             if state == "conflict":
-                raise Refusal("key_conflict")
+                return Refusal("key_conflict"), waited > 0
             if state == "abandoned":
-                raise Refusal("outcome_unknown")
+                return Refusal("outcome_unknown"), waited > 0
             if state == "done":
                 kind, payload = reply[1], reply[2]
                 if kind == "n":
-                    raise Refusal("result_not_stored", resultBytes=int(payload))
+                    return Refusal("result_not_stored", resultBytes=int(payload)), waited > 0
                 member = "result" if kind == "r" else "error"
-                return member.encode() + b"\x00" + payload
+                return member.encode() + b"\x00" + payload, waited > 0
             # in flight: wait (bounded), never past the lease's end
             left = reply[1] / 1000
             if waited >= self.wait:
-                raise Refusal("in_progress", retryAfterMs=int(min(left, 1.0) * 1000))
+                return Refusal("in_progress", retryAfterMs=int(min(left, 1.0) * 1000)), True
             pause = min(delay, self.wait - waited, max(left, 0.001))
             await asyncio.sleep(pause)
             waited += pause

@@ -247,9 +247,13 @@ class SseRelay:
                 return
             self._hold(content + ending)
             return
-        name, colon, value = content.partition(b":")
-        if colon and value[:1] == b" ":
-            value = value[1:]
+        # The field's value sliced once (a message event's line is the whole message).
+        colon = content.find(b":")
+        if colon < 0:
+            name, value = content, b""
+        else:
+            name = content[:colon]
+            value = content[colon + 2 if content[colon + 1 : colon + 2] == b" " else colon + 1 :]
         if name == b"data":
             if value:
                 self._without_data = 0
