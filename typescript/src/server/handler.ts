@@ -12,9 +12,9 @@ import { DEFAULT_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE } from '../limits.js';
 import { defaultLogger, type Logger } from '../telemetry.js';
 import { Declaration, MAX_DISCOVERY_REQUEST, discoverySource, wrapperContract } from './declare.js';
 import { dedupeHandler, type DedupeOptions } from "./dedupe/handler.js";
-import { InnerMessages, SsePassthrough, tooLarge, type Failure } from './inner.js';
+import { InnerMessages, SsePassthrough, tooLarge } from './inner.js';
 import { OptInError, acceptsEventStream, bodyKind, mappingOf, readOptIn, setResponseHeaders, type OptIn } from './opt-in.js';
-import { guarded, readWithin, type Guarded } from './streams.js';
+import { readWithin, reframe, type Reframer } from './streams.js';
 
 /** A web-standard request handler: `createMcpHandler(...).fetch`, `transport.handleRequest`, ... */
 export type WebHandler = (request: Request) => Response | Promise<Response>;
@@ -122,7 +122,8 @@ async function declare(response: Response, declaration: Declaration, maxMessage:
   const kind = bodyKind(response, true);
   if (kind === 'sse') {
     const passthrough = new SsePassthrough(null, declaration, maxMessage);
-    return withBody(response, passThrough(guarded(response.body!), passthrough));
+    // Unframed, a failure goes on as it came.
+    return withBody(response, reframe(response.body!, passthrough, { rethrow: true }));
   }
   if (kind === 'json') {
     const read = await readWithin(response.body!, maxMessage);
@@ -168,94 +169,68 @@ function optInResponse(response: Response, optIn: OptIn, settings: Settings): Pr
   }
   const encoder = encoderFor(mapping, optIn, settings);
   const max = encoder.frames.maxMessageSize;
-  return withBody(response, frameBody(guarded(response.body!), encoder, kind, max), mapping);
+  return withBody(response, reframe(response.body!, new FramedBody(encoder, kind, max)), mapping);
 }
 
 /** The inner body (SSE or JSON) re-framed in the binary or SSE mapping as it streams. */
-function frameBody(source: ReadableStream<Guarded>, encoder: BodyEncoder, kind: 'sse' | 'json', max: number): ReadableStream<Uint8Array> {
-  const messages = kind === 'sse' ? new InnerMessages(max) : null;
-  const json: Uint8Array[] = [];
-  let jsonLength = 0;
-  const abort = (controller: TransformStreamDefaultController<Uint8Array>, failure: Failure): void => {
-    controller.enqueue(encoder.abort(failure.code, failure.reason));
-    controller.terminate();
-  };
-  return source.pipeThrough(
-    new TransformStream<Guarded, Uint8Array>({
-      transform(chunk, controller) {
-        if (!(chunk instanceof Uint8Array)) {
-          abort(controller, { code: AbortCode.UpstreamFailed, reason: `upstream body failed: ${chunk.failed}` });
-          return;
-        }
-        if (messages === null) {
-          jsonLength += chunk.length;
-          if (jsonLength > max) {
-            const err = tooLarge(jsonLength, max);
-            abort(controller, { code: err.abortCode, reason: err.message });
-            return;
-          }
-          json.push(chunk);
-          return;
-        }
-        const { items, failed } = messages.next(chunk);
-        for (const item of items) {
-          try {
-            controller.enqueue(item.kind === 'keepAlive' ? encoder.keepAlive() : encoder.message(item.data, item.last));
-          } catch (error) {
-            if (!(error instanceof EncodeError)) {
-              throw error;
-            }
-            controller.enqueue(encoder.fail(error));
-          }
-          if (encoder.finished) {
-            // After the final response the POST stream has nothing more for this request.
-            controller.terminate();
-            return;
-          }
-        }
-        if (failed !== null) {
-          abort(controller, failed);
-        }
-      },
-      flush(controller) {
-        if (messages === null) {
-          controller.enqueue(encoder.message(Buffer.concat(json, jsonLength), true));
-        } else if (!encoder.finished) {
-          controller.enqueue(encoder.abort(AbortCode.UpstreamFailed, 'the upstream response stream ended before its final response'));
-        }
-      },
-    }),
-  );
-}
+class FramedBody implements Reframer {
+  private readonly messages: InnerMessages | null;
+  private readonly json: Uint8Array[] = [];
+  private jsonLength = 0;
 
-/** The inner SSE body through a pass-through, as it streams. */
-function passThrough(source: ReadableStream<Guarded>, passthrough: SsePassthrough): ReadableStream<Uint8Array> {
-  const send = (controller: TransformStreamDefaultController<Uint8Array>, pieces: Uint8Array[]): void => {
-    for (const piece of pieces) {
-      if (piece.length > 0) {
-        controller.enqueue(piece);
+  constructor(
+    private readonly encoder: BodyEncoder,
+    kind: 'sse' | 'json',
+    private readonly max: number,
+  ) {
+    this.messages = kind === 'sse' ? new InnerMessages(max) : null;
+  }
+
+  get done(): boolean {
+    return this.encoder.finished;
+  }
+
+  pass(chunk: Uint8Array): Uint8Array[] {
+    if (this.messages === null) {
+      this.jsonLength += chunk.length;
+      if (this.jsonLength > this.max) {
+        const err = tooLarge(this.jsonLength, this.max);
+        return [this.encoder.abort(err.abortCode, err.message)];
+      }
+      this.json.push(chunk);
+      return [];
+    }
+    const out: Uint8Array[] = [];
+    const { items, failed } = this.messages.next(chunk);
+    for (const item of items) {
+      try {
+        out.push(item.kind === 'keepAlive' ? this.encoder.keepAlive() : this.encoder.message(item.data, item.last));
+      } catch (error) {
+        if (!(error instanceof EncodeError)) {
+          throw error;
+        }
+        out.push(this.encoder.fail(error));
+      }
+      if (this.encoder.finished) {
+        // After the final response the POST stream has nothing more for this request.
+        return out;
       }
     }
-    if (passthrough.done) {
-      controller.terminate();
+    if (failed !== null) {
+      out.push(this.encoder.abort(failed.code, failed.reason));
     }
-  };
-  return source.pipeThrough(
-    new TransformStream<Guarded, Uint8Array>({
-      transform(chunk, controller) {
-        if (chunk instanceof Uint8Array) {
-          send(controller, passthrough.pass(chunk));
-          return;
-        }
-        send(controller, passthrough.end(chunk.failed));
-        // Unframed, the failure goes on as it came.
-        controller.error(new Error(chunk.failed));
-      },
-      flush(controller) {
-        send(controller, passthrough.end(null));
-      },
-    }),
-  );
+    return out;
+  }
+
+  end(failed: string | null): Uint8Array[] {
+    if (failed !== null) {
+      return [this.encoder.abort(AbortCode.UpstreamFailed, `upstream body failed: ${failed}`)];
+    }
+    if (this.messages === null) {
+      return [this.encoder.message(Buffer.concat(this.json, this.jsonLength), true)];
+    }
+    return [this.encoder.abort(AbortCode.UpstreamFailed, 'the upstream response stream ended before its final response')];
+  }
 }
 
 async function compatResponse(
@@ -271,7 +246,7 @@ async function compatResponse(
   const encoder = encoderFor('compat', optIn, settings);
   const max = encoder.frames.maxMessageSize;
   if (kind === 'sse') {
-    return withBody(response, passThrough(guarded(response.body!), new SsePassthrough(encoder, null, max)), 'compat');
+    return withBody(response, reframe(response.body!, new SsePassthrough(encoder, null, max)), 'compat');
   }
   // The whole JSON body, within the message limit, before the response head is sent.
   const read = await readWithin(response.body!, max);

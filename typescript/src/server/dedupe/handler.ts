@@ -9,7 +9,7 @@
  */
 
 import { REQUEST_KEY_META } from '../../fetch.js';
-import { isRequestKey, keyBytes, type RequestKey } from '../../ids.js';
+import { hex, isRequestKey, keyBytes, random16, type RequestKey } from '../../ids.js';
 import { defaultLogger, type Logger } from '../../telemetry.js';
 import { locate } from '../declare.js';
 import type { WebHandler } from '../handler.js';
@@ -192,7 +192,7 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
     const started = Date.now();
     let delay = 5;
     for (;;) {
-      const token = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex');
+      const token = hex(random16());
       let reply;
       try {
         reply = await call(store.claim(recordKey, print, token, leaseMs, windowMs, reexecute));
