@@ -14,7 +14,7 @@ import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextproto
 
 import { framingFetch, randomRequestKey } from '../dist/index.js';
 import { MemoryStore, framingHandler } from '../dist/server.js';
-import { canonical, fingerprint, principalDigest, readStrict, storeKey } from '../dist/server/dedupe/request.js';
+import { authorizationValues, canonical, fingerprint, principalDigest, readStrict, storeKey } from '../dist/server/dedupe/request.js';
 import { serve, toolLog, v1SessionFetch, v2Handler } from './support/sdk-servers.mjs';
 
 const quiet = { debug() {}, info() {}, warn() {} };
@@ -160,15 +160,89 @@ describe('the store format vectors (tests/vectors/store/)', () => {
     }
   });
 
-  test('store keys are the crate\'s', async () => {
-    const { createHash } = await import('node:crypto');
+  test('store keys are the crate\'s', () => {
     for (const c of vectors('keys').cases) {
-      const principal = c.principal.anonymous
-        ? null
-        : c.principal.authorization
-          ? principalDigest(c.principal.authorization.join(','))
-          : createHash('sha256').update(c.principal.id).digest();
-      assert.equal(storeKey(principal, c.method, c.tool, Buffer.from(c.request_key, 'hex')), c.store_key, c.name);
+      const principal = c.principal.anonymous ? null : c.principal.authorization ? { authorization: c.principal.authorization } : { id: c.principal.id };
+      const digest = principalDigest(principal);
+      assert.equal(digest === null ? null : Buffer.from(digest).toString('hex'), c.principal_digest, c.name);
+      assert.equal(storeKey(digest, c.method, c.tool, Buffer.from(c.request_key, 'hex')), c.store_key, c.name);
+    }
+  });
+});
+
+describe('the principal behind framingHandler (SPEC.md §17.2, §17.12.1)', () => {
+  /** A store that remembers the keys it was asked to claim. */
+  class Claims extends MemoryStore {
+    /** @type {string[]} */
+    keys = [];
+    /** @type {MemoryStore['claim']} */
+    claim(key, ...rest) {
+      this.keys.push(key);
+      return super.claim(key, ...rest);
+    }
+  }
+
+  /**
+   * The store key framingHandler claims for a keyed call from a caller whose request carries
+   * `authorization` as several field lines (a Fetch `Headers` joins them with `, `).
+   * @param {{ method: string, tool: string | null, request_key: string }} c @param {string[]} authorization
+   * @param {((request: Request) => string | null) | undefined} principal
+   */
+  async function claimedKey(c, authorization, principal) {
+    const store = new Claims();
+    const inner = async (/** @type {Request} */ request) => {
+      const { id } = await request.json();
+      return Response.json({ jsonrpc: '2.0', id, result: { content: [] } });
+    };
+    const handler = framingHandler(inner, { logger: quiet, dedupe: { store, methods: [c.method], ...(principal ? { principal } : {}) } });
+    const headers = new Headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-framing-request-key': c.request_key });
+    for (const value of authorization) {
+      headers.append('authorization', value);
+    }
+    const params = c.tool === null ? { arguments: {} } : { name: c.tool, arguments: {} };
+    const response = await handler(new Request('http://127.0.0.1/mcp', { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: c.method, params }) }));
+    assert.equal(response.status, 200);
+    await response.arrayBuffer();
+    assert.equal(store.keys.length, 1);
+    return store.keys[0];
+  }
+
+  test('several Authorization lines are joined by a comma without space, as in every implementation', async () => {
+    const cases = JSON.parse(readFileSync(new URL('../../tests/vectors/store/keys.json', import.meta.url), 'utf8')).cases;
+    for (const c of cases) {
+      const principal = c.principal.id === undefined ? undefined : () => c.principal.id;
+      const lines = c.principal.authorization ?? [];
+      if (lines.length === 1 && lines[0].includes(', ')) {
+        continue; // below: one line holding two credentials
+      }
+      assert.equal(await claimedKey(c, lines, principal), c.store_key, c.name);
+    }
+  });
+
+  test('one line holding two credentials is read as two lines: a Fetch Headers cannot tell them apart', async () => {
+    const cases = JSON.parse(readFileSync(new URL('../../tests/vectors/store/keys.json', import.meta.url), 'utf8')).cases;
+    const oneLine = cases.find((/** @type {any} */ c) => c.principal.authorization?.length === 1 && c.principal.authorization[0] === 'Bearer a, Bearer b');
+    const twoLines = cases.find((/** @type {any} */ c) => c.principal.authorization?.join('|') === 'Bearer a|Bearer b');
+    assert.ok(oneLine && twoLines);
+    assert.equal(await claimedKey(oneLine, oneLine.principal.authorization, undefined), twoLines.store_key);
+  });
+
+  test('the values of several lines are found again in the joined value, quoted commas and auth-params kept', () => {
+    const values = (/** @type {string[]} */ lines) => {
+      const headers = new Headers();
+      lines.forEach((line) => headers.append('authorization', line));
+      return authorizationValues(headers);
+    };
+    assert.equal(values([]), null);
+    for (const lines of [
+      ['Bearer t0k3n'],
+      ['Bearer a', 'Bearer b'],
+      ['Digest username="a, Bearer b", realm="x, y", nonce=1', 'Bearer c'],
+      ['Basic dXNlcjpwYXNz', 'Digest a=1, b="2\\", c'],
+      ['Custom', 'Bearer ab==', 'Other k = v, l=w'],
+      ['Bearer a,Bearer b'],
+    ]) {
+      assert.deepEqual(values(lines), lines, lines.join(' | '));
     }
   });
 });

@@ -16,7 +16,7 @@ import type { WebHandler } from '../handler.js';
 import { InnerMessages } from '../inner.js';
 import { REQUEST_KEY_HEADER, bodyKind } from '../opt-in.js';
 import { reasonOf } from '../streams.js';
-import { MalformedBody, canonical, fingerprint, member, principalDigest, readStrict, storeKey, type Json } from './request.js';
+import { MalformedBody, authorizationValues, canonical, fingerprint, member, principalDigest, readStrict, storeKey, type Json } from './request.js';
 import type { DedupeStore } from './store.js';
 
 /** The response header naming the decision, for operators (SPEC.md §17.10). */
@@ -46,7 +46,10 @@ export interface DedupeOptions {
   failOpen?: boolean;
   /** The `_meta` entries the fingerprint covers (§17.3); default none. */
   coveredMeta?: readonly string[];
-  /** The caller's identity (§17.2); default the `Authorization` header value (none: anonymous). */
+  /**
+   * The caller's identity (§17.2), hashed as its UTF-8 bytes (`null`: anonymous); default: the
+   * request's `Authorization` values joined by `,` (§17.12.1), anonymous without the field.
+   */
   principal?: (request: Request) => string | null;
   /** Where warnings go. */
   logger?: Logger;
@@ -143,7 +146,14 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
   const methods = options.methods ?? ['tools/call'];
   const reexecute = options.expiredLease !== 'refuse';
   const covered = options.coveredMeta ?? [];
-  const principal = options.principal ?? ((request: Request) => request.headers.get('authorization'));
+  const principal = (request: Request): Parameters<typeof principalDigest>[0] => {
+    if (options.principal === undefined) {
+      const values = authorizationValues(request.headers);
+      return values === null ? null : { authorization: values };
+    }
+    const id = options.principal(request);
+    return id === null ? null : { id };
+  };
   const logger = options.logger ?? defaultLogger;
   const call = <T>(operation: Promise<T>): Promise<T> => withTimeout(operation, timeout);
 
