@@ -13,7 +13,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { framingFetch, randomRequestKey } from '../dist/index.js';
-import { MemoryStore, framingHandler } from '../dist/server.js';
+import { MemoryStore, StoreError, framingHandler } from '../dist/server.js';
 import { authorizationValues, canonical, fingerprint, principalDigest, readStrict, storeKey } from '../dist/server/dedupe/request.js';
 import { serve, toolLog, v1SessionFetch, v2Handler } from './support/sdk-servers.mjs';
 
@@ -175,7 +175,7 @@ describe('the principal behind framingHandler (SPEC.md §17.2, §17.12.1)', () =
   class Claims extends MemoryStore {
     /** @type {string[]} */
     keys = [];
-    /** @type {MemoryStore['claim']} */
+    /** @override @type {MemoryStore['claim']} */
     claim(key, ...rest) {
       this.keys.push(key);
       return super.claim(key, ...rest);
@@ -191,7 +191,7 @@ describe('the principal behind framingHandler (SPEC.md §17.2, §17.12.1)', () =
   async function claimedKey(c, authorization, principal) {
     const store = new Claims();
     const inner = async (/** @type {Request} */ request) => {
-      const { id } = await request.json();
+      const { id } = /** @type {{ id: number }} */ (await request.json());
       return Response.json({ jsonrpc: '2.0', id, result: { content: [] } });
     };
     const handler = framingHandler(inner, { logger: quiet, dedupe: { store, methods: [c.method], ...(principal ? { principal } : {}) } });
@@ -252,4 +252,141 @@ test('the Redis scripts are the crate\'s, byte for byte', async () => {
   for (const [name, text] of Object.entries(SCRIPTS)) {
     assert.equal(text, readFileSync(new URL(`../../src/dedupe/redis/${name}.lua`, import.meta.url), 'utf8'), name);
   }
+});
+
+describe('the deduplication metrics (SPEC.md §17.15), under the Rust crate\'s names and labels', () => {
+  /** A meter that keeps every point. */
+  function recordingMeter() {
+    /** @type {Array<[string, number, Record<string, string>]>} */
+    const points = [];
+    const meter = {
+      createCounter: (/** @type {string} */ name) => ({ add: (/** @type {number} */ v, /** @type {any} */ a) => points.push([name, v, a]) }),
+      createHistogram: (/** @type {string} */ name) => ({ record: (/** @type {number} */ v, /** @type {any} */ a) => points.push([name, v, a]) }),
+    };
+    /** The labels of every point of `name`, in order. @param {string} name */
+    const labels = (name) => points.filter(([n]) => n === name).map(([, , a]) => a);
+    return { meter, points, labels };
+  }
+
+  /**
+   * A keyed tools/call through `handler`; the JSON-RPC response.
+   * @param {(request: Request) => Promise<Response>} handler @param {string} key @param {any} args @param {number} [id]
+   */
+  async function keyed(handler, key, args, id = 1) {
+    const response = await handler(
+      new Request('http://127.0.0.1/mcp', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-framing-request-key': key },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'tool', arguments: args } }),
+      }),
+    );
+    return JSON.parse(await response.text());
+  }
+
+  /** A tool answering at once: a tool error when asked. @param {Request} request */
+  const inner = async (request) => {
+    const { id, params } = /** @type {{ id: number, params: { arguments: { fail?: boolean } } }} */ (await request.json());
+    return Response.json({ jsonrpc: '2.0', id, result: { content: [], isError: params.arguments.fail === true } });
+  };
+
+  test('an executed call, its replay, a conflict and a tool error are counted and timed', async () => {
+    const { meter, labels } = recordingMeter();
+    const handler = framingHandler(inner, { logger: quiet, meter, dedupe: { store: new MemoryStore() } });
+    const key = randomRequestKey();
+    await keyed(handler, key, { n: 1 });
+    const replay = await keyed(handler, key, { n: 1 }, 2);
+    assert.equal(replay.id, 2);
+    const conflict = await keyed(handler, key, { n: 2 }, 3);
+    assert.equal(conflict.error.code, -32080);
+    await keyed(handler, randomRequestKey(), { fail: true });
+    assert.deepEqual(labels('mcp_framing.dedupe.decisions'), [
+      { decision: 'execute', reason: '', 'mcp.method.name': 'tools/call' },
+      { decision: 'replay', reason: '', 'mcp.method.name': 'tools/call' },
+      { decision: 'refused', reason: 'key_conflict', 'mcp.method.name': 'tools/call' },
+      { decision: 'execute', reason: '', 'mcp.method.name': 'tools/call' },
+    ]);
+    assert.deepEqual(labels('mcp.server.operation.duration'), [
+      { 'mcp.method.name': 'tools/call', 'mcp_framing.dedupe.decision': 'execute' },
+      { 'mcp.method.name': 'tools/call', 'mcp_framing.dedupe.decision': 'replay' },
+      { 'mcp.method.name': 'tools/call', 'mcp_framing.dedupe.decision': 'refused', 'error.type': '-32080', 'rpc.response.status_code': '-32080' },
+      { 'mcp.method.name': 'tools/call', 'mcp_framing.dedupe.decision': 'execute', 'error.type': 'tool_error' },
+    ]);
+    assert.deepEqual(labels('mcp_framing.dedupe.completions'), [{ recorded: 'stored' }, { recorded: 'stored' }]);
+    assert.deepEqual(
+      labels('mcp_framing.dedupe.store.duration').map((a) => `${a.operation}:${a.outcome}`),
+      ['claim:ok', 'complete:ok', 'claim:ok', 'claim:ok', 'claim:ok', 'complete:ok'],
+    );
+    assert.deepEqual(labels('mcp_framing.dedupe.waits'), []);
+  });
+
+  test('a duplicate that waited, a failing store, a lost lease and an eviction are counted', async () => {
+    const { meter, labels, points } = recordingMeter();
+    /** @type {() => void} */
+    let open = () => {};
+    const gate = new Promise((resolve) => {
+      open = () => resolve(undefined);
+    });
+    /** @type {() => void} */
+    let claimed = () => {};
+    const running = new Promise((resolve) => {
+      claimed = () => resolve(undefined);
+    });
+    const slow = async (/** @type {Request} */ request) => {
+      claimed();
+      await gate;
+      return inner(request);
+    };
+    const waiting = framingHandler(slow, { logger: quiet, meter, dedupe: { store: new MemoryStore(), waitMs: 30 } });
+    const key = randomRequestKey();
+    const first = keyed(waiting, key, {});
+    await running; // the first call holds the claim
+    const second = await keyed(waiting, key, {}, 2);
+    assert.equal(second.error.data['io.github.mcp-framing/dedupe'].reason, 'in_progress');
+    open();
+    await first;
+    assert.deepEqual(labels('mcp_framing.dedupe.waits'), [{ decision: 'in_progress' }]);
+    const waited = points.find(([name]) => name === 'mcp_framing.dedupe.wait.duration');
+    assert.ok(waited !== undefined && waited[1] > 0.02, `waited ${waited?.[1]} s`);
+    assert.deepEqual(waited[2], { decision: 'in_progress' });
+
+    class Down extends MemoryStore {
+      /** @override */
+      claim() {
+        return Promise.reject(new StoreError('redis', 'redis: connection refused'));
+      }
+    }
+    const down = framingHandler(inner, { logger: quiet, meter, dedupe: { store: new Down() } });
+    assert.equal((await keyed(down, randomRequestKey(), {})).error.code, -32084);
+    assert.deepEqual(labels('mcp_framing.dedupe.store.duration').at(-1), { operation: 'claim', outcome: 'redis' });
+    assert.deepEqual(labels('mcp_framing.dedupe.decisions').at(-1), { decision: 'refused', reason: 'store_unavailable', 'mcp.method.name': 'tools/call' });
+
+    class TakenOver extends MemoryStore {
+      /** @override */
+      complete() {
+        return Promise.resolve(false);
+      }
+    }
+    const taken = framingHandler(inner, { logger: quiet, meter, dedupe: { store: new TakenOver() } });
+    await keyed(taken, randomRequestKey(), {});
+    assert.deepEqual(labels('mcp_framing.dedupe.completions').at(-1), { recorded: 'lease_lost' });
+    assert.deepEqual(labels('mcp_framing.dedupe.leases_lost'), [{ detected: 'completion' }]);
+
+    const small = framingHandler(inner, { logger: quiet, meter, dedupe: { store: new MemoryStore({ maxEntries: 1, meter }) } });
+    await keyed(small, randomRequestKey(), {});
+    await keyed(small, randomRequestKey(), {});
+    assert.deepEqual(labels('mcp_framing.dedupe.evictions'), [{ record: 'completed' }]);
+  });
+
+  test('with @opentelemetry/api installed, decisions go to its global meter provider', async () => {
+    const { metrics } = await import('@opentelemetry/api');
+    const { meter, labels } = recordingMeter();
+    metrics.setGlobalMeterProvider(/** @type {any} */ ({ getMeter: () => meter }));
+    try {
+      const handler = framingHandler(inner, { logger: quiet, dedupe: { store: new MemoryStore() } });
+      await keyed(handler, randomRequestKey(), {});
+      assert.deepEqual(labels('mcp_framing.dedupe.decisions'), [{ decision: 'execute', reason: '', 'mcp.method.name': 'tools/call' }]);
+    } finally {
+      metrics.disable();
+    }
+  });
 });

@@ -9,7 +9,7 @@ import type { Mapping } from '../body.js';
 import { BodyEncoder } from '../body-encoder.js';
 import { AbortCode, EncodeError } from '../encoder.js';
 import { DEFAULT_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE } from '../limits.js';
-import { defaultLogger, type Logger } from '../telemetry.js';
+import { defaultLogger, type Logger, type MeterLike } from '../telemetry.js';
 import { Declaration, MAX_DISCOVERY_REQUEST, discoverySource, wrapperContract } from './declare.js';
 import { dedupeHandler, type DedupeOptions } from "./dedupe/handler.js";
 import { InnerMessages, SsePassthrough, tooLarge } from './inner.js';
@@ -37,6 +37,11 @@ export interface FramingHandlerOptions {
   dedupe?: DedupeOptions;
   /** Where warnings go (a contract that could not be declared, a store failure). */
   logger?: Logger;
+  /**
+   * An OpenTelemetry `Meter` for the deduplication metrics of SPEC.md §17.15 (default: the
+   * global meter provider's, if `@opentelemetry/api` is installed; `dedupe.meter` wins).
+   */
+  meter?: MeterLike;
 }
 
 interface Settings {
@@ -66,7 +71,7 @@ export function framingHandler(handler: WebHandler, options: FramingHandlerOptio
   }
   const logger = options.logger ?? defaultLogger;
   const frameAll = options.frameAllResponses === 'compat';
-  const inner = options.dedupe === undefined ? handler : dedupeHandler(handler, { logger, ...options.dedupe });
+  const inner = options.dedupe === undefined ? handler : dedupeHandler(handler, { logger, ...(options.meter === undefined ? {} : { meter: options.meter }), ...options.dedupe });
   const contract = wrapperContract({
     frameSize,
     maxMessageSize,
