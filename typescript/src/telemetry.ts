@@ -129,18 +129,8 @@ function instruments(meter: MeterLike): Instruments {
   };
 }
 
-interface ServerInstruments {
-  decisions: ReturnType<MeterLike['createCounter']>;
-  waits: ReturnType<MeterLike['createCounter']>;
-  waitDuration: ReturnType<MeterLike['createHistogram']>;
-  completions: ReturnType<MeterLike['createCounter']>;
-  leasesLost: ReturnType<MeterLike['createCounter']>;
-  evictions: ReturnType<MeterLike['createCounter']>;
-  storeDuration: ReturnType<MeterLike['createHistogram']>;
-  operation: ReturnType<MeterLike['createHistogram']>;
-}
-
-function serverInstruments(meter: MeterLike): ServerInstruments {
+/** The instruments of SPEC.md §17.15. */
+function serverInstruments(meter: MeterLike) {
   return {
     decisions: meter.createCounter(DEDUPE_DECISIONS, { description: 'Keyed calls decided, by decision and reason' }),
     waits: meter.createCounter(DEDUPE_WAITS, { description: 'Duplicates that waited for an attempt in flight, by what the wait ended in' }),
@@ -159,6 +149,8 @@ function serverInstruments(meter: MeterLike): ServerInstruments {
     }),
   };
 }
+
+type ServerInstruments = ReturnType<typeof serverInstruments>;
 
 /** How a keyed call ended, for `mcp.server.operation.duration`: `ok`, or its `error.type` and code. */
 export type Ended = { errorType: null } | { errorType: string; code?: number };

@@ -390,3 +390,24 @@ describe('the deduplication metrics (SPEC.md §17.15), under the Rust crate\'s n
     }
   });
 });
+
+test('what an adapter passes after the request reaches the handler, with and without deduplication', async () => {
+  /** @type {unknown[]} */
+  const seen = [];
+  const inner = async (/** @type {Request} */ request, /** @type {{ authInfo: { token: string } }} */ context) => {
+    seen.push(context);
+    const { id } = /** @type {{ id: number }} */ (await request.json());
+    return Response.json({ jsonrpc: '2.0', id, result: { content: [] } });
+  };
+  const context = { authInfo: { token: 't' } };
+  for (const options of [{ logger: quiet }, { logger: quiet, dedupe: { store: new MemoryStore() } }]) {
+    const handler = framingHandler(inner, options);
+    const request = new Request('http://127.0.0.1/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-framing-request-key': randomRequestKey() },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tool', arguments: {} } }),
+    });
+    await (await handler(request, context)).text();
+  }
+  assert.deepEqual(seen, [context, context]);
+});

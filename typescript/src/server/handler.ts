@@ -16,8 +16,11 @@ import { InnerMessages, SsePassthrough, tooLarge } from './inner.js';
 import { OptInError, acceptsEventStream, bodyKind, mappingOf, readOptIn, setResponseHeaders, type OptIn } from './opt-in.js';
 import { readWithin, reframe, type Reframer } from './streams.js';
 
-/** A web-standard request handler: `createMcpHandler(...).fetch`, `transport.handleRequest`, ... */
-export type WebHandler = (request: Request) => Response | Promise<Response>;
+/**
+ * A web-standard request handler: `createMcpHandler(...).fetch`, `transport.handleRequest`, ...;
+ * `C`: what an adapter passes after the request (the SDK's Node adapter: `{ authInfo, parsedBody }`).
+ */
+export type WebHandler<C extends unknown[] = []> = (request: Request, ...context: C) => Response | Promise<Response>;
 
 /** Options of {@link framingHandler}. */
 export interface FramingHandlerOptions {
@@ -53,7 +56,8 @@ interface Settings {
  * Wraps a web-standard MCP handler: requests that opt in (SPEC.md §10, §16) get their response
  * framed in the mapping they asked for (binary, SSE or compatible), re-framed as the handler's
  * body streams; every `initialize` and `server/discover` result carries the contract (§11.2);
- * every other response passes unchanged.
+ * every other response passes unchanged. What an adapter passes after the request (the SDK's Node
+ * adapter: `{ authInfo, parsedBody }`) reaches the handler as it came.
  *
  * ```ts
  * import { framingHandler } from 'mcp-framing/server';
@@ -63,7 +67,10 @@ interface Settings {
  *
  * @throws RangeError for a frame size outside 1..=2^32-1.
  */
-export function framingHandler(handler: WebHandler, options: FramingHandlerOptions = {}): (request: Request) => Promise<Response> {
+export function framingHandler<C extends unknown[] = []>(
+  handler: WebHandler<C>,
+  options: FramingHandlerOptions = {},
+): (request: Request, ...context: C) => Promise<Response> {
   const frameSize = options.frameSize ?? DEFAULT_FRAME_SIZE;
   const maxMessageSize = options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE;
   if (!Number.isSafeInteger(frameSize) || frameSize < 1 || frameSize > 0xffff_ffff) {
@@ -80,7 +87,7 @@ export function framingHandler(handler: WebHandler, options: FramingHandlerOptio
   });
   const settings: Settings = { frameSize, maxMessageSize };
 
-  return async (request: Request): Promise<Response> => {
+  return async (request: Request, ...context: C): Promise<Response> => {
     let optIn: OptIn | null;
     try {
       optIn = readOptIn(request.headers);
@@ -94,7 +101,7 @@ export function framingHandler(handler: WebHandler, options: FramingHandlerOptio
     // (SPEC.md §18.8); a JSON answer only if the client also takes SSE.
     const unsolicited = frameAll && request.method === 'POST' ? acceptsEventStream(request.headers) : null;
     const [forwarded, source] = await observeDiscovery(request);
-    let response = await inner(forwarded);
+    let response = await inner(forwarded, ...context);
     if (source !== null) {
       response = await declare(response, new Declaration(contract, source, logger), maxMessageSize);
     }

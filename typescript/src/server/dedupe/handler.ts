@@ -140,7 +140,7 @@ function outcomeOf(response: Uint8Array): ['r' | 'e', string] | null {
 }
 
 /** Wraps `handler` with deduplication of keyed calls (SPEC.md §17.10). */
-export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebHandler {
+export function dedupeHandler<C extends unknown[]>(handler: WebHandler<C>, options: DedupeOptions): WebHandler<C> {
   const store = options.store;
   const windowMs = options.windowMs ?? 86_400_000;
   const leaseMs = options.leaseMs ?? 30_000;
@@ -174,9 +174,9 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
     }
   };
 
-  return async (request: Request): Promise<Response> => {
+  return async (request: Request, ...context: C): Promise<Response> => {
     if (request.method !== 'POST') {
-      return handler(request);
+      return handler(request, ...context);
     }
     const body = await readBody(request, maxBody);
     if (body === null) {
@@ -195,7 +195,7 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
     const method = member(json, 'method');
     const id = member(json, 'id');
     if (typeof method !== 'string' || id === undefined || !methods.includes(method)) {
-      return handler(forward());
+      return handler(forward(), ...context);
     }
     // The key: the header's and the `_meta` entry's, equal when both are there (§17.1).
     const header = request.headers.get(REQUEST_KEY_HEADER);
@@ -208,7 +208,7 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
     }
     const key = (header?.trim() ?? meta) as RequestKey | undefined;
     if (key === undefined) {
-      return decided(await handler(forward()), 'unprotected');
+      return decided(await handler(forward(), ...context), 'unprotected');
     }
     const name = member(member(json, 'params'), 'name');
     const caller = principal(request);
@@ -241,7 +241,7 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
         logger.warn(`mcp-framing: the deduplication store failed: ${reasonOf(error)}`);
         if (options.failOpen === true) {
           decide('unprotected', '', null);
-          return decided(await handler(forward()), 'unprotected');
+          return decided(await handler(forward(), ...context), 'unprotected');
         }
         return refuse('store_unavailable', { retryAfterMs: 1000 }, `: ${reasonOf(error)}`);
       }
@@ -249,7 +249,7 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
         case 'claimed': {
           decide('execute', '', null);
           const claim = { store, call, recordKey, token, leaseMs, windowMs, maxResult, logger, telemetry, method, startedAt };
-          return execute(handler, forward(new AbortController().signal), claim);
+          return execute((inner) => handler(inner, ...context), forward(new AbortController().signal), claim);
         }
         case 'conflict':
           return refuse('key_conflict');
