@@ -35,44 +35,60 @@ export interface Reframer {
  */
 export function reframe(body: ReadableStream<Uint8Array>, reframer: Reframer, options: { rethrow?: boolean } = {}): ReadableStream<Uint8Array> {
   const reader = body.getReader();
+  // Reads until there is something to send: an inner chunk may give nothing yet.
+  const pullInto = async (controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> => {
+    for (;;) {
+      let next: Awaited<ReturnType<typeof reader.read>> | { failed: unknown };
+      try {
+        next = await reader.read();
+      } catch (error) {
+        next = { failed: error };
+      }
+      let pieces: Uint8Array[];
+      let failure: { error: unknown } | null = null;
+      let ended = false;
+      if ('failed' in next) {
+        failure = { error: next.failed };
+        pieces = reframer.end(reasonOf(next.failed));
+      } else if (next.done) {
+        ended = true;
+        pieces = reframer.end(null);
+      } else {
+        pieces = reframer.pass(next.value);
+      }
+      let sent = false;
+      for (const piece of pieces) {
+        if (piece.length > 0) {
+          controller.enqueue(piece);
+          sent = true;
+        }
+      }
+      if (failure !== null && options.rethrow === true && !reframer.done) {
+        controller.error(failure.error);
+        return;
+      }
+      if (failure !== null || ended || reframer.done) {
+        controller.close();
+        if (failure === null && !ended) {
+          // The outer body is complete: the inner one has nothing more for it.
+          reader.cancel().catch(() => undefined);
+        }
+        return;
+      }
+      if (sent) {
+        return;
+      }
+    }
+  };
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        // Reads until there is something to send: an inner chunk may give nothing yet.
-        for (;;) {
-          let pieces: Uint8Array[];
-          let failure: { error: unknown } | null = null;
-          let ended = false;
-          try {
-            const next = await reader.read();
-            ended = next.done;
-            pieces = next.done ? reframer.end(null) : reframer.pass(next.value);
-          } catch (error) {
-            failure = { error };
-            pieces = reframer.end(reasonOf(error));
-          }
-          let sent = false;
-          for (const piece of pieces) {
-            if (piece.length > 0) {
-              controller.enqueue(piece);
-              sent = true;
-            }
-          }
-          if (failure !== null && options.rethrow === true && !reframer.done) {
-            controller.error(failure.error);
-            return;
-          }
-          if (failure !== null || ended || reframer.done) {
-            controller.close();
-            if (failure === null && !ended) {
-              // The outer body is complete: the inner one has nothing more for it.
-              reader.cancel().catch(() => undefined);
-            }
-            return;
-          }
-          if (sent) {
-            return;
-          }
+        try {
+          await pullInto(controller);
+        } catch (error) {
+          // A failure of the re-framing itself, not of the body: the body has no reader left.
+          reader.cancel(error).catch(() => undefined);
+          throw error;
         }
       },
       cancel(reason) {
