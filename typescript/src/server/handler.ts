@@ -14,7 +14,7 @@ import { Declaration, MAX_DISCOVERY_REQUEST, discoverySource, wrapperContract } 
 import { dedupeHandler, type DedupeOptions } from "./dedupe/handler.js";
 import { InnerMessages, SsePassthrough, tooLarge } from './inner.js';
 import { OptInError, acceptsEventStream, bodyKind, mappingOf, readOptIn, setResponseHeaders, type OptIn } from './opt-in.js';
-import { readWithin, reframe, type Reframer } from './streams.js';
+import { readWithin, reframe, withRequestBody, type Reframer } from './streams.js';
 
 /**
  * A web-standard request handler: `createMcpHandler(...).fetch`, `transport.handleRequest`, ...;
@@ -125,9 +125,9 @@ async function observeDiscovery(request: Request): Promise<[Request, ReturnType<
   }
   const read = await readWithin(request.body, MAX_DISCOVERY_REQUEST);
   if ('whole' in read) {
-    return [new Request(request, { body: read.whole }), discoverySource(read.whole)];
+    return [withRequestBody(request, read.whole), discoverySource(read.whole)];
   }
-  return [new Request(request, { body: read.stream(), duplex: 'half' } as RequestInit), null];
+  return [withRequestBody(request, read.stream()), null];
 }
 
 async function declare(response: Response, declaration: Declaration, maxMessage: number): Promise<Response> {

@@ -99,6 +99,19 @@ export function reframe(body: ReadableStream<Uint8Array>, reframer: Reframer, op
   );
 }
 
+/**
+ * `request` again with `body` (its own body, read before) and `signal` (default its own): a new
+ * `Request` of the fields a handler reads (URL, method, headers, signal). Building it from them
+ * costs Node's `Request` a fraction of copying a whole `Request` (`new Request(request, init)`).
+ */
+export function withRequestBody(request: Request, body: Uint8Array | ReadableStream<Uint8Array>, signal: AbortSignal = request.signal): Request {
+  const init: RequestInit & { duplex?: 'half' } = { method: request.method, headers: request.headers, body, signal };
+  if (body instanceof ReadableStream) {
+    init.duplex = 'half';
+  }
+  return new Request(request.url, init);
+}
+
 /** A body read whole, or as far as a bound or a failure let it be read. */
 export type Read =
   | { whole: Uint8Array }

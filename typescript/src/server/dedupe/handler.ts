@@ -15,7 +15,7 @@ import { locate } from '../declare.js';
 import type { WebHandler } from '../handler.js';
 import { InnerMessages } from '../inner.js';
 import { REQUEST_KEY_HEADER, bodyKind } from '../opt-in.js';
-import { reasonOf } from '../streams.js';
+import { reasonOf, withRequestBody } from '../streams.js';
 import { MalformedBody, authorizationValues, canonical, fingerprint, member, principalDigest, readStrict, storeKey, type Json } from './request.js';
 import { StoreError, type DedupeStore } from './store.js';
 
@@ -191,7 +191,7 @@ export function dedupeHandler<C extends unknown[]>(handler: WebHandler<C>, optio
       }
       throw error;
     }
-    const forward = (signal?: AbortSignal): Request => new Request(request, { body, ...(signal === undefined ? {} : { signal }) });
+    const forward = (signal?: AbortSignal): Request => withRequestBody(request, body, signal);
     const method = member(json, 'method');
     const id = member(json, 'id');
     if (typeof method !== 'string' || id === undefined || !methods.includes(method)) {
