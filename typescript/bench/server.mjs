@@ -9,7 +9,8 @@
 //   (createMcpHandler on node:http through its Node adapter), the body read whole by fetch
 //   (goal: at most 1.15x). Beside each call's latency, the process's CPU time for it (client and
 //   server share the process): on a machine other jobs load, latency medians carry their
-//   scheduling, CPU time much less of it.
+//   scheduling, CPU time much less of it; and the same calls made in this process without
+//   sockets, whose CPU time is the wrapper's own work apart from the HTTP stacks.
 //
 // The load average is printed before and after: a loaded machine makes both measures noisy.
 //
@@ -109,6 +110,39 @@ for (const mapping of ['compat', 'binary']) {
   const c = median(cpu[mapping] ?? []);
   const label = `framed (${mapping})`.padEnd(22);
   console.log(`  ${label} ${t.toFixed(3)} ms  ${(t / unframed).toFixed(2)}x unframed   cpu ${c.toFixed(3)} ms  ${(c / unframedCpu).toFixed(2)}x`);
+}
+
+// The same calls in this process, without sockets (the handlers called with a Request, the body
+// read whole): the CPU time of the wrapper's own work, apart from the HTTP stacks.
+const wrapped = framingHandler(handler.fetch);
+/** The CPU time of one call, in ms. @param {(request: Request) => Promise<Response>} fetchLike @param {Record<string, string>} headers */
+async function inProcess(fetchLike, headers) {
+  const request = new Request('http://127.0.0.1/mcp', { method: 'POST', headers: { ...base, ...headers }, body });
+  const used = process.cpuUsage();
+  await (await fetchLike(request)).arrayBuffer();
+  const spent = process.cpuUsage(used);
+  return (spent.user + spent.system) / 1000;
+}
+/** @type {Record<string, number[]>} */
+const direct = { unframed: [], compat: [], binary: [] };
+for (let i = 0; i < calls + 50; i++) {
+  for (const [name, fetchLike, headers] of /** @type {const} */ ([
+    ['unframed', handler.fetch, {}],
+    ['compat', wrapped, optIn('compat')],
+    ['binary', wrapped, optIn('binary')],
+  ])) {
+    const used = await inProcess(fetchLike, headers);
+    if (i >= 50) {
+      direct[name]?.push(used);
+    }
+  }
+}
+const directUnframed = median(direct.unframed ?? []);
+console.log(`the same call in this process, no sockets, median of ${calls}: CPU time`);
+console.log(`  unframed               cpu ${directUnframed.toFixed(3)} ms`);
+for (const mapping of ['compat', 'binary']) {
+  const c = median(direct[mapping] ?? []);
+  console.log(`  ${`framed (${mapping})`.padEnd(22)} cpu ${c.toFixed(3)} ms  ${(c / directUnframed).toFixed(2)}x`);
 }
 console.log(`load average after: ${load()}`);
 await plain.close();
