@@ -7,11 +7,17 @@
 // - a tools/call with a 64 KiB result through framingHandler (the request opted in, compatible
 //   mapping, and binary) against the same call unframed, on loopback: the SDK's server
 //   (createMcpHandler on node:http through its Node adapter), the body read whole by fetch
-//   (goal: at most 1.15x).
+//   (goal: at most 1.15x). Beside each call's latency, the process's CPU time for it (client and
+//   server share the process): on a machine other jobs load, latency medians carry their
+//   scheduling, CPU time much less of it; and the same calls made in this process without
+//   sockets, whose CPU time is the wrapper's own work apart from the HTTP stacks.
+//
+// The load average is printed before and after: a loaded machine makes both measures noisy.
 //
 //   node bench/server.mjs [--rounds N] [--calls N]
 
 import { createHash } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { crc32 } from 'node:zlib';
 
@@ -25,6 +31,8 @@ const calls = Number(values.calls);
 
 const median = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const ms = (/** @type {bigint} */ ns) => Number(ns) / 1e6;
+const load = () => loadavg().map((l) => l.toFixed(2)).join(', ');
+console.log(`load average before: ${load()}`);
 
 // A JSON-RPC response of 1 MiB.
 const text = 'bench "quoted" café ✓ lorem ipsum dolor sit amet '.repeat(22_000).slice(0, 1 << 20);
@@ -58,12 +66,15 @@ const plain = await serve(handler.fetch);
 const framed = await serve(framingHandler(handler.fetch));
 const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big', arguments: { bytes: 64 * 1024, seed: 'b' } } });
 const base = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
-/** @param {URL} url @param {Record<string, string>} headers */
+/** The call's latency and the process's CPU time for it, in ms. @param {URL} url @param {Record<string, string>} headers */
 async function call(url, headers) {
+  const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
   const response = await fetch(url, { method: 'POST', headers: { ...base, ...headers }, body });
   await response.arrayBuffer();
-  return ms(process.hrtime.bigint() - start);
+  const wall = ms(process.hrtime.bigint() - start);
+  const used = process.cpuUsage(cpu);
+  return /** @type {[number, number]} */ ([wall, (used.user + used.system) / 1000]);
 }
 const optIn = (/** @type {string} */ mapping) => ({
   'mcp-framing': '1',
@@ -72,22 +83,68 @@ const optIn = (/** @type {string} */ mapping) => ({
 });
 /** @type {Record<string, number[]>} */
 const latency = { unframed: [], compat: [], binary: [] };
+/** @type {Record<string, number[]>} */
+const cpu = { unframed: [], compat: [], binary: [] };
 for (let i = 0; i < 20; i++) {
   await call(plain.url, {});
   await call(framed.url, optIn('compat'));
+  await call(framed.url, optIn('binary'));
 }
 for (let i = 0; i < calls; i++) {
-  latency.unframed?.push(await call(plain.url, {}));
-  latency.compat?.push(await call(framed.url, optIn('compat')));
-  latency.binary?.push(await call(framed.url, optIn('binary')));
+  for (const [name, url, headers] of /** @type {const} */ ([
+    ['unframed', plain.url, {}],
+    ['compat', framed.url, optIn('compat')],
+    ['binary', framed.url, optIn('binary')],
+  ])) {
+    const [wall, used] = await call(url, headers);
+    latency[name]?.push(wall);
+    cpu[name]?.push(used);
+  }
 }
 const unframed = median(latency.unframed ?? []);
-console.log(`a tools/call with a 64 KiB result on loopback, median of ${calls}:`);
-console.log(`  unframed               ${unframed.toFixed(3)} ms`);
+const unframedCpu = median(cpu.unframed ?? []);
+console.log(`a tools/call with a 64 KiB result on loopback, median of ${calls}: latency, and CPU time of the process`);
+console.log(`  unframed               ${unframed.toFixed(3)} ms                      cpu ${unframedCpu.toFixed(3)} ms`);
 for (const mapping of ['compat', 'binary']) {
   const t = median(latency[mapping] ?? []);
-  console.log(`  framed (${mapping})${' '.repeat(13 - mapping.length)} ${t.toFixed(3)} ms  ${(t / unframed).toFixed(2)}x unframed`);
+  const c = median(cpu[mapping] ?? []);
+  const label = `framed (${mapping})`.padEnd(22);
+  console.log(`  ${label} ${t.toFixed(3)} ms  ${(t / unframed).toFixed(2)}x unframed   cpu ${c.toFixed(3)} ms  ${(c / unframedCpu).toFixed(2)}x`);
 }
+
+// The same calls in this process, without sockets (the handlers called with a Request, the body
+// read whole): the CPU time of the wrapper's own work, apart from the HTTP stacks.
+const wrapped = framingHandler(handler.fetch);
+/** The CPU time of one call, in ms. @param {(request: Request) => Promise<Response>} fetchLike @param {Record<string, string>} headers */
+async function inProcess(fetchLike, headers) {
+  const request = new Request('http://127.0.0.1/mcp', { method: 'POST', headers: { ...base, ...headers }, body });
+  const used = process.cpuUsage();
+  await (await fetchLike(request)).arrayBuffer();
+  const spent = process.cpuUsage(used);
+  return (spent.user + spent.system) / 1000;
+}
+/** @type {Record<string, number[]>} */
+const direct = { unframed: [], compat: [], binary: [] };
+for (let i = 0; i < calls + 50; i++) {
+  for (const [name, fetchLike, headers] of /** @type {const} */ ([
+    ['unframed', handler.fetch, {}],
+    ['compat', wrapped, optIn('compat')],
+    ['binary', wrapped, optIn('binary')],
+  ])) {
+    const used = await inProcess(fetchLike, headers);
+    if (i >= 50) {
+      direct[name]?.push(used);
+    }
+  }
+}
+const directUnframed = median(direct.unframed ?? []);
+console.log(`the same call in this process, no sockets, median of ${calls}: CPU time`);
+console.log(`  unframed               cpu ${directUnframed.toFixed(3)} ms`);
+for (const mapping of ['compat', 'binary']) {
+  const c = median(direct[mapping] ?? []);
+  console.log(`  ${`framed (${mapping})`.padEnd(22)} cpu ${c.toFixed(3)} ms  ${(c / directUnframed).toFixed(2)}x`);
+}
+console.log(`load average after: ${load()}`);
 await plain.close();
 await framed.close();
 await handler.close();

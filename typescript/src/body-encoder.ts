@@ -49,29 +49,48 @@ function base64(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 }
 
-/** Joins `parts` into one buffer. */
-function join(parts: (Uint8Array | string)[]): Uint8Array {
-  const pieces = parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'latin1') : part));
-  return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
+/** The length of the padded base64 of `n` bytes. */
+function base64Length(n: number): number {
+  return 4 * Math.ceil(n / 3);
 }
 
-/** The base64 SSE mapping of whole frames: one `mcp-frame` event per frame (SPEC.md §15). */
+/**
+ * The base64 SSE mapping of whole frames: one `mcp-frame` event per frame (SPEC.md §15), written
+ * into one buffer of the exact size (each frame's base64 text copied once).
+ */
 function sseEvents(frames: Uint8Array): Uint8Array {
   if (frames.length === 0) {
     return frames;
   }
-  const parts: (Uint8Array | string)[] = [];
+  const ends: number[] = [];
+  let size = 0;
   for (let at = 0; at < frames.length; ) {
     const end = Math.min(at + HEADER_LEN + u32(frames, at + 8), frames.length);
-    parts.push(EVENT_START, base64(frames.subarray(at, end)), EVENT_END);
+    ends.push(end);
+    size += EVENT_START.length + base64Length(end - at) + EVENT_END.length;
     at = end;
   }
-  return join(parts);
+  const out = Buffer.allocUnsafe(size); // every byte is written below
+  let written = 0;
+  let at = 0;
+  for (const end of ends) {
+    out.set(EVENT_START, written);
+    written += EVENT_START.length;
+    written += out.write(base64(frames.subarray(at, end)), written, 'latin1');
+    out.set(EVENT_END, written);
+    written += EVENT_END.length;
+    at = end;
+  }
+  return out;
 }
 
 /** A compatible-mapping record of `frames` (SPEC.md §18.2): `:mcp-framing <base64>` and LF. */
 function record(frames: Uint8Array): Uint8Array {
-  return join([RECORD_START, `${base64(frames)}\n`]);
+  const out = Buffer.allocUnsafe(RECORD_START.length + base64Length(frames.length) + 1);
+  out.set(RECORD_START, 0);
+  const end = RECORD_START.length + out.write(base64(frames), RECORD_START.length, 'latin1');
+  out[end] = LF;
+  return out;
 }
 
 /**

@@ -14,7 +14,7 @@
 import { createHash, type Hash } from 'node:crypto';
 
 import { ABORT, DATA, HEAD, KEEPALIVE, MAGIC0, MAGIC1, MESSAGE_END, STREAM_END, VERSION, crc as crc32 } from './frame.js';
-import { keyBytes, type RequestKey } from './ids.js';
+import { keyBytes, random16, type RequestKey } from './ids.js';
 import { DEFAULT_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN, MAX_ABORT_TEXT } from './limits.js';
 
 const HEAD_PAYLOAD = 32;
@@ -146,7 +146,7 @@ export class StreamEncoder {
     if (!Number.isSafeInteger(this.frameSize) || this.frameSize < 1 || this.frameSize >= SEQUENCE_SPACE) {
       throw new RangeError(`frame size must be in 1..=4294967295, got ${this.frameSize}`);
     }
-    const attempt = options.attemptId ?? crypto.getRandomValues(new Uint8Array(16));
+    const attempt = options.attemptId ?? random16();
     if (attempt.length !== 16) {
       throw new RangeError(`an attempt id is 16 bytes, got ${attempt.length}`);
     }

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 
 const HEX32 = /^[0-9a-f]{32}$/;
 const ZERO_KEY = '0'.repeat(32);
@@ -13,10 +13,30 @@ const ZERO_KEY = '0'.repeat(32);
 /** A request key: 32 lowercase hex digits, never all zero (SPEC.md §10). */
 export type RequestKey = string;
 
+/** Random bytes drawn from the CSPRNG at once, handed out 16 at a time. */
+const pool = new Uint8Array(4096);
+let drawn = pool.length;
+
+/**
+ * 16 bytes from the CSPRNG (a request key, an attempt id, a claim token). They are drawn 4 KiB at
+ * a time, as `crypto.randomUUID` caches its draws: one call into the CSPRNG costs more than
+ * framing a small response. Each handed-out piece is wiped from the pool.
+ */
+export function random16(): Uint8Array {
+  if (drawn + 16 > pool.length) {
+    randomFillSync(pool);
+    drawn = 0;
+  }
+  const out = pool.slice(drawn, drawn + 16);
+  pool.fill(0, drawn, drawn + 16);
+  drawn += 16;
+  return out;
+}
+
 /** Draws a random request key (never the zero key, which means "none" in HEAD). */
 export function randomRequestKey(): RequestKey {
   for (;;) {
-    const key = randomBytes(16).toString('hex');
+    const key = hex(random16());
     if (key !== ZERO_KEY) {
       return key;
     }

@@ -15,4 +15,4 @@ export { framingHandler, type FramingHandlerOptions, type WebHandler } from './s
 export { OptInError } from './server/opt-in.js';
 export { DEDUPE_HEADER, type DedupeOptions } from './server/dedupe/handler.js';
 export { DEFAULT_PREFIX, RedisStore, type RedisCommands, type RedisStoreOptions } from './server/dedupe/redis.js';
-export { MemoryStore, type ClaimReply, type DedupeStore, type MemoryStoreOptions } from './server/dedupe/store.js';
+export { MemoryStore, StoreError, type ClaimReply, type DedupeStore, type MemoryStoreOptions } from './server/dedupe/store.js';

@@ -13,6 +13,19 @@
  * | `mcp_framing.client.retry_decisions` | counter | `decision`, `reason` |
  * | `mcp_framing.client.retries` | counter | `reason`, `mcp.method.name` |
  *
+ * Server side, deduplication (SPEC.md §17.15):
+ *
+ * | metric | kind | attributes |
+ * |---|---|---|
+ * | `mcp_framing.dedupe.decisions` | counter | `decision` (`execute`, `replay`, `refused`, `unprotected`), `reason` (a refusal's, else empty), `mcp.method.name` |
+ * | `mcp_framing.dedupe.waits` | counter | `decision` (what the wait ended in: `execute`, `replay`, a refusal's reason) |
+ * | `mcp_framing.dedupe.wait.duration` | histogram, s | `decision` |
+ * | `mcp_framing.dedupe.completions` | counter | `recorded` (`stored`, `not_stored`, `lease_lost`, `store_error`) |
+ * | `mcp_framing.dedupe.leases_lost` | counter | `detected` (`heartbeat`, `completion`) |
+ * | `mcp_framing.dedupe.evictions` | counter | `record` (`completed`, `expired_claim`) |
+ * | `mcp_framing.dedupe.store.duration` | histogram, s | `operation` (`claim`, `renew`, `complete`, `release`), `outcome` (`ok`, `timeout`, `full`, `corrupt`, `redis`, `error`) |
+ * | `mcp.server.operation.duration` | histogram, s | `mcp.method.name`, `mcp_framing.dedupe.decision`, `error.type` (when it failed), `rpc.response.status_code` (a JSON-RPC error's code) |
+ *
  * Logs show a request key only as its fingerprint (SPEC.md §10).
  *
  * @module
@@ -32,6 +45,14 @@ export const CLIENT_INCOMPLETE_BYTES = 'mcp_framing.client.incomplete_bytes';
 export const CLIENT_OPEN_MESSAGE_BYTES = 'mcp_framing.client.open_message_bytes';
 export const CLIENT_RETRY_DECISIONS = 'mcp_framing.client.retry_decisions';
 export const CLIENT_RETRIES = 'mcp_framing.client.retries';
+export const DEDUPE_DECISIONS = 'mcp_framing.dedupe.decisions';
+export const DEDUPE_WAITS = 'mcp_framing.dedupe.waits';
+export const DEDUPE_WAIT_DURATION = 'mcp_framing.dedupe.wait.duration';
+export const DEDUPE_COMPLETIONS = 'mcp_framing.dedupe.completions';
+export const DEDUPE_LEASES_LOST = 'mcp_framing.dedupe.leases_lost';
+export const DEDUPE_EVICTIONS = 'mcp_framing.dedupe.evictions';
+export const DEDUPE_STORE_DURATION = 'mcp_framing.dedupe.store.duration';
+export const SERVER_OPERATION_DURATION = 'mcp.server.operation.duration';
 
 type Attributes = Record<string, string>;
 
@@ -108,6 +129,32 @@ function instruments(meter: MeterLike): Instruments {
   };
 }
 
+/** The instruments of SPEC.md §17.15. */
+function serverInstruments(meter: MeterLike) {
+  return {
+    decisions: meter.createCounter(DEDUPE_DECISIONS, { description: 'Keyed calls decided, by decision and reason' }),
+    waits: meter.createCounter(DEDUPE_WAITS, { description: 'Duplicates that waited for an attempt in flight, by what the wait ended in' }),
+    waitDuration: meter.createHistogram(DEDUPE_WAIT_DURATION, { unit: 's', description: 'Time duplicates waited for an attempt in flight' }),
+    completions: meter.createCounter(DEDUPE_COMPLETIONS, { description: 'Results of executed keyed calls, by whether they were recorded' }),
+    leasesLost: meter.createCounter(DEDUPE_LEASES_LOST, {
+      description: 'Claims taken over while their holder still ran (the call may have executed twice)',
+    }),
+    evictions: meter.createCounter(DEDUPE_EVICTIONS, {
+      description: 'Records removed before their retention to make room (their retries execute again)',
+    }),
+    storeDuration: meter.createHistogram(DEDUPE_STORE_DURATION, { unit: 's', description: 'Deduplication store operations, by operation and outcome' }),
+    operation: meter.createHistogram(SERVER_OPERATION_DURATION, {
+      unit: 's',
+      description: 'Duration of a keyed MCP request on the server, from its deduplication decision until its result',
+    }),
+  };
+}
+
+type ServerInstruments = ReturnType<typeof serverInstruments>;
+
+/** How a keyed call ended, for `mcp.server.operation.duration`: `ok`, or its `error.type` and code. */
+export type Ended = { errorType: null } | { errorType: string; code?: number };
+
 /** What the telemetry knows of one attempt besides its outcome. */
 export interface AttemptContext {
   method: string;
@@ -135,6 +182,8 @@ export class Telemetry {
   private readonly meter: MeterLike | null;
   private provider: object | null = null;
   private cached: Instruments | null = null;
+  private cachedServer: ServerInstruments | null = null;
+  private global: MeterLike | null = null;
 
   /** With `meter`, metrics go there; without, to OpenTelemetry's global meter provider if installed. */
   constructor(logger: Logger = defaultLogger, meter: MeterLike | null = null) {
@@ -142,20 +191,33 @@ export class Telemetry {
     this.meter = meter;
   }
 
-  private get instruments(): Instruments | null {
+  /** The meter to record with: the given one, or the global provider's (followed if it changes). */
+  private currentMeter(): MeterLike | null {
     if (this.meter !== null) {
-      return (this.cached ??= instruments(this.meter));
+      return this.meter;
     }
     if (otel === null) {
       return null;
     }
-    // The global provider may be set after this client was built: follow it.
+    // The global provider may be set after this client or server was built: follow it.
     const provider = otel.metrics.getMeterProvider();
-    if (provider !== this.provider || this.cached === null) {
+    if (provider !== this.provider || this.global === null) {
       this.provider = provider;
-      this.cached = instruments(otel.metrics.getMeter('mcp-framing'));
+      this.global = otel.metrics.getMeter('mcp-framing');
+      this.cached = null;
+      this.cachedServer = null;
     }
-    return this.cached;
+    return this.global;
+  }
+
+  private get instruments(): Instruments | null {
+    const meter = this.currentMeter();
+    return meter === null ? null : (this.cached ??= instruments(meter));
+  }
+
+  private get server(): ServerInstruments | null {
+    const meter = this.currentMeter();
+    return meter === null ? null : (this.cachedServer ??= serverInstruments(meter));
   }
 
   /**
@@ -260,5 +322,60 @@ export class Telemetry {
       // not a URL: no server attributes
     }
     m.duration.record(seconds, attributes);
+  }
+
+  /**
+   * A keyed call decided (SPEC.md §17.15): `decision` (`execute`, `replay`, `refused`,
+   * `unprotected`) and the refusal's `reason`; `waitedSeconds` when it found its key in flight
+   * and waited.
+   */
+  dedupeDecision(decision: string, reason: string, method: string, waitedSeconds: number | null): void {
+    const m = this.server;
+    if (m === null) {
+      return;
+    }
+    m.decisions.add(1, { decision, reason, 'mcp.method.name': method });
+    if (waitedSeconds !== null) {
+      // What the wait ended in: the decision, or for a refusal its reason.
+      const ended = decision === 'refused' ? reason : decision;
+      m.waits.add(1, { decision: ended });
+      m.waitDuration.record(waitedSeconds, { decision: ended });
+    }
+  }
+
+  /** A store operation as the server waited for it: `outcome` is `ok` or the error's kind. */
+  storeOperation(operation: 'claim' | 'renew' | 'complete' | 'release', seconds: number, outcome: string): void {
+    this.server?.storeDuration.record(seconds, { operation, outcome });
+  }
+
+  /** The result of an executed keyed call: recorded, or why not. */
+  completion(recorded: 'stored' | 'not_stored' | 'lease_lost' | 'store_error'): void {
+    this.server?.completions.add(1, { recorded });
+  }
+
+  /** A claim taken over while its holder ran. */
+  leaseLost(detected: 'heartbeat' | 'completion'): void {
+    this.server?.leasesLost.add(1, { detected });
+  }
+
+  /** A record a bounded store removed before its retention. */
+  evicted(record: 'completed' | 'expired_claim'): void {
+    this.server?.evictions.add(1, { record });
+  }
+
+  /** A keyed call from its decision until its result (`mcp.server.operation.duration`). */
+  serverOperation(method: string, decision: string, seconds: number, ended: Ended): void {
+    const m = this.server;
+    if (m === null) {
+      return;
+    }
+    const attributes: Attributes = { 'mcp.method.name': method, 'mcp_framing.dedupe.decision': decision };
+    if (ended.errorType !== null) {
+      attributes['error.type'] = ended.errorType;
+      if ('code' in ended && ended.code !== undefined) {
+        attributes['rpc.response.status_code'] = String(ended.code);
+      }
+    }
+    m.operation.record(seconds, attributes);
   }
 }

@@ -13,8 +13,8 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { framingFetch, randomRequestKey } from '../dist/index.js';
-import { MemoryStore, framingHandler } from '../dist/server.js';
-import { canonical, fingerprint, principalDigest, readStrict, storeKey } from '../dist/server/dedupe/request.js';
+import { MemoryStore, StoreError, framingHandler } from '../dist/server.js';
+import { authorizationValues, canonical, fingerprint, principalDigest, readStrict, storeKey } from '../dist/server/dedupe/request.js';
 import { serve, toolLog, v1SessionFetch, v2Handler } from './support/sdk-servers.mjs';
 
 const quiet = { debug() {}, info() {}, warn() {} };
@@ -160,15 +160,89 @@ describe('the store format vectors (tests/vectors/store/)', () => {
     }
   });
 
-  test('store keys are the crate\'s', async () => {
-    const { createHash } = await import('node:crypto');
+  test('store keys are the crate\'s', () => {
     for (const c of vectors('keys').cases) {
-      const principal = c.principal.anonymous
-        ? null
-        : c.principal.authorization
-          ? principalDigest(c.principal.authorization.join(','))
-          : createHash('sha256').update(c.principal.id).digest();
-      assert.equal(storeKey(principal, c.method, c.tool, Buffer.from(c.request_key, 'hex')), c.store_key, c.name);
+      const principal = c.principal.anonymous ? null : c.principal.authorization ? { authorization: c.principal.authorization } : { id: c.principal.id };
+      const digest = principalDigest(principal);
+      assert.equal(digest === null ? null : Buffer.from(digest).toString('hex'), c.principal_digest, c.name);
+      assert.equal(storeKey(digest, c.method, c.tool, Buffer.from(c.request_key, 'hex')), c.store_key, c.name);
+    }
+  });
+});
+
+describe('the principal behind framingHandler (SPEC.md §17.2, §17.12.1)', () => {
+  /** A store that remembers the keys it was asked to claim. */
+  class Claims extends MemoryStore {
+    /** @type {string[]} */
+    keys = [];
+    /** @override @type {MemoryStore['claim']} */
+    claim(key, ...rest) {
+      this.keys.push(key);
+      return super.claim(key, ...rest);
+    }
+  }
+
+  /**
+   * The store key framingHandler claims for a keyed call from a caller whose request carries
+   * `authorization` as several field lines (a Fetch `Headers` joins them with `, `).
+   * @param {{ method: string, tool: string | null, request_key: string }} c @param {string[]} authorization
+   * @param {((request: Request) => string | null) | undefined} principal
+   */
+  async function claimedKey(c, authorization, principal) {
+    const store = new Claims();
+    const inner = async (/** @type {Request} */ request) => {
+      const { id } = /** @type {{ id: number }} */ (await request.json());
+      return Response.json({ jsonrpc: '2.0', id, result: { content: [] } });
+    };
+    const handler = framingHandler(inner, { logger: quiet, dedupe: { store, methods: [c.method], ...(principal ? { principal } : {}) } });
+    const headers = new Headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-framing-request-key': c.request_key });
+    for (const value of authorization) {
+      headers.append('authorization', value);
+    }
+    const params = c.tool === null ? { arguments: {} } : { name: c.tool, arguments: {} };
+    const response = await handler(new Request('http://127.0.0.1/mcp', { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: c.method, params }) }));
+    assert.equal(response.status, 200);
+    await response.arrayBuffer();
+    assert.equal(store.keys.length, 1);
+    return store.keys[0];
+  }
+
+  test('several Authorization lines are joined by a comma without space, as in every implementation', async () => {
+    const cases = JSON.parse(readFileSync(new URL('../../tests/vectors/store/keys.json', import.meta.url), 'utf8')).cases;
+    for (const c of cases) {
+      const principal = c.principal.id === undefined ? undefined : () => c.principal.id;
+      const lines = c.principal.authorization ?? [];
+      if (lines.length === 1 && lines[0].includes(', ')) {
+        continue; // below: one line holding two credentials
+      }
+      assert.equal(await claimedKey(c, lines, principal), c.store_key, c.name);
+    }
+  });
+
+  test('one line holding two credentials is read as two lines: a Fetch Headers cannot tell them apart', async () => {
+    const cases = JSON.parse(readFileSync(new URL('../../tests/vectors/store/keys.json', import.meta.url), 'utf8')).cases;
+    const oneLine = cases.find((/** @type {any} */ c) => c.principal.authorization?.length === 1 && c.principal.authorization[0] === 'Bearer a, Bearer b');
+    const twoLines = cases.find((/** @type {any} */ c) => c.principal.authorization?.join('|') === 'Bearer a|Bearer b');
+    assert.ok(oneLine && twoLines);
+    assert.equal(await claimedKey(oneLine, oneLine.principal.authorization, undefined), twoLines.store_key);
+  });
+
+  test('the values of several lines are found again in the joined value, quoted commas and auth-params kept', () => {
+    const values = (/** @type {string[]} */ lines) => {
+      const headers = new Headers();
+      lines.forEach((line) => headers.append('authorization', line));
+      return authorizationValues(headers);
+    };
+    assert.equal(values([]), null);
+    for (const lines of [
+      ['Bearer t0k3n'],
+      ['Bearer a', 'Bearer b'],
+      ['Digest username="a, Bearer b", realm="x, y", nonce=1', 'Bearer c'],
+      ['Basic dXNlcjpwYXNz', 'Digest a=1, b="2\\", c'],
+      ['Custom', 'Bearer ab==', 'Other k = v, l=w'],
+      ['Bearer a,Bearer b'],
+    ]) {
+      assert.deepEqual(values(lines), lines, lines.join(' | '));
     }
   });
 });
@@ -178,4 +252,162 @@ test('the Redis scripts are the crate\'s, byte for byte', async () => {
   for (const [name, text] of Object.entries(SCRIPTS)) {
     assert.equal(text, readFileSync(new URL(`../../src/dedupe/redis/${name}.lua`, import.meta.url), 'utf8'), name);
   }
+});
+
+describe('the deduplication metrics (SPEC.md §17.15), under the Rust crate\'s names and labels', () => {
+  /** A meter that keeps every point. */
+  function recordingMeter() {
+    /** @type {Array<[string, number, Record<string, string>]>} */
+    const points = [];
+    const meter = {
+      createCounter: (/** @type {string} */ name) => ({ add: (/** @type {number} */ v, /** @type {any} */ a) => points.push([name, v, a]) }),
+      createHistogram: (/** @type {string} */ name) => ({ record: (/** @type {number} */ v, /** @type {any} */ a) => points.push([name, v, a]) }),
+    };
+    /** The labels of every point of `name`, in order. @param {string} name */
+    const labels = (name) => points.filter(([n]) => n === name).map(([, , a]) => a);
+    return { meter, points, labels };
+  }
+
+  /**
+   * A keyed tools/call through `handler`; the JSON-RPC response.
+   * @param {(request: Request) => Promise<Response>} handler @param {string} key @param {any} args @param {number} [id]
+   */
+  async function keyed(handler, key, args, id = 1) {
+    const response = await handler(
+      new Request('http://127.0.0.1/mcp', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-framing-request-key': key },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'tool', arguments: args } }),
+      }),
+    );
+    return JSON.parse(await response.text());
+  }
+
+  /** A tool answering at once: a tool error when asked. @param {Request} request */
+  const inner = async (request) => {
+    const { id, params } = /** @type {{ id: number, params: { arguments: { fail?: boolean } } }} */ (await request.json());
+    return Response.json({ jsonrpc: '2.0', id, result: { content: [], isError: params.arguments.fail === true } });
+  };
+
+  test('an executed call, its replay, a conflict and a tool error are counted and timed', async () => {
+    const { meter, labels } = recordingMeter();
+    const handler = framingHandler(inner, { logger: quiet, meter, dedupe: { store: new MemoryStore() } });
+    const key = randomRequestKey();
+    await keyed(handler, key, { n: 1 });
+    const replay = await keyed(handler, key, { n: 1 }, 2);
+    assert.equal(replay.id, 2);
+    const conflict = await keyed(handler, key, { n: 2 }, 3);
+    assert.equal(conflict.error.code, -32080);
+    await keyed(handler, randomRequestKey(), { fail: true });
+    assert.deepEqual(labels('mcp_framing.dedupe.decisions'), [
+      { decision: 'execute', reason: '', 'mcp.method.name': 'tools/call' },
+      { decision: 'replay', reason: '', 'mcp.method.name': 'tools/call' },
+      { decision: 'refused', reason: 'key_conflict', 'mcp.method.name': 'tools/call' },
+      { decision: 'execute', reason: '', 'mcp.method.name': 'tools/call' },
+    ]);
+    assert.deepEqual(labels('mcp.server.operation.duration'), [
+      { 'mcp.method.name': 'tools/call', 'mcp_framing.dedupe.decision': 'execute' },
+      { 'mcp.method.name': 'tools/call', 'mcp_framing.dedupe.decision': 'replay' },
+      { 'mcp.method.name': 'tools/call', 'mcp_framing.dedupe.decision': 'refused', 'error.type': '-32080', 'rpc.response.status_code': '-32080' },
+      { 'mcp.method.name': 'tools/call', 'mcp_framing.dedupe.decision': 'execute', 'error.type': 'tool_error' },
+    ]);
+    assert.deepEqual(labels('mcp_framing.dedupe.completions'), [{ recorded: 'stored' }, { recorded: 'stored' }]);
+    assert.deepEqual(
+      labels('mcp_framing.dedupe.store.duration').map((a) => `${a.operation}:${a.outcome}`),
+      ['claim:ok', 'complete:ok', 'claim:ok', 'claim:ok', 'claim:ok', 'complete:ok'],
+    );
+    assert.deepEqual(labels('mcp_framing.dedupe.waits'), []);
+  });
+
+  test('a duplicate that waited, a failing store, a lost lease and an eviction are counted', async () => {
+    const { meter, labels, points } = recordingMeter();
+    /** @type {() => void} */
+    let open = () => {};
+    const gate = new Promise((resolve) => {
+      open = () => resolve(undefined);
+    });
+    /** @type {() => void} */
+    let claimed = () => {};
+    const running = new Promise((resolve) => {
+      claimed = () => resolve(undefined);
+    });
+    const slow = async (/** @type {Request} */ request) => {
+      claimed();
+      await gate;
+      return inner(request);
+    };
+    const waiting = framingHandler(slow, { logger: quiet, meter, dedupe: { store: new MemoryStore(), waitMs: 30 } });
+    const key = randomRequestKey();
+    const first = keyed(waiting, key, {});
+    await running; // the first call holds the claim
+    const second = await keyed(waiting, key, {}, 2);
+    assert.equal(second.error.data['io.github.mcp-framing/dedupe'].reason, 'in_progress');
+    open();
+    await first;
+    assert.deepEqual(labels('mcp_framing.dedupe.waits'), [{ decision: 'in_progress' }]);
+    const waited = points.find(([name]) => name === 'mcp_framing.dedupe.wait.duration');
+    assert.ok(waited !== undefined && waited[1] > 0.02, `waited ${waited?.[1]} s`);
+    assert.deepEqual(waited[2], { decision: 'in_progress' });
+
+    class Down extends MemoryStore {
+      /** @override */
+      claim() {
+        return Promise.reject(new StoreError('redis', 'redis: connection refused'));
+      }
+    }
+    const down = framingHandler(inner, { logger: quiet, meter, dedupe: { store: new Down() } });
+    assert.equal((await keyed(down, randomRequestKey(), {})).error.code, -32084);
+    assert.deepEqual(labels('mcp_framing.dedupe.store.duration').at(-1), { operation: 'claim', outcome: 'redis' });
+    assert.deepEqual(labels('mcp_framing.dedupe.decisions').at(-1), { decision: 'refused', reason: 'store_unavailable', 'mcp.method.name': 'tools/call' });
+
+    class TakenOver extends MemoryStore {
+      /** @override */
+      complete() {
+        return Promise.resolve(false);
+      }
+    }
+    const taken = framingHandler(inner, { logger: quiet, meter, dedupe: { store: new TakenOver() } });
+    await keyed(taken, randomRequestKey(), {});
+    assert.deepEqual(labels('mcp_framing.dedupe.completions').at(-1), { recorded: 'lease_lost' });
+    assert.deepEqual(labels('mcp_framing.dedupe.leases_lost'), [{ detected: 'completion' }]);
+
+    const small = framingHandler(inner, { logger: quiet, meter, dedupe: { store: new MemoryStore({ maxEntries: 1, meter }) } });
+    await keyed(small, randomRequestKey(), {});
+    await keyed(small, randomRequestKey(), {});
+    assert.deepEqual(labels('mcp_framing.dedupe.evictions'), [{ record: 'completed' }]);
+  });
+
+  test('with @opentelemetry/api installed, decisions go to its global meter provider', async () => {
+    const { metrics } = await import('@opentelemetry/api');
+    const { meter, labels } = recordingMeter();
+    metrics.setGlobalMeterProvider(/** @type {any} */ ({ getMeter: () => meter }));
+    try {
+      const handler = framingHandler(inner, { logger: quiet, dedupe: { store: new MemoryStore() } });
+      await keyed(handler, randomRequestKey(), {});
+      assert.deepEqual(labels('mcp_framing.dedupe.decisions'), [{ decision: 'execute', reason: '', 'mcp.method.name': 'tools/call' }]);
+    } finally {
+      metrics.disable();
+    }
+  });
+});
+
+test('what an adapter passes after the request reaches the handler, with and without deduplication', async () => {
+  /** @type {unknown[]} */
+  const seen = [];
+  const inner = async (/** @type {Request} */ request, /** @type {{ authInfo: { token: string } }} */ context) => {
+    seen.push(context);
+    const { id } = /** @type {{ id: number }} */ (await request.json());
+    return Response.json({ jsonrpc: '2.0', id, result: { content: [] } });
+  };
+  const context = { authInfo: { token: 't' } };
+  for (const options of [{ logger: quiet }, { logger: quiet, dedupe: { store: new MemoryStore() } }]) {
+    const handler = framingHandler(inner, options);
+    const request = new Request('http://127.0.0.1/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-framing-request-key': randomRequestKey() },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tool', arguments: {} } }),
+    });
+    await (await handler(request, context)).text();
+  }
+  assert.deepEqual(seen, [context, context]);
 });

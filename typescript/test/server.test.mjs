@@ -346,3 +346,34 @@ describe('a body that does not end with its final response', () => {
 after(() => {
   // Connections of the SDK clients' keep-alive agents end with the servers.
 });
+
+test('a re-framing that fails errors the framed body and cancels the handler\'s body; the pieces of one chunk stay apart, uncopied', async () => {
+  const { reframe } = await import('../dist/server/streams.js');
+  /** @type {unknown[]} */
+  const cancelled = [];
+  const inner = () =>
+    new ReadableStream({
+      pull(controller) {
+        controller.enqueue(new Uint8Array([1, 2, 3]));
+      },
+      cancel(reason) {
+        cancelled.push(reason);
+      },
+    });
+  const broken = reframe(inner(), {
+    done: false,
+    pass() {
+      throw new Error('a defect');
+    },
+    end: () => [],
+  });
+  await assert.rejects(broken.getReader().read(), /a defect/);
+  assert.equal(cancelled.length, 1);
+  const record = new Uint8Array([9]);
+  const split = reframe(inner(), { done: false, pass: (/** @type {Uint8Array} */ chunk) => [record, chunk], end: () => [] });
+  const reader = split.getReader();
+  assert.equal((await reader.read()).value, record);
+  assert.deepEqual([...((await reader.read()).value ?? [])], [1, 2, 3]);
+  await reader.cancel('enough');
+  assert.deepEqual(cancelled.at(-1), 'enough');
+});

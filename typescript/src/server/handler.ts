@@ -9,15 +9,18 @@ import type { Mapping } from '../body.js';
 import { BodyEncoder } from '../body-encoder.js';
 import { AbortCode, EncodeError } from '../encoder.js';
 import { DEFAULT_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE } from '../limits.js';
-import { defaultLogger, type Logger } from '../telemetry.js';
+import { defaultLogger, type Logger, type MeterLike } from '../telemetry.js';
 import { Declaration, MAX_DISCOVERY_REQUEST, discoverySource, wrapperContract } from './declare.js';
 import { dedupeHandler, type DedupeOptions } from "./dedupe/handler.js";
-import { InnerMessages, SsePassthrough, tooLarge, type Failure } from './inner.js';
+import { InnerMessages, SsePassthrough, tooLarge } from './inner.js';
 import { OptInError, acceptsEventStream, bodyKind, mappingOf, readOptIn, setResponseHeaders, type OptIn } from './opt-in.js';
-import { guarded, readWithin, type Guarded } from './streams.js';
+import { readWithin, reframe, withRequestBody, type Reframer } from './streams.js';
 
-/** A web-standard request handler: `createMcpHandler(...).fetch`, `transport.handleRequest`, ... */
-export type WebHandler = (request: Request) => Response | Promise<Response>;
+/**
+ * A web-standard request handler: `createMcpHandler(...).fetch`, `transport.handleRequest`, ...;
+ * `C`: what an adapter passes after the request (the SDK's Node adapter: `{ authInfo, parsedBody }`).
+ */
+export type WebHandler<C extends unknown[] = []> = (request: Request, ...context: C) => Response | Promise<Response>;
 
 /** Options of {@link framingHandler}. */
 export interface FramingHandlerOptions {
@@ -37,6 +40,11 @@ export interface FramingHandlerOptions {
   dedupe?: DedupeOptions;
   /** Where warnings go (a contract that could not be declared, a store failure). */
   logger?: Logger;
+  /**
+   * An OpenTelemetry `Meter` for the deduplication metrics of SPEC.md §17.15 (default: the
+   * global meter provider's, if `@opentelemetry/api` is installed; `dedupe.meter` wins).
+   */
+  meter?: MeterLike;
 }
 
 interface Settings {
@@ -48,7 +56,8 @@ interface Settings {
  * Wraps a web-standard MCP handler: requests that opt in (SPEC.md §10, §16) get their response
  * framed in the mapping they asked for (binary, SSE or compatible), re-framed as the handler's
  * body streams; every `initialize` and `server/discover` result carries the contract (§11.2);
- * every other response passes unchanged.
+ * every other response passes unchanged. What an adapter passes after the request (the SDK's Node
+ * adapter: `{ authInfo, parsedBody }`) reaches the handler as it came.
  *
  * ```ts
  * import { framingHandler } from 'mcp-framing/server';
@@ -58,7 +67,10 @@ interface Settings {
  *
  * @throws RangeError for a frame size outside 1..=2^32-1.
  */
-export function framingHandler(handler: WebHandler, options: FramingHandlerOptions = {}): (request: Request) => Promise<Response> {
+export function framingHandler<C extends unknown[] = []>(
+  handler: WebHandler<C>,
+  options: FramingHandlerOptions = {},
+): (request: Request, ...context: C) => Promise<Response> {
   const frameSize = options.frameSize ?? DEFAULT_FRAME_SIZE;
   const maxMessageSize = options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE;
   if (!Number.isSafeInteger(frameSize) || frameSize < 1 || frameSize > 0xffff_ffff) {
@@ -66,7 +78,7 @@ export function framingHandler(handler: WebHandler, options: FramingHandlerOptio
   }
   const logger = options.logger ?? defaultLogger;
   const frameAll = options.frameAllResponses === 'compat';
-  const inner = options.dedupe === undefined ? handler : dedupeHandler(handler, { logger, ...options.dedupe });
+  const inner = options.dedupe === undefined ? handler : dedupeHandler(handler, { logger, ...(options.meter === undefined ? {} : { meter: options.meter }), ...options.dedupe });
   const contract = wrapperContract({
     frameSize,
     maxMessageSize,
@@ -75,7 +87,7 @@ export function framingHandler(handler: WebHandler, options: FramingHandlerOptio
   });
   const settings: Settings = { frameSize, maxMessageSize };
 
-  return async (request: Request): Promise<Response> => {
+  return async (request: Request, ...context: C): Promise<Response> => {
     let optIn: OptIn | null;
     try {
       optIn = readOptIn(request.headers);
@@ -89,7 +101,7 @@ export function framingHandler(handler: WebHandler, options: FramingHandlerOptio
     // (SPEC.md §18.8); a JSON answer only if the client also takes SSE.
     const unsolicited = frameAll && request.method === 'POST' ? acceptsEventStream(request.headers) : null;
     const [forwarded, source] = await observeDiscovery(request);
-    let response = await inner(forwarded);
+    let response = await inner(forwarded, ...context);
     if (source !== null) {
       response = await declare(response, new Declaration(contract, source, logger), maxMessageSize);
     }
@@ -113,16 +125,17 @@ async function observeDiscovery(request: Request): Promise<[Request, ReturnType<
   }
   const read = await readWithin(request.body, MAX_DISCOVERY_REQUEST);
   if ('whole' in read) {
-    return [new Request(request, { body: read.whole }), discoverySource(read.whole)];
+    return [withRequestBody(request, read.whole), discoverySource(read.whole)];
   }
-  return [new Request(request, { body: read.stream(), duplex: 'half' } as RequestInit), null];
+  return [withRequestBody(request, read.stream()), null];
 }
 
 async function declare(response: Response, declaration: Declaration, maxMessage: number): Promise<Response> {
   const kind = bodyKind(response, true);
   if (kind === 'sse') {
     const passthrough = new SsePassthrough(null, declaration, maxMessage);
-    return withBody(response, passThrough(guarded(response.body!), passthrough));
+    // Unframed, a failure goes on as it came.
+    return withBody(response, reframe(response.body!, passthrough, { rethrow: true }));
   }
   if (kind === 'json') {
     const read = await readWithin(response.body!, maxMessage);
@@ -168,94 +181,68 @@ function optInResponse(response: Response, optIn: OptIn, settings: Settings): Pr
   }
   const encoder = encoderFor(mapping, optIn, settings);
   const max = encoder.frames.maxMessageSize;
-  return withBody(response, frameBody(guarded(response.body!), encoder, kind, max), mapping);
+  return withBody(response, reframe(response.body!, new FramedBody(encoder, kind, max)), mapping);
 }
 
 /** The inner body (SSE or JSON) re-framed in the binary or SSE mapping as it streams. */
-function frameBody(source: ReadableStream<Guarded>, encoder: BodyEncoder, kind: 'sse' | 'json', max: number): ReadableStream<Uint8Array> {
-  const messages = kind === 'sse' ? new InnerMessages(max) : null;
-  const json: Uint8Array[] = [];
-  let jsonLength = 0;
-  const abort = (controller: TransformStreamDefaultController<Uint8Array>, failure: Failure): void => {
-    controller.enqueue(encoder.abort(failure.code, failure.reason));
-    controller.terminate();
-  };
-  return source.pipeThrough(
-    new TransformStream<Guarded, Uint8Array>({
-      transform(chunk, controller) {
-        if (!(chunk instanceof Uint8Array)) {
-          abort(controller, { code: AbortCode.UpstreamFailed, reason: `upstream body failed: ${chunk.failed}` });
-          return;
-        }
-        if (messages === null) {
-          jsonLength += chunk.length;
-          if (jsonLength > max) {
-            const err = tooLarge(jsonLength, max);
-            abort(controller, { code: err.abortCode, reason: err.message });
-            return;
-          }
-          json.push(chunk);
-          return;
-        }
-        const { items, failed } = messages.next(chunk);
-        for (const item of items) {
-          try {
-            controller.enqueue(item.kind === 'keepAlive' ? encoder.keepAlive() : encoder.message(item.data, item.last));
-          } catch (error) {
-            if (!(error instanceof EncodeError)) {
-              throw error;
-            }
-            controller.enqueue(encoder.fail(error));
-          }
-          if (encoder.finished) {
-            // After the final response the POST stream has nothing more for this request.
-            controller.terminate();
-            return;
-          }
-        }
-        if (failed !== null) {
-          abort(controller, failed);
-        }
-      },
-      flush(controller) {
-        if (messages === null) {
-          controller.enqueue(encoder.message(Buffer.concat(json, jsonLength), true));
-        } else if (!encoder.finished) {
-          controller.enqueue(encoder.abort(AbortCode.UpstreamFailed, 'the upstream response stream ended before its final response'));
-        }
-      },
-    }),
-  );
-}
+class FramedBody implements Reframer {
+  private readonly messages: InnerMessages | null;
+  private readonly json: Uint8Array[] = [];
+  private jsonLength = 0;
 
-/** The inner SSE body through a pass-through, as it streams. */
-function passThrough(source: ReadableStream<Guarded>, passthrough: SsePassthrough): ReadableStream<Uint8Array> {
-  const send = (controller: TransformStreamDefaultController<Uint8Array>, pieces: Uint8Array[]): void => {
-    for (const piece of pieces) {
-      if (piece.length > 0) {
-        controller.enqueue(piece);
+  constructor(
+    private readonly encoder: BodyEncoder,
+    kind: 'sse' | 'json',
+    private readonly max: number,
+  ) {
+    this.messages = kind === 'sse' ? new InnerMessages(max) : null;
+  }
+
+  get done(): boolean {
+    return this.encoder.finished;
+  }
+
+  pass(chunk: Uint8Array): Uint8Array[] {
+    if (this.messages === null) {
+      this.jsonLength += chunk.length;
+      if (this.jsonLength > this.max) {
+        const err = tooLarge(this.jsonLength, this.max);
+        return [this.encoder.abort(err.abortCode, err.message)];
+      }
+      this.json.push(chunk);
+      return [];
+    }
+    const out: Uint8Array[] = [];
+    const { items, failed } = this.messages.next(chunk);
+    for (const item of items) {
+      try {
+        out.push(item.kind === 'keepAlive' ? this.encoder.keepAlive() : this.encoder.message(item.data, item.last));
+      } catch (error) {
+        if (!(error instanceof EncodeError)) {
+          throw error;
+        }
+        out.push(this.encoder.fail(error));
+      }
+      if (this.encoder.finished) {
+        // After the final response the POST stream has nothing more for this request.
+        return out;
       }
     }
-    if (passthrough.done) {
-      controller.terminate();
+    if (failed !== null) {
+      out.push(this.encoder.abort(failed.code, failed.reason));
     }
-  };
-  return source.pipeThrough(
-    new TransformStream<Guarded, Uint8Array>({
-      transform(chunk, controller) {
-        if (chunk instanceof Uint8Array) {
-          send(controller, passthrough.pass(chunk));
-          return;
-        }
-        send(controller, passthrough.end(chunk.failed));
-        // Unframed, the failure goes on as it came.
-        controller.error(new Error(chunk.failed));
-      },
-      flush(controller) {
-        send(controller, passthrough.end(null));
-      },
-    }),
-  );
+    return out;
+  }
+
+  end(failed: string | null): Uint8Array[] {
+    if (failed !== null) {
+      return [this.encoder.abort(AbortCode.UpstreamFailed, `upstream body failed: ${failed}`)];
+    }
+    if (this.messages === null) {
+      return [this.encoder.message(Buffer.concat(this.json, this.jsonLength), true)];
+    }
+    return [this.encoder.abort(AbortCode.UpstreamFailed, 'the upstream response stream ended before its final response')];
+  }
 }
 
 async function compatResponse(
@@ -271,7 +258,7 @@ async function compatResponse(
   const encoder = encoderFor('compat', optIn, settings);
   const max = encoder.frames.maxMessageSize;
   if (kind === 'sse') {
-    return withBody(response, passThrough(guarded(response.body!), new SsePassthrough(encoder, null, max)), 'compat');
+    return withBody(response, reframe(response.body!, new SsePassthrough(encoder, null, max)), 'compat');
   }
   // The whole JSON body, within the message limit, before the response head is sent.
   const read = await readWithin(response.body!, max);

@@ -9,15 +9,15 @@
  */
 
 import { REQUEST_KEY_META } from '../../fetch.js';
-import { isRequestKey, keyBytes, type RequestKey } from '../../ids.js';
-import { defaultLogger, type Logger } from '../../telemetry.js';
+import { hex, isRequestKey, keyBytes, random16, type RequestKey } from '../../ids.js';
+import { Telemetry, defaultLogger, type Ended, type Logger, type MeterLike } from '../../telemetry.js';
 import { locate } from '../declare.js';
 import type { WebHandler } from '../handler.js';
 import { InnerMessages } from '../inner.js';
 import { REQUEST_KEY_HEADER, bodyKind } from '../opt-in.js';
-import { reasonOf } from '../streams.js';
-import { MalformedBody, canonical, fingerprint, member, principalDigest, readStrict, storeKey, type Json } from './request.js';
-import type { DedupeStore } from './store.js';
+import { reasonOf, withRequestBody } from '../streams.js';
+import { MalformedBody, authorizationValues, canonical, fingerprint, member, principalDigest, readStrict, storeKey, type Json } from './request.js';
+import { StoreError, type DedupeStore } from './store.js';
 
 /** The response header naming the decision, for operators (SPEC.md §17.10). */
 export const DEDUPE_HEADER = 'mcp-framing-dedupe';
@@ -46,10 +46,18 @@ export interface DedupeOptions {
   failOpen?: boolean;
   /** The `_meta` entries the fingerprint covers (§17.3); default none. */
   coveredMeta?: readonly string[];
-  /** The caller's identity (§17.2); default the `Authorization` header value (none: anonymous). */
+  /**
+   * The caller's identity (§17.2), hashed as its UTF-8 bytes (`null`: anonymous); default: the
+   * request's `Authorization` values joined by `,` (§17.12.1), anonymous without the field.
+   */
   principal?: (request: Request) => string | null;
   /** Where warnings go. */
   logger?: Logger;
+  /**
+   * An OpenTelemetry `Meter` for the metrics of SPEC.md §17.15 (default: the global meter
+   * provider's, if `@opentelemetry/api` is installed).
+   */
+  meter?: MeterLike;
 }
 
 const REFUSALS = {
@@ -84,7 +92,7 @@ function badRequest(message: string, status = 400): Response {
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    const timer = setTimeout(() => reject(new StoreError('timeout', `no answer within ${ms} ms`)), ms);
     promise.then(
       (value) => {
         clearTimeout(timer);
@@ -132,7 +140,7 @@ function outcomeOf(response: Uint8Array): ['r' | 'e', string] | null {
 }
 
 /** Wraps `handler` with deduplication of keyed calls (SPEC.md §17.10). */
-export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebHandler {
+export function dedupeHandler<C extends unknown[]>(handler: WebHandler<C>, options: DedupeOptions): WebHandler<C> {
   const store = options.store;
   const windowMs = options.windowMs ?? 86_400_000;
   const leaseMs = options.leaseMs ?? 30_000;
@@ -143,13 +151,32 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
   const methods = options.methods ?? ['tools/call'];
   const reexecute = options.expiredLease !== 'refuse';
   const covered = options.coveredMeta ?? [];
-  const principal = options.principal ?? ((request: Request) => request.headers.get('authorization'));
+  const principal = (request: Request): Parameters<typeof principalDigest>[0] => {
+    if (options.principal === undefined) {
+      const values = authorizationValues(request.headers);
+      return values === null ? null : { authorization: values };
+    }
+    const id = options.principal(request);
+    return id === null ? null : { id };
+  };
   const logger = options.logger ?? defaultLogger;
-  const call = <T>(operation: Promise<T>): Promise<T> => withTimeout(operation, timeout);
+  const telemetry = new Telemetry(logger, options.meter ?? null);
+  // Every store operation within the timeout, timed (§17.15).
+  const call = async <T>(operation: StoreOperation, run: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      const value = await withTimeout(run(), timeout);
+      telemetry.storeOperation(operation, (performance.now() - started) / 1000, 'ok');
+      return value;
+    } catch (error) {
+      telemetry.storeOperation(operation, (performance.now() - started) / 1000, error instanceof StoreError ? error.kind : 'error');
+      throw error;
+    }
+  };
 
-  return async (request: Request): Promise<Response> => {
+  return async (request: Request, ...context: C): Promise<Response> => {
     if (request.method !== 'POST') {
-      return handler(request);
+      return handler(request, ...context);
     }
     const body = await readBody(request, maxBody);
     if (body === null) {
@@ -164,11 +191,11 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
       }
       throw error;
     }
-    const forward = (signal?: AbortSignal): Request => new Request(request, { body, ...(signal === undefined ? {} : { signal }) });
+    const forward = (signal?: AbortSignal): Request => withRequestBody(request, body, signal);
     const method = member(json, 'method');
     const id = member(json, 'id');
     if (typeof method !== 'string' || id === undefined || !methods.includes(method)) {
-      return handler(forward());
+      return handler(forward(), ...context);
     }
     // The key: the header's and the `_meta` entry's, equal when both are there (§17.1).
     const header = request.headers.get(REQUEST_KEY_HEADER);
@@ -181,7 +208,7 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
     }
     const key = (header?.trim() ?? meta) as RequestKey | undefined;
     if (key === undefined) {
-      return decided(await handler(forward()), 'unprotected');
+      return decided(await handler(forward(), ...context), 'unprotected');
     }
     const name = member(member(json, 'params'), 'name');
     const caller = principal(request);
@@ -190,36 +217,56 @@ export function dedupeHandler(handler: WebHandler, options: DedupeOptions): WebH
     const print = fingerprint(json, covered);
     const idText = canonical(id);
     const started = Date.now();
+    const startedAt = performance.now();
+    let waited = false;
+    const seconds = (): number => (performance.now() - startedAt) / 1000;
+    // Every keyed call decided is counted, and timed unless it executes (timed to its result).
+    const decide = (decision: 'execute' | 'replay' | 'refused' | 'unprotected', reason: Reason | '', ended: Ended | null): void => {
+      telemetry.dedupeDecision(decision, reason, method, waited ? seconds() : null);
+      if (ended !== null) {
+        telemetry.serverOperation(method, decision, seconds(), ended);
+      }
+    };
+    const refuse = (reason: Reason, extra: Record<string, number> = {}, detail = ''): Response => {
+      decide('refused', reason, { errorType: String(REFUSALS[reason][0]), code: REFUSALS[reason][0] });
+      return refusal(reason, idText, key, extra, detail);
+    };
     let delay = 5;
     for (;;) {
-      const token = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex');
+      const token = hex(random16());
       let reply;
       try {
-        reply = await call(store.claim(recordKey, print, token, leaseMs, windowMs, reexecute));
+        reply = await call('claim', () => store.claim(recordKey, print, token, leaseMs, windowMs, reexecute));
       } catch (error) {
         logger.warn(`mcp-framing: the deduplication store failed: ${reasonOf(error)}`);
         if (options.failOpen === true) {
-          return decided(await handler(forward()), 'unprotected');
+          decide('unprotected', '', null);
+          return decided(await handler(forward(), ...context), 'unprotected');
         }
-        return refusal('store_unavailable', idText, key, { retryAfterMs: 1000 }, `: ${reasonOf(error)}`);
+        return refuse('store_unavailable', { retryAfterMs: 1000 }, `: ${reasonOf(error)}`);
       }
       switch (reply.kind) {
-        case 'claimed':
-          return execute(handler, forward(new AbortController().signal), { store, call, recordKey, token, leaseMs, windowMs, maxResult, logger });
+        case 'claimed': {
+          decide('execute', '', null);
+          const claim = { store, call, recordKey, token, leaseMs, windowMs, maxResult, logger, telemetry, method, startedAt };
+          return execute((inner) => handler(inner, ...context), forward(new AbortController().signal), claim);
+        }
         case 'conflict':
-          return refusal('key_conflict', idText, key);
+          return refuse('key_conflict');
         case 'abandoned':
-          return refusal('outcome_unknown', idText, key);
+          return refuse('outcome_unknown');
         case 'done':
           if (reply.state === 'n') {
-            return refusal('result_not_stored', idText, key, { resultBytes: Number(reply.payload) });
+            return refuse('result_not_stored', { resultBytes: Number(reply.payload) });
           }
+          decide('replay', '', endedOf(reply.state, reply.payload));
           return jsonResponse(`{"jsonrpc":"2.0","id":${idText},"${reply.state === 'r' ? 'result' : 'error'}":${reply.payload}}`, 200, 'replay');
         case 'in_flight': {
           // Poll with backoff, never past the lease's end, for a bounded time (§17.8).
+          waited = true;
           const left = waitMs - (Date.now() - started);
           if (left <= 0) {
-            return refusal('in_progress', idText, key, { retryAfterMs: reply.msLeft }, ` (waited ${Date.now() - started} ms)`);
+            return refuse('in_progress', { retryAfterMs: reply.msLeft }, ` (waited ${Date.now() - started} ms)`);
           }
           await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(delay, left, reply.msLeft))));
           delay = Math.min(delay * 2, 200);
@@ -235,15 +282,40 @@ function decided(response: Response, decision: string): Response {
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }
 
+type StoreOperation = 'claim' | 'renew' | 'complete' | 'release';
+
+/**
+ * How a recorded outcome ends a call, for `mcp.server.operation.duration`: a JSON-RPC error by
+ * its code, a result with `isError: true` as `tool_error`.
+ */
+function endedOf(state: 'r' | 'e', payload: string): Ended {
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    value = null;
+  }
+  const field = (name: string): unknown => (typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined);
+  if (state === 'e') {
+    const code = field('code');
+    return typeof code === 'number' && Number.isInteger(code) ? { errorType: String(code), code } : { errorType: 'invalid_error' };
+  }
+  return field('isError') === true ? { errorType: 'tool_error' } : { errorType: null };
+}
+
 interface Claim {
   store: DedupeStore;
-  call: <T>(operation: Promise<T>) => Promise<T>;
+  call: <T>(operation: StoreOperation, run: () => Promise<T>) => Promise<T>;
   recordKey: string;
   token: string;
   leaseMs: number;
   windowMs: number;
   maxResult: number;
   logger: Logger;
+  telemetry: Telemetry;
+  method: string;
+  /** When the call was decided (`performance.now()`). */
+  startedAt: number;
 }
 
 /**
@@ -252,12 +324,15 @@ interface Claim {
  * is relayed while the client reads it (§17.10).
  */
 async function execute(handler: WebHandler, request: Request, claim: Claim): Promise<Response> {
-  const { store, call, recordKey, token, logger } = claim;
+  const { store, call, recordKey, token, logger, telemetry } = claim;
+  const operation = (decision: string, ended: Ended): void =>
+    telemetry.serverOperation(claim.method, decision, (performance.now() - claim.startedAt) / 1000, ended);
   const renewal = setInterval(() => {
-    call(store.renew(recordKey, token, claim.leaseMs)).then(
+    call('renew', () => store.renew(recordKey, token, claim.leaseMs)).then(
       (held) => {
         if (!held) {
           logger.warn('mcp-framing: a deduplicated call lost its lease while it ran (it may execute twice)');
+          telemetry.leaseLost('heartbeat');
           clearInterval(renewal);
         }
       },
@@ -272,37 +347,48 @@ async function execute(handler: WebHandler, request: Request, claim: Claim): Pro
     response = await handler(request);
   } catch (error) {
     stop();
+    operation('execute', { errorType: 'no_final_response' });
     throw error;
   }
   if (response.status >= 400 && response.status < 500) {
     // The handler rejected the request before running it: the claim is given back at once.
     stop();
-    await call(store.release(recordKey, token)).catch((error: unknown) => logger.warn(`mcp-framing: releasing a claim failed: ${reasonOf(error)}`));
+    operation('execute', { errorType: 'released' });
+    await call('release', () => store.release(recordKey, token)).catch((error: unknown) => logger.warn(`mcp-framing: releasing a claim failed: ${reasonOf(error)}`));
     return decided(response, 'execute');
   }
   const kind = bodyKind(response, true);
   if (kind === null) {
     stop();
+    operation('execute', { errorType: 'no_final_response' });
     return decided(response, 'execute');
   }
   const record = async (final: Uint8Array | null): Promise<void> => {
     stop();
     const outcome = final === null ? null : outcomeOf(final);
     if (outcome === null) {
-      return; // no final response: nothing recorded, the claim expires with its lease
+      // No final response: nothing recorded, the claim expires with its lease.
+      operation('execute', { errorType: 'no_final_response' });
+      return;
     }
     const size = textEncoder.encode(outcome[1]).length;
     const [state, payload] = size > claim.maxResult ? (['n', String(size)] as const) : outcome;
+    operation('execute', state === 'n' ? { errorType: null } : endedOf(state, payload));
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        if (!(await call(store.complete(recordKey, token, state, payload, claim.windowMs)))) {
+        if (await call('complete', () => store.complete(recordKey, token, state, payload, claim.windowMs))) {
+          telemetry.completion(state === 'n' ? 'not_stored' : 'stored');
+        } else {
           logger.warn('mcp-framing: a deduplicated call completed after its lease was taken over (lease_lost)');
+          telemetry.completion('lease_lost');
+          telemetry.leaseLost('completion');
         }
         return;
       } catch (error) {
         logger.warn(`mcp-framing: recording a completion failed: ${reasonOf(error)}`);
       }
     }
+    telemetry.completion('store_error');
   };
   const reader = response.body!.getReader();
   const final = kind === 'json' ? new JsonCapture() : new SseCapture();

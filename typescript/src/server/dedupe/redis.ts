@@ -10,7 +10,7 @@
 
 import { createHash } from 'node:crypto';
 
-import type { ClaimReply, DedupeStore } from './store.js';
+import { StoreError, type ClaimReply, type DedupeStore } from './store.js';
 
 /** The scripts of SPEC.md §17.12.1, their text as the crate ships it. */
 export const SCRIPTS = {
@@ -62,20 +62,26 @@ export class RedisStore implements DedupeStore {
   /** Runs a script: `EVALSHA`, and `EVAL` when the server does not know it yet. */
   private async run(name: ScriptName, key: string, argv: string[]): Promise<unknown> {
     const args = ['1', this.prefix + key, ...argv];
+    const failed = (error: unknown): StoreError =>
+      new StoreError('redis', `redis: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     try {
       return await this.client.sendCommand(['EVALSHA', this.shas[name], ...args]);
     } catch (error) {
       if (!String(error instanceof Error ? error.message : error).startsWith('NOSCRIPT')) {
-        throw error;
+        throw failed(error);
       }
-      return this.client.sendCommand(['EVAL', this.texts[name], ...args]);
+      try {
+        return await this.client.sendCommand(['EVAL', this.texts[name], ...args]);
+      } catch (again) {
+        throw failed(again);
+      }
     }
   }
 
   async claim(key: string, fingerprint: string, token: string, leaseMs: number, retentionMs: number, reexecute: boolean): Promise<ClaimReply> {
     const reply = await this.run('claim', key, [fingerprint, token, String(ms(leaseMs)), String(ms(retentionMs)), reexecute ? '1' : '0']);
     if (!Array.isArray(reply)) {
-      throw new Error(`unexpected reply to claim: ${String(reply)}`);
+      throw new StoreError('corrupt', `unexpected reply to claim: ${String(reply)}`);
     }
     const [kind, a, b] = reply as unknown[];
     switch (kind) {
@@ -92,7 +98,7 @@ export class RedisStore implements DedupeStore {
           return { kind, state: a, payload: b };
         }
     }
-    throw new Error(`unexpected reply to claim: ${JSON.stringify(reply)}`);
+    throw new StoreError('corrupt', `unexpected reply to claim: ${JSON.stringify(reply)}`);
   }
 
   async renew(key: string, token: string, leaseMs: number): Promise<boolean> {
@@ -117,5 +123,5 @@ function flag(reply: unknown): boolean {
   if (reply === 1 || reply === 0) {
     return reply === 1;
   }
-  throw new Error(`unexpected reply: ${String(reply)}`);
+  throw new StoreError('corrupt', `unexpected reply: ${String(reply)}`);
 }

@@ -290,9 +290,61 @@ export function fingerprint(request: Json, covered: readonly string[] = []): str
   return createHash('sha256').update(canonical(params)).digest('hex');
 }
 
-/** The principal of a request (§17.2): the SHA-256 of its `Authorization` value, or anonymous. */
-export function principalDigest(authorization: string | null): Uint8Array | null {
-  return authorization === null ? null : createHash('sha256').update(authorization, 'latin1').digest();
+/** A token (RFC 9110 §5.6.2) that opens the text: an auth-scheme or an auth-param's name. */
+const TOKEN_AHEAD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+( *)(.|$)/;
+
+/**
+ * The `Authorization` field values of a request as it sent them, from a Fetch `Headers`, which
+ * joins the values of several field lines with `, ` into one: the joined value is cut at each
+ * `, ` outside a quoted string that a new credential follows (an auth-scheme followed by a space,
+ * a comma or the end, RFC 9110 §11.4), never where an auth-param (`name=...`) goes on.
+ * `null` without the field.
+ *
+ * A credential is one field line; the one thing this cannot tell apart is one line that holds
+ * two credentials (which no valid credential does) from two lines.
+ */
+export function authorizationValues(headers: Headers): string[] | null {
+  const joined = headers.get('authorization');
+  if (joined === null) {
+    return null;
+  }
+  const values: string[] = [];
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < joined.length; i++) {
+    const c = joined[i];
+    if (quoted) {
+      if (c === '\\') {
+        i += 1;
+      } else if (c === '"') {
+        quoted = false;
+      }
+    } else if (c === '"') {
+      quoted = true;
+    } else if (c === ',' && joined[i + 1] === ' ') {
+      const ahead = TOKEN_AHEAD.exec(joined.slice(i + 2, i + 2 + 256));
+      const credential = ahead !== null && ahead[2] !== '=' && (ahead[1]!.length > 0 || ahead[2] === '' || ahead[2] === ',');
+      if (credential) {
+        values.push(joined.slice(start, i));
+        start = i + 2;
+      }
+    }
+  }
+  values.push(joined.slice(start));
+  return values;
+}
+
+/**
+ * The principal's digest (§17.2, §17.12.1): `authorization` values (each value's bytes as
+ * received, Latin-1 in a Fetch `Headers`) joined by `,`, or an `id` of the server's (its UTF-8
+ * bytes, the crate's `Principal::from_id`); `null` (no `Authorization` field) is anonymous.
+ */
+export function principalDigest(principal: { authorization: readonly string[] } | { id: string } | null): Uint8Array | null {
+  if (principal === null) {
+    return null;
+  }
+  const hash = createHash('sha256');
+  return 'id' in principal ? hash.update(principal.id, 'utf8').digest() : hash.update(principal.authorization.join(','), 'latin1').digest();
 }
 
 function u64(n: number): Uint8Array {

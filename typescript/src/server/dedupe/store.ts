@@ -5,6 +5,24 @@
  * @module
  */
 
+import { Telemetry, type MeterLike } from '../../telemetry.js';
+
+/**
+ * A store that failed, by `kind` (the Rust crate's `StoreError::kind`, the `outcome` of the
+ * store metrics): `timeout` (no answer in time), `full` (a bounded store full of calls in
+ * flight), `corrupt` (an answer that is not the format's), `redis` (the Redis client failed).
+ */
+export class StoreError extends Error {
+  constructor(
+    readonly kind: 'timeout' | 'full' | 'corrupt' | 'redis',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'StoreError';
+  }
+}
+
 /** What a claim answered (SPEC.md §17.4). */
 export type ClaimReply =
   | { kind: 'claimed'; generation: number }
@@ -49,6 +67,11 @@ export interface MemoryStoreOptions {
   maxBytes?: number;
   /** The clock, in ms (tests); default `Date.now`. */
   now?: () => number;
+  /**
+   * An OpenTelemetry `Meter` for `mcp_framing.dedupe.evictions` (default: the global meter
+   * provider's, if `@opentelemetry/api` is installed).
+   */
+  meter?: MeterLike;
 }
 
 /**
@@ -63,6 +86,7 @@ export class MemoryStore implements DedupeStore {
   private readonly maxEntries: number;
   private readonly maxBytes: number;
   private readonly now: () => number;
+  private readonly telemetry: Telemetry;
   /** Records removed before their window (SPEC.md §17.7). */
   evictions = 0;
 
@@ -70,6 +94,7 @@ export class MemoryStore implements DedupeStore {
     this.maxEntries = options.maxEntries ?? 100_000;
     this.maxBytes = options.maxBytes ?? 256 * 1024 * 1024;
     this.now = options.now ?? Date.now;
+    this.telemetry = new Telemetry(undefined, options.meter ?? null);
   }
 
   private get(key: string): Entry | undefined {
@@ -102,6 +127,7 @@ export class MemoryStore implements DedupeStore {
       }
       if (entry.expires > now) {
         this.evictions += 1;
+        this.telemetry.evicted(entry.s === 'f' ? 'expired_claim' : 'completed');
       }
       this.remove(key, entry);
     }
@@ -113,7 +139,7 @@ export class MemoryStore implements DedupeStore {
     const entry = this.get(key);
     if (entry === undefined) {
       if (!this.room(0)) {
-        throw new Error('the in-memory store is full of calls in flight');
+        throw new StoreError('full', 'the in-memory store is full of calls in flight');
       }
       this.entries.set(key, { s: 'f', fp: fingerprint, t: token, g: 1, l: now + leaseMs, r: '', expires: now + retentionMs });
       return { kind: 'claimed', generation: 1 };
