@@ -18,8 +18,9 @@
 //! mapping: the sidecar frames, CRC-32 and SHA-256 of every byte). Each call posts
 //! `generate_text` for a result of about 1 KiB, 64 KiB or 1 MiB and reads the whole body; the
 //! time is the wall time from sending to the last byte. Framed bodies are verified (CRC-32s,
-//! length, SHA-256, sentinel, request key) after the clock stopped, so that the figures compare
-//! the proxies and not the client's verification; a body that does not verify fails the run.
+//! length, SHA-256, sentinel, request key) after the clock stopped (for the throughput, once the
+//! round's calls all ended), so that the figures compare the proxies and not the client's
+//! verification; a body that does not verify fails the run.
 //!
 //! Output: Markdown tables on stdout.
 
@@ -118,6 +119,27 @@ impl Options {
 
 /// One call: the body and how long it took; the body checked after the clock stopped.
 async fn call(client: &reqwest::Client, url: &str, mode: Mode, size: usize) -> (Duration, usize) {
+    let (elapsed, answer) = send(client, url, mode, size).await;
+    answer.check();
+    (elapsed, answer.body.len())
+}
+
+/// A call's body, to be checked once the clock stopped.
+struct Answer {
+    mode: Mode,
+    key: RequestKey,
+    body: bytes::Bytes,
+    lines: usize,
+}
+
+impl Answer {
+    fn check(&self) {
+        check(self.mode, self.key, &self.body, self.lines);
+    }
+}
+
+/// One call, timed from sending to the body's last byte; the body is not checked.
+async fn send(client: &reqwest::Client, url: &str, mode: Mode, size: usize) -> (Duration, Answer) {
     let lines = (size / LINE_BYTES).max(1);
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"generate_text","arguments":{{"seed":"bench","lines":{lines}}}}}}}"#
@@ -147,10 +169,15 @@ async fn call(client: &reqwest::Client, url: &str, mode: Mode, size: usize) -> (
         .await
         .expect("the call is answered");
     assert_eq!(response.status(), 200, "{}", mode.name());
-    let bytes = response.bytes().await.expect("the body is read");
+    let body = response.bytes().await.expect("the body is read");
     let elapsed = start.elapsed();
-    check(mode, key, &bytes, lines);
-    (elapsed, bytes.len())
+    let answer = Answer {
+        mode,
+        key,
+        body,
+        lines,
+    };
+    (elapsed, answer)
 }
 
 /// The body holds the whole result: verified when framed.
@@ -224,28 +251,36 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// `tasks` tasks making `calls` calls each, in turn, through `url`; `what(task, call)` says the
-/// mode and result size of each.
+/// mode and result size of each. Returns how long they took; the bodies are checked after that,
+/// so that the time is the proxies' and not the client's verification (as for the latency).
 async fn in_flight(
     tasks: usize,
     calls: usize,
     client: &reqwest::Client,
     url: &str,
     what: impl Fn(usize, usize) -> (Mode, usize) + Send + Sync + Copy + 'static,
-) {
+) -> Duration {
+    let start = Instant::now();
     let mut running = Vec::new();
     for task in 0..tasks {
         let client = client.clone();
         let url = url.to_owned();
         running.push(tokio::spawn(async move {
+            let mut answers = Vec::with_capacity(calls);
             for i in 0..calls {
                 let (mode, size) = what(task, i);
-                call(&client, &url, mode, size).await;
+                answers.push(send(&client, &url, mode, size).await.1);
             }
+            answers
         }));
     }
+    let mut answers = Vec::new();
     for task in running {
-        task.await.expect("the calls succeed");
+        answers.extend(task.await.expect("the calls succeed"));
     }
+    let elapsed = start.elapsed();
+    answers.iter().for_each(Answer::check);
+    elapsed
 }
 
 fn main() {
@@ -308,12 +343,11 @@ async fn run(options: Options) {
         let mut rates: Vec<Vec<f64>> = vec![Vec::new(); Mode::ALL.len()];
         for _ in 0..options.tp_rounds {
             for (index, mode) in Mode::ALL.into_iter().enumerate() {
-                let start = Instant::now();
-                in_flight(32, per_task, &client, options.url(mode), move |_, _| {
+                let elapsed = in_flight(32, per_task, &client, options.url(mode), move |_, _| {
                     (mode, size)
                 })
                 .await;
-                rates[index].push((32 * per_task) as f64 / start.elapsed().as_secs_f64());
+                rates[index].push((32 * per_task) as f64 / elapsed.as_secs_f64());
             }
         }
         let medians: Vec<f64> = rates.iter_mut().map(|r| median(r)).collect();

@@ -3,7 +3,6 @@
 //! the framing contract written into the final response to a discovery request (§11.2).
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -12,6 +11,7 @@ use futures_core::Stream;
 use http_body::Body;
 
 use super::declare::{Declaration, unframeable};
+use super::layer::{InnerBody, drain_rest};
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::AbortCode;
@@ -51,7 +51,9 @@ const BOM: &[u8] = "\u{feff}".as_bytes();
 /// lines: a message is neither copied nor validated as UTF-8 more than once on its way through
 /// (issue 13 §5: a 1 MiB result was copied four times, into fresh buffers).
 pub(super) struct SsePassthrough<B: Body> {
-    body: Pin<Box<B>>,
+    /// The inner body; in the compatible mapping handed to [`drain_rest`] after the final
+    /// response.
+    body: Option<Pin<Box<B>>>,
     /// Writes the records (the compatible mapping); `None`: unframed.
     framing: Option<MappingEncoder>,
     /// Writes the framing contract into the final response (a discovery request).
@@ -142,7 +144,7 @@ impl<B: Body> SsePassthrough<B> {
         declare: Option<Declaration>,
     ) -> Self {
         Self {
-            body: Box::pin(body),
+            body: Some(Box::pin(body)),
             framing,
             declare,
             lines: LineSplitter::default(),
@@ -487,11 +489,7 @@ fn event_data(values: &[Bytes], len: usize) -> Bytes {
     data.freeze()
 }
 
-impl<B> Stream for SsePassthrough<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: fmt::Display,
-{
+impl<B: InnerBody> Stream for SsePassthrough<B> {
     type Item = Result<Bytes, B::Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -508,11 +506,21 @@ where
                 return Poll::Ready(Some(Err(err)));
             }
             if this.done {
+                if this.finished && !this.lf_to_come {
+                    // The final response went out whole: the end of the inner body is read
+                    // apart (this body ends now).
+                    if let Some(body) = this.body.take() {
+                        drain_rest(body);
+                    }
+                }
                 return Poll::Ready(None);
             }
+            let Some(body) = this.body.as_mut() else {
+                return Poll::Ready(None);
+            };
             if this.lf_to_come {
                 // Only the LF of the final event's CRLF may still come, first in the next chunk.
-                match this.body.as_mut().poll_frame(cx) {
+                match body.as_mut().poll_frame(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                         Ok(data) if data.is_empty() => continue,
@@ -526,7 +534,7 @@ where
                 this.done = true;
                 continue;
             }
-            match this.body.as_mut().poll_frame(cx) {
+            match body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(frame))) => {
                     if let Ok(data) = frame.into_data() {

@@ -98,6 +98,13 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 /// has the layer's values, and is replaced by the layer's otherwise, with a warning: the layer is
 /// what frames the responses, so only its declaration is true.
 ///
+/// A framed response ends with the inner service's final response: the client gets the sentinel
+/// and the end of the body at once. What the inner body still holds (the end of its SSE stream)
+/// is then read in a task of its own, at most 64 KiB within a second, so that an inner body that
+/// comes over HTTP (a proxy's upstream connection) ends cleanly and its connection is reused. A
+/// client that goes away before the final response drops the inner body unread: the inner
+/// server sees its request cancelled.
+///
 /// # Examples
 ///
 /// ```
@@ -811,7 +818,10 @@ enum Refusal {
 }
 
 /// An inner response body the layer can frame.
-trait InnerBody: Body<Data = Bytes, Error: fmt::Display + Send + 'static> + Send + 'static {}
+pub(super) trait InnerBody:
+    Body<Data = Bytes, Error: fmt::Display + Send + 'static> + Send + 'static
+{
+}
 
 impl<B> InnerBody for B where
     B: Body<Data = Bytes, Error: fmt::Display + Send + 'static> + Send + 'static
@@ -838,6 +848,45 @@ fn framed_kind<B>(response: &Response<B>, json: bool) -> Option<bool> {
             .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
     });
     (json && is_json).then_some(false)
+}
+
+/// The most bytes [`drain_rest`] reads of what follows an inner body's final response: the
+/// end of an SSE stream (the chunked encoding's last chunk, a closing comment), not more.
+const DRAIN_BYTES: usize = 64 * 1024;
+
+/// How long [`drain_rest`] waits for the end of an inner body after its final response.
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+
+/// Reads what is left of an inner response body once its final response went out, in a task of
+/// its own, rather than dropping it: the framed body has ended (the client has the sentinel and
+/// the end of the HTTP body at once), and an inner body that comes over HTTP (a proxy's upstream
+/// client, as `mcp-frame proxy`'s) reaches its end, so that its connection goes back to the
+/// client's pool. Dropped before its end, the connection is closed: every framed call would pay
+/// a new connection, whose first segments wait on the receive window and on delayed ACKs of a
+/// server with Nagle's algorithm on. Bounded: at most [`DRAIN_BYTES`] for at most
+/// [`DRAIN_WAIT`], then dropped; dropped at once when it ended already or outside a tokio
+/// runtime. Only after the final response: a body dropped before it is how the inner server
+/// learns that the client went away (the request is cancelled).
+pub(super) fn drain_rest<B: InnerBody>(mut body: Pin<Box<B>>) {
+    if body.is_end_stream() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let rest = async {
+            let mut left = DRAIN_BYTES;
+            while let Some(Ok(frame)) = body.frame().await {
+                let len = frame.data_ref().map_or(0, Bytes::len);
+                match left.checked_sub(len) {
+                    Some(still) => left = still,
+                    None => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_WAIT, rest).await;
+    });
 }
 
 fn fixed_body<E: 'static>(bytes: impl Into<Bytes>) -> FramingBody<E> {
@@ -876,7 +925,7 @@ async fn frame_response<B: InnerBody>(
     // (SPEC.md §6, §16): the bound the encoder applies, so one byte more is an ABORT of code 5.
     let max_message = buffer_limit(encoder.max_message_size());
     let messages = InnerMessages {
-        body: Box::pin(body),
+        body: Some(Box::pin(body)),
         parser: sse.then(|| SseParser::with_max_event_data(max_message).data_unchecked()),
         max_message,
         json: Gathered::default(),
@@ -901,7 +950,8 @@ async fn frame_response<B: InnerBody>(
 
 /// The JSON-RPC messages of an inner (rmcp) response body, as [`Outgoing`] items.
 struct InnerMessages<B> {
-    body: Pin<Box<B>>,
+    /// The inner body; handed to [`drain_rest`] after the final response.
+    body: Option<Pin<Box<B>>>,
     parser: Option<SseParser>,
     max_message: usize,
     json: Gathered,
@@ -914,11 +964,7 @@ struct InnerMessages<B> {
     request_id: Option<Value>,
 }
 
-impl<B> Stream for InnerMessages<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: fmt::Display,
-{
+impl<B: InnerBody> Stream for InnerMessages<B> {
     type Item = Result<Outgoing, String>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -928,10 +974,18 @@ where
                 return Poll::Ready(Some(Ok(item)));
             }
             if this.done || this.final_seen {
-                // After the final response the POST stream has nothing more for this request.
+                // After the final response the POST stream has nothing more for this request:
+                // its end is read apart (the framed body ends now).
+                if let Some(body) = this.body.take().filter(|_| !this.done) {
+                    drain_rest(body);
+                }
+                this.done = true;
                 return Poll::Ready(None);
             }
-            match this.body.as_mut().poll_frame(cx) {
+            let Some(body) = this.body.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Err(err))) => {
                     // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.

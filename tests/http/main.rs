@@ -15,5 +15,6 @@ mod http_rmcp_client;
 #[cfg(feature = "rustls")]
 mod https_rmcp;
 mod idle_timeout;
+mod inner_body_end;
 mod no_nagle_stall;
 mod server_body;
