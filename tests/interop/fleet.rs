@@ -10,9 +10,9 @@
 //! and gets the recorded result: the tool's own counter shows one execution per logical call.
 //!
 //! The Python and TypeScript clients resolve every attempt with `server/discover` (MCP
-//! 2026-07-28), which the TypeScript SDK's v1 server does not answer ("Unsupported protocol
-//! version"): they run against the three other servers; Rust's client resolves with the contract
-//! the sidecar declared in `initialize`, and runs against all four.
+//! 2026-07-28), except on the TypeScript SDK's v1 server, which does not answer it ("Unsupported
+//! protocol version"): there they resolve every attempt with the contract the sidecar declared in
+//! the SDK's own `initialize` result, as Rust's client does on all four.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,10 +35,10 @@ use serde_json::Value;
 
 use crate::cut::{self, Cut};
 use crate::dedupe_support::RedisServer;
-use crate::example_support::{repo, runtime};
+use crate::example_support::runtime;
 use crate::servers::{Counter, FixtureServer, Sdk};
 use crate::sidecar_support::Proxy;
-use crate::stock_support::{cut_fails_within, node, python_driver};
+use crate::stock_support::{cut_fails_within, python_driver, typescript_fleet};
 
 /// Cut calls per server SDK.
 const CUT_CALLS: usize = 24;
@@ -78,6 +78,17 @@ impl Fleet {
             _sidecars: sidecars,
             cuts,
         }
+    }
+}
+
+/// How the Python and TypeScript clients learn the contract on `sdk`'s server (their drivers'
+/// `--handshake`): `server/discover` at every attempt, or the `initialize` result's where the
+/// server does not answer `server/discover` (the TypeScript SDK's v1 line).
+pub(crate) fn handshake(sdk: Sdk) -> &'static str {
+    if sdk == Sdk::TypeScriptV1 {
+        "initialize"
+    } else {
+        "discover"
     }
 }
 
@@ -280,23 +291,27 @@ fn probe(fleet: &Fleet, run: impl FnOnce() -> f64) -> (usize, f64) {
     (len, 2.0 * cut_fails_within([seconds]))
 }
 
+/// The options both drivers take for `calls` keyed `count` calls on `fleet` (keys `PREFIX-i`).
+fn count_options(fleet: &Fleet, prefix: &str, calls: usize) -> Vec<String> {
+    let calls = calls.to_string();
+    let options = ["--calls", &calls, "--tool", "count", "--key-prefix", prefix];
+    let mut options: Vec<String> = options.iter().map(|o| (*o).to_owned()).collect();
+    options.extend(["--handshake".to_owned(), handshake(fleet.sdk).to_owned()]);
+    options
+}
+
 /// The Python SDK with the package's wrapper, keyed retries over both cutting proxies
-/// (`driver.py fleet`: round robin, every attempt discovered).
+/// (`driver.py fleet`: round robin, every attempt discovered, or given the contract of the
+/// SDK's `initialize` result: [`handshake`]).
 fn python_client_on(fleet: &Fleet) {
     let prefix = format!("python-{:?}", fleet.sdk);
     let cut_a = &fleet.cuts[0].1;
     let endpoints = format!("{},{}", fleet.cuts[0].0, fleet.cuts[1].0);
     let run = |prefix: &str, calls: usize| {
-        python_driver(&[
-            "fleet",
-            &endpoints,
-            "--calls",
-            &calls.to_string(),
-            "--tool",
-            "count",
-            "--key-prefix",
-            prefix,
-        ])
+        let options = count_options(fleet, prefix, calls);
+        let mut args = vec!["fleet", &endpoints];
+        args.extend(options.iter().map(String::as_str));
+        python_driver(&args)
     };
     let (len, within) = probe(fleet, || {
         run(&format!("{prefix}-00"), 1).calls[0]["seconds"]
@@ -334,20 +349,10 @@ fn typescript_client_on(fleet: &Fleet, sdk: &str) {
     let cut_a = &fleet.cuts[0].1;
     let endpoints = format!("{},{}", fleet.cuts[0].0, fleet.cuts[1].0);
     let run = |prefix: &str, calls: usize| -> Value {
-        let output = std::process::Command::new(node())
-            .arg(repo().join("tests/stock_clients/fleet.mjs"))
-            .args(["--sdk", sdk, "--endpoints", &endpoints])
-            .args(["--calls", &calls.to_string(), "--tool", "count"])
-            .args(["--key-prefix", prefix])
-            .output()
-            .expect("run fleet.mjs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "fleet.mjs {sdk}: {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+        let options = count_options(fleet, prefix, calls);
+        let mut args = vec!["--endpoints", &endpoints];
+        args.extend(options.iter().map(String::as_str));
+        typescript_fleet(sdk, &args)
     };
     let (len, within) = probe(fleet, || {
         run(&format!("{prefix}-00"), 1)["calls"][0]["seconds"]
@@ -404,11 +409,9 @@ fn every_cut_tool_call_runs_once_and_its_keyed_retry_gets_the_recorded_result_on
                     .build()
                     .unwrap()
                     .block_on(rust_client_on(fleet));
-                if fleet.sdk != Sdk::TypeScriptV1 {
-                    python_client_on(fleet);
-                    for sdk in ["v1", "v2"] {
-                        typescript_client_on(fleet, sdk);
-                    }
+                python_client_on(fleet);
+                for sdk in ["v1", "v2"] {
+                    typescript_client_on(fleet, sdk);
                 }
             });
         }
