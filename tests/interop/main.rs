@@ -12,10 +12,12 @@
 //! - [`fleet`]: two processes of each server behind two sidecars sharing one Redis, cut on the
 //!   way at many offsets: every cut reported at once, its keyed retry answered with the recorded
 //!   result, one execution per logical call;
-//! - [`killed`]: every server killed in the middle of a tool call: aborted or abandoned, never
-//!   clean;
+//! - [`killed`]: every server killed in the middle of a tool call, every framing client waiting
+//!   on it: aborted or abandoned, never clean;
 //! - [`slow`]: a slow tool whose client went away completes, is recorded, and its keyed retry
-//!   gets it replayed.
+//!   (from every framing client) gets it replayed;
+//! - [`readme`]: the README's sidecar section, its FastMCP and TypeScript servers and its
+//!   `mcp-frame proxy` command, followed as written.
 //!
 //! The servers and clients run from what `scripts/stock-clients` installs (`bash scripts/test`
 //! runs it first); the tests fail, not skip, when it is missing. Each module starts its servers
@@ -31,6 +33,7 @@ mod sidecar_support;
 mod direct;
 mod fleet;
 mod killed;
+mod readme;
 mod servers;
 mod slow;
 mod through;
