@@ -22,10 +22,10 @@ use serde_json::{Value, json};
 use crate::cut::{self, Cut};
 use crate::example_support::runtime;
 use crate::fleet::handshake;
-use crate::servers::{Counter, FixtureServer, Sdk};
+use crate::servers::{Counter, Sdk};
 use crate::sidecar_support::Proxy;
 use crate::stock_support::FleetDriver;
-use crate::{call_tool, slow, wait_for_execution};
+use crate::{call_tool, shared_servers, slow, wait_for_execution};
 
 /// How long the tool sleeps.
 const SLOW_MS: u64 = 1_500;
@@ -168,11 +168,11 @@ fn completes_without_the_sidecar(sdk: Sdk) -> bool {
 
 #[test]
 fn a_slow_tool_whose_client_went_away_is_completed_recorded_and_replayed_on_every_server() {
-    let counter = Counter::new();
-    let which: Vec<(Sdk, bool)> = Sdk::ALL.iter().map(|&sdk| (sdk, false)).collect();
-    let servers = FixtureServer::start_all(&which, &counter);
+    // The shared servers that answer in SSE (the tool's progress notification begins the
+    // response while it runs); every key of this test is its own.
+    let (counter, servers) = shared_servers();
     thread::scope(|scope| {
-        for server in &servers {
+        for server in servers.iter().filter(|server| !server.json) {
             let counter = counter.clone();
             scope.spawn(move || {
                 let label = server.label();
