@@ -278,17 +278,21 @@ fn check_fleet_calls(fleet: &Fleet, client: &str, prefix: &str, calls: &[Value],
 /// otherwise; a few cuts land after the verified result, which needs no retry).
 const OTHER_CUT_CALLS: usize = 28;
 
-/// The length of a `count` response body through A for a client (one uncut call with `run`,
-/// whose keys are as long as the later ones'), and how long a cut call may take: its attempt
-/// failed at once, then its retry ([`cut_fails_within`] the uncut call's time, each).
-fn probe(fleet: &Fleet, run: impl FnOnce() -> f64) -> (usize, f64) {
+/// Uncut calls a client's probe makes: the slowest of them bounds a cut call (one call alone
+/// says little about the time of the cut calls on a loaded machine).
+const PROBE_CALLS: usize = 3;
+
+/// The length of a `count` response body through A for a client ([`PROBE_CALLS`] uncut calls
+/// with `run`, which returns their times), and how long a cut call may take: its attempt failed
+/// at once, then its retry ([`cut_fails_within`] the slowest uncut call's time, each).
+fn probe(fleet: &Fleet, run: impl FnOnce() -> Vec<f64>) -> (usize, f64) {
     let cut_a = &fleet.cuts[0].1;
     cut_a.forwarded.lock().unwrap().clear();
     let seconds = run();
     let forwarded = cut_a.forwarded.lock().unwrap().clone();
     cut_a.forwarded.lock().unwrap().clear();
     let len = *forwarded.last().expect("a call through A");
-    (len, 2.0 * cut_fails_within([seconds]))
+    (len, 2.0 * cut_fails_within(seconds))
 }
 
 /// The options both drivers take for `calls` keyed `count` calls on `fleet` (keys `PREFIX-i`).
@@ -314,9 +318,11 @@ fn python_client_on(fleet: &Fleet) {
         python_driver(&args)
     };
     let (len, within) = probe(fleet, || {
-        run(&format!("{prefix}-00"), 1).calls[0]["seconds"]
-            .as_f64()
-            .unwrap()
+        let calls = run(&format!("{prefix}-00"), PROBE_CALLS).calls;
+        calls
+            .iter()
+            .map(|c| c["seconds"].as_f64().unwrap())
+            .collect()
     });
     cut_a.cut_method("tools/call", offsets(len, OTHER_CUT_CALLS));
     // Round robin: a call not cut (its first attempt on B) moves the next one's to A.
@@ -355,9 +361,12 @@ fn typescript_client_on(fleet: &Fleet, sdk: &str) {
         typescript_fleet(sdk, &args)
     };
     let (len, within) = probe(fleet, || {
-        run(&format!("{prefix}-00"), 1)["calls"][0]["seconds"]
-            .as_f64()
-            .unwrap()
+        let run = run(&format!("{prefix}-00"), PROBE_CALLS);
+        let calls = run["calls"].as_array().unwrap();
+        calls
+            .iter()
+            .map(|c| c["seconds"].as_f64().unwrap())
+            .collect()
     });
     cut_a.cut_method("tools/call", offsets(len, OTHER_CUT_CALLS));
     let run = run(&prefix, OTHER_CUT_CALLS);
