@@ -14,9 +14,9 @@
 //! and gets the recorded result: the tool's own counter shows one execution per logical call.
 //!
 //! The Python and TypeScript clients resolve every attempt with `server/discover` (MCP
-//! 2026-07-28), which the TypeScript SDK's v1 server does not answer ("Unsupported protocol
-//! version"): they run against the three other servers; Rust's client resolves with the contract
-//! the sidecar declared in `initialize`, and runs against all four.
+//! 2026-07-28), except on the TypeScript SDK's v1 server, which does not answer it ("Unsupported
+//! protocol version"): there they resolve every attempt with the contract the sidecar declared in
+//! the SDK's own `initialize` result, as Rust's client does on all four.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,10 +39,10 @@ use serde_json::Value;
 
 use crate::cut::{self, Cut};
 use crate::dedupe_support::RedisServer;
-use crate::example_support::{repo, runtime};
+use crate::example_support::runtime;
 use crate::servers::{Counter, FixtureServer, Framing, Sdk};
 use crate::sidecar_support::Proxy;
-use crate::stock_support::{cut_fails_within, node, python_driver};
+use crate::stock_support::{cut_fails_within, python_driver, typescript_fleet};
 
 /// Cut calls per server SDK.
 const CUT_CALLS: usize = 24;
@@ -110,6 +110,17 @@ impl Fleet {
             _sidecars: sidecars,
             cuts,
         }
+    }
+}
+
+/// How the Python and TypeScript clients learn the contract on `sdk`'s server (their drivers'
+/// `--handshake`): `server/discover` at every attempt, or the `initialize` result's where the
+/// server does not answer `server/discover` (the TypeScript SDK's v1 line).
+pub(crate) fn handshake(sdk: Sdk) -> &'static str {
+    if sdk == Sdk::TypeScriptV1 {
+        "initialize"
+    } else {
+        "discover"
     }
 }
 
@@ -300,41 +311,51 @@ fn check_fleet_calls(fleet: &Fleet, client: &str, prefix: &str, calls: &[Value],
 /// otherwise; a few cuts land after the verified result, which needs no retry).
 const OTHER_CUT_CALLS: usize = 28;
 
-/// The length of a `count` response body through A for a client (one uncut call with `run`,
-/// whose keys are as long as the later ones'), and how long a cut call may take: its attempt
-/// failed at once, then its retry ([`cut_fails_within`] the uncut call's time, each).
-fn probe(fleet: &Fleet, run: impl FnOnce() -> f64) -> (usize, f64) {
+/// Uncut calls a client's probe makes: the slowest of them bounds a cut call (one call alone
+/// says little about the time of the cut calls on a loaded machine).
+const PROBE_CALLS: usize = 3;
+
+/// The length of a `count` response body through A for a client ([`PROBE_CALLS`] uncut calls
+/// with `run`, which returns their times), and how long a cut call may take: its attempt failed
+/// at once, then its retry ([`cut_fails_within`] the slowest uncut call's time, each).
+fn probe(fleet: &Fleet, run: impl FnOnce() -> Vec<f64>) -> (usize, f64) {
     let cut_a = &fleet.cuts[0].1;
     cut_a.forwarded.lock().unwrap().clear();
     let seconds = run();
     let forwarded = cut_a.forwarded.lock().unwrap().clone();
     cut_a.forwarded.lock().unwrap().clear();
     let len = *forwarded.last().expect("a call through A");
-    (len, 2.0 * cut_fails_within([seconds]))
+    (len, 2.0 * cut_fails_within(seconds))
+}
+
+/// The options both drivers take for `calls` keyed `count` calls on `fleet` (keys `PREFIX-i`).
+fn count_options(fleet: &Fleet, prefix: &str, calls: usize) -> Vec<String> {
+    let calls = calls.to_string();
+    let options = ["--calls", &calls, "--tool", "count", "--key-prefix", prefix];
+    let mut options: Vec<String> = options.iter().map(|o| (*o).to_owned()).collect();
+    options.extend(["--handshake".to_owned(), handshake(fleet.sdk).to_owned()]);
+    options
 }
 
 /// The Python SDK with the package's wrapper, keyed retries over both cutting proxies
-/// (`driver.py fleet`: round robin, every attempt discovered).
+/// (`driver.py fleet`: round robin, every attempt discovered, or given the contract of the
+/// SDK's `initialize` result: [`handshake`]).
 fn python_client_on(fleet: &Fleet) {
     let prefix = format!("python-{:?}", fleet.sdk);
     let cut_a = &fleet.cuts[0].1;
     let endpoints = format!("{},{}", fleet.cuts[0].0, fleet.cuts[1].0);
     let run = |prefix: &str, calls: usize| {
-        python_driver(&[
-            "fleet",
-            &endpoints,
-            "--calls",
-            &calls.to_string(),
-            "--tool",
-            "count",
-            "--key-prefix",
-            prefix,
-        ])
+        let options = count_options(fleet, prefix, calls);
+        let mut args = vec!["fleet", &endpoints];
+        args.extend(options.iter().map(String::as_str));
+        python_driver(&args)
     };
     let (len, within) = probe(fleet, || {
-        run(&format!("{prefix}-00"), 1).calls[0]["seconds"]
-            .as_f64()
-            .unwrap()
+        let calls = run(&format!("{prefix}-00"), PROBE_CALLS).calls;
+        calls
+            .iter()
+            .map(|c| c["seconds"].as_f64().unwrap())
+            .collect()
     });
     cut_a.cut_method("tools/call", offsets(len, OTHER_CUT_CALLS));
     // Round robin: a call not cut (its first attempt on B) moves the next one's to A.
@@ -367,25 +388,18 @@ fn typescript_client_on(fleet: &Fleet, sdk: &str) {
     let cut_a = &fleet.cuts[0].1;
     let endpoints = format!("{},{}", fleet.cuts[0].0, fleet.cuts[1].0);
     let run = |prefix: &str, calls: usize| -> Value {
-        let output = std::process::Command::new(node())
-            .arg(repo().join("tests/stock_clients/fleet.mjs"))
-            .args(["--sdk", sdk, "--endpoints", &endpoints])
-            .args(["--calls", &calls.to_string(), "--tool", "count"])
-            .args(["--key-prefix", prefix])
-            .output()
-            .expect("run fleet.mjs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "fleet.mjs {sdk}: {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+        let options = count_options(fleet, prefix, calls);
+        let mut args = vec!["--endpoints", &endpoints];
+        args.extend(options.iter().map(String::as_str));
+        typescript_fleet(sdk, &args)
     };
     let (len, within) = probe(fleet, || {
-        run(&format!("{prefix}-00"), 1)["calls"][0]["seconds"]
-            .as_f64()
-            .unwrap()
+        let run = run(&format!("{prefix}-00"), PROBE_CALLS);
+        let calls = run["calls"].as_array().unwrap();
+        calls
+            .iter()
+            .map(|c| c["seconds"].as_f64().unwrap())
+            .collect()
     });
     cut_a.cut_method("tools/call", offsets(len, OTHER_CUT_CALLS));
     let run = run(&prefix, OTHER_CUT_CALLS);
@@ -439,11 +453,9 @@ pub(crate) fn every_fleet_cut(start: fn(Sdk, &str) -> Fleet) {
                     .build()
                     .unwrap()
                     .block_on(rust_client_on(fleet));
-                if fleet.sdk != Sdk::TypeScriptV1 {
-                    python_client_on(fleet);
-                    for sdk in ["v1", "v2"] {
-                        typescript_client_on(fleet, sdk);
-                    }
+                python_client_on(fleet);
+                for sdk in ["v1", "v2"] {
+                    typescript_client_on(fleet, sdk);
                 }
             });
         }

@@ -15,10 +15,12 @@
 //! - [`in_process`]: every server framing its own responses in-process (the Python package's
 //!   `FramingMiddleware`, the TypeScript package's `framingHandler`): the stock clients byte for
 //!   byte, the framing clients verifying, the cut fleet on one Redis, the server killed;
-//! - [`killed`]: every server killed in the middle of a tool call: aborted or abandoned, never
-//!   clean;
+//! - [`killed`]: every server killed in the middle of a tool call, every framing client waiting
+//!   on it: aborted or abandoned, never clean;
 //! - [`slow`]: a slow tool whose client went away completes, is recorded, and its keyed retry
-//!   gets it replayed.
+//!   (from every framing client) gets it replayed;
+//! - [`readme`]: the README's sidecar section, its FastMCP and TypeScript servers and its
+//!   `mcp-frame proxy` command, followed as written.
 //!
 //! The servers and clients run from what `scripts/stock-clients` installs (`bash scripts/test`
 //! runs it first); the tests fail, not skip, when it is missing. Each module starts its servers
@@ -35,6 +37,7 @@ mod direct;
 mod fleet;
 mod in_process;
 mod killed;
+mod readme;
 mod servers;
 mod slow;
 mod through;

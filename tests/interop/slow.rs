@@ -1,6 +1,9 @@
 //! A slow tool whose client went away: the sidecar runs the upstream call to its end anyway,
 //! records the result, and the keyed retry, sent only once the tool has finished, gets it
-//! replayed: one execution. Without the sidecar, what happens depends on the SDK (checked too):
+//! replayed: one execution. Every framing client does it at once on every server, each with a
+//! call of its own through a cutting proxy of its own (Rust's `FramingHttpClient`, the Python
+//! package's wrapper, the TypeScript package's `framingFetch` in both SDK lines, the retry from
+//! the same client). Without the sidecar, what happens depends on the SDK (checked too):
 //! the Python SDK and FastMCP cancel the tool when its client disconnects, the TypeScript SDKs'
 //! stateless transports (a 2025-11-25 request) let it run to its end, unrecorded.
 
@@ -14,13 +17,15 @@ use mcp_framing::internals::client::{Resolution, ResolveFuture};
 use mcp_framing::internals::contract::ServerDiscovery;
 use mcp_framing::outcome::DiscoveryMode;
 use mcp_framing::rmcp_http::FramingHttpClient;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::cut::{self, Cut};
 use crate::example_support::runtime;
-use crate::servers::{Counter, FixtureServer, Sdk};
+use crate::fleet::handshake;
+use crate::servers::{Counter, Sdk};
 use crate::sidecar_support::Proxy;
-use crate::{call_tool, slow, wait_for_execution};
+use crate::stock_support::FleetDriver;
+use crate::{call_tool, shared_servers, slow, wait_for_execution};
 
 /// How long the tool sleeps.
 const SLOW_MS: u64 = 1_500;
@@ -92,6 +97,68 @@ async fn raw_slow(url: &str, key: &str, ms: u64, leave: Option<(Arc<Counter>, &s
     }
 }
 
+/// A cutting proxy in front of `sidecar` that ends the first `tools/call` response before its
+/// first byte (the client went away), then forwards the others whole: its URL and record.
+fn cut_first_call(sidecar: &Proxy) -> (String, Arc<Cut>) {
+    let cut = Cut::new();
+    cut.cut_method("tools/call", [0]);
+    let url = cut::serve_proxy(runtime(), &sidecar.url("/mcp"), cut.clone());
+    (url, cut)
+}
+
+/// Checks that the keyed `slow` call `key` cut by `cut` was retried once and answered with the
+/// recorded result of its one execution.
+fn check_replayed(cut: &Cut, counter: &Counter, key: &str, label: &str) {
+    let forwarded = cut.forwarded.lock().unwrap().clone();
+    assert_eq!(forwarded.len(), 2, "{label}: the cut call and its retry");
+    assert_eq!(
+        forwarded[0], 0,
+        "{label}: the first one cut before its first byte"
+    );
+    assert_eq!(
+        counter.executions("slow-start", key),
+        1,
+        "{label}: started once"
+    );
+    assert_eq!(
+        counter.executions("slow", key),
+        1,
+        "{label}: completed once"
+    );
+}
+
+/// The Python or TypeScript framing client's keyed `slow` call through `url` (cut before its
+/// first byte), its retry sent once the counter records the tool's completion.
+fn driver_slow_call(driver: FleetDriver, sdk: Sdk, url: &str, counter: &Counter) -> Value {
+    let prefix = match driver {
+        FleetDriver::Python => format!("slow-python-{sdk:?}"),
+        FleetDriver::TypeScript(line) => format!("slow-ts-{line}-{sdk:?}"),
+    };
+    let ms = SLOW_MS.to_string();
+    let counter_file = counter.path().to_str().expect("a UTF-8 path");
+    let mut calls = driver.fleet(
+        url,
+        &[
+            "--calls",
+            "1",
+            "--tool",
+            "slow",
+            "--ms",
+            &ms,
+            "--key-prefix",
+            &prefix,
+            "--handshake",
+            handshake(sdk),
+            "--retry-after",
+            counter_file,
+        ],
+    );
+    assert_eq!(calls.len(), 1, "{}: {calls:?}", driver.name());
+    let mut call = calls.remove(0);
+    call["key"] = Value::String(format!("{prefix}-0"));
+    call
+}
+
 /// What each official SDK does with a tool whose client went away, without the sidecar (a
 /// 2025-11-25 request, stateless): whether the tool still completes. The Python SDK (and
 /// FastMCP over it) cancels the handler; the TypeScript SDKs' stateless transports let it run.
@@ -101,11 +168,11 @@ fn completes_without_the_sidecar(sdk: Sdk) -> bool {
 
 #[test]
 fn a_slow_tool_whose_client_went_away_is_completed_recorded_and_replayed_on_every_server() {
-    let counter = Counter::new();
-    let which: Vec<(Sdk, bool)> = Sdk::ALL.iter().map(|&sdk| (sdk, false)).collect();
-    let servers = FixtureServer::start_all(&which, &counter);
+    // The shared servers that answer in SSE (the tool's progress notification begins the
+    // response while it runs); every key of this test is its own.
+    let (counter, servers) = shared_servers();
     thread::scope(|scope| {
-        for server in &servers {
+        for server in servers.iter().filter(|server| !server.json) {
             let counter = counter.clone();
             scope.spawn(move || {
                 let label = server.label();
@@ -130,10 +197,19 @@ fn a_slow_tool_whose_client_went_away_is_completed_recorded_and_replayed_on_ever
                     "{label}: a tool whose client went away, without the sidecar"
                 );
                 let sidecar = Proxy::start(&server.url, &[]);
+                // The Python and TypeScript clients, each through a cutting proxy of its own.
+                let drivers: Vec<_> = FleetDriver::ALL
+                    .into_iter()
+                    .map(|driver| {
+                        let (url, cut) = cut_first_call(&sidecar);
+                        let (counter, sdk) = (counter.clone(), server.sdk);
+                        let run =
+                            thread::spawn(move || driver_slow_call(driver, sdk, &url, &counter));
+                        (driver, cut, run)
+                    })
+                    .collect();
                 // The client goes away before the first byte of the tool call's response.
-                let cut = Cut::new();
-                cut.cut_method("tools/call", [0]);
-                let url = cut::serve_proxy(runtime(), &sidecar.url("/mcp"), cut.clone());
+                let (url, cut) = cut_first_call(&sidecar);
                 let key = format!("slow-{:?}", server.sdk);
                 let resolver = RetryAfterCompletion {
                     endpoint: url.clone(),
@@ -155,22 +231,23 @@ fn a_slow_tool_whose_client_went_away_is_completed_recorded_and_replayed_on_ever
                     format!("slow {key} done after {SLOW_MS} ms"),
                     "{label}"
                 );
-                let forwarded = cut.forwarded.lock().unwrap().clone();
-                assert_eq!(forwarded.len(), 2, "{label}: the cut call and its retry");
-                assert_eq!(
-                    forwarded[0], 0,
-                    "{label}: the first one cut before its first byte"
-                );
-                assert_eq!(
-                    counter.executions("slow-start", &key),
-                    1,
-                    "{label}: started once"
-                );
-                assert_eq!(
-                    counter.executions("slow", &key),
-                    1,
-                    "{label}: completed once"
-                );
+                check_replayed(&cut, &counter, &key, &label);
+                for (driver, cut, run) in drivers {
+                    let call = run.join().unwrap();
+                    let label = format!("{} on {label}", driver.name());
+                    let key = call["key"].as_str().unwrap();
+                    assert_eq!(call["ok"], true, "{label}: {call}");
+                    assert_eq!(
+                        call["text"],
+                        format!("slow {key} done after {SLOW_MS} ms"),
+                        "{label}"
+                    );
+                    // The cut attempt failed (nothing received), the retry replayed the result.
+                    assert_eq!(call["attempts"][1], "clean", "{label}: {call}");
+                    assert_ne!(call["attempts"][0], "clean", "{label}: {call}");
+                    check_replayed(&cut, &counter, key, &label);
+                    eprintln!("{label}: cut, completed, replayed: {}", call["attempts"]);
+                }
             });
         }
     });

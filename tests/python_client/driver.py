@@ -7,10 +7,19 @@ tests/stock/python_client.rs against real servers.
         {"call": i, "outcome": "ok" | "error", "seconds": s, "sha256": hex, "match": bool,
          "error": message, "code": int, "report": {...outcome report...}}
         then {"stats": {...}} (what the wrapper handed the SDK).
-    driver.py fleet URL,URL --calls N [--tool charge|count --key-prefix P]
-        server/discover, then N `charge` calls (or `count {key: P-i}` calls, the tool of the
-        fixture servers of tests/servers/) with keyed retries over both endpoints (each attempt
-        resolved with server/discover); the same JSON lines.
+    driver.py fleet URL[,URL...] --calls N [--tool TOOL[,TOOL...] --key-prefix P --ms MS]
+                    [--handshake discover|initialize] [--retry-after FILE] [--attempts N]
+        server/discover, then N `charge` calls (or, the tools of the fixture servers of
+        tests/servers/, `count {key: P-i}` / `slow {key: P-i, ms: MS}` calls, several tools
+        taken in turn) with keyed retries over the endpoints in turn (each attempt resolved with
+        server/discover); the same JSON lines, each with the wall-clock time its call ended
+        ("ended", seconds since the epoch) and the classification of each attempt sent during
+        it ("attempts": the call's, then any request the SDK adds, as the `tools/list` it sends
+        to learn a tool's output schema). `--handshake initialize`: initialize instead, every
+        attempt resolved with that result's contract (a server without server/discover).
+        `--retry-after FILE`: a retry of a `slow` call is sent once FILE (the fixture servers'
+        counter file) records the call's completion, `slow P-i`. `--attempts`: a call's attempts
+        in all (default 4; 1: no retries).
 
 Every log record at WARNING or above is printed to stderr as "LOG <level> <logger>: <message>".
 """
@@ -25,6 +34,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -32,6 +42,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_framing import (
     OUTCOME_DATA_KEY,
     DiscoveringResolver,
+    EndpointResolver,
+    Resolution,
     RetrySchedule,
     framing_http_client,
     framing_transport,
@@ -54,13 +66,20 @@ def emit(line: dict) -> None:
     print(json.dumps(line), flush=True)
 
 
+async def progress(done: float, total: float | None, message: str | None) -> None:
+    """Asking for progress: the request carries a progressToken, so the fixture servers' `slow`
+    tool sends a notification first and an SSE response begins while it runs."""
+
+
 async def call(
     session: ClientSession, i: int, tool: str, arguments: dict, expected: str | None
-) -> None:
+) -> dict:
     line: dict = {"call": i}
     start = time.monotonic()
     try:
-        result = await session.call_tool(tool, arguments)
+        result = await session.call_tool(
+            tool, arguments, progress_callback=progress if tool == "slow" else None
+        )
         text = result.content[0].text
         line.update(
             outcome="ok",
@@ -74,7 +93,8 @@ async def call(
         data = err.error.data if isinstance(err.error.data, dict) else {}
         line["report"] = data.get(OUTCOME_DATA_KEY)
     line["seconds"] = round(time.monotonic() - start, 4)
-    emit(line)
+    line["ended"] = time.time()
+    return line
 
 
 def stats(http) -> dict:
@@ -112,36 +132,100 @@ async def calls(args: argparse.Namespace) -> None:
                 emit({"stats": stats(http)})
                 return
             for i in range(args.calls):
-                await call(
+                line = await call(
                     session,
                     i,
                     "generate_text",
                     {"seed": args.seed, "lines": args.lines},
                     expected,
                 )
+                emit(line)
         emit({"stats": stats(http)})
+
+
+class RoundRobin:
+    """The endpoints in turn, each attempt with the contract of the session's `initialize`
+    result (`Resolution` without a discovery): a fleet whose servers do not answer
+    server/discover (the TypeScript SDK's v1 line)."""
+
+    def __init__(self, endpoints: list[str]) -> None:
+        self.endpoints = endpoints
+        self._next = 0
+
+    async def resolve(self, url: str) -> Resolution:
+        endpoint = self.endpoints[self._next % len(self.endpoints)]
+        self._next += 1
+        return Resolution(endpoint)
+
+
+class RetryAfterCompletion:
+    """`inner`'s resolutions; before a retry of the current `slow` call (a second resolution
+    for its key), waits until the counter file records the call's completion, so that the
+    retry finds the result recorded rather than still running."""
+
+    def __init__(self, inner: EndpointResolver, counter_file: Path) -> None:
+        self.inner = inner
+        self.counter_file = counter_file
+        self.key = ""
+        self.resolutions = 0
+
+    def bind(self, transport: Any) -> None:
+        """What the framing transport binds: `inner`'s (its discovery requests)."""
+        bind = getattr(self.inner, "bind", None)
+        if bind is not None:
+            bind(transport)
+
+    def next_call(self, key: str) -> None:
+        self.key, self.resolutions = key, 0
+
+    async def resolve(self, url: str) -> Resolution:
+        self.resolutions += 1
+        if self.resolutions > 1:
+            line = f"slow {self.key}".encode()
+            deadline = time.monotonic() + 60
+            while line not in self.counter_file.read_bytes().splitlines():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no `{line.decode()}` recorded within a minute")
+                await asyncio.sleep(0.01)
+        return await self.inner.resolve(url)
 
 
 async def fleet(args: argparse.Namespace) -> None:
     endpoints = args.url.split(",")
-    retries = RetrySchedule(max_attempts=4, initial_backoff=0.02)
-    async with framing_http_client(
-        resolver=DiscoveringResolver(endpoints), retries=retries
-    ) as http:
+    retries = RetrySchedule(max_attempts=args.attempts, initial_backoff=0.02)
+    discover = args.handshake == "discover"
+    resolver: EndpointResolver = (
+        DiscoveringResolver(endpoints) if discover else RoundRobin(endpoints)
+    )
+    waiting = None
+    if args.retry_after is not None:
+        resolver = waiting = RetryAfterCompletion(resolver, Path(args.retry_after))
+    tools = args.tool.split(",")
+    async with framing_http_client(resolver=resolver, retries=retries) as http:
         async with (
             streamable_http_client(endpoints[0], http_client=http) as (read, write),
             ClientSession(read, write) as session,
         ):
-            await session.discover()
+            if discover:
+                await session.discover()
+            else:
+                await session.initialize()
             for i in range(args.calls):
-                if args.tool == "count":
-                    tool, arguments = "count", {"key": f"{args.key_prefix}-{i}"}
+                tool = tools[i % len(tools)]
+                key = f"{args.key_prefix}-{i}"
+                if waiting is not None:
+                    waiting.next_call(key)
+                if tool == "count":
+                    arguments: dict = {"key": key}
+                elif tool == "slow":
+                    arguments = {"key": key, "ms": args.ms}
                 else:
-                    tool, arguments = (
-                        "charge",
-                        {"account": f"acct-{i}", "amount": 100 + i},
-                    )
-                await call(session, i, tool, arguments, None)
+                    arguments = {"account": f"acct-{i}", "amount": 100 + i}
+                outcomes = framing_transport(http).stats.outcomes
+                before = len(outcomes)
+                line = await call(session, i, tool, arguments, None)
+                line["attempts"] = [o.classification for o in outcomes[before:]]
+                emit(line)
         emit({"stats": stats(http)})
 
 
@@ -153,8 +237,16 @@ def main() -> None:
     parser.add_argument("--seed", default="python-client")
     parser.add_argument("--lines", type=int, default=1200)
     parser.add_argument("--mapping", default="compat")
-    parser.add_argument("--tool", choices=["charge", "count"], default="charge")
+    parser.add_argument(
+        "--tool", default="charge", help="charge, count, slow; or a list"
+    )
     parser.add_argument("--key-prefix", default="python")
+    parser.add_argument("--ms", type=int, default=1000, help="how long `slow` sleeps")
+    parser.add_argument(
+        "--handshake", choices=["discover", "initialize"], default="discover"
+    )
+    parser.add_argument("--retry-after", default=None, metavar="COUNTER_FILE")
+    parser.add_argument("--attempts", type=int, default=4, help="1: no retries")
     args = parser.parse_args()
     root = logging.getLogger()
     root.addHandler(Log(logging.WARNING))

@@ -5,12 +5,23 @@
 // to the first endpoint, its retries to the second, each resolution re-discovered
 // (`server/discover`) and its contract re-checked. For tests/stock/stock_clients.rs.
 //
-// Prints one JSON line: {"sdk", "calls": [{"ok", "text", "seconds"}], "attempts": [...],
+// Prints one JSON line: {"sdk", "calls": [{"ok", "text", "seconds", "ended", "attempts"}], "attempts": [...],
 // "stats": framingFetch's counters, "warnings": [...]}.
 //
-// Usage: node fleet.mjs --sdk v1|v2 --endpoints URL_A,URL_B --calls N [--tool charge|count --key-prefix P]
-// (`--tool count`: `count {key: P-i}` calls, the tool of the fixture servers of tests/servers/)
+// Usage: node fleet.mjs --sdk v1|v2 --endpoints URL_A[,URL_B] --calls N [--tool TOOL[,TOOL...]
+//          --key-prefix P --ms MS] [--handshake discover|initialize] [--retry-after FILE] [--attempts N]
+// (`--tool count` / `slow`: `count {key: P-i}` / `slow {key: P-i, ms: MS}` calls, the tools of the
+// fixture servers of tests/servers/, several taken in turn; each call's line has the wall-clock
+// time it ended, `ended`, in seconds since the epoch, and the classification of each of its
+// attempts, `attempts`. One endpoint: every attempt goes to it.
+// `--handshake initialize`: no server/discover, every attempt with the contract of the SDK's own
+// initialize (a server without server/discover: the TypeScript SDK's v1 line).
+// `--retry-after FILE`: a retry of a `slow` call is sent once FILE, the fixture servers' counter
+// file, records the call's completion, `slow P-i`. `--attempts`: a call's attempts in all
+// (default 4; 1: no retries).)
 
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
 import { discoveringResolver, framingFetch } from '../../typescript/dist/index.js';
@@ -22,9 +33,14 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '24' },
     tool: { type: 'string', default: 'charge' },
     'key-prefix': { type: 'string', default: 'typescript' },
+    ms: { type: 'string', default: '1000' },
+    handshake: { type: 'string', default: 'discover' },
+    'retry-after': { type: 'string' },
+    attempts: { type: 'string', default: '4' },
   },
 });
-const [first, second] = String(values.endpoints).split(',');
+const endpoints = String(values.endpoints).split(',');
+const [first] = endpoints;
 const { Client, StreamableHTTPClientTransport } =
   values.sdk === 'v2'
     ? await import('@modelcontextprotocol/client')
@@ -35,9 +51,32 @@ const { Client, StreamableHTTPClientTransport } =
 
 const warnings = [];
 const attempts = [];
+// The first attempt of a call to the first endpoint, its retries to the second (if any).
+const choose = ({ attempt }) => (attempt === 1 ? 0 : 1) % endpoints.length;
+const resolver =
+  values.handshake === 'initialize'
+    ? (context) => ({ endpoint: endpoints[choose(context)] })
+    : discoveringResolver(endpoints, { choose });
+let current = '';
+const retryAfter = values['retry-after'];
+/** Before a retry of the current call, waits (a minute at most) until its completion is recorded. */
+async function completed() {
+  const deadline = performance.now() + 60_000;
+  while (!(await readFile(retryAfter, 'utf8')).split('\n').includes(`slow ${current}`)) {
+    if (performance.now() > deadline) {
+      throw new Error(`no \`slow ${current}\` recorded within a minute`);
+    }
+    await sleep(10);
+  }
+}
 const fetch = framingFetch({
-  retry: { initialBackoffMs: 20 },
-  resolve: discoveringResolver([first, second], { choose: ({ attempt }) => (attempt === 1 ? 0 : 1) }),
+  retry: { maxAttempts: Number(values.attempts), initialBackoffMs: 20 },
+  resolve: async (context) => {
+    if (retryAfter !== undefined && context.attempt > 1) {
+      await completed();
+    }
+    return resolver(context);
+  },
   logger: { debug() {}, info() {}, warn: (line) => warnings.push(line) },
   onAttempt: (report) =>
     attempts.push({
@@ -52,19 +91,34 @@ const client = new Client({ name: 'fleet-client', version: '1.0.0' });
 client.onerror = (error) => warnings.push(`onerror: ${error}`);
 const calls = [];
 await client.connect(new StreamableHTTPClientTransport(new URL(first), { fetch }), { timeout: 30_000 });
+const tools = String(values.tool).split(',');
 for (let i = 0; i < Number(values.calls); i++) {
   const start = performance.now();
+  const tool = tools[i % tools.length];
+  current = `${values['key-prefix']}-${i}`;
+  const before = attempts.length;
+  const ended = () => ({
+    seconds: (performance.now() - start) / 1000,
+    ended: Date.now() / 1000,
+    attempts: attempts.slice(before).map((a) => a.outcome),
+  });
   try {
     const params =
-      values.tool === 'count'
-        ? { name: 'count', arguments: { key: `${values['key-prefix']}-${i}` } }
-        : { name: 'charge', arguments: { account: `acct-${values.sdk}-${i}`, amount: 100 + i } };
+      tool === 'count'
+        ? { name: 'count', arguments: { key: current } }
+        : tool === 'slow'
+          ? { name: 'slow', arguments: { key: current, ms: Number(values.ms) } }
+          : { name: 'charge', arguments: { account: `acct-${values.sdk}-${i}`, amount: 100 + i } };
+    // Asking for progress puts a progressToken on the request: the fixture servers' `slow` tool
+    // then sends a notification first, and an SSE response begins while it runs.
+    // The request timeout: 30 s past the tool's own time (a loaded machine is slow).
+    const timeout = 30_000 + (tool === 'slow' ? Number(values.ms) : 0);
+    const options = { timeout, onprogress: tool === 'slow' ? () => {} : undefined };
     // v1: callTool(params, resultSchema, options); v2: callTool(params, options)
-    const options = { timeout: 30_000 };
     const result = await (values.sdk === 'v2' ? client.callTool(params, options) : client.callTool(params, undefined, options));
-    calls.push({ ok: true, text: result.content[0].text, seconds: (performance.now() - start) / 1000 });
+    calls.push({ ok: true, text: result.content[0].text, ...ended() });
   } catch (error) {
-    calls.push({ ok: false, error: String(error), data: error?.data, seconds: (performance.now() - start) / 1000 });
+    calls.push({ ok: false, error: String(error), data: error?.data, ...ended() });
   }
 }
 await client.close();

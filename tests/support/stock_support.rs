@@ -313,6 +313,75 @@ pub(crate) fn python_driver(args: &[&str]) -> DriverRun {
     }
 }
 
+/// Runs `tests/stock_clients/fleet.mjs` (the TypeScript SDK of line `sdk` with `framingFetch`,
+/// keyed retries) with `args`; what it printed.
+pub(crate) fn typescript_fleet(sdk: &str, args: &[&str]) -> Value {
+    let output = Command::new(node())
+        .arg(repo().join("tests/stock_clients/fleet.mjs"))
+        .args(["--sdk", sdk])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fleet.mjs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "fleet.mjs {sdk} {args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// The framing clients of the Python and TypeScript packages (the Python SDK with the package's
+/// wrapper, the TypeScript SDK of either line with `framingFetch`), keyed retries on, as their
+/// drivers run them: [`python_driver`]'s `fleet` mode, [`typescript_fleet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FleetDriver {
+    Python,
+    /// The TypeScript SDK line, `v1` or `v2`.
+    TypeScript(&'static str),
+}
+
+impl FleetDriver {
+    /// Each of them.
+    pub(crate) const ALL: [Self; 3] =
+        [Self::Python, Self::TypeScript("v1"), Self::TypeScript("v2")];
+
+    /// What the reports call it.
+    pub(crate) fn name(self) -> String {
+        match self {
+            Self::Python => "python wrapper".to_owned(),
+            Self::TypeScript(sdk) => format!("typescript {sdk} framingFetch"),
+        }
+    }
+
+    /// Runs the driver's fleet mode over `endpoints` (comma-separated) with `args` (the options
+    /// both drivers take): one object per call, each with `ok` (a bool), `text` or `error`,
+    /// `seconds`, `ended` (the wall-clock time it ended, seconds since the epoch) and
+    /// `attempts` (the classification of each of its attempts).
+    pub(crate) fn fleet(self, endpoints: &str, args: &[&str]) -> Vec<Value> {
+        match self {
+            Self::Python => {
+                let mut all = vec!["fleet", endpoints];
+                all.extend_from_slice(args);
+                let mut calls = python_driver(&all).calls;
+                for call in &mut calls {
+                    call["ok"] = Value::Bool(call["outcome"] == "ok");
+                }
+                calls
+            }
+            Self::TypeScript(sdk) => {
+                let mut all = vec!["--endpoints", endpoints];
+                all.extend_from_slice(args);
+                match typescript_fleet(sdk, &all)["calls"].take() {
+                    Value::Array(calls) => calls,
+                    other => panic!("fleet.mjs {sdk}: no calls: {other}"),
+                }
+            }
+        }
+    }
+}
+
 /// The stock rmcp client (rmcp's own reqwest transport, `from_uri`), as a user writes it.
 pub(crate) fn run_rmcp_stock(url: &str, timeout: Option<f64>) -> Report {
     let (mut report, warnings) = with_warn_capture(async {
