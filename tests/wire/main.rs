@@ -10,7 +10,6 @@ mod bit_flips;
 mod conformance_vectors;
 mod contract;
 mod fuzz_regressions;
-mod jsonrpc;
 mod no_clean_prefix;
 mod outcome_mapping;
 mod outcome_properties;
