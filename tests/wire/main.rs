@@ -13,7 +13,6 @@ mod fuzz_regressions;
 mod no_clean_prefix;
 mod outcome_mapping;
 mod outcome_properties;
-mod outcome_table;
 mod peer_text;
 mod reference_decoder;
 mod request_key;
