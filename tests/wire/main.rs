@@ -16,7 +16,6 @@ mod outcome_properties;
 mod peer_text;
 mod reference_decoder;
 mod request_key;
-mod retry;
 mod roundtrip;
 mod splices;
 mod splits;
