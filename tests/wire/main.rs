@@ -8,7 +8,6 @@ mod support;
 
 mod bit_flips;
 mod conformance_vectors;
-mod contract;
 mod fuzz_regressions;
 mod no_clean_prefix;
 mod outcome_mapping;
