@@ -35,10 +35,12 @@ use axum::Router;
 use axum::routing::post;
 use criterion::Criterion;
 use mcp_framing::RequestKey;
+use mcp_framing::dedupe::{
+    DedupeStore, Deduplicator, LeaseExpiry, MemoryStore, Principal, RedisStore,
+};
 use mcp_framing::http::DedupeLayer;
 use mcp_framing::internals::dedupe::{
-    ClaimRequest, Decision, DedupeStore, Deduplicator, FencingToken, Fingerprint, KeyedCall,
-    LeaseExpiry, MemoryStore, Principal, RedisStore, Scope,
+    ClaimRequest, Decision, FencingToken, Fingerprint, KeyedCall, Scope,
 };
 use serde_json::{Value, json};
 

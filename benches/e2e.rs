@@ -70,9 +70,8 @@ use futures_util::StreamExt;
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{Outgoing, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
 use mcp_framing::{
-    internals::http::{
-        Delivery, FramedBody, OptIn, VerifiedResponse, opt_in_headers_with, response_headers,
-    },
+    http::{Delivery, FramedBody, OptIn, VerifiedResponse, response_headers},
+    internals::http::opt_in_headers_with,
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;

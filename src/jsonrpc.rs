@@ -977,3 +977,6 @@ mod message_text_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod is_response_tests;

@@ -162,41 +162,39 @@ pub use limits::Limits;
 pub use mapping::decoder::{BodyDecoder, BodyError};
 pub use outgoing::Outgoing;
 
-/// The frame layer, the SSE parsers and the per-mapping codecs below the public API: what only the
-/// in-repo `mcp-frame` tool, the fuzz targets and the tests use (feature `internals`).
+/// The frame layer, the SSE parsers and the per-mapping codecs below the public API: what the
+/// in-repo `mcp-frame` tool and the fuzz targets use, and the tests of this repository that drive
+/// a piece below the API from outside the crate (feature `internals`). Names that are public
+/// elsewhere are not repeated here: use their public paths.
 ///
 /// Hidden from the documentation and outside the stability promise: applications decode bodies
 /// with [`BodyDecoder`] and write them with `http::FramedBody` or `rmcp_http::FramingLayer`.
 #[cfg(feature = "internals")]
 #[doc(hidden)] // the CLI's, fuzz targets' and tests' view of the internals; not a public API
 pub mod internals {
-    /// The frame layer (SPEC.md §4-§8): headers, kinds, the magic and the length constants.
+    /// The frame layer (SPEC.md §4-§8): headers, kinds, payloads, the magic and the lengths.
     pub mod frame {
-        pub use crate::frame::*;
+        pub use crate::frame::{
+            FrameHeader, FrameKind, HEAD_PAYLOAD_LEN, HEADER_LEN, HeaderError, MAGIC,
+            MAX_ABORT_REASON_LEN, MESSAGE_END_PAYLOAD_LEN, MessageEnd, PayloadError, StreamEnd,
+            VERSION,
+        };
     }
     /// The deduplication engine driven call by call (`Deduplicator::begin`, its decisions and
-    /// guards), its error codes, defaults and metric names: what the HTTP layer, the tests and
-    /// the fuzz targets use beside the public [`dedupe`](crate::dedupe) module.
+    /// guards), the store's records, the request reading and the metric names, beside the
+    /// public [`dedupe`](crate::dedupe) module.
     #[cfg(feature = "dedupe")]
     pub mod dedupe {
         pub use crate::dedupe::deduplicator::{
-            CompleteError, DEFAULT_LEASE, DEFAULT_MAX_RESULT_BYTES, DEFAULT_STORE_TIMEOUT,
-            DEFAULT_WAIT, DEFAULT_WINDOW, Decision, ExecutionGuard, KeyedCall, KeyedCallError,
-            Recorded,
+            CompleteError, Decision, DedupeSnapshot, DedupeStats, ExecutionGuard, KeyedCall,
+            KeyedCallError, Recorded,
         };
-        pub use crate::dedupe::deduplicator::{DedupeSnapshot, DedupeStats};
-        pub use crate::dedupe::fingerprint::Fingerprint;
-        pub use crate::dedupe::fingerprint::canonical_json;
-        pub use crate::dedupe::memory::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, RECORD_OVERHEAD};
+        pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
+        pub use crate::dedupe::memory::RECORD_OVERHEAD;
         #[cfg(feature = "redis")]
         pub use crate::dedupe::redis::DEFAULT_PREFIX;
-        pub use crate::dedupe::refusal::{
-            CODE_CONFLICT, CODE_IN_PROGRESS, CODE_LEASE_LOST, CODE_OUTCOME_UNKNOWN,
-            CODE_RESULT_NOT_STORED, CODE_STORE_UNAVAILABLE, Refusal,
-        };
-        pub use crate::dedupe::request_json::{
-            MAX_JSON_DEPTH, RequestJsonError, parse_request_json,
-        };
+        pub use crate::dedupe::refusal::Refusal;
+        pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
         pub use crate::dedupe::scope::{Scope, StoreKey};
         pub use crate::dedupe::store::{
             ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoredResponse,
@@ -205,7 +203,6 @@ pub mod internals {
         pub mod telemetry {
             pub use crate::dedupe::telemetry::*;
         }
-        pub use crate::dedupe::*;
     }
     /// The client's metric names and recording functions (the table is in
     /// [`telemetry`](crate::telemetry)).
@@ -219,17 +216,14 @@ pub mod internals {
         pub use crate::retry::policy::*;
         pub use crate::retry::{RetryDecision, RetryReason};
     }
-    /// The client side of the contract (discovery parsing, negotiation, the client policy) and
-    /// its wire constants, beside the public [`contract`](crate::contract) module.
+    /// The client side of the contract (discovery parsing, the client policy) and its wire
+    /// constants, beside the public [`contract`](crate::contract) module.
     pub mod contract {
-        pub use crate::contract::declaration::{
-            FRAME_CHECKSUM_CRC32, KNOWN_TRANSPORTS, MESSAGE_DIGEST_SHA256, SUPPORTED_VERSIONS,
-        };
+        pub use crate::contract::declaration::{KNOWN_TRANSPORTS, SUPPORTED_VERSIONS};
         pub use crate::contract::discovery::ServerDiscovery;
         pub use crate::contract::negotiation::Negotiated;
         pub use crate::contract::policy::{ClientPolicy, PolicyBuilder};
         pub use crate::contract::source::EXTENSION_KEY;
-        pub use crate::contract::*;
     }
     /// The HTTP mapping's other header names, the per-message delivery of a verified response,
     /// the capability declaration in `_meta` and hand-written opt-in headers, beside the public
@@ -238,39 +232,38 @@ pub mod internals {
     pub mod http {
         pub use crate::http::client_body::{DEFAULT_IDLE_TIMEOUT, collect_messages};
         #[cfg(feature = "dedupe")]
-        pub use crate::http::dedupe::{DEDUPE_HEADER, DEFAULT_MAX_REQUEST_BYTES};
-        pub use crate::http::headers::{LIMITS_HEADER, MAPPING_HEADER, VERSION_TOKEN};
-        pub use crate::http::meta::{
-            META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, declare_framing_capability,
-            declares_framing_capability,
-        };
+        pub use crate::http::dedupe::DEDUPE_HEADER;
+        pub use crate::http::headers::LIMITS_HEADER;
+        pub use crate::http::meta::{declare_framing_capability, declares_framing_capability};
         pub use crate::http::opt_in::{opt_in_headers_for, opt_in_headers_with};
         pub use crate::http::server_body::abort_for;
-        pub use crate::http::*;
     }
     /// The defaults of every limit, the SSE event bounds derived from them and the frame-level
     /// bounds ([`Limits`](crate::Limits) is public).
     pub mod limits {
-        pub use crate::limits::*;
+        pub use crate::limits::{
+            DEFAULT_FRAME_SIZE, DEFAULT_MAX_COMPAT_EVENT_DATA, DEFAULT_MAX_EVENT_DATA,
+            DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_IGNORABLE_IN_A_ROW,
+            DEFAULT_MAX_KEEPALIVES_IN_A_ROW, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_MESSAGES,
+            DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW, DEFAULT_MAX_STREAM_BYTES, MAX_ABORT_PAYLOAD_LEN,
+            MAX_ABORT_REASON_LEN, MIN_MAX_FRAME_PAYLOAD, compat_event_data_limit, event_data_limit,
+        };
     }
     /// The decision function (observations in, a completion or the ambiguous-completion error
     /// out) and the table of verdict kinds, beside the public [`outcome`](crate::outcome) module.
     pub mod outcome {
         pub use crate::outcome::regime::{Completion, Observations, classify};
         pub use crate::outcome::verdict::VerdictKind;
-        pub use crate::outcome::*;
     }
-    /// The idempotent methods a client may retry without a key.
+    /// The endpoint resolution a test or an example resolver returns, and the client's counters.
     #[cfg(feature = "client")]
     pub mod client {
-        pub use crate::client::config::IDEMPOTENT_METHODS;
         pub use crate::client::resolver::{Resolution, ResolveFuture};
         pub use crate::client::stats::{ClientStats, RetrySnapshot, RetryStats};
-        pub use crate::client::*;
     }
     /// JSON-RPC message rules shared by the decoders and the layers.
     pub mod jsonrpc {
-        pub use crate::jsonrpc::*;
+        pub use crate::jsonrpc::is_response;
     }
     /// A body's two ends below [`BodyDecoder`](crate::BodyDecoder) and `http::FramedBody`: the mapping's decoder to
     /// frame bytes (the CLI's `inspect` counts its frames itself) and the mapping's encoder with
@@ -284,12 +277,17 @@ pub mod internals {
     /// The base64 SSE mapping (SPEC.md §15): its parser, decoder and encoder.
     #[cfg(feature = "sse")]
     pub mod sse {
-        pub use crate::mapping::sse::*;
+        pub use crate::mapping::sse::{
+            EVENT_OVERHEAD, SseEvent, SseFrameDecoder, SseFrameEncoder, SseItem, SseParser,
+            is_message_event,
+        };
     }
     /// The compatible SSE mapping (SPEC.md §18): its decoder and encoder.
     #[cfg(feature = "sse")]
     pub mod sse_compat {
-        pub use crate::mapping::compat::*;
+        pub use crate::mapping::compat::{
+            CompatDecoder, CompatEncodeError, CompatEncoder, RECORD_OVERHEAD, RECORD_PREFIX,
+        };
     }
 }
 

@@ -31,7 +31,8 @@ use futures::StreamExt;
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{RequestKey, StreamDecoder};
 use mcp_framing::{
-    internals::http::{Delivery, VerifiedResponse, opt_in_headers_with},
+    http::{Delivery, VerifiedResponse},
+    internals::http::opt_in_headers_with,
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;

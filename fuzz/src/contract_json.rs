@@ -18,9 +18,8 @@
 use mcp_framing::internals::contract::{KNOWN_TRANSPORTS, SUPPORTED_VERSIONS};
 use mcp_framing::{
     RequestKey,
-    internals::contract::{
-        ClientPolicy, ContractError, DiscoverySource, FramingContract, ServerDiscovery,
-    },
+    contract::{ContractError, DiscoverySource, FramingContract},
+    internals::contract::{ClientPolicy, ServerDiscovery},
     internals::limits::{
         DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD,
     },

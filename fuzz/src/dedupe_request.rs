@@ -35,11 +35,12 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use mcp_framing::RequestKey;
+use mcp_framing::dedupe::{Deduplicator, FingerprintRules, MemoryStore, Principal};
+use mcp_framing::http::DedupeLayer;
 use mcp_framing::internals::dedupe::{
-    Deduplicator, FingerprintRules, KeyedCall, KeyedCallError, MemoryStore, Principal,
-    RequestJsonError, canonical_json, parse_request_json,
+    KeyedCall, KeyedCallError, RequestJsonError, canonical_json, parse_request_json,
 };
-use mcp_framing::internals::http::{DEDUPE_HEADER, DedupeLayer};
+use mcp_framing::internals::http::DEDUPE_HEADER;
 use serde_json::Value;
 use tower_layer::Layer;
 use tower_service::Service;

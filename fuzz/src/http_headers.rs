@@ -20,7 +20,8 @@
 use http::{HeaderMap, HeaderName, HeaderValue};
 use mcp_framing::{RequestKey, StreamDecoder, internals::limits::MIN_MAX_FRAME_PAYLOAD};
 use mcp_framing::{
-    internals::http::{LIMITS_HEADER, OPT_IN_HEADER, OptIn, opt_in_headers_for},
+    http::{OPT_IN_HEADER, OptIn},
+    internals::http::{LIMITS_HEADER, opt_in_headers_for},
     mapping::Mapping,
 };
 

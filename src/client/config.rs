@@ -13,7 +13,7 @@ use crate::contract::{ClientPolicy, ContractError, ServerDiscovery};
 use crate::{http::DEFAULT_IDLE_TIMEOUT, mapping::Mapping};
 
 /// Methods treated as idempotent (retried even without deduplication): MCP's reads and lists.
-pub const IDEMPOTENT_METHODS: &[&str] = &[
+pub(crate) const IDEMPOTENT_METHODS: &[&str] = &[
     "ping",
     "server/discover",
     "tools/list",

@@ -242,14 +242,15 @@ impl RetryingClient {
     ///
     /// ```
     /// # use mcp_framing::client::*;
-    /// # use mcp_framing::internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery};
+    /// # use mcp_framing::internals::contract::{ClientPolicy, ServerDiscovery};
+    /// # use mcp_framing::contract::{DiscoverySource, FramingContract};
     /// let mut result = serde_json::json!({"capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Discover)?;
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_discover(&result)?)?;
     /// let client = RetryingClient::new(reqwest::Client::new(),
     ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"])).policy(policy);
     /// # let _ = client;
-    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     // Hidden: the client builds its policy from the first resolution; a policy built ahead is for
     // the tests (`internals::contract::ClientPolicy`).

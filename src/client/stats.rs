@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// # Examples
 ///
 /// ```
-/// # use mcp_framing::internals::client::*;
+/// # use mcp_framing::client::*;
 /// let client = RetryingClient::new(reqwest::Client::new(),
 ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
 /// assert_eq!(client.response_stats().abandoned(), 0);
@@ -86,7 +86,7 @@ impl ClientStats {
 /// # Examples
 ///
 /// ```
-/// # use mcp_framing::internals::client::*;
+/// # use mcp_framing::client::*;
 /// let client = RetryingClient::new(reqwest::Client::new(),
 ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
 /// assert_eq!(client.stats().snapshot().attempts, 0);
@@ -105,7 +105,7 @@ pub struct RetryStats {
 /// # Examples
 ///
 /// ```
-/// # use mcp_framing::internals::client::*;
+/// # use mcp_framing::{client::*, internals::client::RetrySnapshot};
 /// let client = RetryingClient::new(reqwest::Client::new(),
 ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
 /// assert_eq!(client.stats().snapshot(), RetrySnapshot::default()); // no call yet
@@ -131,7 +131,7 @@ impl RetryStats {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::internals::client::*;
+    /// # use mcp_framing::client::*;
     /// let client = RetryingClient::new(reqwest::Client::new(),
     ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
     /// let snapshot = client.stats().snapshot();

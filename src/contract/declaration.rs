@@ -13,10 +13,10 @@ use crate::limits::Limits;
 pub const SUPPORTED_VERSIONS: &[u8] = &[VERSION];
 
 /// The `frameChecksum` value of SPEC.md §2.1.
-pub const FRAME_CHECKSUM_CRC32: &str = "crc32";
+pub(crate) const FRAME_CHECKSUM_CRC32: &str = "crc32";
 
 /// The `messageDigest` value of SPEC.md §5.
-pub const MESSAGE_DIGEST_SHA256: &str = "sha256";
+pub(crate) const MESSAGE_DIGEST_SHA256: &str = "sha256";
 
 /// The transport mappings known to this crate: a binary response body, frames in SSE events
 /// (SPEC.md §15), and frames in SSE comments beside plain message events (the compatible

@@ -60,3 +60,6 @@ pub(crate) use policy::ClientPolicy;
 pub use source::DiscoverySource;
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use source::EXTENSION_KEY;
+
+#[cfg(test)]
+mod tests;

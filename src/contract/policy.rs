@@ -16,7 +16,8 @@ use crate::outcome::{DiscoveryMode, Outcome, Regime};
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::contract::{ClientPolicy, ContractError, ServerDiscovery};
+/// use mcp_framing::internals::contract::{ClientPolicy, ServerDiscovery};
+/// use mcp_framing::contract::ContractError;
 ///
 /// let no_contract = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
 /// let discovery = ServerDiscovery::from_initialize(&no_contract)?;
@@ -151,7 +152,7 @@ impl PolicyBuilder {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Regime};
+/// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, contract::{DiscoverySource, FramingContract}, outcome::Regime};
 ///
 /// let mut result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
 ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
@@ -159,7 +160,7 @@ impl PolicyBuilder {
 /// let policy = ClientPolicy::new(&ServerDiscovery::from_discover(&result)?)?;
 /// assert_eq!(policy.regime(), Regime::A);
 /// assert_eq!(policy.framing_header_value().as_deref(), Some("1"));
-/// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
+/// # Ok::<(), mcp_framing::contract::ContractError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientPolicy {
@@ -229,7 +230,7 @@ impl ClientPolicy {
     /// let discovery = ServerDiscovery::from_initialize(&result)?;
     /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
     /// assert_eq!(policy.discovery_mode(), DiscoveryMode::Sticky);
-    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn discovery_mode(&self) -> DiscoveryMode {
@@ -254,7 +255,7 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, outcome::Verdict, RequestKey, StreamEncoder, StreamHead};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, contract::{DiscoverySource, FramingContract}, outcome::Verdict, RequestKey, StreamEncoder, StreamHead};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
@@ -267,7 +268,7 @@ impl ClientPolicy {
     /// let mut decoder = policy.decoder(RequestKey::random()).unwrap();
     /// assert!(decoder.decode_eof(&mut body).is_err());
     /// assert!(matches!(decoder.outcome().verdict, Verdict::CrossWired { .. }));
-    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn decoder(&self, key: RequestKey) -> Option<StreamDecoder> {
@@ -308,7 +309,7 @@ impl ClientPolicy {
     /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
     /// let Verdict::Ambiguous(err) = policy.unframed_close(42).verdict else { panic!() };
     /// assert!(err.to_string().contains("stateless per-request discovery"));
-    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn unframed_close(&self, bytes_received: u64) -> Outcome {
@@ -328,7 +329,8 @@ impl ClientPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::contract::{ClientPolicy, ContractChange, ContractError, DiscoverySource, FramingContract, ServerDiscovery};
+    /// use mcp_framing::internals::contract::{ClientPolicy, ServerDiscovery};
+    /// use mcp_framing::contract::{ContractChange, ContractError, DiscoverySource, FramingContract};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
@@ -360,7 +362,8 @@ impl ClientPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use mcp_framing::internals::contract::{ClientPolicy, Deduplication, DiscoverySource, FramingContract, ServerDiscovery};
+    /// use mcp_framing::internals::contract::{ClientPolicy, ServerDiscovery};
+    /// use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1()
@@ -369,7 +372,7 @@ impl ClientPolicy {
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
     /// assert!(policy.deduplicates("tools/call"));
     /// assert!(!policy.deduplicates("resources/read"));
-    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn deduplicates(&self, method: &str) -> bool {

@@ -20,18 +20,18 @@ use super::telemetry::{self, Ended};
 use crate::ids::RequestKey;
 
 /// Default retention of a record: 24 hours, as Stripe keeps idempotency keys.
-pub const DEFAULT_WINDOW: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// Default lease of a claim: 30 seconds, renewed every third of it while the call runs, so only
 /// a holder that stopped (crashed, hung, cancelled) loses it.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// Default time a duplicate waits for the attempt in flight: 5 seconds, well inside MCP
 /// clients' request timeouts (60 s in the TypeScript SDK).
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(5);
 /// Default bound on a stored result: 1 MiB of JSON text. Larger results complete normally and
 /// are recorded as "completed, not stored".
-pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
 /// Default time allowed for one store operation: 2 seconds.
-pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Longest pause between two looks at a record in flight while waiting for it.
 const MAX_POLL_INTERVAL: Duration = Duration::from_millis(200);
@@ -82,7 +82,8 @@ pub enum StoreFailure {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::internals::dedupe::{FingerprintRules, KeyedCall, Principal};
+/// use mcp_framing::internals::dedupe::KeyedCall;
+/// use mcp_framing::dedupe::{FingerprintRules, Principal};
 /// use serde_json::json;
 ///
 /// let key = RequestKey::random();
@@ -107,7 +108,8 @@ pub struct KeyedCall {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::dedupe::{FingerprintRules, KeyedCall, KeyedCallError, Principal};
+/// use mcp_framing::internals::dedupe::{KeyedCall, KeyedCallError};
+/// use mcp_framing::dedupe::{FingerprintRules, Principal};
 /// let err = KeyedCall::from_request(Principal::anonymous(), None, &serde_json::json!([1]),
 ///                                   &FingerprintRules::default()).unwrap_err();
 /// assert_eq!(err, KeyedCallError::NotARequest);
@@ -133,7 +135,8 @@ impl KeyedCall {
     ///
     /// ```
     /// use mcp_framing::RequestKey;
-    /// use mcp_framing::internals::dedupe::{Fingerprint, KeyedCall, Principal, Scope};
+    /// use mcp_framing::internals::dedupe::{Fingerprint, KeyedCall, Scope};
+    /// use mcp_framing::dedupe::Principal;
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
     ///                           RequestKey::random(), Fingerprint::from_bytes([0; 32]));
     /// assert_eq!(call.scope().method(), "tools/call");
@@ -216,7 +219,7 @@ impl KeyedCall {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
+    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "m", None), RequestKey::random(),
     ///                           Fingerprint::from_bytes([3; 32]));
     /// assert_eq!(call.fingerprint(), Fingerprint::from_bytes([3; 32]));
@@ -231,7 +234,7 @@ impl KeyedCall {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
+    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
     /// let scope = Scope::new(Principal::anonymous(), "m", None);
     /// let key = RequestKey::random();
     /// let call = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([3; 32]));
@@ -249,7 +252,7 @@ impl KeyedCall {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::internals::dedupe::*;
+/// use mcp_framing::{dedupe::*, internals::dedupe::*};
 ///
 /// # tokio_test::block_on(async {
 /// let dedup = Deduplicator::new(MemoryStore::new());
@@ -1172,7 +1175,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
+    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(4);
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
@@ -1265,7 +1268,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
+    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new());
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
@@ -1291,7 +1294,7 @@ impl ExecutionGuard {
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, internals::dedupe::*};
+    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
     /// # tokio_test::block_on(async {
     /// let dedup = Deduplicator::new(MemoryStore::new());
     /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),

@@ -16,10 +16,10 @@ use super::telemetry;
 
 /// Default bound on records: 100,000 (at the default 24 h window, about 1.2 keyed calls a
 /// second kept for the whole window).
-pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
+pub(crate) const DEFAULT_MAX_ENTRIES: usize = 100_000;
 
 /// Default bound on bytes: 256 MiB of records (stored results and per-record overhead).
-pub const DEFAULT_MAX_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: usize = 256 * 1024 * 1024;
 
 /// Bytes a record costs besides its stored result: the key and fingerprint digests, the state,
 /// two index entries and the map slot, rounded up. Counting it keeps the byte bound honest for

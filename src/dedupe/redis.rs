@@ -563,7 +563,7 @@ impl RedisStore {
     /// # Examples
     ///
     /// ```no_run
-    /// # async fn run(store: mcp_framing::internals::dedupe::RedisStore, key: mcp_framing::internals::dedupe::StoreKey) {
+    /// # async fn run(store: mcp_framing::dedupe::RedisStore, key: mcp_framing::internals::dedupe::StoreKey) {
     /// assert!(store.redis_key(&key).starts_with("mcp-framing:dedupe:"));
     /// # }
     /// # let _ = run;

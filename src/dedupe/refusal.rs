@@ -11,17 +11,17 @@ use crate::ids::RequestKey;
 use crate::retry::DEDUPE_DATA_KEY;
 
 /// JSON-RPC error code of [`Refusal::Conflict`].
-pub const CODE_CONFLICT: i64 = -32080;
+pub(crate) const CODE_CONFLICT: i64 = -32080;
 /// JSON-RPC error code of [`Refusal::InProgress`].
-pub const CODE_IN_PROGRESS: i64 = -32081;
+pub(crate) const CODE_IN_PROGRESS: i64 = -32081;
 /// JSON-RPC error code of [`Refusal::ResultNotStored`].
-pub const CODE_RESULT_NOT_STORED: i64 = -32082;
+pub(crate) const CODE_RESULT_NOT_STORED: i64 = -32082;
 /// JSON-RPC error code of [`Refusal::OutcomeUnknown`].
-pub const CODE_OUTCOME_UNKNOWN: i64 = -32083;
+pub(crate) const CODE_OUTCOME_UNKNOWN: i64 = -32083;
 /// JSON-RPC error code of [`Refusal::StoreUnavailable`].
-pub const CODE_STORE_UNAVAILABLE: i64 = -32084;
+pub(crate) const CODE_STORE_UNAVAILABLE: i64 = -32084;
 /// JSON-RPC error code of [`Refusal::LeaseLost`].
-pub const CODE_LEASE_LOST: i64 = -32085;
+pub(crate) const CODE_LEASE_LOST: i64 = -32085;
 
 /// Why a keyed call was not executed (nor replayed).
 ///

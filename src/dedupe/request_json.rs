@@ -7,7 +7,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// Deepest nesting of arrays and objects accepted: serde_json's recursion limit.
-pub const MAX_JSON_DEPTH: usize = 128;
+pub(crate) const MAX_JSON_DEPTH: usize = 128;
 
 /// Why a request body is not one well-formed JSON text ([`parse_request_json`]).
 ///

@@ -228,7 +228,8 @@ impl PrincipalExtractor for AuthorizationPrincipal {
 ///
 /// ```
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::internals::dedupe::{Principal, Scope};
+/// use mcp_framing::internals::dedupe::Scope;
+/// use mcp_framing::dedupe::Principal;
 ///
 /// let key = RequestKey::random();
 /// let alice = Scope::new(Principal::from_id("alice"), "tools/call", Some("send_email"));
@@ -264,7 +265,8 @@ impl Scope {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::dedupe::{Principal, Scope};
+    /// use mcp_framing::internals::dedupe::Scope;
+    /// use mcp_framing::dedupe::Principal;
     /// assert!(Scope::new(Principal::anonymous(), "tools/call", None).principal().is_anonymous());
     /// ```
     #[must_use]
@@ -277,7 +279,8 @@ impl Scope {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::dedupe::{Principal, Scope};
+    /// use mcp_framing::internals::dedupe::Scope;
+    /// use mcp_framing::dedupe::Principal;
     /// assert_eq!(Scope::new(Principal::anonymous(), "tools/call", None).method(), "tools/call");
     /// ```
     #[must_use]
@@ -290,7 +293,8 @@ impl Scope {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::dedupe::{Principal, Scope};
+    /// use mcp_framing::internals::dedupe::Scope;
+    /// use mcp_framing::dedupe::Principal;
     /// assert_eq!(Scope::new(Principal::anonymous(), "tools/call", Some("t")).tool(), Some("t"));
     /// ```
     #[must_use]

@@ -112,7 +112,8 @@ pub enum LeaseExpiry {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_framing::internals::dedupe::{ClaimRequest, FencingToken, Fingerprint, LeaseExpiry};
+/// use mcp_framing::internals::dedupe::{ClaimRequest, FencingToken, Fingerprint};
+/// use mcp_framing::dedupe::LeaseExpiry;
 /// let claim = ClaimRequest {
 ///     fingerprint: Fingerprint::from_bytes([1; 32]),
 ///     token: FencingToken::random(),

@@ -28,8 +28,8 @@
 //! ```
 //! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 //! use mcp_framing::RequestKey;
-//! use mcp_framing::internals::dedupe::{telemetry, Decision, Deduplicator, Fingerprint, KeyedCall,
-//!                           MemoryStore, Principal, Scope};
+//! use mcp_framing::dedupe::{Deduplicator, MemoryStore, Principal};
+//! use mcp_framing::internals::dedupe::{telemetry, Decision, Fingerprint, KeyedCall, Scope};
 //!
 //! let recorder = DebuggingRecorder::new();
 //! let snapshotter = recorder.snapshotter();

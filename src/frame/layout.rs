@@ -21,7 +21,7 @@ pub const HEAD_PAYLOAD_LEN: u32 = 32;
 pub const MESSAGE_END_PAYLOAD_LEN: u32 = 40;
 
 /// Payload length of a STREAM_END frame (SPEC.md §3): the message count (u64).
-pub const STREAM_END_PAYLOAD_LEN: u32 = 8;
+pub(crate) const STREAM_END_PAYLOAD_LEN: u32 = 8;
 
 /// Shortest ABORT payload: the reason code alone (SPEC.md §3).
 pub(crate) const ABORT_MIN_PAYLOAD_LEN: u32 = 2;

@@ -48,8 +48,9 @@ pub(crate) use header::{write_frame, write_header};
 pub use kind::{FrameKind, PayloadError};
 pub use layout::{
     HEAD_PAYLOAD_LEN, HEADER_LEN, MAGIC, MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN,
-    MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN, VERSION,
+    MESSAGE_END_PAYLOAD_LEN, VERSION,
 };
+pub(crate) use layout::STREAM_END_PAYLOAD_LEN;
 pub use message_end::MessageEnd;
 pub use stream_end::StreamEnd;
 

@@ -755,7 +755,7 @@ where
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{internals::http::{collect_messages, VerifiedResponse}, mapping::Mapping};
+/// use mcp_framing::{internals::http::collect_messages, http::VerifiedResponse, mapping::Mapping};
 /// use mcp_framing::{StreamDecoder, StreamEncoder, StreamHead};
 /// let mut wire = bytes::BytesMut::new();
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));

@@ -40,10 +40,10 @@ pub const OPT_IN_HEADER: HeaderName = HeaderName::from_static("mcp-framing");
 pub const REQUEST_KEY_HEADER: HeaderName = HeaderName::from_static("mcp-framing-request-key");
 /// Request header listing the mappings a client takes besides the §15 and binary ones, in order
 /// of preference, comma separated: `Mcp-Framing-Mapping: compat` (SPEC.md §18.8).
-pub const MAPPING_HEADER: HeaderName = HeaderName::from_static("mcp-framing-mapping");
+pub(crate) const MAPPING_HEADER: HeaderName = HeaderName::from_static("mcp-framing-mapping");
 /// The framing version this crate speaks ([`frame::VERSION`](crate::frame::VERSION)), as it
 /// appears in [`OPT_IN_HEADER`].
-pub const VERSION_TOKEN: &str = match crate::frame::VERSION {
+pub(crate) const VERSION_TOKEN: &str = match crate::frame::VERSION {
     1 => "1",
     _ => panic!("VERSION_TOKEN must spell frame::VERSION"),
 };

@@ -2,9 +2,9 @@
 //! request.
 
 /// `_meta` key under which a 2026-07-28 request carries its client capabilities.
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key of a 2026-07-28 request's protocol version.
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The MCP revision of the requests a client sends without a session (`DiscoveringResolver`'s
 /// `server/discover`, `RetryingClient`'s calls): 2026-07-28, in which every request carries its

@@ -323,3 +323,6 @@ impl Outcome {
         self.verdict == Verdict::Clean
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,7 +8,8 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::outcome::{classify, Completion, Observations, Regime};
+/// use mcp_framing::internals::outcome::{classify, Completion, Observations};
+/// use mcp_framing::outcome::Regime;
 ///
 /// let obs = Observations { sentinel_seen: true, ..Observations::default() };
 /// assert_eq!(classify(&obs), Ok(Completion::Clean(Regime::A)));
@@ -78,7 +79,8 @@ impl fmt::Display for Regime {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::outcome::{Completion, Regime};
+/// use mcp_framing::internals::outcome::Completion;
+/// use mcp_framing::outcome::Regime;
 /// assert!(Completion::Clean(Regime::A).is_clean());
 /// assert_eq!(Completion::Abandoned(Regime::B).regime(), Regime::B);
 /// ```
@@ -243,7 +245,8 @@ impl StreamCompletionAmbiguousError {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::outcome::{classify, Completion, DiscoveryMode, Observations, Regime};
+/// use mcp_framing::internals::outcome::{classify, Completion, Observations};
+/// use mcp_framing::outcome::{DiscoveryMode, Regime};
 ///
 /// let cut = Observations { self_delimiting: true, ..Observations::default() };
 /// assert_eq!(classify(&cut), Ok(Completion::Abandoned(Regime::B)));

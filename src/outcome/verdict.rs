@@ -84,7 +84,7 @@ impl Verdict {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{internals::outcome::VerdictKind, internals::outcome::Verdict};
+    /// use mcp_framing::{internals::outcome::VerdictKind, outcome::Verdict};
     /// assert_eq!(Verdict::Clean.kind(), VerdictKind::Clean);
     /// assert_eq!(Verdict::Abandoned { at: None }.kind(), VerdictKind::Abandoned);
     /// ```

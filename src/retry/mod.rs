@@ -226,3 +226,6 @@ impl fmt::Display for RetryDecision {
         write!(f, "{action}: {}", self.reason())
     }
 }
+
+#[cfg(test)]
+mod tests;

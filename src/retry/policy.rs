@@ -150,13 +150,13 @@ impl RetryPolicy {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{internals::contract::{ClientPolicy, DiscoverySource, FramingContract, ServerDiscovery}, internals::retry::RetryPolicy};
+    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, contract::{DiscoverySource, FramingContract}, internals::retry::RetryPolicy};
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
     /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
     /// // No `deduplication` member: keyed tool calls are not retried.
     /// assert_eq!(RetryPolicy::for_method(&policy, "tools/call"), RetryPolicy::default());
-    /// # Ok::<(), mcp_framing::internals::contract::ContractError>(())
+    /// # Ok::<(), mcp_framing::contract::ContractError>(())
     /// ```
     #[must_use]
     pub fn for_method(policy: &crate::contract::ClientPolicy, method: &str) -> Self {

@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 
 use dedupe_support::{self as s, Persistence, RedisCluster};
 use mcp_framing::RequestKey;
-use mcp_framing::internals::dedupe::{
-    CompleteError, Decision, DedupeStore, Deduplicator, KeyedCall, RedisStore,
-};
+use mcp_framing::dedupe::{DedupeStore, Deduplicator, RedisStore};
+use mcp_framing::internals::dedupe::{CompleteError, Decision, KeyedCall};
 use serde_json::json;
 
 const PREFIX: &str = "cluster:";

@@ -18,7 +18,8 @@ use dedupe_support::{self as s, Persistence, RedisServer};
 use http_body_util::{BodyExt, Full};
 use mcp_framing::RequestKey;
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
-use mcp_framing::internals::http::{DEDUPE_HEADER, DedupeLayer};
+use mcp_framing::http::DedupeLayer;
+use mcp_framing::internals::http::DEDUPE_HEADER;
 use serde_json::{Value, json};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -67,7 +68,7 @@ async fn call<S>(service: &mut S, key: RequestKey, id: u64) -> (String, Value)
 where
     S: Service<
             http::Request<Full<Bytes>>,
-            Response = http::Response<mcp_framing::internals::http::DedupeBody>,
+            Response = http::Response<mcp_framing::http::DedupeBody>,
         >,
     S::Error: std::fmt::Debug,
 {

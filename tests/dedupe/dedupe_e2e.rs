@@ -18,16 +18,17 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use dedupe_support::RedisServer;
 use mcp_framing::client::{EndpointResolver, RetrySchedule};
+use mcp_framing::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::internals::client::{Resolution, ResolveFuture};
 use mcp_framing::internals::contract::ServerDiscovery;
-use mcp_framing::internals::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{
     RequestKey, StreamDecoder,
     contract::{Deduplication, DiscoverySource, FramingContract},
 };
 use mcp_framing::{
-    internals::http::{DEDUPE_HEADER, VerifiedResponse, collect_messages, opt_in_headers},
+    http::{VerifiedResponse, opt_in_headers},
+    internals::http::{DEDUPE_HEADER, collect_messages},
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;

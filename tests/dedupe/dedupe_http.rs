@@ -13,7 +13,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use mcp_framing::RequestKey;
 use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-use mcp_framing::internals::http::{DEDUPE_HEADER, DedupeLayer};
+use mcp_framing::http::DedupeLayer;
+use mcp_framing::internals::http::DEDUPE_HEADER;
 use tower_layer::Layer;
 use tower_service::Service;
 

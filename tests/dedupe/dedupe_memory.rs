@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use dedupe_support as s;
 use mcp_framing::RequestKey;
+use mcp_framing::dedupe::{DedupeStore, Deduplicator, LeaseExpiry, MemoryStore, StoreFailure};
 use mcp_framing::internals::dedupe::{
-    ClaimOutcome, ClaimRequest, Decision, DedupeStore, Deduplicator, FencingToken, LeaseExpiry,
-    MemoryStore, RECORD_OVERHEAD, StoreFailure,
+    ClaimOutcome, ClaimRequest, Decision, FencingToken, RECORD_OVERHEAD,
 };
 use serde_json::json;
 
@@ -188,7 +188,7 @@ impl DedupeStore for DownStore {
         _: &'a ClaimRequest,
     ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<ClaimOutcome, mcp_framing::internals::dedupe::StoreError>,
+        Result<ClaimOutcome, mcp_framing::dedupe::StoreError>,
     > {
         Box::pin(std::future::pending())
     }
@@ -199,7 +199,7 @@ impl DedupeStore for DownStore {
         _: Duration,
     ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+        Result<bool, mcp_framing::dedupe::StoreError>,
     > {
         Box::pin(std::future::pending())
     }
@@ -211,7 +211,7 @@ impl DedupeStore for DownStore {
         _: Duration,
     ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+        Result<bool, mcp_framing::dedupe::StoreError>,
     > {
         Box::pin(std::future::pending())
     }
@@ -221,7 +221,7 @@ impl DedupeStore for DownStore {
         _: FencingToken,
     ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+        Result<bool, mcp_framing::dedupe::StoreError>,
     > {
         Box::pin(std::future::pending())
     }
@@ -264,7 +264,7 @@ async fn progress_token_and_key_do_not_change_the_fingerprint() {
                    "arguments": {"x": [1, {"a": 1, "b": 2}]}, "name": "send_email"}});
     mcp_framing::request::set_request_key(&mut request, key).unwrap();
     let b = mcp_framing::internals::dedupe::KeyedCall::from_request(
-        mcp_framing::internals::dedupe::Principal::from_id("alice"),
+        mcp_framing::dedupe::Principal::from_id("alice"),
         None,
         &request,
         &Default::default(),

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use dedupe_support as s;
 use mcp_framing::RequestKey;
+use mcp_framing::dedupe::{DedupeStore, Deduplicator, MemoryStore, StoreError, StoreFailure};
 use mcp_framing::internals::dedupe::telemetry::{
     COMPLETIONS, DECISIONS, EVICTIONS, LEASES_LOST, SERVER_OPERATION_DURATION, STORE_DURATION,
     WAIT_DURATION, WAITS,
 };
 use mcp_framing::internals::dedupe::{
-    ClaimOutcome, ClaimRequest, Completed, DedupeStore, Deduplicator, FencingToken, MemoryStore,
-    StoreError, StoreFailure, StoreFuture, StoreKey,
+    ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoreKey,
 };
 use metrics_support::Recorded;
 use serde_json::json;

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use dedupe_support::{self as s, RedisServer};
 use mcp_framing::RequestKey;
-use mcp_framing::internals::dedupe::{Decision, DedupeStore, Deduplicator, RedisStore};
+use mcp_framing::dedupe::{DedupeStore, Deduplicator, RedisStore};
+use mcp_framing::internals::dedupe::Decision;
 use serde_json::json;
 
 async fn redis(server: &RedisServer) -> Arc<dyn DedupeStore> {

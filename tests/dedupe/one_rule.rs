@@ -21,7 +21,8 @@ use mcp_framing::internals::sse_compat::CompatDecoder;
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{RequestKey, StreamDecoder};
 use mcp_framing::{
-    internals::http::{DEDUPE_HEADER, DedupeLayer, Delivery, VerifiedResponse},
+    http::{DedupeLayer, Delivery, VerifiedResponse},
+    internals::http::DEDUPE_HEADER,
     mapping::Mapping,
 };
 use tower_layer::Layer;

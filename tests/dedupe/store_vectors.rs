@@ -11,10 +11,13 @@ use std::time::Duration;
 
 use crate::support::dedupe_support::RedisServer;
 use mcp_framing::RequestKey;
+use mcp_framing::dedupe::{
+    DedupeStore, Deduplicator, FingerprintRules, LeaseExpiry, Principal, RedisStore,
+};
 use mcp_framing::internals::dedupe::{
-    ClaimOutcome, ClaimRequest, Completed, DEFAULT_PREFIX, Decision, DedupeStore, Deduplicator,
-    FencingToken, Fingerprint, FingerprintRules, KeyedCall, LeaseExpiry, Principal, RedisStore,
-    Refusal, RequestJsonError, Scope, StoreKey, StoredResponse, canonical_json, parse_request_json,
+    ClaimOutcome, ClaimRequest, Completed, DEFAULT_PREFIX, Decision, FencingToken, Fingerprint,
+    KeyedCall, Refusal, RequestJsonError, Scope, StoreKey, StoredResponse, canonical_json,
+    parse_request_json,
 };
 use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};

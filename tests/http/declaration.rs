@@ -22,10 +22,11 @@ use mcp_framing::internals::sse::SseParser;
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{
     RequestKey, StreamDecoder,
-    internals::contract::{EXTENSION_KEY, FramingContract, ServerDiscovery},
+    contract::FramingContract,
+    internals::contract::{EXTENSION_KEY, ServerDiscovery},
 };
 use mcp_framing::{
-    internals::http::{Delivery, VerifiedResponse},
+    http::{Delivery, VerifiedResponse},
     mapping::Mapping,
 };
 use rmcp::ServiceExt;

@@ -412,7 +412,7 @@ async fn a_client_asking_for_compat_reads_the_sse_mapping_of_a_server_without_it
 #[test]
 fn a_compat_mapping_violation_is_not_retried() {
     let err = mcp_framing::mapping::CompatError::UnframedEvent { event: 0 };
-    let outcome = mcp_framing::internals::http::ReceiveError::<std::io::Error>::Invalid(
+    let outcome = mcp_framing::http::ReceiveError::<std::io::Error>::Invalid(
         mcp_framing::BodyError::Compat(err),
     )
     .outcome()
@@ -426,7 +426,7 @@ async fn framed_body_writes_the_compatible_mapping_that_verified_response_reads(
     use futures_util::StreamExt;
     use mcp_framing::{Outgoing, StreamEncoder, StreamHead};
     use mcp_framing::{
-        internals::http::{Delivery, FramedBody, VerifiedResponse, response_headers},
+        http::{Delivery, FramedBody, VerifiedResponse, response_headers},
         mapping::Mapping,
     };
 

@@ -15,7 +15,7 @@ use futures_util::stream;
 use http::{Request, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use mcp_framing::internals::http::{Delivery, ReceiveError, VerifiedResponse};
+use mcp_framing::http::{Delivery, ReceiveError, VerifiedResponse};
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{AbortCode, BodyError, DecodeError, Event, RequestKey, StreamDecoder};
 use tower_layer::Layer;
@@ -97,7 +97,7 @@ async fn through_layer(
 async fn through_layer_from(inner: Inner) -> (Vec<Event>, Result<(), DecodeError>) {
     let key = RequestKey::random();
     let mut request = Request::builder().method("POST").uri("/mcp");
-    for (name, value) in &mcp_framing::internals::http::opt_in_headers(key, true) {
+    for (name, value) in &mcp_framing::http::opt_in_headers(key, true) {
         request = request.header(name, value);
     }
     let mut service = FramingLayer::new().layer(inner);
@@ -269,7 +269,7 @@ async fn verified_with_limits(
     Result<(), ReceiveError<String>>,
 ) {
     let key = RequestKey::random();
-    let mut headers = mcp_framing::internals::http::opt_in_headers(key, binary);
+    let mut headers = mcp_framing::http::opt_in_headers(key, binary);
     match limits {
         Some(limits) => headers.insert("mcp-framing-limits", limits.parse().unwrap()),
         // As a client that does not announce its limits.
@@ -639,7 +639,7 @@ async fn a_malformed_limits_header_is_a_bad_request() {
         "message=-1",
         "frame",
     ] {
-        let mut headers = mcp_framing::internals::http::opt_in_headers(RequestKey::random(), true);
+        let mut headers = mcp_framing::http::opt_in_headers(RequestKey::random(), true);
         headers.insert("mcp-framing-limits", limits.parse().unwrap());
         let mut request = Request::builder().method("POST").uri("/mcp");
         for (name, value) in &headers {

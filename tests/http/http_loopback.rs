@@ -17,7 +17,7 @@ use mcp_framing::{
     AbortCode, BodyError, DecodeError, Outgoing, StreamEncoder, StreamHead, Truncation,
 };
 use mcp_framing::{
-    internals::http::{Delivery, FramedBody, OptIn, ReceiveError, response_headers},
+    http::{Delivery, FramedBody, OptIn, ReceiveError, response_headers},
     mapping::Mapping,
 };
 
@@ -309,10 +309,10 @@ async fn discovery_backend(framed: bool) -> SocketAddr {
             "capabilities": {"tools": {}, "extensions": {}},
         });
         if framed {
-            mcp_framing::internals::contract::FramingContract::v1()
+            mcp_framing::contract::FramingContract::v1()
                 .declare_in(
                     &mut result,
-                    mcp_framing::internals::contract::DiscoverySource::Discover,
+                    mcp_framing::contract::DiscoverySource::Discover,
                 )
                 .unwrap();
         }
@@ -355,8 +355,8 @@ async fn detects_a_discovery_downgrade_between_two_requests() {
     assert!(
         matches!(
             err,
-            mcp_framing::internals::contract::ContractError::Downgrade {
-                change: mcp_framing::internals::contract::ContractChange::ContractDropped,
+            mcp_framing::contract::ContractError::Downgrade {
+                change: mcp_framing::contract::ContractChange::ContractDropped,
                 ..
             }
         ),
@@ -366,10 +366,7 @@ async fn detects_a_discovery_downgrade_between_two_requests() {
     let err = mcp_framing::internals::contract::ClientPolicy::new(&discover(endpoints[1]).await)
         .unwrap_err();
     assert!(
-        matches!(
-            err,
-            mcp_framing::internals::contract::ContractError::NoContract { .. }
-        ),
+        matches!(err, mcp_framing::contract::ContractError::NoContract { .. }),
         "{err}"
     );
 }

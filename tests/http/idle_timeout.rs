@@ -14,7 +14,8 @@ use mcp_framing::{
     outcome::Verdict,
 };
 use mcp_framing::{
-    internals::http::{DEFAULT_IDLE_TIMEOUT, Delivery, ReceiveError, VerifiedResponse},
+    http::{Delivery, ReceiveError, VerifiedResponse},
+    internals::http::DEFAULT_IDLE_TIMEOUT,
     mapping::Mapping,
 };
 

@@ -22,7 +22,7 @@ use axum::body::Body;
 use axum::http::HeaderMap;
 use axum::routing::post;
 use futures_util::{StreamExt, stream};
-use mcp_framing::internals::http::{Delivery, FramedBody, OptIn, response_headers};
+use mcp_framing::http::{Delivery, FramedBody, OptIn, response_headers};
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{Outgoing, StreamEncoder, StreamHead};
 use tower_layer::Layer;

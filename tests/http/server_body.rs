@@ -10,7 +10,7 @@ use futures::{FutureExt, SinkExt, StreamExt, stream};
 use mcp_framing::internals::sse::SseFrameDecoder;
 use mcp_framing::{AbortCode, DecodeError, Outgoing, StreamDecoder, StreamEncoder, StreamHead};
 use mcp_framing::{
-    internals::http::{Delivery, FramedBody, OptIn, response_headers},
+    http::{Delivery, FramedBody, OptIn, response_headers},
     mapping::Mapping,
 };
 

@@ -7,4 +7,3 @@ mod support;
 mod mapping_encoder;
 mod sse_body_order;
 mod sse_compat;
-mod sse_mapping;

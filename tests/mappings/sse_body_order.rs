@@ -15,7 +15,7 @@ use mcp_framing::{
     outcome::{Outcome, Verdict},
 };
 use mcp_framing::{
-    internals::http::{Delivery, ReceiveError, VerifiedResponse},
+    http::{Delivery, ReceiveError, VerifiedResponse},
     mapping::Mapping,
 };
 use mcp_framing::{

@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use mcp_framing::http::{FramedBody, OptIn, response_headers};
 use mcp_framing::rmcp_http::FramingHttpClient;
-use mcp_framing::{Outgoing, StreamEncoder, internals::contract::FramingContract};
+use mcp_framing::{Outgoing, StreamEncoder, contract::FramingContract};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;

@@ -8,17 +8,13 @@ mod support;
 
 mod bit_flips;
 mod conformance_vectors;
-mod contract;
 mod fuzz_regressions;
-mod jsonrpc;
 mod no_clean_prefix;
 mod outcome_mapping;
 mod outcome_properties;
-mod outcome_table;
 mod peer_text;
 mod reference_decoder;
 mod request_key;
-mod retry;
 mod roundtrip;
 mod splices;
 mod splits;

@@ -80,7 +80,7 @@ fn verified_response(
     max_event_data: Option<usize>,
 ) -> Outcomes {
     use futures::StreamExt;
-    use mcp_framing::internals::http::VerifiedResponse;
+    use mcp_framing::http::VerifiedResponse;
     let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(
         input,
     ))]);
@@ -482,7 +482,7 @@ fn a_final_response_whose_sentinel_was_cut_is_delivered_clean_in_regime_b_and_no
     {
         use futures::StreamExt;
         use mcp_framing::{
-            internals::http::{Delivery, VerifiedResponse},
+            http::{Delivery, VerifiedResponse},
             mapping::Mapping,
         };
         let body =

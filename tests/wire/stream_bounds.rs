@@ -190,7 +190,7 @@ fn a_client_policy_decoder_enforces_the_clients_own_bounds() {
         mcp_framing::internals::contract::ServerDiscovery::from_initialize(&serde_json::json!({
             "protocolVersion": "2025-06-18",
             "capabilities": {"experimental": {"io.github.mcp-framing/framing":
-                mcp_framing::internals::contract::FramingContract::v1()}}
+                mcp_framing::contract::FramingContract::v1()}}
         }))
         .unwrap();
     let policy = mcp_framing::internals::contract::ClientPolicy::builder()

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use mcp_framing::{
-    DecoderBuilder, RequestKey, StreamDecoder,
+    DecoderBuilder, Limits, RequestKey, StreamDecoder,
     internals::limits::{
-        DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, Limits, MIN_MAX_FRAME_PAYLOAD,
+        DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_FRAME_PAYLOAD,
     },
     mapping::Mapping,
 };

@@ -42,7 +42,7 @@ impl Status {
     /// without the sentinel into [`Status::SentinelMissing`].
     fn of(
         failure: Option<&BodyError>,
-        outcome: &mcp_framing::internals::outcome::Outcome,
+        outcome: &mcp_framing::outcome::Outcome,
         require_sentinel: bool,
     ) -> Self {
         let Some(failure) = failure else {
@@ -93,7 +93,7 @@ pub(crate) struct Outcome {
     /// `None`: clean (with the sentinel, or a final response delivered without it).
     pub(crate) failure: Option<BodyError>,
     /// The crate's classification of the body (SPEC.md §11.4): verdict, regime, sentinel.
-    pub(crate) classification: mcp_framing::internals::outcome::Outcome,
+    pub(crate) classification: mcp_framing::outcome::Outcome,
     pub(crate) head: Option<StreamHead>,
     pub(crate) messages: Vec<MessageSummary>,
     pub(crate) progress: Progress,

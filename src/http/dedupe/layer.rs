@@ -10,7 +10,7 @@ use crate::limits::DEFAULT_MAX_MESSAGE_SIZE;
 
 /// Default bound on a request body the layer reads to identify a call: 16 MiB, the default
 /// maximum message size (SPEC.md §6). A larger body is answered `413`.
-pub const DEFAULT_MAX_REQUEST_BYTES: usize = DEFAULT_MAX_MESSAGE_SIZE as usize;
+pub(crate) const DEFAULT_MAX_REQUEST_BYTES: usize = DEFAULT_MAX_MESSAGE_SIZE as usize;
 
 /// A tower layer that deduplicates keyed calls (SPEC.md §17.10) in front of any MCP server that
 /// answers Streamable HTTP POSTs (rmcp's `StreamableHttpService`, an axum or hyper handler).

@@ -18,5 +18,5 @@ mod layer;
 mod service;
 
 pub use body::{DedupeBody, DedupeBodyError};
-pub use layer::{DEFAULT_MAX_REQUEST_BYTES, DedupeLayer};
+pub use layer::DedupeLayer;
 pub use service::{DEDUPE_HEADER, DedupeService};

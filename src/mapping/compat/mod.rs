@@ -69,4 +69,4 @@ mod record;
 
 pub use decoder::CompatDecoder;
 pub use encoder::{CompatEncodeError, CompatEncoder};
-pub use record::{MAPPING_TOKEN, RECORD_OVERHEAD, RECORD_PREFIX};
+pub use record::{RECORD_OVERHEAD, RECORD_PREFIX};

@@ -1,12 +1,6 @@
 //! How a record line is spelled (SPEC.md §18.1, §18.2): the words both halves of the mapping
 //! share.
 
-use crate::mapping::Mapping;
-
-/// The token that names this mapping ([`Mapping::Compat`]'s name): in the response header
-/// (`Mcp-Framing: 1; mapping=compat`), the request header `Mcp-Framing-Mapping`, the contract's
-/// `transports` and the CLI's `--mapping` (SPEC.md §18.1).
-pub const MAPPING_TOKEN: &str = Mapping::Compat.name();
 
 /// What starts a record line: a comment whose text is `mcp-framing`, a space, then base64
 /// (SPEC.md §18.2). Keep-alive comments (`:`, `: keep-alive`) never start with it.

@@ -36,3 +36,6 @@ pub(crate) use parser::RawItem;
 #[cfg(feature = "rmcp-server")]
 pub(crate) use parser::{LineSplitter, Piece, field};
 pub use parser::{SseEvent, SseItem, SseParser, is_message_event};
+
+#[cfg(test)]
+mod tests;

@@ -15,9 +15,8 @@ use tokio::time::Instant;
 pub use servers::{Persistence, RedisCluster, RedisServer, free_port};
 
 use mcp_framing::RequestKey;
-use mcp_framing::internals::dedupe::{
-    Decision, DedupeStore, Deduplicator, FingerprintRules, KeyedCall, Principal, Scope,
-};
+use mcp_framing::dedupe::{DedupeStore, Deduplicator, FingerprintRules, Principal};
+use mcp_framing::internals::dedupe::{Decision, KeyedCall, Scope};
 use serde_json::{Value, json};
 
 pub fn call(principal: &str, key: RequestKey, args: Value) -> KeyedCall {
@@ -275,10 +274,7 @@ impl DedupeStore for NoRenewals {
         request: &'a mcp_framing::internals::dedupe::ClaimRequest,
     ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<
-            mcp_framing::internals::dedupe::ClaimOutcome,
-            mcp_framing::internals::dedupe::StoreError,
-        >,
+        Result<mcp_framing::internals::dedupe::ClaimOutcome, mcp_framing::dedupe::StoreError>,
     > {
         self.0.claim(key, request)
     }
@@ -289,9 +285,9 @@ impl DedupeStore for NoRenewals {
         after: Duration,
     ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+        Result<bool, mcp_framing::dedupe::StoreError>,
     > {
-        Box::pin(async move { Err(mcp_framing::internals::dedupe::StoreError::Timeout { after }) })
+        Box::pin(async move { Err(mcp_framing::dedupe::StoreError::Timeout { after }) })
     }
     fn complete<'a>(
         &'a self,
@@ -301,7 +297,7 @@ impl DedupeStore for NoRenewals {
         retention: Duration,
     ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+        Result<bool, mcp_framing::dedupe::StoreError>,
     > {
         self.0.complete(key, token, outcome, retention)
     }
@@ -311,7 +307,7 @@ impl DedupeStore for NoRenewals {
         token: mcp_framing::internals::dedupe::FencingToken,
     ) -> mcp_framing::internals::dedupe::StoreFuture<
         'a,
-        Result<bool, mcp_framing::internals::dedupe::StoreError>,
+        Result<bool, mcp_framing::dedupe::StoreError>,
     > {
         self.0.release(key, token)
     }
@@ -344,8 +340,9 @@ pub async fn a_stale_guard_s_completion_is_rejected(store: Arc<dyn DedupeStore>)
 }
 
 pub async fn fencing_rejects_a_stale_completion(store: Arc<dyn DedupeStore>) {
+    use mcp_framing::dedupe::LeaseExpiry;
     use mcp_framing::internals::dedupe::{
-        ClaimOutcome, ClaimRequest, Completed, FencingToken, LeaseExpiry, StoredResponse,
+        ClaimOutcome, ClaimRequest, Completed, FencingToken, StoredResponse,
     };
     let key = call("alice", RequestKey::random(), json!({}));
     let store_key = key.store_key();
@@ -446,7 +443,7 @@ pub async fn a_result_too_large_is_never_executed_again(store: Arc<dyn DedupeSto
 pub async fn refuse_policy_reports_outcome_unknown(store: Arc<dyn DedupeStore>) {
     let dedup = engine(store)
         .lease(SHORT_LEASE)
-        .on_expired_lease(mcp_framing::internals::dedupe::LeaseExpiry::Refuse);
+        .on_expired_lease(mcp_framing::dedupe::LeaseExpiry::Refuse);
     let key = RequestKey::random();
     drop(expect_execute(
         dedup.begin(&call("alice", key, json!({}))).await,
@@ -494,8 +491,9 @@ pub async fn records_expire_after_the_window(store: Arc<dyn DedupeStore>) {
 pub async fn a_repeated_completion_with_its_token_is_accepted_once_recorded(
     store: Arc<dyn DedupeStore>,
 ) {
+    use mcp_framing::dedupe::LeaseExpiry;
     use mcp_framing::internals::dedupe::{
-        ClaimOutcome, ClaimRequest, Completed, FencingToken, LeaseExpiry, StoredResponse,
+        ClaimOutcome, ClaimRequest, Completed, FencingToken, StoredResponse,
     };
     let call = call("alice", RequestKey::random(), json!({}));
     let key = call.store_key();

@@ -1,18 +1,25 @@
-//! The SSE mapping (SPEC.md §15) through the public API, without a network: byte-exact with the
-//! binary form whatever the chunking and line endings, keep-alive comments skipped, every cut a
-//! truncation, unframed events refused.
+//! The SSE mapping (SPEC.md §15) without a network: byte-exact with the binary form whatever the
+//! chunking and line endings, keep-alive comments skipped, every cut a truncation, unframed events
+//! refused.
 
 use bytes::BytesMut;
-use mcp_framing::{DecodeError, StreamDecoder};
-use mcp_framing::{
-    internals::sse::{EVENT_OVERHEAD, SseFrameDecoder, SseFrameEncoder},
-    mapping::SseError,
-};
 use proptest::prelude::*;
 
-use crate::support::common;
+use super::{EVENT_OVERHEAD, SseFrameDecoder, SseFrameEncoder};
+use crate::mapping::SseError;
+use crate::{DecodeError, StreamDecoder, StreamEncoder, StreamHead};
 
-use common::encode_messages as binary;
+/// The binary stream of `messages` in frames of at most `frame_size` bytes, then the sentinel.
+fn binary(messages: &[Vec<u8>], frame_size: usize) -> BytesMut {
+    let head = StreamHead::for_request(None);
+    let mut enc = StreamEncoder::builder().frame_size(frame_size).build(head);
+    let mut wire = BytesMut::new();
+    for message in messages {
+        enc.message(message, &mut wire).unwrap();
+    }
+    enc.end(&mut wire).unwrap();
+    wire
+}
 
 /// Feeds `body` to a fresh SSE decoder in pieces whose sizes cycle through `splits`.
 fn decode_sse(body: &[u8], splits: &[usize]) -> Result<BytesMut, SseError> {

@@ -3,7 +3,7 @@
 //! own reading of the top-level keys (its values skipped) on any text, valid or not (issue 21: the
 //! crate's one-pass scan decides the usual message, serde_json the rest).
 
-use mcp_framing::internals::jsonrpc::is_response;
+use super::is_response;
 use proptest::prelude::*;
 
 /// The definition it replaces: parse into a `Value`, look at the top level.

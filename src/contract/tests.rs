@@ -1,16 +1,29 @@
 //! The discovery contract: fixtures, policy construction, negotiation, downgrade detection.
 
-use crate::support::outcome_support;
-
-use mcp_framing::{
-    RequestKey,
-    internals::contract::{
-        ClientPolicy, ContractChange, ContractError, DiscoverySource, EXTENSION_KEY,
-        FramingContract, ServerDiscovery,
-    },
-    outcome::{DiscoveryMode, Regime, Verdict},
+use super::{
+    ClientPolicy, ContractChange, ContractError, Deduplication, DiscoverySource, EXTENSION_KEY,
+    FramingContract, ServerDiscovery,
 };
-use outcome_support::{discovery, fixture};
+use crate::RequestKey;
+use crate::outcome::{DiscoveryMode, Regime, Verdict};
+
+/// Reads a discovery fixture from `tests/fixtures/discovery/`.
+fn fixture(name: &str) -> serde_json::Value {
+    let path = format!(
+        "{}/tests/fixtures/discovery/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(&path).expect(&path)).unwrap()
+}
+
+/// Parses a fixture as an `initialize` or `server/discover` result, by its file name.
+fn discovery(name: &str) -> ServerDiscovery {
+    let parse = match name.starts_with("initialize") {
+        true => ServerDiscovery::from_initialize,
+        false => ServerDiscovery::from_discover,
+    };
+    parse(&fixture(name)).unwrap()
+}
 
 #[test]
 fn extension_key_is_a_reverse_dns_prefix_and_name_outside_the_reserved_prefixes() {
@@ -300,9 +313,9 @@ fn negotiation_rejects_a_frame_limit_below_the_control_frames() {
 fn policy_decoder_enforces_the_negotiated_limits_and_the_request_key() {
     let policy = ClientPolicy::new(&discovery("discover_framed_small_limits.json")).unwrap();
     let key = RequestKey::random();
-    let mut enc = mcp_framing::StreamEncoder::builder()
+    let mut enc = crate::StreamEncoder::builder()
         .frame_size(16384)
-        .build(mcp_framing::StreamHead::for_request(Some(key)));
+        .build(crate::StreamHead::for_request(Some(key)));
     let mut wire = bytes::BytesMut::new();
     enc.message(&vec![b'a'; (1 << 20) + 1], &mut wire).unwrap();
     enc.end(&mut wire).unwrap();
@@ -310,7 +323,7 @@ fn policy_decoder_enforces_the_negotiated_limits_and_the_request_key() {
     assert!(
         matches!(
             err,
-            mcp_framing::DecodeError::MessageTooLarge { max: 1048576, .. }
+            crate::DecodeError::MessageTooLarge { max: 1048576, .. }
         ),
         "{err}"
     );
@@ -467,9 +480,7 @@ fn spec_schema_requires_exactly_the_fields_the_parser_requires() {
     // `alwaysFramed` (§18.8).
     let full = serde_json::to_value(
         FramingContract::v1()
-            .with_deduplication(mcp_framing::internals::contract::Deduplication::new(
-                std::time::Duration::from_secs(86400),
-            ))
+            .with_deduplication(Deduplication::new(std::time::Duration::from_secs(86400)))
             .with_always_framed("compat"),
     )
     .unwrap();
@@ -506,7 +517,7 @@ fn discovery_with(contract: FramingContract) -> ServerDiscovery {
 
 #[test]
 fn deduplication_is_negotiated_and_weakening_it_is_a_downgrade() {
-    use mcp_framing::{internals::contract::Deduplication, internals::retry::RetryPolicy};
+    use crate::retry::RetryPolicy;
     use std::time::Duration;
     let day = Deduplication::new(Duration::from_secs(86400));
     let policy = ClientPolicy::new(&discovery_with(

@@ -1,17 +1,27 @@
 //! Retry decisions: outcome + request traits -> retry / do not retry / surface to the caller.
 
-use crate::support::outcome_support;
+use bytes::BytesMut;
 
-use mcp_framing::{
-    AbortCode, DecodeError, RequestKey, StreamDecoder,
-    internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
-    outcome::{DiscoveryMode, Outcome},
-};
-use outcome_support::complete_stream;
+use super::{RequestTraits, RetryDecision, RetryPolicy, RetryReason};
+use crate::outcome::{DiscoveryMode, Outcome};
+use crate::{Abort, AbortCode, DecodeError, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
 
 /// The outcome the decoder gives for `body`, read to its end.
 fn outcome_of(body: &[u8]) -> Outcome {
-    outcome_support::outcome_of(&mut StreamDecoder::new(), body)
+    let mut decoder = StreamDecoder::new();
+    let mut buf = BytesMut::from(body);
+    while let Ok(Some(_)) = decoder.decode_eof(&mut buf) {}
+    decoder.outcome()
+}
+
+/// A complete stream: one response, then the sentinel.
+fn complete_stream() -> BytesMut {
+    let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+    let mut wire = BytesMut::new();
+    enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#, &mut wire)
+        .unwrap();
+    enc.end(&mut wire).unwrap();
+    wire
 }
 
 fn truncated() -> Outcome {
@@ -19,7 +29,7 @@ fn truncated() -> Outcome {
 }
 
 fn aborted(code: AbortCode) -> Outcome {
-    Outcome::from_error(&DecodeError::PeerAbort(mcp_framing::Abort::new(code, "x")))
+    Outcome::from_error(&DecodeError::PeerAbort(Abort::new(code, "x")))
 }
 
 fn ambiguous(mode: DiscoveryMode) -> Outcome {
@@ -40,7 +50,7 @@ fn decide(outcome: &Outcome, request: &RequestTraits) -> RetryDecision {
 
 #[test]
 fn clean_outcome_is_never_retried() {
-    let (_, wire) = complete_stream(None);
+    let wire = complete_stream();
     let clean = outcome_of(&wire);
     assert!(clean.is_clean());
     for request in [

@@ -1,6 +1,6 @@
 //! The regime decision table (SPEC.md §11.4) on all 16 combinations of the four observations.
 
-use mcp_framing::internals::outcome::{
+use super::{
     Completion, DiscoveryMode, Observations, Regime, StreamCompletionAmbiguousError, classify,
 };
 
