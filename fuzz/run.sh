@@ -114,7 +114,7 @@ fuzz_target() {
     tail -n 40 "$logs/$target.replay.log"
     touch "$logs/$target.failed"
   fi
-  say "$target done"
+  touch "$logs/$target.done"
 }
 
 # The targets, $jobs at a time (each libFuzzer process is single-threaded). A target's lines are
@@ -123,15 +123,18 @@ say "fuzzing ${#targets[@]} targets, $jobs at a time"
 running=0
 for target in "${targets[@]}"; do
   if [ "$running" -ge "$jobs" ]; then
-    wait -n
+    wait -n || true
     running=$((running - 1))
   fi
   fuzz_target "$target" &
   running=$((running + 1))
 done
 wait
+# A target whose job ended without finishing (an unexpected error) failed too.
 for target in "${targets[@]}"; do
-  [ ! -e "$logs/$target.failed" ] || failed+=("$target")
+  if [ -e "$logs/$target.failed" ] || [ ! -e "$logs/$target.done" ]; then
+    failed+=("$target")
+  fi
 done
 
 # Per-target numbers for the record: executions per second, total executions, and libFuzzer's
