@@ -10,6 +10,11 @@
 #   FUZZ_MAX_LEN          libFuzzer -max_len in bytes (default 8192)
 #   FUZZ_TIMEOUT          libFuzzer -timeout per input in seconds (default 20)
 #   CARGO_FUZZ_VERSION    cargo-fuzz version installed when missing (default 0.13.2)
+#   FUZZ_JOBS             targets fuzzed at once (default: the number of cores; libFuzzer runs one
+#                         process a target, each for FUZZ_SECONDS)
+#
+# `bash fuzz/run.sh --install` only installs cargo-fuzz when missing (.ci/run starts it first, in
+# the background, so that it overlaps the main crate's build).
 #
 # Exit status: 0 when no target crashed; 1 otherwise, after printing each reproducer's path and
 # the command that replays it.
@@ -46,6 +51,8 @@ if [ "$installed" != "$cargo_fuzz_version" ]; then
   cargo install cargo-fuzz --version "$cargo_fuzz_version" --locked --force
 fi
 say "$(cargo fuzz --version | head -n 1)"
+[ "${1:-}" != "--install" ] || exit 0
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 say "building all targets (address sanitizer, debug assertions)"
 "${cargo[@]}" fuzz build
@@ -85,15 +92,18 @@ fuzz() {
     -print_final_stats=1 "$@" >"$logs/$target.$phase.log" 2>&1
 }
 
-for target in "${targets[@]}"; do
+# Fuzzes target $1 for $seconds, then replays its committed corpus and regressions; on a crash,
+# prints the reproducer and leaves $logs/$1.failed.
+fuzz_target() {
+  local target=$1
   if [ "$seconds" -gt 0 ]; then
     say "fuzzing $target for ${seconds}s"
     if ! fuzz "$target" run -max_total_time="$seconds"; then
       cp "$logs/$target.run.log" "$logs/$target.log"
       report_crash "$target"
       tail -n 40 "$logs/$target.run.log"
-      failed+=("$target")
-      continue
+      touch "$logs/$target.failed"
+      return
     fi
   fi
   say "replaying the committed corpus and regressions of $target"
@@ -102,6 +112,27 @@ for target in "${targets[@]}"; do
     cp "$logs/$target.replay.log" "$logs/$target.log"
     report_crash "$target"
     tail -n 40 "$logs/$target.replay.log"
+    touch "$logs/$target.failed"
+  fi
+  touch "$logs/$target.done"
+}
+
+# The targets, $jobs at a time (each libFuzzer process is single-threaded). A target's lines are
+# printed as they come; its log stays in $logs.
+say "fuzzing ${#targets[@]} targets, $jobs at a time"
+running=0
+for target in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_target "$target" &
+  running=$((running + 1))
+done
+wait
+# A target whose job ended without finishing (an unexpected error) failed too.
+for target in "${targets[@]}"; do
+  if [ -e "$logs/$target.failed" ] || [ ! -e "$logs/$target.done" ]; then
     failed+=("$target")
   fi
 done

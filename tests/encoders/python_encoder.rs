@@ -400,18 +400,27 @@ fn the_python_encoder_writes_the_crates_bytes_and_every_decoder_accepts_them() {
     assert_eq!(python.len(), jobs.len());
     let bodies: Vec<Vec<u8>> = python.iter().map(|(body, _)| body.clone()).collect();
 
-    let reference = external_verdicts(
-        &["tests/reference/mcp_framing_ref.py", "--batch"],
-        &[],
-        &jobs,
-        &bodies,
-    );
-    let package = external_verdicts(
-        &["-m", "mcp_framing.conformance", "--batch"],
-        &[("PYTHONPATH", "python/src")],
-        &jobs,
-        &bodies,
-    );
+    // The two decoders read the bodies at the same time, each in its own process.
+    let (reference, package) = std::thread::scope(|scope| {
+        let reference = scope.spawn(|| {
+            external_verdicts(
+                &["tests/reference/mcp_framing_ref.py", "--batch"],
+                &[],
+                &jobs,
+                &bodies,
+            )
+        });
+        let package = external_verdicts(
+            &["-m", "mcp_framing.conformance", "--batch"],
+            &[("PYTHONPATH", "python/src")],
+            &jobs,
+            &bodies,
+        );
+        (
+            reference.join().expect("the reference decoder's run"),
+            package,
+        )
+    });
 
     let (mut clean, mut aborted, mut refused, mut messages) = (0, 0, 0, 0);
     for (i, job) in jobs.iter().enumerate() {

@@ -480,13 +480,28 @@ fn every_stream_the_typescript_encoder_writes_is_the_crates_and_every_decoder_re
             &batch,
         ),
     ];
-    for (name, program, args, batch) in decoders {
-        let batch = serde_json::to_vec(batch).unwrap();
-        let started = std::time::Instant::now();
-        let verdicts: Vec<Vec<Value>> =
-            serde_json::from_slice(&run(program, args, &batch)).expect("JSON verdicts");
+    // Both decoders read at the same time, each in its own process; their answers are checked
+    // in order.
+    let answers: Vec<Vec<u8>> = std::thread::scope(|scope| {
+        let runs: Vec<_> = decoders
+            .iter()
+            .map(|&(name, program, args, batch)| {
+                scope.spawn(move || {
+                    let batch = serde_json::to_vec(batch).unwrap();
+                    let started = std::time::Instant::now();
+                    let out = run(program, args, &batch);
+                    eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
+                    out
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .map(|run| run.join().expect("a decoder's run"))
+            .collect()
+    });
+    for ((name, ..), answer) in decoders.into_iter().zip(answers) {
+        let verdicts: Vec<Vec<Value>> = serde_json::from_slice(&answer).expect("JSON verdicts");
         assert_eq!(verdicts.len(), JOBS, "{name}");
-        eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
         for (index, (per_split, expected)) in verdicts.iter().zip(&expectations).enumerate() {
             for verdict in per_split {
                 assert_eq!(&batch_verdict(verdict), expected, "{name}, job {index}");

@@ -71,9 +71,27 @@ fn vectors_dir() -> PathBuf {
         .map_or_else(|| repo().join("tests/vectors"), PathBuf::from)
 }
 
-/// Runs `program` with `args` and `env` in the repository, feeding `stdin`; panics with a clear
-/// message if the program is absent.
-fn run(program: &str, args: &[&Path], env: &[(&str, &str)], stdin: &[u8]) -> std::process::Output {
+/// A program started by [`start`], being fed its input.
+struct Running {
+    child: std::process::Child,
+    writer: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// Waits for the program to end; its status and output.
+    fn finish(self) -> std::process::Output {
+        let out = self.child.wait_with_output().expect("the program ran");
+        self.writer
+            .join()
+            .expect("writer thread")
+            .expect("job list written");
+        out
+    }
+}
+
+/// Starts `program` with `args` and `env` in the repository, feeding it `stdin`; panics with a
+/// clear message if the program is absent.
+fn start(program: &str, args: &[&Path], env: &[(&str, &str)], stdin: &[u8]) -> Running {
     let mut child = Command::new(program)
         .args(args)
         .envs(env.iter().copied())
@@ -92,12 +110,12 @@ fn run(program: &str, args: &[&Path], env: &[(&str, &str)], stdin: &[u8]) -> std
     let input = stdin.to_vec();
     // Write from another thread so a large answer cannot deadlock against a large job list.
     let writer = std::thread::spawn(move || pipe.write_all(&input));
-    let out = child.wait_with_output().expect("python3 ran");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("job list written");
-    out
+    Running { child, writer }
+}
+
+/// Runs `program` as [`start`] does and waits for it.
+fn run(program: &str, args: &[&Path], env: &[(&str, &str)], stdin: &[u8]) -> std::process::Output {
+    start(program, args, env, stdin).finish()
 }
 
 /// Decoder settings of one case, in the manifest's `decoder` shape.
@@ -372,6 +390,16 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>, BTreeMap<String, usize>) {
         })
         .collect();
     let jobs = serde_json::to_vec(&jobs).unwrap();
+    // Every external decoder works on the whole job list at once, in its own process, while
+    // this one computes the crate's verdicts; their answers are read in order after that.
+    let externals: Vec<(External, Running)> = external_decoders()
+        .into_iter()
+        .map(|external| {
+            let args: Vec<&Path> = external.args.iter().map(Path::new).collect();
+            let running = start(external.program, &args, external.env, &jobs);
+            (external, running)
+        })
+        .collect();
     let rust: Vec<Vec<Value>> = cases
         .iter()
         .map(|case| {
@@ -384,9 +412,8 @@ fn compare(cases: &[Case]) -> (usize, Vec<String>, BTreeMap<String, usize>) {
     let mut agreements = 0;
     let mut failures = Vec::new();
     let mut by_verdict = None;
-    for external in external_decoders() {
-        let args: Vec<&Path> = external.args.iter().map(Path::new).collect();
-        let out = run(external.program, &args, external.env, &jobs);
+    for (external, running) in externals {
+        let out = running.finish();
         assert!(
             out.status.success(),
             "{} failed ({}): {}",
