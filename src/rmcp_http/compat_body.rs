@@ -11,7 +11,7 @@ use futures_core::Stream;
 use http_body::Body;
 
 use super::declare::{Declaration, unframeable};
-use super::layer::{InnerBody, drain_rest};
+use super::inner::{InnerBody, drain_rest};
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::AbortCode;

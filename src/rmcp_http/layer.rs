@@ -21,6 +21,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use super::compat_body::SsePassthrough;
 use super::declare::{Declaration, RequestBody, unframeable};
+use super::inner::{InnerBody, drain_rest};
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
@@ -817,17 +818,6 @@ enum Refusal {
     Invalid(String),
 }
 
-/// An inner response body the layer can frame.
-pub(super) trait InnerBody:
-    Body<Data = Bytes, Error: fmt::Display + Send + 'static> + Send + 'static
-{
-}
-
-impl<B> InnerBody for B where
-    B: Body<Data = Bytes, Error: fmt::Display + Send + 'static> + Send + 'static
-{
-}
-
 /// Whether the layer frames an inner response, from its status and `Content-Type`: `Some(true)`
 /// for an SSE body, `Some(false)` for a JSON body if `json` (it becomes one message). Error
 /// statuses, `202 Accepted` and anything else pass through unframed (SPEC.md §16, §18.8).
@@ -848,45 +838,6 @@ fn framed_kind<B>(response: &Response<B>, json: bool) -> Option<bool> {
             .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
     });
     (json && is_json).then_some(false)
-}
-
-/// The most bytes [`drain_rest`] reads of what follows an inner body's final response: the
-/// end of an SSE stream (the chunked encoding's last chunk, a closing comment), not more.
-const DRAIN_BYTES: usize = 64 * 1024;
-
-/// How long [`drain_rest`] waits for the end of an inner body after its final response.
-const DRAIN_WAIT: Duration = Duration::from_secs(1);
-
-/// Reads what is left of an inner response body once its final response went out, in a task of
-/// its own, rather than dropping it: the framed body has ended (the client has the sentinel and
-/// the end of the HTTP body at once), and an inner body that comes over HTTP (a proxy's upstream
-/// client, as `mcp-frame proxy`'s) reaches its end, so that its connection goes back to the
-/// client's pool. Dropped before its end, the connection is closed: every framed call would pay
-/// a new connection, whose first segments wait on the receive window and on delayed ACKs of a
-/// server with Nagle's algorithm on. Bounded: at most [`DRAIN_BYTES`] for at most
-/// [`DRAIN_WAIT`], then dropped; dropped at once when it ended already or outside a tokio
-/// runtime. Only after the final response: a body dropped before it is how the inner server
-/// learns that the client went away (the request is cancelled).
-pub(super) fn drain_rest<B: InnerBody>(mut body: Pin<Box<B>>) {
-    if body.is_end_stream() {
-        return;
-    }
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    runtime.spawn(async move {
-        let rest = async {
-            let mut left = DRAIN_BYTES;
-            while let Some(Ok(frame)) = body.frame().await {
-                let len = frame.data_ref().map_or(0, Bytes::len);
-                match left.checked_sub(len) {
-                    Some(still) => left = still,
-                    None => break,
-                }
-            }
-        };
-        let _ = tokio::time::timeout(DRAIN_WAIT, rest).await;
-    });
 }
 
 fn fixed_body<E: 'static>(bytes: impl Into<Bytes>) -> FramingBody<E> {

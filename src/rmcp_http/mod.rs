@@ -35,6 +35,8 @@ mod dedupe;
 #[cfg(feature = "rmcp-client")]
 mod error;
 #[cfg(feature = "rmcp-server")]
+mod inner;
+#[cfg(feature = "rmcp-server")]
 mod layer;
 #[cfg(feature = "rmcp-client")]
 mod standalone;
