@@ -31,7 +31,7 @@ use crate::servers::{Counter, FixtureServer, Framing, Sdk};
 use crate::stock_support::framing_call_tool_with as call_tool_with;
 use crate::{
     assert_aborted_or_abandoned, every_framing_client_verifies, every_stock_client_exact,
-    kill_during_call, slow,
+    kill_during_call, raw_post, slow,
 };
 
 /// One server of every SDK framing itself, answering with SSE and with JSON, each without and
@@ -77,14 +77,7 @@ fn every_stock_client_gets_every_result_byte_for_byte_from_every_server_framing_
     for server in servers {
         let framed = runtime().block_on(async {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
-            let response = reqwest::Client::new()
-                .post(&server.url)
-                .header("accept", "application/json, text/event-stream")
-                .header("mcp-protocol-version", "2025-11-25")
-                .json(&body)
-                .send()
-                .await
-                .expect("the server answers");
+            let response = raw_post(&server.url, &body).await;
             let header = response.headers().get("mcp-framing").cloned();
             let text = response.text().await.expect("a whole body");
             (header, text)

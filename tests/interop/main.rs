@@ -261,6 +261,19 @@ fn assert_aborted_or_abandoned<'a>(
     classification
 }
 
+/// A raw JSON-RPC POST of `body` to `url` as the stock clients send it (the 2025-11-25 revision,
+/// JSON or an event stream accepted), its response head.
+async fn raw_post(url: &str, body: &serde_json::Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(body)
+        .send()
+        .await
+        .expect("the server answers")
+}
+
 /// `slow {key, ms}`, with a progress token: the tool sends a progress notification before it
 /// sleeps, so that an SSE response has begun while it runs.
 fn slow(key: &str, ms: u64) -> CallToolRequestParams {

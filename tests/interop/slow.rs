@@ -25,7 +25,7 @@ use crate::fleet::handshake;
 use crate::servers::{Counter, Sdk};
 use crate::sidecar_support::Proxy;
 use crate::stock_support::FleetDriver;
-use crate::{call_tool, shared_servers, slow, wait_for_execution};
+use crate::{call_tool, raw_post, shared_servers, slow, wait_for_execution};
 
 /// How long the tool sleeps.
 const SLOW_MS: u64 = 1_500;
@@ -75,14 +75,7 @@ async fn raw_slow(url: &str, key: &str, ms: u64, leave: Option<(Arc<Counter>, &s
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "slow", "arguments": {"key": key, "ms": ms},
             "_meta": {"progressToken": 1}}});
-    let mut response = reqwest::Client::new()
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&body)
-        .send()
-        .await
-        .expect("the server answers");
+    let mut response = raw_post(url, &body).await;
     match leave {
         Some((counter, label)) => {
             let (key, label) = (key.to_owned(), label.to_owned());

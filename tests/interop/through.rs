@@ -17,7 +17,7 @@ use crate::cut::{self, Cut};
 use crate::example_support::runtime;
 use crate::sidecar_support::Proxy;
 use crate::stock_support::{Report, run_python, run_rmcp_stock, run_typescript_sdk};
-use crate::{every_framing_client_verifies, every_stock_client_exact, shared_servers};
+use crate::{every_framing_client_verifies, every_stock_client_exact, raw_post, shared_servers};
 
 /// The two ways the sidecar runs in this module: its `--frame-all`.
 const FRAME_ALL: [&str; 2] = ["off", "compat"];
@@ -90,14 +90,7 @@ fn body_of(url: &str) -> Body {
     runtime().block_on(async {
         let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "count", "arguments": {"key": "stock-cut-probe"}}});
-        let response = reqwest::Client::new()
-            .post(url)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .json(&call)
-            .send()
-            .await
-            .expect("the sidecar answers");
+        let response = raw_post(url, &call).await;
         let sse = response
             .headers()
             .get("content-type")
