@@ -9,15 +9,14 @@
 //! Needs `python3` (the package's encoder and decoders are standard library only: the source
 //! tree is enough); it fails, and does not skip, without it.
 
-use super::{hex, repo, unhex};
+use super::{crate_encoder, hex, repo, unhex};
 use std::process::Command;
 
 use bytes::BytesMut;
-use mcp_framing::internals::body::{CompatEncodeError, MappingEncoder};
+use mcp_framing::internals::body::CompatEncodeError;
 use mcp_framing::mapping::Mapping;
 use mcp_framing::{
-    AbortCode, AttemptId, BodyDecoder, BodyError, DecodeError, EncodeError, Event, RequestKey,
-    StreamDecoder, StreamEncoder, StreamHead,
+    AbortCode, BodyDecoder, BodyError, DecodeError, EncodeError, Event, RequestKey, StreamDecoder,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -194,15 +193,13 @@ fn error_kind(err: &CompatEncodeError) -> &'static str {
 
 /// The crate's bytes for `job`, and the error that ended it, if any.
 fn rust_body(job: &Job) -> (Vec<u8>, Option<&'static str>) {
-    let head = StreamHead {
-        request_key: job.request_key,
-        attempt_id: AttemptId::from_bytes(job.attempt_id),
-    };
-    let encoder = StreamEncoder::builder()
-        .frame_size(job.frame_size)
-        .max_message_size(job.max_message_size)
-        .build(head);
-    let mut enc = MappingEncoder::new(job.mapping, encoder);
+    let mut enc = crate_encoder(
+        job.mapping,
+        job.request_key,
+        job.attempt_id,
+        job.frame_size,
+        job.max_message_size,
+    );
     let mut out = BytesMut::new();
     let mut run = || -> Result<(), CompatEncodeError> {
         for op in &job.ops {

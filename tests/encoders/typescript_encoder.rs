@@ -13,15 +13,13 @@
 //! Needs `node`, `python3` and the TypeScript package built (`scripts/stock-clients` builds it);
 //! fails, never skips, without them.
 
-use super::{hex, repo, unhex};
+use super::{crate_encoder, hex, repo, unhex};
 use std::process::{Command, Stdio};
 
 use bytes::BytesMut;
-use mcp_framing::internals::body::MappingEncoder;
 use mcp_framing::mapping::Mapping;
 use mcp_framing::{
-    AbortCode, AttemptId, BodyDecoder, BodyError, DecodeError, Event, RequestKey, StreamDecoder,
-    StreamEncoder, StreamHead,
+    AbortCode, BodyDecoder, BodyError, DecodeError, Event, RequestKey, StreamDecoder,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -220,15 +218,13 @@ impl Job {
 
     /// The crate's encoder, given the same calls: the bytes, and the error kind of a failed call.
     fn rust_body(&self) -> (Vec<u8>, Option<String>) {
-        let head = StreamHead {
-            request_key: self.key,
-            attempt_id: AttemptId::from_bytes(self.attempt),
-        };
-        let frames = StreamEncoder::builder()
-            .frame_size(self.frame_size)
-            .max_message_size(self.max_message)
-            .build(head);
-        let mut encoder = MappingEncoder::new(self.mapping, frames);
+        let mut encoder = crate_encoder(
+            self.mapping,
+            self.key,
+            self.attempt,
+            self.frame_size,
+            self.max_message,
+        );
         let mut out = BytesMut::new();
         encoder.open(&mut out).unwrap();
         for op in &self.ops {
