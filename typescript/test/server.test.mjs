@@ -405,3 +405,18 @@ test('a large message is written as views of its bytes, the same body as one buf
     }
   }
 });
+
+test('a result of 300 KB, JSON or SSE, comes through the wrapper whole and verified in every mapping', async () => {
+  const big = `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":${JSON.stringify(text(300_000, 'big'))}}]}}`;
+  const json = async () => new Response(big, { headers: { 'content-type': 'application/json' } });
+  for (const [name, handler] of /** @type {const} */ ([
+    ['json', json],
+    ['sse', scripted([`data: ${NOTE}\n\n`, `data: ${big}\n\n`], null)],
+  ])) {
+    for (const mapping of /** @type {const} */ (['binary', 'sse', 'compat'])) {
+      const verdict = await verdictOf(handler, mapping);
+      assert.equal(verdict.verdict, 'clean', `${name} in ${mapping}: ${verdict.detail}`);
+      assert.equal(new TextDecoder().decode(verdict.messages.at(-1)), big, `${name} in ${mapping}`);
+    }
+  }
+});
