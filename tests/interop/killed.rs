@@ -59,8 +59,8 @@ fn check_driver(
     let error = slow["error"].as_str().unwrap_or_default();
     if error.contains("upstream_protocol_error") {
         // Killed before its response began: the sidecar's 502 (whose JSON-RPC error names the
-        // cause), which the Python wrapper reports as abandoned (`HttpStatus`) and
-        // `framingFetch` hands the SDK as is (a final error status, SPEC.md §16).
+        // cause), which the Python wrapper and `framingFetch` report as an abandoned attempt
+        // (`HttpStatus`, its body's text in the report).
         assert!(
             attempts == ["abandoned"] || attempts.is_empty(),
             "{label}: {slow}"

@@ -9,7 +9,7 @@
 import { isUtf8 } from 'node:buffer';
 
 import type { Mapping } from './body.js';
-import { EncodeError, StreamEncoder, type EncoderOptions } from './encoder.js';
+import { EncodeError, HEAD_PAYLOAD, StreamEncoder, type EncoderOptions } from './encoder.js';
 import { HEADER_LEN } from './limits.js';
 import { u32 } from './frame.js';
 
@@ -201,6 +201,47 @@ export class BodyEncoder {
     const frames = this.frames.message(message, { end, payloads: false });
     return recordAndEvent(record(frames), message);
   }
+
+  /**
+   * {@link message}'s bytes as parts to send in order: for a message of at least
+   * {@link BodyEncoder.VIEW_MIN} bytes in the binary or compatible mapping, the frame headers
+   * (and the record) in one small buffer and the message's own bytes as views of `message`, never
+   * copied (a fresh buffer of a megabyte costs its page faults more than framing it); else one
+   * part, {@link message}'s. The parts view `message`: it must not change until they are sent.
+   */
+  messageParts(message: Uint8Array, end = false): Uint8Array[] {
+    if (message.length < BodyEncoder.VIEW_MIN || this.mapping === 'sse') {
+      return [this.message(message, end)];
+    }
+    if (this.mapping === 'compat') {
+      this.frames.checkMessage(message.length);
+      checkEventData(message);
+      const frames = this.frames.message(message, { end, payloads: false });
+      const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+      if (bytes.indexOf(LF) !== -1) {
+        return [recordAndEvent(record(frames), message)]; // a `data: ` line per piece: written anew
+      }
+      // One line: the record and the event's field name, the message, the event's end.
+      return [Buffer.concat([record(frames), DATA_FIELD]), message, EVENT_END];
+    }
+    const fresh = !this.frames.started;
+    const headers = this.frames.message(message, { end, payloads: false });
+    // HEAD (a fresh stream), a header per DATA frame, MESSAGE_END (and STREAM_END) after them.
+    let at = fresh ? HEADER_LEN + HEAD_PAYLOAD : 0;
+    let from = 0;
+    const parts: Uint8Array[] = [];
+    for (let part = 0; from < message.length; part++) {
+      const to = Math.min(from + this.frames.frameSize, message.length);
+      parts.push(headers.subarray(part === 0 ? 0 : at, at + HEADER_LEN), message.subarray(from, to));
+      at += HEADER_LEN;
+      from = to;
+    }
+    parts.push(headers.subarray(at));
+    return parts;
+  }
+
+  /** The smallest message {@link messageParts} writes without copying it: 128 KiB. */
+  static readonly VIEW_MIN = 128 * 1024;
 
   /**
    * The compatible mapping's record for a message event that is sent as it came (a

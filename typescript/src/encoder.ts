@@ -17,7 +17,8 @@ import { ABORT, DATA, HEAD, KEEPALIVE, MAGIC0, MAGIC1, MESSAGE_END, STREAM_END, 
 import { keyBytes, random16, type RequestKey } from './ids.js';
 import { DEFAULT_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN, MAX_ABORT_TEXT } from './limits.js';
 
-const HEAD_PAYLOAD = 32;
+/** HEAD's payload: the request key and the attempt id (SPEC.md §3). */
+export const HEAD_PAYLOAD = 32;
 const MESSAGE_END_PAYLOAD = 40;
 const STREAM_END_PAYLOAD = 8;
 const SEQUENCE_SPACE = 2 ** 32;
@@ -162,6 +163,11 @@ export class StreamEncoder {
   /** The messages finished so far. */
   get messages(): number {
     return this.count;
+  }
+
+  /** Whether HEAD was written (every call that writes a frame writes HEAD first). */
+  get started(): boolean {
+    return this.state !== 'fresh';
   }
 
   /** Whether STREAM_END or ABORT was written. */

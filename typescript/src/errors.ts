@@ -137,3 +137,30 @@ export class DecodeError extends Error {
     this.detail = detail;
   }
 }
+
+/** Bidirectional overrides and isolates, zero-width characters (SPEC.md §3.1). */
+const INVISIBLE = /[\u200b-\u200f\u2060\ufeff\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * A peer's text as diagnostic text (SPEC.md §3.1): LF, CR and tab as `\n`, `\r`, `\t`, other
+ * control characters and invisible format characters as `\u{...}`, as the Python package
+ * writes it.
+ */
+export function escapePeerText(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!;
+    if (ch === '\n') {
+      out += '\\n';
+    } else if (ch === '\r') {
+      out += '\\r';
+    } else if (ch === '\t') {
+      out += '\\t';
+    } else if (code < 0x20 || (code >= 0x7f && code <= 0x9f) || INVISIBLE.test(ch)) {
+      out += `\\u{${code.toString(16)}}`;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}

@@ -30,7 +30,7 @@ import {
 } from './contract.js';
 import { fingerprint, randomRequestKey, type RequestKey } from './ids.js';
 import { idOf, isJsonRpcResponse, isResponse, messageShape, withId } from './jsonrpc.js';
-import type { ClientKind } from './errors.js';
+import { escapePeerText, type ClientKind } from './errors.js';
 import { DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE } from './limits.js';
 import { attemptFailure, decide, outcomeOf, type Outcome, type ReportClassification, type RetryDecision } from './outcome.js';
 import { PlainEventStream, isMessageEvent } from './sse.js';
@@ -205,6 +205,45 @@ const VERDICTS: ReadonlySet<string> = new Set(['abandoned', 'aborted', 'corrupt'
  * The outcome report of SPEC.md §11.7, and the JSON-RPC error that carries it under the
  * pending request's own id: a stream outcome with its decision, or a failure before any stream.
  */
+/** The classification a call's report gives `outcome`, its last attempt's. */
+function reportClassification(outcome: Outcome): string {
+  return outcome.kind === 'HttpStatus' ? 'http_error' : outcome.classification;
+}
+
+/** An attempt answered with an HTTP error status: abandoned, with the status and its text. */
+function httpStatusOutcome(status: number, text: string): Outcome {
+  const detail = `the server answered HTTP ${status}${text === '' ? '' : `: ${text}`}`;
+  return { ...attemptFailure('HttpStatus', detail), httpStatus: status };
+}
+
+/** At most 512 bytes of an error response's body, as escaped diagnostic text (never trusted). */
+async function errorText(response: Response): Promise<string> {
+  const body = response.body;
+  if (body === null) {
+    return '';
+  }
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  try {
+    while (length < MAX_ERROR_TEXT) {
+      const { done, value } = await reader.read();
+      if (done) {
+        break;
+      }
+      chunks.push(value);
+      length += value.length;
+    }
+  } catch {
+    // what arrived is the text
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  return escapePeerText(new TextDecoder().decode(Buffer.concat(chunks, length).subarray(0, MAX_ERROR_TEXT)));
+}
+
+const MAX_ERROR_TEXT = 512;
+
 function report(
   id: unknown,
   key: RequestKey | null,
@@ -225,8 +264,11 @@ function report(
     return errorResponse(id, `mcp-framing: ${failure.detail}`, data);
   }
   const { outcome, decision } = failure;
+  // An HTTP error status that ended the call is reported as one (SPEC.md §11.7), its attempt
+  // abandoned.
+  const classification = reportClassification(outcome);
   const data: Record<string, unknown> = {
-    classification: outcome.classification,
+    classification,
     kind: outcome.kind,
     detail: outcome.detail,
     attempts,
@@ -235,7 +277,7 @@ function report(
   if (key !== null) {
     data['requestKeyFingerprint'] = fingerprint(key);
   }
-  if (VERDICTS.has(outcome.classification)) {
+  if (VERDICTS.has(classification)) {
     const p = outcome.progress;
     Object.assign(data, {
       retryReason: decision.reason,
@@ -252,7 +294,7 @@ function report(
   if (outcome.httpStatus !== undefined) {
     data['httpStatus'] = outcome.httpStatus;
   }
-  const message = VERDICTS.has(outcome.classification) ? `mcp-framing: response ${outcome.detail}` : `mcp-framing: ${outcome.detail}`;
+  const message = VERDICTS.has(classification) ? `mcp-framing: response ${outcome.detail}` : `mcp-framing: ${outcome.detail}`;
   return errorResponse(id, message, data);
 }
 
@@ -586,7 +628,7 @@ class Call {
         } else {
           this.deliverError(outcome, decision);
         }
-        this.finish(outcome.classification);
+        this.finish(end.response === null ? reportClassification(outcome) : outcome.classification);
         return;
       }
       const delay = shared.backoff(this.attempt, retryAfterMs);
@@ -791,9 +833,12 @@ class Call {
     if (session !== null) {
       shared.sessions.set(session, this.endpoint);
     }
-    const retryable = response.status >= 500 && this.mayRepeat() && this.attempt < shared.maxAttempts;
-    if (response.status === 202 || response.status === 204 || (!response.ok && !retryable)) {
-      // Accepted, or an error status the SDK reports as such (SPEC.md §16): handed over as is.
+    if (response.status === 202 || response.status === 204 || (!response.ok && response.status < 500)) {
+      // Accepted, or a client error status the SDK acts on itself (401 starts its authorization,
+      // 404 ends its session; SPEC.md §16): handed over as is, the attempt reported.
+      if (response.status !== 202 && response.status !== 204) {
+        this.report(httpStatusOutcome(response.status, ''), { decision: 'do_not_retry', reason: 'complete' });
+      }
       if (this.handOver(response)) {
         return null;
       }
@@ -807,8 +852,10 @@ class Call {
       return null;
     }
     if (!response.ok) {
-      await response.body?.cancel().catch(() => {});
-      return { outcome: { ...attemptFailure('HttpStatus', `the server answered HTTP ${response.status}`), httpStatus: response.status }, response: null };
+      // A server error (a proxy's 502 or 504): an attempt abandoned, retried where the request
+      // may be repeated, else reported to the SDK (SPEC.md §11.7), as every client of the
+      // project does.
+      return { outcome: httpStatusOutcome(response.status, await errorText(response)), response: null };
     }
     this.headers(response.headers);
     const version = shared.policy.state === 'framed' ? shared.policy.negotiated.version : 1;

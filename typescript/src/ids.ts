@@ -50,7 +50,9 @@ export function isRequestKey(value: unknown): value is RequestKey {
 
 /** The key's 16 bytes. */
 export function keyBytes(key: RequestKey): Uint8Array {
-  return Uint8Array.from(Buffer.from(key, 'hex'));
+  // A copy of its own (not a view of Buffer's shared pool), made by the typed-array constructor:
+  // `Uint8Array.from` iterates a Buffer element by element.
+  return new Uint8Array(Buffer.from(key, 'hex'));
 }
 
 /**

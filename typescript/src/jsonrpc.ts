@@ -216,9 +216,17 @@ export function withId(message: Uint8Array, shape: MessageShape & { id: [number,
  * every byte is one character then, so the JSON grammar is checked exactly, on V8's fast path.
  */
 export function isJsonRpcResponse(message: Uint8Array): boolean {
-  const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+  return isUtf8(message) && isResponseText(message);
+}
+
+/**
+ * {@link isJsonRpcResponse} of text its caller already knows to be UTF-8 (an SSE parser's
+ * dispatched data): the bytes are not validated again.
+ */
+export function isResponseText(text: Uint8Array): boolean {
+  const bytes = Buffer.from(text.buffer, text.byteOffset, text.byteLength);
   const open = skipSpace(bytes, 0);
-  if (bytes[open] !== OPEN_BRACE || !isUtf8(bytes)) {
+  if (bytes[open] !== OPEN_BRACE) {
     return false; // not an object (a batch, a scalar): not a response, nothing to parse
   }
   let value: unknown;

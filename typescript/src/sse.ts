@@ -125,7 +125,9 @@ export abstract class EventStreamDecoder implements BodyDecoder {
 
   constructor(options: DecoderOptions, mapping: 'sse' | 'compat') {
     this.limits = resolveLimits(options, mapping);
-    this.frames = new StreamDecoder({ ...options, ...this.limits });
+    // The resolved limits as they are (spreading two option objects into a new one cost a
+    // framing server's call tens of microseconds on Node.js 20).
+    this.frames = new StreamDecoder(options.requestKey == null ? this.limits : { ...this.limits, requestKey: options.requestKey });
     this.lineBound = this.limits.maxEventData + LINE_FIELD_ALLOWANCE;
   }
 

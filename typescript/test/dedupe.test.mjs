@@ -76,6 +76,35 @@ describe('deduplication', () => {
     }
   });
 
+  test("an unkeyed call's client going away aborts the handler's request.signal, framed or not, deduplicating or not", async () => {
+    // SPEC.md §17.10: only a keyed call runs on without its client. The v2 server cancels the
+    // tool on that abort (the v1 transport does not, wrapped or not).
+    for (const dedupe of [undefined, { store: new MemoryStore() }]) {
+      for (const optIn of /** @type {Record<string, string>[]} */ ([{}, { 'mcp-framing': '1', 'mcp-framing-mapping': 'compat' }, { 'mcp-framing': '1', accept: 'application/vnd.mcp-framing, application/json, text/event-stream' }])) {
+        const log = toolLog();
+        const handler = v2Handler(log);
+        const served = await serve(framingHandler(handler.fetch, { logger: quiet, ...(dedupe === undefined ? {} : { dedupe }) }));
+        try {
+          const started = new Promise((resolve) => (log.onRun = resolve));
+          const client = new AbortController();
+          const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'effect', arguments: { id: 'gone' } } });
+          const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...optIn };
+          const first = fetch(served.url, { method: 'POST', signal: client.signal, headers, body }).then((r) => r.arrayBuffer()).catch((error) => error);
+          await started;
+          client.abort();
+          assert.ok((await first) instanceof Error);
+          while (log.aborted['gone'] === undefined) {
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+          assert.deepEqual([log.runs['gone'], log.aborted['gone'], log.finished['gone']], [1, 1, undefined], JSON.stringify(optIn));
+        } finally {
+          await served.close();
+          await handler.close();
+        }
+      }
+    }
+  });
+
   test('an explicit notifications/cancelled still reaches the handler of a keyed call', async () => {
     const log = toolLog();
     const served = await serve(framingHandler(await v1SessionFetch(log), { logger: quiet, dedupe: { store: new MemoryStore() } }));

@@ -236,6 +236,79 @@ for (const sdk of SDKS) {
       }
     });
 
+    test("a proxy's final 502 or 504 is reported through onAttempt as an abandoned attempt and to the SDK as an HTTP error", async () => {
+      const dedupe = { ...CONTRACT, deduplication: { methods: ['tools/call'], windowMs: 60000, scope: 'principal' } };
+      for (const [contract, status, attempts] of /** @type {const} */ ([
+        [CONTRACT, 502, 1], // not deduplicated: a tools/call is not repeated
+        [dedupe, 504, 2], // keyed and deduplicated: retried up to the budget
+      ])) {
+        const server = await startServer({ contract });
+        try {
+          /** @type {any[]} */
+          const reports = [];
+          // A sidecar in front of the server whose upstream failed: its error status, with a body.
+          const proxy = /** @type {typeof fetch} */ (
+            async (url, init) => {
+              if (String(init?.body ?? '').includes('"tools/call"')) {
+                const body = '{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"upstream_protocol_error\u001b"}}';
+                return new Response(body, { status, headers: { 'content-type': 'application/json' } });
+              }
+              return fetch(url, init);
+            }
+          );
+          const onAttempt = (/** @type {any} */ r) => r.method === 'tools/call' && reports.push(r);
+          const { client } = await connect(sdk, server.url, { fetch: proxy, onAttempt, retry: { maxAttempts: 2, initialBackoffMs: 1 } });
+          await assert.rejects(callTool(client, { name: 'generate_text', arguments: ARGS }), (/** @type {any} */ error) => {
+            const outcome = outcomeOf(error);
+            assert.equal(outcome?.classification, 'http_error', error.message);
+            assert.equal(outcome.kind, 'HttpStatus');
+            assert.equal(outcome.httpStatus, status);
+            assert.equal(outcome.attempts, attempts);
+            assert.equal(outcome.retryDecision, 'surface_to_caller');
+            assert.match(outcome.detail, new RegExp(`HTTP ${status}: .*upstream_protocol_error\\\\u\\{1b\\}`), 'the body, escaped');
+            return true;
+          });
+          assert.equal(reports.length, attempts, `every attempt reported: ${JSON.stringify(reports)}`);
+          reports.forEach((report, i) => {
+            assert.equal(report.attempt, i + 1);
+            assert.equal(report.outcome.classification, 'abandoned');
+            assert.equal(report.outcome.kind, 'HttpStatus');
+            assert.equal(report.outcome.httpStatus, status);
+            assert.equal(report.decision.decision, i + 1 < attempts ? 'retry' : 'surface_to_caller');
+          });
+          assert.equal(server.log.calls.length, 0, 'nothing reached the server');
+          await client.close();
+        } finally {
+          await server.close();
+        }
+      }
+    });
+
+    test('a client error status is handed to the SDK as is, its attempt reported through onAttempt', async () => {
+      const server = await startServer();
+      try {
+        /** @type {any[]} */
+        const reports = [];
+        const gone = /** @type {typeof fetch} */ (
+          async (url, init) => (String(init?.body ?? '').includes('"tools/call"') ? new Response('no such session', { status: 404 }) : fetch(url, init))
+        );
+        const onAttempt = (/** @type {any} */ r) => r.method === 'tools/call' && reports.push(r);
+        const { client } = await connect(sdk, server.url, { fetch: gone, onAttempt });
+        await assert.rejects(callTool(client, { name: 'generate_text', arguments: ARGS }), (/** @type {any} */ error) => {
+          assert.equal(outcomeOf(error), undefined, 'the SDK saw the status itself');
+          assert.match(String(error.message), /no such session/, "the SDK read the server's own body");
+          return true;
+        });
+        assert.equal(reports.length, 1);
+        assert.equal(reports[0].outcome.kind, 'HttpStatus');
+        assert.equal(reports[0].outcome.httpStatus, 404);
+        assert.equal(reports[0].decision.decision, 'do_not_retry');
+        await client.close();
+      } finally {
+        await server.close();
+      }
+    });
+
     test('a resolution that drops the contract fails the retry closed (a downgrade)', async () => {
       const contract = { ...(await import('./support/server.mjs')).CONTRACT, deduplication: { methods: ['tools/call'], windowMs: 60000, scope: 'principal' } };
       const server = await startServer({ contract, cut: () => 300 });

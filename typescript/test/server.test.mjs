@@ -377,3 +377,46 @@ test('a re-framing that fails errors the framed body and cancels the handler\'s 
   await reader.cancel('enough');
   assert.deepEqual(cancelled.at(-1), 'enough');
 });
+
+test('a large message is written as views of its bytes, the same body as one buffer, and every decoder verifies it', async () => {
+  const { BodyEncoder } = await import('../dist/server.js');
+  const key = randomRequestKey();
+  const attemptId = Uint8Array.from({ length: 16 }, (_, i) => i + 1);
+  const big = (/** @type {number} */ n, /** @type {string} */ sep) => encoder.encode(`{"jsonrpc":"2.0","id":1,"result":{"text":${JSON.stringify('é'.repeat(n / 2))}${sep}}}`);
+  for (const mapping of /** @type {const} */ (['binary', 'compat', 'sse'])) {
+    for (const [first, last] of /** @type {[Uint8Array, Uint8Array][]} */ ([
+      [encoder.encode(NOTE), big(300_000, '')], // after a message: no HEAD in the parts
+      [big(BodyEncoder.VIEW_MIN, ''), encoder.encode(RESULT)], // first: HEAD in the first part
+      [encoder.encode(NOTE), big(200_000, '\n')], // two lines: the event written anew
+    ])) {
+      const options = { requestKey: key, attemptId, frameSize: 16384 };
+      const whole = new BodyEncoder(mapping, options);
+      const parts = new BodyEncoder(mapping, options);
+      const expected = Buffer.concat([whole.message(first), whole.message(last, true)]);
+      const written = [...parts.messageParts(first), ...parts.messageParts(last, true)];
+      assert.deepEqual(Buffer.concat(written), expected, mapping);
+      if (mapping === 'binary' && first.length >= BodyEncoder.VIEW_MIN) {
+        // Views of the message's own buffer, between the frame headers.
+        assert.ok(written.some((part) => part.buffer === first.buffer), 'not copied');
+      }
+      const verdict = decodeBody(new Uint8Array(Buffer.concat(written)), mapping, { requestKey: key });
+      assert.equal(verdict.verdict, 'clean', `${mapping}: ${verdict.detail}`);
+      assert.deepEqual(verdict.messages.map((m) => Buffer.from(m)), [Buffer.from(first), Buffer.from(last)]);
+    }
+  }
+});
+
+test('a result of 300 KB, JSON or SSE, comes through the wrapper whole and verified in every mapping', async () => {
+  const big = `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":${JSON.stringify(text(300_000, 'big'))}}]}}`;
+  const json = async () => new Response(big, { headers: { 'content-type': 'application/json' } });
+  for (const [name, handler] of /** @type {const} */ ([
+    ['json', json],
+    ['sse', scripted([`data: ${NOTE}\n\n`, `data: ${big}\n\n`], null)],
+  ])) {
+    for (const mapping of /** @type {const} */ (['binary', 'sse', 'compat'])) {
+      const verdict = await verdictOf(handler, mapping);
+      assert.equal(verdict.verdict, 'clean', `${name} in ${mapping}: ${verdict.detail}`);
+      assert.equal(new TextDecoder().decode(verdict.messages.at(-1)), big, `${name} in ${mapping}`);
+    }
+  }
+});

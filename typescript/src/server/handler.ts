@@ -151,6 +151,19 @@ async function declare(response: Response, declaration: Declaration, maxMessage:
   return response;
 }
 
+/** A body of `parts`, in order. */
+function partsBody(parts: Uint8Array[]): Uint8Array | ReadableStream<Uint8Array> {
+  if (parts.length === 1) {
+    return parts[0]!;
+  }
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      parts.forEach((part) => controller.enqueue(part));
+      controller.close();
+    },
+  });
+}
+
 /** `response` with another body (and no `Content-Length`, which the body change makes wrong). */
 function withBody(response: Response, body: ConstructorParameters<typeof Response>[0], mapping?: Mapping): Response {
   const headers = new Headers(response.headers);
@@ -216,7 +229,11 @@ class FramedBody implements Reframer {
     const { items, failed } = this.messages.next(chunk);
     for (const item of items) {
       try {
-        out.push(item.kind === 'keepAlive' ? this.encoder.keepAlive() : this.encoder.message(item.data, item.last));
+        if (item.kind === 'keepAlive') {
+          out.push(this.encoder.keepAlive());
+        } else {
+          out.push(...this.encoder.messageParts(item.data, item.last));
+        }
       } catch (error) {
         if (!(error instanceof EncodeError)) {
           throw error;
@@ -239,7 +256,7 @@ class FramedBody implements Reframer {
       return [this.encoder.abort(AbortCode.UpstreamFailed, `upstream body failed: ${failed}`)];
     }
     if (this.messages === null) {
-      return [this.encoder.message(Buffer.concat(this.json, this.jsonLength), true)];
+      return this.encoder.messageParts(Buffer.concat(this.json, this.jsonLength), true);
     }
     return [this.encoder.abort(AbortCode.UpstreamFailed, 'the upstream response stream ended before its final response')];
   }
@@ -264,7 +281,7 @@ async function compatResponse(
   const read = await readWithin(response.body!, max);
   if ('whole' in read) {
     try {
-      return withBody(response, encoder.message(read.whole, true), 'compat');
+      return withBody(response, partsBody(encoder.messageParts(read.whole, true)), 'compat');
     } catch (error) {
       if (!(error instanceof EncodeError)) {
         throw error;

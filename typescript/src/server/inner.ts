@@ -13,7 +13,7 @@
 
 import type { BodyEncoder } from '../body-encoder.js';
 import { AbortCode, EncodeError } from '../encoder.js';
-import { isJsonRpcResponse } from '../jsonrpc.js';
+import { isResponseText } from '../jsonrpc.js';
 import { EventStreamDecoder, asDispatched, isMessageEvent } from '../sse.js';
 import type { Declaration } from './declare.js';
 
@@ -48,7 +48,7 @@ export class InnerMessages extends EventStreamDecoder {
       return; // priming events and events of other types carry no message
     }
     const text = asDispatched(data);
-    const last = isJsonRpcResponse(text);
+    const last = isResponseText(text);
     this.finalSeen = last;
     this.items.push({ kind: 'message', data: text, last });
   }
@@ -265,7 +265,7 @@ export class SsePassthrough extends EventStreamDecoder {
       return;
     }
     let text = asDispatched(event.data);
-    const last = isJsonRpcResponse(text);
+    const last = isResponseText(text);
     let block: Uint8Array = this.slice(start, this.lineEnd);
     if (last && this.declaration !== null) {
       const declared = this.declaration.apply(text);

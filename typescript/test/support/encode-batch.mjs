@@ -26,8 +26,9 @@ function run(job) {
   let error = null;
   for (const op of job.ops) {
     try {
-      if (op.message !== undefined) out.push(encoder.message(bytes(op.message)));
-      else if (op.final !== undefined) out.push(encoder.message(bytes(op.final), true));
+      // As framingHandler writes them: a message of 128 KiB or more as views between its frame headers.
+      if (op.message !== undefined) out.push(...encoder.messageParts(bytes(op.message)));
+      else if (op.final !== undefined) out.push(...encoder.messageParts(bytes(op.final), true));
       else if (op.push !== undefined) out.push(encoder.push(bytes(op.push)));
       else if (op.finish) out.push(encoder.finishMessage());
       else if (op.keepAlive) out.push(encoder.keepAlive());
