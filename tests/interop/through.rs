@@ -11,10 +11,11 @@
 //! docs/sidecar.md.
 
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cut::{self, Cut};
 use crate::example_support::runtime;
+use crate::servers::Sdk;
 use crate::sidecar_support::Proxy;
 use crate::stock_support::{Report, run_python, run_rmcp_stock, run_typescript_sdk};
 use crate::{every_framing_client_verifies, every_stock_client_exact, raw_post, shared_servers};
@@ -98,7 +99,7 @@ fn body_of(url: &str) -> Body {
         let text = response.text().await.expect("a whole body");
         if !sse {
             Body::Json
-        } else if text.lines().any(|line| line.starts_with("id:")) {
+        } else if !event_ids(&text).is_empty() {
             Body::ResumableSse
         } else {
             Body::Sse
@@ -225,4 +226,73 @@ fn every_stock_client_on_a_tool_call_cut_after_the_sidecar_errs_waits_or_resumes
         let forwarded = cut.forwarded.lock().unwrap().clone();
         assert_eq!(forwarded, [CUT_AT; 4], "{label}: every client's call cut");
     }
+}
+
+/// The ids of the events of an SSE `text` (LF line endings, as the TypeScript SDK writes), in order.
+fn event_ids(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("id:"))
+        .map(|id| id.strip_prefix(' ').unwrap_or(id).to_owned())
+        .collect()
+}
+
+/// What the stock clients' resumes in the cut test above rely on: a `GET` with the priming
+/// event's id as `Last-Event-ID` gets every later event of the TypeScript SDK v1 server's stream,
+/// in the order sent, straight from the server and through both sidecars. A `notify` call of 32
+/// progress notifications stores its 33 events within a millisecond or two, where the SDK's
+/// example event store (ids sorted as strings, ties broken by a random suffix) replays them out
+/// of order and drops those that sort before the priming event: a result cut after the priming
+/// event and stored in its millisecond may never be replayed, and the resuming client waits for
+/// its timeout (docs/stock-clients.md).
+#[test]
+fn a_resume_of_the_typescript_v1_server_stream_after_its_priming_event_replays_every_later_event_in_order()
+ {
+    let (_, servers) = shared_servers();
+    let server = servers
+        .iter()
+        .find(|s| s.sdk == Sdk::TypeScriptV1 && !s.json)
+        .expect("the TypeScript SDK v1 server answering in SSE");
+    let sidecars: Vec<Proxy> = FRAME_ALL
+        .iter()
+        .map(|frame_all| Proxy::start(&server.url, &["--frame-all", frame_all]))
+        .collect();
+    let mut urls = vec![(server.label(), server.url.clone())];
+    for (frame_all, sidecar) in FRAME_ALL.iter().zip(&sidecars) {
+        urls.push((
+            format!("{} behind --frame-all {frame_all}", server.label()),
+            sidecar.url("/mcp"),
+        ));
+    }
+    runtime().block_on(async {
+        for (label, url) in &urls {
+            let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "notify", "arguments": {"seed": "resume", "lines": 2, "steps": 32},
+                    "_meta": {"progressToken": 1}}});
+            let sent = raw_post(url, &call).await.text().await.expect("a whole body");
+            let sent = event_ids(&sent);
+            assert_eq!(sent.len(), 34, "{label}: priming, 32 notifications, result: {sent:?}");
+            let mut resumed = reqwest::Client::new()
+                .get(url)
+                .header("accept", "text/event-stream")
+                .header("mcp-protocol-version", "2025-11-25")
+                .header("last-event-id", &sent[0])
+                .send()
+                .await
+                .expect("the server answers");
+            assert_eq!(resumed.status(), 200, "{label}");
+            // The resumed stream stays open after the replay: read until the result's id, or
+            // fail once a replay that is written at once had a minute to arrive.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut body = Vec::new();
+            let replayed = |body: &[u8]| event_ids(&String::from_utf8_lossy(body));
+            while !replayed(&body).contains(&sent[33]) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match tokio::time::timeout(left, resumed.chunk()).await {
+                    Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+                    other => panic!("{label}: the replay stopped ({other:?}) after {body:?}"),
+                }
+            }
+            assert_eq!(replayed(&body), sent[1..], "{label}: every later event, in order");
+        }
+    });
 }
