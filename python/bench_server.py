@@ -6,8 +6,9 @@
 - a call: a FastMCP 4.1 `tools/call` with a 64 KiB result on loopback, through
   `FramingMiddleware` (the request opted in, compatible and binary mappings) divided by the same
   call to the same app without it. Goal: at most 1.15x. The servers run under uvicorn in their own
-  processes; the client posts the requests (httpx2, one connection kept) and reads each body
-  whole, alternating the servers call by call.
+  processes (one a variant); the client posts the requests (httpx2, one connection a server) and
+  reads each body whole, alternating the servers call by call. Beside the latencies, each server
+  process's CPU time a call (Linux's /proc), which the load of a shared machine does not change.
 
     python python/bench_server.py [--rounds N] [--calls N] [--clock wall|cpu]
 
@@ -15,7 +16,10 @@ After them, the same call made in this process (the app called as ASGI, no netwo
 in CPU time: what the middleware itself adds to a call, which the loopback figures carry beside
 the noise of a loaded machine.
 
-ASCII and UTF-8 texts (the compatible mapping checks that an SSE event can carry the message).
+ASCII and UTF-8 texts. The compatible mapping checks that an SSE event carries the message
+unchanged (valid UTF-8, no CR, SPEC.md §18.3) and the binary one has no such check: that check's
+own time is printed beside the encoding ratios. The encoding cases are timed in turn within each
+round, so that every median of a round comes from the same moments of a loaded machine.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
 import os
 import statistics
 import subprocess
@@ -34,26 +39,53 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE / "src"), str(HERE / "tests")]
 
-from bench import median, message  # noqa: E402
+from bench import message  # noqa: E402
 
-from mcp_framing.encoder import MappingEncoder, StreamEncoder  # noqa: E402
+from mcp_framing.encoder import MappingEncoder, StreamEncoder, check_event_data  # noqa: E402
+
+
+def texts() -> list[tuple[str, bytes]]:
+    """The messages encoded: compact JSON (as MCP SDKs write it) of ASCII text and of text with
+    UTF-8 on every line, and the latter's lines as a pretty-printed JSON array (a LF every line,
+    each one a `data:` line of the compatible mapping's event)."""
+    utf8 = message(True)
+    lines = json.loads(utf8)["result"]["content"][0]["text"].splitlines()
+    pretty = {"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": {"lines": lines}}}
+    return [
+        ("ascii", message(False)),
+        ("utf-8", utf8),
+        ("utf-8 pretty", json.dumps(pretty, ensure_ascii=False, indent=1).encode()),
+    ]
 
 
 def encoding(rounds: int, clock) -> None:
-    for utf8 in (False, True):
-        body = message(utf8)
-        f = median(lambda body=body: (hashlib.sha256(body).digest(), zlib.crc32(body)), rounds, clock)
+    """Each round times the floor, both mappings and the compatible mapping's event check one
+    after the other, so that every median comes from the same moments of a loaded machine."""
+    for text, body in texts():
+        cases = {
+            "floor": lambda body=body: (hashlib.sha256(body).digest(), zlib.crc32(body)),
+            "binary": lambda body=body: MappingEncoder("binary", StreamEncoder(os.urandom(16))).message(body, True),
+            "compat": lambda body=body: MappingEncoder("compat", StreamEncoder(os.urandom(16))).message(body, True),
+            # What the compatible mapping does and the binary one does not (SPEC.md §18.3): the
+            # check that an SSE event carries the message unchanged (UTF-8, no CR).
+            "check": lambda body=body: check_event_data(body),
+        }
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, run in cases.items():
+                start = clock()
+                run()
+                times[name].append(clock() - start)
+        m = {name: statistics.median(t) for name, t in times.items()}
+        f = m["floor"]
         for mapping in ("binary", "compat"):
-
-            def encode(body=body, mapping=mapping) -> None:
-                MappingEncoder(mapping, StreamEncoder(os.urandom(16))).message(body, final=True)
-
-            e = median(encode, rounds, clock)
-            text = "utf-8" if utf8 else "ascii"
+            e = m[mapping]
             print(
-                f"encode 1 MiB {mapping:6} {text:5}: {e * 1e3:7.3f} ms, floor {f * 1e3:7.3f} ms, "
+                f"encode 1 MiB {mapping:6} {text:12}: {e * 1e3:7.3f} ms, floor {f * 1e3:7.3f} ms, "
                 f"ratio {e / f:5.2f} (goal <= 1.3)"
             )
+        c = m["check"]
+        print(f"  of which the compatible mapping's event check (§18.3): {c * 1e3:7.3f} ms, ratio {c / f:5.2f}")
 
 
 SERVER = """
@@ -68,23 +100,36 @@ uvicorn.run(fastmcp_app(middleware=middleware), host="127.0.0.1", port=int(sys.a
 """
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) a process has used so far, from Linux's /proc (None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 async def calls(n: int) -> None:
     import httpx2
 
     from servers import free_port
 
-    ports = {"plain": free_port(), "framed": free_port()}
-    procs = [
-        subprocess.Popen([sys.executable, "-c", SERVER, str(HERE), str(port), kind]) for kind, port in ports.items()
-    ]
+    # One server process a variant (the framed app twice: one answers only compatible calls, the
+    # other only binary ones), so that each process's CPU time is its variant's.
+    kinds = {"plain": "plain", "compat": "framed", "binary": "framed"}
+    ports = {name: free_port() for name in kinds}
+    procs = {
+        name: subprocess.Popen([sys.executable, "-c", SERVER, str(HERE), str(ports[name]), kind])
+        for name, kind in kinds.items()
+    }
     try:
         headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
         key = os.urandom(16).hex()
         framed = dict(headers, **{"mcp-framing": "1", "mcp-framing-request-key": key})
         variants = {
-            "plain": (ports["plain"], headers),
-            "compat": (ports["framed"], dict(framed, **{"mcp-framing-mapping": "compat"})),
-            "binary": (ports["framed"], dict(framed, accept="application/vnd.mcp-framing, " + headers["accept"])),
+            "plain": headers,
+            "compat": dict(framed, **{"mcp-framing-mapping": "compat"}),
+            "binary": dict(framed, accept="application/vnd.mcp-framing, " + headers["accept"]),
         }
         body = {
             "jsonrpc": "2.0",
@@ -101,22 +146,38 @@ async def calls(n: int) -> None:
                     except httpx2.TransportError:
                         await asyncio.sleep(0.05)
             times: dict[str, list[float]] = {name: [] for name in variants}
+            cpu: dict[str, float | None] = {}
             for i in range(n + 20):
-                for name, (port, h) in variants.items():
+                if i == 20:  # warmed up
+                    cpu = {name: cpu_seconds(proc.pid) for name, proc in procs.items()}
+                for name, h in variants.items():
                     start = time.perf_counter()
-                    response = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=h)
+                    response = await http.post(f"http://127.0.0.1:{ports[name]}/mcp", json=body, headers=h)
                     await response.aread()
                     elapsed = time.perf_counter() - start
                     assert response.status_code == 200, response.status_code
-                    if i >= 20:  # warmed up
+                    if i >= 20:
                         times[name].append(elapsed)
+            used: dict[str, float] = {}
+            for name, proc in procs.items():
+                before, after = cpu.get(name), cpu_seconds(proc.pid)
+                if before is not None and after is not None:
+                    used[name] = (after - before) / n
         base = statistics.median(times["plain"])
         print(f"tools/call 64 KiB unframed: {base * 1e3:7.3f} ms (median of {n})")
         for name in ("compat", "binary"):
             t = statistics.median(times[name])
             print(f"tools/call 64 KiB {name:6}  : {t * 1e3:7.3f} ms, ratio {t / base:5.2f} (goal <= 1.15)")
+        if len(used) == len(procs):
+            # What the load of a shared machine does not change: each server's CPU time a call.
+            print(f"tools/call 64 KiB server CPU a call, unframed: {used['plain'] * 1e3:7.3f} ms")
+            for name in ("compat", "binary"):
+                ratio = used[name] / used["plain"]
+                print(
+                    f"tools/call 64 KiB server CPU a call, {name:6}  : {used[name] * 1e3:7.3f} ms, ratio {ratio:5.2f}"
+                )
     finally:
-        for proc in procs:
+        for proc in procs.values():
             proc.terminate()
             proc.wait()
 

@@ -43,6 +43,47 @@ def test_the_verdict_does_not_depend_on_how_the_body_is_split(mapping: str, body
         assert decode(body, mapping, None, cuts).to_manifest() == whole, cuts
 
 
+def multi_line_bodies() -> list[tuple[str, bytes]]:
+    """Compatible-mapping bodies whose message event spans hundreds of data lines (a
+    pretty-printed message), and the same with one change where the lines are read: bytes that
+    are not UTF-8 inside a line and at a line's end, a line without the space after the colon,
+    an empty data line, a comment and an `id` between data lines, CR and CRLF line ends."""
+    lines = ["caf\u00e9 \u2713"] * 300
+    message = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"lines": lines}}, indent=1, ensure_ascii=False)
+    body = Writer(frame_size=1024).compat([message.encode()])
+    check = "\u2713".encode()
+    return [
+        ("as written", body),
+        ("not UTF-8 in a line", body.replace(check, b"\xe2\x9c", 1)),
+        ("a sequence cut by a line end", body.replace(check + b'",\n', b"\xe2\x9c\n", 1)),
+        ("no space after the colon", body.replace(b'\ndata:  "id"', b'\ndata: "id"', 1)),
+        ("an empty data line", body.replace(b"\ndata: ", b"\ndata: \ndata: ", 1)),
+        ("a comment between", body.replace(b"\ndata: ", b"\n: c\ndata: ", 1)),
+        ("an id between", body.replace(b"\ndata: ", b"\nid: 1\ndata: ", 1)),
+        ("a CRLF line end", body.replace(b'",\ndata: ', b'",\r\ndata: ', 1)),
+        ("CR line ends", body.replace(b"\n", b"\r")),
+    ]
+
+
+@pytest.mark.parametrize(("name", "body"), multi_line_bodies(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("bound", [None, 2000])
+def test_a_multi_line_event_reads_the_same_whole_and_byte_by_byte(name: str, body: bytes, bound: int | None) -> None:
+    # Fed whole, the data lines of a read are taken together; fed a byte at a time, one by one.
+    cfg = None if bound is None else {"max_event_data": bound}
+    whole = decode(body, "compat", cfg).to_manifest()
+    assert decode(body, "compat", cfg, range(1, len(body))).to_manifest() == whole
+    rng = random.Random(len(body))
+    for _ in range(10):
+        cuts = sorted(rng.sample(range(1, len(body)), rng.randrange(1, 30)))
+        assert decode(body, "compat", cfg, cuts).to_manifest() == whole, cuts
+    if bound is not None:
+        assert whole["error"] == "EventTooLarge"
+    elif "UTF-8" in name or "cut" in name or "space" in name or "empty" in name:
+        assert whole["verdict"] == "error"  # the data as SSE dispatches it is not the framed message
+    else:
+        assert whole["verdict"] == "clean"  # comments, other fields and line ends change no data
+
+
 def test_no_bit_flip_of_a_stream_is_clean() -> None:
     body = Writer(frame_size=7).binary(MESSAGES[:3])
     for at in range(len(body)):

@@ -157,20 +157,19 @@ async def test_a_cut_response_fails_at_once_with_the_outcome(after: int) -> None
 
 
 @pytest.mark.anyio
-async def test_the_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+async def test_the_readme_examples_of_the_one_x_line_run_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's 1.x client calls the README's 1.x server, each block as written."""
     import re
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "mcp_framing.httpx1" in b]
-    app = server()
-
-    @app.tool()
-    def search(q: str) -> str:
-        return f"results for {q}"
-
-    async with serve(FramingMiddleware(app.streamable_http_app())) as url:
-        code = block.replace("http://127.0.0.1:8000/mcp", url).replace("asyncio.run(main())", "")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    (client,) = [b for b in blocks if "mcp_framing.httpx1" in b]
+    (server_block,) = [b for b in blocks if "mcp.server.fastmcp" in b and "mcp_framing.server" in b]
+    served: dict[str, Any] = {"__name__": "readme_server"}
+    exec(server_block, served)
+    async with serve(served["app"]) as url:
+        code = client.replace("http://127.0.0.1:8000/mcp", url).replace("asyncio.run(main())", "")
         namespace: dict[str, Any] = {}
         exec(code, namespace)
         await namespace["main"]()

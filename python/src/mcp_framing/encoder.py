@@ -328,18 +328,20 @@ def check_event_data(message: bytes | memoryview) -> None:
 
 
 def message_event(message: bytes) -> bytes:
-    """§18.4: the SSE event carrying `message`: one `data: ` line per LF-separated piece."""
+    """§18.4: the SSE event carrying `message`: one `data: ` line per LF-separated piece.
+
+    >>> message_event(b'{"id":1}'), message_event(b'{\\n "id": 1\\n}')
+    (b'data: {"id":1}\\n\\n', b'data: {\\ndata:  "id": 1\\ndata: }\\n\\n')
+    """
     return b"".join(_event_pieces(message))
 
 
 def _event_pieces(message: bytes) -> list[bytes]:
+    # Each LF of the message ends a data line and starts the next: one `replace` in C, however
+    # many lines (a pretty-printed message has one a line; a compact one, none, and no copy).
     if b"\n" not in message:
         return [b"data: ", message, b"\n\n"]
-    pieces: list[bytes] = []
-    for line in message.split(b"\n"):
-        pieces += (b"data: ", line, b"\n")
-    pieces.append(b"\n")
-    return pieces
+    return [b"data: ", message.replace(b"\n", b"\ndata: "), b"\n\n"]
 
 
 class MappingEncoder:

@@ -215,6 +215,7 @@ class EventStreamDecoder:
                 pos = 1
         mv = memoryview(data)
         lf = cr = -1
+        run: list[bytes] = []  # the values of whole `data: ` lines in a row, not taken yet
         while pos < n:
             if lf < pos:
                 lf = data.find(b"\n", pos)
@@ -231,9 +232,30 @@ class EventStreamDecoder:
                 self._fail("EventTooLarge", max=self.max_event_data)
                 return
             if end == n:
+                if run:
+                    self._data_run(run)
+                    if frames.error is not None:
+                        return
                 self._parts.append(mv[pos:])
                 self._part_len = length
                 return
+            if (
+                end == lf
+                and length > 6
+                and not self._parts
+                and not self._first_line
+                and data.startswith(b"data: ", pos)
+            ):
+                # A whole data line with a value, ended by LF (one of a multi-line message's
+                # lines, or a whole message's): its value kept, the run taken by `_data_run`.
+                run.append(data[pos + 6 : end])
+                pos = end + 1
+                continue
+            if run:
+                self._data_run(run)
+                run = []
+                if frames.error is not None:
+                    return
             parts = self._parts
             if end > pos:
                 parts.append(mv[pos:end])
@@ -250,6 +272,32 @@ class EventStreamDecoder:
             self._line(parts, length)
             if frames.error is not None:
                 return
+        if run:
+            self._data_run(run)
+
+    def _data_run(self, values: list[bytes]) -> None:
+        """Data lines in a row, each with a value (`_line` takes them so one by one): their
+        values joined as SSE joins them, checked as UTF-8 once (a sequence cannot span the LF
+        between two lines, so the join is valid exactly when every value is, and its dispatched
+        length is theirs with the LFs, §15, §18.3)."""
+        self._quiet = 0
+        self._add_data(values[0] if len(values) == 1 else b"\n".join(values))
+
+    def _add_data(self, value: bytes) -> None:
+        """The next piece of the event's data: a data line's value, or the values of data lines
+        in a row joined with LF."""
+        size, valid = dispatched_length(value)
+        if not valid:
+            self._data_valid = False
+        if self._data is None:
+            self._data = [value]
+            self._data_size = size
+        else:
+            self._data.append(value)
+            self._data_size += 1 + size
+        # §15: the data as SSE joins it (LF between lines), counted as UTF-8 text
+        if self._data_size > self.max_event_data:
+            self._fail("EventTooLarge", max=self.max_event_data)
 
     def _line(self, parts: list[Any], length: int) -> None:
         skip = 0
@@ -291,19 +339,7 @@ class EventStreamDecoder:
         elif field == b"event":
             self._name = _join(parts, skip + value_at) if has_value else b""
         elif field == b"data":
-            value = _join(parts, skip + value_at) if has_value else b""
-            size, valid = dispatched_length(value)
-            if not valid:
-                self._data_valid = False
-            if self._data is None:
-                self._data = [value]
-                self._data_size = size
-            else:
-                self._data.append(value)
-                self._data_size += 1 + size
-            # §15: the data as SSE joins it (LF between lines), counted as UTF-8 text
-            if self._data_size > self.max_event_data:
-                self._fail("EventTooLarge", max=self.max_event_data)
+            self._add_data(_join(parts, skip + value_at) if has_value else b"")
         # id, retry and unknown fields are ignored (§15: never used to resume a framed stream)
 
     def _dispatch(self) -> None:
