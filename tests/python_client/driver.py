@@ -15,7 +15,9 @@ tests/stock/python_client.rs against real servers.
         server/discover); the same JSON lines, each with the wall-clock time its call ended
         ("ended", seconds since the epoch) and the classification of each attempt sent during
         it ("attempts": the call's, then any request the SDK adds, as the `tools/list` it sends
-        to learn a tool's output schema). `--handshake initialize`: initialize instead, every
+        to learn a tool's output schema), and how long each attempt took ("attempt_seconds",
+        in the same order: from its resolution to the next attempt's, or to the call's end).
+        `--handshake initialize`: initialize instead, every
         attempt resolved with that result's contract (a server without server/discover).
         `--retry-after FILE`: a retry of a `slow` call is sent once FILE (the fixture servers'
         counter file) records the call's completion, `slow P-i`. `--attempts`: a call's attempts
@@ -190,6 +192,25 @@ class RetryAfterCompletion:
         return await self.inner.resolve(url)
 
 
+class Timed:
+    """`inner`'s resolutions, each one's start time noted (`starts`): an attempt's resolution
+    begins it, so an attempt lasts from its own to the next one's (or to its call's end)."""
+
+    def __init__(self, inner: EndpointResolver) -> None:
+        self.inner = inner
+        self.starts: list[float] = []
+
+    def bind(self, transport: Any) -> None:
+        """What the framing transport binds: `inner`'s (its discovery requests)."""
+        bind = getattr(self.inner, "bind", None)
+        if bind is not None:
+            bind(transport)
+
+    async def resolve(self, url: str) -> Resolution:
+        self.starts.append(time.monotonic())
+        return await self.inner.resolve(url)
+
+
 async def fleet(args: argparse.Namespace) -> None:
     endpoints = args.url.split(",")
     retries = RetrySchedule(max_attempts=args.attempts, initial_backoff=0.02)
@@ -197,6 +218,7 @@ async def fleet(args: argparse.Namespace) -> None:
     resolver: EndpointResolver = (
         DiscoveringResolver(endpoints) if discover else RoundRobin(endpoints)
     )
+    resolver = timed = Timed(resolver)
     waiting = None
     if args.retry_after is not None:
         resolver = waiting = RetryAfterCompletion(resolver, Path(args.retry_after))
@@ -223,8 +245,13 @@ async def fleet(args: argparse.Namespace) -> None:
                     arguments = {"account": f"acct-{i}", "amount": 100 + i}
                 outcomes = framing_transport(http).stats.outcomes
                 before = len(outcomes)
+                timed.starts.clear()
                 line = await call(session, i, tool, arguments, None)
+                ends = [*timed.starts[1:], time.monotonic()]
                 line["attempts"] = [o.classification for o in outcomes[before:]]
+                line["attempt_seconds"] = [
+                    round(end - start, 4) for start, end in zip(timed.starts, ends)
+                ]
                 emit(line)
         emit({"stats": stats(http)})
 

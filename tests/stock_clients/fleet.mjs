@@ -5,7 +5,7 @@
 // to the first endpoint, its retries to the second, each resolution re-discovered
 // (`server/discover`) and its contract re-checked. For tests/stock/stock_clients.rs.
 //
-// Prints one JSON line: {"sdk", "calls": [{"ok", "text", "seconds", "ended", "attempts"}], "attempts": [...],
+// Prints one JSON line: {"sdk", "calls": [{"ok", "text", "seconds", "ended", "attempts", "attempt_seconds"}], "attempts": [...],
 // "stats": framingFetch's counters, "warnings": [...]}.
 //
 // Usage: node fleet.mjs --sdk v1|v2 --endpoints URL_A[,URL_B] --calls N [--tool TOOL[,TOOL...]
@@ -13,7 +13,8 @@
 // (`--tool count` / `slow`: `count {key: P-i}` / `slow {key: P-i, ms: MS}` calls, the tools of the
 // fixture servers of tests/servers/, several taken in turn; each call's line has the wall-clock
 // time it ended, `ended`, in seconds since the epoch, and the classification of each of its
-// attempts, `attempts`. One endpoint: every attempt goes to it.
+// attempts, `attempts`, and how long each took, `attempt_seconds` (from its resolution until it
+// ended). One endpoint: every attempt goes to it.
 // `--handshake initialize`: no server/discover, every attempt with the contract of the SDK's own
 // initialize (a server without server/discover: the TypeScript SDK's v1 line).
 // `--retry-after FILE`: a retry of a `slow` call is sent once FILE, the fixture servers' counter
@@ -58,6 +59,9 @@ const resolver =
     ? (context) => ({ endpoint: endpoints[choose(context)] })
     : discoveringResolver(endpoints, { choose });
 let current = '';
+// When each method's current attempt began (its resolution, `method attempt`): an attempt lasts
+// from then until it ended.
+const started = new Map();
 const retryAfter = values['retry-after'];
 /** Before a retry of the current call, waits (a minute at most) until its completion is recorded. */
 async function completed() {
@@ -75,6 +79,7 @@ const fetch = framingFetch({
     if (retryAfter !== undefined && context.attempt > 1) {
       await completed();
     }
+    started.set(`${context.method} ${context.attempt}`, performance.now());
     return resolver(context);
   },
   logger: { debug() {}, info() {}, warn: (line) => warnings.push(line) },
@@ -85,6 +90,7 @@ const fetch = framingFetch({
       endpoint: report.endpoint,
       outcome: report.outcome.classification,
       decision: report.decision?.decision ?? null,
+      seconds: (performance.now() - started.get(`${report.method} ${report.attempt}`)) / 1000,
     }),
 });
 const client = new Client({ name: 'fleet-client', version: '1.0.0' });
@@ -101,6 +107,7 @@ for (let i = 0; i < Number(values.calls); i++) {
     seconds: (performance.now() - start) / 1000,
     ended: Date.now() / 1000,
     attempts: attempts.slice(before).map((a) => a.outcome),
+    attempt_seconds: attempts.slice(before).map((a) => a.seconds),
   });
   try {
     const params =
