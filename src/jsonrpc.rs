@@ -129,6 +129,17 @@ pub(crate) fn message_text(data: Bytes) -> (Bytes, Carried) {
     }
 }
 
+/// [`message_text`] of data its caller checked as UTF-8 already (a message validated as it
+/// arrived): the scan alone, without a second UTF-8 pass; the same answer.
+#[cfg(feature = "rmcp-server")]
+pub(crate) fn utf8_message_text(data: Bytes) -> (Bytes, Carried) {
+    let members = Scan::<false>::new(&data)
+        .members()
+        .or_else(|| std::str::from_utf8(&data).ok().and_then(top_level_by_serde));
+    let carried = Carried::of(members, &data);
+    (data, carried)
+}
+
 /// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.
 fn by_serde(message: &str) -> bool {
     top_level_by_serde(message).is_some_and(|members| members.is_response())
