@@ -294,7 +294,11 @@ fn main() {
 }
 
 async fn run(options: Options) {
+    // TCP_NODELAY on the bench's own connections (reqwest's default, stated here because the
+    // sequential calls depend on it; the example server sets it with `--nodelay`): on a quiet
+    // machine a small write behind Nagle's algorithm waits for the peer's delayed ACK (40 ms).
     let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
         .pool_max_idle_per_host(64)
         .build()
         .unwrap();

@@ -20,6 +20,8 @@
 //!   `text/event-stream`.
 //! - `--frame-size BYTES`: DATA frame size for framed responses (default 16384).
 //! - `--seconds N`: stop after N seconds (default 120).
+//! - `--nodelay`: TCP_NODELAY on every accepted connection (`axum::serve` leaves Nagle's
+//!   algorithm on): a benchmark's calls in sequence then never wait for a client's delayed ACK.
 //!
 //! Two tools:
 //! - `generate_text {seed, lines}` returns a deterministic text of about 89 bytes a line (1200
@@ -141,11 +143,12 @@ struct Options {
     json: bool,
     frame_size: usize,
     seconds: u64,
+    nodelay: bool,
 }
 
 /// `--help`, and the usage line of an argument error.
 const HELP: &str = "\
-usage: rmcp_server [--addr ADDR] [--mode opt-in|compat|plain] [--json] [--frame-size BYTES] [--seconds N]
+usage: rmcp_server [--addr ADDR] [--mode opt-in|compat|plain] [--json] [--frame-size BYTES] [--seconds N] [--nodelay]
 run:   cargo run --features rmcp,demo --example rmcp_server -- [OPTIONS]
 
 An rmcp server (stateless Streamable HTTP) behind FramingLayer, with the tools generate_text
@@ -158,6 +161,7 @@ An rmcp server (stateless Streamable HTTP) behind FramingLayer, with the tools g
   --json              answer application/json where rmcp can, instead of text/event-stream
   --frame-size BYTES  DATA frame size of framed responses (default 16384)
   --seconds N         stop after N seconds (default 120)
+  --nodelay           TCP_NODELAY on every accepted connection (Nagle's algorithm off)
   -h, --help          print this help";
 
 /// The options, or `Err` with what is wrong.
@@ -168,6 +172,7 @@ fn parse_options(args: Vec<String>) -> Result<Options, String> {
         json: false,
         frame_size: 16 * 1024,
         seconds: 120,
+        nodelay: false,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -183,6 +188,7 @@ fn parse_options(args: Vec<String>) -> Result<Options, String> {
                 }
             }
             "--json" => options.json = true,
+            "--nodelay" => options.nodelay = true,
             "--frame-size" => {
                 options.frame_size = value("--frame-size")?
                     .parse()
@@ -242,6 +248,12 @@ async fn main() {
         if options.json { "json" } else { "sse" },
         options.seconds
     );
+    let nodelay = options.nodelay;
+    let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
+        if nodelay {
+            let _ = tcp.set_nodelay(true);
+        }
+    });
     let serve = axum::serve(listener, app);
     if tokio::time::timeout(Duration::from_secs(options.seconds), serve)
         .await

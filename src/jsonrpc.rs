@@ -47,7 +47,7 @@ pub fn is_response(message: &str) -> bool {
 /// validated): the bytes are not validated again.
 ///
 /// A scan of its own decides the usual message alone, in one pass that skips long strings a
-/// block at a time (serde_json's skipping of a 1 MiB result took a quarter of its SHA-256's
+/// vector at a time (`memchr`) (serde_json's skipping of a 1 MiB result took a quarter of its SHA-256's
 /// time); whatever it does not read the way serde_json does (an escaped top-level key, nesting
 /// deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to serde_json's reading
 /// ([`top_level`]), which is the definition.
@@ -129,6 +129,17 @@ pub(crate) fn message_text(data: Bytes) -> (Bytes, Carried) {
     }
 }
 
+/// [`message_text`] of data its caller checked as UTF-8 already (a message validated as it
+/// arrived): the scan alone, without a second UTF-8 pass; the same answer.
+#[cfg(feature = "rmcp-server")]
+pub(crate) fn utf8_message_text(data: Bytes) -> (Bytes, Carried) {
+    let members = Scan::<false>::new(&data)
+        .members()
+        .or_else(|| std::str::from_utf8(&data).ok().and_then(top_level_by_serde));
+    let carried = Carried::of(members, &data);
+    (data, carried)
+}
+
 /// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.
 fn by_serde(message: &str) -> bool {
     top_level_by_serde(message).is_some_and(|members| members.is_response())
@@ -137,16 +148,15 @@ fn by_serde(message: &str) -> bool {
 /// Containers nested deeper than this are left to serde_json.
 const MAX_SCAN_DEPTH: u32 = 64;
 
-/// Bytes looked at together when a string is skipped: a block without a quote, a backslash or a
-/// control character is passed over whole (the compiler checks it with vector instructions).
-const SKIP_BLOCK: usize = 64;
-
-/// A byte that ends the plain run of a JSON string: a quote, a backslash or a control character (which JSON
-/// forbids in strings). `b ^ 0x02 <= 0x20` holds for exactly `"` (0x22) and 0x00..=0x1f.
+/// Whether `text` holds a byte below 0x20 (a control character, which JSON forbids in strings)
+/// or, if `high`, a byte above ASCII: its least and greatest bytes, which the compiler finds with
+/// vector instructions (no branch a byte).
 #[inline(always)]
-fn ends_run(b: u8) -> bool {
-    // `|`, not `||`: no branch, so that a block's bytes are checked together.
-    ((b ^ 0x02) <= 0x20) | (b == b'\\')
+fn has_special(text: &[u8], high: bool) -> bool {
+    let (least, greatest) = text
+        .iter()
+        .fold((u8::MAX, 0), |(lo, hi), &b| (lo.min(b), hi.max(b)));
+    least < 0x20 || (high && greatest >= 0x80)
 }
 
 /// A one-pass reading of a JSON-RPC message's top-level keys with the grammar serde_json reads
@@ -241,50 +251,45 @@ impl<'a, const UTF8: bool> Scan<'a, UTF8> {
         Some(key)
     }
 
-    /// Whether `b` ends a plain run of string bytes: [`ends_run`], and with `UTF8` a byte
-    /// above ASCII.
-    #[inline(always)]
-    fn stops(b: u8) -> bool {
-        ends_run(b) | (UTF8 & (b >= 0x80))
-    }
-
     /// The rest of a string whose opening quote was taken, its closing quote included.
+    ///
+    /// The next quote or backslash is found by `memchr` (a block of bytes at a time, whatever
+    /// the escapes' density: a result full of `\n` escapes has one every line); once the closing
+    /// quote is found, the string's bytes are checked for control characters (and, with `UTF8`,
+    /// validated) in one pass, as a whole: the bytes of a valid escape are printable ASCII, so
+    /// they change neither answer. No byte outside the escapes is looked at alone.
     fn string(&mut self) -> Option<()> {
+        let start = self.at;
         loop {
-            while let Some(block) = self.text.get(self.at..self.at + SKIP_BLOCK) {
-                if block.iter().fold(false, |hit, &b| hit | Self::stops(b)) {
-                    break;
-                }
-                self.at += SKIP_BLOCK;
-            }
-            while !Self::stops(self.peek()?) {
-                self.at += 1;
+            let rest = self.text.get(self.at..)?;
+            let stop = memchr::memchr2(b'"', b'\\', rest)?;
+            self.at += stop + 1;
+            if rest[stop] == b'"' {
+                break;
             }
             match self.bump()? {
-                b'"' => return Some(()),
-                b'\\' => match self.bump()? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                    b'u' => {
-                        let hex = self.text.get(self.at..self.at + 4)?;
-                        if !hex.iter().all(u8::is_ascii_hexdigit) {
-                            return None;
-                        }
-                        self.at += 4;
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                b'u' => {
+                    let hex = self.text.get(self.at..self.at + 4)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
                     }
-                    _ => return None,
-                },
-                b if UTF8 && b >= 0x80 => {
-                    // A run of bytes above ASCII is whole characters if it is UTF-8 at all.
-                    let start = self.at - 1;
-                    while self.peek().is_some_and(|b| b >= 0x80) {
-                        self.at += 1;
-                    }
-                    std::str::from_utf8(&self.text[start..self.at]).ok()?;
+                    self.at += 4;
                 }
-                // A control character.
                 _ => return None,
             }
         }
+        let content = &self.text[start..self.at - 1];
+        if has_special(content, UTF8) {
+            if content.iter().any(|&b| b < 0x20) {
+                // A control character.
+                return None;
+            }
+            // Bytes above ASCII: the string is whole characters if it is UTF-8 at all (the
+            // bytes around it are ASCII).
+            std::str::from_utf8(content).ok()?;
+        }
+        Some(())
     }
 
     /// The rest of a literal whose first byte was taken.
@@ -780,7 +785,7 @@ mod scan_tests {
 
     #[test]
     fn the_usual_messages_are_decided_by_the_scan_alone() {
-        let long = "x".repeat(3 * SKIP_BLOCK + 5);
+        let long = "x".repeat(197);
         let cases = [
             (format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{long}"}}],"isError":false}}}}"#), true),
             (r#"{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"é \"q\" \u00e9","data":[1.5e-3,-0,true,null]}}"#.to_owned(), true),
@@ -868,6 +873,66 @@ mod members_tests {
         }
         // The scan decided many of them itself.
         assert!(decided > 1000, "{decided}");
+    }
+}
+
+/// The string scan against the definition, on strings made of the pieces that stop it (escapes,
+/// quotes, control characters, bytes above ASCII, invalid UTF-8) between plain runs of lengths
+/// up to 70 (past `memchr`'s 32-byte vectors), so that each stop byte falls at every position of
+/// a vector.
+#[cfg(test)]
+mod string_scan_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What a string of a message may hold, in bytes: plain runs and the bytes that end them.
+    fn piece() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            (0..70usize).prop_map(|len| b"abcdefgh".repeat(len / 8 + 1)[..len].to_vec()),
+            (0..70usize).prop_map(|len| vec![b' '; len]),
+            Just(br"\n".to_vec()),
+            Just(br#"\""#.to_vec()),
+            Just(br"\\".to_vec()),
+            Just(br"\/\b\f\r\t".to_vec()),
+            Just(br"\u00e9".to_vec()),
+            Just(br"\u12".to_vec()),
+            Just(br"\x".to_vec()),
+            Just(b"\\".to_vec()),
+            Just(b"\"".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\x1f".to_vec()),
+            Just(b"\x7f".to_vec()),
+            Just("é€😀".as_bytes().to_vec()),
+            Just(b"\xc3".to_vec()),
+            Just(b"\xff".to_vec()),
+            Just(b"\xe2\x82".to_vec()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_scan_reads_every_string_as_serde_json_does_whatever_stops_it_where(
+            pieces in prop::collection::vec(piece(), 0..12),
+        ) {
+            let text = pieces.concat();
+            let mut message = br#"{"jsonrpc":"2.0","id":1,"result":{"text":""#.to_vec();
+            message.extend_from_slice(&text);
+            message.extend_from_slice(br#""}}"#);
+            // With UTF-8 validation: decided as UTF-8 and then the rule decide it.
+            let valid = std::str::from_utf8(&message).ok();
+            let expected = valid.is_some_and(|m| top_level_by_serde(m).is_some_and(|t| t.is_response()));
+            if let Some(decided) = Scan::<true>::new(&message).top_level() {
+                prop_assert_eq!(decided, expected);
+            }
+            prop_assert_eq!(is_utf8_response(&message), expected);
+            // Text known to be UTF-8: the same members as serde_json's whenever the scan decides.
+            if let Some(message) = valid {
+                if let Some(members) = Scan::<false>::new(message.as_bytes()).members() {
+                    prop_assert_eq!(Some(members), top_level_by_serde(message));
+                }
+                prop_assert_eq!(top_level(message), top_level_by_serde(message));
+            }
+        }
     }
 }
 

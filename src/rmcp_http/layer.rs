@@ -22,11 +22,12 @@ use http_body_util::combinators::UnsyncBoxBody;
 use super::compat_body::SsePassthrough;
 use super::declare::{Declaration, RequestBody, unframeable};
 use super::inner::{InnerBody, drain_rest};
+use super::streamed::Streamed;
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
-use crate::jsonrpc::message_text;
+use crate::jsonrpc::{message_text, utf8_message_text};
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 use crate::mapping::encoder::{MappingEncoder, too_large};
 use crate::outgoing::Outgoing;
@@ -98,6 +99,13 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 /// other byte as the handler wrote it. A contract the handler declared there itself stays when it
 /// has the layer's values, and is replaced by the layer's otherwise, with a warning: the layer is
 /// what frames the responses, so only its declaration is true.
+///
+/// In the binary and SSE mappings a large message (over 16 KiB) is framed as it arrives: its
+/// DATA frames leave while the inner service still writes it, and its MESSAGE_END (length and
+/// SHA-256) follows its last byte. A message that then turns out not to be framed (not JSON-RPC,
+/// the answer to another request, over the message limit) ends the stream with an ABORT in its
+/// place, so the client never verifies it. In the compatible mapping a message's record, its
+/// digest included, goes before its event (SPEC.md §18.4): a message is framed once whole.
 ///
 /// A framed response ends with the inner service's final response: the client gets the sentinel
 /// and the end of the body at once. What the inner body still holds (the end of its SSE stream)
@@ -879,7 +887,8 @@ async fn frame_response<B: InnerBody>(
         body: Some(Box::pin(body)),
         parser: sse.then(|| SseParser::with_max_event_data(max_message).data_unchecked()),
         max_message,
-        json: Gathered::default(),
+        json: BytesMut::new(),
+        streamed: Streamed::default(),
         queue: VecDeque::new(),
         final_seen: false,
         done: false,
@@ -899,13 +908,17 @@ async fn frame_response<B: InnerBody>(
     Response::from_parts(parts, body)
 }
 
-/// The JSON-RPC messages of an inner (rmcp) response body, as [`Outgoing`] items.
+/// The JSON-RPC messages of an inner (rmcp) response body, as [`Outgoing`] items: a message
+/// whole, or a large one as it arrives ([`Streamed`]: its chunks, then its end or an ABORT).
 struct InnerMessages<B> {
     /// The inner body; handed to [`drain_rest`] after the final response.
     body: Option<Pin<Box<B>>>,
     parser: Option<SseParser>,
     max_message: usize,
-    json: Gathered,
+    /// A JSON body as far as it arrived.
+    json: BytesMut,
+    /// The message arriving (the open event's data, the JSON body): what of it went out.
+    streamed: Streamed,
     queue: VecDeque<Outgoing>,
     final_seen: bool,
     done: bool,
@@ -913,6 +926,62 @@ struct InnerMessages<B> {
     /// The id the final response must answer (SPEC.md §3.1: another is an invalid inner
     /// response).
     request_id: Option<Value>,
+}
+
+impl<B> InnerMessages<B> {
+    /// Queues a whole message as it arrived (`data`, read as an SSE client reads it), or what is
+    /// left of it after the part that went out: then its end, or the ABORT of code 1 that keeps
+    /// a message that is not JSON-RPC, or that answers another request, from being verified.
+    /// `false` when the stream ends there.
+    fn message(&mut self, data: Bytes) -> bool {
+        let streamed = std::mem::take(&mut self.streamed);
+        let (text, carried) = if streamed.started() && streamed.is_utf8(&data) {
+            // Checked as it arrived: the JSON-RPC reading alone is left.
+            utf8_message_text(data)
+        } else {
+            message_text(data)
+        };
+        if let Some(rest) = streamed.rest(&text).filter(|rest| !rest.is_empty()) {
+            self.queue.push_back(Outgoing::Chunk(rest));
+        }
+        if let Some(reason) = unframeable(&carried, &text, self.request_id.as_ref()) {
+            // Never framed as a verified message: the stream ends with ABORT code 1 after the
+            // messages before (inside this one if it was being sent).
+            self.done = true;
+            let abort = Abort::new(AbortCode::InternalError, reason);
+            self.queue.push_back(Outgoing::Abort(abort));
+            return false;
+        }
+        self.final_seen |= carried.is_final();
+        self.queue.push_back(if streamed.started() {
+            Outgoing::FinishMessage
+        } else {
+            Outgoing::Message(text)
+        });
+        true
+    }
+
+    /// Sends on what can go of the event data line still arriving (the event's first data line,
+    /// of an event that is a message so far), once the final response has not been seen.
+    fn stream_pending(&mut self, latest: &Bytes) {
+        let Some(parser) = &self.parser else {
+            return;
+        };
+        let line = parser.pending_line();
+        if self.final_seen
+            || parser.event_has_data()
+            || !parser.open_event_is_message()
+            || !line.starts_with(b"data:")
+            || line.len() <= b"data:".len()
+        {
+            return;
+        }
+        // The value: after the colon and one optional space (WHATWG event-stream).
+        let at = b"data:".len() + usize::from(line[5] == b' ');
+        if let Some(chunk) = self.streamed.next(line, at, latest) {
+            self.queue.push_back(Outgoing::Chunk(chunk));
+        }
+    }
 }
 
 impl<B: InnerBody> Stream for InnerMessages<B> {
@@ -975,25 +1044,32 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                             }
                             for item in items {
                                 // Priming events (`id` only) and keep-alives carry no message.
-                                if let RawItem::Event { name, data, .. } = item {
-                                    if is_message_event(name.as_deref()) && !data.is_empty() {
-                                        let (data, carried) = message_text(data);
-                                        let request_id = this.request_id.as_ref();
-                                        if let Some(reason) =
-                                            unframeable(&carried, &data, request_id)
-                                        {
-                                            // Never framed as a verified message: the stream
-                                            // ends with ABORT code 1 after the messages before.
-                                            this.done = true;
-                                            let abort =
-                                                Abort::new(AbortCode::InternalError, reason);
-                                            this.queue.push_back(Outgoing::Abort(abort));
-                                            break;
-                                        }
-                                        this.final_seen |= carried.is_final();
-                                        this.queue.push_back(Outgoing::Message(data));
-                                    }
+                                let RawItem::Event { name, data, .. } = item else {
+                                    continue;
+                                };
+                                let message = is_message_event(name.as_deref());
+                                if this.streamed.started() && !message {
+                                    // Its data went out as a message's before its `event` field
+                                    // named another type: it cannot be verified (code 1).
+                                    this.done = true;
+                                    let reason = format!(
+                                        "the upstream named an event {:?} after its data",
+                                        name.unwrap_or_default()
+                                    );
+                                    let abort = Abort::new(AbortCode::InternalError, reason);
+                                    this.queue.push_back(Outgoing::Abort(abort));
+                                    break;
                                 }
+                                if message && !data.is_empty() {
+                                    if !this.message(data) {
+                                        break;
+                                    }
+                                } else {
+                                    this.streamed = Streamed::default();
+                                }
+                            }
+                            if !this.done {
+                                this.stream_pending(&data);
                             }
                         }
                         None => {
@@ -1005,22 +1081,22 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                                     len as u64, max,
                                 )))));
                             }
-                            this.json.push(data);
+                            this.json.extend_from_slice(&data);
+                            if let Some(chunk) = this.streamed.next(&this.json, 0, &data) {
+                                this.queue.push_back(Outgoing::Chunk(chunk));
+                            }
                         }
                     }
                 }
                 Poll::Ready(None) => {
                     this.done = true;
                     if this.parser.is_none() {
-                        let message = this.json.take();
-                        this.final_seen = true;
-                        let carried = message_text(message.clone()).1;
-                        let request_id = this.request_id.as_ref();
-                        if let Some(reason) = unframeable(&carried, &message, request_id) {
-                            let abort = Abort::new(AbortCode::InternalError, reason);
-                            return Poll::Ready(Some(Ok(Outgoing::Abort(abort))));
+                        // A JSON body is one message, the final response.
+                        let message = this.json.split().freeze();
+                        if this.message(message) {
+                            this.final_seen = true;
                         }
-                        return Poll::Ready(Some(Ok(Outgoing::Message(message))));
+                        continue;
                     }
                     // Cleanly or not, an end before the final response is the upstream's failure
                     // (code 4, SPEC.md §3.1), never a clean end.

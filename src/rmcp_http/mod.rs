@@ -40,6 +40,8 @@ mod inner;
 mod layer;
 #[cfg(feature = "rmcp-client")]
 mod standalone;
+#[cfg(feature = "rmcp-server")]
+mod streamed;
 
 #[cfg(feature = "rmcp-client")]
 pub use client::FramingHttpClient;

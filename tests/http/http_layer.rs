@@ -123,7 +123,7 @@ async fn through_layer_from(inner: Inner) -> (Vec<Event>, Result<(), DecodeError
 }
 
 /// The messages among `events`.
-fn messages(events: &[Event]) -> Vec<Bytes> {
+pub(crate) fn messages(events: &[Event]) -> Vec<Bytes> {
     events
         .iter()
         .filter_map(|e| match e {

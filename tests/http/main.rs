@@ -18,3 +18,4 @@ mod idle_timeout;
 mod inner_body_end;
 mod no_nagle_stall;
 mod server_body;
+mod streamed_messages;

@@ -616,6 +616,13 @@ impl SseParser {
         self.has_data
     }
 
+    /// Whether the open event is a message event as far as its fields so far say (no `event`
+    /// field yet, or one naming `message`, SPEC.md §18.3).
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn open_event_is_message(&self) -> bool {
+        is_message_event(self.event.as_deref())
+    }
+
     /// Interprets one line (without its ending) of the body, as [`LineSplitter`] cut it;
     /// `buffered` is the line as a shared buffer when there is one (kept across reads, or a
     /// slice of a shared input), so that a data value can be kept as a slice of it. Returns
