@@ -104,8 +104,10 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 /// DATA frames leave while the inner service still writes it, and its MESSAGE_END (length and
 /// SHA-256) follows its last byte. A message that then turns out not to be framed (not JSON-RPC,
 /// the answer to another request, over the message limit) ends the stream with an ABORT in its
-/// place, so the client never verifies it. In the compatible mapping a message's record, its
-/// digest included, goes before its event (SPEC.md §18.4): a message is framed once whole.
+/// place, so the client never verifies it; so does an SSE event whose `event:` field, written after
+/// more than 16 KiB of its data, names another type than `message` (the SDKs write it first). In
+/// the compatible mapping a message's record, its digest included, goes before its event (SPEC.md
+/// §18.4): a message is framed once whole.
 ///
 /// A framed response ends with the inner service's final response: the client gets the sentinel
 /// and the end of the body at once. What the inner body still holds (the end of its SSE stream)
