@@ -14,7 +14,8 @@
 #                         process a target, each for FUZZ_SECONDS)
 #
 # `bash fuzz/run.sh --install` only installs cargo-fuzz when missing (.ci/run starts it first, in
-# the background, so that it overlaps the main crate's build).
+# the background, so that it overlaps the main crate's build); `bash fuzz/run.sh --build` installs
+# and builds the targets, and fuzzes nothing (.ci/run builds them while the tests run).
 #
 # Exit status: 0 when no target crashed; 1 otherwise, after printing each reproducer's path and
 # the command that replays it.
@@ -56,6 +57,7 @@ jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 say "building all targets (address sanitizer, debug assertions)"
 "${cargo[@]}" fuzz build
+[ "${1:-}" != "--build" ] || exit 0
 if [ -n "${FUZZ_TARGETS:-}" ]; then
   read -r -a targets <<<"$FUZZ_TARGETS"
 else
