@@ -90,7 +90,7 @@ enum Connection {
     Cluster(ClusterConnection),
 }
 
-/// `WAIT numreplicas timeout` after every write.
+/// `WAIT numreplicas timeout` after every claim and completion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Replicas {
     count: u32,
@@ -215,8 +215,8 @@ impl RedisStoreBuilder {
     }
 
     /// Waits, after every claim and every completion, until `count` replicas acknowledged the
-    /// write (Redis `WAIT count timeout`, sent in the same round trip as the write) (default:
-    /// no wait). A claim that too few replicas acknowledged within `timeout` is given back and
+    /// write (Redis `WAIT count timeout`: in the completion's round trip, and after a claim once
+    /// the script claimed, so a replay or a refusal never waits on replicas) (default: no wait). A claim that too few replicas acknowledged within `timeout` is given back and
     /// refused as [`StoreError::NotReplicated`] (the call does not execute; fail closed); a
     /// completion that too few acknowledged is reported with the same error (the result is on
     /// the primary, but a failover now could lose it).
@@ -656,6 +656,27 @@ impl RedisStore {
         Ok((reply, acknowledged))
     }
 
+    /// `WAIT` for the configured replicas after a write to `key`: the replicas that acknowledged
+    /// (`None` when no replicas are configured, without a round trip). `WAIT` names no key, so
+    /// it follows an `EXISTS` of `key` in its pipeline: a cluster sends the two to `key`'s node,
+    /// the one that took the write.
+    async fn wait(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let Some(replicas) = self.replicas else {
+            return Ok(None);
+        };
+        let mut pipe = redis::pipe();
+        pipe.cmd("EXISTS").arg(key);
+        pipe.cmd("WAIT")
+            .arg(replicas.count)
+            .arg(millis(replicas.timeout));
+        let reply = self.query(&pipe).await?;
+        let acknowledged = reply
+            .get(1)
+            .and_then(number)
+            .ok_or_else(|| corrupt("no reply to WAIT"))?;
+        Ok(Some(acknowledged))
+    }
+
     /// `Err(NotReplicated)` when fewer replicas than configured acknowledged.
     fn replicated(&self, acknowledged: Option<u64>) -> Result<(), StoreError> {
         match (self.replicas, acknowledged) {
@@ -692,11 +713,16 @@ impl RedisStore {
             retention.as_bytes(),
             takeover,
         ];
-        let (reply, acknowledged) = self
-            .eval(&self.scripts.claim, &redis_key, &args, true)
+        // Only a claim is waited for: the script's other answers (a replay, a refusal) wrote
+        // nothing worth waiting for, and behind a primary that lost its replicas a `WAIT` sent
+        // with them would hold every replay for the whole timeout. So `WAIT` goes in a round trip
+        // of its own, after the script claimed.
+        let (reply, _) = self
+            .eval(&self.scripts.claim, &redis_key, &args, false)
             .await?;
         let outcome = parse_claim(reply)?;
         if matches!(outcome, ClaimOutcome::Claimed { .. }) {
+            let acknowledged = self.wait(&redis_key).await?;
             if let Err(err) = self.replicated(acknowledged) {
                 // Not durable enough to execute on: give the claim back (best effort; else it
                 // expires with its lease) and fail closed.

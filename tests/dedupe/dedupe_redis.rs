@@ -217,3 +217,34 @@ async fn a_repeated_completion_with_its_token_is_accepted_and_changes_nothing() 
     let server = RedisServer::start();
     s::a_repeated_completion_with_its_token_is_accepted_once_recorded(redis(&server).await).await;
 }
+
+#[tokio::test]
+async fn a_replay_behind_a_primary_without_its_replicas_does_not_wait_for_them() {
+    // A primary whose replicas are gone (here: none at all), with claims waiting for one. A
+    // call recorded before (by a backend that does not wait) is replayed at once: the replay
+    // wrote nothing, so nothing waits on replicas for it. Sent with the claim script, the
+    // `WAIT` held every replay for its whole timeout (30 s here).
+    let server = RedisServer::start();
+    let wait = Duration::from_secs(30);
+    let waiting = RedisStore::builder(server.url())
+        .prefix("test:dedupe:")
+        .response_timeout(wait + Duration::from_secs(5))
+        .wait_for_replicas(1, wait)
+        .connect()
+        .await
+        .expect("connect to the test redis-server");
+    let call = s::call("alice", RequestKey::random(), json!({"to": "bob"}));
+    let recorder = s::engine(redis(&server).await);
+    let guard = s::expect_execute(recorder.begin(&call).await);
+    guard.complete(&s::response(1, "sent")).await.unwrap();
+
+    let replaying = s::engine(Arc::new(waiting)).store_timeout(wait + Duration::from_secs(10));
+    let started = Instant::now();
+    let decision = replaying.begin(&call).await;
+    s::expect_reason(&decision, "replay");
+    assert!(
+        started.elapsed() < wait / 2,
+        "the replay took {:?}: it waited on replicas",
+        started.elapsed()
+    );
+}
