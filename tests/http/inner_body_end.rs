@@ -23,7 +23,6 @@ use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{BodyDecoder, Event, RequestKey, StreamDecoder};
 use tokio::sync::{mpsc, oneshot};
-use tower_layer::Layer;
 use tower_service::Service;
 
 const FINAL: &str = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
@@ -127,12 +126,7 @@ async fn call(
             FramingLayer::new().frame_all_responses(true)
         }
     };
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#;
-    let response = layer
-        .layer(inner)
-        .call(request.body(body.to_owned()).unwrap())
-        .await
-        .unwrap();
+    let response = crate::tool_call_through(layer, inner, request).await;
     (response, key, send, read_to_end)
 }
 

@@ -24,7 +24,6 @@ use mcp_framing::rmcp_http::{FramingBody, FramingLayer};
 use mcp_framing::{
     AbortCode, BodyDecoder, BodyError, DecodeError, Event, RequestKey, StreamDecoder,
 };
-use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::http_layer::messages;
@@ -97,12 +96,7 @@ async fn call<'a>(
     for (name, value) in &opt_in_headers_with(key, mapping, &StreamDecoder::new()) {
         request = request.header(name, value);
     }
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#;
-    let response = layer
-        .layer(inner)
-        .call(request.body(body.to_owned()).unwrap())
-        .await
-        .unwrap();
+    let response = crate::tool_call_through(layer, inner, request).await;
     let decoder = BodyDecoder::new(
         mapping,
         StreamDecoder::builder().expect_request_key(key).build(),
@@ -267,47 +261,96 @@ async fn a_large_message_that_turns_out_not_to_be_framed_ends_with_an_abort_and_
     }
 }
 
-#[tokio::test]
-async fn a_large_message_is_framed_byte_for_byte_as_an_sse_client_reads_it_wherever_it_is_split() {
+/// Large messages as inner bodies, and each as an SSE client reads it: SSE events with every line
+/// ending (LF, CRLF, CR; a keep-alive comment before), a JSON body, and both with bytes that are
+/// not UTF-8 after the first frame's worth (read with a replacement character, as a message
+/// framed whole is).
+fn large_bodies() -> Vec<(&'static str, Vec<u8>, String)> {
     let message = result(40_000);
-    // Bytes that are not UTF-8 after the first frame's worth: SSE reads them with a
-    // replacement character (the layer frames them so, as a message framed whole).
     let mut not_utf8 = message.clone().into_bytes();
     not_utf8.splice(30_000..30_000, *b"\xff\xe2\x82");
     let read_as_sse = String::from_utf8_lossy(&not_utf8).into_owned();
-    let sse_bodies = [
-        format!("event: message\ndata: {message}\n\n").into_bytes(),
-        format!("event: message\r\ndata:{message}\r\n\r\n").into_bytes(),
-        format!(": keep-alive\rdata: {message}\r\r").into_bytes(),
-        [b"data: ", &not_utf8[..], b"\n\n"].concat(),
-    ];
-    let expected = [&message, &message, &message, &read_as_sse];
-    let mut cases: Vec<(&str, Vec<u8>, &String)> = sse_bodies
-        .into_iter()
-        .zip(expected)
-        .map(|(body, expected)| ("text/event-stream", body, expected))
-        .collect();
-    cases.push(("application/json", message.clone().into_bytes(), &message));
-    cases.push(("application/json", not_utf8.clone(), &read_as_sse));
-    for (content_type, inner, expected) in &cases {
+    let sse = "text/event-stream";
+    vec![
+        (
+            sse,
+            format!("event: message\ndata: {message}\n\n").into_bytes(),
+            message.clone(),
+        ),
+        (
+            sse,
+            format!("event: message\r\ndata:{message}\r\n\r\n").into_bytes(),
+            message.clone(),
+        ),
+        (
+            sse,
+            format!(": keep-alive\rdata: {message}\r\r").into_bytes(),
+            message.clone(),
+        ),
+        (
+            sse,
+            [b"data: ", &not_utf8[..], b"\n\n"].concat(),
+            read_as_sse.clone(),
+        ),
+        ("application/json", message.clone().into_bytes(), message),
+        ("application/json", not_utf8, read_as_sse),
+    ]
+}
+
+/// `inner` in `pieces` through the layer in `mapping`: clean, and its one message `expected`.
+async fn framed_as(
+    content_type: &'static str,
+    pieces: Vec<&[u8]>,
+    mapping: Mapping,
+    expected: &str,
+    what: &str,
+) {
+    let (body, decoder, send) = call(FramingLayer::new(), mapping, content_type, pieces).await;
+    drop(send);
+    let (events, end) = the_rest(body, decoder).await;
+    end.unwrap_or_else(|err| panic!("{what}: {err}"));
+    assert_eq!(
+        messages(&events),
+        [Bytes::from(expected.to_owned())],
+        "{what}"
+    );
+}
+
+#[tokio::test]
+async fn a_large_message_is_framed_byte_for_byte_as_an_sse_client_reads_it_wherever_it_is_split() {
+    for (content_type, inner, expected) in &large_bodies() {
         for piece in [1_000, 16 * 1024 + 1, 29_999, inner.len()] {
             for mapping in STREAMED {
-                let (body, decoder, send) = call(
-                    FramingLayer::new(),
-                    mapping,
+                let what = format!("{content_type}, pieces of {piece}, {mapping:?}");
+                framed_as(
                     content_type,
-                    inner.chunks(piece),
+                    inner.chunks(piece).collect(),
+                    mapping,
+                    expected,
+                    &what,
                 )
                 .await;
-                drop(send);
-                let (events, end) = the_rest(body, decoder).await;
-                let what = format!("{content_type}, pieces of {piece}, {mapping:?}");
-                end.unwrap_or_else(|err| panic!("{what}: {err}"));
-                assert_eq!(
-                    messages(&events),
-                    [Bytes::from((*expected).clone())],
-                    "{what}"
-                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_large_message_cut_in_two_near_a_line_end_the_streaming_start_or_bytes_not_utf8_is_framed_byte_for_byte()
+ {
+    // Every cut in the places where what goes out early changes: the first line and its ending,
+    // the first DATA frame's worth, the bytes that are not UTF-8, the last line's ending.
+    for (content_type, inner, expected) in &large_bodies() {
+        let len = inner.len();
+        let cuts = (1..24)
+            .chain(16 * 1024 - 4..16 * 1024 + 12)
+            .chain(29_998..30_012)
+            .chain(len - 12..len);
+        for cut in cuts {
+            for mapping in STREAMED {
+                let what = format!("{content_type}, cut at {cut} of {len}, {mapping:?}");
+                let pieces = vec![&inner[..cut], &inner[cut..]];
+                framed_as(content_type, pieces, mapping, expected, &what).await;
             }
         }
     }
