@@ -47,8 +47,8 @@ pub fn is_response(message: &str) -> bool {
 /// validated): the bytes are not validated again.
 ///
 /// A scan of its own decides the usual message alone, in one pass that skips long strings a
-/// vector at a time (`memchr`) (serde_json's skipping of a 1 MiB result took a quarter of its SHA-256's
-/// time); whatever it does not read the way serde_json does (an escaped top-level key, nesting
+/// vector at a time with `memchr` (serde_json's skipping of a 1 MiB result took a quarter of its
+/// SHA-256's time); whatever it does not read the way serde_json does (an escaped top-level key, nesting
 /// deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to serde_json's reading
 /// ([`top_level`]), which is the definition.
 pub(crate) fn is_response_text(text: &[u8]) -> bool {
