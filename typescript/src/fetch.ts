@@ -201,10 +201,6 @@ function errorResponse(id: unknown, message: string, data: Record<string, unknow
 
 const VERDICTS: ReadonlySet<string> = new Set(['abandoned', 'aborted', 'corrupt', 'spliced', 'cross_wired', 'contract_violation', 'ambiguous']);
 
-/**
- * The outcome report of SPEC.md §11.7, and the JSON-RPC error that carries it under the
- * pending request's own id: a stream outcome with its decision, or a failure before any stream.
- */
 /** The classification a call's report gives `outcome`, its last attempt's. */
 function reportClassification(outcome: Outcome): string {
   return outcome.kind === 'HttpStatus' ? 'http_error' : outcome.classification;
@@ -244,6 +240,10 @@ async function errorText(response: Response): Promise<string> {
 
 const MAX_ERROR_TEXT = 512;
 
+/**
+ * The outcome report of SPEC.md §11.7, and the JSON-RPC error that carries it under the
+ * pending request's own id: a stream outcome with its decision, or a failure before any stream.
+ */
 function report(
   id: unknown,
   key: RequestKey | null,
