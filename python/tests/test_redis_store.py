@@ -121,19 +121,31 @@ async def test_a_replay_or_a_refusal_behind_a_primary_without_its_replicas_does_
         with pytest.raises(Refusal, match="0 of 1 replicas acknowledged"):
             await Deduplicator(RedisStore(client, wait_for_replicas=(1, 0.2))).begin(fresh)
         assert await client.exists(DEFAULT_PREFIX + fresh.store_key) == 0
-        # A claim whose `WAIT` failed (here: its connection's read timeout ran out first) is
-        # given back and refused the same way.
-        impatient = aioredis.from_url(redis_url, socket_timeout=0.3)
-        try:
-            fresh = call()
-            with pytest.raises(Refusal, match="WAIT") as refused:
-                await Deduplicator(RedisStore(impatient, wait_for_replicas=(1, 5.0))).begin(fresh)
-            assert refused.value.reason == "store_unavailable"
-            assert await client.exists(DEFAULT_PREFIX + fresh.store_key) == 0
-        finally:
-            await impatient.aclose()
+        # A claim whose `WAIT` failed (here: its connection closed by the server while it
+        # waited) is given back and refused the same way.
+        fresh = call()
+        claiming = asyncio.create_task(
+            Deduplicator(RedisStore(client, wait_for_replicas=(1, wait)), store_timeout=wait + 10).begin(fresh)
+        )
+        waiting_client = await _blocked_in_wait(client)
+        await client.execute_command("CLIENT", "KILL", "ID", waiting_client)
+        with pytest.raises(Refusal, match="WAIT") as refused:
+            await claiming
+        assert refused.value.reason == "store_unavailable"
+        assert await client.exists(DEFAULT_PREFIX + fresh.store_key) == 0
     finally:
         await client.aclose()
+
+
+async def _blocked_in_wait(client: Any) -> str:
+    """The id of the client connection blocked in `WAIT` (the server's state: polled)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for entry in await client.client_list():
+            if entry.get("cmd") == "wait":
+                return str(entry["id"])
+        await asyncio.sleep(0.01)
+    raise AssertionError("no client blocked in WAIT within 30 s")
 
 
 def test_several_hosts_without_the_cluster_scheme_are_refused_as_the_rust_crate_refuses_them() -> None:
