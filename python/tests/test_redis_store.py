@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from typing import Any
 
 import pytest
@@ -89,6 +90,62 @@ async def test_a_completion_too_few_replicas_acknowledged_is_reported_as_a_store
     finally:
         replica.proc.send_signal(signal.SIGCONT)
         await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_replay_or_a_refusal_behind_a_primary_without_its_replicas_does_not_wait_for_them(
+    redis_url: str,
+) -> None:
+    # A primary whose replicas are gone (here: none at all), with claims waiting for one. A call
+    # recorded before (by a store that does not wait) is replayed at once, and a call reusing its
+    # key with other arguments refused at once: neither wrote anything, so nothing waits on
+    # replicas for them. Sent with the claim script, `WAIT` held each for its whole timeout.
+    client = aioredis.from_url(redis_url)
+    wait = 20.0
+    try:
+        keyed = call()
+        recorder = await Deduplicator(RedisStore(client)).begin(keyed)
+        assert not isinstance(recorder, bytes)
+        assert await recorder.complete(RESPONSE) == "stored"
+        waiting = Deduplicator(RedisStore(client, wait_for_replicas=(1, wait)), store_timeout=wait + 10)
+        started = time.monotonic()
+        assert await waiting.begin(keyed) == b'result\x00{"content":[]}'
+        other_arguments = KeyedCall(keyed.store_key, os.urandom(32).hex(), keyed.request_key, keyed.method)
+        with pytest.raises(Refusal) as refused:
+            await waiting.begin(other_arguments)
+        assert refused.value.reason == "key_conflict"
+        elapsed = time.monotonic() - started
+        assert elapsed < wait / 2, f"the replay and the refusal took {elapsed:.1f} s: they waited on replicas"
+        # A claim still waits, and with no replica to acknowledge it is given back and refused.
+        fresh = call()
+        with pytest.raises(Refusal, match="0 of 1 replicas acknowledged"):
+            await Deduplicator(RedisStore(client, wait_for_replicas=(1, 0.2))).begin(fresh)
+        assert await client.exists(DEFAULT_PREFIX + fresh.store_key) == 0
+        # A claim whose `WAIT` failed (here: its connection closed by the server while it
+        # waited) is given back and refused the same way.
+        fresh = call()
+        claiming = asyncio.create_task(
+            Deduplicator(RedisStore(client, wait_for_replicas=(1, wait)), store_timeout=wait + 10).begin(fresh)
+        )
+        waiting_client = await _blocked_in_wait(client)
+        await client.execute_command("CLIENT", "KILL", "ID", waiting_client)
+        with pytest.raises(Refusal, match="WAIT") as refused:
+            await claiming
+        assert refused.value.reason == "store_unavailable"
+        assert await client.exists(DEFAULT_PREFIX + fresh.store_key) == 0
+    finally:
+        await client.aclose()
+
+
+async def _blocked_in_wait(client: Any) -> str:
+    """The id of the client connection blocked in `WAIT` (the server's state: polled)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for entry in await client.client_list():
+            if entry.get("cmd") == "wait":
+                return str(entry["id"])
+        await asyncio.sleep(0.01)
+    raise AssertionError("no client blocked in WAIT within 30 s")
 
 
 def test_several_hosts_without_the_cluster_scheme_are_refused_as_the_rust_crate_refuses_them() -> None:

@@ -391,7 +391,7 @@ class RedisStore:
     """The Redis / Valkey store (§17.12, §17.12.1): one hash per record under `prefix`, one Lua
     script per operation (the same files as the Rust crate's, byte for byte), times from the
     server's clock. Each operation is one round trip (`EVALSHA`; the script's text only when the
-    server does not know it yet).
+    server does not know it yet), and a claim that waits for replicas one more.
 
     `client` is a redis-py asyncio client (the `[redis]` extra): `redis.asyncio.Redis` for one
     server, or `redis.asyncio.RedisCluster` for a Redis Cluster (Redis 7 or Valkey). In a cluster
@@ -402,16 +402,18 @@ class RedisStore:
     (`redis+cluster://host:port,host:port/` names a cluster's seed nodes).
 
     `wait_for_replicas=(count, timeout)` (seconds) makes every claim and every completion wait
-    until `count` replicas acknowledged the write (`WAIT count timeout`, sent in the same round
-    trip as the write, on the connection that wrote): a claim fewer acknowledged is given back
-    and fails with `StoreError` kind `not_replicated` (the call does not execute: fail closed); a
-    completion fewer acknowledged fails the same way (the result is on the primary; a failover
-    now could lose it). As the Redis documentation says, `WAIT` narrows what a failover can lose
-    but does not make Redis strongly consistent (§17.12). Keep the timeout well under the
-    `Deduplicator`'s `store_timeout` (2 s): a shard left without a replica by a failover then
-    still replays its records (a replay needs no acknowledgement) and refuses new calls until
-    it has a replica again. In a cluster, the store keeps a connection of its own to each
-    primary it waits on (`WAIT` counts the writes of its connection); `aclose()` closes them.
+    until `count` replicas acknowledged the write (`WAIT count timeout`, on the connection that
+    wrote: in the completion's round trip, and after a claim once the script claimed, so a
+    replay or a refusal never waits on replicas): a claim fewer acknowledged is given back and
+    fails with `StoreError` kind `not_replicated` (the call does not execute: fail closed; a
+    claim whose `WAIT` failed is given back too); a completion fewer acknowledged fails the same
+    way (the result is on the primary; a failover now could lose it). As the Redis
+    documentation says, `WAIT` narrows what a failover can lose but does not make Redis strongly
+    consistent (§17.12). Keep the timeout well under the `Deduplicator`'s `store_timeout` (2 s):
+    a shard left without a replica by a failover then still replays its records at once and
+    refuses new calls until it has a replica again. In a cluster, the store keeps a connection
+    of its own to each primary it waits on (`WAIT` counts the writes of its connection);
+    `aclose()` closes them.
 
     >>> RedisStore.scripts()["claim"].startswith("local t = redis.call('TIME')")
     True
@@ -484,15 +486,18 @@ class RedisStore:
         """The four scripts' texts."""
         return {name: _script(name) for name in ("claim", "renew", "complete", "release")}
 
-    async def _eval(self, name: str, key: str, argv: tuple[Any, ...], wait: bool) -> tuple[Any, int | None]:
-        """The script's reply, and with `wait` (and `wait_for_replicas`) how many replicas
-        acknowledged it."""
+    async def _eval(
+        self, name: str, key: str, argv: tuple[Any, ...], wait: Callable[[Any], bool] | None
+    ) -> tuple[Any, int | Exception | None]:
+        """The script's reply, and (with `wait_for_replicas`) how many replicas acknowledged it
+        when `wait` says the reply wrote something to wait for, or why that `WAIT` failed;
+        None when no `WAIT` was sent."""
         script = self._scripts[name]
         redis_key = self.prefix + key
         args = [str(a) if isinstance(a, int) else a for a in argv]
         try:
-            if wait and self.wait_for_replicas is not None:
-                return await self._eval_waiting(script, redis_key, args)
+            if wait is not None and self.wait_for_replicas is not None:
+                return await self._eval_waiting(script, redis_key, args, wait)
             try:
                 return await self.client.evalsha(script.sha1, 1, redis_key, *args), None
             except Exception as err:
@@ -504,24 +509,25 @@ class RedisStore:
         except Exception as err:  # any redis error: the store failed (§17.8)
             raise StoreError(f"{name}: {err}") from err
 
-    async def _eval_waiting(self, script: _Lua, redis_key: str, args: list[Any]) -> tuple[Any, int]:
-        """The script then `WAIT`, pipelined on one connection: `WAIT` counts the replicas that
-        acknowledged the writes of the connection it is sent on. In a cluster, on a connection
-        of this store's own to the primary that serves the key: a `MOVED` (a failover the client
-        had not seen) or a primary that cannot be reached makes it learn the layout again and
-        send both again, to the node that serves the slot now."""
+    async def _eval_waiting(
+        self, script: _Lua, redis_key: str, args: list[Any], wait: Callable[[Any], bool]
+    ) -> tuple[Any, int | Exception | None]:
+        """The script, then `WAIT` if `wait(reply)`, on one connection: `WAIT` counts the
+        replicas that acknowledged the writes of the connection it is sent on. In a cluster, on a
+        connection of this store's own to the primary that serves the key: a `MOVED` (a failover
+        the client had not seen) or a primary that cannot be reached makes it learn the layout
+        again and send the script again, to the node that serves the slot now."""
         assert self.wait_for_replicas is not None
         count, timeout = self.wait_for_replicas
-        wait = ("WAIT", count, max(1, int(timeout * 1000)))
+        wait_command = ("WAIT", count, max(1, int(timeout * 1000)))
         for command in ("EVALSHA", "EVAL"):
             body = script.sha1 if command == "EVALSHA" else script.code
             for attempt in range(_CLUSTER_TRIES):
                 target = await self._primary(redis_key) if self.cluster else self.client
-                pipe = target.pipeline(transaction=False)
-                pipe.execute_command(command, body, 1, redis_key, *args)
-                pipe.execute_command(*wait)
                 try:
-                    reply, acknowledged = await pipe.execute(raise_on_error=False)
+                    reply, acknowledged = await _script_then_wait(
+                        target.connection_pool, (command, body, 1, redis_key, *args), wait, wait_command
+                    )
                 except Exception as err:
                     if not self.cluster or not _unreachable(err) or attempt + 1 == _CLUSTER_TRIES:
                         raise
@@ -535,9 +541,7 @@ class RedisStore:
                 continue
             if isinstance(reply, Exception):
                 raise reply
-            if isinstance(acknowledged, Exception):
-                raise acknowledged
-            if not isinstance(acknowledged, int):
+            if acknowledged is not None and not isinstance(acknowledged, (int, Exception)):
                 raise StoreError(f"WAIT: unexpected reply {acknowledged!r}", "corrupt")
             return reply, acknowledged
         raise StoreError("the script is unknown to the server even after EVAL", "corrupt")
@@ -576,9 +580,11 @@ class RedisStore:
         for client in nodes:
             await client.aclose()
 
-    def _replicated(self, name: str, acknowledged: int | None) -> None:
+    def _replicated(self, name: str, acknowledged: int | Exception | None) -> None:
         if self.wait_for_replicas is None or acknowledged is None:
             return
+        if isinstance(acknowledged, Exception):
+            raise StoreError(f"{name}: WAIT: {acknowledged}") from acknowledged
         count, timeout = self.wait_for_replicas
         if acknowledged < count:
             raise StoreError(
@@ -590,7 +596,10 @@ class RedisStore:
         self, key: str, fp: str, token: str, lease_ms: int, retention_ms: int, reexecute: bool
     ) -> list[Any]:
         argv = (fp, token, max(1, lease_ms), max(1, retention_ms), "1" if reexecute else "0")
-        reply, acknowledged = await self._eval("claim", key, argv, True)
+        # Only a claim is waited for, once the script claimed: its other answers (a replay, a
+        # refusal) wrote nothing, and behind a primary that lost its replicas a `WAIT` sent with
+        # them would hold each for the whole timeout.
+        reply, acknowledged = await self._eval("claim", key, argv, _claimed)
         if not isinstance(reply, list) or not reply:
             raise StoreError(f"claim: unexpected reply {reply!r}", "corrupt")
         state = _text(reply[0])
@@ -602,7 +611,7 @@ class RedisStore:
                     # Not durable enough to execute on: the claim given back (best effort; else
                     # it expires with its lease), and the call refused (fail closed).
                     try:
-                        await self._eval("release", key, (token,), False)
+                        await self._eval("release", key, (token,), None)
                     except StoreError:
                         _log.debug("a claim too few replicas acknowledged could not be released", exc_info=True)
                     raise
@@ -616,7 +625,7 @@ class RedisStore:
             return [state, _text(reply[1]), payload]
         raise StoreError(f"claim: unexpected reply {reply!r}", "corrupt")
 
-    async def _flag(self, name: str, key: str, argv: tuple[Any, ...], wait: bool) -> bool:
+    async def _flag(self, name: str, key: str, argv: tuple[Any, ...], wait: Callable[[Any], bool] | None) -> bool:
         reply, acknowledged = await self._eval(name, key, argv, wait)
         if not isinstance(reply, int):
             raise StoreError(f"{name}: unexpected reply {reply!r}", "corrupt")
@@ -625,13 +634,14 @@ class RedisStore:
         return reply == 1
 
     async def renew(self, key: str, token: str, lease_ms: int) -> bool:
-        return await self._flag("renew", key, (token, max(1, lease_ms)), False)
+        return await self._flag("renew", key, (token, max(1, lease_ms)), None)
 
     async def complete(self, key: str, token: str, state: str, payload: bytes, retention_ms: int) -> bool:
-        return await self._flag("complete", key, (token, state, payload, max(1, retention_ms)), True)
+        # The completion's `WAIT` goes with the script, in its round trip (`_always`).
+        return await self._flag("complete", key, (token, state, payload, max(1, retention_ms)), _always)
 
     async def release(self, key: str, token: str) -> bool:
-        return await self._flag("release", key, (token,), False)
+        return await self._flag("release", key, (token,), None)
 
 
 @dataclass(frozen=True)
@@ -659,6 +669,58 @@ def _no_script(err: BaseException) -> bool:
     except ImportError:
         return False
     return isinstance(err, NoScriptError)
+
+
+def _claimed(reply: Any) -> bool:
+    """Whether the claim script's reply is a claim (the one answer that wrote)."""
+    return isinstance(reply, list) and len(reply) > 0 and reply[0] in (b"claimed", "claimed")
+
+
+def _always(reply: Any) -> bool:
+    """`WAIT` sent whatever the script answered, in the script's own round trip."""
+    return True
+
+
+async def _script_then_wait(
+    pool: Any, script: tuple[Any, ...], wait: Callable[[Any], bool], wait_command: tuple[Any, ...]
+) -> tuple[Any, int | Exception | None]:
+    """`script` on one connection of `pool`, held, then `wait_command` on the same connection when
+    `wait(reply)`: `WAIT` counts the writes of its connection, so neither a command of another
+    connection nor a retry on a new one (the client's own retries) may stand in for it. With
+    `_always` both go in one round trip. An error reply comes back as the exception, not raised;
+    a `WAIT` that failed comes back as its exception (the script's write stands)."""
+    connection = await pool.get_connection()
+    try:
+        together = wait is _always
+        if together:
+            await connection.send_packed_command(connection.pack_commands([script, wait_command]))
+        else:
+            await connection.send_command(*script)
+        reply = await _reply(connection)
+        if not together and not wait(reply):
+            return reply, None
+        try:
+            if not together:
+                await connection.send_command(*wait_command)
+            return reply, await _reply(connection)
+        except Exception as err:
+            await connection.disconnect()
+            return reply, err
+    except BaseException:
+        await connection.disconnect()  # nothing half read is left for the connection's next user
+        raise
+    finally:
+        await pool.release(connection)
+
+
+async def _reply(connection: Any) -> Any:
+    """The next reply on `connection`; an error reply (`NOSCRIPT`, `MOVED`, ...) as its exception."""
+    from redis.exceptions import ResponseError
+
+    try:
+        return await connection.read_response()
+    except ResponseError as err:
+        return err
 
 
 #: Tries of a script and its `WAIT` in a cluster, learning the layout again between them.
