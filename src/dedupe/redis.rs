@@ -216,8 +216,10 @@ impl RedisStoreBuilder {
 
     /// Waits, after every claim and every completion, until `count` replicas acknowledged the
     /// write (Redis `WAIT count timeout`: in the completion's round trip, and after a claim once
-    /// the script claimed, so a replay or a refusal never waits on replicas) (default: no wait). A claim that too few replicas acknowledged within `timeout` is given back and
-    /// refused as [`StoreError::NotReplicated`] (the call does not execute; fail closed); a
+    /// the script claimed, so a replay or a refusal never waits on replicas) (default: no
+    /// wait). A claim that too few replicas acknowledged within `timeout` is given back and
+    /// refused as [`StoreError::NotReplicated`] (the call does not execute; fail closed), and so
+    /// is a claim whose `WAIT` failed (with that error); a
     /// completion that too few acknowledged is reported with the same error (the result is on
     /// the primary, but a failover now could lose it).
     ///
@@ -722,10 +724,12 @@ impl RedisStore {
             .await?;
         let outcome = parse_claim(reply)?;
         if matches!(outcome, ClaimOutcome::Claimed { .. }) {
-            let acknowledged = self.wait(&redis_key).await?;
-            if let Err(err) = self.replicated(acknowledged) {
-                // Not durable enough to execute on: give the claim back (best effort; else it
-                // expires with its lease) and fail closed.
+            let waited = self.wait(&redis_key).await;
+            if let Err(err) = waited.and_then(|acknowledged| self.replicated(acknowledged)) {
+                // Not known to be durable enough to execute on (too few replicas acknowledged,
+                // or the `WAIT` itself failed: a lost connection, a timeout): give the claim back
+                // (best effort; else it expires with its lease) and fail closed, so that a retry
+                // claims again instead of meeting a claim whose call never ran.
                 let _ = self
                     .eval(
                         &self.scripts.release,

@@ -218,6 +218,19 @@ async fn a_repeated_completion_with_its_token_is_accepted_and_changes_nothing() 
     s::a_repeated_completion_with_its_token_is_accepted_once_recorded(redis(&server).await).await;
 }
 
+/// An engine on a store whose claims and completions wait up to `wait` for one replica (its
+/// store timeouts above `wait`, so that the wait is what ends first).
+async fn waiting_for_a_replica(server: &RedisServer, wait: Duration) -> Deduplicator {
+    let store = RedisStore::builder(server.url())
+        .prefix("test:dedupe:")
+        .response_timeout(wait + Duration::from_secs(5))
+        .wait_for_replicas(1, wait)
+        .connect()
+        .await
+        .expect("connect to the test redis-server");
+    s::engine(Arc::new(store)).store_timeout(wait + Duration::from_secs(10))
+}
+
 #[tokio::test]
 async fn a_replay_behind_a_primary_without_its_replicas_does_not_wait_for_them() {
     // A primary whose replicas are gone (here: none at all), with claims waiting for one. A
@@ -226,19 +239,12 @@ async fn a_replay_behind_a_primary_without_its_replicas_does_not_wait_for_them()
     // `WAIT` held every replay for its whole timeout (30 s here).
     let server = RedisServer::start();
     let wait = Duration::from_secs(30);
-    let waiting = RedisStore::builder(server.url())
-        .prefix("test:dedupe:")
-        .response_timeout(wait + Duration::from_secs(5))
-        .wait_for_replicas(1, wait)
-        .connect()
-        .await
-        .expect("connect to the test redis-server");
+    let replaying = waiting_for_a_replica(&server, wait).await;
     let call = s::call("alice", RequestKey::random(), json!({"to": "bob"}));
     let recorder = s::engine(redis(&server).await);
     let guard = s::expect_execute(recorder.begin(&call).await);
     guard.complete(&s::response(1, "sent")).await.unwrap();
 
-    let replaying = s::engine(Arc::new(waiting)).store_timeout(wait + Duration::from_secs(10));
     let started = Instant::now();
     let decision = replaying.begin(&call).await;
     s::expect_reason(&decision, "replay");
@@ -247,4 +253,60 @@ async fn a_replay_behind_a_primary_without_its_replicas_does_not_wait_for_them()
         "the replay took {:?}: it waited on replicas",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn a_claim_whose_wait_for_replicas_fails_is_given_back() {
+    // Claims wait for one replica of a primary that has none, and the `WAIT` after a claim
+    // fails (the server closes its connection). The call never ran, so its claim is given back
+    // and the call refused as the store's failure: a retry claims again at once instead of
+    // meeting, until the lease ends, a claim whose call never ran.
+    let server = RedisServer::start();
+    let wait = Duration::from_secs(30);
+    let claiming = waiting_for_a_replica(&server, wait).await;
+    let call = s::call("alice", RequestKey::random(), json!({"to": "bob"}));
+    // Closes the connection of the client blocked in `WAIT`, once there is one.
+    let kill_the_waiting_client = async {
+        let client = redis::Client::open(server.url()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let deadline = Instant::now() + wait / 2;
+        loop {
+            let clients: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            let waiting = clients
+                .lines()
+                .find(|line| line.contains(" cmd=wait "))
+                .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")));
+            if let Some(id) = waiting {
+                let killed: i64 = redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("ID")
+                    .arg(id)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                assert_eq!(killed, 1);
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no client ever waited: {clients}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let started = Instant::now();
+    let (decision, ()) = tokio::join!(claiming.begin(&call), kill_the_waiting_client);
+    s::expect_reason(&decision, "store_unavailable");
+    assert!(
+        started.elapsed() < wait / 2,
+        "refused after {:?}: it waited on replicas",
+        started.elapsed()
+    );
+    // Given back: a backend that does not wait for replicas executes the call now.
+    let other = s::engine(redis(&server).await);
+    s::expect_execute(other.begin(&call).await);
 }
