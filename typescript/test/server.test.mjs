@@ -11,7 +11,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 
-import { EXTENSION_KEY, decodeBody, framingFetch, randomRequestKey } from '../dist/index.js';
+import { EXTENSION_KEY, decodeBody, framingFetch, outcomeOf, randomRequestKey } from '../dist/index.js';
 import { framingHandler } from '../dist/server.js';
 import { serve, text, toolLog, v1Fetch, v2Handler } from './support/sdk-servers.mjs';
 
@@ -277,6 +277,15 @@ describe('a body that does not end with its final response', () => {
       assert.equal(verdict.abort?.code, 4); // upstream failed, as the Rust layer says
       assert.match(verdict.abort?.reason ?? '', /upstream body failed: the tool crashed/);
       assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE]);
+    });
+
+    test(`an ABORT reason shows its control and bidirectional characters escaped, as SPEC.md §3.1 says (${mapping})`, async () => {
+      // The handler's failure text goes into the ABORT reason as it is; a client shows it escaped.
+      const verdict = await verdictOf(scripted([`data: ${NOTE}\n\n`], new Error('tool \u202eexe.txt\u001b[2J\tdone\n')), mapping);
+      assert.equal(verdict.abort?.reason, 'upstream body failed: tool \u202eexe.txt\u001b[2J\tdone\n', 'the reason itself is carried unchanged');
+      const escaped = 'upstream body failed: tool \\u{202e}exe.txt\\u{1b}[2J\\tdone\\n';
+      assert.equal(verdict.detail, `stream aborted by the peer: code 4: ${escaped}`);
+      assert.equal(outcomeOf(verdict, mapping).detail, `aborted by the server: code 4 (upstream failed): ${escaped}`);
     });
 
     test(`a body that ends before its final response gives ABORT (${mapping})`, async () => {
