@@ -331,6 +331,22 @@ describe('a body that does not end with its final response', () => {
       assert.equal(verdict.sentinelSeen, true);
       assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE, RESULT]);
     });
+
+    test(`a response whose headers cannot change (a fetch response, which a proxying handler returns) is framed (${mapping})`, async () => {
+      const upstream = await serve(scripted([`data: ${NOTE}\n\ndata: ${RESULT}\n\n`], null));
+      try {
+        const proxy = async () => {
+          const response = await fetch(upstream.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(CALL) });
+          assert.throws(() => response.headers.set('x-probe', '1'), TypeError, 'the headers of a fetch response are immutable');
+          return response;
+        };
+        const verdict = await verdictOf(proxy, mapping);
+        assert.equal(verdict.verdict, 'clean');
+        assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE, RESULT]);
+      } finally {
+        await upstream.close();
+      }
+    });
   }
 
   test('the compatible mapping passes the inner bytes through: line endings, comments inside events, priming events', async () => {
