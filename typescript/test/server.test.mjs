@@ -351,6 +351,16 @@ describe('a body that does not end with its final response', () => {
       assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE, RESULT]);
     });
 
+    test(`an event whose data is not UTF-8 is framed as an SSE client reads it, U+FFFD for the bad bytes (${mapping})`, async () => {
+      const [head, tail] = ['data: {"jsonrpc":"2.0","id":1,"result":{"text":"a', 'b"}}\n\n'];
+      const raw = Buffer.concat([encoder.encode(`data: ${NOTE}\n\n${head}`), Buffer.from([0xff, 0xc3]), encoder.encode(tail)]);
+      const handler = async () => new Response(raw, { headers: { 'content-type': 'text/event-stream' } });
+      const verdict = await verdictOf(handler, mapping);
+      assert.equal(verdict.verdict, 'clean', verdict.detail);
+      const dispatched = `${head.slice('data: '.length)}\ufffd\ufffd${tail.trimEnd()}`;
+      assert.deepEqual(verdict.messages.map((m) => new TextDecoder('utf-8', { fatal: true }).decode(m)), [NOTE, dispatched]);
+    });
+
     test(`a response whose headers cannot change (a fetch response, which a proxying handler returns) is framed (${mapping})`, async () => {
       const upstream = await serve(scripted([`data: ${NOTE}\n\ndata: ${RESULT}\n\n`], null));
       try {
