@@ -9,10 +9,11 @@
 // - a tools/call with a 64 KiB result through framingHandler (the request opted in, compatible
 //   mapping, and binary) against the same call unframed, on loopback: the SDK's server
 //   (createMcpHandler on node:http through its Node adapter), the body read whole by fetch
-//   (goal: at most 1.15x). Beside each call's latency, the process's CPU time for it (client and
-//   server share the process): on a machine other jobs load, latency medians carry their
-//   scheduling, CPU time much less of it; and the same calls made in this process without
-//   sockets, whose CPU time is the wrapper's own work apart from the HTTP stacks.
+//   (goal: at most 1.15x). The three calls take turns, their order rotated round by round, so
+//   that none always follows the same one. Beside each call's latency, the process's CPU time
+//   for it (client and server share the process): on a machine other jobs load, latency medians
+//   carry their scheduling, CPU time much less of it; and the same calls made in this process
+//   without sockets, whose CPU time is the wrapper's own work apart from the HTTP stacks.
 //
 // The load average is printed before and after: a loaded machine makes both measures noisy.
 //
@@ -25,7 +26,7 @@ import { crc32 } from 'node:zlib';
 
 import { randomRequestKey } from '../dist/index.js';
 import { BodyEncoder, framingHandler } from '../dist/server.js';
-import { serve, v2Handler } from '../test/support/sdk-servers.mjs';
+import { serve, text as toolText, v2Handler } from '../test/support/sdk-servers.mjs';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '200' }, calls: { type: 'string', default: '400' } } });
 const rounds = Number(values.rounds);
@@ -117,12 +118,20 @@ for (let i = 0; i < 20; i++) {
   await call(framed.url, optIn('compat'));
   await call(framed.url, optIn('binary'));
 }
+/**
+ * `cases` in round `i`'s order: rotated, so that no case always follows the same one.
+ * @template T @param {T[]} cases @param {number} i
+ */
+const rotated = (cases, i) => [...cases.slice(i % cases.length), ...cases.slice(0, i % cases.length)];
 for (let i = 0; i < calls; i++) {
-  for (const [name, url, headers] of /** @type {const} */ ([
-    ['unframed', plain.url, {}],
-    ['compat', framed.url, optIn('compat')],
-    ['binary', framed.url, optIn('binary')],
-  ])) {
+  for (const [name, url, headers] of rotated(
+    /** @type {const} */ ([
+      ['unframed', plain.url, {}],
+      ['compat', framed.url, optIn('compat')],
+      ['binary', framed.url, optIn('binary')],
+    ]),
+    i,
+  )) {
     const [wall, used] = await call(url, headers);
     latency[name]?.push(wall);
     cpu[name]?.push(used);
@@ -153,11 +162,14 @@ async function inProcess(fetchLike, headers) {
 /** @type {Record<string, number[]>} */
 const direct = { unframed: [], compat: [], binary: [] };
 for (let i = 0; i < calls + 50; i++) {
-  for (const [name, fetchLike, headers] of /** @type {const} */ ([
-    ['unframed', handler.fetch, {}],
-    ['compat', wrapped, optIn('compat')],
-    ['binary', wrapped, optIn('binary')],
-  ])) {
+  for (const [name, fetchLike, headers] of rotated(
+    /** @type {const} */ ([
+      ['unframed', handler.fetch, {}],
+      ['compat', wrapped, optIn('compat')],
+      ['binary', wrapped, optIn('binary')],
+    ]),
+    i,
+  )) {
     const used = await inProcess(fetchLike, headers);
     if (i >= 50) {
       direct[name]?.push(used);
@@ -170,6 +182,74 @@ console.log(`  unframed               cpu ${directUnframed.toFixed(3)} ms`);
 for (const mapping of ['compat', 'binary']) {
   const c = median(direct[mapping] ?? []);
   console.log(`  ${`framed (${mapping})`.padEnd(22)} cpu ${c.toFixed(3)} ms  ${(c / directUnframed).toFixed(2)}x`);
+}
+// What pieces of a framed call cost on their own, with Node's APIs alone (the wrapper's share of
+// the call above): hashing the result, the final response's JSON check, the request read and
+// built again, and a response body read through one more ReadableStream (a pull source) and
+// Response (beside the same body read as it is, and read through an identity TransformStream
+// behind pipeThrough instead).
+const result = Buffer.from(JSON.stringify({ result: { content: [{ type: 'text', text: toolText(64 * 1024, 'b') }] }, jsonrpc: '2.0', id: 1 }));
+const chunk = new Uint8Array(result);
+/** @type {[string, () => unknown][]} */
+const pieces = [
+  ['SHA-256 + CRC-32 of the result', () => {
+    createHash('sha256').update(result).digest();
+    crc32(result);
+  }],
+  ['JSON.parse of the result', () => JSON.parse(result.toString('latin1'))],
+  ['the request read and built again', async () => {
+    const request = new Request('http://127.0.0.1/mcp', { method: 'POST', headers: base, body });
+    const used = process.cpuUsage();
+    const read = new Uint8Array(await request.arrayBuffer());
+    new Request(request.url, { method: request.method, headers: request.headers, body: read, signal: request.signal });
+    return process.cpuUsage(used);
+  }],
+  ['a response body read as it is', async () => {
+    const inner = new Response(chunk, { headers: { 'content-type': 'text/event-stream' } });
+    const used = process.cpuUsage();
+    await inner.arrayBuffer();
+    return process.cpuUsage(used);
+  }],
+  ['read through a ReadableStream and a Response', async () => {
+    const inner = new Response(chunk, { headers: { 'content-type': 'text/event-stream' } });
+    const used = process.cpuUsage();
+    const reader = /** @type {ReadableStream<Uint8Array>} */ (inner.body).getReader();
+    const outer = new ReadableStream({
+      async pull(controller) {
+        const next = await reader.read();
+        if (next.done) {
+          controller.close();
+        } else {
+          controller.enqueue(next.value);
+        }
+      },
+    }, { highWaterMark: 0 });
+    await new Response(outer, { headers: inner.headers }).arrayBuffer();
+    return process.cpuUsage(used);
+  }],
+  ['read through a TransformStream instead', async () => {
+    const inner = new Response(chunk, { headers: { 'content-type': 'text/event-stream' } });
+    const used = process.cpuUsage();
+    const outer = /** @type {ReadableStream<Uint8Array>} */ (inner.body).pipeThrough(new TransformStream());
+    await new Response(outer, { headers: inner.headers }).arrayBuffer();
+    return process.cpuUsage(used);
+  }],
+];
+/** @type {Record<string, number[]>} */
+const pieceCpu = {};
+for (let i = 0; i < calls + 50; i++) {
+  for (const [name, run] of pieces) {
+    const used = process.cpuUsage();
+    const own = await run(); // a piece that builds its input first times itself
+    const spent = own instanceof Object && 'user' in own ? /** @type {NodeJS.CpuUsage} */ (own) : process.cpuUsage(used);
+    if (i >= 50) {
+      (pieceCpu[name] ??= []).push((spent.user + spent.system) / 1000);
+    }
+  }
+}
+console.log(`pieces of a framed call on their own, median of ${calls}: CPU time`);
+for (const [name] of pieces) {
+  console.log(`  ${name.padEnd(46)} cpu ${median(pieceCpu[name] ?? []).toFixed(3)} ms`);
 }
 // The two measures of the 64 KiB goal side by side.
 for (const mapping of ['compat', 'binary']) {

@@ -14,7 +14,7 @@
 import { createHash, type Hash } from 'node:crypto';
 
 import { concat } from './bytes.js';
-import { DecodeError, type ErrorDetail, type ErrorKind, type TruncationPoint } from './errors.js';
+import { DecodeError, escapePeerText, type ErrorDetail, type ErrorKind, type TruncationPoint } from './errors.js';
 import {
   ABORT,
   DATA,
@@ -534,7 +534,7 @@ export class StreamDecoder {
         regime: 'A',
         error: 'PeerAbort',
         abort: { code, reason },
-        detail: `stream aborted by the peer: code ${code}, ${JSON.stringify(reason)}`,
+        detail: `stream aborted by the peer: code ${code}: ${escapePeerText(reason)}`,
         fields: { code, reason },
       };
     }

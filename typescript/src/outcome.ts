@@ -7,7 +7,7 @@
  * @module
  */
 
-import { isMappingErrorKind, type ClientKind, type TruncationPoint } from './errors.js';
+import { escapePeerText, isMappingErrorKind, type ClientKind, type TruncationPoint } from './errors.js';
 import type { Progress, StreamHead, Verdict } from './verdict.js';
 
 /** The eight verdict kinds (the `outcome` label of every metric, the `classification` field). */
@@ -101,7 +101,8 @@ export function outcomeOf(verdict: Verdict, mapping: 'binary' | 'sse' | 'compat'
   }
   if (verdict.verdict === 'aborted') {
     const { code, reason } = verdict.abort!;
-    return { ...base, classification: 'aborted', regime: 'A', detail: `aborted by the server: code ${code} (${abortName(code)}), ${JSON.stringify(reason)}` };
+    // The reason is the server's text: escaped as SPEC.md §3.1 says (the Python package's form).
+    return { ...base, classification: 'aborted', regime: 'A', detail: `aborted by the server: code ${code} (${abortName(code)}): ${escapePeerText(reason)}` };
   }
   const kind = verdict.error!;
   const message = verdict.detail;

@@ -11,7 +11,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 
-import { EXTENSION_KEY, decodeBody, framingFetch, randomRequestKey } from '../dist/index.js';
+import { EXTENSION_KEY, decodeBody, framingFetch, outcomeOf, randomRequestKey } from '../dist/index.js';
 import { framingHandler } from '../dist/server.js';
 import { serve, text, toolLog, v1Fetch, v2Handler } from './support/sdk-servers.mjs';
 
@@ -169,6 +169,25 @@ describe('the contract', () => {
     }
   });
 
+  test('an initialize whose Mcp-Method header names another method still gets the contract: the wrapper reads the method from the body', async () => {
+    // Both SDK lines serve such a request (neither checks the header against a legacy
+    // initialize), so a wrapper that trusted the header would pass the result undeclared.
+    for (const [name, handler] of /** @type {const} */ ([
+      ['sdk 1.32.2', v1Fetch()],
+      ['server 2.4.0', v2Handler().fetch],
+    ])) {
+      const framed = await serve(framingHandler(handler, { logger: quiet }));
+      try {
+        const response = await post(framed.url, INITIALIZE, null, { 'mcp-method': 'tools/call', 'mcp-name': 'big' });
+        const declared = await jsonRpc(response);
+        assert.equal(declared.result.protocolVersion, '2025-06-18', `${name}: the handler answered the initialize`);
+        assert.deepEqual(declared.result.capabilities.experimental[EXTENSION_KEY]?.versions, [1], name);
+      } finally {
+        await framed.close();
+      }
+    }
+  });
+
   test('a server/discover result carries it under extensions, with deduplication and alwaysFramed as configured', async () => {
     const handler = v2Handler();
     const framed = await serve(framingHandler(handler.fetch, { logger: quiet, frameAllResponses: 'compat', frameSize: 4096 }));
@@ -279,6 +298,15 @@ describe('a body that does not end with its final response', () => {
       assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE]);
     });
 
+    test(`an ABORT reason shows its control and bidirectional characters escaped, as SPEC.md §3.1 says (${mapping})`, async () => {
+      // The handler's failure text goes into the ABORT reason as it is; a client shows it escaped.
+      const verdict = await verdictOf(scripted([`data: ${NOTE}\n\n`], new Error('tool \u202eexe.txt\u001b[2J\tdone\n')), mapping);
+      assert.equal(verdict.abort?.reason, 'upstream body failed: tool \u202eexe.txt\u001b[2J\tdone\n', 'the reason itself is carried unchanged');
+      const escaped = 'upstream body failed: tool \\u{202e}exe.txt\\u{1b}[2J\\tdone\\n';
+      assert.equal(verdict.detail, `stream aborted by the peer: code 4: ${escaped}`);
+      assert.equal(outcomeOf(verdict, mapping).detail, `aborted by the server: code 4 (upstream failed): ${escaped}`);
+    });
+
     test(`a body that ends before its final response gives ABORT (${mapping})`, async () => {
       const verdict = await verdictOf(scripted([`: keep-alive\n\ndata: ${NOTE}\r\n\r\n`], null), mapping);
       assert.equal(verdict.verdict, 'aborted');
@@ -321,6 +349,32 @@ describe('a body that does not end with its final response', () => {
       assert.equal(verdict.verdict, 'clean');
       assert.equal(verdict.sentinelSeen, true);
       assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE, RESULT]);
+    });
+
+    test(`an event whose data is not UTF-8 is framed as an SSE client reads it, U+FFFD for the bad bytes (${mapping})`, async () => {
+      const [head, tail] = ['data: {"jsonrpc":"2.0","id":1,"result":{"text":"a', 'b"}}\n\n'];
+      const raw = Buffer.concat([encoder.encode(`data: ${NOTE}\n\n${head}`), Buffer.from([0xff, 0xc3]), encoder.encode(tail)]);
+      const handler = async () => new Response(raw, { headers: { 'content-type': 'text/event-stream' } });
+      const verdict = await verdictOf(handler, mapping);
+      assert.equal(verdict.verdict, 'clean', verdict.detail);
+      const dispatched = `${head.slice('data: '.length)}\ufffd\ufffd${tail.trimEnd()}`;
+      assert.deepEqual(verdict.messages.map((m) => new TextDecoder('utf-8', { fatal: true }).decode(m)), [NOTE, dispatched]);
+    });
+
+    test(`a response whose headers cannot change (a fetch response, which a proxying handler returns) is framed (${mapping})`, async () => {
+      const upstream = await serve(scripted([`data: ${NOTE}\n\ndata: ${RESULT}\n\n`], null));
+      try {
+        const proxy = async () => {
+          const response = await fetch(upstream.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(CALL) });
+          assert.throws(() => response.headers.set('x-probe', '1'), TypeError, 'the headers of a fetch response are immutable');
+          return response;
+        };
+        const verdict = await verdictOf(proxy, mapping);
+        assert.equal(verdict.verdict, 'clean');
+        assert.deepEqual(verdict.messages.map((m) => new TextDecoder().decode(m)), [NOTE, RESULT]);
+      } finally {
+        await upstream.close();
+      }
     });
   }
 

@@ -14,7 +14,7 @@ import { Declaration, MAX_DISCOVERY_REQUEST, discoverySource, wrapperContract } 
 import { dedupeHandler, type DedupeOptions } from "./dedupe/handler.js";
 import { InnerMessages, SsePassthrough, tooLarge } from './inner.js';
 import { OptInError, acceptsEventStream, bodyKind, mappingOf, readOptIn, setResponseHeaders, type OptIn } from './opt-in.js';
-import { readWithin, reframe, withRequestBody, type Reframer } from './streams.js';
+import { readWithin, reframe, withHeaders, withRequestBody, type Reframer } from './streams.js';
 
 /**
  * A web-standard request handler: `createMcpHandler(...).fetch`, `transport.handleRequest`, ...;
@@ -164,14 +164,17 @@ function partsBody(parts: Uint8Array[]): Uint8Array | ReadableStream<Uint8Array>
   });
 }
 
-/** `response` with another body (and no `Content-Length`, which the body change makes wrong). */
+/**
+ * `response` with another body (and no `Content-Length`, which the body change makes wrong), and
+ * with the headers of `mapping` if given.
+ */
 function withBody(response: Response, body: ConstructorParameters<typeof Response>[0], mapping?: Mapping): Response {
-  const headers = new Headers(response.headers);
-  headers.delete('content-length');
-  if (mapping !== undefined) {
-    setResponseHeaders(headers, mapping);
-  }
-  return new Response(body, { status: response.status, statusText: response.statusText, headers });
+  return withHeaders(response, body, (headers) => {
+    headers.delete('content-length');
+    if (mapping !== undefined) {
+      setResponseHeaders(headers, mapping);
+    }
+  });
 }
 
 function encoderFor(mapping: Mapping, optIn: OptIn | null, settings: Settings): BodyEncoder {

@@ -43,11 +43,11 @@ export class InnerMessages extends EventStreamDecoder {
     this.comments = true;
   }
 
-  protected event(name: string | null, data: Uint8Array): void {
+  protected event(name: string | null, data: Uint8Array, utf8: boolean): void {
     if (!isMessageEvent(name) || this.finalSeen) {
       return; // priming events and events of other types carry no message
     }
-    const text = asDispatched(data);
+    const text = utf8 ? data : asDispatched(data);
     const last = isResponseText(text);
     this.finalSeen = last;
     this.items.push({ kind: 'message', data: text, last });
@@ -111,7 +111,7 @@ export class SsePassthrough extends EventStreamDecoder {
   private out: Uint8Array[] = [];
   private blockStart: number | null = null;
   private blockLines: BlockLine[] = [];
-  private dispatched: { name: string | null; data: Uint8Array } | null = null;
+  private dispatched: { name: string | null; data: Uint8Array; utf8: boolean } | null = null;
   /** After the final response (unframed) or a failure: the rest goes as it comes. */
   private transparent = false;
   /** The framed stream ended (the final response's record held STREAM_END, or an ABORT). */
@@ -222,8 +222,8 @@ export class SsePassthrough extends EventStreamDecoder {
     // handled in `lineParsed`, where the line's bytes are known
   }
 
-  protected event(name: string | null, data: Uint8Array): void {
-    this.dispatched = { name, data };
+  protected event(name: string | null, data: Uint8Array, utf8: boolean): void {
+    this.dispatched = { name, data, utf8 };
   }
 
   protected override lineParsed(kind: 'blank' | 'comment' | 'field', data: boolean): void {
@@ -264,7 +264,7 @@ export class SsePassthrough extends EventStreamDecoder {
       this.sendUpTo(this.lineEnd);
       return;
     }
-    let text = asDispatched(event.data);
+    let text = event.utf8 ? event.data : asDispatched(event.data);
     const last = isResponseText(text);
     let block: Uint8Array = this.slice(start, this.lineEnd);
     if (last && this.declaration !== null) {

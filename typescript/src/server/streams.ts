@@ -112,6 +112,26 @@ export function withRequestBody(request: Request, body: Uint8Array | ReadableStr
   return new Request(request.url, init);
 }
 
+/**
+ * A new `Response` of `response`'s status and headers, `edit`ed, with `body`. The handler's
+ * `Headers` are edited and handed on as they are (a `Response` copies the headers it is given:
+ * copying them first as well cost a framed call about as much as its CRC-32s); headers that
+ * cannot change (a `fetch` response's) are copied first.
+ */
+export function withHeaders(response: Response, body: ConstructorParameters<typeof Response>[0], edit: (headers: Headers) => void): Response {
+  let headers = response.headers;
+  try {
+    edit(headers);
+  } catch (error) {
+    if (!(error instanceof TypeError)) {
+      throw error;
+    }
+    headers = new Headers(headers);
+    edit(headers);
+  }
+  return new Response(body, { status: response.status, statusText: response.statusText, headers });
+}
+
 /** A body read whole, or as far as a bound or a failure let it be read. */
 export type Read =
   | { whole: Uint8Array }

@@ -15,7 +15,7 @@ import { locate } from '../declare.js';
 import type { WebHandler } from '../handler.js';
 import { InnerMessages } from '../inner.js';
 import { REQUEST_KEY_HEADER, bodyKind } from '../opt-in.js';
-import { reasonOf, withRequestBody } from '../streams.js';
+import { reasonOf, withHeaders, withRequestBody } from '../streams.js';
 import { MalformedBody, authorizationValues, canonical, fingerprint, member, principalDigest, readStrict, storeKey, type Json } from './request.js';
 import { StoreError, type DedupeStore } from './store.js';
 
@@ -277,9 +277,7 @@ export function dedupeHandler<C extends unknown[]>(handler: WebHandler<C>, optio
 }
 
 function decided(response: Response, decision: string): Response {
-  const headers = new Headers(response.headers);
-  headers.set(DEDUPE_HEADER, decision);
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  return withHeaders(response, response.body, (headers) => headers.set(DEDUPE_HEADER, decision));
 }
 
 type StoreOperation = 'claim' | 'renew' | 'complete' | 'release';
@@ -439,7 +437,7 @@ async function execute(handler: WebHandler, request: Request, claim: Claim): Pro
     },
     { highWaterMark: 0 },
   );
-  return decided(new Response(relayed, { status: response.status, statusText: response.statusText, headers: response.headers }), 'execute');
+  return withHeaders(response, relayed, (headers) => headers.set(DEDUPE_HEADER, 'execute'));
 }
 
 /** The final response of a JSON body: the body. */
