@@ -138,13 +138,16 @@ export class DecodeError extends Error {
   }
 }
 
-/** Bidirectional overrides and isolates, zero-width characters (SPEC.md §3.1). */
-const INVISIBLE = /[\u200b-\u200f\u2060\ufeff\u202a-\u202e\u2066-\u2069]/;
+/**
+ * Bidirectional marks, overrides and isolates, zero-width characters, invisible operators
+ * (SPEC.md §3.1): the set the Rust crate escapes.
+ */
+const INVISIBLE = /[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
 
 /**
  * A peer's text as diagnostic text (SPEC.md §3.1): LF, CR and tab as `\n`, `\r`, `\t`, other
- * control characters and invisible format characters as `\u{...}`, as the Python package
- * writes it.
+ * control characters and invisible format characters as `\u{...}` (NUL as `\0`), as the Rust
+ * crate and the Python package write it.
  */
 export function escapePeerText(text: string): string {
   let out = '';
@@ -156,6 +159,8 @@ export function escapePeerText(text: string): string {
       out += '\\r';
     } else if (ch === '\t') {
       out += '\\t';
+    } else if (ch === '\0') {
+      out += '\\0';
     } else if (code < 0x20 || (code >= 0x7f && code <= 0x9f) || INVISIBLE.test(ch)) {
       out += `\\u{${code.toString(16)}}`;
     } else {

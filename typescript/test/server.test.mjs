@@ -300,9 +300,11 @@ describe('a body that does not end with its final response', () => {
 
     test(`an ABORT reason shows its control and bidirectional characters escaped, as SPEC.md §3.1 says (${mapping})`, async () => {
       // The handler's failure text goes into the ABORT reason as it is; a client shows it escaped.
-      const verdict = await verdictOf(scripted([`data: ${NOTE}\n\n`], new Error('tool \u202eexe.txt\u001b[2J\tdone\n')), mapping);
-      assert.equal(verdict.abort?.reason, 'upstream body failed: tool \u202eexe.txt\u001b[2J\tdone\n', 'the reason itself is carried unchanged');
-      const escaped = 'upstream body failed: tool \\u{202e}exe.txt\\u{1b}[2J\\tdone\\n';
+      const verdict = await verdictOf(scripted([`data: ${NOTE}\n\n`], new Error('tool \u202eexe.txt\u001b[2J\tdone\n\u0000\u061c\u2062')), mapping);
+      assert.equal(verdict.abort?.reason, 'upstream body failed: tool \u202eexe.txt\u001b[2J\tdone\n\u0000\u061c\u2062', 'the reason itself is carried unchanged');
+      // As the Rust crate and the Python package show it: NUL as \0, the Arabic letter mark and
+      // the invisible operators escaped too.
+      const escaped = 'upstream body failed: tool \\u{202e}exe.txt\\u{1b}[2J\\tdone\\n\\0\\u{61c}\\u{2062}';
       assert.equal(verdict.detail, `stream aborted by the peer: code 4: ${escaped}`);
       assert.equal(outcomeOf(verdict, mapping).detail, `aborted by the server: code 4 (upstream failed): ${escaped}`);
     });

@@ -172,6 +172,12 @@ def escape(text: str) -> str:
 
     >>> escape("a\\nb\\u202e")
     'a\\\\nb\\\\u{202e}'
+
+    As the Rust crate shows them: NUL as ``\\0``, the Arabic letter mark and the invisible
+    operators too.
+
+    >>> escape("\\x00\\u061c\\u2062")
+    '\\\\0\\\\u{61c}\\\\u{2062}'
     """
     out = []
     for ch in text:
@@ -182,6 +188,8 @@ def escape(text: str) -> str:
             out.append("\\r")
         elif ch == "\t":
             out.append("\\t")
+        elif ch == "\x00":
+            out.append("\\0")
         elif o < 0x20 or 0x7F <= o <= 0x9F or o in _INVISIBLE:
             out.append(f"\\u{{{o:x}}}")
         else:
@@ -189,7 +197,8 @@ def escape(text: str) -> str:
     return "".join(out)
 
 
-# Bidirectional overrides and isolates, zero-width characters (§3.1).
+# Bidirectional marks, overrides and isolates, zero-width characters, invisible operators (§3.1):
+# the set the Rust crate escapes.
 _INVISIBLE = frozenset(
-    [0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2060, 0xFEFF, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+    [0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF]
 )
