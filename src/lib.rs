@@ -149,6 +149,13 @@ pub mod request;
 pub mod rmcp_http;
 pub mod telemetry;
 
+// The unit tests' shared helpers; they name the crate as the tests outside it do, so that the
+// helpers tests/support shares with them compile in both (src/test_support/mod.rs).
+#[cfg(test)]
+extern crate self as mcp_framing;
+#[cfg(test)]
+mod test_support;
+
 #[cfg(feature = "codec")]
 pub use codec::CodecError;
 pub use decoder::{DecodedStream, DecoderBuilder, StreamDecoder};
@@ -199,16 +206,6 @@ pub mod internals {
         pub use crate::dedupe::store::{
             ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoredResponse,
         };
-        /// The deduplication engine's metric names.
-        pub mod telemetry {
-            pub use crate::dedupe::telemetry::*;
-        }
-    }
-    /// The client's metric names and recording functions (the table is in
-    /// [`telemetry`](crate::telemetry)).
-    pub mod telemetry {
-        pub use crate::telemetry::client::*;
-        pub use crate::telemetry::describe;
     }
     /// The retry policy the clients apply after each attempt, and the deduplication refusal read
     /// back from a JSON-RPC error.

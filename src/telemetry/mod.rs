@@ -51,8 +51,8 @@
 //!
 //! [`describe`] registers the units and descriptions of both tables with the installed recorder.
 
-// The recording functions and metric-name constants: the client engine's (and, through
-// `internals::telemetry`, the tests').
+// The recording functions and metric-name constants: the client engine's and the deduplication
+// engine's.
 below_the_api! {
     pub(crate) mod client;
     #[cfg(feature = "dedupe")]
@@ -85,3 +85,6 @@ pub fn describe() {
     #[cfg(feature = "dedupe")]
     server::describe();
 }
+
+#[cfg(test)]
+mod tests;

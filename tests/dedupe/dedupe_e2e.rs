@@ -441,19 +441,22 @@ fn every_cut_call_executes_exactly_once_across_two_backends_and_is_verified() {
             "every cut retried once: {retries:?}"
         );
         assert_eq!(retries.gave_up, 0);
-        use mcp_framing::internals::telemetry::{
-            CLIENT_RESPONSES, CLIENT_RETRIES, CLIENT_RETRY_DECISIONS,
-        };
         assert_eq!(
-            metrics.counter(CLIENT_RESPONSES, &[("outcome", "abandoned")]) as usize,
+            metrics.counter("mcp_framing.client.responses", &[("outcome", "abandoned")]) as usize,
             expected_cuts,
             "every cut counted"
         );
         assert_eq!(
-            metrics.counter(CLIENT_RETRY_DECISIONS, &[("decision", "retry")]) as usize,
+            metrics.counter(
+                "mcp_framing.client.retry_decisions",
+                &[("decision", "retry")]
+            ) as usize,
             expected_cuts
         );
-        assert_eq!(metrics.counter(CLIENT_RETRIES, &[]) as usize, expected_cuts);
+        assert_eq!(
+            metrics.counter("mcp_framing.client.retries", &[]) as usize,
+            expected_cuts
+        );
         let (da, db) = (a.dedup.stats().snapshot(), b.dedup.stats().snapshot());
         assert_eq!((da.executed + db.executed) as usize, calls + 2);
         assert_eq!(

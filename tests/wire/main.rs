@@ -1,7 +1,8 @@
 //! The wire format through the public API and the internals: frames and streams encoded and
 //! decoded (round trips, splits, splices, bit flips, truncations, the stream rules and bounds),
 //! the conformance vectors and the reference decoder, the saved fuzz inputs, JSON-RPC response
-//! detection, and outcomes (the regime table, retry decisions, the contract, telemetry).
+//! detection, and outcomes (the regime table, retry decisions, the contract); what the client
+//! records is in the crate's unit tests (src/telemetry/tests.rs).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -20,6 +21,5 @@ mod splices;
 mod splits;
 mod stream_bounds;
 mod stream_rules;
-mod telemetry;
 mod truncation;
 mod zero_copy;
