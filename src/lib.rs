@@ -207,12 +207,6 @@ pub mod internals {
             ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoredResponse,
         };
     }
-    /// The retry policy the clients apply after each attempt, and the deduplication refusal read
-    /// back from a JSON-RPC error.
-    pub mod retry {
-        pub use crate::retry::policy::*;
-        pub use crate::retry::{RetryDecision, RetryReason};
-    }
     /// The client side of the contract (discovery parsing, the client policy) and its wire
     /// constants, beside the public [`contract`](crate::contract) module.
     pub mod contract {
@@ -227,7 +221,7 @@ pub mod internals {
     /// [`http`](crate::http) module.
     #[cfg(feature = "http")]
     pub mod http {
-        pub use crate::http::client_body::{DEFAULT_IDLE_TIMEOUT, collect_messages};
+        pub use crate::http::client_body::collect_messages;
         #[cfg(feature = "dedupe")]
         pub use crate::http::dedupe::DEDUPE_HEADER;
         pub use crate::http::headers::LIMITS_HEADER;

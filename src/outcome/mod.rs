@@ -270,14 +270,11 @@ impl Outcome {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}, internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
+    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}};
     /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed { content_type: None });
     /// assert!(!outcome.is_clean());
     /// assert_eq!(outcome.regime, Regime::B);
-    /// assert_eq!(
-    ///     RetryPolicy::default().decide(&outcome, &RequestTraits::idempotent()),
-    ///     RetryDecision::DoNotRetry(RetryReason::ContractViolation),
-    /// );
+    /// assert_eq!(outcome.verdict.name(), "contract_violation"); // never retried
     /// ```
     // Hidden: the HTTP binding builds it; the tests call it directly.
     #[doc(hidden)]

@@ -1,11 +1,10 @@
 //! Whether to retry a request after its response stream ended (SPEC.md §11.6): the decision
 //! and its reason (public in [`client`](crate::client), where their rules are written on
-//! [`RetryDecision`]) and the policy that takes it (the clients'; `internals::retry`).
+//! [`RetryDecision`]) and the policy that takes it (the clients').
 
 use std::fmt;
 
-// The policy that takes the decisions (and reads a deduplication refusal back): the clients'
-// (and, through `internals::retry`, the tests').
+// The policy that takes the decisions (and reads a deduplication refusal back): the clients'.
 below_the_api! {
     pub(crate) mod policy;
 }
@@ -227,5 +226,7 @@ impl fmt::Display for RetryDecision {
     }
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests;

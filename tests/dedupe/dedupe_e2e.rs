@@ -554,9 +554,11 @@ fn same_key_with_other_arguments_is_a_conflict_and_executes_nothing() {
         assert_eq!(decision, "key_conflict");
         assert_eq!(response["id"], 2);
         assert_eq!(response["error"]["code"], -32080);
+        // The refusal as SPEC.md §17.9 writes it: final, not retryable.
+        let refusal = &response["error"]["data"]["io.github.mcp-framing/dedupe"];
         assert_eq!(
-            mcp_framing::internals::retry::dedupe_refusal(&response["error"]),
-            Some(("key_conflict", false))
+            (refusal["reason"].as_str(), refusal["retryable"].as_bool()),
+            (Some("key_conflict"), Some(false))
         );
         assert_eq!(started.load(Ordering::SeqCst), 1);
     });
@@ -602,9 +604,10 @@ fn redis_stopped_mid_run_refuses_keyed_calls_and_nothing_executes_twice() {
             let (decision, response) = raw_call(&url, key, 2, args.clone(), None).await;
             assert_eq!(decision, "store_unavailable");
             assert_eq!(response["error"]["code"], -32084);
+            let refusal = &response["error"]["data"]["io.github.mcp-framing/dedupe"];
             assert_eq!(
-                mcp_framing::internals::retry::dedupe_refusal(&response["error"]),
-                Some(("store_unavailable", true))
+                (refusal["reason"].as_str(), refusal["retryable"].as_bool()),
+                (Some("store_unavailable"), Some(true))
             );
         }
         // Through the retrying rmcp client: the refusal is retryable, retried, then returned.
