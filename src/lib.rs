@@ -214,7 +214,6 @@ pub mod internals {
         pub use crate::contract::discovery::ServerDiscovery;
         pub use crate::contract::negotiation::Negotiated;
         pub use crate::contract::policy::{ClientPolicy, PolicyBuilder};
-        pub use crate::contract::source::EXTENSION_KEY;
     }
     /// The HTTP mapping's other header names, the per-message delivery of a verified response,
     /// the capability declaration in `_meta` and hand-written opt-in headers, beside the public
@@ -246,11 +245,10 @@ pub mod internals {
         pub use crate::outcome::regime::{Completion, Observations, classify};
         pub use crate::outcome::verdict::VerdictKind;
     }
-    /// The endpoint resolution a test or an example resolver returns, and the client's counters.
+    /// The endpoint resolution a test or an example resolver returns.
     #[cfg(feature = "client")]
     pub mod client {
         pub use crate::client::resolver::{Resolution, ResolveFuture};
-        pub use crate::client::stats::{ClientStats, RetrySnapshot, RetryStats};
     }
     /// JSON-RPC message rules shared by the decoders and the layers.
     pub mod jsonrpc {

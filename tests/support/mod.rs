@@ -4,6 +4,9 @@
 //! binary uses some of it.
 #![allow(dead_code)] // each test binary uses a part of it
 
+/// Where a discovery result carries the framing contract (SPEC.md §11.1), as peers write it.
+pub(crate) const EXTENSION_KEY: &str = "io.github.mcp-framing/framing";
+
 // Fixed ids, a raw frame writer, decoding drivers and the conformance vector generator.
 #[cfg(feature = "internals")]
 pub(crate) mod common;
