@@ -499,15 +499,13 @@ fn a_response_whose_sentinel_was_cut_counts_in_sentinel_missing_through_any_reco
 }
 
 #[test]
-fn a_retry_decision_and_the_retry_are_counted_by_decision_and_reason() {
+fn a_retry_decision_is_counted_by_decision_and_reason() {
     use crate::retry::{RetryDecision, RetryReason};
 
     let metrics = Recorded::new();
-    let decision = RetryDecision::Retry(RetryReason::Keyed);
-    let ctx = AttemptContext::default().method("tools/call").attempt(2);
+    let ctx = AttemptContext::default().method("tools/call").attempt(1);
     metrics.run(|| {
-        telemetry::record_decision(&decision, &ctx.attempt(1));
-        telemetry::record_retry(&decision, &ctx);
+        telemetry::record_decision(&RetryDecision::Retry(RetryReason::Keyed), &ctx);
         telemetry::record_decision(
             &RetryDecision::DoNotRetry(RetryReason::ContractViolation),
             &ctx,
@@ -516,6 +514,18 @@ fn a_retry_decision_and_the_retry_are_counted_by_decision_and_reason() {
     let decisions = |labels: &[(&str, &str)]| metrics.counter(CLIENT_RETRY_DECISIONS, labels);
     assert_eq!(decisions(&[("decision", "retry"), ("reason", "keyed")]), 1);
     assert_eq!(decisions(&[("reason", "contract_violation")]), 1);
+    assert_eq!(decisions(&[]), 2);
+    assert_eq!(metrics.counter(CLIENT_RETRIES, &[]), 0, "decided, not sent");
+}
+
+#[test]
+fn a_request_sent_again_is_counted_by_reason_and_method() {
+    use crate::retry::{RetryDecision, RetryReason};
+
+    let metrics = Recorded::new();
+    let decision = RetryDecision::Retry(RetryReason::Keyed);
+    let ctx = AttemptContext::default().method("tools/call").attempt(2);
+    metrics.run(|| telemetry::record_retry(&decision, &ctx));
     assert_eq!(
         metrics.counter(
             CLIENT_RETRIES,
@@ -523,6 +533,7 @@ fn a_retry_decision_and_the_retry_are_counted_by_decision_and_reason() {
         ),
         1
     );
+    assert_eq!(metrics.counter(CLIENT_RETRY_DECISIONS, &[]), 0);
 }
 
 #[test]
