@@ -118,8 +118,14 @@ macro_rules! below_the_api {
     )*};
 }
 
+// The retry policy and its decisions: the clients' (feature `client`, which makes the decisions
+// public); without it only the deduplication refusal's data key is used.
+#[cfg_attr(
+    not(feature = "client"),
+    allow(dead_code, unused_imports, unreachable_pub)
+)]
+mod retry;
 below_the_api! {
-    mod retry;
     mod frame;
     mod jsonrpc;
     mod limits;
@@ -267,8 +273,7 @@ pub mod internals {
     #[cfg(feature = "sse")]
     pub mod sse {
         pub use crate::mapping::sse::{
-            EVENT_OVERHEAD, SseEvent, SseFrameDecoder, SseFrameEncoder, SseItem, SseParser,
-            is_message_event,
+            SseEvent, SseFrameDecoder, SseFrameEncoder, SseItem, SseParser,
         };
     }
     /// The compatible SSE mapping (SPEC.md §18): its decoder and encoder.

@@ -18,8 +18,11 @@ fn outcome_of(body: &[u8]) -> Outcome {
 fn complete_stream() -> BytesMut {
     let mut enc = StreamEncoder::new(StreamHead::for_request(None));
     let mut wire = BytesMut::new();
-    enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#, &mut wire)
-        .unwrap();
+    enc.message(
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+        &mut wire,
+    )
+    .unwrap();
     enc.end(&mut wire).unwrap();
     wire
 }

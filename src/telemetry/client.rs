@@ -203,7 +203,11 @@ pub(crate) fn record_retry(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
 /// Records a logical request's duration in [`CLIENT_OPERATION_DURATION`] with OpenTelemetry's
 /// MCP attributes: `error_type` is the failure (a [`Verdict::name`], or a JSON-RPC error code)
 /// or `None` when the request got its result.
-pub(crate) fn record_operation(ctx: &AttemptContext<'_>, elapsed: Duration, error_type: Option<&str>) {
+pub(crate) fn record_operation(
+    ctx: &AttemptContext<'_>,
+    elapsed: Duration,
+    error_type: Option<&str>,
+) {
     let mut labels = vec![
         ("mcp.method.name", ctx.method.unwrap_or("").to_owned()),
         ("network.transport", "tcp".to_owned()),
