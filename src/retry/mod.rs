@@ -5,9 +5,7 @@
 use std::fmt;
 
 // The policy that takes the decisions (and reads a deduplication refusal back): the clients'.
-below_the_api! {
-    pub(crate) mod policy;
-}
+pub(crate) mod policy;
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use policy::*;
 
