@@ -245,10 +245,8 @@ pub mod internals {
             MAX_ABORT_REASON_LEN, MIN_MAX_FRAME_PAYLOAD, compat_event_data_limit, event_data_limit,
         };
     }
-    /// The decision function (observations in, a completion or the ambiguous-completion error
-    /// out) and the table of verdict kinds, beside the public [`outcome`](crate::outcome) module.
+    /// The table of verdict kinds, beside the public [`outcome`](crate::outcome) module.
     pub mod outcome {
-        pub use crate::outcome::regime::{Completion, Observations, classify};
         pub use crate::outcome::verdict::VerdictKind;
     }
     /// The endpoint resolution a test or an example resolver returns.

@@ -4,7 +4,6 @@
 //!
 //! The tests are beside it (`retry/tests.rs`).
 
-
 use crate::event::AbortCode;
 use crate::ids::RequestKey;
 use crate::outcome::{Outcome, Verdict};
