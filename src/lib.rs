@@ -118,8 +118,14 @@ macro_rules! below_the_api {
     )*};
 }
 
+// The retry policy and its decisions: the clients' (feature `client`, which makes the decisions
+// public); without it only the deduplication refusal's data key is used.
+#[cfg_attr(
+    not(feature = "client"),
+    allow(dead_code, unused_imports, unreachable_pub)
+)]
+mod retry;
 below_the_api! {
-    mod retry;
     mod frame;
     mod jsonrpc;
     mod limits;
@@ -148,6 +154,13 @@ pub mod request;
 #[cfg(any(feature = "rmcp-server", feature = "rmcp-client"))]
 pub mod rmcp_http;
 pub mod telemetry;
+
+// The unit tests' shared helpers; they name the crate as the tests outside it do, so that the
+// helpers tests/support shares with them compile in both (src/test_support/mod.rs).
+#[cfg(test)]
+extern crate self as mcp_framing;
+#[cfg(test)]
+mod test_support;
 
 #[cfg(feature = "codec")]
 pub use codec::CodecError;
@@ -199,22 +212,6 @@ pub mod internals {
         pub use crate::dedupe::store::{
             ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoredResponse,
         };
-        /// The deduplication engine's metric names.
-        pub mod telemetry {
-            pub use crate::dedupe::telemetry::*;
-        }
-    }
-    /// The client's metric names and recording functions (the table is in
-    /// [`telemetry`](crate::telemetry)).
-    pub mod telemetry {
-        pub use crate::telemetry::client::*;
-        pub use crate::telemetry::describe;
-    }
-    /// The retry policy the clients apply after each attempt, and the deduplication refusal read
-    /// back from a JSON-RPC error.
-    pub mod retry {
-        pub use crate::retry::policy::*;
-        pub use crate::retry::{RetryDecision, RetryReason};
     }
     /// The client side of the contract (discovery parsing, the client policy) and its wire
     /// constants, beside the public [`contract`](crate::contract) module.
@@ -223,14 +220,13 @@ pub mod internals {
         pub use crate::contract::discovery::ServerDiscovery;
         pub use crate::contract::negotiation::Negotiated;
         pub use crate::contract::policy::{ClientPolicy, PolicyBuilder};
-        pub use crate::contract::source::EXTENSION_KEY;
     }
     /// The HTTP mapping's other header names, the per-message delivery of a verified response,
     /// the capability declaration in `_meta` and hand-written opt-in headers, beside the public
     /// [`http`](crate::http) module.
     #[cfg(feature = "http")]
     pub mod http {
-        pub use crate::http::client_body::{DEFAULT_IDLE_TIMEOUT, collect_messages};
+        pub use crate::http::client_body::collect_messages;
         #[cfg(feature = "dedupe")]
         pub use crate::http::dedupe::DEDUPE_HEADER;
         pub use crate::http::headers::LIMITS_HEADER;
@@ -249,17 +245,14 @@ pub mod internals {
             MAX_ABORT_REASON_LEN, MIN_MAX_FRAME_PAYLOAD, compat_event_data_limit, event_data_limit,
         };
     }
-    /// The decision function (observations in, a completion or the ambiguous-completion error
-    /// out) and the table of verdict kinds, beside the public [`outcome`](crate::outcome) module.
+    /// The table of verdict kinds, beside the public [`outcome`](crate::outcome) module.
     pub mod outcome {
-        pub use crate::outcome::regime::{Completion, Observations, classify};
         pub use crate::outcome::verdict::VerdictKind;
     }
-    /// The endpoint resolution a test or an example resolver returns, and the client's counters.
+    /// The endpoint resolution a test or an example resolver returns.
     #[cfg(feature = "client")]
     pub mod client {
         pub use crate::client::resolver::{Resolution, ResolveFuture};
-        pub use crate::client::stats::{ClientStats, RetrySnapshot, RetryStats};
     }
     /// JSON-RPC message rules shared by the decoders and the layers.
     pub mod jsonrpc {
@@ -278,8 +271,7 @@ pub mod internals {
     #[cfg(feature = "sse")]
     pub mod sse {
         pub use crate::mapping::sse::{
-            EVENT_OVERHEAD, SseEvent, SseFrameDecoder, SseFrameEncoder, SseItem, SseParser,
-            is_message_event,
+            SseEvent, SseFrameDecoder, SseFrameEncoder, SseItem, SseParser,
         };
     }
     /// The compatible SSE mapping (SPEC.md §18): its decoder and encoder.

@@ -253,7 +253,7 @@ impl CallError {
     /// The classification (SPEC.md §11.7): the verdict name of a response stream that ended
     /// (`abandoned`, `aborted`, ...), or `invalid_message`, `configuration_error`, `http_error`,
     /// `resolve_error`, `invalid_request`. It is also the `error.type` of the call's
-    /// [`CLIENT_OPERATION_DURATION`](crate::telemetry::CLIENT_OPERATION_DURATION).
+    /// `mcp.client.operation.duration` (the [`telemetry`](crate::telemetry) table).
     ///
     /// # Examples
     ///

@@ -296,7 +296,7 @@ impl RetryingClient {
     /// assert_eq!((calls.calls, calls.attempts, calls.gave_up), (0, 0, 0));
     /// ```
     // Hidden: the metrics (`telemetry`, `mcp_framing.client.*`) are the one way to watch a client;
-    // these counters are the tests' view (`internals::client::ClientStats`, `RetryStats`).
+    // these counters are the tests' view (read through this accessor; the types have no path).
     #[doc(hidden)]
     #[must_use]
     pub fn stats(&self) -> Arc<RetryStats> {
@@ -314,7 +314,7 @@ impl RetryingClient {
     /// assert_eq!(client.response_stats().complete(), 0);
     /// ```
     // Hidden: the metrics (`telemetry`, `mcp_framing.client.*`) are the one way to watch a client;
-    // these counters are the tests' view (`internals::client::ClientStats`, `RetryStats`).
+    // these counters are the tests' view (read through this accessor; the types have no path).
     #[doc(hidden)]
     #[must_use]
     pub fn response_stats(&self) -> Arc<ClientStats> {

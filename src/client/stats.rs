@@ -105,10 +105,11 @@ pub struct RetryStats {
 /// # Examples
 ///
 /// ```
-/// # use mcp_framing::{client::*, internals::client::RetrySnapshot};
+/// # use mcp_framing::client::*;
 /// let client = RetryingClient::new(reqwest::Client::new(),
 ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"]));
-/// assert_eq!(client.stats().snapshot(), RetrySnapshot::default()); // no call yet
+/// let none = client.stats().snapshot(); // no call yet
+/// assert_eq!((none.calls, none.attempts, none.retries, none.refusals_retried, none.gave_up), (0, 0, 0, 0, 0));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

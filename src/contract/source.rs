@@ -7,7 +7,7 @@ use std::fmt;
 /// The extension key of the framing contract: a reverse-DNS `{prefix}/{name}` identifier as MCP's
 /// extension naming requires; its prefix `io.github.mcp-framing` is not a reserved one (second
 /// label `modelcontextprotocol` or `mcp`).
-pub const EXTENSION_KEY: &str = "io.github.mcp-framing/framing";
+pub(crate) const EXTENSION_KEY: &str = "io.github.mcp-framing/framing";
 
 /// Which discovery result a contract is declared in ([`FramingContract::declare_in`](super::FramingContract::declare_in)) or was read from.
 ///

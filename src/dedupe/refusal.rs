@@ -44,14 +44,14 @@ pub(crate) const CODE_LEASE_LOST: i64 = -32085;
 /// ```
 /// use std::time::Duration;
 /// use mcp_framing::RequestKey;
-/// use mcp_framing::{internals::dedupe::Refusal, internals::retry::DEDUPE_DATA_KEY};
+/// use mcp_framing::internals::dedupe::Refusal;
 ///
 /// let key = RequestKey::from_bytes([0xab; 16]);
 /// let refusal = Refusal::InProgress { waited: Duration::from_secs(5), retry_after: Duration::from_millis(250) };
 /// let response: serde_json::Value = serde_json::from_str(&refusal.to_response(&7.into(), key)).unwrap();
 /// assert_eq!(response["id"], 7);
 /// assert_eq!(response["error"]["code"], -32081);
-/// let data = &response["error"]["data"][DEDUPE_DATA_KEY];
+/// let data = &response["error"]["data"]["io.github.mcp-framing/dedupe"];
 /// assert_eq!((data["reason"].as_str(), data["retryable"].as_bool()), (Some("in_progress"), Some(true)));
 /// assert_eq!(data["retryAfterMs"], 250);
 /// assert!(!Refusal::Conflict.is_retryable());

@@ -24,38 +24,13 @@
 //! in [`DECISIONS`] but not timed: the engine does not see their end.
 //!
 //! [`StoreError::kind`]: super::StoreError::kind
-//!
-//! ```
-//! use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-//! use mcp_framing::RequestKey;
-//! use mcp_framing::dedupe::{Deduplicator, MemoryStore, Principal};
-//! use mcp_framing::internals::dedupe::{telemetry, Decision, Fingerprint, KeyedCall, Scope};
-//!
-//! let recorder = DebuggingRecorder::new();
-//! let snapshotter = recorder.snapshotter();
-//! metrics::with_local_recorder(&recorder, || {
-//!     tokio_test::block_on(async {
-//!         let dedup = Deduplicator::new(MemoryStore::new());
-//!         let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
-//!                                   RequestKey::random(), Fingerprint::from_bytes([1; 32]));
-//!         let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
-//!         guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await.unwrap();
-//!     })
-//! });
-//! let executed = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
-//!     key.key().name() == telemetry::DECISIONS
-//!         && key.key().labels().any(|l| l.key() == "decision" && l.value() == "execute")
-//!         && value == DebugValue::Counter(1)
-//! });
-//! assert!(executed);
-//! ```
 
 use std::time::Duration;
 
 use metrics::{counter, histogram};
 
 use super::store::StoreError;
-pub use crate::telemetry::server::*;
+pub(crate) use crate::telemetry::server::*;
 
 
 /// One keyed call decided: `decided` and `reason` label [`DECISIONS`] (`refused` and the
@@ -128,4 +103,45 @@ pub(crate) fn operation(method: &str, decision: &'static str, elapsed: Duration,
         Ended::Other(error) => labels.push(("error.type", error.to_owned())),
     }
     histogram!(SERVER_OPERATION_DURATION, &labels).record(elapsed.as_secs_f64());
+}
+
+#[cfg(test)]
+mod tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    use super::DECISIONS;
+    use crate::RequestKey;
+    use crate::dedupe::deduplicator::Decision;
+    use crate::dedupe::fingerprint::Fingerprint;
+    use crate::dedupe::scope::Scope;
+    use crate::dedupe::{Deduplicator, KeyedCall, MemoryStore, Principal};
+
+    #[test]
+    fn an_executed_call_is_counted_under_its_decision() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            tokio_test::block_on(async {
+                let dedup = Deduplicator::new(MemoryStore::new());
+                let call = KeyedCall::new(
+                    Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+                    RequestKey::random(),
+                    Fingerprint::from_bytes([1; 32]),
+                );
+                let Decision::Execute(guard) = dedup.begin(&call).await else {
+                    panic!("a new key executes")
+                };
+                guard
+                    .complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
+                    .await
+                    .unwrap();
+            })
+        });
+        let executed = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
+            key.key().name() == DECISIONS
+                && key.key().labels().any(|l| l.key() == "decision" && l.value() == "execute")
+                && value == DebugValue::Counter(1)
+        });
+        assert!(executed);
+    }
 }

@@ -26,7 +26,7 @@ use crate::outcome::Outcome;
 /// send KEEPALIVE frames ([`Outgoing::KeepAlive`](crate::Outgoing::KeepAlive)), or the client
 /// raise the timeout. Without it, a peer that holds a response open without sending (or sending
 /// only SSE comments, or a frame a byte at a time) would be waited on for ever (SPEC.md §12).
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a [`VerifiedResponse`] yields.
 ///

@@ -596,3 +596,7 @@ pub(crate) fn too_large(len: u64, max: u64) -> Abort {
     let err = CompatEncodeError::Encode(EncodeError::MessageTooLarge { len, max });
     Abort::new(abort_code(&err), fit_reason(&err.to_string()))
 }
+
+// Through `FramedBody` too, so with feature `http`.
+#[cfg(all(test, feature = "http"))]
+mod tests;

@@ -2,13 +2,13 @@
 //!
 //! Two layers:
 //!
-//! - [`classify`] is the regime decision table over four observations ([`Observations`]): it says
-//!   *clean*, *abandoned*, or refuses to guess with [`StreamCompletionAmbiguousError`]
-//!   (`regime.rs`);
+//! - the regime decision table over four observations (a sentinel seen, a self-delimiting
+//!   payload, its integrity, sticky discovery): it says *clean*, *abandoned*, or refuses to guess
+//!   with [`StreamCompletionAmbiguousError`] (`regime.rs`);
 //! - [`Outcome`] is what a real stream ended as, taken from the decoder's own state
 //!   ([`StreamDecoder::outcome`](crate::StreamDecoder::outcome)), so a user never assembles the
 //!   four observations by hand and cannot pass a result that says more than the decoder saw. The
-//!   clean and truncated cases go through [`classify`]; decoding errors become their own
+//!   clean and truncated cases go through that table; decoding errors become their own
 //!   non-clean verdicts ([`Verdict`], `verdict.rs`, with the one table of verdict kinds).
 //!
 //! Only a decoder that saw the STREAM_END sentinel and then the end of its input, with nothing in
@@ -35,8 +35,8 @@
 //! ```
 
 // The decision function of the problem statement (observations in, a completion or the
-// ambiguous-completion error out) and the table of verdict kinds: the decoders', the clients'
-// and the CLI's, reached through `internals::outcome`. A user reads an [`Outcome`].
+// ambiguous-completion error out; the outcomes', tested beside it in `tests.rs`) and the table of
+// verdict kinds (the CLI's too, through `internals::outcome`). A user reads an [`Outcome`].
 below_the_api! {
     pub(crate) mod regime;
     pub(crate) mod verdict;
@@ -270,14 +270,11 @@ impl Outcome {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}, internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
+    /// use mcp_framing::{mapping::MappingViolation, outcome::{Outcome, Regime}};
     /// let outcome = Outcome::mapping_violation(MappingViolation::NotFramed { content_type: None });
     /// assert!(!outcome.is_clean());
     /// assert_eq!(outcome.regime, Regime::B);
-    /// assert_eq!(
-    ///     RetryPolicy::default().decide(&outcome, &RequestTraits::idempotent()),
-    ///     RetryDecision::DoNotRetry(RetryReason::ContractViolation),
-    /// );
+    /// assert_eq!(outcome.verdict.name(), "contract_violation"); // never retried
     /// ```
     // Hidden: the HTTP binding builds it; the tests call it directly.
     #[doc(hidden)]

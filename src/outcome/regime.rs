@@ -4,30 +4,20 @@
 use std::fmt;
 
 /// The four observations a closed stream is classified from (SPEC.md §11.4).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::outcome::{classify, Completion, Observations};
-/// use mcp_framing::outcome::Regime;
-///
-/// let obs = Observations { sentinel_seen: true, ..Observations::default() };
-/// assert_eq!(classify(&obs), Ok(Completion::Clean(Regime::A)));
-/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Observations {
+pub(crate) struct Observations {
     /// A terminal sentinel (STREAM_END) was received.
-    pub sentinel_seen: bool,
+    pub(crate) sentinel_seen: bool,
     /// The payload is self-delimiting: lengths and checksums say where it ends (a framed stream).
-    pub self_delimiting: bool,
+    pub(crate) self_delimiting: bool,
     /// The payload's integrity check passed. For a framed stream: every frame and message
     /// checked out *and* either the stream-level check (STREAM_END's message count) passed or
     /// the stream's final response was verified with nothing but filler after it (SPEC.md §7.1),
     /// so a stream cut between two verified notifications does not pass.
-    pub integrity_ok: bool,
+    pub(crate) integrity_ok: bool,
     /// Discovery is sticky (retries reach the instance that served the earlier attempt), rather
     /// than re-resolved per request.
-    pub sticky_discovery: bool,
+    pub(crate) sticky_discovery: bool,
 }
 
 /// Which rule decided a stream's completion (SPEC.md §9).
@@ -75,41 +65,26 @@ impl fmt::Display for Regime {
 }
 
 /// What [`classify`] concluded when it could conclude something.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::outcome::Completion;
-/// use mcp_framing::outcome::Regime;
-/// assert!(Completion::Clean(Regime::A).is_clean());
-/// assert_eq!(Completion::Abandoned(Regime::B).regime(), Regime::B);
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Completion {
+pub(crate) enum Completion {
     /// The stream is complete.
     Clean(Regime),
     /// The stream was abandoned before it completed.
     Abandoned(Regime),
 }
 
+// The outcomes match on the variants; these shorthands are the tests'.
+#[cfg(test)]
 impl Completion {
     /// Whether the stream is complete.
-    ///
-    /// # Examples
-    ///
-    /// See [`Completion`].
     #[must_use]
-    pub fn is_clean(self) -> bool {
+    pub(crate) fn is_clean(self) -> bool {
         matches!(self, Self::Clean(_))
     }
 
     /// The regime whose rule decided.
-    ///
-    /// # Examples
-    ///
-    /// See [`Completion`].
     #[must_use]
-    pub fn regime(self) -> Regime {
+    pub(crate) fn regime(self) -> Regime {
         match self {
             Self::Clean(regime) | Self::Abandoned(regime) => regime,
         }
@@ -241,20 +216,7 @@ impl StreamCompletionAmbiguousError {
 ///
 /// [`StreamCompletionAmbiguousError`] when neither a sentinel nor a self-delimiting payload can
 /// decide (Regime C).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::outcome::{classify, Completion, Observations};
-/// use mcp_framing::outcome::{DiscoveryMode, Regime};
-///
-/// let cut = Observations { self_delimiting: true, ..Observations::default() };
-/// assert_eq!(classify(&cut), Ok(Completion::Abandoned(Regime::B)));
-///
-/// let unframed = Observations { sticky_discovery: true, integrity_ok: true, ..Observations::default() };
-/// assert_eq!(classify(&unframed).unwrap_err().discovery, DiscoveryMode::Sticky);
-/// ```
-pub fn classify(obs: &Observations) -> Result<Completion, StreamCompletionAmbiguousError> {
+pub(crate) fn classify(obs: &Observations) -> Result<Completion, StreamCompletionAmbiguousError> {
     if obs.sentinel_seen {
         Ok(Completion::Clean(Regime::A))
     } else if obs.self_delimiting {

@@ -104,3 +104,37 @@ fn ambiguity_error_is_its_own_type_not_an_io_error() {
     // compile: `let _: std::io::Error = err.into();`), and its source is none.
     assert!(std::error::Error::source(&err).is_none());
 }
+
+#[test]
+fn a_seen_sentinel_is_clean_in_regime_a() {
+    let obs = Observations {
+        sentinel_seen: true,
+        ..Observations::default()
+    };
+    assert_eq!(classify(&obs), Ok(Completion::Clean(Regime::A)));
+}
+
+#[test]
+fn a_completion_says_whether_it_is_clean_and_which_regime_decided() {
+    assert!(Completion::Clean(Regime::A).is_clean());
+    assert!(!Completion::Abandoned(Regime::B).is_clean());
+    assert_eq!(Completion::Abandoned(Regime::B).regime(), Regime::B);
+}
+
+#[test]
+fn a_cut_framed_stream_is_abandoned_in_regime_b_and_an_unframed_close_ambiguous() {
+    let cut = Observations {
+        self_delimiting: true,
+        ..Observations::default()
+    };
+    assert_eq!(classify(&cut), Ok(Completion::Abandoned(Regime::B)));
+    let unframed = Observations {
+        sticky_discovery: true,
+        integrity_ok: true,
+        ..Observations::default()
+    };
+    assert_eq!(
+        classify(&unframed).unwrap_err().discovery,
+        DiscoveryMode::Sticky
+    );
+}

@@ -1,14 +1,11 @@
 //! Whether to retry a request after its response stream ended (SPEC.md §11.6): the decision
 //! and its reason (public in [`client`](crate::client), where their rules are written on
-//! [`RetryDecision`]) and the policy that takes it (the clients'; `internals::retry`).
+//! [`RetryDecision`]) and the policy that takes it (the clients').
 
 use std::fmt;
 
-// The policy that takes the decisions (and reads a deduplication refusal back): the clients'
-// (and, through `internals::retry`, the tests').
-below_the_api! {
-    pub(crate) mod policy;
-}
+// The policy that takes the decisions (and reads a deduplication refusal back): the clients'.
+pub(crate) mod policy;
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use policy::*;
 
@@ -227,5 +224,7 @@ impl fmt::Display for RetryDecision {
     }
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests;

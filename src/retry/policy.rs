@@ -2,19 +2,7 @@
 //! [`Outcome`] and what the request is ([`RequestTraits`]: idempotent? carries a request key?).
 //! The rules are in the [`RetryDecision`](crate::client::RetryDecision) module.
 //!
-//! ```
-//! use mcp_framing::{outcome::Outcome, RequestKey, StreamDecoder, internals::retry::{RequestTraits, RetryDecision, RetryPolicy}};
-//!
-//! let outcome = Outcome::from_error(&StreamDecoder::new().decode_all(b"").unwrap_err());
-//! let keyed = RequestTraits::keyed(RequestKey::random());
-//! // A key is enough only when the server declares deduplication (SPEC.md §17.11):
-//! let deduplicating = RetryPolicy::default().server_deduplicates(true);
-//! assert!(matches!(deduplicating.decide(&outcome, &keyed), RetryDecision::Retry(_)));
-//! assert!(matches!(RetryPolicy::default().decide(&outcome, &keyed), RetryDecision::SurfaceToCaller(_)));
-//! let plain = RequestTraits::default(); // a tools/call: not idempotent, no key
-//! assert!(matches!(RetryPolicy::default().decide(&outcome, &plain), RetryDecision::SurfaceToCaller(_)));
-//! ```
-
+//! The tests are beside it (`retry/tests.rs`).
 
 use crate::event::AbortCode;
 use crate::ids::RequestKey;
@@ -24,24 +12,14 @@ use super::{RetryDecision, RetryReason};
 
 /// Key under a JSON-RPC error's `data` where a deduplicating server describes a refusal
 /// (SPEC.md §17.9): `{"reason": "...", "retryable": bool, "requestKey": "...", "retryAfterMs": n}`.
-pub const DEDUPE_DATA_KEY: &str = "io.github.mcp-framing/dedupe";
+pub(crate) const DEDUPE_DATA_KEY: &str = "io.github.mcp-framing/dedupe";
 
 /// The reason and retryability of a JSON-RPC error object that carries a deduplication refusal
 /// (SPEC.md §17.9), read back on the client side: `None` when the error is not one. A retryable
 /// refusal (`in_progress`, `store_unavailable`) may be retried with the same key; a final one
 /// (`key_conflict`, `result_not_stored`, `outcome_unknown`, `lease_lost`) may not.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::retry::dedupe_refusal;
-/// let error = serde_json::json!({"code": -32081, "message": "in progress", "data": {
-///     "io.github.mcp-framing/dedupe": {"reason": "in_progress", "retryable": true}}});
-/// assert_eq!(dedupe_refusal(&error), Some(("in_progress", true)));
-/// assert_eq!(dedupe_refusal(&serde_json::json!({"code": -32603, "message": "x"})), None);
-/// ```
 #[must_use]
-pub fn dedupe_refusal(error: &serde_json::Value) -> Option<(&str, bool)> {
+pub(crate) fn dedupe_refusal(error: &serde_json::Value) -> Option<(&str, bool)> {
     let data = error.get("data")?.get(DEDUPE_DATA_KEY)?;
     Some((
         data.get("reason")?.as_str()?,
@@ -50,33 +28,21 @@ pub fn dedupe_refusal(error: &serde_json::Value) -> Option<(&str, bool)> {
 }
 
 /// What the request is, as far as repeating it goes.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::{RequestKey, internals::retry::RequestTraits};
-///
-/// let read = RequestTraits::idempotent(); // e.g. resources/read, tools/list
-/// assert!(read.is_idempotent && read.request_key.is_none());
-/// let key = RequestKey::random();
-/// assert_eq!(RequestTraits::keyed(key).request_key, Some(key));
-/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct RequestTraits {
+pub(crate) struct RequestTraits {
     /// Repeating the request has no further effect (e.g. a read-only tool, a list request).
-    pub is_idempotent: bool,
+    pub(crate) is_idempotent: bool,
     /// The request key the request carries, reused on every retry (SPEC.md §10).
-    pub request_key: Option<RequestKey>,
+    pub(crate) request_key: Option<RequestKey>,
 }
 
+// The client engine builds the traits from the request (client/engine.rs); these shorthands are
+// the tests'.
+#[cfg(test)]
 impl RequestTraits {
     /// An idempotent request without a key.
-    ///
-    /// # Examples
-    ///
-    /// See [`RequestTraits`].
     #[must_use]
-    pub fn idempotent() -> Self {
+    pub(crate) fn idempotent() -> Self {
         Self {
             is_idempotent: true,
             request_key: None,
@@ -84,12 +50,8 @@ impl RequestTraits {
     }
 
     /// A request (not known to be idempotent) that carries `key`.
-    ///
-    /// # Examples
-    ///
-    /// See [`RequestTraits`].
     #[must_use]
-    pub fn keyed(key: RequestKey) -> Self {
+    pub(crate) fn keyed(key: RequestKey) -> Self {
         Self {
             is_idempotent: false,
             request_key: Some(key),
@@ -111,21 +73,8 @@ impl RequestTraits {
 /// | aborted: unspecified (0) or a reserved code | surface | surface | surface |
 /// | contract violation | do not retry | do not retry | do not retry |
 /// | ambiguous | surface (retry if opted in) | surface | surface |
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::{outcome::{DiscoveryMode, Outcome}, internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason}};
-///
-/// let ambiguous = Outcome::unframed_close(DiscoveryMode::Stateless, 10);
-/// let read = RequestTraits::idempotent();
-/// assert_eq!(RetryPolicy::default().decide(&ambiguous, &read),
-///            RetryDecision::SurfaceToCaller(RetryReason::Ambiguous));
-/// let lenient = RetryPolicy::default().retry_ambiguous_if_idempotent(true);
-/// assert_eq!(lenient.decide(&ambiguous, &read), RetryDecision::Retry(RetryReason::Idempotent));
-/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     retry_ambiguous_if_idempotent: bool,
     server_deduplicates: bool,
 }
@@ -134,55 +83,33 @@ impl RetryPolicy {
     /// Whether the server deduplicates keyed requests (default `false`): only then is a keyed,
     /// non-idempotent request retried (SPEC.md §17.11, §17.13). Set it from the discovery
     /// contract ([`for_method`](Self::for_method)), never by assumption.
-    ///
-    /// # Examples
-    ///
-    /// See the module docs.
     #[must_use]
-    pub fn server_deduplicates(mut self, deduplicates: bool) -> Self {
+    pub(crate) fn server_deduplicates(mut self, deduplicates: bool) -> Self {
         self.server_deduplicates = deduplicates;
         self
     }
 
     /// The default policy, with [`server_deduplicates`](Self::server_deduplicates) set from
     /// what `policy`'s contract declares for `method`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, contract::{DiscoverySource, FramingContract}, internals::retry::RetryPolicy};
-    /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
-    /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
-    /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
-    /// // No `deduplication` member: keyed tool calls are not retried.
-    /// assert_eq!(RetryPolicy::for_method(&policy, "tools/call"), RetryPolicy::default());
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
-    /// ```
     #[must_use]
-    pub fn for_method(policy: &crate::contract::ClientPolicy, method: &str) -> Self {
+    pub(crate) fn for_method(policy: &crate::contract::ClientPolicy, method: &str) -> Self {
         Self::default().server_deduplicates(policy.deduplicates(method))
     }
 
     /// Opt in to retrying an ambiguous close when the request is idempotent (default `false`:
     /// an ambiguous close is surfaced). A request key alone is not enough here: in Regime C the
-    /// server declared no contract, so nothing says it deduplicates keys.
-    ///
-    /// # Examples
-    ///
-    /// See [`RetryPolicy`].
+    /// server declared no contract, so nothing says it deduplicates keys. No client offers this
+    /// opt-in: only the tests set it.
+    #[cfg(test)]
     #[must_use]
-    pub fn retry_ambiguous_if_idempotent(mut self, retry: bool) -> Self {
+    pub(crate) fn retry_ambiguous_if_idempotent(mut self, retry: bool) -> Self {
         self.retry_ambiguous_if_idempotent = retry;
         self
     }
 
     /// The decision for `outcome` of a request with the given traits.
-    ///
-    /// # Examples
-    ///
-    /// See [`RetryPolicy`] and the module docs.
     #[must_use]
-    pub fn decide(&self, outcome: &Outcome, request: &RequestTraits) -> RetryDecision {
+    pub(crate) fn decide(&self, outcome: &Outcome, request: &RequestTraits) -> RetryDecision {
         let if_safe = || {
             if request.is_idempotent {
                 RetryDecision::Retry(RetryReason::Idempotent)

@@ -18,8 +18,11 @@ fn outcome_of(body: &[u8]) -> Outcome {
 fn complete_stream() -> BytesMut {
     let mut enc = StreamEncoder::new(StreamHead::for_request(None));
     let mut wire = BytesMut::new();
-    enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#, &mut wire)
-        .unwrap();
+    enc.message(
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+        &mut wire,
+    )
+    .unwrap();
     enc.end(&mut wire).unwrap();
     wire
 }
@@ -231,4 +234,78 @@ fn corrupt_spliced_and_cross_wired_streams_follow_the_abandoned_rule() {
             o.verdict
         );
     }
+}
+
+#[test]
+fn a_key_is_enough_to_retry_only_where_the_server_declares_deduplication() {
+    // SPEC.md §17.11.
+    let outcome = Outcome::from_error(&StreamDecoder::new().decode_all(b"").unwrap_err());
+    let keyed = RequestTraits::keyed(RequestKey::random());
+    let deduplicating = RetryPolicy::default().server_deduplicates(true);
+    assert!(matches!(
+        deduplicating.decide(&outcome, &keyed),
+        RetryDecision::Retry(_)
+    ));
+    assert!(matches!(
+        RetryPolicy::default().decide(&outcome, &keyed),
+        RetryDecision::SurfaceToCaller(_)
+    ));
+    let plain = RequestTraits::default(); // a tools/call: not idempotent, no key
+    assert!(matches!(
+        RetryPolicy::default().decide(&outcome, &plain),
+        RetryDecision::SurfaceToCaller(_)
+    ));
+}
+
+#[test]
+fn a_deduplication_refusal_is_read_back_from_a_json_rpc_error_with_its_retryability() {
+    let error = serde_json::json!({"code": -32081, "message": "in progress", "data": {
+        "io.github.mcp-framing/dedupe": {"reason": "in_progress", "retryable": true}}});
+    assert_eq!(super::dedupe_refusal(&error), Some(("in_progress", true)));
+    assert_eq!(
+        super::dedupe_refusal(&serde_json::json!({"code": -32603, "message": "x"})),
+        None
+    );
+}
+
+#[test]
+fn request_traits_say_idempotent_or_keyed() {
+    let read = RequestTraits::idempotent(); // e.g. resources/read, tools/list
+    assert!(read.is_idempotent && read.request_key.is_none());
+    let key = RequestKey::random();
+    assert_eq!(RequestTraits::keyed(key).request_key, Some(key));
+    assert!(!RequestTraits::keyed(key).is_idempotent);
+}
+
+#[test]
+fn an_ambiguous_close_of_an_idempotent_request_is_retried_only_by_a_lenient_policy() {
+    let ambiguous = Outcome::unframed_close(DiscoveryMode::Stateless, 10);
+    let read = RequestTraits::idempotent();
+    assert_eq!(
+        RetryPolicy::default().decide(&ambiguous, &read),
+        RetryDecision::SurfaceToCaller(RetryReason::Ambiguous)
+    );
+    let lenient = RetryPolicy::default().retry_ambiguous_if_idempotent(true);
+    assert_eq!(
+        lenient.decide(&ambiguous, &read),
+        RetryDecision::Retry(RetryReason::Idempotent)
+    );
+}
+
+#[test]
+fn a_contract_without_deduplication_gives_the_default_policy_for_tool_calls() {
+    use crate::contract::discovery::ServerDiscovery;
+    use crate::contract::policy::ClientPolicy;
+    use crate::contract::{DiscoverySource, FramingContract};
+
+    let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
+    FramingContract::v1()
+        .declare_in(&mut result, DiscoverySource::Initialize)
+        .unwrap();
+    let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result).unwrap()).unwrap();
+    // No `deduplication` member: keyed tool calls are not retried.
+    assert_eq!(
+        RetryPolicy::for_method(&policy, "tools/call"),
+        RetryPolicy::default()
+    );
 }

@@ -194,7 +194,7 @@ impl FramingHttpClient {
     /// assert_eq!((stats.complete(), stats.abandoned(), stats.failed()), (0, 0, 0));
     /// ```
     // Hidden: the metrics (`telemetry`, `mcp_framing.client.*`) are the one way to watch a client;
-    // these counters are the tests' view (`internals::client::ClientStats`, `RetryStats`).
+    // these counters are the tests' view (read through this accessor; the types have no path).
     #[doc(hidden)]
     #[must_use]
     pub fn stats(&self) -> Arc<ClientStats> {
@@ -215,7 +215,7 @@ impl FramingHttpClient {
     /// assert_eq!(client.retry_stats().unwrap().snapshot().retries, 0);
     /// ```
     // Hidden: the metrics (`telemetry`, `mcp_framing.client.*`) are the one way to watch a client;
-    // these counters are the tests' view (`internals::client::ClientStats`, `RetryStats`).
+    // these counters are the tests' view (read through this accessor; the types have no path).
     #[doc(hidden)]
     #[must_use]
     pub fn retry_stats(&self) -> Option<Arc<RetryStats>> {

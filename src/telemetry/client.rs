@@ -1,6 +1,6 @@
 //! The client's metric names and the functions that record an attempt's outcome, its retry
-//! decision and its operation: what the client engine calls (and the tests, through
-//! `internals::telemetry`). The table of metrics is in the [`telemetry`](super) module.
+//! decision and its operation: what the client engine calls. The table of metrics is in the
+//! [`telemetry`](super) module; the tests are beside it (`telemetry/tests.rs`).
 
 use std::time::Duration;
 
@@ -13,24 +13,24 @@ use crate::retry::RetryDecision;
 
 /// `mcp.client.operation.duration`: histogram, seconds (OpenTelemetry semantic conventions for
 /// MCP): a logical request from sending until its final result, retries included.
-pub const CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
+pub(crate) const CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
 /// `mcp_framing.client.responses`: counter of response streams (attempts), by `outcome`.
-pub const CLIENT_RESPONSES: &str = "mcp_framing.client.responses";
+pub(crate) const CLIENT_RESPONSES: &str = "mcp_framing.client.responses";
 /// `mcp_framing.client.sentinel_missing`: counter of final responses delivered without their
 /// STREAM_END sentinel (clean in Regime B, SPEC.md §7 row 4), by `mcp.method.name`.
-pub const CLIENT_SENTINEL_MISSING: &str = "mcp_framing.client.sentinel_missing";
+pub(crate) const CLIENT_SENTINEL_MISSING: &str = "mcp_framing.client.sentinel_missing";
 /// `mcp_framing.client.truncations`: counter of abandoned streams, by where they stopped (`at`).
-pub const CLIENT_TRUNCATIONS: &str = "mcp_framing.client.truncations";
+pub(crate) const CLIENT_TRUNCATIONS: &str = "mcp_framing.client.truncations";
 /// `mcp_framing.client.incomplete_bytes`: counter of bytes received by streams that did not
 /// complete.
-pub const CLIENT_INCOMPLETE_BYTES: &str = "mcp_framing.client.incomplete_bytes";
+pub(crate) const CLIENT_INCOMPLETE_BYTES: &str = "mcp_framing.client.incomplete_bytes";
 /// `mcp_framing.client.open_message_bytes`: counter of the bytes of messages left open by
 /// streams that did not complete (received, never delivered).
-pub const CLIENT_OPEN_MESSAGE_BYTES: &str = "mcp_framing.client.open_message_bytes";
+pub(crate) const CLIENT_OPEN_MESSAGE_BYTES: &str = "mcp_framing.client.open_message_bytes";
 /// `mcp_framing.client.retry_decisions`: counter of retry decisions, by `decision` and `reason`.
-pub const CLIENT_RETRY_DECISIONS: &str = "mcp_framing.client.retry_decisions";
+pub(crate) const CLIENT_RETRY_DECISIONS: &str = "mcp_framing.client.retry_decisions";
 /// `mcp_framing.client.retries`: counter of requests sent again, by `reason`.
-pub const CLIENT_RETRIES: &str = "mcp_framing.client.retries";
+pub(crate) const CLIENT_RETRIES: &str = "mcp_framing.client.retries";
 
 /// Registers the unit and description of every metric above with the installed recorder (call
 /// once after installing it; exporters use them for `# HELP` lines and units).
@@ -80,87 +80,53 @@ pub(crate) fn describe() {
 
 /// What the telemetry knows of one attempt besides its outcome. The attempt id comes from the
 /// outcome's stream head.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::{RequestKey, internals::telemetry::AttemptContext};
-/// let key = RequestKey::random();
-/// let ctx = AttemptContext::default()
-///     .request_key(key)
-///     .endpoint("https://a.example/mcp")
-///     .method("tools/call")
-///     .tool("send_email")
-///     .attempt(2);
-/// assert_eq!((ctx.attempt, ctx.tool), (2, Some("send_email")));
-/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct AttemptContext<'a> {
+pub(crate) struct AttemptContext<'a> {
     /// The request key the request carried (else the one the stream head echoed is used).
-    pub request_key: Option<RequestKey>,
+    pub(crate) request_key: Option<RequestKey>,
     /// The endpoint the attempt was sent to, if known.
-    pub endpoint: Option<&'a str>,
+    pub(crate) endpoint: Option<&'a str>,
     /// The JSON-RPC method (`mcp.method.name`), if known.
-    pub method: Option<&'a str>,
+    pub(crate) method: Option<&'a str>,
     /// The tool name of a `tools/call` (`gen_ai.tool.name`), if known.
-    pub tool: Option<&'a str>,
+    pub(crate) tool: Option<&'a str>,
     /// Which attempt of the logical request this was (1 for the first).
-    pub attempt: u32,
+    pub(crate) attempt: u32,
 }
 
 impl<'a> AttemptContext<'a> {
     /// Sets the request key.
-    ///
-    /// # Examples
-    ///
-    /// See [`AttemptContext`].
     #[must_use]
-    pub fn request_key(mut self, key: RequestKey) -> Self {
+    pub(crate) fn request_key(mut self, key: RequestKey) -> Self {
         self.request_key = Some(key);
         self
     }
 
     /// Sets the endpoint.
-    ///
-    /// # Examples
-    ///
-    /// See [`AttemptContext`].
     #[must_use]
-    pub fn endpoint(mut self, endpoint: &'a str) -> Self {
+    pub(crate) fn endpoint(mut self, endpoint: &'a str) -> Self {
         self.endpoint = Some(endpoint);
         self
     }
 
     /// Sets the JSON-RPC method.
-    ///
-    /// # Examples
-    ///
-    /// See [`AttemptContext`].
     #[must_use]
-    pub fn method(mut self, method: &'a str) -> Self {
+    pub(crate) fn method(mut self, method: &'a str) -> Self {
         self.method = Some(method);
         self
     }
 
     /// Sets the tool name (for a `tools/call`).
-    ///
-    /// # Examples
-    ///
-    /// See [`AttemptContext`].
     #[must_use]
-    pub fn tool(mut self, tool: &'a str) -> Self {
+    pub(crate) fn tool(mut self, tool: &'a str) -> Self {
         self.tool = Some(tool);
         self
     }
 
     /// Sets the attempt number (1 for the first).
-    ///
-    /// # Examples
-    ///
-    /// See [`AttemptContext`].
     #[must_use]
-    pub fn attempt(mut self, attempt: u32) -> Self {
+    pub(crate) fn attempt(mut self, attempt: u32) -> Self {
         self.attempt = attempt;
         self
     }
@@ -175,35 +141,7 @@ impl<'a> AttemptContext<'a> {
 /// ([`CLIENT_RESPONSES`]; for a response delivered without its sentinel
 /// [`CLIENT_SENTINEL_MISSING`]; for a stream that did not complete [`CLIENT_TRUNCATIONS`],
 /// [`CLIENT_INCOMPLETE_BYTES`], [`CLIENT_OPEN_MESSAGE_BYTES`]).
-///
-/// # Examples
-///
-/// See the [module docs](crate::telemetry). A response whose sentinel was cut after its final response:
-///
-/// ```
-/// use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-/// use mcp_framing::internals::telemetry::{self, AttemptContext};
-/// use mcp_framing::{RequestKey, StreamDecoder, StreamEncoder, StreamHead};
-///
-/// let key = RequestKey::random();
-/// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
-/// let mut wire = bytes::BytesMut::new();
-/// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?; // no STREAM_END
-/// let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
-/// while let Some(_event) = decoder.decode_eof(&mut wire).unwrap() {}
-///
-/// let recorder = DebuggingRecorder::new();
-/// let snapshotter = recorder.snapshotter();
-/// metrics::with_local_recorder(&recorder, || {
-///     telemetry::record_outcome(&decoder.outcome(), &AttemptContext::default().request_key(key));
-/// });
-/// let missing = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
-///     key.key().name() == telemetry::CLIENT_SENTINEL_MISSING && value == DebugValue::Counter(1)
-/// });
-/// assert!(missing);
-/// # Ok::<(), mcp_framing::EncodeError>(())
-/// ```
-pub fn record_outcome(outcome: &Outcome, ctx: &AttemptContext<'_>) {
+pub(crate) fn record_outcome(outcome: &Outcome, ctx: &AttemptContext<'_>) {
     let name = outcome.verdict.name();
     let method = ctx.method.unwrap_or("");
     counter!(CLIENT_RESPONSES, "outcome" => name, "regime" => regime_label(outcome), "mcp.method.name" => method.to_owned())
@@ -226,15 +164,7 @@ pub fn record_outcome(outcome: &Outcome, ctx: &AttemptContext<'_>) {
 
 /// Records a retry decision ([`CLIENT_RETRY_DECISIONS`]) and its `tracing` event. Whoever then
 /// sends the request again also calls [`record_retry`].
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::telemetry::{self, AttemptContext};
-/// use mcp_framing::client::{RetryDecision, RetryReason};
-/// telemetry::record_decision(&RetryDecision::Retry(RetryReason::Keyed), &AttemptContext::default().attempt(1));
-/// ```
-pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
+pub(crate) fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
     let reason = reason_label(decision);
     counter!(CLIENT_RETRY_DECISIONS, "decision" => decision.name(), "reason" => reason)
         .increment(1);
@@ -254,18 +184,7 @@ pub fn record_decision(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
 
 /// Records that a request is sent again after `decision` ([`CLIENT_RETRIES`]); `ctx.attempt`
 /// is the number of the attempt about to be sent (2 for the first retry).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::telemetry::{self, AttemptContext};
-/// use mcp_framing::client::{RetryDecision, RetryReason};
-/// let decision = RetryDecision::Retry(RetryReason::Keyed);
-/// let ctx = AttemptContext::default().method("tools/call").attempt(2);
-/// telemetry::record_decision(&decision, &ctx);
-/// telemetry::record_retry(&decision, &ctx);
-/// ```
-pub fn record_retry(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
+pub(crate) fn record_retry(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
     let method = ctx.method.unwrap_or("").to_owned();
     counter!(CLIENT_RETRIES, "reason" => reason_label(decision), "mcp.method.name" => method)
         .increment(1);
@@ -284,16 +203,11 @@ pub fn record_retry(decision: &RetryDecision, ctx: &AttemptContext<'_>) {
 /// Records a logical request's duration in [`CLIENT_OPERATION_DURATION`] with OpenTelemetry's
 /// MCP attributes: `error_type` is the failure (a [`Verdict::name`], or a JSON-RPC error code)
 /// or `None` when the request got its result.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use mcp_framing::internals::telemetry::{self, AttemptContext};
-/// let ctx = AttemptContext::default().endpoint("http://127.0.0.1:8080/mcp").method("tools/call").tool("search");
-/// telemetry::record_operation(&ctx, Duration::from_millis(12), Some("abandoned"));
-/// ```
-pub fn record_operation(ctx: &AttemptContext<'_>, elapsed: Duration, error_type: Option<&str>) {
+pub(crate) fn record_operation(
+    ctx: &AttemptContext<'_>,
+    elapsed: Duration,
+    error_type: Option<&str>,
+) {
     let mut labels = vec![
         ("mcp.method.name", ctx.method.unwrap_or("").to_owned()),
         ("network.transport", "tcp".to_owned()),

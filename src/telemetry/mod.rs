@@ -51,13 +51,12 @@
 //!
 //! [`describe`] registers the units and descriptions of both tables with the installed recorder.
 
-// The recording functions and metric-name constants: the client engine's (and, through
-// `internals::telemetry`, the tests').
-below_the_api! {
-    pub(crate) mod client;
-    #[cfg(feature = "dedupe")]
-    pub(crate) mod server;
-}
+// The recording functions and metric-name constants: the client engine's (feature `client`) and
+// the deduplication engine's (feature `dedupe`).
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
+pub(crate) mod client;
+#[cfg(feature = "dedupe")]
+pub(crate) mod server;
 #[cfg_attr(not(feature = "client"), allow(unused_imports))] // the clients' (feature `client`)
 pub(crate) use client::*;
 
@@ -85,3 +84,6 @@ pub fn describe() {
     #[cfg(feature = "dedupe")]
     server::describe();
 }
+
+#[cfg(test)]
+mod tests;

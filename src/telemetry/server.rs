@@ -4,26 +4,26 @@
 use metrics::{Unit, describe_counter, describe_histogram};
 
 /// `mcp_framing.dedupe.decisions`: counter of keyed calls decided, by `decision` and `reason`.
-pub const DECISIONS: &str = "mcp_framing.dedupe.decisions";
+pub(crate) const DECISIONS: &str = "mcp_framing.dedupe.decisions";
 /// `mcp_framing.dedupe.waits`: counter of duplicates that waited for an attempt in flight, by
 /// what the wait ended in (`decision`).
-pub const WAITS: &str = "mcp_framing.dedupe.waits";
+pub(crate) const WAITS: &str = "mcp_framing.dedupe.waits";
 /// `mcp_framing.dedupe.wait.duration`: histogram (seconds) of those waits, by `decision`.
-pub const WAIT_DURATION: &str = "mcp_framing.dedupe.wait.duration";
+pub(crate) const WAIT_DURATION: &str = "mcp_framing.dedupe.wait.duration";
 /// `mcp_framing.dedupe.completions`: counter of executed calls' results, by `recorded`.
-pub const COMPLETIONS: &str = "mcp_framing.dedupe.completions";
+pub(crate) const COMPLETIONS: &str = "mcp_framing.dedupe.completions";
 /// `mcp_framing.dedupe.leases_lost`: counter of claims taken over while their holder ran, by
 /// where it was `detected`.
-pub const LEASES_LOST: &str = "mcp_framing.dedupe.leases_lost";
+pub(crate) const LEASES_LOST: &str = "mcp_framing.dedupe.leases_lost";
 /// `mcp_framing.dedupe.evictions`: counter of records a bounded store removed before their
 /// retention, by `record`.
-pub const EVICTIONS: &str = "mcp_framing.dedupe.evictions";
+pub(crate) const EVICTIONS: &str = "mcp_framing.dedupe.evictions";
 /// `mcp_framing.dedupe.store.duration`: histogram (seconds) of store operations, by
 /// `operation` and `outcome`.
-pub const STORE_DURATION: &str = "mcp_framing.dedupe.store.duration";
+pub(crate) const STORE_DURATION: &str = "mcp_framing.dedupe.store.duration";
 /// `mcp.server.operation.duration`: histogram (seconds, OpenTelemetry semantic conventions for
 /// MCP) of keyed calls, from their decision until their final result.
-pub const SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
+pub(crate) const SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
 
 /// Registers the unit and description of every metric above with the installed recorder (call
 /// once after installing it).

@@ -441,19 +441,22 @@ fn every_cut_call_executes_exactly_once_across_two_backends_and_is_verified() {
             "every cut retried once: {retries:?}"
         );
         assert_eq!(retries.gave_up, 0);
-        use mcp_framing::internals::telemetry::{
-            CLIENT_RESPONSES, CLIENT_RETRIES, CLIENT_RETRY_DECISIONS,
-        };
         assert_eq!(
-            metrics.counter(CLIENT_RESPONSES, &[("outcome", "abandoned")]) as usize,
+            metrics.counter("mcp_framing.client.responses", &[("outcome", "abandoned")]) as usize,
             expected_cuts,
             "every cut counted"
         );
         assert_eq!(
-            metrics.counter(CLIENT_RETRY_DECISIONS, &[("decision", "retry")]) as usize,
+            metrics.counter(
+                "mcp_framing.client.retry_decisions",
+                &[("decision", "retry")]
+            ) as usize,
             expected_cuts
         );
-        assert_eq!(metrics.counter(CLIENT_RETRIES, &[]) as usize, expected_cuts);
+        assert_eq!(
+            metrics.counter("mcp_framing.client.retries", &[]) as usize,
+            expected_cuts
+        );
         let (da, db) = (a.dedup.stats().snapshot(), b.dedup.stats().snapshot());
         assert_eq!((da.executed + db.executed) as usize, calls + 2);
         assert_eq!(
@@ -551,9 +554,11 @@ fn same_key_with_other_arguments_is_a_conflict_and_executes_nothing() {
         assert_eq!(decision, "key_conflict");
         assert_eq!(response["id"], 2);
         assert_eq!(response["error"]["code"], -32080);
+        // The refusal as SPEC.md §17.9 writes it: final, not retryable.
+        let refusal = &response["error"]["data"]["io.github.mcp-framing/dedupe"];
         assert_eq!(
-            mcp_framing::internals::retry::dedupe_refusal(&response["error"]),
-            Some(("key_conflict", false))
+            (refusal["reason"].as_str(), refusal["retryable"].as_bool()),
+            (Some("key_conflict"), Some(false))
         );
         assert_eq!(started.load(Ordering::SeqCst), 1);
     });
@@ -599,9 +604,10 @@ fn redis_stopped_mid_run_refuses_keyed_calls_and_nothing_executes_twice() {
             let (decision, response) = raw_call(&url, key, 2, args.clone(), None).await;
             assert_eq!(decision, "store_unavailable");
             assert_eq!(response["error"]["code"], -32084);
+            let refusal = &response["error"]["data"]["io.github.mcp-framing/dedupe"];
             assert_eq!(
-                mcp_framing::internals::retry::dedupe_refusal(&response["error"]),
-                Some(("store_unavailable", true))
+                (refusal["reason"].as_str(), refusal["retryable"].as_bool()),
+                (Some("store_unavailable"), Some(true))
             );
         }
         // Through the retrying rmcp client: the refusal is retryable, retried, then returned.

@@ -13,10 +13,6 @@ use std::time::Duration;
 use dedupe_support as s;
 use mcp_framing::RequestKey;
 use mcp_framing::dedupe::{DedupeStore, Deduplicator, MemoryStore, StoreError, StoreFailure};
-use mcp_framing::internals::dedupe::telemetry::{
-    COMPLETIONS, DECISIONS, EVICTIONS, LEASES_LOST, SERVER_OPERATION_DURATION, STORE_DURATION,
-    WAIT_DURATION, WAITS,
-};
 use mcp_framing::internals::dedupe::{
     ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoreKey,
 };
@@ -108,7 +104,7 @@ impl DedupeStore for Silent {
 
 fn decisions(metrics: &Recorded, decision: &str, reason: &str) -> u64 {
     metrics.counter(
-        DECISIONS,
+        "mcp_framing.dedupe.decisions",
         &[
             ("decision", decision),
             ("reason", reason),
@@ -198,18 +194,33 @@ async fn every_decision_completion_and_store_operation_is_counted_and_timed() {
     assert_eq!(decisions(&metrics, "refused", "in_progress"), 1);
     assert_eq!(decisions(&metrics, "refused", "store_unavailable"), 1);
     assert_eq!(decisions(&metrics, "unprotected", ""), 1);
-    assert_eq!(metrics.counter(WAITS, &[("decision", "replay")]), 1);
-    assert_eq!(metrics.counter(WAITS, &[("decision", "in_progress")]), 1);
-    let waits = metrics.histogram(WAIT_DURATION, &[("decision", "replay")]);
+    assert_eq!(
+        metrics.counter("mcp_framing.dedupe.waits", &[("decision", "replay")]),
+        1
+    );
+    assert_eq!(
+        metrics.counter("mcp_framing.dedupe.waits", &[("decision", "in_progress")]),
+        1
+    );
+    let waits = metrics.histogram(
+        "mcp_framing.dedupe.wait.duration",
+        &[("decision", "replay")],
+    );
     assert_eq!(waits.len(), 1);
     assert!(waits[0] >= 2.0, "the duplicate waited 2 s: {waits:?}");
-    assert_eq!(metrics.counter(COMPLETIONS, &[("recorded", "stored")]), 3);
+    assert_eq!(
+        metrics.counter("mcp_framing.dedupe.completions", &[("recorded", "stored")]),
+        3
+    );
 
     // Store latency: every operation, by outcome.
-    let claims = metrics.histogram(STORE_DURATION, &[("operation", "claim"), ("outcome", "ok")]);
+    let claims = metrics.histogram(
+        "mcp_framing.dedupe.store.duration",
+        &[("operation", "claim"), ("outcome", "ok")],
+    );
     assert!(claims.len() >= 9, "{claims:?}");
     let timeouts = metrics.histogram(
-        STORE_DURATION,
+        "mcp_framing.dedupe.store.duration",
         &[("operation", "claim"), ("outcome", "timeout")],
     );
     assert_eq!(timeouts.len(), 2);
@@ -218,14 +229,17 @@ async fn every_decision_completion_and_store_operation_is_counted_and_timed() {
         "{timeouts:?}"
     );
     let completes = metrics.histogram(
-        STORE_DURATION,
+        "mcp_framing.dedupe.store.duration",
         &[("operation", "complete"), ("outcome", "ok")],
     );
     assert_eq!(completes.len(), 3);
 
     // mcp.server.operation.duration (OpenTelemetry): by decision, with error.type on failures.
-    let operations =
-        |labels: &[(&str, &str)]| metrics.histogram(SERVER_OPERATION_DURATION, labels).len();
+    let operations = |labels: &[(&str, &str)]| {
+        metrics
+            .histogram("mcp.server.operation.duration", labels)
+            .len()
+    };
     assert_eq!(operations(&[("mcp_framing.dedupe.decision", "replay")]), 3);
     assert_eq!(
         operations(&[
@@ -278,15 +292,24 @@ async fn leases_lost_and_evictions_are_counted() {
     assert!(stale.complete(&s::response(1, "stale")).await.is_err());
     current.complete(&s::response(1, "current")).await.unwrap();
     assert_eq!(
-        metrics.counter(LEASES_LOST, &[("detected", "heartbeat")]),
+        metrics.counter(
+            "mcp_framing.dedupe.leases_lost",
+            &[("detected", "heartbeat")]
+        ),
         1
     );
     assert_eq!(
-        metrics.counter(LEASES_LOST, &[("detected", "completion")]),
+        metrics.counter(
+            "mcp_framing.dedupe.leases_lost",
+            &[("detected", "completion")]
+        ),
         1
     );
     assert_eq!(
-        metrics.counter(COMPLETIONS, &[("recorded", "lease_lost")]),
+        metrics.counter(
+            "mcp_framing.dedupe.completions",
+            &[("recorded", "lease_lost")]
+        ),
         1
     );
 
@@ -302,5 +325,8 @@ async fn leases_lost_and_evictions_are_counted() {
         .await
         .unwrap();
     }
-    assert_eq!(metrics.counter(EVICTIONS, &[("record", "completed")]), 1);
+    assert_eq!(
+        metrics.counter("mcp_framing.dedupe.evictions", &[("record", "completed")]),
+        1
+    );
 }

@@ -5,6 +5,7 @@
 //! not opt in could not learn that the server frames, and a server had to answer discovery itself
 //! in a middleware of its own (as `examples/fleet.rs` did).
 
+use crate::support::EXTENSION_KEY;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -21,9 +22,7 @@ use mcp_framing::dedupe::{Deduplicator, MemoryStore};
 use mcp_framing::internals::sse::SseParser;
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{
-    RequestKey, StreamDecoder,
-    contract::FramingContract,
-    internals::contract::{EXTENSION_KEY, ServerDiscovery},
+    RequestKey, StreamDecoder, contract::FramingContract, internals::contract::ServerDiscovery,
 };
 use mcp_framing::{
     http::{Delivery, VerifiedResponse},

@@ -187,7 +187,7 @@ fn undeclared(messages: &[String], setup: Setup) -> Vec<String> {
     let contract = serde_json::to_string(&layer_of(setup).contract()).unwrap();
     let declared = format!(
         ",\"experimental\":{{\"{}\":{contract}}}",
-        mcp_framing::internals::contract::EXTENSION_KEY
+        crate::support::EXTENSION_KEY
     );
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0].matches(&declared).count(), 1, "{messages:?}");

@@ -15,10 +15,6 @@ use crate::support::cut;
 use crate::support::metrics_support;
 use crate::support::rmcp_support;
 use cut::{Cut, cutting_proxy};
-use mcp_framing::internals::telemetry::{
-    CLIENT_OPERATION_DURATION, CLIENT_RESPONSES, CLIENT_RETRY_DECISIONS, CLIENT_SENTINEL_MISSING,
-    CLIENT_TRUNCATIONS,
-};
 use metrics_support::Recorded;
 use rmcp_support::{framed_service, render_report_call};
 
@@ -77,22 +73,25 @@ async fn rmcp_client_gets_a_verified_result_through_the_layer() {
         // Through the metrics facade: every response clean, one tool call timed, no error.
         let port = addr.port().to_string();
         assert_eq!(
-            metrics.counter(CLIENT_RESPONSES, &[("outcome", "clean")]),
+            metrics.counter("mcp_framing.client.responses", &[("outcome", "clean")]),
             stats.complete()
         );
-        assert_eq!(metrics.counter(CLIENT_TRUNCATIONS, &[]), 0);
+        assert_eq!(metrics.counter("mcp_framing.client.truncations", &[]), 0);
         let call = [
             ("mcp.method.name", "tools/call"),
             ("gen_ai.tool.name", "render_report"),
             ("server.address", "127.0.0.1"),
             ("server.port", port.as_str()),
         ];
-        let durations = metrics.histogram(CLIENT_OPERATION_DURATION, &call);
+        let durations = metrics.histogram("mcp.client.operation.duration", &call);
         assert_eq!(durations.len(), 1, "one tools/call timed");
         assert!(durations[0] > 0.0);
         assert!(
             metrics
-                .histogram(CLIENT_OPERATION_DURATION, &[("error.type", "abandoned")])
+                .histogram(
+                    "mcp.client.operation.duration",
+                    &[("error.type", "abandoned")]
+                )
                 .is_empty()
         );
     }
@@ -127,20 +126,23 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
             assert_eq!(result, clean, "cut at {limit}: the verified result");
             assert_eq!(stats.abandoned(), 0, "cut at {limit}");
             assert_eq!(
-                metrics.counter(CLIENT_RESPONSES, &[("outcome", "clean"), ("regime", "B")]),
+                metrics.counter(
+                    "mcp_framing.client.responses",
+                    &[("outcome", "clean"), ("regime", "B")]
+                ),
                 1,
                 "cut at {limit}"
             );
             assert_eq!(
                 metrics.counter(
-                    CLIENT_SENTINEL_MISSING,
+                    "mcp_framing.client.sentinel_missing",
                     &[("mcp.method.name", "tools/call")]
                 ),
                 1,
                 "cut at {limit}"
             );
             assert_eq!(
-                metrics.counter(CLIENT_TRUNCATIONS, &[]),
+                metrics.counter("mcp_framing.client.truncations", &[]),
                 0,
                 "cut at {limit}"
             );
@@ -170,19 +172,23 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
             // Through the metrics facade: the handshake was clean, the cut call abandoned,
             // counted as a truncation, surfaced (no deduplication declared to this client),
             // and timed with `error.type`.
-            let responses = |outcome| metrics.counter(CLIENT_RESPONSES, &[("outcome", outcome)]);
+            let responses =
+                |outcome| metrics.counter("mcp_framing.client.responses", &[("outcome", outcome)]);
             assert_eq!(
                 (responses("clean"), responses("abandoned")),
                 (1, 1),
                 "cut at {limit}"
             );
             assert_eq!(
-                metrics.counter(CLIENT_TRUNCATIONS, &[("mcp.method.name", "tools/call")]),
+                metrics.counter(
+                    "mcp_framing.client.truncations",
+                    &[("mcp.method.name", "tools/call")]
+                ),
                 1
             );
             assert_eq!(
                 metrics.counter(
-                    CLIENT_RETRY_DECISIONS,
+                    "mcp_framing.client.retry_decisions",
                     &[
                         ("decision", "surface_to_caller"),
                         ("reason", "not_deduplicated")
@@ -191,7 +197,7 @@ async fn rmcp_client_reports_a_cut_response_as_abandoned_not_as_a_parse_error() 
                 1
             );
             let failed = metrics.histogram(
-                CLIENT_OPERATION_DURATION,
+                "mcp.client.operation.duration",
                 &[
                     ("mcp.method.name", "tools/call"),
                     ("gen_ai.tool.name", "render_report"),

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::IntoResponse;
-use mcp_framing::internals::telemetry::CLIENT_RESPONSES;
 use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::FramingHttpClient;
 
@@ -91,7 +90,8 @@ async fn a_server_that_ignores_the_opt_in_is_a_contract_violation_whatever_its_b
         assert_eq!(data["classification"], "contract_violation", "{what}");
         assert_eq!(data["retryDecision"], "do_not_retry", "{what}");
         assert_eq!((stats.failed(), stats.abandoned()), (1, 0), "{what}");
-        let responses = |outcome| metrics.counter(CLIENT_RESPONSES, &[("outcome", outcome)]);
+        let responses =
+            |outcome| metrics.counter("mcp_framing.client.responses", &[("outcome", outcome)]);
         assert_eq!(
             (responses("contract_violation"), responses("abandoned")),
             (1, 0),

@@ -6,11 +6,8 @@
 use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, executor::block_on, stream};
 use mcp_framing::internals::frame::HEADER_LEN;
-use mcp_framing::internals::telemetry;
 use mcp_framing::{
-    BodyError, DecodeError, RequestKey, StreamDecoder,
-    internals::retry::{RequestTraits, RetryDecision, RetryPolicy, RetryReason},
-    internals::telemetry::AttemptContext,
+    BodyError, DecodeError, StreamDecoder,
     mapping::MappingViolation,
     outcome::{Outcome, Verdict},
 };
@@ -26,8 +23,6 @@ use mcp_framing::{
 use proptest::prelude::*;
 
 use crate::support::common;
-use crate::support::metrics_support;
-use metrics_support::Recorded;
 
 use common::{encode_messages as binary, frame_spans};
 
@@ -185,64 +180,6 @@ fn verified_response_delivers_messages_decoded_before_an_sse_error_in_the_same_r
     assert_eq!(outcome.received.messages, 1);
     assert_eq!(outcome.received.frames, spans.len() as u64 - 1);
     assert!(outcome.head.is_some());
-}
-
-#[test]
-fn unframed_responses_and_sse_errors_are_contract_violations_that_are_not_retried() {
-    let not_framed = ReceiveError::<std::io::Error>::NotFramed {
-        content_type: Some("application/json".into()),
-    };
-    let sse = ReceiveError::<std::io::Error>::Invalid(BodyError::Sse(SseError::InvalidBase64 {
-        event: 3,
-    }));
-    let metrics = Recorded::new();
-    for err in [not_framed, sse] {
-        let outcome = err.outcome().expect("every receive error has an outcome");
-        assert!(
-            matches!(outcome.verdict, Verdict::MappingViolation(_)),
-            "{outcome:?}"
-        );
-        assert_eq!(outcome.verdict.name(), "contract_violation");
-        assert!(!outcome.is_clean());
-        assert!(
-            outcome
-                .verdict
-                .to_string()
-                .starts_with("framing contract violated: "),
-            "{}",
-            outcome.verdict
-        );
-        for request in [
-            RequestTraits::idempotent(),
-            RequestTraits::keyed(RequestKey::random()),
-            RequestTraits::default(),
-        ] {
-            assert_eq!(
-                RetryPolicy::default().decide(&outcome, &request),
-                RetryDecision::DoNotRetry(RetryReason::ContractViolation)
-            );
-        }
-        metrics.run(|| telemetry::record_outcome(&outcome, &AttemptContext::default()));
-    }
-    assert_eq!(
-        metrics.counter(
-            telemetry::CLIENT_RESPONSES,
-            &[("outcome", "contract_violation")]
-        ),
-        2
-    );
-
-    // Through `from_headers`, as a client sees a backend that ignored the opt-in.
-    let body = stream::empty::<Result<Bytes, std::io::Error>>();
-    let mut headers = http::HeaderMap::new();
-    headers.insert("content-type", "application/json".parse().unwrap());
-    let err = VerifiedResponse::from_headers(body, &headers, StreamDecoder::new()).unwrap_err();
-    assert_eq!(
-        err.outcome().unwrap().verdict,
-        Verdict::MappingViolation(MappingViolation::NotFramed {
-            content_type: Some("application/json".into())
-        })
-    );
 }
 
 /// A change to an SSE body, at a position taken modulo its length.

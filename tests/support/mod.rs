@@ -4,14 +4,19 @@
 //! binary uses some of it.
 #![allow(dead_code)] // each test binary uses a part of it
 
+/// Where a discovery result carries the framing contract (SPEC.md §11.1), as peers write it.
+pub(crate) const EXTENSION_KEY: &str = "io.github.mcp-framing/framing";
+
 // Fixed ids, a raw frame writer, decoding drivers and the conformance vector generator.
 #[cfg(feature = "internals")]
 pub(crate) mod common;
-// Streams, decoders and contract fixtures for the outcome, contract, retry and telemetry tests.
-#[cfg(feature = "internals")]
-pub(crate) mod outcome_support;
-// A `metrics` recorder local to a test.
+// Streams, decoders and contract fixtures for the outcome, contract, retry and telemetry tests,
+// and a `metrics` recorder local to a test: shared with the crate's unit tests, which compile the
+// same files (src/test_support/).
+#[path = "../../src/test_support/metrics_support.rs"]
 pub(crate) mod metrics_support;
+#[path = "../../src/test_support/outcome_support.rs"]
+pub(crate) mod outcome_support;
 // Real `redis-server` processes and the engine scenarios run against every store.
 #[cfg(all(feature = "dedupe", feature = "internals"))]
 pub(crate) mod dedupe_support;

@@ -96,8 +96,7 @@ async fn handle(
             let version = request["params"]["protocolVersion"].clone();
             let mut capabilities = json!({"tools": {}});
             if let Some(contract) = declared() {
-                capabilities["experimental"] =
-                    json!({mcp_framing::internals::contract::EXTENSION_KEY: contract});
+                capabilities["experimental"] = json!({super::EXTENSION_KEY: contract});
             }
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": version,
@@ -108,8 +107,7 @@ async fn handle(
         Some("server/discover") => {
             let mut capabilities = json!({"tools": {}});
             if let Some(contract) = declared() {
-                capabilities["extensions"] =
-                    json!({mcp_framing::internals::contract::EXTENSION_KEY: contract});
+                capabilities["extensions"] = json!({super::EXTENSION_KEY: contract});
             }
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "resultType": "complete", "supportedVersions": ["2026-07-28"],

@@ -1,7 +1,8 @@
 //! The wire format through the public API and the internals: frames and streams encoded and
 //! decoded (round trips, splits, splices, bit flips, truncations, the stream rules and bounds),
 //! the conformance vectors and the reference decoder, the saved fuzz inputs, JSON-RPC response
-//! detection, and outcomes (the regime table, retry decisions, the contract, telemetry).
+//! detection, and outcomes (the regime table, the contract). Retry decisions and what the client
+//! records are the crate's unit tests (src/retry/, src/telemetry/tests.rs).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -11,7 +12,6 @@ mod conformance_vectors;
 mod fuzz_regressions;
 mod no_clean_prefix;
 mod outcome_mapping;
-mod outcome_properties;
 mod peer_text;
 mod reference_decoder;
 mod request_key;
@@ -20,6 +20,5 @@ mod splices;
 mod splits;
 mod stream_bounds;
 mod stream_rules;
-mod telemetry;
 mod truncation;
 mod zero_copy;

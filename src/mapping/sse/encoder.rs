@@ -30,7 +30,7 @@ pub struct SseFrameEncoder {
 
 /// Bytes an `mcp-frame` event adds around its base64 data: `event: mcp-frame\n` (17),
 /// `data: ` (6) and the final `\n\n` (2).
-pub const EVENT_OVERHEAD: usize = 25;
+pub(crate) const EVENT_OVERHEAD: usize = 25;
 
 impl SseFrameEncoder {
     /// A new encoder.
@@ -61,10 +61,10 @@ impl SseFrameEncoder {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::sse::{EVENT_OVERHEAD, SseFrameEncoder};
+    /// use mcp_framing::internals::sse::SseFrameEncoder;
     /// let mut body = bytes::BytesMut::new();
     /// SseFrameEncoder::new().encode_event(&[0u8; 20], &mut body);
-    /// assert_eq!(body.len(), EVENT_OVERHEAD + 28); // base64 of 20 bytes is 28 characters
+    /// assert_eq!(&body[..], &b"event: mcp-frame\ndata: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n"[..]); // base64 of 20 bytes
     /// ```
     pub fn encode_event(&self, bytes: &[u8], dst: &mut BytesMut) {
         dst.reserve(event_len(bytes.len()));

@@ -30,12 +30,13 @@ mod parser;
 pub(crate) use base64::{put_base64, put_base64_decoded};
 pub(crate) use decoder::FirstError;
 pub use decoder::SseFrameDecoder;
-pub use encoder::{EVENT_OVERHEAD, SseFrameEncoder};
+pub use encoder::SseFrameEncoder;
 pub(crate) use parser::RawItem;
 // The layer's compatible pass-through splits rmcp's lines with the parser's own splitter.
 #[cfg(feature = "rmcp-server")]
 pub(crate) use parser::{LineSplitter, Piece, field};
-pub use parser::{SseEvent, SseItem, SseParser, is_message_event};
+pub(crate) use parser::is_message_event;
+pub use parser::{SseEvent, SseItem, SseParser};
 
 #[cfg(test)]
 mod tests;

@@ -168,19 +168,8 @@ pub(crate) fn field(line: &[u8]) -> (&[u8], &[u8]) {
 /// events as MCP messages). The one rule of the crate: the layer, the compatible mapping's
 /// encoder and decoder, the deduplication layer and the client's GET stream all decide by it
 /// (SPEC.md §15, §18.3).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::sse::is_message_event;
-/// assert!(is_message_event(None));
-/// assert!(is_message_event(Some("")));
-/// assert!(is_message_event(Some("message")));
-/// assert!(!is_message_event(Some("mcp-frame")));
-/// assert!(!is_message_event(Some("Message"))); // event types are case-sensitive
-/// ```
 #[must_use]
-pub fn is_message_event(event: Option<&str>) -> bool {
+pub(crate) fn is_message_event(event: Option<&str>) -> bool {
     matches!(event, None | Some("" | "message"))
 }
 

@@ -5,7 +5,8 @@
 use bytes::BytesMut;
 use proptest::prelude::*;
 
-use super::{EVENT_OVERHEAD, SseFrameDecoder, SseFrameEncoder};
+use super::encoder::EVENT_OVERHEAD;
+use super::{SseFrameDecoder, SseFrameEncoder, is_message_event};
 use crate::mapping::SseError;
 use crate::{DecodeError, StreamDecoder, StreamEncoder, StreamHead};
 
@@ -169,4 +170,13 @@ fn overhead_per_event_matches_spec() {
         frames.map(|len| EVENT_OVERHEAD + 4 * len.div_ceil(3)),
         [97, 21_897, 105, 65]
     );
+}
+
+#[test]
+fn a_message_event_has_no_event_type_an_empty_one_or_message() {
+    assert!(is_message_event(None));
+    assert!(is_message_event(Some("")));
+    assert!(is_message_event(Some("message")));
+    assert!(!is_message_event(Some("mcp-frame")));
+    assert!(!is_message_event(Some("Message"))); // event types are case-sensitive
 }

@@ -1,23 +1,18 @@
 //! Telemetry: a `tracing` event with structured fields per outcome, and metrics through the
 //! `metrics` facade.
 
-use crate::support::metrics_support;
-use crate::support::outcome_support;
-
 use std::collections::BTreeMap;
 
-use mcp_framing::internals::telemetry::{
-    self, CLIENT_INCOMPLETE_BYTES, CLIENT_OPEN_MESSAGE_BYTES, CLIENT_RESPONSES, CLIENT_RETRIES,
-    CLIENT_RETRY_DECISIONS, CLIENT_SENTINEL_MISSING, CLIENT_TRUNCATIONS,
+use super::client::{
+    self as telemetry, AttemptContext, CLIENT_INCOMPLETE_BYTES, CLIENT_OPEN_MESSAGE_BYTES,
+    CLIENT_RESPONSES, CLIENT_RETRIES, CLIENT_RETRY_DECISIONS, CLIENT_SENTINEL_MISSING,
+    CLIENT_TRUNCATIONS,
 };
-use mcp_framing::{
-    RequestKey, StreamDecoder,
-    internals::retry::{RequestTraits, RetryPolicy},
-    internals::telemetry::AttemptContext,
-    outcome::{DiscoveryMode, Outcome},
-};
-use metrics_support::Recorded;
-use outcome_support::{complete_stream, final_result};
+use crate::outcome::{DiscoveryMode, Outcome};
+use crate::retry::{RequestTraits, RetryPolicy};
+use crate::test_support::metrics_support::Recorded;
+use crate::test_support::outcome_support::{self, complete_stream, final_result};
+use crate::{RequestKey, StreamDecoder};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -36,7 +31,7 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// The one subscriber of this test binary (global, installed once), which keeps the events of a
+/// The one subscriber of the crate's unit tests (global, installed once), which keeps the events of a
 /// thread that is inside [`capture`]. A global subscriber is interested in every callsite at all
 /// times, so no test's interest cache can be computed while another test's scoped subscriber comes
 /// or goes (with per-test scoped subscribers a callsite first hit by a test running without one
@@ -86,7 +81,7 @@ fn capture(f: impl FnOnce()) -> Vec<Captured> {
 /// checks no key: abandoned `BetweenMessages` (a decoder that expects the key would deliver the
 /// final response, SPEC.md §7 row 4: see
 /// `a_final_response_delivered_without_its_sentinel_warns_and_counts_apart`).
-fn truncated_outcome(key: RequestKey) -> (Outcome, mcp_framing::StreamHead) {
+fn truncated_outcome(key: RequestKey) -> (Outcome, crate::StreamHead) {
     let (head, wire) = complete_stream(Some(key));
     let mut decoder = StreamDecoder::new();
     let cut = &wire[..wire.len() - 28]; // drop STREAM_END
@@ -290,7 +285,7 @@ fn truncation_still_counts_when_the_retry_succeeds() {
 
 #[test]
 fn every_verdict_has_its_own_outcome_label() {
-    use mcp_framing::{Abort, AbortCode, DecodeError};
+    use crate::{Abort, AbortCode, DecodeError};
     let key = RequestKey::random();
     let outcomes = [
         {
@@ -299,7 +294,7 @@ fn every_verdict_has_its_own_outcome_label() {
         },
         Outcome::from_error(
             &(DecodeError::Truncated {
-                at: mcp_framing::Truncation::NoFrame,
+                at: crate::Truncation::NoFrame,
                 progress: Default::default(),
             }),
         ),
@@ -383,4 +378,184 @@ fn request_keys_are_traced_as_fingerprints_never_in_full() {
             key.fingerprint().to_string()
         );
     }
+}
+
+/// SPEC.md §15, §11.7: an unframed response and an SSE error are contract violations, which no
+/// request retries, counted under their own outcome label.
+#[cfg(feature = "http")]
+#[test]
+fn unframed_responses_and_sse_errors_are_contract_violations_that_are_not_retried() {
+    use crate::http::{ReceiveError, VerifiedResponse};
+    use crate::mapping::{MappingViolation, SseError};
+    use crate::outcome::Verdict;
+    use crate::retry::{RetryDecision, RetryReason};
+    use crate::{BodyError, StreamDecoder};
+    use bytes::Bytes;
+    use futures::stream;
+
+    let not_framed = ReceiveError::<std::io::Error>::NotFramed {
+        content_type: Some("application/json".into()),
+    };
+    let sse = ReceiveError::<std::io::Error>::Invalid(BodyError::Sse(SseError::InvalidBase64 {
+        event: 3,
+    }));
+    let metrics = Recorded::new();
+    for err in [not_framed, sse] {
+        let outcome = err.outcome().expect("every receive error has an outcome");
+        assert!(
+            matches!(outcome.verdict, Verdict::MappingViolation(_)),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.verdict.name(), "contract_violation");
+        assert!(!outcome.is_clean());
+        assert!(
+            outcome
+                .verdict
+                .to_string()
+                .starts_with("framing contract violated: "),
+            "{}",
+            outcome.verdict
+        );
+        for request in [
+            RequestTraits::idempotent(),
+            RequestTraits::keyed(RequestKey::random()),
+            RequestTraits::default(),
+        ] {
+            assert_eq!(
+                RetryPolicy::default().decide(&outcome, &request),
+                RetryDecision::DoNotRetry(RetryReason::ContractViolation)
+            );
+        }
+        metrics.run(|| telemetry::record_outcome(&outcome, &AttemptContext::default()));
+    }
+    assert_eq!(
+        metrics.counter(CLIENT_RESPONSES, &[("outcome", "contract_violation")]),
+        2
+    );
+
+    // Through `from_headers`, as a client sees a backend that ignored the opt-in.
+    let body = stream::empty::<Result<Bytes, std::io::Error>>();
+    let mut headers = http::HeaderMap::new();
+    headers.insert("content-type", "application/json".parse().unwrap());
+    let err = VerifiedResponse::from_headers(body, &headers, StreamDecoder::new()).unwrap_err();
+    assert_eq!(
+        err.outcome().unwrap().verdict,
+        Verdict::MappingViolation(MappingViolation::NotFramed {
+            content_type: Some("application/json".into())
+        })
+    );
+}
+
+#[test]
+fn an_attempt_context_is_built_field_by_field() {
+    let key = RequestKey::random();
+    let ctx = AttemptContext::default()
+        .request_key(key)
+        .endpoint("https://a.example/mcp")
+        .method("tools/call")
+        .tool("send_email")
+        .attempt(2);
+    assert_eq!(
+        ctx,
+        AttemptContext {
+            request_key: Some(key),
+            endpoint: Some("https://a.example/mcp"),
+            method: Some("tools/call"),
+            tool: Some("send_email"),
+            attempt: 2,
+        }
+    );
+}
+
+#[test]
+fn a_response_whose_sentinel_was_cut_counts_in_sentinel_missing_through_any_recorder() {
+    use crate::{StreamEncoder, StreamHead};
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    let key = RequestKey::random();
+    let mut enc = StreamEncoder::new(StreamHead::for_request(Some(key)));
+    let mut wire = bytes::BytesMut::new();
+    enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)
+        .unwrap(); // no STREAM_END
+    let mut decoder = StreamDecoder::builder().expect_request_key(key).build();
+    while let Some(_event) = decoder.decode_eof(&mut wire).unwrap() {}
+
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        telemetry::record_outcome(
+            &decoder.outcome(),
+            &AttemptContext::default().request_key(key),
+        );
+    });
+    let missing = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .any(|(key, _, _, value)| {
+            key.key().name() == CLIENT_SENTINEL_MISSING && value == DebugValue::Counter(1)
+        });
+    assert!(missing);
+}
+
+#[test]
+fn a_retry_decision_is_counted_by_decision_and_reason() {
+    use crate::retry::{RetryDecision, RetryReason};
+
+    let metrics = Recorded::new();
+    let ctx = AttemptContext::default().method("tools/call").attempt(1);
+    metrics.run(|| {
+        telemetry::record_decision(&RetryDecision::Retry(RetryReason::Keyed), &ctx);
+        telemetry::record_decision(
+            &RetryDecision::DoNotRetry(RetryReason::ContractViolation),
+            &ctx,
+        );
+    });
+    let decisions = |labels: &[(&str, &str)]| metrics.counter(CLIENT_RETRY_DECISIONS, labels);
+    assert_eq!(decisions(&[("decision", "retry"), ("reason", "keyed")]), 1);
+    assert_eq!(decisions(&[("reason", "contract_violation")]), 1);
+    assert_eq!(decisions(&[]), 2);
+    assert_eq!(metrics.counter(CLIENT_RETRIES, &[]), 0, "decided, not sent");
+}
+
+#[test]
+fn a_request_sent_again_is_counted_by_reason_and_method() {
+    use crate::retry::{RetryDecision, RetryReason};
+
+    let metrics = Recorded::new();
+    let decision = RetryDecision::Retry(RetryReason::Keyed);
+    let ctx = AttemptContext::default().method("tools/call").attempt(2);
+    metrics.run(|| telemetry::record_retry(&decision, &ctx));
+    assert_eq!(
+        metrics.counter(
+            CLIENT_RETRIES,
+            &[("reason", "keyed"), ("mcp.method.name", "tools/call")]
+        ),
+        1
+    );
+    assert_eq!(metrics.counter(CLIENT_RETRY_DECISIONS, &[]), 0);
+}
+
+#[test]
+fn an_operation_is_timed_with_the_server_address_and_its_error_type() {
+    use super::client::CLIENT_OPERATION_DURATION;
+    use std::time::Duration;
+
+    let metrics = Recorded::new();
+    let ctx = AttemptContext::default()
+        .endpoint("http://127.0.0.1:8080/mcp")
+        .method("tools/call")
+        .tool("search");
+    metrics.run(|| telemetry::record_operation(&ctx, Duration::from_millis(12), Some("abandoned")));
+    let times = metrics.histogram(
+        CLIENT_OPERATION_DURATION,
+        &[
+            ("mcp.method.name", "tools/call"),
+            ("gen_ai.tool.name", "search"),
+            ("error.type", "abandoned"),
+            ("server.address", "127.0.0.1"),
+            ("server.port", "8080"),
+        ],
+    );
+    assert_eq!(times, [0.012]);
 }

@@ -1,15 +1,13 @@
-//! Properties of outcomes over generated streams: only a whole stream is clean.
-
-use crate::support::outcome_support;
+//! Properties of outcomes over generated streams: only a whole stream is clean, and a strict
+//! prefix is retried only when that is safe.
 
 use bytes::BytesMut;
-use mcp_framing::{
-    RequestKey, StreamDecoder, StreamEncoder, StreamHead,
-    internals::retry::{RequestTraits, RetryDecision, RetryPolicy},
-    outcome::{Outcome, Verdict},
-};
-use outcome_support::final_result;
 use proptest::prelude::*;
+
+use super::{RequestTraits, RetryDecision, RetryPolicy};
+use crate::outcome::{Outcome, Verdict};
+use crate::test_support::outcome_support::final_result;
+use crate::{RequestKey, StreamDecoder, StreamEncoder, StreamHead};
 
 fn encode(messages: &[Vec<u8>], frame_size: usize, key: Option<RequestKey>) -> BytesMut {
     let mut enc = StreamEncoder::builder()

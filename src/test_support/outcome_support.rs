@@ -1,11 +1,12 @@
-//! Helpers shared by the outcome, contract, retry and telemetry tests.
+//! Helpers shared by the outcome, contract, retry and telemetry tests: the crate's unit tests and
+//! the test binaries in tests/ (through `tests/support/mod.rs`) compile this one file.
 #![allow(dead_code)] // each test crate uses a subset
 
 use bytes::BytesMut;
+#[cfg(feature = "internals")]
+use mcp_framing::internals::contract::{ClientPolicy, ServerDiscovery};
 use mcp_framing::{
-    DecodeError, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
-    internals::contract::{ClientPolicy, ServerDiscovery},
-    outcome::Outcome,
+    DecodeError, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead, outcome::Outcome,
 };
 
 /// Feeds `input` to `decoder` and returns its final result: the first error, or `Ok(None)`.
@@ -65,6 +66,7 @@ pub(crate) fn fixture(name: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
+#[cfg(feature = "internals")]
 /// Parses a fixture as an `initialize` or `server/discover` result, by its file name.
 pub(crate) fn discovery(name: &str) -> ServerDiscovery {
     let value = fixture(name);
@@ -75,6 +77,7 @@ pub(crate) fn discovery(name: &str) -> ServerDiscovery {
     }
 }
 
+#[cfg(feature = "internals")]
 /// A framed policy from `discover_framed.json`.
 pub(crate) fn framed_policy() -> ClientPolicy {
     ClientPolicy::new(&discovery("discover_framed.json")).unwrap()

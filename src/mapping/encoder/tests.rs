@@ -5,9 +5,9 @@
 
 use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, stream};
-use mcp_framing::http::FramedBody;
-use mcp_framing::internals::body::MappingEncoder;
-use mcp_framing::{
+use super::MappingEncoder;
+use crate::http::FramedBody;
+use crate::{
     Abort, AbortCode, BodyDecoder, BodyError, DecodeError, Event, Outgoing, StreamDecoder,
     StreamEncoder, StreamHead, mapping::Mapping,
 };

@@ -1,6 +1,7 @@
 //! A `metrics` recorder for tests: `metrics-util`'s debugging recorder, read by name and labels.
-// Each includer uses a part of it.
-#![allow(dead_code)]
+//! The crate's unit tests and the test binaries in tests/ (through `tests/support/mod.rs`)
+//! compile this one file.
+#![allow(dead_code)] // each includer uses a part of it
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
