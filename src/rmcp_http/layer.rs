@@ -27,7 +27,7 @@ use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
-use crate::jsonrpc::{message_text, utf8_message_text};
+use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 use crate::mapping::encoder::{MappingEncoder, too_large};
 use crate::outgoing::Outgoing;
@@ -936,13 +936,9 @@ impl<B> InnerMessages<B> {
     /// a message that is not JSON-RPC, or that answers another request, from being verified.
     /// `false` when the stream ends there.
     fn message(&mut self, data: Bytes) -> bool {
-        let streamed = std::mem::take(&mut self.streamed);
-        let (text, carried) = if streamed.started() && streamed.is_utf8(&data) {
-            // Checked as it arrived: the JSON-RPC reading alone is left.
-            utf8_message_text(data)
-        } else {
-            message_text(data)
-        };
+        let mut streamed = std::mem::take(&mut self.streamed);
+        // Checked and read as it arrived: only its last bytes are left to read.
+        let (text, carried) = streamed.read(data);
         if let Some(rest) = streamed.rest(&text).filter(|rest| !rest.is_empty()) {
             self.queue.push_back(Outgoing::Chunk(rest));
         }

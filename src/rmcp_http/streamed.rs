@@ -5,9 +5,11 @@
 //! [`STREAM_FROM`]: DATA frames leave while the inner server still writes, each frame's CRC-32
 //! and the message's SHA-256 computed as the bytes pass, and the MESSAGE_END (length, digest)
 //! follows its last byte. What decides whether the message is framed at all (JSON-RPC, the
-//! request's id, SPEC.md §3.1) needs the whole message: it is read at the end, and a message it
-//! refuses, or one over the limit, ends with an ABORT in place of its MESSAGE_END, so that it is
-//! never verified (SPEC.md §3, §5: an ABORT discards the open message).
+//! request's id, SPEC.md §3.1) needs the whole message: it is read as the bytes arrive (the
+//! resumable scan of [`jsonrpc`](crate::jsonrpc), which stops where they end and goes on from
+//! there), so that only its last bytes are left to read after them, and decided at the end; a
+//! message it refuses, or one over the limit, ends with an ABORT in place of its MESSAGE_END, so
+//! that it is never verified (SPEC.md §3, §5: an ABORT discards the open message).
 //!
 //! What goes out is what an SSE client reads (UTF-8 with replacement, as the layer frames the
 //! data of an event whole): only the bytes up to the first that is not UTF-8 are sent early,
@@ -17,11 +19,14 @@
 
 use bytes::Bytes;
 
+use crate::jsonrpc::{Carried, Scan, message_text, utf8_message_text};
+
 /// The bytes of a message after which it is sent on as it arrives (one DATA frame of the
 /// encoder's default size): a smaller message is framed whole, in one write with its end.
 pub(super) const STREAM_FROM: usize = 16 * 1024;
 
-/// How much of the message arriving has gone out, and how much of it is known to be UTF-8.
+/// How much of the message arriving has gone out, how much of it is known to be UTF-8, and its
+/// JSON-RPC reading as far as that.
 #[derive(Debug, Default)]
 pub(super) struct Streamed {
     /// Bytes of the message sent on.
@@ -30,6 +35,8 @@ pub(super) struct Streamed {
     valid: usize,
     /// A byte that is not UTF-8 was found at `valid`: nothing more goes out before the end.
     broken: bool,
+    /// The JSON-RPC reading of the message's first `valid` bytes (text, as the scan needs).
+    scan: Scan<false>,
 }
 
 impl Streamed {
@@ -52,6 +59,9 @@ impl Streamed {
                     self.broken = err.error_len().is_some();
                 }
             }
+            if !self.broken {
+                self.scan.feed(&message[..self.valid]);
+            }
         }
         if self.valid < STREAM_FROM || self.valid == self.sent {
             return None;
@@ -70,13 +80,20 @@ impl Streamed {
         })
     }
 
-    /// Whether the whole message `data` (its first bytes those checked as it arrived) is UTF-8:
-    /// only the bytes not checked yet are read.
-    pub(super) fn is_utf8(&self, data: &[u8]) -> bool {
-        !self.broken
+    /// The whole message `data` (its first bytes those seen as it arrived) as an SSE client
+    /// reads it, and what it carries ([`message_text`]): for a message read as it arrived, only
+    /// the bytes that came after are checked as UTF-8 and scanned.
+    pub(super) fn read(&mut self, data: Bytes) -> (Bytes, Carried) {
+        let seen = self.valid > 0 && !self.broken;
+        if seen
             && data
                 .get(self.valid..)
                 .is_some_and(|rest| std::str::from_utf8(rest).is_ok())
+        {
+            utf8_message_text(data, std::mem::take(&mut self.scan))
+        } else {
+            message_text(data)
+        }
     }
 
     /// What is left to send of the whole message `text` (as an SSE client reads it: the bytes
