@@ -15,7 +15,9 @@
 //! data of an event whole): only the bytes up to the first that is not UTF-8 are sent early,
 //! since a replacement changes nothing before it; the rest follows once the message is whole.
 //! The compatible mapping (SPEC.md §18.4) writes a message's record, its digest included, before
-//! its event, so a message there is still framed whole.
+//! its event, so a message there leaves whole after its last byte; its data line is read the same
+//! way as it arrives (UTF-8, JSON-RPC) and its frames hashed, so that only the record and the
+//! event are left to write then.
 
 use bytes::Bytes;
 
@@ -49,20 +51,7 @@ impl Streamed {
     /// as far as it arrived (an SSE data line's value, a JSON body); its last bytes are those of
     /// `latest`, the inner body's last chunk, which the result slices (no copy) where it can.
     pub(super) fn next(&mut self, so_far: &[u8], at: usize, latest: &Bytes) -> Option<Bytes> {
-        let message = &so_far[at..];
-        if !self.broken && message.len() > self.valid {
-            match std::str::from_utf8(&message[self.valid..]) {
-                Ok(_) => self.valid = message.len(),
-                Err(err) => {
-                    self.valid += err.valid_up_to();
-                    // `None`: a character cut at the end, which the next bytes complete.
-                    self.broken = err.error_len().is_some();
-                }
-            }
-            if !self.broken {
-                self.scan.feed(&message[..self.valid]);
-            }
-        }
+        self.arrived(&so_far[at..]);
         if self.valid < STREAM_FROM || self.valid == self.sent {
             return None;
         }
@@ -80,19 +69,43 @@ impl Streamed {
         })
     }
 
+    /// Checks as UTF-8 and reads (JSON-RPC) the bytes of `message` (the message from its first
+    /// byte, as far as it arrived) not seen yet; returns how many of its bytes are known to be
+    /// UTF-8 (whole characters: they are read, the rest waits), none more once one is not.
+    pub(super) fn arrived(&mut self, message: &[u8]) -> usize {
+        if !self.broken && message.len() > self.valid {
+            match std::str::from_utf8(&message[self.valid..]) {
+                Ok(_) => self.valid = message.len(),
+                Err(err) => {
+                    self.valid += err.valid_up_to();
+                    // `None`: a character cut at the end, which the next bytes complete.
+                    self.broken = err.error_len().is_some();
+                }
+            }
+            if !self.broken {
+                self.scan.feed(&message[..self.valid]);
+            }
+        }
+        if self.broken { 0 } else { self.valid }
+    }
+
     /// The whole message `data` (its first bytes those seen as it arrived) as an SSE client
     /// reads it, and what it carries ([`message_text`]): for a message read as it arrived, only
-    /// the bytes that came after are checked as UTF-8 and scanned.
-    pub(super) fn read(&mut self, data: Bytes) -> (Bytes, Carried) {
+    /// the bytes that came after are checked as UTF-8 and scanned. The flag: the message was
+    /// read as it arrived and is UTF-8, so the text is `data` itself and its first bytes are
+    /// those seen.
+    pub(super) fn read(&mut self, data: Bytes) -> (Bytes, Carried, bool) {
         let seen = self.valid > 0 && !self.broken;
         if seen
             && data
                 .get(self.valid..)
                 .is_some_and(|rest| std::str::from_utf8(rest).is_ok())
         {
-            utf8_message_text(data, std::mem::take(&mut self.scan))
+            let (text, carried) = utf8_message_text(data, std::mem::take(&mut self.scan));
+            (text, carried, true)
         } else {
-            message_text(data)
+            let (text, carried) = message_text(data);
+            (text, carried, false)
         }
     }
 
