@@ -109,6 +109,8 @@ pub(super) struct SsePassthrough<B: Body> {
     /// computed as the bytes arrive, so that after the last byte only the record and the
     /// event are left to write (the record goes first, SPEC.md §18.4).
     record: Option<OpenRecord>,
+    /// The open event's record was refused as its bytes arrived: it is not begun again.
+    record_refused: bool,
     done: bool,
 }
 
@@ -180,6 +182,7 @@ impl<B: Body> SsePassthrough<B> {
             request_id: None,
             streamed: Streamed::default(),
             record: None,
+            record_refused: false,
             done: false,
         }
     }
@@ -194,6 +197,7 @@ impl<B: Body> SsePassthrough<B> {
         self.data_len = 0;
         self.streamed = Streamed::default();
         self.record = None;
+        self.record_refused = false;
         match &mut self.framing {
             Some(encoder) => {
                 let dst = &mut self.building;
@@ -322,12 +326,19 @@ impl<B: Body> SsePassthrough<B> {
         let Some(encoder) = &self.framing else {
             return;
         };
-        if self.done || !self.values.is_empty() || !self.parser.open_event_is_message() {
+        if self.done
+            || self.record_refused
+            || !self.values.is_empty()
+            || !self.parser.open_event_is_message()
+        {
             return;
         }
-        let Some(value) = data_value(line) else {
+        // The value: after the colon and one optional space (WHATWG event-stream), found without
+        // reading the line again at every read.
+        let Some(value) = line.strip_prefix(b"data:") else {
             return;
         };
+        let value = value.strip_prefix(b" ").unwrap_or(value);
         let valid = self.streamed.arrived(value);
         if valid < STREAM_FROM {
             return;
@@ -337,8 +348,9 @@ impl<B: Body> SsePassthrough<B> {
         let whole = record.len() + (valid - record.len()) / frame * frame;
         if whole > record.len() && record.push(&value[record.len()..whole]).is_err() {
             // Refused (over the limit, ...): the record of the whole message says why, at its
-            // end.
+            // end; none is begun again for this event.
             self.record = None;
+            self.record_refused = true;
         }
     }
 
@@ -427,6 +439,7 @@ impl<B: Body> SsePassthrough<B> {
         let data_len = std::mem::take(&mut self.data_len);
         let streamed = std::mem::take(&mut self.streamed);
         let record = self.record.take();
+        self.record_refused = false;
         match event {
             Some(event) if data_len > 0 && is_message_event(event.event.as_deref()) => {
                 self.message_event(block, &values, data_len, streamed, record);
