@@ -558,7 +558,7 @@ fn data_value(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// The event's data as it came: its values joined with LF (`len` bytes), for
-/// [`message_text`] to read as an SSE parser dispatches it. The value itself when there is one,
+/// [`message_text`](crate::jsonrpc::message_text) to read as an SSE parser dispatches it. The value itself when there is one,
 /// the usual case (a JSON-RPC message on one line).
 fn event_data(values: &[Bytes], len: usize) -> Bytes {
     if let [value] = values {
