@@ -373,6 +373,17 @@ impl StreamEncoder {
         self.push_frames(chunk, dst, true)
     }
 
+    /// [`push`](Self::push) with the DATA frames' headers only, their payloads left out (the
+    /// compatible SSE mapping, SPEC.md §18: a record written as its message arrives).
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn push_detached(
+        &mut self,
+        chunk: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<(), EncodeError> {
+        self.push_frames(chunk, dst, false)
+    }
+
     /// [`push`](Self::push), writing the DATA frames' payloads only if `payloads` (otherwise
     /// their headers alone: the compatible SSE mapping carries the bytes in an event, SPEC.md §18).
     fn push_frames(

@@ -38,8 +38,7 @@ use serde_json::value::RawValue;
 /// ```
 #[must_use]
 pub fn is_response(message: &str) -> bool {
-    Scan::<false>::new(message.as_bytes())
-        .top_level()
+    scanned::<false>(message.as_bytes()).map(|m| m.is_response())
         .unwrap_or_else(|| by_serde(message))
 }
 
@@ -52,8 +51,7 @@ pub fn is_response(message: &str) -> bool {
 /// deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to serde_json's reading
 /// ([`top_level`]), which is the definition.
 pub(crate) fn is_response_text(text: &[u8]) -> bool {
-    Scan::<false>::new(text)
-        .top_level()
+    scanned::<false>(text).map(|m| m.is_response())
         .unwrap_or_else(|| std::str::from_utf8(text).is_ok_and(by_serde))
 }
 
@@ -71,7 +69,7 @@ pub(crate) fn is_utf8_response(bytes: &[u8]) -> bool {
 /// the caller's. For a caller that needs both answers, the text's validity and whether it is the
 /// final response, and would otherwise read a long message twice (issue 21).
 pub(crate) fn scanned_utf8_response(bytes: &[u8]) -> Option<bool> {
-    Scan::<true>::new(bytes).top_level()
+    scanned::<true>(bytes).map(|m| m.is_response())
 }
 
 /// What an inner server's event carries, as the layer reads it ([`message_text`]).
@@ -112,7 +110,7 @@ impl Carried {
 /// message twice (issue 21). Valid text is `data` itself.
 #[cfg(feature = "rmcp-server")]
 pub(crate) fn message_text(data: Bytes) -> (Bytes, Carried) {
-    if let Some(members) = Scan::<true>::new(&data).members() {
+    if let Some(members) = scanned::<true>(&data) {
         let carried = Carried::of(Some(members), &data);
         return (data, carried);
     }
@@ -130,11 +128,13 @@ pub(crate) fn message_text(data: Bytes) -> (Bytes, Carried) {
 }
 
 /// [`message_text`] of data its caller checked as UTF-8 already (a message validated as it
-/// arrived): the scan alone, without a second UTF-8 pass; the same answer.
+/// arrived), whose first bytes `scan` read as they arrived: the rest of the scan alone, without
+/// a second UTF-8 pass (for a message read whole as it arrived, only its last bytes are left to
+/// read after them); the same answer.
 #[cfg(feature = "rmcp-server")]
-pub(crate) fn utf8_message_text(data: Bytes) -> (Bytes, Carried) {
-    let members = Scan::<false>::new(&data)
-        .members()
+pub(crate) fn utf8_message_text(data: Bytes, scan: Scan<false>) -> (Bytes, Carried) {
+    let members = scan
+        .finish(&data)
         .or_else(|| std::str::from_utf8(&data).ok().and_then(top_level_by_serde));
     let carried = Carried::of(members, &data);
     (data, carried)
@@ -143,6 +143,11 @@ pub(crate) fn utf8_message_text(data: Bytes) -> (Bytes, Carried) {
 /// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.
 fn by_serde(message: &str) -> bool {
     top_level_by_serde(message).is_some_and(|members| members.is_response())
+}
+
+/// The top level of the whole text `text` as the scan reads it; `None`: left to serde_json.
+fn scanned<const UTF8: bool>(text: &[u8]) -> Option<TopLevel> {
+    Scan::<UTF8>::default().finish(text)
 }
 
 /// Containers nested deeper than this are left to serde_json.
@@ -160,239 +165,431 @@ fn has_special(text: &[u8], high: bool) -> bool {
 }
 
 /// A one-pass reading of a JSON-RPC message's top-level keys with the grammar serde_json reads
-/// and skips values by (RFC 8259: its white space, numbers, literals, strings and escapes). Each
-/// step returns `None` where it cannot go on: the text is then read by [`by_serde`], so that
-/// only a text this reading accepts whole is decided here. With `UTF8`, the bytes of strings are
-/// validated as UTF-8 too (every other byte it accepts is ASCII).
-struct Scan<'a, const UTF8: bool> {
-    text: &'a [u8],
+/// and skips values by (RFC 8259: its white space, numbers, literals, strings and escapes),
+/// resumable: [`feed`](Self::feed) reads the message as far as it arrived and stops where its
+/// bytes end, between any two of them (inside a string, a number, an escape), keeping what it
+/// needs to go on; [`finish`](Self::finish) reads the rest of the whole message and gives the
+/// answer. Each byte is read once, whatever the cuts (a cut escape or literal is read again from
+/// its start, at most six bytes). Where it cannot go on the scan refuses (`None` from
+/// [`finish`](Self::finish)): the text is then read by [`by_serde`], so that only a text this
+/// reading accepts whole is decided here. With `UTF8`, the bytes of strings are validated as
+/// UTF-8 too (every other byte it accepts is ASCII).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Scan<const UTF8: bool> {
+    /// Bytes of the message read.
     at: usize,
+    step: Step,
+    /// The containers open inside the top-level object, one bit a level (set: an object).
+    objects: u64,
+    depth: u32,
+    /// What the top level holds so far.
+    members: TopLevel,
+    /// The top-level member whose value is being read, and where that value starts.
+    field: Field,
+    value_start: usize,
 }
 
-impl<'a, const UTF8: bool> Scan<'a, UTF8> {
-    fn new(text: &'a [u8]) -> Self {
-        Self { text, at: 0 }
-    }
+/// Where a [`Scan`] stands between two bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Step {
+    /// Before the top-level object's `{`.
+    #[default]
+    Start,
+    /// After the top-level `{`: a key or `}`.
+    FirstMember,
+    /// After a `,` of the top level: a key.
+    Member,
+    /// After a top-level member's value: `,` or `}`.
+    AfterMember,
+    /// After a key: its colon.
+    Colon,
+    /// A value.
+    Value,
+    /// After a nested `{`: a key or `}`.
+    FirstKey,
+    /// After a `,` of a nested object: a key.
+    Key,
+    /// After `[`: a value or `]`.
+    FirstElement,
+    /// After a nested value: `,` or the end of its container.
+    AfterValue,
+    /// Inside a string whose content starts at `start`; its bytes before `checked` were checked
+    /// for control characters (and, with `UTF8`, validated).
+    String {
+        kind: Str,
+        start: usize,
+        checked: usize,
+    },
+    /// Inside a number.
+    Number(Num),
+    /// Inside a literal: its bytes still to come.
+    Literal(&'static [u8]),
+    /// After the top-level object: white space only.
+    End,
+    /// Not read as serde_json reads it: left to serde_json.
+    Refused,
+}
 
-    /// Whether the text is one JSON object with `id` and `result` or `error` at its top level;
-    /// `None`: left to serde_json.
-    fn top_level(self) -> Option<bool> {
-        self.members().map(|members| members.is_response())
-    }
+/// What a string is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Str {
+    /// A key of the top-level object.
+    TopKey,
+    /// A key of a nested object.
+    Key,
+    /// A value.
+    Value,
+}
 
-    /// The top level of the text as [`top_level`] reads it (the same spans: a value's bytes
-    /// without the white space around it); `None`: left to serde_json.
-    fn members(mut self) -> Option<TopLevel> {
-        let mut members = TopLevel::default();
-        self.expect(b'{')?;
-        self.skip_ws();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-        } else {
-            loop {
-                let key = self.key()?;
-                if key.contains(&b'\\') {
-                    // serde_json resolves (and checks) escapes in the keys it reads.
-                    return None;
-                }
-                self.skip_ws();
-                let start = self.at;
-                self.value()?;
-                match key {
-                    b"id" => {
-                        members.ids += 1;
-                        members.id = Some(start..self.at);
-                    }
-                    b"result" => members.result = true,
-                    b"error" => members.error = Some(start..self.at),
-                    _ => {}
-                }
-                self.skip_ws();
-                match self.bump()? {
-                    b',' => {}
-                    b'}' => break,
-                    _ => return None,
+/// Where a number stands (RFC 8259 §6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Num {
+    /// After `-`: a digit.
+    Minus,
+    /// After a leading `0`: no digit.
+    Zero,
+    /// In the integer's digits.
+    Int,
+    /// After `.`: a digit.
+    Dot,
+    /// In the fraction's digits.
+    Frac,
+    /// After `e`: a sign or a digit.
+    Exp,
+    /// After the exponent's sign: a digit.
+    ExpSign,
+    /// In the exponent's digits.
+    ExpDigits,
+}
+
+/// The top-level member being read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Field {
+    #[default]
+    Other,
+    Id,
+    Result,
+    Error,
+}
+
+/// What a step of a [`Scan`] did.
+enum Flow {
+    /// It read on (the next step is set).
+    Go,
+    /// The bytes arrived so far end here.
+    Wait,
+    /// Not read as serde_json reads it.
+    Refuse,
+}
+
+/// JSON white space (RFC 8259 §2).
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\t' | b'\r')
+}
+
+impl<const UTF8: bool> Scan<UTF8> {
+    /// Reads `text`, the message as far as it arrived (each call with the same bytes and maybe
+    /// more after them), up to its end.
+    pub(crate) fn feed(&mut self, text: &[u8]) {
+        loop {
+            let flow = self.step(text);
+            match flow {
+                Flow::Go => {}
+                Flow::Wait => return,
+                Flow::Refuse => {
+                    self.step = Step::Refused;
+                    return;
                 }
             }
         }
-        self.skip_ws();
-        (self.at == self.text.len()).then_some(members)
     }
 
-    fn peek(&self) -> Option<u8> {
-        self.text.get(self.at).copied()
+    /// The top level of the whole message `text` (the bytes fed so far and the rest), if it is
+    /// exactly one JSON object this reading accepts: the same spans as [`top_level`] finds.
+    /// `None`: left to serde_json.
+    pub(crate) fn finish(mut self, text: &[u8]) -> Option<TopLevel> {
+        self.feed(text);
+        (self.step == Step::End && self.at == text.len()).then_some(self.members)
     }
 
-    fn bump(&mut self) -> Option<u8> {
-        let b = self.peek()?;
-        self.at += 1;
-        Some(b)
-    }
-
-    /// Skips white space, then takes `b`.
-    fn expect(&mut self, b: u8) -> Option<()> {
-        self.skip_ws();
-        (self.bump()? == b).then_some(())
-    }
-
-    fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+    /// Skips white space; the next byte, not taken (`None`: the text ends first).
+    fn next_token(&mut self, text: &[u8]) -> Option<u8> {
+        while let Some(&b) = text.get(self.at) {
+            if !is_ws(b) {
+                return Some(b);
+            }
             self.at += 1;
         }
+        None
     }
 
-    /// An object's key and its colon: the key's bytes as written (escapes not resolved).
-    fn key(&mut self) -> Option<&'a [u8]> {
-        self.expect(b'"')?;
-        let start = self.at;
-        self.string()?;
-        let key = &self.text[start..self.at - 1];
-        self.expect(b':')?;
-        Some(key)
+    /// One step: a token, or as much of a string or a number as has arrived.
+    fn step(&mut self, text: &[u8]) -> Flow {
+        match self.step {
+            Step::String {
+                kind,
+                start,
+                checked,
+            } => return self.string(text, kind, start, checked),
+            Step::Number(num) => return self.number(text, num),
+            Step::Literal(rest) => {
+                let Some(&b) = text.get(self.at) else {
+                    return Flow::Wait;
+                };
+                if b != rest[0] {
+                    return Flow::Refuse;
+                }
+                self.at += 1;
+                self.step = Step::Literal(&rest[1..]);
+                if rest.len() == 1 {
+                    self.value_ended();
+                }
+                return Flow::Go;
+            }
+            Step::Refused => return Flow::Wait,
+            _ => {}
+        }
+        let Some(b) = self.next_token(text) else {
+            return Flow::Wait;
+        };
+        let open_string = |kind, at: usize| Step::String {
+            kind,
+            start: at + 1,
+            checked: at + 1,
+        };
+        self.step = match (self.step, b) {
+            (Step::Start, b'{') => Step::FirstMember,
+            (Step::FirstMember, b'}') => Step::End,
+            (Step::FirstMember | Step::Member, b'"') => open_string(Str::TopKey, self.at),
+            (Step::AfterMember, b',') => Step::Member,
+            (Step::AfterMember, b'}') => Step::End,
+            (Step::Colon, b':') => Step::Value,
+            (Step::FirstKey | Step::Key, b'"') => open_string(Str::Key, self.at),
+            (Step::FirstKey, b'}') | (Step::FirstElement, b']') => {
+                self.at += 1;
+                self.close();
+                return Flow::Go;
+            }
+            (Step::FirstElement, _) => {
+                // A value: read by the next step.
+                self.step = Step::Value;
+                return Flow::Go;
+            }
+            (Step::AfterValue, b',') => {
+                if self.objects & 1 == 1 {
+                    Step::Key
+                } else {
+                    Step::Value
+                }
+            }
+            (Step::AfterValue, b'}' | b']') => {
+                let object = self.objects & 1 == 1;
+                if object != (b == b'}') {
+                    return Flow::Refuse;
+                }
+                self.at += 1;
+                self.close();
+                return Flow::Go;
+            }
+            (Step::Value, _) => return self.value(b),
+            _ => return Flow::Refuse,
+        };
+        self.at += 1;
+        Flow::Go
     }
 
-    /// The rest of a string whose opening quote was taken, its closing quote included.
+    /// The first byte `b` of a value, at `self.at`.
+    fn value(&mut self, b: u8) -> Flow {
+        if self.depth == 0 {
+            self.value_start = self.at;
+        }
+        self.step = match b {
+            b'"' => Step::String {
+                kind: Str::Value,
+                start: self.at + 1,
+                checked: self.at + 1,
+            },
+            b'{' | b'[' => {
+                if self.depth == MAX_SCAN_DEPTH {
+                    return Flow::Refuse;
+                }
+                let object = b == b'{';
+                self.objects = (self.objects << 1) | u64::from(object);
+                self.depth += 1;
+                if object {
+                    Step::FirstKey
+                } else {
+                    Step::FirstElement
+                }
+            }
+            b't' => Step::Literal(b"rue"),
+            b'f' => Step::Literal(b"alse"),
+            b'n' => Step::Literal(b"ull"),
+            b'-' => Step::Number(Num::Minus),
+            b'0' => Step::Number(Num::Zero),
+            b'1'..=b'9' => Step::Number(Num::Int),
+            _ => return Flow::Refuse,
+        };
+        self.at += 1;
+        Flow::Go
+    }
+
+    /// A container ended: the value it was ended.
+    fn close(&mut self) {
+        self.objects >>= 1;
+        self.depth -= 1;
+        self.value_ended();
+    }
+
+    /// A value ended at `self.at`: a top-level member's (noted), or an element of a container.
+    fn value_ended(&mut self) {
+        if self.depth > 0 {
+            self.step = Step::AfterValue;
+            return;
+        }
+        let span = self.value_start..self.at;
+        match std::mem::take(&mut self.field) {
+            Field::Id => {
+                self.members.ids += 1;
+                self.members.id = Some(span);
+            }
+            Field::Result => self.members.result = true,
+            Field::Error => self.members.error = Some(span),
+            Field::Other => {}
+        }
+        self.step = Step::AfterMember;
+    }
+
+    /// As much of a string as has arrived, from `self.at`.
     ///
     /// The next quote or backslash is found by `memchr` (a block of bytes at a time, whatever
     /// the escapes' density: a result full of `\n` escapes has one every line); once the closing
-    /// quote is found, the string's bytes are checked for control characters (and, with `UTF8`,
-    /// validated) in one pass, as a whole: the bytes of a valid escape are printable ASCII, so
-    /// they change neither answer. No byte outside the escapes is looked at alone.
-    fn string(&mut self) -> Option<()> {
-        let start = self.at;
+    /// quote is found (or the bytes arrived end), the string's bytes not checked yet are checked
+    /// for control characters (and, with `UTF8`, validated) in one pass, as a whole: the bytes
+    /// of a valid escape are printable ASCII, so they change neither answer. No byte outside the
+    /// escapes is looked at alone.
+    fn string(&mut self, text: &[u8], kind: Str, start: usize, checked: usize) -> Flow {
         loop {
-            let rest = self.text.get(self.at..)?;
-            let stop = memchr::memchr2(b'"', b'\\', rest)?;
-            self.at += stop + 1;
+            let rest = &text[self.at..];
+            let Some(stop) = memchr::memchr2(b'"', b'\\', rest) else {
+                self.at = text.len();
+                return self.string_waits(text, kind, start, checked);
+            };
+            let found = self.at + stop;
             if rest[stop] == b'"' {
-                break;
-            }
-            match self.bump()? {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                b'u' => {
-                    let hex = self.text.get(self.at..self.at + 4)?;
-                    if !hex.iter().all(u8::is_ascii_hexdigit) {
-                        return None;
-                    }
-                    self.at += 4;
+                if check_prefix::<UTF8>(&text[checked..found]) != Some(found - checked) {
+                    return Flow::Refuse;
                 }
-                _ => return None,
+                self.at = found + 1;
+                return self.string_ended(&text[start..found], kind);
             }
+            // An escape: read whole, or again once its bytes arrived.
+            self.at = found;
+            let escape_len = match text.get(found + 1) {
+                None => return self.string_waits(text, kind, start, checked),
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
+                Some(b'u') => match text.get(found + 2..found + 6) {
+                    None => return self.string_waits(text, kind, start, checked),
+                    Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => 6,
+                    Some(_) => return Flow::Refuse,
+                },
+                Some(_) => return Flow::Refuse,
+            };
+            self.at = found + escape_len;
         }
-        let content = &self.text[start..self.at - 1];
-        if has_special(content, UTF8) {
-            if content.iter().any(|&b| b < 0x20) {
-                // A control character.
-                return None;
-            }
-            // Bytes above ASCII: the string is whole characters if it is UTF-8 at all (the
-            // bytes around it are ASCII).
-            std::str::from_utf8(content).ok()?;
-        }
-        Some(())
     }
 
-    /// The rest of a literal whose first byte was taken.
-    fn literal(&mut self, rest: &[u8]) -> Option<()> {
-        let found = self.text.get(self.at..self.at + rest.len())?;
-        self.at += rest.len();
-        (found == rest).then_some(())
-    }
-
-    /// The rest of a number whose first digit, `first`, was taken.
-    fn number(&mut self, first: u8) -> Option<()> {
-        let digits = |scan: &mut Self| {
-            let start = scan.at;
-            while scan.peek().is_some_and(|b| b.is_ascii_digit()) {
-                scan.at += 1;
-            }
-            scan.at > start
+    /// The bytes arrived end inside a string (before `self.at`, or inside an escape at it): what
+    /// arrived of it is checked now, as far as it is whole characters.
+    fn string_waits(&mut self, text: &[u8], kind: Str, start: usize, checked: usize) -> Flow {
+        let checked = match check_prefix::<UTF8>(&text[checked..self.at]) {
+            Some(len) => checked + len,
+            None => return Flow::Refuse,
         };
-        match first {
-            // One leading zero only.
-            b'0' if self.peek().is_some_and(|b| b.is_ascii_digit()) => return None,
-            b'0' => {}
-            b'1'..=b'9' => {
-                digits(self);
-            }
-            _ => return None,
-        }
-        if self.peek() == Some(b'.') {
-            self.at += 1;
-            if !digits(self) {
-                return None;
-            }
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.at += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.at += 1;
-            }
-            if !digits(self) {
-                return None;
-            }
-        }
-        Some(())
+        self.step = Step::String {
+            kind,
+            start,
+            checked,
+        };
+        Flow::Wait
     }
 
-    /// One value, skipped: containers are followed with a stack of one bit a level (set: an
-    /// object), within [`MAX_SCAN_DEPTH`].
-    fn value(&mut self) -> Option<()> {
-        let (mut objects, mut depth) = (0u64, 0u32);
-        loop {
-            self.skip_ws();
-            match self.bump()? {
-                b'"' => self.string()?,
-                open @ (b'{' | b'[') => {
-                    if depth == MAX_SCAN_DEPTH {
-                        return None;
-                    }
-                    let object = open == b'{';
-                    self.skip_ws();
-                    if self.peek() == Some(if object { b'}' } else { b']' }) {
-                        // Empty: a value like any other.
-                        self.at += 1;
-                    } else {
-                        objects = (objects << 1) | u64::from(object);
-                        depth += 1;
-                        if object {
-                            self.key()?;
-                        }
-                        continue;
-                    }
+    /// A string ended (its closing quote taken); `content` is its bytes, escapes as written.
+    fn string_ended(&mut self, content: &[u8], kind: Str) -> Flow {
+        match kind {
+            Str::TopKey => {
+                if content.contains(&b'\\') {
+                    // serde_json resolves (and checks) escapes in the keys it reads.
+                    return Flow::Refuse;
                 }
-                b't' => self.literal(b"rue")?,
-                b'f' => self.literal(b"alse")?,
-                b'n' => self.literal(b"ull")?,
-                b'-' => {
-                    let first = self.bump()?;
-                    self.number(first)?;
-                }
-                first @ b'0'..=b'9' => self.number(first)?,
-                _ => return None,
+                self.field = match content {
+                    b"id" => Field::Id,
+                    b"result" => Field::Result,
+                    b"error" => Field::Error,
+                    _ => Field::Other,
+                };
+                self.step = Step::Colon;
             }
-            // A value ended: close the containers it ends, or go on to the next element.
-            loop {
-                if depth == 0 {
-                    return Some(());
-                }
-                let object = objects & 1 == 1;
-                self.skip_ws();
-                match self.bump()? {
-                    b',' => {
-                        if object {
-                            self.key()?;
-                        }
-                        break;
-                    }
-                    b'}' if object => {}
-                    b']' if !object => {}
-                    _ => return None,
-                }
-                objects >>= 1;
-                depth -= 1;
-            }
+            Str::Key => self.step = Step::Colon,
+            Str::Value => self.value_ended(),
         }
+        Flow::Go
+    }
+
+    /// As much of a number as has arrived, from `self.at`.
+    fn number(&mut self, text: &[u8], mut num: Num) -> Flow {
+        loop {
+            let Some(&b) = text.get(self.at) else {
+                self.step = Step::Number(num);
+                return Flow::Wait;
+            };
+            num = match (num, b) {
+                (Num::Minus, b'0') => Num::Zero,
+                (Num::Minus, b'1'..=b'9') => Num::Int,
+                // One leading zero only.
+                (Num::Minus | Num::Zero, _) if b.is_ascii_digit() => return Flow::Refuse,
+                (Num::Int | Num::Frac | Num::ExpDigits, b'0'..=b'9') => {
+                    let digits = text[self.at..]
+                        .iter()
+                        .position(|b| !b.is_ascii_digit())
+                        .unwrap_or(text.len() - self.at);
+                    self.at += digits;
+                    continue;
+                }
+                (Num::Zero | Num::Int, b'.') => Num::Dot,
+                (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
+                (Num::Dot, b'0'..=b'9') => Num::Frac,
+                (Num::Exp, b'+' | b'-') => Num::ExpSign,
+                (Num::Exp | Num::ExpSign, b'0'..=b'9') => Num::ExpDigits,
+                (Num::Zero | Num::Int | Num::Frac | Num::ExpDigits, _) => {
+                    // The number ended before this byte.
+                    self.value_ended();
+                    return Flow::Go;
+                }
+                _ => return Flow::Refuse,
+            };
+            self.at += 1;
+        }
+    }
+}
+
+/// How many of the string bytes `bytes` are checked: they hold no control character (JSON
+/// forbids them in strings) and, with `UTF8`, are UTF-8 but for a character cut at their end
+/// (which the bytes to come complete: not counted). `None`: a control character, or bytes that
+/// are not UTF-8.
+fn check_prefix<const UTF8: bool>(bytes: &[u8]) -> Option<usize> {
+    if !has_special(bytes, UTF8) {
+        return Some(bytes.len());
+    }
+    if bytes.iter().any(|&b| b < 0x20) {
+        return None;
+    }
+    // Bytes above ASCII: whole characters if they are UTF-8 at all (the bytes around a string
+    // are ASCII).
+    match std::str::from_utf8(bytes) {
+        Ok(_) => Some(bytes.len()),
+        Err(err) if err.error_len().is_none() => Some(err.valid_up_to()),
+        Err(_) => None,
     }
 }
 
@@ -426,8 +623,7 @@ impl TopLevel {
 /// The scan of [`is_response`] reads the usual message (a long result skipped a block at a time,
 /// for the client's final response); what it leaves goes to serde_json's reading, the definition.
 pub(crate) fn top_level(message: &str) -> Option<TopLevel> {
-    Scan::<false>::new(message.as_bytes())
-        .members()
+    scanned::<false>(message.as_bytes())
         .or_else(|| top_level_by_serde(message))
 }
 
@@ -730,7 +926,7 @@ mod tests {
     }
 
     /// A whole message: one object, with whitespace around it.
-    fn message() -> impl Strategy<Value = String> {
+    pub(super) fn message() -> impl Strategy<Value = String> {
         (ws(), object(value()), ws()).prop_map(|(a, o, b)| format!("{a}{o}{b}"))
     }
 
@@ -794,7 +990,7 @@ mod scan_tests {
         ];
         for (message, expected) in cases {
             assert_eq!(
-                Scan::<false>::new(message.as_bytes()).top_level(),
+                scanned::<false>(message.as_bytes()).map(|m| m.is_response()),
                 Some(expected),
                 "{message}"
             );
@@ -816,7 +1012,7 @@ mod scan_tests {
             deep.as_str(),
         ] {
             assert_eq!(
-                Scan::<false>::new(message.as_bytes()).top_level(),
+                scanned::<false>(message.as_bytes()).map(|m| m.is_response()),
                 None,
                 "{message}"
             );
@@ -851,10 +1047,10 @@ mod members_tests {
             let Ok(text) = std::str::from_utf8(text) else {
                 return;
             };
-            let scanned = Scan::<false>::new(text.as_bytes()).members();
-            if scanned.is_some() {
+            let read = scanned::<false>(text.as_bytes());
+            if read.is_some() {
                 decided += 1;
-                assert_eq!(scanned, top_level_by_serde(text), "{text}");
+                assert_eq!(read, top_level_by_serde(text), "{text}");
             }
             assert_eq!(top_level(text), top_level_by_serde(text), "{text}");
         };
@@ -921,13 +1117,13 @@ mod string_scan_tests {
             // With UTF-8 validation: decided as UTF-8 and then the rule decide it.
             let valid = std::str::from_utf8(&message).ok();
             let expected = valid.is_some_and(|m| top_level_by_serde(m).is_some_and(|t| t.is_response()));
-            if let Some(decided) = Scan::<true>::new(&message).top_level() {
+            if let Some(decided) = scanned::<true>(&message).map(|m| m.is_response()) {
                 prop_assert_eq!(decided, expected);
             }
             prop_assert_eq!(is_utf8_response(&message), expected);
             // Text known to be UTF-8: the same members as serde_json's whenever the scan decides.
             if let Some(message) = valid {
-                if let Some(members) = Scan::<false>::new(message.as_bytes()).members() {
+                if let Some(members) = scanned::<false>(message.as_bytes()) {
                     prop_assert_eq!(Some(members), top_level_by_serde(message));
                 }
                 prop_assert_eq!(top_level(message), top_level_by_serde(message));
@@ -984,7 +1180,7 @@ mod utf8_tests {
                             "{replaced:?}"
                         );
                     }
-                    decided += usize::from(Scan::<true>::new(&inserted).top_level().is_some());
+                    decided += usize::from(scanned::<true>(&inserted).map(|m| m.is_response()).is_some());
                 }
             }
         }
@@ -1045,3 +1241,92 @@ mod message_text_tests {
 
 #[cfg(test)]
 mod is_response_tests;
+
+/// The scan fed as the bytes arrive, cut anywhere, against its reading of the whole text (which
+/// the tests above hold to serde_json's).
+#[cfg(test)]
+mod resume_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The scan of `text` in pieces ending at `cuts` (ascending), then whole.
+    fn in_pieces<const UTF8: bool>(text: &[u8], cuts: &[usize]) -> Option<TopLevel> {
+        let mut scan = Scan::<UTF8>::default();
+        for &cut in cuts {
+            scan.feed(&text[..cut]);
+        }
+        scan.finish(text)
+    }
+
+    /// Cut in two at every point, and a byte at a time: the same reading as the whole text's,
+    /// validating (any cut, characters too) and on text (cuts between characters).
+    pub(super) fn assert_resumes(text: &[u8]) {
+        let whole = scanned::<true>(text);
+        let as_text = std::str::from_utf8(text).ok().map(|_| scanned::<false>(text));
+        for cut in 0..=text.len() {
+            assert_eq!(in_pieces::<true>(text, &[cut]), whole, "{text:?} cut at {cut}");
+            if let Some(as_text) = &as_text {
+                if std::str::from_utf8(&text[..cut]).is_ok() {
+                    assert_eq!(&in_pieces::<false>(text, &[cut]), as_text, "{text:?} at {cut}");
+                }
+            }
+        }
+        let every: Vec<usize> = (0..=text.len()).collect();
+        assert_eq!(in_pieces::<true>(text, &every), whole, "{text:?} a byte at a time");
+    }
+
+    #[test]
+    fn a_message_cut_anywhere_is_read_as_the_whole_message_is() {
+        let long = "a quick \\\"brown\\\" fox é ✓ 😀 \\u00e9\\n ".repeat(12);
+        let messages = [
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{long}"}}],"isError":false}}}}"#),
+            r#" { "id" : "x" , "error" : { "code" : -32000 , "message" : "m", "data" : [1.5e-3, -0, 0, 10E+2, 2e-0, true, false, null, [], {}, [[]], {"a":{}}] } } "#.to_owned(),
+            r#"{"id":1,"id":[2,{"id":3}],"result":null,"error":{"id":4}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":1,"result":2}}"#.to_owned(),
+            r#"{"\u0069d":1,"result":{}}"#.to_owned(),
+            r#"{"id":-12.5e+10,"result":"\u00e9\"\\\/\b\f\n\r\t"}"#.to_owned(),
+            format!(r#"{{"id":1,"result":{}{}}}"#, "[".repeat(65), "]".repeat(65)),
+            r#"{}"#.to_owned(),
+        ];
+        for message in &messages {
+            assert_resumes(message.as_bytes());
+        }
+        // Texts the scan refuses, or that are not one object, cut anywhere too.
+        for text in [
+            &br#"{"id":1,"result":01}"#[..],
+            br#"{"id":1,"result":"\x"}"#,
+            br#"{"id":1,"result":"\u12g4"}"#,
+            br#"{"id":1,"result":tru}"#,
+            br#"{"id":1,"result":-}"#,
+            br#"{"id":1,"result":1.}"#,
+            br#"{"id":1,"result":1e}"#,
+            b"{\"id\":1,\"result\":\"\x01\"}",
+            b"{\"id\":1,\"result\":\"\xc3\"}",
+            b"{\"id\":1,\"result\":\"\xe2\x82\"}",
+            b"{\"id\":1,\"result\":\"\xff\"}",
+            br#"{"id":1,"result":{}} {}"#,
+            br#"{"id":1,"result":[}"#,
+            br#"{"id":1,"result":{]}"#,
+            br#"[{"id":1,"result":{}}]"#,
+            b"",
+        ] {
+            assert_resumes(text);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_generated_message_cut_anywhere_is_read_as_the_whole_message_is(
+            message in super::tests::message(),
+            at in any::<prop::sample::Index>(),
+            byte in prop::sample::select(b"{}[]:,\"\\ 0-.eE+tfnux\x01\xc3".to_vec()),
+        ) {
+            assert_resumes(message.as_bytes());
+            // With one byte replaced: what the whole scan refuses, the cut scan refuses too.
+            let mut edited = message.into_bytes();
+            let at = at.index(edited.len());
+            edited[at] = byte;
+            assert_resumes(&edited);
+        }
+    }
+}

@@ -16,6 +16,8 @@ use crate::frame::{Abort, AbortCode, StreamHead};
 use crate::limits::MAX_ABORT_REASON_LEN;
 use crate::mapping::Mapping;
 use crate::mapping::compat::{CompatEncodeError, CompatEncoder};
+#[cfg(feature = "rmcp-server")]
+use crate::mapping::compat::OpenRecord;
 use crate::mapping::sse::SseFrameEncoder;
 
 /// Writes one framed response body in a [`Mapping`] (server side): the frames of a
@@ -556,16 +558,50 @@ impl MappingEncoder {
         end: bool,
         dst: &mut BytesMut,
     ) -> Result<(), CompatEncodeError> {
+        self.pass_through()
+            .text_message_record(data, end, dst)
+            .map(drop)
+    }
+
+    /// The compatible encoder of a layer passing an upstream server's events through, which
+    /// holds no message of its own.
+    #[cfg(feature = "rmcp-server")]
+    fn pass_through(&mut self) -> &mut CompatEncoder {
         match &mut self.writer {
             Writer::Compat { encoder, held } => {
                 debug_assert!(
                     matches!(held, Held::Nothing),
                     "a pass-through holds no message"
                 );
-                encoder.text_message_record(data, end, dst).map(drop)
+                encoder
             }
             _ => unreachable!("a pass-through writes the compatible mapping"),
         }
+    }
+
+    /// A record of the next message begun before the message is whole, for
+    /// [`passed_open_record`](Self::passed_open_record) (compatible mapping).
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn open_record(&self) -> OpenRecord {
+        match &self.writer {
+            Writer::Compat { encoder, .. } => encoder.open_record(),
+            _ => unreachable!("a pass-through writes the compatible mapping"),
+        }
+    }
+
+    /// [`passed_message_record`](Self::passed_message_record) of a message whose first bytes
+    /// went into `open` as they arrived: `rest` is the rest of its data.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn passed_open_record(
+        &mut self,
+        open: OpenRecord,
+        rest: &[u8],
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<(), CompatEncodeError> {
+        self.pass_through()
+            .close_record(open, rest, end, dst)
+            .map(drop)
     }
 }
 

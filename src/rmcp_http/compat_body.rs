@@ -12,11 +12,12 @@ use http_body::Body;
 
 use super::declare::{Declaration, unframeable};
 use super::inner::{InnerBody, drain_rest};
+use super::streamed::{STREAM_FROM, Streamed};
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
 use crate::event::AbortCode;
-use crate::jsonrpc::message_text;
 use crate::mapping::Mapping;
+use crate::mapping::compat::OpenRecord;
 use crate::mapping::encoder::MappingEncoder;
 use crate::mapping::sse::{LineSplitter, Piece, SseEvent, SseParser, is_message_event};
 
@@ -49,7 +50,10 @@ const BOM: &[u8] = "\u{feff}".as_bytes();
 ///
 /// The event's lines are held as slices of the inner chunks and its data as slices of its `data`
 /// lines: a message is neither copied nor validated as UTF-8 more than once on its way through
-/// (issue 13 §5: a 1 MiB result was copied four times, into fresh buffers).
+/// (issue 13 §5: a 1 MiB result was copied four times, into fresh buffers). In the compatible
+/// mapping the first `data` line of a message event is read as it arrives (UTF-8, JSON-RPC) and,
+/// once past 16 KiB, its frames' CRC-32 and the message's SHA-256 computed, so that after its
+/// last byte only its last bytes are read before the record and the event go out.
 pub(super) struct SsePassthrough<B: Body> {
     /// The inner body; in the compatible mapping handed to [`drain_rest`] after the final
     /// response.
@@ -97,6 +101,16 @@ pub(super) struct SsePassthrough<B: Body> {
     comment_cr: bool,
     /// The id the final response must answer (compatible mapping).
     request_id: Option<serde_json::Value>,
+    /// The open event's first data line, while it arrives: how much of its value is UTF-8, and
+    /// its JSON-RPC reading so far.
+    streamed: Streamed,
+    /// The record of the open event's message, begun with its first bytes once they pass
+    /// [`STREAM_FROM`] (compatible mapping): its frames' CRC-32 and the message's SHA-256
+    /// computed as the bytes arrive, so that after the last byte only the record and the
+    /// event are left to write (the record goes first, SPEC.md §18.4).
+    record: Option<OpenRecord>,
+    /// The open event's record was refused as its bytes arrived: it is not begun again.
+    record_refused: bool,
     done: bool,
 }
 
@@ -166,6 +180,9 @@ impl<B: Body> SsePassthrough<B> {
             finished: false,
             comment_cr: false,
             request_id: None,
+            streamed: Streamed::default(),
+            record: None,
+            record_refused: false,
             done: false,
         }
     }
@@ -178,6 +195,9 @@ impl<B: Body> SsePassthrough<B> {
         self.block_len = 0;
         self.values.clear();
         self.data_len = 0;
+        self.streamed = Streamed::default();
+        self.record = None;
+        self.record_refused = false;
         match &mut self.framing {
             Some(encoder) => {
                 let dst = &mut self.building;
@@ -283,15 +303,55 @@ impl<B: Body> SsePassthrough<B> {
                 }
                 None => {
                     let pending = lines.pending();
-                    if self.over_held(pending) && self.framing.is_none() {
-                        // Unframed, the kept start of the line goes out with what is held.
-                        self.send(lines.take_pending());
+                    if self.over_held(pending) {
+                        if self.framing.is_none() {
+                            // Unframed, the kept start of the line goes out with what is held.
+                            self.send(lines.take_pending());
+                        }
+                    } else {
+                        self.data_arriving(lines.pending_line());
                     }
                     break;
                 }
             }
         }
         self.lines = lines;
+    }
+
+    /// Reads the value of the open event's first `data` line as it arrives (`line`, the line as
+    /// far as it came; compatible mapping, an event that is a message so far): checked as
+    /// UTF-8 and read as JSON-RPC ([`Streamed`]), and once past [`STREAM_FROM`] its whole frames
+    /// go into the event's record ([`OpenRecord`]). Nothing goes out before the event's end.
+    fn data_arriving(&mut self, line: &[u8]) {
+        let Some(encoder) = &self.framing else {
+            return;
+        };
+        if self.done
+            || self.record_refused
+            || !self.values.is_empty()
+            || !self.parser.open_event_is_message()
+        {
+            return;
+        }
+        // The value: after the colon and one optional space (WHATWG event-stream), found without
+        // reading the line again at every read.
+        let Some(value) = line.strip_prefix(b"data:") else {
+            return;
+        };
+        let value = value.strip_prefix(b" ").unwrap_or(value);
+        let valid = self.streamed.arrived(value);
+        if valid < STREAM_FROM {
+            return;
+        }
+        let record = self.record.get_or_insert_with(|| encoder.open_record());
+        let frame = encoder.frame_size();
+        let whole = record.len() + (valid - record.len()) / frame * frame;
+        if whole > record.len() && record.push(&value[record.len()..whole]).is_err() {
+            // Refused (over the limit, ...): the record of the whole message says why, at its
+            // end; none is begun again for this event.
+            self.record = None;
+            self.record_refused = true;
+        }
     }
 
     /// Gives up (message too large) when the bytes held for a line or an event pass the bound:
@@ -377,9 +437,12 @@ impl<B: Body> SsePassthrough<B> {
         self.block_len = 0;
         let values = std::mem::take(&mut self.values);
         let data_len = std::mem::take(&mut self.data_len);
+        let streamed = std::mem::take(&mut self.streamed);
+        let record = self.record.take();
+        self.record_refused = false;
         match event {
             Some(event) if data_len > 0 && is_message_event(event.event.as_deref()) => {
-                self.message_event(block, &values, data_len);
+                self.message_event(block, &values, data_len, streamed, record);
             }
             // A priming event (`id` only), an event of another type: unchanged, unframed.
             _ => block.into_iter().for_each(|(piece, _)| self.send(piece)),
@@ -387,9 +450,19 @@ impl<B: Body> SsePassthrough<B> {
     }
 
     /// A message event dispatched: its record first (compatible mapping), then its lines, with
-    /// the contract declared in the final response to a discovery request.
-    fn message_event(&mut self, mut block: Vec<(Bytes, bool)>, values: &[Bytes], data_len: usize) {
-        let (mut data, carried) = message_text(event_data(values, data_len));
+    /// the contract declared in the final response to a discovery request. `streamed` and
+    /// `record` hold what was read of its data as it arrived.
+    fn message_event(
+        &mut self,
+        mut block: Vec<(Bytes, bool)>,
+        values: &[Bytes],
+        data_len: usize,
+        mut streamed: Streamed,
+        record: Option<OpenRecord>,
+    ) {
+        let (mut data, carried, seen) = streamed.read(event_data(values, data_len));
+        // The record's bytes are the data's first bytes (the text is the data itself).
+        let mut record = record.filter(|_| seen);
         if self.framing.is_some() {
             if let Some(reason) = unframeable(&carried, &data, self.request_id.as_ref()) {
                 // Never framed as a verified message: dropped, the stream ends with ABORT code 1.
@@ -402,20 +475,32 @@ impl<B: Body> SsePassthrough<B> {
             if let Some(declared) = self.declare.take().and_then(|d| d.apply_bytes(&data)) {
                 block = with_data(block, &declared);
                 data = Bytes::from(declared);
+                record = None;
             }
         }
         match &mut self.framing {
-            Some(encoder) => match encoder.passed_message_record(&data, last, &mut self.building) {
-                Ok(()) => {
-                    block.into_iter().for_each(|(piece, _)| self.send(piece));
-                    self.finished = last;
+            Some(encoder) => {
+                let dst = &mut self.building;
+                let written = match record {
+                    // Begun as the data arrived: the rest of it is left to hash.
+                    Some(record) => {
+                        let rest = &data[record.len()..];
+                        encoder.passed_open_record(record, rest, last, dst)
+                    }
+                    None => encoder.passed_message_record(&data, last, dst),
+                };
+                match written {
+                    Ok(()) => {
+                        block.into_iter().for_each(|(piece, _)| self.send(piece));
+                        self.finished = last;
+                    }
+                    Err(err) => {
+                        // The event is dropped: no message without its record.
+                        encoder.fail(&err, &mut self.building);
+                        self.done = true;
+                    }
                 }
-                Err(err) => {
-                    // The event is dropped: no message without its record.
-                    encoder.fail(&err, &mut self.building);
-                    self.done = true;
-                }
-            },
+            }
             None => {
                 block.into_iter().for_each(|(piece, _)| self.send(piece));
                 // After the final response the body has nothing more to declare.
@@ -473,7 +558,7 @@ fn data_value(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// The event's data as it came: its values joined with LF (`len` bytes), for
-/// [`message_text`] to read as an SSE parser dispatches it. The value itself when there is one,
+/// [`message_text`](crate::jsonrpc::message_text) to read as an SSE parser dispatches it. The value itself when there is one,
 /// the usual case (a JSON-RPC message on one line).
 fn event_data(values: &[Bytes], len: usize) -> Bytes {
     if let [value] = values {

@@ -27,7 +27,7 @@ use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
 use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
-use crate::jsonrpc::{message_text, utf8_message_text};
+use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 use crate::mapping::encoder::{MappingEncoder, too_large};
 use crate::outgoing::Outgoing;
@@ -107,7 +107,7 @@ pub type FramingBody<E> = UnsyncBoxBody<Bytes, E>;
 /// place, so the client never verifies it; so does an SSE event whose `event:` field, written after
 /// more than 16 KiB of its data, names another type than `message` (the SDKs write it first). In
 /// the compatible mapping a message's record, its digest included, goes before its event (SPEC.md
-/// §18.4): a message is framed once whole.
+/// §18.4): a message leaves once whole, though a large one is read and hashed as it arrives.
 ///
 /// A framed response ends with the inner service's final response: the client gets the sentinel
 /// and the end of the body at once. What the inner body still holds (the end of its SSE stream)
@@ -651,36 +651,82 @@ async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
 }
 
 /// The chunks of a body read whole, kept as they came: a body of one chunk is that chunk (no
-/// copy), one of several is joined once, into a buffer of its size (no growth by doubling).
+/// copy), one of several is joined once, into a buffer of its size (no growth by doubling), when
+/// it is taken whole or asked for as one slice (a JSON body read as it arrives); the chunks
+/// after that are appended to it.
 #[derive(Default)]
 struct Gathered {
-    chunks: Vec<Bytes>,
+    /// The bytes joined so far: the first chunk as it came, until another is joined to it.
+    joined: Joined,
+    /// The chunks after those, not joined yet.
+    rest: Vec<Bytes>,
     len: usize,
+}
+
+/// The bytes a [`Gathered`] joined.
+enum Joined {
+    One(Bytes),
+    Many(BytesMut),
+}
+
+impl Default for Joined {
+    fn default() -> Self {
+        Self::One(Bytes::new())
+    }
 }
 
 impl Gathered {
     fn push(&mut self, chunk: Bytes) {
         self.len += chunk.len();
-        self.chunks.push(chunk);
+        if self.len == chunk.len() {
+            self.joined = Joined::One(chunk);
+        } else {
+            self.rest.push(chunk);
+        }
     }
 
     fn len(&self) -> usize {
         self.len
     }
 
+    /// Joins the chunks not joined yet.
+    fn join(&mut self) {
+        if self.rest.is_empty() {
+            return;
+        }
+        let mut joined = match std::mem::take(&mut self.joined) {
+            Joined::One(first) => {
+                let mut joined = BytesMut::with_capacity(self.len);
+                joined.extend_from_slice(&first);
+                joined
+            }
+            Joined::Many(mut joined) => {
+                joined.reserve(self.len - joined.len());
+                joined
+            }
+        };
+        self.rest
+            .drain(..)
+            .for_each(|c| joined.extend_from_slice(&c));
+        self.joined = Joined::Many(joined);
+    }
+
+    /// The bytes gathered, as one slice.
+    fn as_slice(&mut self) -> &[u8] {
+        self.join();
+        match &self.joined {
+            Joined::One(bytes) => bytes,
+            Joined::Many(bytes) => bytes,
+        }
+    }
+
     /// The bytes gathered, leaving this empty.
     fn take(&mut self) -> Bytes {
-        let len = std::mem::take(&mut self.len);
-        match self.chunks.len() {
-            0 => Bytes::new(),
-            1 => self.chunks.pop().unwrap_or_default(),
-            _ => {
-                let mut joined = BytesMut::with_capacity(len);
-                self.chunks
-                    .drain(..)
-                    .for_each(|c| joined.extend_from_slice(&c));
-                joined.freeze()
-            }
+        self.join();
+        self.len = 0;
+        match std::mem::take(&mut self.joined) {
+            Joined::One(bytes) => bytes,
+            Joined::Many(bytes) => bytes.freeze(),
         }
     }
 }
@@ -889,7 +935,7 @@ async fn frame_response<B: InnerBody>(
         body: Some(Box::pin(body)),
         parser: sse.then(|| SseParser::with_max_event_data(max_message).data_unchecked()),
         max_message,
-        json: BytesMut::new(),
+        json: Gathered::default(),
         streamed: Streamed::default(),
         queue: VecDeque::new(),
         final_seen: false,
@@ -918,7 +964,7 @@ struct InnerMessages<B> {
     parser: Option<SseParser>,
     max_message: usize,
     /// A JSON body as far as it arrived.
-    json: BytesMut,
+    json: Gathered,
     /// The message arriving (the open event's data, the JSON body): what of it went out.
     streamed: Streamed,
     queue: VecDeque<Outgoing>,
@@ -936,13 +982,9 @@ impl<B> InnerMessages<B> {
     /// a message that is not JSON-RPC, or that answers another request, from being verified.
     /// `false` when the stream ends there.
     fn message(&mut self, data: Bytes) -> bool {
-        let streamed = std::mem::take(&mut self.streamed);
-        let (text, carried) = if streamed.started() && streamed.is_utf8(&data) {
-            // Checked as it arrived: the JSON-RPC reading alone is left.
-            utf8_message_text(data)
-        } else {
-            message_text(data)
-        };
+        let mut streamed = std::mem::take(&mut self.streamed);
+        // Checked and read as it arrived: only its last bytes are left to read.
+        let (text, carried, _) = streamed.read(data);
         if let Some(rest) = streamed.rest(&text).filter(|rest| !rest.is_empty()) {
             self.queue.push_back(Outgoing::Chunk(rest));
         }
@@ -1083,8 +1125,9 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                                     len as u64, max,
                                 )))));
                             }
-                            this.json.extend_from_slice(&data);
-                            if let Some(chunk) = this.streamed.next(&this.json, 0, &data) {
+                            this.json.push(data.clone());
+                            let so_far = this.json.as_slice();
+                            if let Some(chunk) = this.streamed.next(so_far, 0, &data) {
                                 this.queue.push_back(Outgoing::Chunk(chunk));
                             }
                         }
@@ -1094,7 +1137,7 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                     this.done = true;
                     if this.parser.is_none() {
                         // A JSON body is one message, the final response.
-                        let message = this.json.split().freeze();
+                        let message = this.json.take();
                         if this.message(message) {
                             this.final_seen = true;
                         }
@@ -1108,5 +1151,37 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod gathered_tests {
+    use super::*;
+
+    #[test]
+    fn a_body_of_one_chunk_is_that_chunk_and_one_of_several_is_joined_in_order() {
+        let chunk = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let mut one = Gathered::default();
+        one.push(chunk.clone());
+        assert_eq!(one.as_slice().as_ptr(), chunk.as_ptr());
+        assert_eq!(one.take().as_ptr(), chunk.as_ptr());
+        assert_eq!(one.len(), 0);
+
+        let mut many = Gathered::default();
+        let mut so_far = Vec::new();
+        for piece in [&b"ab"[..], b"", b"cde", b"f", b"ghij"] {
+            many.push(Bytes::copy_from_slice(piece));
+            so_far.extend_from_slice(piece);
+            assert_eq!(many.len(), so_far.len());
+            // Asked for as one slice after every chunk, as a JSON body read as it arrives.
+            assert_eq!(many.as_slice(), &so_far[..]);
+        }
+        assert_eq!(many.take(), Bytes::from(so_far));
+        // Taken whole without being asked for a slice before (a body read whole).
+        let mut whole = Gathered::default();
+        for piece in [&b"ab"[..], b"cd"] {
+            whole.push(Bytes::copy_from_slice(piece));
+        }
+        assert_eq!(whole.take(), Bytes::from_static(b"abcd"));
     }
 }

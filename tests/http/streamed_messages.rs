@@ -355,3 +355,77 @@ async fn a_large_message_cut_in_two_near_a_line_end_the_streaming_start_or_bytes
         }
     }
 }
+
+/// The compatible mapping reads a large message's data line as it arrives (its frames' CRC-32,
+/// the SHA-256, its JSON-RPC reading), though its record and event leave after its end (SPEC.md
+/// §18.4): wherever the inner body is split, the record verifies the event, byte for byte as an
+/// SSE client reads it.
+#[tokio::test]
+async fn a_large_message_in_the_compatible_mapping_is_verified_wherever_it_is_split() {
+    // SSE bodies: a JSON body is read whole before the response head (see `http_compat`).
+    let bodies = large_bodies();
+    let sse = bodies
+        .iter()
+        .filter(|(content_type, ..)| *content_type == "text/event-stream");
+    for (content_type, inner, expected) in sse {
+        let len = inner.len();
+        for piece in [1_000, 16 * 1024 + 1, 29_999, len] {
+            let what = format!("{content_type}, pieces of {piece}, compat");
+            let pieces = inner.chunks(piece).collect();
+            framed_as(content_type, pieces, Mapping::Compat, expected, &what).await;
+        }
+        let cuts = (1..24)
+            .chain(16 * 1024 - 4..16 * 1024 + 12)
+            .chain(29_998..30_012)
+            .chain(len - 12..len);
+        for cut in cuts {
+            let what = format!("{content_type}, cut at {cut} of {len}, compat");
+            let pieces = vec![&inner[..cut], &inner[cut..]];
+            framed_as(content_type, pieces, Mapping::Compat, expected, &what).await;
+        }
+    }
+}
+
+/// A large message the compatible mapping reads as it arrives and then refuses is never in the
+/// stream: the ABORT its refusal calls for, and no message.
+#[tokio::test]
+async fn a_large_message_in_the_compatible_mapping_that_turns_out_not_to_be_framed_ends_with_an_abort()
+ {
+    let large = 100_000;
+    let not_json_rpc = "not a JSON-RPC message, ".repeat(large / 24);
+    let another_id = result(large).replacen(r#""id":1"#, r#""id":2"#, 1);
+    let cases: [(&str, FramingLayer, String, AbortCode); 3] = [
+        (
+            "not JSON-RPC",
+            FramingLayer::new(),
+            not_json_rpc,
+            AbortCode::InternalError,
+        ),
+        (
+            "another id",
+            FramingLayer::new(),
+            another_id,
+            AbortCode::InternalError,
+        ),
+        (
+            "over the limit",
+            FramingLayer::new().max_message_size(64 * 1024),
+            result(large),
+            AbortCode::MessageTooLarge,
+        ),
+    ];
+    for (case, layer, message, code) in cases {
+        let inner = format!("data: {message}\n\n").into_bytes();
+        let pieces = [&inner[..20_000], &inner[20_000..40_000], &inner[40_000..]];
+        let (body, decoder, send) = call(layer, Mapping::Compat, "text/event-stream", pieces).await;
+        drop(send);
+        let (events, end) = the_rest(body, decoder).await;
+        assert!(messages(&events).is_empty(), "{case}");
+        match end {
+            Err(BodyError::Decode(DecodeError::PeerAbort(abort))) => {
+                assert_eq!(abort.code, code, "{case}");
+            }
+            other => panic!("{case}: {other:?}"),
+        }
+    }
+}

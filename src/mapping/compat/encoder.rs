@@ -81,6 +81,36 @@ pub struct CompatEncoder {
 }
 
 
+/// The record of a message begun before the message is whole (the layer passing a long
+/// upstream event through, SPEC.md §18.4, reads its data line as it arrives): its DATA frames'
+/// headers are written, and their CRC-32 and the message's SHA-256 computed, as the bytes come,
+/// on a copy of the frame encoder that [`CompatEncoder::close_record`] takes over once the
+/// message is whole and accepted; dropped, it leaves the encoder as it was (a message then
+/// refused is never in the stream, nor are its frames' sequence numbers).
+#[cfg(feature = "rmcp-server")]
+#[derive(Debug)]
+pub(crate) struct OpenRecord {
+    encoder: StreamEncoder,
+    frames: BytesMut,
+    /// Bytes of the message pushed.
+    len: usize,
+}
+
+#[cfg(feature = "rmcp-server")]
+impl OpenRecord {
+    /// The next bytes of the message (DATA frames of the encoder's frame size at most).
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), CompatEncodeError> {
+        self.encoder.push_detached(bytes, &mut self.frames)?;
+        self.len += bytes.len();
+        Ok(())
+    }
+
+    /// Bytes of the message pushed.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
 impl CompatEncoder {
     /// An encoder writing the frames of `encoder` (its head, frame size and message limit).
     ///
@@ -352,6 +382,43 @@ impl CompatEncoder {
             "an SSE parser's data is UTF-8 without a CR"
         );
         self.checked_record(data, check_not_empty, end, dst)
+    }
+
+    /// A record of the next message begun before the message is whole ([`OpenRecord`]).
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn open_record(&self) -> OpenRecord {
+        OpenRecord {
+            encoder: self.encoder.clone(),
+            frames: BytesMut::new(),
+            len: 0,
+        }
+    }
+
+    /// [`text_message_record`](Self::text_message_record) of a message whose first bytes went
+    /// into `open` as they arrived: `rest` is the rest of it. The encoder takes over `open`'s
+    /// state (the frames and the digest written into it).
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn close_record(
+        &mut self,
+        mut open: OpenRecord,
+        rest: &[u8],
+        end: bool,
+        dst: &mut BytesMut,
+    ) -> Result<MessageSummary, CompatEncodeError> {
+        if self.in_message() {
+            return Err(EncodeError::MessageOpen.into());
+        }
+        if open.len == 0 {
+            check_not_empty(rest)?;
+        }
+        open.push(rest)?;
+        let summary = open.encoder.finish_message(&mut open.frames)?;
+        if end {
+            open.encoder.end(&mut open.frames)?;
+        }
+        self.encoder = open.encoder;
+        write_record(&open.frames, dst);
+        Ok(summary)
     }
 
     /// Writes the record of `data` once `check` accepted it.

@@ -69,4 +69,6 @@ mod record;
 
 pub use decoder::CompatDecoder;
 pub use encoder::{CompatEncodeError, CompatEncoder};
+#[cfg(feature = "rmcp-server")]
+pub(crate) use encoder::OpenRecord;
 pub use record::{RECORD_OVERHEAD, RECORD_PREFIX};
