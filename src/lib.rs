@@ -194,13 +194,12 @@ pub mod internals {
         };
     }
     /// The deduplication engine driven call by call (`Deduplicator::begin`, its decisions and
-    /// guards), the store's records, the request reading and the metric names, beside the
-    /// public [`dedupe`](crate::dedupe) module.
+    /// guards), the store's records and the request reading, beside the public
+    /// [`dedupe`](crate::dedupe) module.
     #[cfg(feature = "dedupe")]
     pub mod dedupe {
         pub use crate::dedupe::deduplicator::{
-            CompleteError, Decision, DedupeSnapshot, DedupeStats, ExecutionGuard, KeyedCall,
-            KeyedCallError, Recorded,
+            CompleteError, Decision, ExecutionGuard, KeyedCall, KeyedCallError, Recorded,
         };
         pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
         pub use crate::dedupe::memory::RECORD_OVERHEAD;

@@ -346,10 +346,10 @@ pub struct DedupeStats {
 ///
 /// ```
 /// use mcp_framing::dedupe::{Deduplicator, MemoryStore};
-/// use mcp_framing::internals::dedupe::DedupeSnapshot;
-/// let snapshot = Deduplicator::new(MemoryStore::new()).stats().snapshot();
-/// assert_eq!(snapshot, DedupeSnapshot::default()); // nothing decided yet
-/// assert_eq!(snapshot.executed + snapshot.replayed + snapshot.conflicts, 0);
+/// let stats = Deduplicator::new(MemoryStore::new()).stats();
+/// let snapshot = stats.snapshot();
+/// assert_eq!(snapshot.executed + snapshot.replayed + snapshot.conflicts, 0); // nothing decided yet
+/// assert_eq!(snapshot, stats.snapshot());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -764,7 +764,8 @@ impl Deduplicator {
     /// assert_eq!(stats.snapshot(), layer.deduplicator().stats().snapshot());
     /// ```
     // Hidden: the metrics (`telemetry`, `mcp_framing.dedupe.*`) are the one way to watch the engine;
-    // these counters are the tests' and the benches' view (`internals::dedupe::DedupeStats`).
+    // these counters are the tests', the fuzz oracle's and the benches' view (read through this
+    // accessor; the types have no path).
     #[doc(hidden)]
     #[must_use]
     pub fn stats(&self) -> Arc<DedupeStats> {
