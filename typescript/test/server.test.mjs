@@ -84,6 +84,14 @@ for (const frameAll of [false, true]) {
  * @param {URL} url @param {unknown} body @param {string | null} mapping @param {Record<string, string>} extra
  */
 function post(url, body, mapping = null, extra = {}) {
+  return fetch(url, { method: 'POST', headers: postHeaders(mapping, extra), body: JSON.stringify(body) });
+}
+
+/**
+ * The headers of a POST, opted in for `mapping` when given.
+ * @param {string | null} mapping @param {Record<string, string>} extra
+ */
+function postHeaders(mapping = null, extra = {}) {
   /** @type {Record<string, string>} */
   const headers = {
     'content-type': 'application/json',
@@ -97,7 +105,7 @@ function post(url, body, mapping = null, extra = {}) {
       headers['mcp-framing-mapping'] = 'compat';
     }
   }
-  return fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
+  return headers;
 }
 
 const INITIALIZE = {
@@ -473,6 +481,51 @@ test('a result of 300 KB, JSON or SSE, comes through the wrapper whole and verif
       const verdict = await verdictOf(handler, mapping);
       assert.equal(verdict.verdict, 'clean', `${name} in ${mapping}: ${verdict.detail}`);
       assert.equal(new TextDecoder().decode(verdict.messages.at(-1)), big, `${name} in ${mapping}`);
+    }
+  }
+});
+
+test('a framed body is whole, its end included, within the event-loop turn in which the handler\'s body gave its final response', async () => {
+  const result = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: text(64 * 1024, 'w') }] } });
+  const bodies = {
+    // An event stream left open after its final response (the framed body ends on its own),
+    // and one closed with it; a JSON body.
+    'SSE left open': () => new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(`event: message\ndata: ${result}\n\n`)) }),
+    'SSE closed': () =>
+      new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode(`event: message\ndata: ${result}\n\n`));
+          c.close();
+        },
+      }),
+    JSON: () => new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(result)), c.close()) }),
+  };
+  for (const [kind, body] of Object.entries(bodies)) {
+    const type = kind === 'JSON' ? 'application/json' : 'text/event-stream';
+    const wrapped = framingHandler(async () => new Response(body(), { headers: { 'content-type': type } }), { logger: quiet });
+    for (const mapping of ['binary', 'compat', 'sse']) {
+      const key = randomRequestKey();
+      const headers = postHeaders(mapping, { 'mcp-framing-request-key': key });
+      const request = new Request('http://127.0.0.1/mcp', { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big' } }) });
+      const response = await wrapped(request);
+      // Everything from here to the body's end runs on promise jobs alone: a write held back
+      // for a later turn (a timer, setImmediate, a read that waits for the next pull) would let
+      // this run first.
+      let turned = false;
+      setImmediate(() => {
+        turned = true;
+      });
+      const reader = /** @type {ReadableStream<Uint8Array>} */ (response.body).getReader();
+      /** @type {Uint8Array[]} */
+      const chunks = [];
+      for (let next = await reader.read(); !next.done; next = await reader.read()) {
+        chunks.push(next.value);
+      }
+      assert.equal(turned, false, `${kind}, ${mapping}: the body ended a turn late`);
+      const verdict = decodeBody(new Uint8Array(Buffer.concat(chunks)), /** @type {any} */ (mapping), { requestKey: key });
+      assert.equal(verdict.verdict, 'clean', `${kind}, ${mapping}: ${verdict.detail}`);
+      assert.equal(verdict.sentinelSeen, true, `${kind}, ${mapping}`);
+      assert.equal(new TextDecoder().decode(verdict.messages.at(-1)), result, `${kind}, ${mapping}`);
     }
   }
 });
