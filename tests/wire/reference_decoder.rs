@@ -3,7 +3,9 @@
 //! way the input is split. The external decoders are listed in [`external_decoders`]: the
 //! independent Python reference decoder (tests/reference/, written from SPEC.md alone) and the
 //! shipped client packages (python/, typescript/), each run once per test in `--batch` mode (the
-//! protocol of `tests/reference/mcp_framing_ref.py`), one process each.
+//! protocol of `tests/reference/mcp_framing_ref.py`), one process each. The reference decoder's
+//! own check of every vector (whole, byte by byte, cut in two anywhere:
+//! `tests/reference/run_vectors.py`) is a job of `scripts/test` of its own.
 //!
 //! These tests need `python3`, `node` and the TypeScript package built, and fail (they do not
 //! skip) without them: `scripts/test` installs them (`scripts/stock-clients` builds the package).
@@ -111,11 +113,6 @@ fn start(program: &str, args: &[&Path], env: &[(&str, &str)], stdin: &[u8]) -> R
     // Write from another thread so a large answer cannot deadlock against a large job list.
     let writer = std::thread::spawn(move || pipe.write_all(&input));
     Running { child, writer }
-}
-
-/// Runs `program` as [`start`] does and waits for it.
-fn run(program: &str, args: &[&Path], env: &[(&str, &str)], stdin: &[u8]) -> std::process::Output {
-    start(program, args, env, stdin).finish()
 }
 
 /// Decoder settings of one case, in the manifest's `decoder` shape.
@@ -576,25 +573,6 @@ fn every_external_decoder_agrees_with_the_manifest_and_the_crate_on_every_vector
         cases.push(case);
     }
     assert_agree("vectors", &cases);
-}
-
-#[test]
-fn reference_self_check_passes_on_the_vectors() {
-    let script = repo().join("tests/reference/run_vectors.py");
-    let dir = vectors_dir();
-    let out = run(
-        "python3",
-        &[script.as_path(), Path::new("--vectors"), dir.as_path()],
-        &[],
-        b"",
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains(" passed, 0 failed"),
-        "run_vectors.py: {}\n{stdout}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// SplitMix64: a small deterministic generator, so a failure names a reproducible case.
