@@ -284,6 +284,9 @@ async fn in_flight(
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--drive") {
+        return drive();
+    }
     let options = options();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -291,6 +294,54 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(run(options));
+}
+
+/// `--drive URL MODE SIZE CALLS`: only makes `CALLS` calls of `MODE` (`direct`, `nginx`,
+/// `pass-through`, `compat`, `binary`) with results of `SIZE` bytes through `URL`, 32 in flight,
+/// after 64 calls of warm-up, and prints a line `start` on stdout before them and `end` after
+/// them (`scripts/bench-proxy-cpu` counts a proxy's CPU between the two).
+fn drive() {
+    // `cargo bench` adds `--bench`.
+    let args: Vec<String> = std::env::args()
+        .skip(2)
+        .filter(|a| a != "--bench")
+        .collect();
+    let [url, mode, size, calls] = args.as_slice() else {
+        panic!("--drive URL MODE SIZE CALLS");
+    };
+    let mode = *Mode::ALL
+        .iter()
+        .find(|m| m.name() == mode)
+        .unwrap_or_else(|| panic!("no mode {mode}"));
+    let size: usize = size.parse().expect("a size");
+    let calls: usize = calls.parse().expect("a number of calls");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(64)
+            .build()
+            .unwrap();
+        in_flight(32, 2, &client, url, move |_, _| (mode, size)).await;
+        let signal = |line: &str| {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{line}")
+                .and_then(|()| out.flush())
+                .expect("stdout");
+            // The counter's reader acknowledges on stdin.
+            let mut ack = String::new();
+            std::io::stdin().read_line(&mut ack).expect("stdin");
+        };
+        signal("start");
+        let per_task = calls.div_ceil(32);
+        in_flight(32, per_task, &client, url, move |_, _| (mode, size)).await;
+        signal("end");
+    });
 }
 
 async fn run(options: Options) {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
-use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -89,7 +89,7 @@ impl Edge {
     /// Answers one client request.
     pub(crate) async fn handle(
         self: Arc<Self>,
-        peer: SocketAddr,
+        peer: Arc<Peer>,
         mut request: Request<hyper::body::Incoming>,
     ) -> Response<ResponseBody> {
         let method = request.method().clone();
@@ -108,8 +108,8 @@ impl Edge {
             Err(refusal) => *refusal,
             Ok(permit) => self.forward(peer, request, permit).await,
         };
-        metrics::counter!(REQUESTS, "method" => method.to_string(),
-            "status" => response.status().as_str().to_owned())
+        metrics::counter!(REQUESTS, "method" => method_label(&method),
+            "status" => status_label(response.status()))
         .increment(1);
         response
     }
@@ -178,14 +178,14 @@ impl Edge {
 
     async fn forward(
         &self,
-        peer: SocketAddr,
+        peer: Arc<Peer>,
         request: Request<hyper::body::Incoming>,
         permit: OwnedSemaphorePermit,
     ) -> Response<ResponseBody> {
         let in_flight = InFlight::new(permit);
         let (mut parts, body) = request.into_parts();
         remove_hop_by_hop(&mut parts.headers);
-        forwarded_headers(&mut parts.headers, peer);
+        forwarded_headers(&mut parts.headers, &peer);
         if let Some(authority) = &self.rewrite_host {
             parts.headers.insert(header::HOST, authority.clone());
         }
@@ -217,9 +217,7 @@ impl Edge {
                     );
                 }
                 Ok(Ok(Peeked::Whole(bytes))) => {
-                    if let Some(id) = request_id(&bytes) {
-                        parts.extensions.insert(RequestId(id));
-                    }
+                    parts.extensions.insert(RequestId(bytes.clone()));
                     Full::new(bytes)
                         .map_err(|never: Infallible| match never {})
                         .boxed_unsync()
@@ -263,13 +261,37 @@ impl Edge {
             // Streamed bodies are not to be buffered by a proxy in front (nginx honours it).
             parts
                 .headers
-                .insert("x-accel-buffering", HeaderValue::from_static("no"));
+                .insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
         }
         let body = Tracked {
             body,
             _in_flight: in_flight,
         };
         Response::from_parts(parts, body.boxed_unsync())
+    }
+}
+
+/// A request method as a metric label: the standard ones without an allocation.
+fn method_label(method: &Method) -> metrics::SharedString {
+    let name = match method.as_str() {
+        "POST" => "POST",
+        "GET" => "GET",
+        "DELETE" => "DELETE",
+        "HEAD" => "HEAD",
+        "OPTIONS" => "OPTIONS",
+        other => return metrics::SharedString::from(other.to_owned()),
+    };
+    metrics::SharedString::const_str(name)
+}
+
+/// A response status as a metric label: the common ones without an allocation.
+fn status_label(status: StatusCode) -> metrics::SharedString {
+    match status.as_u16() {
+        200 => metrics::SharedString::const_str("200"),
+        202 => metrics::SharedString::const_str("202"),
+        400 => metrics::SharedString::const_str("400"),
+        404 => metrics::SharedString::const_str("404"),
+        _ => metrics::SharedString::from(status.as_str().to_owned()),
     }
 }
 
@@ -280,46 +302,81 @@ fn reject(status: StatusCode, reason: &'static str, message: &str) -> Response<R
     error_response(status, Value::Null, message, reason)
 }
 
-/// Appends the client to `X-Forwarded-For` and `Forwarded` (RFC 7239), and sets
-/// `X-Forwarded-Proto` and `X-Forwarded-Host` when the client did not.
-fn forwarded_headers(headers: &mut http::HeaderMap, peer: SocketAddr) {
-    let ip = peer.ip();
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let xff = match headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
-        Some(before) if !before.trim().is_empty() => format!("{before}, {ip}"),
-        _ => ip.to_string(),
-    };
-    if let Ok(value) = HeaderValue::from_str(&xff) {
-        headers.insert("x-forwarded-for", value);
-    }
-    if !headers.contains_key("x-forwarded-proto") {
-        headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));
-    }
-    if let Some(host) = &host {
-        if !headers.contains_key("x-forwarded-host") {
-            if let Ok(value) = HeaderValue::from_str(host) {
-                headers.insert("x-forwarded-host", value);
-            }
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+/// A client connection's address, written once for the forwarding headers of all its requests.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    /// The IP address, as `X-Forwarded-For` lists it.
+    ip: HeaderValue,
+    /// The IP address as a `Forwarded` node (RFC 7239: an IPv6 address quoted, in brackets).
+    node: String,
+}
+
+impl Peer {
+    pub(crate) fn new(addr: SocketAddr) -> Self {
+        let ip = addr.ip();
+        let node = match ip {
+            std::net::IpAddr::V4(v4) => v4.to_string(),
+            std::net::IpAddr::V6(v6) => format!("\"[{v6}]\""),
+        };
+        Self {
+            ip: HeaderValue::from_str(&ip.to_string()).expect("an IP address is a header value"),
+            node,
         }
     }
-    let node = match ip {
-        std::net::IpAddr::V4(v4) => v4.to_string(),
-        std::net::IpAddr::V6(v6) => format!("\"[{v6}]\""),
+}
+
+/// Appends the client to `X-Forwarded-For` and `Forwarded` (RFC 7239), and sets
+/// `X-Forwarded-Proto` and `X-Forwarded-Host` when the client did not.
+fn forwarded_headers(headers: &mut http::HeaderMap, peer: &Peer) {
+    // A Host that is not visible ASCII is not repeated.
+    let host = headers
+        .get(header::HOST)
+        .filter(|v| v.to_str().is_ok())
+        .cloned();
+    let before = headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok());
+    let xff = match before.filter(|b| !b.trim().is_empty()) {
+        Some(before) => HeaderValue::from_str(&[before, ", ", ip_text(peer)].concat()).ok(),
+        None => Some(peer.ip.clone()),
     };
-    let mut element = format!("for={node};proto=http");
-    if let Some(host) = host.filter(|h| h.bytes().all(|b| b.is_ascii_graphic() && b != b'"')) {
-        element.push_str(&format!(";host=\"{host}\""));
+    if let Some(value) = xff {
+        headers.insert(X_FORWARDED_FOR, value);
     }
-    let forwarded = match headers.get(header::FORWARDED).and_then(|v| v.to_str().ok()) {
-        Some(before) if !before.trim().is_empty() => format!("{before}, {element}"),
-        _ => element,
-    };
+    if !headers.contains_key(&X_FORWARDED_PROTO) {
+        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static("http"));
+    }
+    if let Some(host) = &host {
+        if !headers.contains_key(&X_FORWARDED_HOST) {
+            headers.insert(X_FORWARDED_HOST, host.clone());
+        }
+    }
+    let mut forwarded = String::with_capacity(64);
+    let before = headers.get(header::FORWARDED).and_then(|v| v.to_str().ok());
+    if let Some(before) = before.filter(|b| !b.trim().is_empty()) {
+        forwarded.push_str(before);
+        forwarded.push_str(", ");
+    }
+    forwarded.push_str("for=");
+    forwarded.push_str(&peer.node);
+    forwarded.push_str(";proto=http");
+    let host = host.as_ref().and_then(|v| v.to_str().ok());
+    if let Some(host) = host.filter(|h| h.bytes().all(|b| b.is_ascii_graphic() && b != b'"')) {
+        forwarded.push_str(";host=\"");
+        forwarded.push_str(host);
+        forwarded.push('"');
+    }
     if let Ok(value) = HeaderValue::from_str(&forwarded) {
         headers.insert(header::FORWARDED, value);
     }
+}
+
+/// The peer's IP address as text.
+fn ip_text(peer: &Peer) -> &str {
+    peer.ip.to_str().unwrap_or_default()
 }
 
 /// A request body read up to [`PEEK`] bytes.
@@ -335,30 +392,36 @@ where
     B: Body<Data = Bytes> + Unpin,
     B::Error: std::fmt::Display,
 {
+    // Most bodies come in one frame: that frame is then the body, no copy.
+    let mut first = None;
     let mut read = BytesMut::new();
-    while read.len() < PEEK {
+    loop {
+        let len = first.as_ref().map_or(read.len(), Bytes::len);
+        if len >= PEEK {
+            break;
+        }
         match body.frame().await {
-            None => return Ok(Peeked::Whole(read.freeze())),
+            None => return Ok(Peeked::Whole(first.unwrap_or_else(|| read.freeze()))),
             Some(Ok(frame)) => {
-                if let Some(data) = frame.data_ref() {
-                    read.extend_from_slice(data);
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                if read.is_empty() && first.is_none() {
+                    first = Some(data);
+                } else {
+                    if let Some(first) = first.take() {
+                        read.extend_from_slice(&first);
+                    }
+                    read.extend_from_slice(&data);
                 }
             }
             Some(Err(err)) => return Err(err.to_string()),
         }
     }
-    Ok(Peeked::Started(read.freeze(), body))
-}
-
-/// The `id` of a JSON-RPC request body (`None` if it is not one JSON-RPC object with an id).
-fn request_id(body: &[u8]) -> Option<Value> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        id: Option<Value>,
-    }
-    let head: Head = serde_json::from_slice(body).ok()?;
-    head.id
-        .filter(|id| matches!(id, Value::String(_) | Value::Number(_)))
+    Ok(Peeked::Started(
+        first.unwrap_or_else(|| read.freeze()),
+        body,
+    ))
 }
 
 /// The client's request body, failing once it passes `max` bytes.

@@ -18,7 +18,7 @@ use tokio::net::TcpListener;
 use tower_layer::Layer;
 
 use super::config::{FrameAll, ProxyArgs, Switch, UpstreamUrl};
-use super::edge::{Edge, Stack};
+use super::edge::{Edge, Peer, Stack};
 use super::health::{Health, Store};
 use super::telemetry;
 use super::upstream::{Upstream, UpstreamConfig};
@@ -136,9 +136,10 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
                 };
                 let _ = stream.set_nodelay(true);
                 let edge = edge.clone();
+                let client = Arc::new(Peer::new(peer));
                 let service = service_fn(move |request| {
-                    let edge = edge.clone();
-                    async move { Ok::<_, Infallible>(edge.handle(peer, request).await) }
+                    let (edge, client) = (edge.clone(), client.clone());
+                    async move { Ok::<_, Infallible>(edge.handle(client, request).await) }
                 });
                 let connection = builder
                     .serve_connection(TokioIo::new(stream), service)

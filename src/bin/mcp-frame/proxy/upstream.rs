@@ -11,7 +11,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Uri, Version, header};
+use http::{
+    HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Uri, Version, header,
+};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
@@ -35,10 +37,25 @@ pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 /// The response body of [`Upstream`].
 pub(crate) type UpstreamBody = UnsyncBoxBody<Bytes, UpstreamBodyError>;
 
-/// The JSON-RPC id of the request, when the edge read it (a request extension): error bodies
-/// echo it.
+/// The request body, when the edge read it whole (a request extension): error bodies echo its
+/// JSON-RPC id, read from it only then (most calls need no error body).
 #[derive(Clone, Debug)]
-pub(crate) struct RequestId(pub(crate) Value);
+pub(crate) struct RequestId(pub(crate) Bytes);
+
+impl RequestId {
+    /// The `id` of the JSON-RPC request (`null` if it is not one JSON-RPC object with an id).
+    pub(crate) fn id(&self) -> Value {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Option<Value>,
+        }
+        serde_json::from_slice::<Head>(&self.0)
+            .ok()
+            .and_then(|head| head.id)
+            .filter(|id| matches!(id, Value::String(_) | Value::Number(_)))
+            .unwrap_or(Value::Null)
+    }
+}
 
 /// Set when the client's request body passed the size limit while it was being sent (a
 /// request extension): the upstream call's failure is then the client's, a 413.
@@ -92,10 +109,7 @@ impl Upstream {
 
     async fn forward(self, request: Request<OutgoingBody>) -> Response<UpstreamBody> {
         let (mut parts, body) = request.into_parts();
-        let id = parts
-            .extensions
-            .get::<RequestId>()
-            .map_or(Value::Null, |id| id.0.clone());
+        let id = parts.extensions.remove::<RequestId>();
         let oversize = parts.extensions.get::<Oversize>().cloned();
         let path = parts
             .uri
@@ -109,17 +123,18 @@ impl Upstream {
             .build()
             .expect("an http URI of a checked authority and a request's path");
         parts.version = Version::HTTP_11;
-        remove_hop_by_hop(&mut parts.headers);
+        // The edge removed the client's hop-by-hop headers before adding its own.
         let method = parts.method.clone();
         let call = self.client.request(Request::from_parts(parts, body));
         let response = match tokio::time::timeout(self.config.head_timeout, call).await {
             Ok(Ok(response)) => response,
             Ok(Err(err)) => {
                 if oversize.is_some_and(|flag| flag.0.load(Ordering::Acquire)) {
-                    return too_large(id);
+                    return too_large(id.map_or(Value::Null, |id| id.id()));
                 }
                 let failure = Failure::of(&err);
                 let detail = chain(&err);
+                let id = id.map_or(Value::Null, |id| id.id());
                 metrics::counter!(UPSTREAM_FAILURES, "cause" => failure.cause()).increment(1);
                 tracing::warn!(upstream = %self.config.target.url, %method,
                     cause = failure.cause(), "{detail}");
@@ -127,6 +142,7 @@ impl Upstream {
             }
             Err(_) => {
                 let failure = Failure::HeadTimeout(self.config.head_timeout);
+                let id = id.map_or(Value::Null, |id| id.id());
                 metrics::counter!(UPSTREAM_FAILURES, "cause" => failure.cause()).increment(1);
                 tracing::warn!(upstream = %self.config.target.url, %method,
                     "no response head from the upstream within {:?}", self.config.head_timeout);
@@ -138,7 +154,8 @@ impl Upstream {
         let body = IdleBody {
             body,
             idle: self.config.idle_timeout,
-            timer: Box::pin(tokio::time::sleep(self.config.idle_timeout)),
+            timer: None,
+            last: Instant::now(),
             done: false,
         };
         Response::from_parts(parts, body.boxed_unsync())
@@ -302,6 +319,8 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
     for name in named {
         headers.remove(name.as_str());
     }
+    const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
+    const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
     for name in [
         header::CONNECTION,
         header::TE,
@@ -309,19 +328,25 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
         header::TRANSFER_ENCODING,
         header::UPGRADE,
         header::PROXY_AUTHORIZATION,
+        KEEP_ALIVE,
+        PROXY_CONNECTION,
     ] {
         headers.remove(name);
     }
-    headers.remove("keep-alive");
-    headers.remove("proxy-connection");
 }
 
 /// An upstream response body that fails when no byte comes for the idle bound: a body that
 /// never ends holds nothing past it.
+///
+/// The timer is not moved at each frame (a timer-wheel update a frame): a frame only notes the
+/// time, and the timer, when it fires, is set again from the last frame if one came since.
 struct IdleBody {
     body: hyper::body::Incoming,
     idle: Duration,
-    timer: Pin<Box<Sleep>>,
+    /// Created at the first wait for a frame.
+    timer: Option<Pin<Box<Sleep>>>,
+    /// When the last frame came (or the body started).
+    last: Instant,
     done: bool,
 }
 
@@ -339,8 +364,7 @@ impl Body for IdleBody {
         }
         match Pin::new(&mut this.body).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
-                let deadline = Instant::now() + this.idle;
-                this.timer.as_mut().reset(deadline);
+                this.last = Instant::now();
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(err))) => {
@@ -351,13 +375,25 @@ impl Body for IdleBody {
                 this.done = true;
                 Poll::Ready(None)
             }
-            Poll::Pending => match this.timer.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    this.done = true;
-                    Poll::Ready(Some(Err(UpstreamBodyError::Idle(this.idle))))
+            Poll::Pending => {
+                let (last, idle) = (this.last, this.idle);
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(last + idle)));
+                loop {
+                    match timer.as_mut().poll(cx) {
+                        Poll::Pending => break Poll::Pending,
+                        // Frames came since it was set: it waits for the last one's bound.
+                        Poll::Ready(()) if timer.deadline() < last + idle => {
+                            timer.as_mut().reset(last + idle);
+                        }
+                        Poll::Ready(()) => {
+                            this.done = true;
+                            break Poll::Ready(Some(Err(UpstreamBodyError::Idle(idle))));
+                        }
+                    }
                 }
-                Poll::Pending => Poll::Pending,
-            },
+            }
         }
     }
 
