@@ -105,7 +105,12 @@ impl Edge {
             return self.health.respond().await;
         }
         let response = match self.admit(&request) {
-            Err(refusal) => *refusal,
+            Err(refusal) => {
+                // Refused before a byte of its body was read: read what the client still sends
+                // (bounded), so that it reads the refusal instead of a reset connection.
+                drain_later(request.into_body());
+                *refusal
+            }
             Ok(permit) => self.forward(peer, request, permit).await,
         };
         metrics::counter!(REQUESTS, "method" => method_label(&method),
@@ -191,7 +196,8 @@ impl Edge {
         }
         let oversize = Oversize::default();
         let body = Capped {
-            body,
+            body: Some(body),
+            exceeded: false,
             left: self.max_request_bytes,
             max: self.max_request_bytes,
             oversize: oversize.0.clone(),
@@ -424,19 +430,58 @@ where
     ))
 }
 
-/// The client's request body, failing once it passes `max` bytes.
-struct Capped<B> {
-    body: B,
+/// At most this much of a refused request's body is read and dropped ([`drain_later`]).
+const DRAIN_BYTES: usize = 1 << 20;
+/// For at most this long.
+const DRAIN_TIME: Duration = Duration::from_secs(1);
+
+/// Reads and drops what remains of a refused request's body, up to [`DRAIN_BYTES`] and for up
+/// to [`DRAIN_TIME`], beside the refusal. HTTP/1 cannot answer and stop reading on one
+/// connection: a server that closes it with request bytes unread resets it, and the reset can
+/// destroy the refusal in the client's receive buffer before the client, still sending, reads
+/// it. Read to its end, the body leaves the connection reusable; beyond the bounds it is closed.
+fn drain_later(mut body: hyper::body::Incoming) {
+    if body.is_end_stream() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut left = DRAIN_BYTES;
+        let _ = tokio::time::timeout(DRAIN_TIME, async {
+            while let Some(Ok(frame)) = body.frame().await {
+                let len = frame.data_ref().map_or(0, Bytes::len);
+                match left.checked_sub(len) {
+                    Some(rest) => left = rest,
+                    None => break,
+                }
+            }
+        })
+        .await;
+    });
+}
+
+/// The client's request body, failing once it passes `max` bytes; dropped after that, its rest
+/// is drained ([`drain_later`]).
+struct Capped {
+    /// `None` once handed to [`drain_later`].
+    body: Option<hyper::body::Incoming>,
+    /// It passed `max`.
+    exceeded: bool,
     left: usize,
     max: usize,
     oversize: Arc<AtomicBool>,
 }
 
-impl<B> Body for Capped<B>
-where
-    B: Body<Data = Bytes> + Unpin,
-    B::Error: Into<BoxError>,
-{
+impl Drop for Capped {
+    fn drop(&mut self) {
+        if self.exceeded {
+            if let Some(body) = self.body.take() {
+                drain_later(body);
+            }
+        }
+    }
+}
+
+impl Body for Capped {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -445,16 +490,18 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
-        match Pin::new(&mut this.body).poll_frame(cx) {
+        // Past the bound it fails again however often it is polled: never an end.
+        let too_large = |max: usize| format!("request body too large: over {max} bytes").into();
+        let Some(body) = this.body.as_mut().filter(|_| !this.exceeded) else {
+            return Poll::Ready(Some(Err(too_large(this.max))));
+        };
+        match Pin::new(body).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 let len = frame.data_ref().map_or(0, Bytes::len);
                 if len > this.left {
+                    this.exceeded = true;
                     this.oversize.store(true, Ordering::Release);
-                    return Poll::Ready(Some(Err(format!(
-                        "request body too large: over {} bytes",
-                        this.max
-                    )
-                    .into())));
+                    return Poll::Ready(Some(Err(too_large(this.max))));
                 }
                 this.left -= len;
                 Poll::Ready(Some(Ok(frame)))
@@ -466,11 +513,11 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        !self.exceeded && self.body.as_ref().is_some_and(Body::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        self.body.as_ref().map(Body::size_hint).unwrap_or_default()
     }
 }
 
