@@ -19,7 +19,7 @@ use crate::event::AbortCode;
 use crate::mapping::Mapping;
 use crate::mapping::compat::OpenRecord;
 use crate::mapping::encoder::MappingEncoder;
-use crate::mapping::sse::{LineSplitter, Piece, SseEvent, SseParser, is_message_event};
+use crate::mapping::sse::{LineSplitter, Piece, SseEvent, SseParser, data_value, is_message_event};
 
 /// Inner lines at least this long go out as they came (slices of the inner chunk, no copy);
 /// shorter ones are copied into the piece being built, with the record before them, so that a
@@ -333,12 +333,10 @@ impl<B: Body> SsePassthrough<B> {
         {
             return;
         }
-        // The value: after the colon and one optional space (WHATWG event-stream), found without
-        // reading the line again at every read.
-        let Some(value) = line.strip_prefix(b"data:") else {
+        // The value as far as it came (the colon is the line's fifth byte: found at once).
+        let Some(value) = data_value(line) else {
             return;
         };
-        let value = value.strip_prefix(b" ").unwrap_or(value);
         let valid = self.streamed.arrived(value);
         if valid < STREAM_FROM {
             return;
@@ -546,15 +544,6 @@ fn with_data(block: Vec<(Bytes, bool)>, data: &str) -> Vec<(Bytes, bool)> {
         }
     }
     lines
-}
-
-/// The value of a `data` line (without its end); `None` for a line of another field or a
-/// comment.
-fn data_value(line: &[u8]) -> Option<&[u8]> {
-    match crate::mapping::sse::field(line) {
-        (b"data", value) => Some(value),
-        _ => None,
-    }
 }
 
 /// The event's data as it came: its values joined with LF (`len` bytes), for

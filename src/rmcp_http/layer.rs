@@ -37,7 +37,7 @@ use crate::{
 };
 use crate::{
     mapping::SseError,
-    mapping::sse::{RawItem, SseParser, is_message_event},
+    mapping::sse::{RawItem, SseParser, data_value, is_message_event},
 };
 use serde_json::Value;
 
@@ -1012,16 +1012,14 @@ impl<B> InnerMessages<B> {
             return;
         };
         let line = parser.pending_line();
-        if self.final_seen
-            || parser.event_has_data()
-            || !parser.open_event_is_message()
-            || !line.starts_with(b"data:")
-            || line.len() <= b"data:".len()
-        {
+        if self.final_seen || parser.event_has_data() || !parser.open_event_is_message() {
             return;
         }
-        // The value: after the colon and one optional space (WHATWG event-stream).
-        let at = b"data:".len() + usize::from(line[5] == b' ');
+        let Some(value) = data_value(line) else {
+            return;
+        };
+        // Where the value starts in the line.
+        let at = line.len() - value.len();
         if let Some(chunk) = self.streamed.next(line, at, latest) {
             self.queue.push_back(Outgoing::Chunk(chunk));
         }

@@ -32,9 +32,10 @@ pub(crate) use decoder::FirstError;
 pub use decoder::SseFrameDecoder;
 pub use encoder::SseFrameEncoder;
 pub(crate) use parser::RawItem;
-// The layer's compatible pass-through splits rmcp's lines with the parser's own splitter.
+// The layer splits rmcp's lines with the parser's own splitter, and reads a data line's value
+// as the parser does.
 #[cfg(feature = "rmcp-server")]
-pub(crate) use parser::{LineSplitter, Piece, field};
+pub(crate) use parser::{LineSplitter, Piece, data_value};
 pub(crate) use parser::is_message_event;
 pub use parser::{SseEvent, SseItem, SseParser};
 

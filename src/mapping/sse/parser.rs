@@ -162,6 +162,16 @@ pub(crate) fn field(line: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
+/// The value of a `data` line ([`field`]: after the colon, without one leading space); `None`
+/// for a line of another field or a comment.
+#[cfg(feature = "rmcp-server")]
+pub(crate) fn data_value(line: &[u8]) -> Option<&[u8]> {
+    match field(line) {
+        (b"data", value) => Some(value),
+        _ => None,
+    }
+}
+
 /// Whether an SSE event whose `event` field is `event` is a `message` event: one without an
 /// `event` field, with an empty one, or with `event: message` (WHATWG event-stream: an empty
 /// event type buffer dispatches as `message`; rmcp and the Python and TypeScript SDKs read such
