@@ -25,7 +25,7 @@ use tower_service::Service;
 use super::config::host_allowed;
 use super::health::Health;
 use super::upstream::{
-    BoxError, OutgoingBody, Oversize, RequestId, ResponseBody, Upstream, error_response,
+    BoxError, OutgoingBody, Oversize, ResponseBody, Upstream, WholeRequest, error_response,
     remove_hop_by_hop,
 };
 
@@ -223,7 +223,7 @@ impl Edge {
                     );
                 }
                 Ok(Ok(Peeked::Whole(bytes))) => {
-                    parts.extensions.insert(RequestId(bytes.clone()));
+                    parts.extensions.insert(WholeRequest(bytes.clone()));
                     Full::new(bytes)
                         .map_err(|never: Infallible| match never {})
                         .boxed_unsync()

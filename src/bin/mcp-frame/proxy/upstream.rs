@@ -40,9 +40,9 @@ pub(crate) type UpstreamBody = UnsyncBoxBody<Bytes, UpstreamBodyError>;
 /// The request body, when the edge read it whole (a request extension): error bodies echo its
 /// JSON-RPC id, read from it only then (most calls need no error body).
 #[derive(Clone, Debug)]
-pub(crate) struct RequestId(pub(crate) Bytes);
+pub(crate) struct WholeRequest(pub(crate) Bytes);
 
-impl RequestId {
+impl WholeRequest {
     /// The `id` of the JSON-RPC request (`null` if it is not one JSON-RPC object with an id).
     pub(crate) fn id(&self) -> Value {
         #[derive(serde::Deserialize)]
@@ -109,7 +109,9 @@ impl Upstream {
 
     async fn forward(self, request: Request<OutgoingBody>) -> Response<UpstreamBody> {
         let (mut parts, body) = request.into_parts();
-        let id = parts.extensions.remove::<RequestId>();
+        let whole = parts.extensions.remove::<WholeRequest>();
+        // The id an error body echoes, read only for an error body.
+        let id = || whole.as_ref().map_or(Value::Null, WholeRequest::id);
         let oversize = parts.extensions.get::<Oversize>().cloned();
         let path = parts
             .uri
@@ -130,23 +132,21 @@ impl Upstream {
             Ok(Ok(response)) => response,
             Ok(Err(err)) => {
                 if oversize.is_some_and(|flag| flag.0.load(Ordering::Acquire)) {
-                    return too_large(id.map_or(Value::Null, |id| id.id()));
+                    return too_large(id());
                 }
                 let failure = Failure::of(&err);
                 let detail = chain(&err);
-                let id = id.map_or(Value::Null, |id| id.id());
                 metrics::counter!(UPSTREAM_FAILURES, "cause" => failure.cause()).increment(1);
                 tracing::warn!(upstream = %self.config.target.url, %method,
                     cause = failure.cause(), "{detail}");
-                return failure.response(&self.config.target, id, &detail);
+                return failure.response(&self.config.target, id(), &detail);
             }
             Err(_) => {
                 let failure = Failure::HeadTimeout(self.config.head_timeout);
-                let id = id.map_or(Value::Null, |id| id.id());
                 metrics::counter!(UPSTREAM_FAILURES, "cause" => failure.cause()).increment(1);
                 tracing::warn!(upstream = %self.config.target.url, %method,
                     "no response head from the upstream within {:?}", self.config.head_timeout);
-                return failure.response(&self.config.target, id, "");
+                return failure.response(&self.config.target, id(), "");
             }
         };
         let (mut parts, body) = response.into_parts();
