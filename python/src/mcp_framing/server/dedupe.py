@@ -487,11 +487,11 @@ class RedisStore:
         return {name: _script(name) for name in ("claim", "renew", "complete", "release")}
 
     async def _eval(
-        self, name: str, key: str, argv: tuple[Any, ...], wait: Callable[[Any], bool] | None
+        self, name: str, key: str, argv: tuple[Any, ...], wait: _Wait | None
     ) -> tuple[Any, int | Exception | None]:
         """The script's reply, and (with `wait_for_replicas`) how many replicas acknowledged it
-        when `wait` says the reply wrote something to wait for, or why that `WAIT` failed;
-        None when no `WAIT` was sent."""
+        when `wait` sends a `WAIT` for that reply (`_Wait`), or why that `WAIT` failed; None
+        when no `WAIT` was sent."""
         script = self._scripts[name]
         redis_key = self.prefix + key
         args = [str(a) if isinstance(a, int) else a for a in argv]
@@ -510,9 +510,9 @@ class RedisStore:
             raise StoreError(f"{name}: {err}") from err
 
     async def _eval_waiting(
-        self, script: _Lua, redis_key: str, args: list[Any], wait: Callable[[Any], bool]
+        self, script: _Lua, redis_key: str, args: list[Any], wait: _Wait
     ) -> tuple[Any, int | Exception | None]:
-        """The script, then `WAIT` if `wait(reply)`, on one connection: `WAIT` counts the
+        """The script, then `WAIT` as `wait` says, on one connection: `WAIT` counts the
         replicas that acknowledged the writes of the connection it is sent on. In a cluster, on a
         connection of this store's own to the primary that serves the key: a `MOVED` (a failover
         the client had not seen) or a primary that cannot be reached makes it learn the layout
@@ -599,7 +599,7 @@ class RedisStore:
         # Only a claim is waited for, once the script claimed: its other answers (a replay, a
         # refusal) wrote nothing, and behind a primary that lost its replicas a `WAIT` sent with
         # them would hold each for the whole timeout.
-        reply, acknowledged = await self._eval("claim", key, argv, _claimed)
+        reply, acknowledged = await self._eval("claim", key, argv, "if_claimed")
         if not isinstance(reply, list) or not reply:
             raise StoreError(f"claim: unexpected reply {reply!r}", "corrupt")
         state = _text(reply[0])
@@ -625,7 +625,7 @@ class RedisStore:
             return [state, _text(reply[1]), payload]
         raise StoreError(f"claim: unexpected reply {reply!r}", "corrupt")
 
-    async def _flag(self, name: str, key: str, argv: tuple[Any, ...], wait: Callable[[Any], bool] | None) -> bool:
+    async def _flag(self, name: str, key: str, argv: tuple[Any, ...], wait: _Wait | None) -> bool:
         reply, acknowledged = await self._eval(name, key, argv, wait)
         if not isinstance(reply, int):
             raise StoreError(f"{name}: unexpected reply {reply!r}", "corrupt")
@@ -637,8 +637,8 @@ class RedisStore:
         return await self._flag("renew", key, (token, max(1, lease_ms)), None)
 
     async def complete(self, key: str, token: str, state: str, payload: bytes, retention_ms: int) -> bool:
-        # The completion's `WAIT` goes with the script, in its round trip (`_always`).
-        return await self._flag("complete", key, (token, state, payload, max(1, retention_ms)), _always)
+        # The completion's `WAIT` goes with the script, in its round trip.
+        return await self._flag("complete", key, (token, state, payload, max(1, retention_ms)), "with_script")
 
     async def release(self, key: str, token: str) -> bool:
         return await self._flag("release", key, (token,), None)
@@ -671,33 +671,33 @@ def _no_script(err: BaseException) -> bool:
     return isinstance(err, NoScriptError)
 
 
+#: When a script's `WAIT` is sent: in the script's own round trip ("with_script", a completion),
+#: or after it, only once the claim script claimed ("if_claimed": its other answers wrote nothing).
+_Wait = Literal["with_script", "if_claimed"]
+
+
 def _claimed(reply: Any) -> bool:
     """Whether the claim script's reply is a claim (the one answer that wrote)."""
     return isinstance(reply, list) and len(reply) > 0 and reply[0] in (b"claimed", "claimed")
 
 
-def _always(reply: Any) -> bool:
-    """`WAIT` sent whatever the script answered, in the script's own round trip."""
-    return True
-
-
 async def _script_then_wait(
-    pool: Any, script: tuple[Any, ...], wait: Callable[[Any], bool], wait_command: tuple[Any, ...]
+    pool: Any, script: tuple[Any, ...], wait: _Wait, wait_command: tuple[Any, ...]
 ) -> tuple[Any, int | Exception | None]:
-    """`script` on one connection of `pool`, held, then `wait_command` on the same connection when
-    `wait(reply)`: `WAIT` counts the writes of its connection, so neither a command of another
+    """`script` on one connection of `pool`, held, then `wait_command` on the same connection as
+    `wait` says: `WAIT` counts the writes of its connection, so neither a command of another
     connection nor a retry on a new one (the client's own retries) may stand in for it. With
-    `_always` both go in one round trip. An error reply comes back as the exception, not raised;
+    "with_script" both go in one round trip. An error reply comes back as the exception, not raised;
     a `WAIT` that failed comes back as its exception (the script's write stands)."""
     connection = await pool.get_connection()
     try:
-        together = wait is _always
+        together = wait == "with_script"
         if together:
             await connection.send_packed_command(connection.pack_commands([script, wait_command]))
         else:
             await connection.send_command(*script)
         reply = await _reply(connection)
-        if not together and not wait(reply):
+        if not together and not _claimed(reply):
             return reply, None
         try:
             if not together:
