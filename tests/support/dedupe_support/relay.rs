@@ -127,7 +127,10 @@ fn relay_client(
                 );
                 let batch = batch.clone();
                 std::thread::spawn(move || relay_replies(reader, to_client, &batch));
-                current.upstream = Some(upstream);
+                // The one it replaces has no replies left to forward.
+                if let Some(replaced) = current.upstream.replace(upstream) {
+                    let _ = replaced.shutdown(Shutdown::Both);
+                }
             }
         } else {
             // More of the round trip under way (a pipeline written in parts).
