@@ -42,7 +42,8 @@ const RELEASE: &str = include_str!("redis/release.lua");
 /// creates the record only if it is absent (or takes over an expired lease), and renewal,
 /// completion and release compare the fencing token first. Lease deadlines use the Redis
 /// server's clock, so backends' clocks never matter. Each operation is one round trip (the
-/// script by its SHA-1, `EVALSHA`; its text only when the server does not know it yet).
+/// script by its SHA-1, `EVALSHA`; its text only when the server does not know it yet), and a
+/// claim waited for by replicas two.
 ///
 /// One server goes through a `redis` [`ConnectionManager`] (reconnects by itself); a cluster
 /// through the `redis` crate's async [`ClusterConnection`] (follows `MOVED` and failovers). The
@@ -215,12 +216,16 @@ impl RedisStoreBuilder {
     }
 
     /// Waits, after every claim and every completion, until `count` replicas acknowledged the
-    /// write (Redis `WAIT count timeout`: in the completion's round trip, and after a claim once
-    /// the script claimed, so a replay or a refusal never waits on replicas) (default: no
-    /// wait). A claim that too few replicas acknowledged within `timeout` is given back and
-    /// refused as [`StoreError::NotReplicated`] (the call does not execute; fail closed), and so
-    /// is a claim whose `WAIT` failed (with that error); a
-    /// completion that too few acknowledged is reported with the same error (the result is on
+    /// write (Redis `WAIT count timeout`) (default: no wait). A completion's `WAIT` goes in its
+    /// round trip. A claim's goes only once the script claimed (so a replay or a refusal never
+    /// waits on replicas), in a second round trip that renews the claim first: `WAIT` counts the
+    /// writes made on its own connection, and the connection may have been replaced since the
+    /// claim (a reconnect), so the renewal makes the write it counts, and makes it only while
+    /// the claim is there. A claim that too few replicas acknowledged within `timeout` is given
+    /// back and refused as [`StoreError::NotReplicated`] (the call does not execute; fail
+    /// closed), and so is a claim whose `WAIT` failed (with that error); a claim the renewal
+    /// finds gone (lost in a failover) is refused as [`StoreError::ClaimLost`]. A completion
+    /// that too few acknowledged is reported with [`StoreError::NotReplicated`] (the result is on
     /// the primary, but a failover now could lose it).
     ///
     /// This narrows the writes a failover can lose to those no acknowledging replica was
@@ -608,7 +613,9 @@ impl RedisStore {
 
     /// Runs `script` on `key` with `args` in one round trip (by its SHA-1; again with its text
     /// if the server does not know it), followed by `WAIT` when `wait` and replicas are
-    /// configured. Returns the script's reply and the replicas that acknowledged.
+    /// configured. Returns the script's reply and the replicas that acknowledged. `WAIT` names
+    /// no key: a cluster sends the pipeline to the node of the script's key (the one that took
+    /// the script's write), and both commands go over one connection.
     async fn eval(
         &self,
         script: &Lua,
@@ -658,27 +665,6 @@ impl RedisStore {
         Ok((reply, acknowledged))
     }
 
-    /// `WAIT` for the configured replicas after a write to `key`: the replicas that acknowledged
-    /// (`None` when no replicas are configured, without a round trip). `WAIT` names no key, so
-    /// it follows an `EXISTS` of `key` in its pipeline: a cluster sends the two to `key`'s node,
-    /// the one that took the write.
-    async fn wait(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        let Some(replicas) = self.replicas else {
-            return Ok(None);
-        };
-        let mut pipe = redis::pipe();
-        pipe.cmd("EXISTS").arg(key);
-        pipe.cmd("WAIT")
-            .arg(replicas.count)
-            .arg(millis(replicas.timeout));
-        let reply = self.query(&pipe).await?;
-        let acknowledged = reply
-            .get(1)
-            .and_then(number)
-            .ok_or_else(|| corrupt("no reply to WAIT"))?;
-        Ok(Some(acknowledged))
-    }
-
     /// `Err(NotReplicated)` when fewer replicas than configured acknowledged.
     fn replicated(&self, acknowledged: Option<u64>) -> Result<(), StoreError> {
         match (self.replicas, acknowledged) {
@@ -723,25 +709,43 @@ impl RedisStore {
             .eval(&self.scripts.claim, &redis_key, &args, false)
             .await?;
         let outcome = parse_claim(reply)?;
-        if matches!(outcome, ClaimOutcome::Claimed { .. }) {
-            let waited = self.wait(&redis_key).await;
-            if let Err(err) = waited.and_then(|acknowledged| self.replicated(acknowledged)) {
-                // Not known to be durable enough to execute on (too few replicas acknowledged,
-                // or the `WAIT` itself failed: a lost connection, a timeout): give the claim back
-                // (best effort; else it expires with its lease) and fail closed, so that a retry
-                // claims again instead of meeting a claim whose call never ran.
-                let _ = self
-                    .eval(
-                        &self.scripts.release,
-                        &redis_key,
-                        &[token.as_bytes()],
-                        false,
-                    )
-                    .await;
-                return Err(err);
-            }
+        if matches!(outcome, ClaimOutcome::Claimed { .. }) && self.replicas.is_some() {
+            self.confirm_claim(key, &token, &lease).await?;
         }
         Ok(outcome)
+    }
+
+    /// Waits for the configured replicas after a claim that claimed (SPEC.md §17.12.1,
+    /// "Replicas"), in one round trip: the renewal script with the claim's token and lease, then
+    /// `WAIT`. `WAIT` counts the writes made on its own connection, and the shared connection may
+    /// have been replaced since the claim (a reconnect, a cluster that followed a failover): a
+    /// bare `WAIT` there would count replicas that acknowledged nothing. The renewal writes on
+    /// the `WAIT`'s connection, and only while the claim with this token is in flight, so the
+    /// replicas `WAIT` counts have the renewal and, before it in the replication stream, the claim.
+    ///
+    /// A renewal that replies 0 finds the claim gone (lost in a failover to a replica that had
+    /// not received it, or removed): [`StoreError::ClaimLost`]. Too few acknowledgements, or a
+    /// round trip that failed: the claim is given back (best effort; else it expires with its
+    /// lease) and the error returned. Either way the call does not execute (fail closed), and a
+    /// retry claims again instead of meeting a claim whose call never ran.
+    async fn confirm_claim(
+        &self,
+        key: &StoreKey,
+        token: &str,
+        lease: &str,
+    ) -> Result<(), StoreError> {
+        let args: [&[u8]; 2] = [token.as_bytes(), lease.as_bytes()];
+        match self.run_flag(&self.scripts.renew, key, &args, true).await {
+            Ok(true) => Ok(()),
+            // Not in flight with this token: nothing to give back (a release checks the same).
+            Ok(false) => Err(StoreError::ClaimLost),
+            Err(err) => {
+                let _ = self
+                    .run_flag(&self.scripts.release, key, &[token.as_bytes()], false)
+                    .await;
+                Err(err)
+            }
+        }
     }
 
     async fn run_flag(

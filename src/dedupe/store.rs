@@ -359,6 +359,11 @@ pub enum StoreError {
         /// The time allowed.
         within: Duration,
     },
+    /// A claim the store made was gone when it was confirmed to the replicas
+    /// (`RedisStore`'s `wait_for_replicas`): lost in a failover to a replica that had not
+    /// received it, or removed. The call does not execute (SPEC.md §17.12.1).
+    #[error("the deduplication claim was gone before its replicas acknowledged it")]
+    ClaimLost,
     /// The Redis (or Valkey) server failed or could not be reached.
     #[cfg(feature = "redis")]
     #[error("redis: {0}")]
@@ -367,7 +372,7 @@ pub enum StoreError {
 
 impl StoreError {
     /// A stable snake_case name for telemetry: `timeout`, `full`, `corrupt`, `not_replicated`,
-    /// `redis`.
+    /// `claim_lost`, `redis`.
     ///
     /// # Examples
     ///
@@ -383,6 +388,7 @@ impl StoreError {
             Self::Full { .. } => "full",
             Self::Corrupt { .. } => "corrupt",
             Self::NotReplicated { .. } => "not_replicated",
+            Self::ClaimLost => "claim_lost",
             #[cfg(feature = "redis")]
             Self::Redis(_) => "redis",
         }

@@ -1,7 +1,9 @@
 //! What survives a Redis restart between two attempts of a keyed call (SPEC.md §17.12), against
 //! a real `redis-server` each test starts, stops with SIGKILL and starts again on the same port
 //! and directory: with AOF (`appendfsync always`) the retry is replayed, one execution; without
-//! persistence the record is gone and the retry executes again, as documented.
+//! persistence the record is gone and the retry executes again, as documented. And what a claim
+//! waited for by replicas guarantees when the store's connection is replaced between its round
+//! trips.
 
 use crate::support::dedupe_support;
 
@@ -14,7 +16,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use dedupe_support::{self as s, Persistence, RedisServer};
+use dedupe_support::{self as s, Persistence, RedisRelay, RedisServer, Upstream};
 use http_body_util::{BodyExt, Full};
 use mcp_framing::RequestKey;
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
@@ -148,4 +150,53 @@ async fn a_claim_in_flight_survives_a_restart_with_aof_and_its_completion_lands_
         .expect("recorded once Redis is back");
     s::expect_reason(&dedup.begin(&call).await, "replay");
     assert_eq!(dedup.stats().snapshot().executed, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_whose_connection_is_replaced_before_its_wait_executes_only_once_a_replica_has_it()
+{
+    // A primary whose one replica stopped acknowledging (frozen), behind a relay that sends
+    // every round trip of the store over a new connection to it: a reconnect between the claim
+    // and its `WAIT`. `WAIT` counts the writes of its own connection (since Redis 7.2, and in
+    // Valkey, only the commands that wrote count; before, any command counted everything written
+    // so far): on a connection that wrote nothing it counts the frozen replica at once, and the
+    // tool would run on a claim no replica has. The claim is renewed in the `WAIT`'s round trip,
+    // so the `WAIT` waits for a write the replica never acknowledges: refused, the tool never
+    // ran, the claim given back.
+    let primary = RedisServer::start();
+    let replica = RedisServer::start_replica_of(&primary);
+    replica.pause();
+    let relay = RedisRelay::start(&primary, Upstream::PerBatch, |_| {});
+    let wait = Duration::from_millis(300);
+    let store = s::store_waiting_for_a_replica(relay.url(), "durability:", wait).await;
+    let dedup = Deduplicator::new(store).store_timeout(wait + Duration::from_secs(10));
+    let executions = Counter::default();
+    let mut service = DedupeLayer::new(dedup).layer(executions.clone());
+
+    let (decision, response) = call(&mut service, RequestKey::random(), 1).await;
+    eprintln!(
+        "DEBUG {decision} {response} {:?} {:?}",
+        relay.batches(),
+        primary.info_field("replication", "slave0")
+    );
+    assert_eq!(decision, "store_unavailable", "{response}");
+    assert_eq!(executions.0.load(Ordering::SeqCst), 0, "the tool ran");
+    let records: Vec<String> = primary.command(&["KEYS", "durability:*"]);
+    assert!(
+        records.is_empty(),
+        "the claim was not given back: {records:?}"
+    );
+    // The claim and its `WAIT` did go over two connections.
+    let batches = relay.batches();
+    let claim = batches
+        .iter()
+        .position(|batch| *batch == ["EVALSHA"] || *batch == ["EVAL"])
+        .expect("a claim");
+    assert!(
+        batches[claim + 1..]
+            .iter()
+            .any(|batch| batch.contains(&"WAIT".to_owned())),
+        "{batches:?}"
+    );
+    replica.resume();
 }

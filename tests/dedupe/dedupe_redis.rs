@@ -7,16 +7,19 @@ use crate::support::dedupe_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dedupe_support::{self as s, RedisServer};
+use dedupe_support::{self as s, Command, RedisRelay, RedisServer, Upstream};
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{DedupeStore, Deduplicator, RedisStore};
+use mcp_framing::dedupe::{DedupeStore, Deduplicator, RedisStore, StoreError};
 use mcp_framing::internals::dedupe::Decision;
 use serde_json::json;
+
+/// The prefix of these tests' records.
+const PREFIX: &str = "test:dedupe:";
 
 async fn redis(server: &RedisServer) -> Arc<dyn DedupeStore> {
     Arc::new(
         RedisStore::builder(server.url())
-            .prefix("test:dedupe:")
+            .prefix(PREFIX)
             .response_timeout(Duration::from_millis(500))
             .connection_timeout(Duration::from_millis(500))
             .reconnect_attempts(1)
@@ -221,14 +224,15 @@ async fn a_repeated_completion_with_its_token_is_accepted_and_changes_nothing() 
 /// An engine on a store whose claims and completions wait up to `wait` for one replica (its
 /// store timeouts above `wait`, so that the wait is what ends first).
 async fn waiting_for_a_replica(server: &RedisServer, wait: Duration) -> Deduplicator {
-    let store = RedisStore::builder(server.url())
-        .prefix("test:dedupe:")
-        .response_timeout(wait + Duration::from_secs(5))
-        .wait_for_replicas(1, wait)
-        .connect()
-        .await
-        .expect("connect to the test redis-server");
+    let store = s::store_waiting_for_a_replica(server.url(), PREFIX, wait).await;
     s::engine(Arc::new(store)).store_timeout(wait + Duration::from_secs(10))
+}
+
+/// Whether a batch the relay forwards holds a `WAIT`.
+fn waits(batch: &[Command]) -> bool {
+    batch
+        .iter()
+        .any(|command| command[0].eq_ignore_ascii_case(b"WAIT"))
 }
 
 #[tokio::test]
@@ -309,4 +313,77 @@ async fn a_claim_whose_wait_for_replicas_fails_is_given_back() {
     // Given back: a backend that does not wait for replicas executes the call now.
     let other = s::engine(redis(&server).await);
     s::expect_execute(other.begin(&call).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_gone_before_its_replicas_acknowledged_it_is_refused() {
+    // A primary with a replica that acknowledges everything. Between the claim and its `WAIT`,
+    // the record disappears, as a failover to a replica that had not received it loses it: here
+    // the relay deletes it before it forwards the round trip that holds the `WAIT`. The replica
+    // acknowledged the claim's write, so a `WAIT` alone reports it replicated, and the call
+    // would run on a claim nobody holds (a retry would run it again). The claim is renewed in the
+    // `WAIT`'s round trip: the renewal finds it gone, and the call is refused.
+    let primary = RedisServer::start();
+    let _replica = RedisServer::start_replica_of(&primary);
+    let call = s::call("alice", RequestKey::random(), json!({"to": "bob"}));
+    let record = format!("{PREFIX}{}", call.store_key());
+    let url = primary.url();
+    let relay = RedisRelay::start(&primary, Upstream::PerClient, move |batch| {
+        if waits(batch) {
+            let client = redis::Client::open(url.as_str()).unwrap();
+            let _: i64 = redis::cmd("DEL")
+                .arg(&record)
+                .query(&mut client.get_connection().unwrap())
+                .unwrap();
+        }
+    });
+    let wait = Duration::from_secs(30);
+    let store = s::store_waiting_for_a_replica(relay.url(), PREFIX, wait).await;
+    let claiming = s::engine(Arc::new(store.clone())).store_timeout(wait + Duration::from_secs(10));
+
+    let started = Instant::now();
+    s::expect_reason(&claiming.begin(&call).await, "store_unavailable");
+    assert!(started.elapsed() < wait / 2, "{:?}", started.elapsed());
+    assert_eq!(claiming.stats().snapshot().executed, 0);
+    // The store's own error names what happened.
+    let claim = mcp_framing::internals::dedupe::ClaimRequest {
+        fingerprint: call.fingerprint(),
+        token: mcp_framing::internals::dedupe::FencingToken::random(),
+        lease: Duration::from_secs(30),
+        retention: Duration::from_secs(60),
+        on_expired_lease: mcp_framing::dedupe::LeaseExpiry::Reexecute,
+    };
+    let err = store.claim(&call.store_key(), &claim).await.unwrap_err();
+    assert!(matches!(err, StoreError::ClaimLost), "{err}");
+    assert_eq!(err.kind(), "claim_lost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_waited_for_by_replicas_takes_two_round_trips_and_a_replay_one() {
+    let primary = RedisServer::start();
+    let _replica = RedisServer::start_replica_of(&primary);
+    let relay = RedisRelay::start(&primary, Upstream::PerClient, |_| {});
+    let wait = Duration::from_secs(30);
+    let store = s::store_waiting_for_a_replica(relay.url(), PREFIX, wait).await;
+    let dedup = s::engine(Arc::new(store));
+    // The scripts are loaded once per server (`EVALSHA`, then `EVAL` on `NOSCRIPT`): a first
+    // call loads them.
+    let first = s::call("alice", RequestKey::random(), json!({}));
+    s::expect_execute(dedup.begin(&first).await)
+        .complete(&s::response(1, "first"))
+        .await
+        .unwrap();
+
+    let call = s::call("alice", RequestKey::random(), json!({}));
+    let before = relay.batches().len();
+    let guard = s::expect_execute(dedup.begin(&call).await);
+    assert_eq!(
+        relay.batches()[before..],
+        [vec!["EVALSHA"], vec!["EVALSHA", "WAIT"]],
+        "the claim, then the renewal and WAIT"
+    );
+    guard.complete(&s::response(1, "done")).await.unwrap();
+    let before = relay.batches().len();
+    s::expect_reason(&dedup.begin(&call).await, "replay");
+    assert_eq!(relay.batches()[before..], [vec!["EVALSHA"]]);
 }

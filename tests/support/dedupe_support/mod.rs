@@ -4,6 +4,8 @@
 #![allow(dead_code, unreachable_pub, unused_imports)] // each test binary uses part of it
 
 #[cfg(feature = "redis")]
+mod relay;
+#[cfg(feature = "redis")]
 mod servers;
 
 use std::sync::Arc;
@@ -11,6 +13,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+#[cfg(feature = "redis")]
+pub use relay::{Command, RedisRelay, Upstream};
 #[cfg(feature = "redis")]
 pub use servers::{Persistence, RedisCluster, RedisServer, free_port};
 
@@ -53,6 +57,23 @@ pub fn engine(store: Arc<dyn DedupeStore>) -> Deduplicator {
 /// takes no time).
 pub const SHORT_LEASE: Duration = Duration::from_millis(300);
 pub const PAST_SHORT_LEASE: Duration = Duration::from_millis(400);
+
+/// A store at `url`, under `prefix`, whose claims and completions wait up to `wait` for one
+/// replica (its response timeout above `wait`, so that the wait is what ends first).
+#[cfg(feature = "redis")]
+pub async fn store_waiting_for_a_replica(
+    url: String,
+    prefix: &str,
+    wait: Duration,
+) -> mcp_framing::dedupe::RedisStore {
+    mcp_framing::dedupe::RedisStore::builder(url)
+        .prefix(prefix)
+        .response_timeout(wait + Duration::from_secs(5))
+        .wait_for_replicas(1, wait)
+        .connect()
+        .await
+        .expect("connect to the test redis-server")
+}
 
 #[track_caller]
 pub fn expect_execute(decision: Decision) -> mcp_framing::internals::dedupe::ExecutionGuard {

@@ -103,6 +103,35 @@ impl RedisServer {
         panic!("redis-server did not start on a loopback port");
     }
 
+    /// A replica of `primary` (without persistence), once it acknowledges `primary`'s writes:
+    /// a write and a `WAIT` for one replica on one connection came back with 1.
+    pub fn start_replica_of(primary: &Self) -> Self {
+        // The first synchronisation at once (Redis waits 5 s by default for more replicas).
+        let _: () = primary.command(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+        let port = primary.port().to_string();
+        let replica = Self::start_with(Persistence::None, &["--replicaof", "127.0.0.1", &port]);
+        let acknowledged: Vec<i64> = redis::pipe()
+            .cmd("SET")
+            .arg("replica-ready")
+            .arg(1)
+            .ignore()
+            .cmd("DEL")
+            .arg("replica-ready")
+            .ignore()
+            .cmd("WAIT")
+            .arg(1)
+            .arg(60_000)
+            .query(&mut primary.connection())
+            .expect("WAIT on the primary");
+        assert_eq!(
+            acknowledged,
+            [1],
+            "the replica on port {} did not acknowledge within 60 s",
+            replica.port()
+        );
+        replica
+    }
+
     /// Starts the process (on `self.port`, in `self.dir`) and waits until it answers `PING`
     /// (after loading its AOF, if any).
     fn spawn(&mut self) -> bool {
