@@ -563,7 +563,7 @@ impl SseParser {
         if checked.valid == 0 && (self.at_start || !pending.starts_with(b"data:")) {
             return;
         }
-        match std::str::from_utf8(&pending[checked.valid..]) {
+        match simdutf8::compat::from_utf8(&pending[checked.valid..]) {
             Ok(_) => checked.valid = pending.len(),
             Err(err) => {
                 checked.valid += err.valid_up_to();
@@ -695,7 +695,7 @@ impl SseParser {
         // The stream is UTF-8 with replacement (WHATWG). Valid text (the usual case) takes the
         // fast validation; `from_utf8_lossy` walks chunk by chunk, as slow as SHA-256 on long
         // data lines (measured: a quarter of decoding a 1 MiB event).
-        let value = match std::str::from_utf8(value) {
+        let value = match simdutf8::basic::from_utf8(value) {
             Ok(text) => std::borrow::Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(value),
         };
@@ -725,7 +725,7 @@ impl SseParser {
         checked: usize,
         buffered: Option<&Bytes>,
     ) -> Result<bool, SseError> {
-        if self.data_unchecked || std::str::from_utf8(&value[checked..]).is_ok() {
+        if self.data_unchecked || simdutf8::basic::from_utf8(&value[checked..]).is_ok() {
             self.raw_data.push(self.has_data, value, buffered);
         } else {
             let text = String::from_utf8_lossy(value);
