@@ -574,7 +574,7 @@ impl<const UTF8: bool> Scan<UTF8> {
     }
 }
 
-/// Finds the next `"` or `\\` of a string, where [`Scan`] stops: `memchr`'s searcher for the two
+/// Finds the next `"` or `\` of a string, where [`Scan`] stops: `memchr`'s searcher for the two
 /// bytes, made once a string for the machine's vector instructions, where `memchr::memchr2` makes
 /// it again on every call (a result with escapes on every line stops the scan every dozen
 /// bytes: the making was a third of each stop's cost).
