@@ -1137,7 +1137,42 @@ mod string_scan_tests {
         ]
     }
 
+    /// What a valid string may hold: plain runs of every length up to 70 (past `memchr`'s 32-byte
+    /// vectors, so that each stop falls at every place of them), every escape, characters.
+    fn valid_piece() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            (0..70usize).prop_map(|len| b"abcdefgh".repeat(len / 8 + 1)[..len].to_vec()),
+            Just(br"\n".to_vec()),
+            Just(br#"\""#.to_vec()),
+            Just(br"\\".to_vec()),
+            Just(br"\\x".to_vec()),
+            Just(br"\/\b\f\r\t".to_vec()),
+            Just(br"\u00e9\uD83D\uDE00".to_vec()),
+            Just("é€😀".as_bytes().to_vec()),
+        ]
+    }
+
     proptest! {
+        #[test]
+        fn the_scan_decides_every_valid_string_itself_as_serde_json_reads_it_whatever_its_stops(
+            pieces in prop::collection::vec(valid_piece(), 0..16),
+        ) {
+            let mut message = br#"{"jsonrpc":"2.0","id":1,"result":{"text":""#.to_vec();
+            message.extend_from_slice(&pieces.concat());
+            message.extend_from_slice(br#""}}"#);
+            let text = std::str::from_utf8(&message).unwrap();
+            let expected = top_level_by_serde(text);
+            prop_assert!(expected.as_ref().is_some_and(TopLevel::is_response));
+            // Not left to serde_json: the scan reads it whole, validating or not, and in pieces.
+            prop_assert_eq!(&scanned::<true>(&message), &expected);
+            prop_assert_eq!(&scanned::<false>(&message), &expected);
+            let mut scan = Scan::<false>::default();
+            for cut in (0..message.len()).step_by(7) {
+                scan.feed(&message[..cut]);
+            }
+            prop_assert_eq!(&scan.finish(&message), &expected);
+        }
+
         #[test]
         fn the_scan_reads_every_string_as_serde_json_does_whatever_stops_it_where(
             pieces in prop::collection::vec(piece(), 0..12),
