@@ -9,8 +9,15 @@
 //! mapping (a stock client's request to a layer that frames every response), whose record goes
 //! before the message's event (SPEC.md §18.4): the whole event leaves after the last chunk.
 //!
+//! With `--whole` the clock runs over the whole call instead, from the inner body's first chunk
+//! to the framed body's end: the work the layer does on every byte as the message passes (its
+//! SSE line reading, UTF-8 check, JSON-RPC reading, copies, CRC-32 and SHA-256). `--only binary`
+//! or `--only compat` runs one mapping. For counts independent of the machine's load, run it
+//! under callgrind and count only the calls (`--toggle-collect`), for example:
+//!
 //! ```text
-//! cargo bench --features rmcp-server --bench layer_tail [-- --reps N]
+//! cargo bench --features rmcp-server --bench layer_tail [-- --reps N] [--whole] [--only binary|compat]
+//! valgrind --tool=callgrind --toggle-collect='*layer_tail::call*' target/release/deps/layer_tail-HASH --reps 4 --only binary
 //! ```
 //!
 //! Output: the minimum and the median over the repetitions (the minimum is the one a loaded
@@ -89,10 +96,12 @@ enum Framing {
     Compat,
 }
 
-/// One call: the time from the inner body's last chunk to the framed body's end.
-async fn tail(chunks: &[Bytes], framing: Framing) -> Duration {
+/// One call: the time from the inner body's last chunk (or, `whole`, its first) to the framed
+/// body's end.
+async fn call(chunks: &[Bytes], framing: Framing, whole: bool) -> Duration {
     let (send, pieces) = mpsc::unbounded();
     let (last, before) = chunks.split_last().unwrap();
+    let first = Instant::now();
     for chunk in before {
         send.unbounded_send(chunk.clone()).unwrap();
     }
@@ -133,7 +142,7 @@ async fn tail(chunks: &[Bytes], framing: Framing) -> Duration {
     while let Some(frame) = body.frame().await {
         framed += frame.unwrap().into_data().unwrap().len();
     }
-    let elapsed = start.elapsed();
+    let elapsed = if whole { first } else { start }.elapsed();
     assert!(framed > 1 << 20, "the whole message framed");
     elapsed
 }
@@ -145,6 +154,12 @@ fn main() {
         .position(|a| a == "--reps")
         .and_then(|i| args.get(i + 1))
         .map_or(50, |n| n.parse().expect("a number"));
+    let whole = args.iter().any(|a| a == "--whole");
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str);
     let event = event();
     let chunks: Vec<Bytes> = (0..event.len())
         .step_by(64 * 1024)
@@ -155,18 +170,23 @@ fn main() {
         .build()
         .unwrap();
     for framing in [Framing::Binary, Framing::Compat] {
+        let name = format!("{framing:?}").to_lowercase();
+        if only.is_some_and(|only| only != name) {
+            continue;
+        }
         let mut tails: Vec<Duration> = runtime.block_on(async {
             let mut tails = Vec::with_capacity(reps);
             for _ in 0..reps {
-                tails.push(tail(&chunks, framing).await);
+                tails.push(call(&chunks, framing, whole).await);
             }
             tails
         });
         tails.sort();
         println!(
-            "a {} byte event in {} chunks, {framing:?}: from the last chunk to the framed body's end, min {:.3} ms, median {:.3} ms ({reps} calls)",
+            "a {} byte event in {} chunks, {framing:?}: from the {} chunk to the framed body's end, min {:.3} ms, median {:.3} ms ({reps} calls)",
             event.len(),
             chunks.len(),
+            if whole { "first" } else { "last" },
             tails[0].as_secs_f64() * 1e3,
             tails[reps / 2].as_secs_f64() * 1e3,
         );

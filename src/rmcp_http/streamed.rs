@@ -74,7 +74,7 @@ impl Streamed {
     /// UTF-8 (whole characters: they are read, the rest waits), none more once one is not.
     pub(super) fn arrived(&mut self, message: &[u8]) -> usize {
         if !self.broken && message.len() > self.valid {
-            match std::str::from_utf8(&message[self.valid..]) {
+            match simdutf8::compat::from_utf8(&message[self.valid..]) {
                 Ok(_) => self.valid = message.len(),
                 Err(err) => {
                     self.valid += err.valid_up_to();
@@ -99,7 +99,7 @@ impl Streamed {
         if seen
             && data
                 .get(self.valid..)
-                .is_some_and(|rest| std::str::from_utf8(rest).is_ok())
+                .is_some_and(|rest| simdutf8::basic::from_utf8(rest).is_ok())
         {
             let (text, carried) = utf8_message_text(data, std::mem::take(&mut self.scan));
             (text, carried, true)

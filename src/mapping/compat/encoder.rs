@@ -503,7 +503,7 @@ impl CompatEncoder {
 
 /// Checks that an SSE event carries `data` unchanged (SPEC.md §18.3): UTF-8, no CR, not empty.
 fn check_event_data(data: &[u8]) -> Result<(), CompatEncodeError> {
-    match std::str::from_utf8(data) {
+    match simdutf8::compat::from_utf8(data) {
         Ok(text) => check_event_text(text),
         Err(err) => Err(CompatEncodeError::NotUtf8 {
             valid_up_to: err.valid_up_to(),

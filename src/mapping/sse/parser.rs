@@ -239,7 +239,7 @@ impl LineSplitter {
             if self.partial.len() + rest.len() > max {
                 return Err(LineTooLong);
             }
-            self.partial.extend_from_slice(rest);
+            self.keep(rest, max);
             *at = input.len();
             return Ok(None);
         };
@@ -251,7 +251,7 @@ impl LineSplitter {
         let piece = if self.partial.is_empty() {
             Piece::Line { start: *at, end }
         } else {
-            self.partial.extend_from_slice(&input[*at..end]);
+            self.keep(&input[*at..end], max);
             Piece::Joined {
                 content: std::mem::take(&mut self.partial).freeze(),
                 end,
@@ -259,6 +259,19 @@ impl LineSplitter {
         };
         *at = end + 1;
         Ok(Some(piece))
+    }
+
+    /// Keeps `bytes` after the start of a line kept, within `max` bytes. A line that outgrows
+    /// its room gets four times what it holds (at most `max`): a long line (a 1 MiB result in
+    /// 64 KiB reads) is moved to a larger buffer less often than by doubling, each move a copy
+    /// of all it holds.
+    fn keep(&mut self, bytes: &[u8], max: usize) {
+        let len = self.partial.len();
+        if len + bytes.len() > self.partial.capacity() {
+            let room = len.saturating_mul(4).min(max).max(len + bytes.len());
+            self.partial.reserve(room - len);
+        }
+        self.partial.extend_from_slice(bytes);
     }
 
     /// Bytes kept of a line whose end has not arrived.
@@ -563,7 +576,7 @@ impl SseParser {
         if checked.valid == 0 && (self.at_start || !pending.starts_with(b"data:")) {
             return;
         }
-        match std::str::from_utf8(&pending[checked.valid..]) {
+        match simdutf8::compat::from_utf8(&pending[checked.valid..]) {
             Ok(_) => checked.valid = pending.len(),
             Err(err) => {
                 checked.valid += err.valid_up_to();
@@ -695,7 +708,7 @@ impl SseParser {
         // The stream is UTF-8 with replacement (WHATWG). Valid text (the usual case) takes the
         // fast validation; `from_utf8_lossy` walks chunk by chunk, as slow as SHA-256 on long
         // data lines (measured: a quarter of decoding a 1 MiB event).
-        let value = match std::str::from_utf8(value) {
+        let value = match simdutf8::basic::from_utf8(value) {
             Ok(text) => std::borrow::Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(value),
         };
@@ -725,7 +738,7 @@ impl SseParser {
         checked: usize,
         buffered: Option<&Bytes>,
     ) -> Result<bool, SseError> {
-        if self.data_unchecked || std::str::from_utf8(&value[checked..]).is_ok() {
+        if self.data_unchecked || simdutf8::basic::from_utf8(&value[checked..]).is_ok() {
             self.raw_data.push(self.has_data, value, buffered);
         } else {
             let text = String::from_utf8_lossy(value);
