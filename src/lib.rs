@@ -204,7 +204,6 @@ pub mod internals {
         pub use crate::dedupe::memory::RECORD_OVERHEAD;
         #[cfg(feature = "redis")]
         pub use crate::dedupe::redis::DEFAULT_PREFIX;
-        pub use crate::dedupe::refusal::Refusal;
         pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
         pub use crate::dedupe::scope::{Scope, StoreKey};
         pub use crate::dedupe::store::{
@@ -222,7 +221,6 @@ pub mod internals {
     /// hand-written opt-in headers, beside the public [`http`](crate::http) module.
     #[cfg(feature = "http")]
     pub mod http {
-        pub use crate::http::client_body::collect_messages;
         #[cfg(feature = "dedupe")]
         pub use crate::http::dedupe::DEDUPE_HEADER;
         pub use crate::http::headers::LIMITS_HEADER;

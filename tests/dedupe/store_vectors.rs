@@ -16,7 +16,7 @@ use mcp_framing::dedupe::{
 };
 use mcp_framing::internals::dedupe::{
     ClaimOutcome, ClaimRequest, Completed, DEFAULT_PREFIX, Decision, FencingToken, Fingerprint,
-    KeyedCall, Refusal, RequestJsonError, Scope, StoreKey, StoredResponse, canonical_json,
+    KeyedCall, RequestJsonError, Scope, StoreKey, StoredResponse, canonical_json,
     parse_request_json,
 };
 use redis::aio::MultiplexedConnection;
@@ -674,11 +674,14 @@ async fn a_call_claimed_and_completed_leaves_the_record_the_vectors_give_and_is_
             (Decision::Replay(stored), Value::String(replay)) => {
                 assert_eq!(&stored.to_response(&case["retry_id"]), replay, "{name}");
             }
-            (Decision::Refused(Refusal::ResultNotStored { size }), Value::Null) => {
+            (Decision::Refused(refusal), Value::Null) => {
+                // As the caller reads it: the data entry of the refusal's JSON-RPC error.
+                let error = refusal.to_error(retry.request_key());
+                let data = &error["data"]["io.github.mcp-framing/dedupe"];
                 assert_eq!(case["refusal"]["reason"], "result_not_stored", "{name}");
+                assert_eq!(data["reason"], case["refusal"]["reason"], "{name}");
                 assert_eq!(
-                    Some(size),
-                    case["refusal"]["resultBytes"].as_u64(),
+                    data["resultBytes"], case["refusal"]["resultBytes"],
                     "{name}"
                 );
             }
