@@ -201,7 +201,6 @@ pub mod internals {
             CompleteError, Decision, ExecutionGuard, KeyedCall, KeyedCallError, Recorded,
         };
         pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
-        pub use crate::dedupe::memory::RECORD_OVERHEAD;
         #[cfg(feature = "redis")]
         pub use crate::dedupe::redis::DEFAULT_PREFIX;
         pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
