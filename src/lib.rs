@@ -201,8 +201,6 @@ pub mod internals {
             CompleteError, Decision, ExecutionGuard, KeyedCall, KeyedCallError, Recorded,
         };
         pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
-        #[cfg(feature = "redis")]
-        pub use crate::dedupe::redis::DEFAULT_PREFIX;
         pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
         pub use crate::dedupe::scope::{Scope, StoreKey};
         pub use crate::dedupe::store::{
