@@ -192,9 +192,9 @@ pub mod internals {
             PayloadError, StreamEnd, VERSION,
         };
     }
-    /// The deduplication engine driven call by call (`Deduplicator::begin`, its decisions and
-    /// guards), the store's records and the request reading, beside the public
-    /// [`dedupe`](crate::dedupe) module.
+    /// The request reading (the fuzz targets'), and the deduplication engine driven call by call
+    /// (`Deduplicator::begin`, its decisions and guards) with the store's claim protocol (the
+    /// benches' and the Redis tests'), beside the public [`dedupe`](crate::dedupe) module.
     #[cfg(feature = "dedupe")]
     pub mod dedupe {
         pub use crate::dedupe::deduplicator::{
