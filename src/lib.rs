@@ -188,24 +188,19 @@ pub mod internals {
     /// The frame layer (SPEC.md §4-§8): headers, kinds, payloads, the magic and the lengths.
     pub mod frame {
         pub use crate::frame::{
-            FrameHeader, FrameKind, HEAD_PAYLOAD_LEN, HEADER_LEN, HeaderError, MAGIC,
-            MAX_ABORT_REASON_LEN, MESSAGE_END_PAYLOAD_LEN, MessageEnd, PayloadError, StreamEnd,
-            VERSION,
+            FrameHeader, FrameKind, HEADER_LEN, MAGIC, MAX_ABORT_REASON_LEN, MessageEnd,
+            PayloadError, StreamEnd, VERSION,
         };
     }
-    /// The deduplication engine driven call by call (`Deduplicator::begin`, its decisions and
-    /// guards), the store's records and the request reading, beside the public
-    /// [`dedupe`](crate::dedupe) module.
+    /// The request reading (the fuzz targets'), and the deduplication engine driven call by call
+    /// (`Deduplicator::begin`, its decisions and guards) with the store's claim protocol (the
+    /// benches' and the Redis tests'), beside the public [`dedupe`](crate::dedupe) module.
     #[cfg(feature = "dedupe")]
     pub mod dedupe {
         pub use crate::dedupe::deduplicator::{
             CompleteError, Decision, ExecutionGuard, KeyedCall, KeyedCallError, Recorded,
         };
         pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
-        pub use crate::dedupe::memory::RECORD_OVERHEAD;
-        #[cfg(feature = "redis")]
-        pub use crate::dedupe::redis::DEFAULT_PREFIX;
-        pub use crate::dedupe::refusal::Refusal;
         pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
         pub use crate::dedupe::scope::{Scope, StoreKey};
         pub use crate::dedupe::store::{
@@ -217,31 +212,25 @@ pub mod internals {
     pub mod contract {
         pub use crate::contract::declaration::{KNOWN_TRANSPORTS, SUPPORTED_VERSIONS};
         pub use crate::contract::discovery::ServerDiscovery;
-        pub use crate::contract::negotiation::Negotiated;
-        pub use crate::contract::policy::{ClientPolicy, PolicyBuilder};
+        pub use crate::contract::policy::ClientPolicy;
     }
-    /// The HTTP mapping's other header names, the per-message delivery of a verified response,
-    /// the capability declaration in `_meta` and hand-written opt-in headers, beside the public
-    /// [`http`](crate::http) module.
+    /// The HTTP mapping's other header names, the per-message delivery of a verified response and
+    /// hand-written opt-in headers, beside the public [`http`](crate::http) module.
     #[cfg(feature = "http")]
     pub mod http {
-        pub use crate::http::client_body::collect_messages;
         #[cfg(feature = "dedupe")]
         pub use crate::http::dedupe::DEDUPE_HEADER;
         pub use crate::http::headers::LIMITS_HEADER;
-        pub use crate::http::meta::{declare_framing_capability, declares_framing_capability};
         pub use crate::http::opt_in::{opt_in_headers_for, opt_in_headers_with};
-        pub use crate::http::server_body::abort_for;
     }
-    /// The defaults of every limit, the SSE event bounds derived from them and the frame-level
-    /// bounds ([`Limits`](crate::Limits) is public).
+    /// The defaults of the frame, message and SSE event sizes, the SSE event bounds derived from
+    /// them and the frame-level bounds ([`Limits`](crate::Limits) is public, and its fields hold
+    /// the per-stream bounds' defaults).
     pub mod limits {
         pub use crate::limits::{
             DEFAULT_FRAME_SIZE, DEFAULT_MAX_COMPAT_EVENT_DATA, DEFAULT_MAX_EVENT_DATA,
-            DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_IGNORABLE_IN_A_ROW,
-            DEFAULT_MAX_KEEPALIVES_IN_A_ROW, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_MESSAGES,
-            DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW, DEFAULT_MAX_STREAM_BYTES, MAX_ABORT_PAYLOAD_LEN,
-            MAX_ABORT_REASON_LEN, MIN_MAX_FRAME_PAYLOAD, compat_event_data_limit, event_data_limit,
+            DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MAX_ABORT_REASON_LEN,
+            MIN_MAX_FRAME_PAYLOAD, compat_event_data_limit, event_data_limit,
         };
     }
     /// The table of verdict kinds, beside the public [`outcome`](crate::outcome) module.

@@ -26,8 +26,11 @@
 // The ABORT bounds are written beside the ABORT payload (src/frame/abort.rs) and shown here: the
 // frame files import nothing from this file, so the numbers sit on top of the frames, not in a
 // circle with them.
-use crate::frame::{HEAD_PAYLOAD_LEN, HEADER_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN};
-pub use crate::frame::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
+use crate::frame::{
+    HEAD_PAYLOAD_LEN, HEADER_LEN, MAX_ABORT_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN,
+    STREAM_END_PAYLOAD_LEN,
+};
+pub use crate::frame::MAX_ABORT_REASON_LEN;
 
 /// Smallest frame limit a receiver can be configured with (SPEC.md §6): the payload of the
 /// longest control frame (today the longest ABORT, 1026 bytes), so that every control frame fits
@@ -64,14 +67,14 @@ pub const DEFAULT_FRAME_SIZE: usize = 16 * 1024;
 /// limit; a peer that sends more is streaming without end. It bounds the CPU time a peer can make
 /// one stream cost (every byte is checksummed), not memory, which the frame and message limits
 /// bound.
-pub const DEFAULT_MAX_STREAM_BYTES: u64 = 16 << 30;
+pub(crate) const DEFAULT_MAX_STREAM_BYTES: u64 = 16 << 30;
 
 /// Default bound on the messages of one stream: 65,536 (SPEC.md §6.1).
 ///
 /// A response stream carries the notifications of one request and its response: even a chatty
 /// tool that reports progress for every step stays far below. A consumer that keeps every message
 /// (`decode_all`) keeps at most this many.
-pub const DEFAULT_MAX_MESSAGES: u64 = 1 << 16;
+pub(crate) const DEFAULT_MAX_MESSAGES: u64 = 1 << 16;
 
 /// Default bound on KEEPALIVE frames in a row, with no DATA or MESSAGE_END between them: 4,096
 /// (SPEC.md §6.1).
@@ -80,14 +83,14 @@ pub const DEFAULT_MAX_MESSAGES: u64 = 1 << 16;
 /// seconds: 4,096 in a row is more than 17 hours of silence at 15 seconds. Only a peer that
 /// holds the stream open for nothing reaches it; an idle timeout between frames bounds the time
 /// of each.
-pub const DEFAULT_MAX_KEEPALIVES_IN_A_ROW: u32 = 4096;
+pub(crate) const DEFAULT_MAX_KEEPALIVES_IN_A_ROW: u32 = 4096;
 
 /// Default bound on ignorable frames (kinds `0x80..=0xFF`) in a row, with no DATA or MESSAGE_END
 /// between them: 1,024 (SPEC.md §6.1).
 ///
 /// Version 1 senders send none (SPEC.md §3); an extension that adds some sends a few per
 /// message. A run of a thousand frames that all get skipped is a peer spinning.
-pub const DEFAULT_MAX_IGNORABLE_IN_A_ROW: u32 = 1024;
+pub(crate) const DEFAULT_MAX_IGNORABLE_IN_A_ROW: u32 = 1024;
 
 /// Default bound on SSE lines in a row that carry no data (`:` comments, blank lines, fields of
 /// events without data): 4,096 (SPEC.md §15).
@@ -95,7 +98,7 @@ pub const DEFAULT_MAX_IGNORABLE_IN_A_ROW: u32 = 1024;
 /// The SSE counterpart of [`DEFAULT_MAX_KEEPALIVES_IN_A_ROW`]: keep-alive comments come every 15
 /// to 30 seconds; lines that carry nothing never reach the frame decoder, so its bounds cannot
 /// see them.
-pub const DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW: u32 = 4096;
+pub(crate) const DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW: u32 = 4096;
 
 /// Default limit on one SSE event's `data` (base64 text, all `data` lines together): 256 KiB
 /// (SPEC.md §15).
@@ -221,23 +224,23 @@ pub struct Limits {
     #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_message_size: u64,
     /// Most bytes one stream may carry, checked at every header on the end of its frame
-    /// (`StreamTooLarge`). Default [`DEFAULT_MAX_STREAM_BYTES`].
+    /// (`StreamTooLarge`). Default 16 GiB (SPEC.md §6.1).
     #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_stream_bytes: u64,
     /// Most messages one stream may carry, checked at every MESSAGE_END header
-    /// (`TooManyMessages`). Default [`DEFAULT_MAX_MESSAGES`].
+    /// (`TooManyMessages`). Default 65,536 (SPEC.md §6.1).
     #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_messages: u64,
     /// Most KEEPALIVE frames in a row, checked at every KEEPALIVE header (`TooManyKeepAlives`).
-    /// Default [`DEFAULT_MAX_KEEPALIVES_IN_A_ROW`].
+    /// Default 4,096 (SPEC.md §6.1).
     #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_keepalives_in_a_row: u32,
     /// Most ignorable frames in a row, checked at every ignorable header
-    /// (`TooManyIgnorableFrames`). Default [`DEFAULT_MAX_IGNORABLE_IN_A_ROW`].
+    /// (`TooManyIgnorableFrames`). Default 1,024 (SPEC.md §6.1).
     #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_ignorable_in_a_row: u32,
     /// Most SSE lines in a row that carry no data, in the SSE mapping (`TooManyComments`).
-    /// Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`].
+    /// Default 4,096 (SPEC.md §15).
     #[doc(hidden)] // set with the setter below, which carries this text; read by the fuzz oracles
     pub max_sse_comments_in_a_row: u32,
 }
@@ -296,19 +299,19 @@ impl Limits {
         /// Default [`DEFAULT_MAX_MESSAGE_SIZE`].
         max_message_size: u64 = 1 << 20;
         /// Most bytes one stream may carry, checked at every header on the end of its frame
-        /// (`StreamTooLarge`). Default [`DEFAULT_MAX_STREAM_BYTES`].
+        /// (`StreamTooLarge`). Default 16 GiB (SPEC.md §6.1).
         max_stream_bytes: u64 = 1 << 30;
         /// Most messages one stream may carry, checked at every MESSAGE_END header
-        /// (`TooManyMessages`). Default [`DEFAULT_MAX_MESSAGES`].
+        /// (`TooManyMessages`). Default 65,536 (SPEC.md §6.1).
         max_messages: u64 = 100;
         /// Most KEEPALIVE frames in a row, checked at every KEEPALIVE header (`TooManyKeepAlives`).
-        /// Default [`DEFAULT_MAX_KEEPALIVES_IN_A_ROW`].
+        /// Default 4,096 (SPEC.md §6.1).
         max_keepalives_in_a_row: u32 = 10;
         /// Most ignorable frames in a row, checked at every ignorable header
-        /// (`TooManyIgnorableFrames`). Default [`DEFAULT_MAX_IGNORABLE_IN_A_ROW`].
+        /// (`TooManyIgnorableFrames`). Default 1,024 (SPEC.md §6.1).
         max_ignorable_in_a_row: u32 = 0;
         /// Most SSE lines in a row that carry no data, in the SSE mapping (`TooManyComments`).
-        /// Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`].
+        /// Default 4,096 (SPEC.md §15).
         max_sse_comments_in_a_row: u32 = 100;
     }
 
@@ -412,5 +415,15 @@ mod tests {
     #[test]
     fn the_minimum_frame_limit_is_the_longest_control_frame() {
         assert_eq!(MIN_MAX_FRAME_PAYLOAD, 1026);
+    }
+
+    #[test]
+    fn the_per_stream_defaults_are_the_values_the_setters_document() {
+        let limits = Limits::DEFAULT;
+        assert_eq!(limits.max_stream_bytes, 16 << 30);
+        assert_eq!(limits.max_messages, 65_536);
+        assert_eq!(limits.max_keepalives_in_a_row, 4_096);
+        assert_eq!(limits.max_ignorable_in_a_row, 1_024);
+        assert_eq!(limits.max_sse_comments_in_a_row, 4_096);
     }
 }

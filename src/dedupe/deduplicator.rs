@@ -66,7 +66,7 @@ async fn timed<T>(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StoreFailure {
-    /// Refuse the call ([`Refusal::StoreUnavailable`], retryable): fail closed. The default.
+    /// Refuse the call (the refusal `store_unavailable`, retryable): fail closed. The default.
     #[default]
     Refuse,
     /// Execute it without protection ([`Decision::Unprotected`]). **Unsafe**: while the store is
@@ -294,8 +294,17 @@ impl Decision {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::dedupe::{Decision, Refusal};
-    /// assert_eq!(Decision::Refused(Refusal::Conflict).name(), "key_conflict");
+    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
+    /// # tokio_test::block_on(async {
+    /// let dedup = Deduplicator::new(MemoryStore::new());
+    /// let scope = Scope::new(Principal::anonymous(), "tools/call", Some("t"));
+    /// let key = RequestKey::random();
+    /// let first = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([1; 32]));
+    /// let Decision::Execute(_guard) = dedup.begin(&first).await else { panic!("first attempt") };
+    /// // The same key with other parameters (another fingerprint):
+    /// let other = KeyedCall::new(scope, key, Fingerprint::from_bytes([2; 32]));
+    /// assert_eq!(dedup.begin(&other).await.name(), "key_conflict");
+    /// # });
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
@@ -602,9 +611,9 @@ impl Deduplicator {
         self
     }
 
-    /// How long a duplicate waits for the attempt in flight before it is refused as
-    /// [`Refusal::InProgress`] (default `DEFAULT_WAIT`, 5 s; zero refuses at once, as
-    /// SEP-3182 proposed).
+    /// How long a duplicate waits for the attempt in flight before it is refused as "in
+    /// progress" (`in_progress`, retryable; default `DEFAULT_WAIT`, 5 s; zero refuses at once,
+    /// as SEP-3182 proposed).
     ///
     /// # Examples
     ///
@@ -633,7 +642,7 @@ impl Deduplicator {
 
     /// The largest result (JSON text of the `result` or `error` member) that is stored
     /// (default `DEFAULT_MAX_RESULT_BYTES`, 1 MiB). A larger one is recorded as "completed, not
-    /// stored": its retries get [`Refusal::ResultNotStored`], never a second execution.
+    /// stored": its retries get the refusal `result_not_stored`, never a second execution.
     ///
     /// # Examples
     ///
@@ -1260,7 +1269,7 @@ impl ExecutionGuard {
     }
 
     /// Records the call as completed without its result (it was too large even to read back):
-    /// retries get [`Refusal::ResultNotStored`], never a second execution.
+    /// retries get the refusal `result_not_stored`, never a second execution.
     ///
     /// # Errors
     ///

@@ -24,7 +24,7 @@ pub(crate) const DEFAULT_MAX_BYTES: usize = 256 * 1024 * 1024;
 /// Bytes a record costs besides its stored result: the key and fingerprint digests, the state,
 /// two index entries and the map slot, rounded up. Counting it keeps the byte bound honest for
 /// stores full of small results.
-pub const RECORD_OVERHEAD: usize = 192;
+pub(crate) const RECORD_OVERHEAD: usize = 192;
 
 /// An in-process [`DedupeStore`]: the embedded default, for one instance, tests and demos.
 ///
@@ -544,5 +544,53 @@ impl DedupeStore for MemoryStore {
         token: FencingToken,
     ) -> StoreFuture<'a, Result<bool, StoreError>> {
         Box::pin(std::future::ready(Ok(self.release_now(key, token))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{MemoryStore, RECORD_OVERHEAD};
+    use crate::dedupe::deduplicator::{Decision, KeyedCall};
+    use crate::dedupe::fingerprint::Fingerprint;
+    use crate::dedupe::scope::Scope;
+    use crate::dedupe::{Deduplicator, Principal};
+    use crate::ids::RequestKey;
+
+    /// A keyed call with a key of its own.
+    fn new_call() -> KeyedCall {
+        let scope = Scope::new(Principal::from_id("load"), "tools/call", Some("t"));
+        KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    }
+
+    /// Executes `call` and records `result` (a JSON string of `len` characters) as its answer.
+    async fn execute(dedup: &Deduplicator, call: &KeyedCall, len: usize) {
+        let Decision::Execute(guard) = dedup.begin(call).await else {
+            panic!("a new key executes")
+        };
+        let response = format!(r#"{{"jsonrpc":"2.0","id":1,"result":"{}"}}"#, "r".repeat(len));
+        guard.complete(response.as_bytes()).await.expect("recorded");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_byte_bound_counts_each_records_overhead_and_evicts_completed_records() {
+        let bound = 20 * (RECORD_OVERHEAD + 1000);
+        let store = Arc::new(MemoryStore::new().max_bytes(bound));
+        let dedup = Deduplicator::with_shared_store(store.clone());
+        for _ in 0..200 {
+            execute(&dedup, &new_call(), 1000).await;
+            assert!(store.bytes() <= bound, "{} bytes", store.bytes());
+        }
+        assert!(store.evicted() >= 180, "{} evicted", store.evicted());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_store_records_completed_not_stored_rather_than_losing_the_call() {
+        // Room for the claim but not for its result: the call still never runs twice.
+        let dedup = Deduplicator::new(MemoryStore::new().max_bytes(RECORD_OVERHEAD + 10));
+        let call = new_call();
+        execute(&dedup, &call, 30).await;
+        assert_eq!(dedup.begin(&call).await.name(), "result_not_stored");
     }
 }

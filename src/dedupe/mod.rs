@@ -57,6 +57,10 @@ below_the_api! {
     pub(crate) mod telemetry;
 }
 
+// The record-format vectors that need no Redis, as unit tests beside the derivations.
+#[cfg(test)]
+mod vectors;
+
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisStore, RedisStoreBuilder};
 pub(crate) use deduplicator::{Decision, ExecutionGuard, KeyedCall};

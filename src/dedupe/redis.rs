@@ -15,7 +15,7 @@ use super::store::{
 };
 
 /// Default key prefix of [`RedisStore`] records.
-pub const DEFAULT_PREFIX: &str = "mcp-framing:dedupe:";
+pub(crate) const DEFAULT_PREFIX: &str = "mcp-framing:dedupe:";
 
 // The record format and the scripts are SPEC.md §17.12.1, shared by every implementation (the
 // Python and TypeScript packages ship byte-identical copies of the scripts). A record is one

@@ -39,23 +39,7 @@ pub(crate) const CODE_LEASE_LOST: i64 = -32085;
 /// | [`StoreUnavailable`](Self::StoreUnavailable) | -32084 | `store_unavailable` | yes |
 /// | [`LeaseLost`](Self::LeaseLost) | -32085 | `lease_lost` | no |
 ///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use mcp_framing::RequestKey;
-/// use mcp_framing::internals::dedupe::Refusal;
-///
-/// let key = RequestKey::from_bytes([0xab; 16]);
-/// let refusal = Refusal::InProgress { waited: Duration::from_secs(5), retry_after: Duration::from_millis(250) };
-/// let response: serde_json::Value = serde_json::from_str(&refusal.to_response(&7.into(), key)).unwrap();
-/// assert_eq!(response["id"], 7);
-/// assert_eq!(response["error"]["code"], -32081);
-/// let data = &response["error"]["data"]["io.github.mcp-framing/dedupe"];
-/// assert_eq!((data["reason"].as_str(), data["retryable"].as_bool()), (Some("in_progress"), Some(true)));
-/// assert_eq!(data["retryAfterMs"], 250);
-/// assert!(!Refusal::Conflict.is_retryable());
-/// ```
+/// The unit tests below check the table and the error objects.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Refusal {
@@ -97,12 +81,6 @@ pub enum Refusal {
 
 impl Refusal {
     /// The JSON-RPC error code (see the table on [`Refusal`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(mcp_framing::internals::dedupe::Refusal::Conflict.code(), -32080);
-    /// ```
     #[must_use]
     pub fn code(&self) -> i64 {
         match self {
@@ -116,12 +94,6 @@ impl Refusal {
     }
 
     /// The machine-readable reason (see the table on [`Refusal`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(mcp_framing::internals::dedupe::Refusal::OutcomeUnknown.reason(), "outcome_unknown");
-    /// ```
     #[must_use]
     pub fn reason(&self) -> &'static str {
         match self {
@@ -135,25 +107,12 @@ impl Refusal {
     }
 
     /// Whether a retry with the same key may succeed.
-    ///
-    /// # Examples
-    ///
-    /// See [`Refusal`].
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::InProgress { .. } | Self::StoreUnavailable(_))
     }
 
     /// The JSON-RPC error object: `{"code", "message", "data": {DEDUPE_DATA_KEY: {...}}}`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{RequestKey, internals::dedupe::Refusal};
-    /// let error = Refusal::Conflict.to_error(RequestKey::random());
-    /// assert_eq!(error["code"], -32080);
-    /// assert_eq!(error["data"]["io.github.mcp-framing/dedupe"]["retryable"], false);
-    /// ```
     #[must_use]
     pub fn to_error(&self, key: RequestKey) -> Value {
         let mut data = json!({
@@ -175,12 +134,87 @@ impl Refusal {
     }
 
     /// The whole JSON-RPC error response under `id` (the id of the attempt being answered).
-    ///
-    /// # Examples
-    ///
-    /// See [`Refusal`].
     #[must_use]
     pub fn to_response(&self, id: &Value, key: RequestKey) -> String {
         json!({"jsonrpc": "2.0", "id": id, "error": self.to_error(key)}).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::Value;
+
+    use super::Refusal;
+    use crate::dedupe::StoreError;
+    use crate::ids::RequestKey;
+
+    #[test]
+    fn each_refusal_has_the_code_reason_and_retryability_of_the_table() {
+        let timeout = || StoreError::Timeout {
+            after: Duration::from_secs(2),
+        };
+        let in_progress = Refusal::InProgress {
+            waited: Duration::from_secs(5),
+            retry_after: Duration::from_millis(250),
+        };
+        let table = [
+            (Refusal::Conflict, -32080, "key_conflict", false),
+            (in_progress, -32081, "in_progress", true),
+            (
+                Refusal::ResultNotStored { size: 10 },
+                -32082,
+                "result_not_stored",
+                false,
+            ),
+            (Refusal::OutcomeUnknown, -32083, "outcome_unknown", false),
+            (
+                Refusal::StoreUnavailable(timeout()),
+                -32084,
+                "store_unavailable",
+                true,
+            ),
+            (Refusal::LeaseLost, -32085, "lease_lost", false),
+        ];
+        for (refusal, code, reason, retryable) in table {
+            assert_eq!(
+                (refusal.code(), refusal.reason(), refusal.is_retryable()),
+                (code, reason, retryable)
+            );
+        }
+    }
+
+    #[test]
+    fn a_refusal_answers_under_the_attempts_id_with_its_data_entry() {
+        let key = RequestKey::from_bytes([0xab; 16]);
+        let refusal = Refusal::InProgress {
+            waited: Duration::from_secs(5),
+            retry_after: Duration::from_millis(250),
+        };
+        let response: Value = serde_json::from_str(&refusal.to_response(&7.into(), key)).unwrap();
+        assert_eq!(response["jsonrpc"], "2.0");
+        assert_eq!(response["id"], 7);
+        assert_eq!(response["error"]["code"], -32081);
+        let data = &response["error"]["data"]["io.github.mcp-framing/dedupe"];
+        assert_eq!(data["reason"], "in_progress");
+        assert_eq!(data["retryable"], true);
+        assert_eq!(data["retryAfterMs"], 250);
+        assert_eq!(data["requestKey"], key.to_string());
+    }
+
+    #[test]
+    fn a_final_refusal_says_it_is_not_retryable_and_a_result_not_stored_gives_its_size() {
+        let conflict = Refusal::Conflict.to_error(RequestKey::random());
+        assert_eq!(conflict["code"], -32080);
+        assert_eq!(
+            conflict["data"]["io.github.mcp-framing/dedupe"]["retryable"],
+            false
+        );
+        let not_stored = Refusal::ResultNotStored { size: 103 }.to_error(RequestKey::random());
+        assert_eq!(
+            not_stored["data"]["io.github.mcp-framing/dedupe"]["resultBytes"],
+            103
+        );
     }
 }

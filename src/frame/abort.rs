@@ -139,7 +139,7 @@ impl Abort {
     /// # Errors
     ///
     /// [`PayloadError::InvalidLength`] for a payload shorter than 2 or longer than
-    /// [`MAX_ABORT_PAYLOAD_LEN`](crate::limits::MAX_ABORT_PAYLOAD_LEN) bytes,
+    /// [`MAX_ABORT_PAYLOAD_LEN`](super::MAX_ABORT_PAYLOAD_LEN) bytes,
     /// [`PayloadError::AbortReasonNotUtf8`] for a reason that is not UTF-8 (SPEC.md §3).
     ///
     /// # Examples

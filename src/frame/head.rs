@@ -74,7 +74,7 @@ impl StreamHead {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::frame::{HEAD_PAYLOAD_LEN, PayloadError};
+    /// use mcp_framing::internals::frame::PayloadError;
     /// use mcp_framing::{RequestKey, StreamHead};
     ///
     /// let head = StreamHead::for_request(Some(RequestKey::random()));
@@ -82,7 +82,6 @@ impl StreamHead {
     /// head.encode(&mut frame);
     /// assert_eq!(StreamHead::load(&frame[20..]), Ok(head));
     /// assert!(matches!(StreamHead::load(&frame[20..30]), Err(PayloadError::InvalidLength { .. })));
-    /// # let _ = HEAD_PAYLOAD_LEN;
     /// ```
     // Hidden: frame-level parsing (SPEC.md §5), for the CLI and the fuzz targets; the decoder yields `Event::Opened`.
     #[doc(hidden)]

@@ -15,10 +15,10 @@ pub const VERSION: u8 = 1;
 pub const HEADER_LEN: usize = 20;
 
 /// Payload length of a HEAD frame (SPEC.md §3): request key (16 bytes), attempt id (16 bytes).
-pub const HEAD_PAYLOAD_LEN: u32 = 32;
+pub(crate) const HEAD_PAYLOAD_LEN: u32 = 32;
 
 /// Payload length of a MESSAGE_END frame (SPEC.md §3): length (u64), SHA-256 (32 bytes).
-pub const MESSAGE_END_PAYLOAD_LEN: u32 = 40;
+pub(crate) const MESSAGE_END_PAYLOAD_LEN: u32 = 40;
 
 /// Payload length of a STREAM_END frame (SPEC.md §3): the message count (u64).
 pub(crate) const STREAM_END_PAYLOAD_LEN: u32 = 8;
@@ -34,20 +34,28 @@ pub(crate) const ABORT_MIN_PAYLOAD_LEN: u32 = 2;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::limits::{MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN};
+/// use mcp_framing::internals::frame::MAX_ABORT_REASON_LEN;
 ///
 /// assert_eq!(MAX_ABORT_REASON_LEN, 1024);
-/// assert_eq!(MAX_ABORT_PAYLOAD_LEN as usize, 2 + MAX_ABORT_REASON_LEN);
 /// ```
 pub const MAX_ABORT_REASON_LEN: usize = 1024;
 
 /// Longest ABORT payload: the reason code (2 bytes) and the longest reason (SPEC.md §3).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::limits::MAX_ABORT_PAYLOAD_LEN;
-///
-/// assert_eq!(MAX_ABORT_PAYLOAD_LEN, 1026);
-/// ```
-pub const MAX_ABORT_PAYLOAD_LEN: u32 = 2 + MAX_ABORT_REASON_LEN as u32;
+pub(crate) const MAX_ABORT_PAYLOAD_LEN: u32 = 2 + MAX_ABORT_REASON_LEN as u32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_abort_payload_is_the_reason_code_and_the_longest_reason() {
+        assert_eq!(MAX_ABORT_PAYLOAD_LEN, 1026);
+        assert_eq!(MAX_ABORT_PAYLOAD_LEN as usize, 2 + MAX_ABORT_REASON_LEN);
+    }
+
+    #[test]
+    fn the_head_and_message_end_payloads_have_their_fixed_lengths() {
+        assert_eq!(HEAD_PAYLOAD_LEN, 16 + 16); // the request key, the attempt id
+        assert_eq!(MESSAGE_END_PAYLOAD_LEN, 8 + 32); // the length, the SHA-256
+    }
+}

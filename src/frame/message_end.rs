@@ -14,13 +14,13 @@ use super::layout::MESSAGE_END_PAYLOAD_LEN;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::frame::{MESSAGE_END_PAYLOAD_LEN, MessageEnd};
+/// use mcp_framing::internals::frame::MessageEnd;
 ///
 /// let end = MessageEnd::for_message(br#"{"ok":true}"#);
 /// assert_eq!(end.len, 11);
 /// let mut frame = bytes::BytesMut::new();
 /// end.encode(0xA1A2A3A6, &mut frame);
-/// assert_eq!(frame.len(), 20 + MESSAGE_END_PAYLOAD_LEN as usize);
+/// assert_eq!(frame.len(), 20 + 8 + 32); // the header, the length, the SHA-256
 /// assert_eq!(MessageEnd::load(&frame[20..]), Ok(end));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

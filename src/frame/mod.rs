@@ -43,14 +43,13 @@ mod stream_end;
 pub use abort::{Abort, AbortCode};
 pub(crate) use crc::PayloadCrc;
 pub use head::StreamHead;
-pub use header::{FrameHeader, HeaderError};
-pub(crate) use header::{write_frame, write_header};
+pub use header::FrameHeader;
+pub(crate) use header::{HeaderError, write_frame, write_header};
 pub use kind::{FrameKind, PayloadError};
-pub use layout::{
-    HEAD_PAYLOAD_LEN, HEADER_LEN, MAGIC, MAX_ABORT_PAYLOAD_LEN, MAX_ABORT_REASON_LEN,
-    MESSAGE_END_PAYLOAD_LEN, VERSION,
+pub use layout::{HEADER_LEN, MAGIC, MAX_ABORT_REASON_LEN, VERSION};
+pub(crate) use layout::{
+    HEAD_PAYLOAD_LEN, MAX_ABORT_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN,
 };
-pub(crate) use layout::STREAM_END_PAYLOAD_LEN;
 pub use message_end::MessageEnd;
 pub use stream_end::StreamEnd;
 

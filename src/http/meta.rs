@@ -47,19 +47,9 @@ pub(crate) fn make_stateless(request: &mut serde_json::Value) {
 /// `params._meta["io.modelcontextprotocol/clientCapabilities"].extensions["io.github.mcp-framing/framing"]
 /// = {"versions": [1]}`. Only requests that carry `_meta["io.modelcontextprotocol/protocolVersion"]`
 /// (stateless requests carry their capabilities with them) are changed; returns whether it did.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::http::{declare_framing_capability, declares_framing_capability};
-/// let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
-///     "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-/// assert!(declare_framing_capability(&mut request));
-/// assert!(declares_framing_capability(&request));
-/// let mut legacy = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-/// assert!(!declare_framing_capability(&mut legacy));
-/// ```
-pub fn declare_framing_capability(request: &mut serde_json::Value) -> bool {
+// The clients' (feature `client`).
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
+pub(crate) fn declare_framing_capability(request: &mut serde_json::Value) -> bool {
     let Some(meta) = request
         .get_mut("params")
         .and_then(|p| p.get_mut("_meta"))
@@ -90,20 +80,25 @@ pub fn declare_framing_capability(request: &mut serde_json::Value) -> bool {
     true
 }
 
-/// Whether a request declares the framing capability in its `_meta` (SPEC.md §16).
-///
-/// # Examples
-///
-/// See [`declare_framing_capability`].
-#[must_use]
-pub fn declares_framing_capability(request: &serde_json::Value) -> bool {
-    request
-        .get("params")
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
-        .and_then(|c| c.get("extensions"))
-        .and_then(|e| e.get(crate::contract::EXTENSION_KEY))
-        .and_then(|f| f.get("versions"))
-        .and_then(serde_json::Value::as_array)
-        .is_some_and(|versions| versions.iter().any(|v| v == 1))
+#[cfg(test)]
+mod tests {
+    use super::declare_framing_capability;
+
+    #[test]
+    fn a_stateless_request_gets_the_framing_capability_and_a_legacy_one_is_left_alone() {
+        let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        assert!(declare_framing_capability(&mut request));
+        assert_eq!(
+            request["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+                ["io.github.mcp-framing/framing"],
+            serde_json::json!({"versions": [1]})
+        );
+        let mut legacy = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        assert!(!declare_framing_capability(&mut legacy));
+        assert_eq!(
+            legacy,
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        );
+    }
 }

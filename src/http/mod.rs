@@ -6,9 +6,9 @@
 //!   `Mcp-Framing-Limits` headers (server side) and builds an encoder within the client's limits;
 //!   [`opt_in_headers`] writes them and [`response_headers`] are a
 //!   framed response's headers.
-//! - `_meta` edits — [`declare_framing_capability`] and
-//!   [`set_request_key`](crate::request::set_request_key) write the `_meta` entries of a request (client
-//!   side).
+//! - `_meta` edits — [`set_request_key`](crate::request::set_request_key) writes a request's key
+//!   into its `_meta` (client side); the clients declare the framing capability in the `_meta`
+//!   of a stateless request themselves.
 //! - The server body — [`FramedBody`] turns a stream of [`Outgoing`](crate::Outgoing) items into a
 //!   response body (axum's `Body::from_stream`, hyper via `http_body_util::StreamBody`): HEAD
 //!   first, ABORT if the source fails, the STREAM_END sentinel when it ends.

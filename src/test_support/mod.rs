@@ -4,3 +4,5 @@
 
 pub(crate) mod metrics_support;
 pub(crate) mod outcome_support;
+#[cfg(feature = "dedupe")]
+pub(crate) mod store_vectors;

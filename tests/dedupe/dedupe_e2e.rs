@@ -17,6 +17,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use dedupe_support::RedisServer;
+use futures::TryStreamExt;
 use mcp_framing::client::{EndpointResolver, RetrySchedule};
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::internals::client::{Resolution, ResolveFuture};
@@ -27,8 +28,8 @@ use mcp_framing::{
     contract::{Deduplication, DiscoverySource, FramingContract},
 };
 use mcp_framing::{
-    http::{VerifiedResponse, opt_in_headers},
-    internals::http::{DEDUPE_HEADER, collect_messages},
+    http::{Delivery, VerifiedResponse, opt_in_headers},
+    internals::http::DEDUPE_HEADER,
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;
@@ -298,11 +299,18 @@ async fn raw_call(
         .unwrap_or_default();
     let decoder = StreamDecoder::builder().expect_request_key(key).build();
     let verified = VerifiedResponse::new(response.bytes_stream(), Mapping::Sse, decoder);
-    let messages = collect_messages(verified)
-        .await
-        .expect("a complete, verified response");
-    let last = messages
-        .last()
+    let deliveries: Vec<Delivery> = verified.try_collect().await.expect("a verified response");
+    assert!(
+        matches!(deliveries.last(), Some(Delivery::Complete(_))),
+        "a complete response: {deliveries:?}"
+    );
+    let last = deliveries
+        .iter()
+        .rev()
+        .find_map(|delivery| match delivery {
+            Delivery::Message(message) => Some(message),
+            _ => None,
+        })
         .expect("a final response")
         .deserialize::<Value>()
         .unwrap();

@@ -1,6 +1,6 @@
 //! The Redis record format every implementation shares (SPEC.md §17.12.1), checked against the
-//! vectors in `tests/vectors/store/`: store keys and fingerprints against the crate's derivations,
-//! and every script operation, run both as the script files themselves (`EVALSHA`, as another
+//! vectors in `tests/vectors/store/` (the derivations that need no Redis, store keys and
+//! fingerprints, are the crate's unit tests in `src/dedupe/vectors.rs`): every script operation, run both as the script files themselves (`EVALSHA`, as another
 //! language's implementation sends them) and through `RedisStore`, against a real `redis-server`
 //! on a free loopback port, down to the fields it leaves in Redis (`HGETALL`) and their TTLs.
 //! The server binary must be installed (`scripts/test` does it): a missing one fails the tests.
@@ -10,177 +10,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::support::dedupe_support::RedisServer;
-use mcp_framing::RequestKey;
+use crate::support::store_vectors::{hex_bytes, principal, text, vectors};
 use mcp_framing::dedupe::{
     DedupeStore, Deduplicator, FingerprintRules, LeaseExpiry, Principal, RedisStore,
 };
 use mcp_framing::internals::dedupe::{
-    ClaimOutcome, ClaimRequest, Completed, DEFAULT_PREFIX, Decision, FencingToken, Fingerprint,
-    KeyedCall, Refusal, RequestJsonError, Scope, StoreKey, StoredResponse, canonical_json,
-    parse_request_json,
+    ClaimOutcome, ClaimRequest, Completed, Decision, FencingToken, Fingerprint, KeyedCall, Scope,
+    StoreKey, StoredResponse, parse_request_json,
 };
 use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-
-fn vectors(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/vectors/store")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn text(value: &Value) -> &str {
-    value
-        .as_str()
-        .unwrap_or_else(|| panic!("a string: {value}"))
-}
-
-fn hex_bytes<const N: usize>(hex: &str) -> [u8; N] {
-    assert_eq!(hex.len(), 2 * N, "{hex}");
-    let mut out = [0; N];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex");
-    }
-    out
-}
-
-fn principal(spec: &Value) -> Principal {
-    if let Some(id) = spec.get("id") {
-        return Principal::from_id(text(id));
-    }
-    let mut headers = http::HeaderMap::new();
-    for value in spec
-        .get("authorization")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        headers.append(http::header::AUTHORIZATION, text(value).parse().unwrap());
-    }
-    Principal::from_authorization(&headers)
-}
-
-fn lowercase_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-#[test]
-fn store_keys_are_the_vectors_digests_of_principal_method_tool_and_key() {
-    let file = vectors("keys.json");
-    assert_eq!(file["format"], 1);
-    assert_eq!(file["default_prefix"], DEFAULT_PREFIX);
-    let cases = file["cases"].as_array().unwrap();
-    assert!(cases.len() >= 10);
-    for case in cases {
-        let name = text(&case["name"]);
-        let principal = principal(&case["principal"]);
-        let digest = principal.digest().map(|d| lowercase_hex(d));
-        assert_eq!(
-            digest.as_deref(),
-            case["principal_digest"].as_str(),
-            "{name}"
-        );
-        let key: RequestKey = text(&case["request_key"]).parse().unwrap();
-        let scope = Scope::new(principal, text(&case["method"]), case["tool"].as_str());
-        let store_key = scope.store_key(key);
-        assert_eq!(store_key.to_string(), text(&case["store_key"]), "{name}");
-        assert_eq!(
-            format!("{DEFAULT_PREFIX}{store_key}"),
-            text(&case["redis_key"]),
-            "{name}"
-        );
-    }
-}
-
-#[test]
-fn canonical_json_and_fingerprints_are_the_vectors() {
-    let file = vectors("fingerprints.json");
-    for case in file["canonical_json"].as_array().unwrap() {
-        let name = text(&case["name"]);
-        let value = parse_request_json(text(&case["json"]).as_bytes()).expect(name);
-        let canonical = String::from_utf8(canonical_json(&value)).unwrap();
-        assert_eq!(canonical, text(&case["canonical"]), "{name}");
-    }
-    for case in file["fingerprints"].as_array().unwrap() {
-        let name = text(&case["name"]);
-        let request = parse_request_json(text(&case["request"]).as_bytes()).expect(name);
-        let covered = case["include_meta"].as_array().unwrap().iter().map(text);
-        let rules = FingerprintRules::default().include_meta(covered);
-        let params = request.get("params").unwrap_or(&Value::Null);
-        let fingerprint = rules.fingerprint(params).to_string();
-        assert_eq!(fingerprint, text(&case["fingerprint"]), "{name}");
-        // The canonical text given is the one hashed.
-        let digest = lowercase_hex(&Sha256::digest(text(&case["canonical"]).as_bytes()));
-        assert_eq!(digest, fingerprint, "{name}: canonical text");
-    }
-    let [same, retried, other] = ["a tools/call", "the same call re-serialised", "1.0 instead"]
-        .map(|prefix| {
-            file["fingerprints"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| text(&c["name"]).starts_with(prefix))
-                .map(|c| text(&c["fingerprint"]).to_owned())
-                .unwrap()
-        });
-    assert_eq!(same, retried);
-    assert_ne!(same, other);
-}
-
-#[test]
-fn every_canonical_double_reads_back_as_the_same_double() {
-    // Doubles from every binade (a fixed xorshift sequence of bit patterns) and decimal-looking
-    // ones: the canonical text is a JSON number that reads back bit for bit.
-    let mut bits: u64 = 0x9e37_79b9_7f4a_7c15;
-    for i in 0..200_000u64 {
-        bits ^= bits << 13;
-        bits ^= bits >> 7;
-        bits ^= bits << 17;
-        let double = if i % 2 == 0 {
-            f64::from_bits(bits)
-        } else {
-            (bits % 1_000_000) as f64 / 10f64.powi((bits >> 40) as i32 % 40 - 20)
-        };
-        if !double.is_finite() {
-            continue;
-        }
-        let text = String::from_utf8(canonical_json(&json!(double))).unwrap();
-        let back: f64 = text
-            .parse()
-            .unwrap_or_else(|e| panic!("{double:e}: {text}: {e}"));
-        assert_eq!(back.to_bits(), double.to_bits(), "{double:e}: {text}");
-        let value = parse_request_json(text.as_bytes()).unwrap();
-        assert!(value.is_f64(), "{double:e}: {text} reads as a double");
-    }
-}
-
-#[test]
-fn malformed_bodies_are_refused_and_the_deepest_accepted_is_read() {
-    let file = vectors("fingerprints.json");
-    for case in file["malformed"].as_array().unwrap() {
-        let name = text(&case["name"]);
-        let body = match case.get("body_hex") {
-            Some(hex) => (0..text(hex).len() / 2)
-                .map(|i| u8::from_str_radix(&text(hex)[2 * i..2 * i + 2], 16).unwrap())
-                .collect(),
-            None => text(&case["body"]).as_bytes().to_vec(),
-        };
-        let err = parse_request_json(&body).expect_err(name);
-        let kind = match err {
-            RequestJsonError::Syntax { .. } => "syntax",
-            RequestJsonError::TooDeep => "too_deep",
-            RequestJsonError::DuplicateMember { .. } => "duplicate_member",
-            other => panic!("{name}: {other}"),
-        };
-        assert_eq!(kind, text(&case["error"]), "{name}");
-    }
-    for case in file["accepted"].as_array().unwrap() {
-        let name = text(&case["name"]);
-        parse_request_json(text(&case["body"]).as_bytes()).expect(name);
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Against a real redis-server.
@@ -674,11 +513,14 @@ async fn a_call_claimed_and_completed_leaves_the_record_the_vectors_give_and_is_
             (Decision::Replay(stored), Value::String(replay)) => {
                 assert_eq!(&stored.to_response(&case["retry_id"]), replay, "{name}");
             }
-            (Decision::Refused(Refusal::ResultNotStored { size }), Value::Null) => {
+            (Decision::Refused(refusal), Value::Null) => {
+                // As the caller reads it: the data entry of the refusal's JSON-RPC error.
+                let error = refusal.to_error(retry.request_key());
+                let data = &error["data"]["io.github.mcp-framing/dedupe"];
                 assert_eq!(case["refusal"]["reason"], "result_not_stored", "{name}");
+                assert_eq!(data["reason"], case["refusal"]["reason"], "{name}");
                 assert_eq!(
-                    Some(size),
-                    case["refusal"]["resultBytes"].as_u64(),
+                    data["resultBytes"], case["refusal"]["resultBytes"],
                     "{name}"
                 );
             }

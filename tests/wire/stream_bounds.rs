@@ -7,11 +7,10 @@ use crate::support::common;
 
 use bytes::BytesMut;
 use common::{ATTEMPT, KEY, OK_MESSAGE, Raw};
-use mcp_framing::internals::limits::{
-    DEFAULT_MAX_IGNORABLE_IN_A_ROW, DEFAULT_MAX_KEEPALIVES_IN_A_ROW, DEFAULT_MAX_MESSAGES,
-    DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW, DEFAULT_MAX_STREAM_BYTES,
-};
 use mcp_framing::{DecodeError, Event, Limits, StreamDecoder, internals::outcome::VerdictKind};
+
+/// The documented defaults, which a decoder built without limits applies.
+const DEFAULTS: Limits = Limits::DEFAULT;
 
 /// Feeds `frames` one after the other (each a whole frame) and returns the first error with the
 /// number of frames accepted before it.
@@ -67,10 +66,10 @@ fn a_peer_sending_only_keepalives_is_stopped_at_the_default_bound() {
     assert_eq!(
         err,
         DecodeError::TooManyKeepAlives {
-            max: DEFAULT_MAX_KEEPALIVES_IN_A_ROW
+            max: DEFAULTS.max_keepalives_in_a_row
         }
     );
-    assert_eq!(accepted, 1 + u64::from(DEFAULT_MAX_KEEPALIVES_IN_A_ROW)); // HEAD, then the run
+    assert_eq!(accepted, 1 + u64::from(DEFAULTS.max_keepalives_in_a_row)); // HEAD, then the run
 }
 
 #[test]
@@ -109,7 +108,7 @@ fn keepalives_between_messages_start_the_count_again() {
 #[test]
 fn a_run_of_ignorable_frames_is_stopped_and_keepalives_do_not_break_it() {
     let frames = frames_after_head(|raw| {
-        for i in 0..2 * DEFAULT_MAX_IGNORABLE_IN_A_ROW {
+        for i in 0..2 * DEFAULTS.max_ignorable_in_a_row {
             raw.frame(0x80, b"ext");
             if i % 100 == 0 {
                 raw.keep_alive();
@@ -120,14 +119,14 @@ fn a_run_of_ignorable_frames_is_stopped_and_keepalives_do_not_break_it() {
     assert_eq!(
         err,
         DecodeError::TooManyIgnorableFrames {
-            max: DEFAULT_MAX_IGNORABLE_IN_A_ROW
+            max: DEFAULTS.max_ignorable_in_a_row
         }
     );
 }
 
 #[test]
 fn a_stream_of_more_messages_than_the_default_bound_is_refused_at_the_extra_message_end() {
-    let count = DEFAULT_MAX_MESSAGES + 1;
+    let count = DEFAULTS.max_messages + 1;
     let mut raw = Raw::head(Some(KEY), ATTEMPT);
     for _ in 0..count {
         raw.message(b"");
@@ -148,22 +147,22 @@ fn a_stream_of_more_messages_than_the_default_bound_is_refused_at_the_extra_mess
     assert_eq!(
         err,
         DecodeError::TooManyMessages {
-            max: DEFAULT_MAX_MESSAGES
+            max: DEFAULTS.max_messages
         }
     );
-    assert_eq!(verified, DEFAULT_MAX_MESSAGES);
+    assert_eq!(verified, DEFAULTS.max_messages);
     // One message fewer is a clean stream.
     let mut raw = Raw::head(Some(KEY), ATTEMPT);
-    for _ in 0..DEFAULT_MAX_MESSAGES {
+    for _ in 0..DEFAULTS.max_messages {
         raw.message(b"");
     }
-    raw.stream_end(DEFAULT_MAX_MESSAGES);
+    raw.stream_end(DEFAULTS.max_messages);
     assert!(StreamDecoder::new().decode_all(&raw.build()).is_ok());
 }
 
 #[test]
 fn the_stream_byte_bound_is_checked_at_the_header_before_its_payload_arrives() {
-    assert_eq!(DEFAULT_MAX_STREAM_BYTES, 16 << 30);
+    assert_eq!(DEFAULTS.max_stream_bytes, 16 << 30);
     let mut raw = Raw::head(Some(KEY), ATTEMPT);
     raw.data(&[b'x'; 1000]);
     let wire = raw.build();
@@ -224,7 +223,7 @@ fn an_sse_body_of_endless_comments_is_stopped_at_the_default_bound() {
     assert_eq!(
         err,
         BodyError::Sse(SseError::TooManyComments {
-            max: DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW
+            max: DEFAULTS.max_sse_comments_in_a_row
         })
     );
     assert_eq!(
