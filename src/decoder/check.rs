@@ -1,7 +1,7 @@
 //! The header checks of SPEC.md §2 "Header first", written once: every check in the spec's order,
 //! each failure built out of line so that a header that passes costs only the comparisons.
 
-use super::state::Position;
+use super::state::{Pending, Position};
 use crate::error::DecodeError;
 use crate::frame::{FrameHeader, FrameKind, HEADER_LEN, MAGIC, VERSION};
 use crate::limits::Limits;
@@ -31,12 +31,34 @@ pub(super) struct Runs {
     pub(super) ignorable: u32,
 }
 
+/// SPEC.md §2 "Header first": the header at stream `offset` (its `raw` bytes) parsed, its magic,
+/// version and CRC checked, then everything [`check_header`] checks, before its payload is
+/// awaited. The frame, waiting for its payload, or the first failing check's error.
+#[inline(always)]
+pub(super) fn checked_header(
+    raw: &[u8; HEADER_LEN],
+    at: &Position,
+    expect: Expect<'_>,
+    offset: u64,
+) -> Result<Pending, DecodeError> {
+    let header = match FrameHeader::parse(raw) {
+        Ok(header) => header,
+        Err(err) => return Err(DecodeError::from_header(err, offset)),
+    };
+    let kind = check_header(&header, at, expect, offset)?;
+    Ok(Pending {
+        header,
+        kind,
+        offset,
+    })
+}
+
 /// Checks a header whose magic, version and CRC passed (SPEC.md §2 steps 3 to 6), before its
 /// payload is awaited: kind, place in the stream (sequence number, then whether the kind may
 /// appear there), length rule, frame limit, message limit, then the per-stream bounds. The first
 /// failing check names the error.
 #[inline(always)]
-pub(super) fn check_header(
+fn check_header(
     header: &FrameHeader,
     at: &Position,
     expect: Expect<'_>,

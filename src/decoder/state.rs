@@ -123,6 +123,32 @@ impl Answer {
     }
 }
 
+impl Answer {
+    /// SPEC.md §7.1: whether verified message `index` (its `bytes`, `utf8`: known to be UTF-8
+    /// already) is the final response: the first verified JSON-RPC response, recognized here
+    /// once, only while it is awaited (a keyed, assembling decoder before its first response);
+    /// then recorded as verified.
+    #[inline(always)]
+    pub(super) fn is_final_response(&mut self, index: u64, bytes: &[u8], utf8: bool) -> bool {
+        let final_response = *self == Self::Awaited && is_jsonrpc_response(bytes, utf8);
+        if final_response {
+            *self = Self::Verified { index };
+        }
+        final_response
+    }
+}
+
+/// Whether verified message bytes are a JSON-RPC response (SPEC.md §7.1): UTF-8, then the one
+/// rule of [`crate::jsonrpc::is_response`], read in one pass; `utf8`: the bytes are known to be
+/// UTF-8 already (validated once, by the SSE parser that delivered them), and are not again.
+fn is_jsonrpc_response(bytes: &[u8], utf8: bool) -> bool {
+    if utf8 {
+        crate::jsonrpc::is_response_text(bytes)
+    } else {
+        crate::jsonrpc::is_utf8_response(bytes)
+    }
+}
+
 /// Whether a frame of `kind` may follow the final response without ending its delivery at the
 /// end of input (SPEC.md §7.1): filler frames and the sentinel.
 #[inline]
@@ -219,6 +245,22 @@ impl Message {
                     hashed,
                 }
             }
+        }
+    }
+
+    /// Adds a DATA payload to the open message in `slot`, or starts the message with it (see
+    /// [`first`](Self::first)) when none is open.
+    #[inline(always)]
+    pub(super) fn add(
+        slot: &mut Option<Self>,
+        payload: &Bytes,
+        assemble: bool,
+        known: Option<Box<Known>>,
+        hasher: &mut Sha256,
+    ) {
+        match slot {
+            Some(message) => message.push(payload, known, hasher),
+            None => *slot = Some(Self::first(payload, assemble, known, hasher)),
         }
     }
 
