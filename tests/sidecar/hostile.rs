@@ -365,7 +365,8 @@ async fn a_flood_of_calls_is_bounded_and_the_excess_is_told_to_come_back() {
     .await;
     let proxy = Proxy::start(
         &format!("http://{upstream}/mcp"),
-        &["--max-concurrent", "4", "--dedupe", "off"],
+        // The bound is the sidecar's, whichever worker accepts a connection.
+        &["--max-concurrent", "4", "--dedupe", "off", "--workers", "3"],
     );
     let mut held = Vec::new();
     for id in 1..=4 {

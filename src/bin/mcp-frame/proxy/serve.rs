@@ -154,8 +154,7 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
             .map_err(|err| CliError::io("start a worker thread", err))?;
         others.push(end);
     }
-    let listener =
-        TcpListener::from_std(listener).map_err(|err| CliError::io("listener", err))?;
+    let listener = TcpListener::from_std(listener).map_err(|err| CliError::io("listener", err))?;
     tracing::info!(
         upstream = %target.url,
         frame_all = ?args.frame_all,
