@@ -447,21 +447,14 @@ pub(crate) fn error_response<E>(
 
 /// Drops the hop-by-hop headers (RFC 9110 §7.6.1): those `Connection` names and the standard
 /// ones.
+///
+/// A message carries few headers and few of these: the names are read in one pass, and only
+/// those present are removed (a removal hashes its name).
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
-    let named: Vec<String> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .map(|name| name.trim().to_ascii_lowercase())
-        .filter(|name| !name.is_empty())
-        .collect();
-    for name in named {
-        headers.remove(name.as_str());
-    }
+    const HOPS: usize = 8;
     const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
     const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
-    for name in [
+    const HOP_BY_HOP: [HeaderName; HOPS] = [
         header::CONNECTION,
         header::TE,
         header::TRAILER,
@@ -470,8 +463,30 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
         header::PROXY_AUTHORIZATION,
         KEEP_ALIVE,
         PROXY_CONNECTION,
-    ] {
-        headers.remove(name);
+    ];
+    let mut present = [false; HOPS];
+    for name in headers.keys() {
+        if let Some(at) = HOP_BY_HOP.iter().position(|hop| hop == name) {
+            present[at] = true;
+        }
+    }
+    if present[0] {
+        let named: Vec<String> = headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .map(|name| name.trim().to_ascii_lowercase())
+            .filter(|name| !name.is_empty())
+            .collect();
+        for name in named {
+            headers.remove(name.as_str());
+        }
+    }
+    for (name, present) in HOP_BY_HOP.into_iter().zip(present) {
+        if present {
+            headers.remove(name);
+        }
     }
 }
 
