@@ -332,7 +332,8 @@ async fn a_shutdown_lets_the_calls_in_flight_on_every_worker_finish_and_exits_cl
     let addr = proxy.addr;
     let exit = tokio::task::spawn_blocking(move || {
         let status = proxy.terminate(Duration::from_secs(60));
-        (status, proxy.log_with("shutting down").join("\n"))
+        // Every line, once the last one came.
+        (status, proxy.log_with("every connection closed").join("\n"))
     });
     // The listener closes once the signal is handled: then the tools may finish.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -352,6 +353,8 @@ async fn a_shutdown_lets_the_calls_in_flight_on_every_worker_finish_and_exits_cl
     let (status, log) = exit.await.unwrap();
     assert_eq!(status.and_then(|s| s.code()), Some(0), "{log}");
     assert!(log.contains("shutting down"), "{log}");
+    // Once, when every worker's connections closed.
+    assert_eq!(log.matches("every connection closed").count(), 1, "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

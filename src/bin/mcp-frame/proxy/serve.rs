@@ -134,11 +134,11 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
             upstream.clone(),
             stopped.clone(),
         );
-        let (ended, end) = tokio::sync::oneshot::channel::<()>();
+        let (ended, end) = tokio::sync::oneshot::channel::<bool>();
         std::thread::Builder::new()
             .name(format!("mcp-frame-worker-{index}"))
             .spawn(move || {
-                runtime.block_on(async move {
+                let closed = runtime.block_on(async move {
                     // Its own upstream connections, driven on this thread.
                     let edge = Edge {
                         stack: layers.around(Upstream::new(upstream)),
@@ -146,10 +146,13 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
                     };
                     match TcpListener::from_std(listener) {
                         Ok(listener) => serve(listener, edge, settings, stopped).await,
-                        Err(err) => tracing::error!("worker {index}: listener: {err}"),
+                        Err(err) => {
+                            tracing::error!("worker {index}: listener: {err}");
+                            true
+                        }
                     }
                 });
-                drop(ended);
+                let _ = ended.send(closed);
             })
             .map_err(|err| CliError::io("start a worker thread", err))?;
         others.push(end);
@@ -171,10 +174,15 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
         );
         let _ = stop.send(true);
     };
-    tokio::join!(serve(listener, edge, settings, stopped), signal);
+    let (mut closed, ()) = tokio::join!(serve(listener, edge, settings, stopped), signal);
     for end in others {
-        // The worker dropped its sender when it ended.
-        let _ = end.await;
+        // A worker that panicked dropped its sender: its connections are gone.
+        closed &= end.await.unwrap_or(false);
+    }
+    if closed {
+        tracing::info!("every connection closed");
+    } else {
+        tracing::warn!("shutdown bound passed: the connections still open are closed");
     }
     Ok(0)
 }
@@ -189,12 +197,13 @@ struct Settings {
 /// One worker's loop: accepts connections on `listener` (shared by every worker: the kernel
 /// hands each connection to one) and serves them on this thread's runtime until `stopped`
 /// turns true; then closes its listener and gives the connections in flight the shutdown bound.
+/// `true` when they all closed within it.
 async fn serve(
     listener: TcpListener,
     edge: Edge,
     settings: Settings,
     mut stopped: tokio::sync::watch::Receiver<bool>,
-) {
+) -> bool {
     let edge = Arc::new(edge);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -237,10 +246,8 @@ async fn serve(
     }
     drop(listener);
     tokio::select! {
-        () = graceful.shutdown() => tracing::debug!("every connection closed"),
-        () = tokio::time::sleep(settings.shutdown_timeout) => {
-            tracing::warn!("shutdown bound passed: the connections still open are closed");
-        }
+        () = graceful.shutdown() => true,
+        () = tokio::time::sleep(settings.shutdown_timeout) => false,
     }
 }
 
