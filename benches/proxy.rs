@@ -10,8 +10,12 @@
 //!
 //! ```text
 //! cargo bench --features proxy,rmcp,demo,internals --bench proxy -- \
-//!     --direct URL --nginx URL --sidecar URL --sidecar-pid PID [--rounds N] [--batch N]
+//!     --direct URL --nginx URL --sidecar URL --sidecar-pid PID [--rounds N] [--batch N] \
+//!     [--tp-rounds N] [--rss-calls N] [--sizes 1024,65536,1048576] [--sections latency,throughput,rss]
 //! ```
+//!
+//! `--sizes` and `--sections` restrict a quick run to some result sizes and some of the three
+//! sections (latency, 32-way throughput, RSS); by default all of them run.
 //!
 //! Configurations: `direct` (the server itself), `nginx`, `pass-through` (the sidecar, the
 //! client not opted in: the server's bytes), `compat` and `binary` (the client opted in to that
@@ -82,6 +86,10 @@ struct Options {
     batch: usize,
     tp_rounds: usize,
     rss_calls: usize,
+    /// The result sizes measured (`--sizes 1024,65536`; all three by default).
+    sizes: Vec<(&'static str, usize)>,
+    /// The sections run (`--sections latency,throughput,rss`; all by default).
+    sections: Vec<String>,
 }
 
 fn options() -> Options {
@@ -104,6 +112,24 @@ fn options() -> Options {
         batch: number("--batch", 5),
         tp_rounds: number("--tp-rounds", 5),
         rss_calls: number("--rss-calls", 10_000),
+        sizes: value("--sizes").map_or_else(
+            || SIZES.to_vec(),
+            |list| {
+                list.split(',')
+                    .map(|size| {
+                        let size: usize = size.trim().parse().expect("a size in bytes");
+                        *SIZES
+                            .iter()
+                            .find(|(_, s)| *s == size)
+                            .unwrap_or_else(|| panic!("--sizes: {size} is not one of {SIZES:?}"))
+                    })
+                    .collect()
+            },
+        ),
+        sections: value("--sections").map_or_else(
+            || ["latency", "throughput", "rss"].map(str::to_owned).to_vec(),
+            |list| list.split(',').map(|s| s.trim().to_owned()).collect(),
+        ),
     }
 }
 
@@ -360,18 +386,32 @@ async fn run(options: Options) {
         }
     }
 
+    let runs = |section: &str| options.sections.iter().any(|s| s == section);
+    if runs("latency") {
+        latency(&options, &client).await;
+    }
+    if runs("throughput") {
+        throughput(&options, &client).await;
+    }
+    if runs("rss") {
+        rss(&options, &client).await;
+    }
+}
+
+/// Per-call latency, configurations interleaved.
+async fn latency(options: &Options, client: &reqwest::Client) {
     println!("## Latency of one call (median, ms; calls in sequence on a kept-alive connection)\n");
     println!(
         "| result | body bytes (direct) | direct | nginx | pass-through | compat | binary | pass-through / nginx | binary - pass-through |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (label, size) in SIZES {
+    for &(label, size) in &options.sizes {
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); Mode::ALL.len()];
         let mut body_bytes = 0;
         for _ in 0..options.rounds {
             for (index, mode) in Mode::ALL.into_iter().enumerate() {
                 for _ in 0..options.batch {
-                    let (elapsed, len) = call(&client, options.url(mode), mode, size).await;
+                    let (elapsed, len) = call(client, options.url(mode), mode, size).await;
                     times[index].push(elapsed.as_secs_f64() * 1e3);
                     if mode == Mode::Direct {
                         body_bytes = len;
@@ -387,18 +427,21 @@ async fn run(options: Options) {
         ];
         row(&[label.to_owned(), body_bytes.to_string()], m, 3, &derived);
     }
+}
 
+/// Calls per second with 32 in flight, configurations interleaved.
+async fn throughput(options: &Options, client: &reqwest::Client) {
     println!("\n## Throughput with 32 calls in flight (median of rounds, calls/s)\n");
     println!(
         "| result | direct | nginx | pass-through | compat | binary | pass-through / nginx | compat / nginx | binary / nginx |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (label, size) in SIZES {
+    for &(label, size) in &options.sizes {
         let per_task = if size >= 1 << 20 { 2 } else { 8 };
         let mut rates: Vec<Vec<f64>> = vec![Vec::new(); Mode::ALL.len()];
         for _ in 0..options.tp_rounds {
             for (index, mode) in Mode::ALL.into_iter().enumerate() {
-                let elapsed = in_flight(32, per_task, &client, options.url(mode), move |_, _| {
+                let elapsed = in_flight(32, per_task, client, options.url(mode), move |_, _| {
                     (mode, size)
                 })
                 .await;
@@ -410,7 +453,10 @@ async fn run(options: Options) {
         let derived = [2, 3, 4].map(|i| format!("{:.2}x", m[i] / m[1]));
         row(&[label.to_owned()], m, 0, &derived);
     }
+}
 
+/// The sidecar's RSS over `rss_calls` calls.
+async fn rss(options: &Options, client: &reqwest::Client) {
     println!(
         "\n## The sidecar's RSS over {} calls (1 KiB results; binary, compat and pass-through in turn, 8 in flight)\n",
         options.rss_calls
@@ -423,7 +469,7 @@ async fn run(options: Options) {
     let modes = [Mode::Binary, Mode::Compat, Mode::PassThrough];
     while done < options.rss_calls {
         let each = step / 8;
-        in_flight(8, each, &client, &options.sidecar, move |worker, i| {
+        in_flight(8, each, client, &options.sidecar, move |worker, i| {
             (modes[(worker + i) % modes.len()], 1024)
         })
         .await;

@@ -6,7 +6,8 @@
 #
 # $SIDECAR_WRAP and $NGINX_WRAP, when set, are put before the sidecar's and nginx's commands (a
 # profiler); $NGINX_WORKERS replaces nginx's worker_processes (auto) and $NGINX_MASTER (on) its
-# master_process.
+# master_process. $SIDECAR_BIN replaces the sidecar's binary (target/release/mcp-frame: another
+# build to compare) and $SIDECAR_ARGS is added to its flags.
 
 pids=()
 cleanup() {
@@ -82,8 +83,9 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 
-${SIDECAR_WRAP:-} target/release/mcp-frame proxy --upstream "$upstream" --listen 127.0.0.1:0 --dedupe off \
-  --log warn,mcp_frame::proxy::serve=info >"$dir/sidecar.log" 2>&1 &
+# shellcheck disable=SC2086
+${SIDECAR_WRAP:-} "${SIDECAR_BIN:-target/release/mcp-frame}" proxy --upstream "$upstream" --listen 127.0.0.1:0 --dedupe off \
+  --log warn,mcp_frame::proxy::serve=info ${SIDECAR_ARGS:-} >"$dir/sidecar.log" 2>&1 &
 sidecar_pid=$!
 pids+=("$sidecar_pid")
 sidecar=$(wait_for "$dir/sidecar.log" '.*listening on \(http:[^ ]*\).*')

@@ -20,7 +20,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleClient, ServiceExt, tool, tool_router};
 use serde_json::{Value, json};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::support::{
     LAST_CHUNK, Proxy, Step, chunk, chunked_head, decode, http, scripted_upstream, tools_call,
@@ -35,11 +35,22 @@ struct SizedArgs {
 }
 
 /// A tool server that counts its executions; `slow` waits until the test releases it.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Counter {
     executions: Arc<AtomicUsize>,
     started: Arc<Notify>,
-    release: Arc<Notify>,
+    /// A permit a `slow` call to finish.
+    release: Arc<Semaphore>,
+}
+
+impl Default for Counter {
+    fn default() -> Self {
+        Self {
+            executions: Arc::default(),
+            started: Arc::default(),
+            release: Arc::new(Semaphore::new(0)),
+        }
+    }
 }
 
 #[tool_router(server_handler)]
@@ -54,7 +65,7 @@ impl Counter {
     async fn slow(&self) -> String {
         self.executions.fetch_add(1, Ordering::SeqCst);
         self.started.notify_one();
-        self.release.notified().await;
+        self.release.acquire().await.expect("never closed").forget();
         "finished".to_owned()
     }
 }
@@ -258,7 +269,8 @@ async fn discovery_results_declare_the_contract_always_framed_and_deduplication(
 async fn a_keyed_call_whose_client_went_away_completes_once_and_its_retry_gets_the_result() {
     let counter = Counter::default();
     let upstream = rmcp_upstream(counter.clone(), false).await;
-    let proxy = Proxy::start(&format!("http://{upstream}/mcp"), &[]);
+    // Each attempt on a connection of its own, whichever worker accepts it: the store is shared.
+    let proxy = Proxy::start(&format!("http://{upstream}/mcp"), &["--workers", "3"]);
     let key = RequestKey::random();
     let call = tools_call(11, "slow", json!({}));
     // The first attempt: the client goes away while the tool runs (both official SDKs would
@@ -271,7 +283,7 @@ async fn a_keyed_call_whose_client_went_away_completes_once_and_its_retry_gets_t
     started.await;
     first.abort();
     let _ = first.await;
-    counter.release.notify_one();
+    counter.release.add_permits(1);
     // The retry, same key: the recorded result, under the retry's own framing.
     let retry = post(
         &proxy.url("/mcp"),
@@ -289,33 +301,41 @@ async fn a_keyed_call_whose_client_went_away_completes_once_and_its_retry_gets_t
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_shutdown_lets_the_call_in_flight_finish_and_exits_cleanly() {
+async fn a_shutdown_lets_the_calls_in_flight_on_every_worker_finish_and_exits_cleanly() {
+    const CALLS: usize = 6;
     let counter = Counter::default();
     let upstream = rmcp_upstream(counter.clone(), false).await;
     let mut proxy = Proxy::start(
         &format!("http://{upstream}/mcp"),
-        &["--shutdown-timeout", "60s"],
+        &["--shutdown-timeout", "60s", "--workers", "3"],
     );
-    let started = counter.started.notified();
-    let call = tokio::spawn({
-        let url = proxy.url("/mcp");
-        async move {
-            let response = post(
-                &url,
-                opt_in_headers(RequestKey::random(), true),
-                tools_call(5, "slow", json!({})),
-            )
-            .await;
-            response.bytes().await.unwrap()
-        }
-    });
-    started.await;
+    // Each call on a connection of its own: the workers accept them as they come.
+    let calls: Vec<_> = (0..CALLS)
+        .map(|id| {
+            let url = proxy.url("/mcp");
+            tokio::spawn(async move {
+                let response = post(
+                    &url,
+                    opt_in_headers(RequestKey::random(), true),
+                    tools_call(5 + id as u64, "slow", json!({})),
+                )
+                .await;
+                response.bytes().await.unwrap()
+            })
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while counter.executions.load(Ordering::SeqCst) < CALLS {
+        assert!(tokio::time::Instant::now() < deadline, "the calls run");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let addr = proxy.addr;
     let exit = tokio::task::spawn_blocking(move || {
         let status = proxy.terminate(Duration::from_secs(60));
-        (status, proxy.log_with("shutting down").join("\n"))
+        // Every line, once the last one came.
+        (status, proxy.log_with("every connection closed").join("\n"))
     });
-    // The listener closes once the signal is handled: then the tool may finish.
+    // The listener closes once the signal is handled: then the tools may finish.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while tokio::net::TcpStream::connect(addr).await.is_ok() {
         assert!(
@@ -324,14 +344,17 @@ async fn a_shutdown_lets_the_call_in_flight_finish_and_exits_cleanly() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    counter.release.notify_one();
-    let body = call.await.unwrap();
-    let decoded = decode(Mapping::Binary, &body);
-    decoded.end.unwrap();
-    assert!(decoded.messages[0].contains("finished"));
+    counter.release.add_permits(CALLS);
+    for call in calls {
+        let decoded = decode(Mapping::Binary, &call.await.unwrap());
+        decoded.end.unwrap();
+        assert!(decoded.messages[0].contains("finished"));
+    }
     let (status, log) = exit.await.unwrap();
     assert_eq!(status.and_then(|s| s.code()), Some(0), "{log}");
     assert!(log.contains("shutting down"), "{log}");
+    // Once, when every worker's connections closed.
+    assert_eq!(log.matches("every connection closed").count(), 1, "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

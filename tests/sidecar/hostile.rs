@@ -365,7 +365,8 @@ async fn a_flood_of_calls_is_bounded_and_the_excess_is_told_to_come_back() {
     .await;
     let proxy = Proxy::start(
         &format!("http://{upstream}/mcp"),
-        &["--max-concurrent", "4", "--dedupe", "off"],
+        // The bound is the sidecar's, whichever worker accepts a connection.
+        &["--max-concurrent", "4", "--dedupe", "off", "--workers", "3"],
     );
     let mut held = Vec::new();
     for id in 1..=4 {
@@ -420,4 +421,38 @@ async fn a_flood_of_calls_is_bounded_and_the_excess_is_told_to_come_back() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_that_closes_each_connection_after_its_answer_gets_each_call_on_a_new_one() {
+    let (upstream, seen) = scripted_upstream(|seen| {
+        let mut steps = answer(seen);
+        steps[0] = Step::Write(Bytes::from_static(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        ));
+        steps.push(Step::Close);
+        steps
+    })
+    .await;
+    let proxy = Proxy::start(
+        &format!("http://{upstream}/mcp"),
+        &["--dedupe", "off", "--workers", "1"],
+    );
+    // One client connection, calls in sequence: a connection the upstream closed is never
+    // used again.
+    let client = reqwest::Client::new();
+    for id in 1..=6 {
+        let response = client
+            .post(proxy.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(tools_call(id, "t", json!({})))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "call {id}");
+        let body = response.text().await.unwrap();
+        assert!(body.contains(&format!("\"id\":{id}")), "{body}");
+    }
+    assert_eq!(seen.lock().unwrap().len(), 6);
 }

@@ -126,6 +126,11 @@ pub(crate) struct ProxyArgs {
     )]
     pub(crate) max_concurrent: usize,
 
+    /// Worker threads, each serving the connections it accepts on an event loop of its own with
+    /// its own upstream connections (as nginx's worker processes do); default: one a CPU core.
+    #[arg(long, env = "MCP_FRAME_WORKERS", value_name = "N")]
+    pub(crate) workers: Option<usize>,
+
     /// On SIGTERM or SIGINT: stop accepting, then give in-flight requests this long to finish.
     #[arg(long, env = "MCP_FRAME_SHUTDOWN_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = duration)]
     pub(crate) shutdown_timeout: Duration,

@@ -17,9 +17,10 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use mcp_framing::http::DedupeService;
-use mcp_framing::rmcp_http::FramingService;
+use mcp_framing::rmcp_http::{DedupingFramingLayer, FramingLayer, FramingService};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
+use tower_layer::Layer;
 use tower_service::Service;
 
 use super::config::host_allowed;
@@ -70,8 +71,28 @@ impl Stack {
     }
 }
 
-/// Everything a request needs; shared by every connection.
-#[derive(Debug)]
+/// The framing layers, put around each worker's own [`Upstream`].
+#[derive(Clone, Debug)]
+pub(crate) enum Layers {
+    /// `FramingLayer`.
+    Plain(FramingLayer),
+    /// `FramingLayer::dedupe(..)` (its store shared by every worker).
+    Deduped(DedupingFramingLayer),
+}
+
+impl Layers {
+    /// The stack around `upstream`.
+    pub(crate) fn around(&self, upstream: Upstream) -> Stack {
+        match self {
+            Self::Plain(layer) => Stack::Plain(layer.layer(upstream)),
+            Self::Deduped(layer) => Stack::Deduped(layer.layer(upstream)),
+        }
+    }
+}
+
+/// Everything a request needs; shared by every connection of a worker (the stack is the
+/// worker's, the rest shared by all).
+#[derive(Clone, Debug)]
 pub(crate) struct Edge {
     pub(crate) stack: Stack,
     pub(crate) health: Health,

@@ -41,7 +41,7 @@ impl Store {
 }
 
 /// What `GET /healthz` checks.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Health {
     /// The upstream's `host:port`.
     pub(crate) upstream: String,

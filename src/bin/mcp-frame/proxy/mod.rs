@@ -24,9 +24,15 @@ use crate::CliError;
 /// Runs the sidecar until SIGTERM or SIGINT; exit status 0 after a graceful shutdown.
 pub(crate) fn run(args: &ProxyArgs) -> Result<u8, CliError> {
     telemetry::logs(args.log_format, &args.log)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    runtime()?.block_on(serve::run(args))
+}
+
+/// A worker's event loop: a current-thread runtime. A call's tasks (the client connection, the
+/// upstream connection, the framing) then hand its bytes to each other on one thread, without
+/// waking another.
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|err| CliError::io("start the runtime", err))?;
-    runtime.block_on(serve::run(args))
+        .map_err(|err| CliError::io("start the runtime", err))
 }

@@ -1,10 +1,12 @@
-//! The listener: connections served with hyper (HTTP/1.1 and h2c), each request through the
-//! [`Edge`]; on SIGTERM or SIGINT the listener closes, the health endpoint says `draining`, and
-//! in-flight requests get the shutdown bound to finish.
+//! The listener: connections served with hyper (HTTP/1.1 and h2c) by worker threads, each an
+//! event loop of its own (a current-thread runtime) with its own upstream connections, each
+//! request through the [`Edge`]; on SIGTERM or SIGINT the listener closes, the health endpoint
+//! says `draining`, and in-flight requests get the shutdown bound to finish.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use http::HeaderValue;
 use hyper::service::service_fn;
@@ -15,10 +17,9 @@ use mcp_framing::dedupe::{Deduplicator, MemoryStore, RedisStore};
 use mcp_framing::http::DedupeLayer;
 use mcp_framing::rmcp_http::FramingLayer;
 use tokio::net::TcpListener;
-use tower_layer::Layer;
 
 use super::config::{FrameAll, ProxyArgs, Switch, UpstreamUrl};
-use super::edge::{Edge, Peer, Stack};
+use super::edge::{Edge, Layers, Peer};
 use super::health::{Health, Store};
 use super::telemetry;
 use super::upstream::{Upstream, UpstreamConfig};
@@ -40,17 +41,17 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
     if let Some(addr) = args.metrics {
         telemetry::metrics(addr)?;
     }
-    let upstream = Upstream::new(UpstreamConfig {
+    let upstream = UpstreamConfig {
         target: target.clone(),
         connect_timeout: args.connect_timeout,
         head_timeout: args.head_timeout,
         idle_timeout: args.idle_timeout,
-    });
+    };
     let framing = FramingLayer::new()
         .frame_all_responses(args.frame_all == FrameAll::Compat)
         .max_message_size(args.max_message_bytes);
-    let (stack, store) = match args.dedupe {
-        Switch::Off => (Stack::Plain(framing.layer(upstream)), Store::Off),
+    let (layers, store) = match args.dedupe {
+        Switch::Off => (Layers::Plain(framing), Store::Off),
         Switch::On => {
             let (dedup, store) = match &args.redis {
                 None => (Deduplicator::new(MemoryStore::new()), Store::Memory),
@@ -72,12 +73,15 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
                 None => dedup,
             };
             let dedupe = DedupeLayer::new(dedup).max_request_bytes(args.max_request_bytes);
-            (
-                Stack::Deduped(framing.dedupe(dedupe).layer(upstream)),
-                store,
-            )
+            (Layers::Deduped(framing.dedupe(dedupe)), store)
         }
     };
+    let workers = args.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    if workers == 0 {
+        return Err(CliError::Usage("--workers must be at least 1".to_owned()));
+    }
     let draining = Arc::new(AtomicBool::new(false));
     let rewrite_host = if args.rewrite_host {
         let authority = HeaderValue::from_str(target.authority.as_str())
@@ -86,8 +90,8 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
     } else {
         None
     };
-    let edge = Arc::new(Edge {
-        stack,
+    let edge = Edge {
+        stack: layers.around(Upstream::new(upstream.clone())),
         health: Health {
             upstream: target.host_port(),
             timeout: args.connect_timeout,
@@ -101,27 +105,112 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),
         rewrite_host,
-    });
+    };
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|err| CliError::io(format!("listen on {}", args.listen), err))?;
     let local = listener
         .local_addr()
         .map_err(|err| CliError::io("listener address", err))?;
+    let listener = listener
+        .into_std()
+        .map_err(|err| CliError::io("listener", err))?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let settings = Settings {
+        idle_timeout: args.idle_timeout,
+        shutdown_timeout: args.shutdown_timeout,
+    };
+    // This thread is worker 0: it also drives what the others share (the signal handler, the
+    // Prometheus endpoint, the Redis connection), so it returns only after the others ended.
+    let mut others = Vec::with_capacity(workers - 1);
+    for index in 1..workers {
+        let listener = listener
+            .try_clone()
+            .map_err(|err| CliError::io("listener", err))?;
+        let runtime = super::runtime()?;
+        let (edge, layers, upstream, stopped) = (
+            edge.clone(),
+            layers.clone(),
+            upstream.clone(),
+            stopped.clone(),
+        );
+        let (ended, end) = tokio::sync::oneshot::channel::<bool>();
+        std::thread::Builder::new()
+            .name(format!("mcp-frame-worker-{index}"))
+            .spawn(move || {
+                let closed = runtime.block_on(async move {
+                    // Its own upstream connections, driven on this thread.
+                    let edge = Edge {
+                        stack: layers.around(Upstream::new(upstream)),
+                        ..edge
+                    };
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => serve(listener, edge, settings, stopped).await,
+                        Err(err) => {
+                            tracing::error!("worker {index}: listener: {err}");
+                            true
+                        }
+                    }
+                });
+                let _ = ended.send(closed);
+            })
+            .map_err(|err| CliError::io("start a worker thread", err))?;
+        others.push(end);
+    }
+    let listener = TcpListener::from_std(listener).map_err(|err| CliError::io("listener", err))?;
     tracing::info!(
         upstream = %target.url,
         frame_all = ?args.frame_all,
         dedupe = ?edge.health.store,
+        workers,
         "listening on http://{local}"
     );
+    let signal = async {
+        shutdown_signal().await;
+        draining.store(true, Ordering::Release);
+        tracing::info!(
+            "shutting down: no new connections, {:?} for the requests in flight",
+            args.shutdown_timeout
+        );
+        let _ = stop.send(true);
+    };
+    let (mut closed, ()) = tokio::join!(serve(listener, edge, settings, stopped), signal);
+    for end in others {
+        // A worker that panicked dropped its sender: its connections are gone.
+        closed &= end.await.unwrap_or(false);
+    }
+    if closed {
+        tracing::info!("every connection closed");
+    } else {
+        tracing::warn!("shutdown bound passed: the connections still open are closed");
+    }
+    Ok(0)
+}
 
+/// What each worker's loop needs of the flags.
+#[derive(Clone, Copy, Debug)]
+struct Settings {
+    idle_timeout: Duration,
+    shutdown_timeout: Duration,
+}
+
+/// One worker's loop: accepts connections on `listener` (shared by every worker: the kernel
+/// hands each connection to one) and serves them on this thread's runtime until `stopped`
+/// turns true; then closes its listener and gives the connections in flight the shutdown bound.
+/// `true` when they all closed within it.
+async fn serve(
+    listener: TcpListener,
+    edge: Edge,
+    settings: Settings,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    let edge = Arc::new(edge);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(args.idle_timeout);
+        .header_read_timeout(settings.idle_timeout);
     let graceful = GracefulShutdown::new();
-    let mut signal = std::pin::pin!(shutdown_signal());
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -130,7 +219,7 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
                     Err(err) => {
                         // Out of file descriptors and the like: the listener stays.
                         tracing::warn!("accept: {err}");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
                 };
@@ -151,22 +240,15 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
                     }
                 });
             }
-            () = &mut signal => break,
+            // A closed channel (worker 0 gone) stops as well.
+            _ = stopped.wait_for(|stop| *stop) => break,
         }
     }
     drop(listener);
-    draining.store(true, Ordering::Release);
-    tracing::info!(
-        "shutting down: no new connections, {:?} for the requests in flight",
-        args.shutdown_timeout
-    );
     tokio::select! {
-        () = graceful.shutdown() => tracing::info!("every connection closed"),
-        () = tokio::time::sleep(args.shutdown_timeout) => {
-            tracing::warn!("shutdown bound passed: the connections still open are closed");
-        }
+        () = graceful.shutdown() => true,
+        () = tokio::time::sleep(settings.shutdown_timeout) => false,
     }
-    Ok(0)
 }
 
 /// SIGTERM or SIGINT (Ctrl-C).

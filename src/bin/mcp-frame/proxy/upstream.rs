@@ -1,25 +1,27 @@
-//! The upstream: a tower service that forwards a request to the MCP server over a pooled
-//! hyper-util client and hands its response back streamed, or answers a JSON-RPC error naming why
-//! it could not (502 unreachable, 504 no head in time).
+//! The upstream: a tower service that forwards a request to the MCP server over a pooled HTTP/1.1
+//! connection and hands its response back streamed, or answers a JSON-RPC error naming why it
+//! could not (502 unreachable, 504 no head in time).
+//!
+//! The connections are the worker's own (hyper's `client::conn::http1`), and each is driven by
+//! the task that uses it: while the request waits for its head, by that call; then by its response
+//! body as it is read (by the client's connection, or by the deduplication's task when the client
+//! went away). No task of its own, no hand-off per frame; back in the pool once the body ended.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{
-    HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Uri, Version, header,
-};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Version, header};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::time::{Instant, Sleep};
 
@@ -82,28 +84,174 @@ pub(crate) struct UpstreamConfig {
     pub(crate) idle_timeout: Duration,
 }
 
-/// The forwarding service. Cheap to clone: the connection pool is shared.
-#[derive(Clone, Debug)]
+/// How long an idle upstream connection is kept.
+const IDLE_KEPT: Duration = Duration::from_secs(90);
+/// At most this many idle upstream connections a worker keeps.
+const IDLE_MAX: usize = 256;
+
+/// An upstream connection: what sends requests on it, and the connection itself, driven by
+/// whoever waits on it.
+struct Conn {
+    sender: http1::SendRequest<OutgoingBody>,
+    connection: http1::Connection<TokioIo<tokio::net::TcpStream>, OutgoingBody>,
+}
+
+impl Conn {
+    /// Drives the connection (reads, writes); `true` while it can serve further requests.
+    fn drive(&mut self, cx: &mut Context<'_>) -> bool {
+        Pin::new(&mut self.connection).poll(cx).is_pending()
+    }
+}
+
+/// An idle connection in the pool.
+struct Idle {
+    conn: Conn,
+    since: Instant,
+}
+
+/// A worker's idle upstream connections, the most recent last.
+#[derive(Default)]
+struct Pool(Mutex<Vec<Idle>>);
+
+impl Pool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The most recent idle connection that is still open and ready for a request.
+    async fn checkout(&self) -> Option<Conn> {
+        loop {
+            let mut idle = self.lock().pop()?;
+            if idle.since.elapsed() >= IDLE_KEPT {
+                // The older ones are older still.
+                self.lock().clear();
+                return None;
+            }
+            // Polled once: an upstream that closed it is seen now, and a connection back from
+            // its last response turns ready.
+            let ready = std::future::poll_fn(|cx| {
+                Poll::Ready(idle.conn.drive(cx) && idle.conn.sender.poll_ready(cx).is_ready())
+            })
+            .await;
+            if ready && idle.conn.sender.is_ready() {
+                return Some(idle.conn);
+            }
+        }
+    }
+
+    /// A connection whose response ended, for the next request.
+    fn checkin(&self, conn: Conn) {
+        let mut idle = self.lock();
+        if idle.len() < IDLE_MAX {
+            idle.push(Idle {
+                conn,
+                since: Instant::now(),
+            });
+        }
+    }
+
+    /// Drops the connections idle for longer than [`IDLE_KEPT`].
+    fn reap(&self) {
+        self.lock().retain(|idle| idle.since.elapsed() < IDLE_KEPT);
+    }
+}
+
+/// Why an upstream call got no response head.
+#[derive(Debug)]
+enum CallError {
+    /// No connection could be made.
+    Connect(std::io::Error),
+    /// No connection within the bound.
+    ConnectTimeout,
+    /// The connection failed or the upstream did not answer HTTP.
+    Http(hyper::Error),
+}
+
+/// The forwarding service. Cheap to clone: the connection pool is shared (by one worker).
+#[derive(Clone)]
 pub(crate) struct Upstream {
-    client: Client<HttpConnector, OutgoingBody>,
+    pool: Arc<Pool>,
     config: Arc<UpstreamConfig>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Upstream {
     /// A service with its own connection pool (HTTP/1.1, `TCP_NODELAY`, idle connections kept
-    /// for 90 s).
+    /// for 90 s): one a worker, made on the worker's runtime (which reaps the pool).
     pub(crate) fn new(config: UpstreamConfig) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(config.connect_timeout));
-        connector.set_nodelay(true);
-        connector.enforce_http(true);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(connector);
+        let pool = Arc::new(Pool::default());
+        let weak: Weak<Pool> = Arc::downgrade(&pool);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(IDLE_KEPT / 3);
+            loop {
+                every.tick().await;
+                match weak.upgrade() {
+                    Some(pool) => pool.reap(),
+                    None => return,
+                }
+            }
+        });
         Self {
-            client,
+            pool,
             config: Arc::new(config),
+        }
+    }
+
+    /// A new connection to the upstream.
+    async fn connect(&self) -> Result<Conn, CallError> {
+        let address = self.config.target.host_port();
+        let stream = tokio::time::timeout(
+            self.config.connect_timeout,
+            tokio::net::TcpStream::connect(address.as_str()),
+        )
+        .await
+        .map_err(|_| CallError::ConnectTimeout)?
+        .map_err(CallError::Connect)?;
+        let _ = stream.set_nodelay(true);
+        let (sender, connection) = http1::Builder::new()
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(CallError::Http)?;
+        Ok(Conn { sender, connection })
+    }
+
+    /// Sends `request` on a pooled connection (on a new one when the pooled one closed before
+    /// the request was sent) and waits for the response head, driving the connection.
+    async fn call(
+        &self,
+        mut request: Request<OutgoingBody>,
+    ) -> Result<(Response<hyper::body::Incoming>, Conn), CallError> {
+        loop {
+            let (mut conn, pooled) = match self.pool.checkout().await {
+                Some(conn) => (conn, true),
+                None => (self.connect().await?, false),
+            };
+            let mut sent = std::pin::pin!(conn.sender.try_send_request(request));
+            let mut open = true;
+            let outcome = std::future::poll_fn(|cx| {
+                if open {
+                    open = Pin::new(&mut conn.connection).poll(cx).is_pending();
+                }
+                sent.as_mut().poll(cx)
+            })
+            .await;
+            match outcome {
+                Ok(response) => return Ok((response, conn)),
+                // Closed before a byte of the request was sent: on a new connection.
+                Err(mut err) if pooled && err.message().is_some() => {
+                    request = err.take_message().expect("the request, not sent");
+                }
+                Err(err) => return Err(CallError::Http(err.into_error())),
+            }
         }
     }
 
@@ -113,29 +261,34 @@ impl Upstream {
         // The id an error body echoes, read only for an error body.
         let id = || whole.as_ref().map_or(Value::Null, WholeRequest::id);
         let oversize = parts.extensions.get::<Oversize>().cloned();
-        let path = parts
+        // Origin form on the connection to the upstream (the edge sent the client's `Host`, or
+        // the upstream's with --rewrite-host).
+        parts.uri = parts
             .uri
             .path_and_query()
             .cloned()
-            .unwrap_or_else(|| self.config.target.path.clone());
-        parts.uri = Uri::builder()
-            .scheme("http")
-            .authority(self.config.target.authority.clone())
-            .path_and_query(path)
-            .build()
-            .expect("an http URI of a checked authority and a request's path");
+            .unwrap_or_else(|| self.config.target.path.clone())
+            .into();
+        if !parts.headers.contains_key(header::HOST) {
+            if let Ok(host) = HeaderValue::from_str(self.config.target.authority.as_str()) {
+                parts.headers.insert(header::HOST, host);
+            }
+        }
         parts.version = Version::HTTP_11;
         // The edge removed the client's hop-by-hop headers before adding its own.
         let method = parts.method.clone();
-        let call = self.client.request(Request::from_parts(parts, body));
-        let response = match tokio::time::timeout(self.config.head_timeout, call).await {
-            Ok(Ok(response)) => response,
+        let call = self.call(Request::from_parts(parts, body));
+        let (response, conn) = match tokio::time::timeout(self.config.head_timeout, call).await {
+            Ok(Ok(answered)) => answered,
             Ok(Err(err)) => {
                 if oversize.is_some_and(|flag| flag.0.load(Ordering::Acquire)) {
                     return too_large(id());
                 }
-                let failure = Failure::of(&err);
-                let detail = chain(&err);
+                let (failure, detail) = match &err {
+                    CallError::Connect(io) => (Failure::Connect, chain(io)),
+                    CallError::ConnectTimeout => (Failure::ConnectTimeout, String::new()),
+                    CallError::Http(http) => (Failure::Protocol, chain(http)),
+                };
                 metrics::counter!(UPSTREAM_FAILURES, "cause" => failure.cause()).increment(1);
                 tracing::warn!(upstream = %self.config.target.url, %method,
                     cause = failure.cause(), "{detail}");
@@ -153,6 +306,9 @@ impl Upstream {
         remove_hop_by_hop(&mut parts.headers);
         let body = IdleBody {
             body,
+            conn: Some(conn),
+            open: true,
+            pool: self.pool.clone(),
             idle: self.config.idle_timeout,
             timer: None,
             last: Instant::now(),
@@ -200,22 +356,6 @@ enum Failure {
 }
 
 impl Failure {
-    fn of(err: &hyper_util::client::legacy::Error) -> Self {
-        if err.is_connect() {
-            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
-            while let Some(cause) = source {
-                if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-                    if io.kind() == std::io::ErrorKind::TimedOut {
-                        return Self::ConnectTimeout;
-                    }
-                }
-                source = cause.source();
-            }
-            return Self::Connect;
-        }
-        Self::Protocol
-    }
-
     /// The `cause` label and `data.cause` member.
     fn cause(self) -> &'static str {
         match self {
@@ -307,21 +447,14 @@ pub(crate) fn error_response<E>(
 
 /// Drops the hop-by-hop headers (RFC 9110 §7.6.1): those `Connection` names and the standard
 /// ones.
+///
+/// A message carries few headers and few of these: the names are read in one pass, and only
+/// those present are removed (a removal hashes its name).
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
-    let named: Vec<String> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .map(|name| name.trim().to_ascii_lowercase())
-        .filter(|name| !name.is_empty())
-        .collect();
-    for name in named {
-        headers.remove(name.as_str());
-    }
+    const HOPS: usize = 8;
     const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
     const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
-    for name in [
+    const HOP_BY_HOP: [HeaderName; HOPS] = [
         header::CONNECTION,
         header::TE,
         header::TRAILER,
@@ -330,18 +463,46 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
         header::PROXY_AUTHORIZATION,
         KEEP_ALIVE,
         PROXY_CONNECTION,
-    ] {
-        headers.remove(name);
+    ];
+    let mut present = [false; HOPS];
+    for name in headers.keys() {
+        if let Some(at) = HOP_BY_HOP.iter().position(|hop| hop == name) {
+            present[at] = true;
+        }
+    }
+    if present[0] {
+        let named: Vec<String> = headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .map(|name| name.trim().to_ascii_lowercase())
+            .filter(|name| !name.is_empty())
+            .collect();
+        for name in named {
+            headers.remove(name.as_str());
+        }
+    }
+    for (name, present) in HOP_BY_HOP.into_iter().zip(present) {
+        if present {
+            headers.remove(name);
+        }
     }
 }
 
-/// An upstream response body that fails when no byte comes for the idle bound: a body that
-/// never ends holds nothing past it.
+/// An upstream response body that drives its connection, goes back to the pool with it at its
+/// end, and fails when no byte comes for the idle bound: a body that never ends holds nothing
+/// past it. Dropped before its end, it closes the connection.
 ///
 /// The timer is not moved at each frame (a timer-wheel update a frame): a frame only notes the
 /// time, and the timer, when it fires, is set again from the last frame if one came since.
 struct IdleBody {
     body: hyper::body::Incoming,
+    /// The connection it comes on; `None` once back in the pool.
+    conn: Option<Conn>,
+    /// The connection has not ended.
+    open: bool,
+    pool: Arc<Pool>,
     idle: Duration,
     /// Created at the first wait for a frame.
     timer: Option<Pin<Box<Sleep>>>,
@@ -362,6 +523,12 @@ impl Body for IdleBody {
         if this.done {
             return Poll::Ready(None);
         }
+        if this.open {
+            if let Some(conn) = &mut this.conn {
+                // The connection reads the socket and hands the body its bytes.
+                this.open = conn.drive(cx);
+            }
+        }
         match Pin::new(&mut this.body).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 this.last = Instant::now();
@@ -373,6 +540,9 @@ impl Body for IdleBody {
             }
             Poll::Ready(None) => {
                 this.done = true;
+                if let Some(conn) = this.conn.take().filter(|_| this.open) {
+                    this.pool.checkin(conn);
+                }
                 Poll::Ready(None)
             }
             Poll::Pending => {
