@@ -172,11 +172,13 @@ pub struct ClientPolicy {
 }
 
 impl ClientPolicy {
-    /// A policy with the client defaults ([`PolicyBuilder`]), failing on Regime C.
+    /// A policy with the client defaults (those of [`ClientPolicy::builder`]), failing on
+    /// Regime C.
     ///
     /// # Errors
     ///
-    /// As [`PolicyBuilder::build`].
+    /// [`ContractError::NoContract`] / [`ContractError::SentinelNotRequired`] for Regime C; the
+    /// others when the server's contract and the client defaults have no common ground.
     ///
     /// # Examples
     ///
@@ -189,7 +191,7 @@ impl ClientPolicy {
     ///
     /// # Examples
     ///
-    /// See [`PolicyBuilder`].
+    /// See [`ClientPolicy`].
     #[must_use]
     pub fn builder() -> PolicyBuilder {
         PolicyBuilder::default()
@@ -214,7 +216,7 @@ impl ClientPolicy {
     ///
     /// # Examples
     ///
-    /// See [`Negotiated`].
+    /// See [`ClientPolicy`].
     #[must_use]
     pub fn negotiated(&self) -> Option<&Negotiated> {
         self.framing.as_ref()

@@ -289,7 +289,7 @@ pub enum Decision {
 
 impl Decision {
     /// A stable snake_case name for telemetry: `execute`, `replay`, `unprotected`, or the
-    /// refusal's [`reason`](Refusal::reason).
+    /// refusal's wire reason (`in_progress`, `result_not_stored`, `store_unavailable`, ...).
     ///
     /// # Examples
     ///

@@ -99,7 +99,7 @@ impl FrameHeader {
     ///
     /// # Errors
     ///
-    /// [`HeaderError`] names the first check that failed.
+    /// A `HeaderError` names the first check that failed.
     ///
     /// # Examples
     ///

@@ -50,7 +50,7 @@ impl MessageEnd {
     ///
     /// # Errors
     ///
-    /// [`PayloadError::InvalidLength`] unless the payload is [`MESSAGE_END_PAYLOAD_LEN`] bytes.
+    /// [`PayloadError::InvalidLength`] unless the payload is 40 bytes.
     ///
     /// # Examples
     ///

@@ -266,8 +266,7 @@ impl CompatDecoder {
 
     /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
     /// data (see [`SseParser::max_comments_in_a_row`]): keep-alive comments and records alike,
-    /// since a record without a message event after it carries no message. Default
-    /// [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`](crate::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW).
+    /// since a record without a message event after it carries no message. Default 4,096.
     ///
     /// # Examples
     ///

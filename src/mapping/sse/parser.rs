@@ -434,7 +434,7 @@ impl SseParser {
 
     /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
     /// data: `:` comments (keep-alives), blank lines, and the other fields of events without
-    /// data. Default [`DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW`].
+    /// data. Default 4,096.
     ///
     /// # Examples
     ///
