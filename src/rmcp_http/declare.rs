@@ -70,6 +70,8 @@ pub struct RequestBody<B> {
     /// The body's pieces so far, while they are few enough to be a discovery request.
     seen: Vec<Bytes>,
     seen_len: usize,
+    /// Whether the request's id is wanted (a response the layer frames must answer it).
+    wants_id: bool,
     /// Set once the body ended: what the layer read of it.
     probe: Arc<OnceLock<RequestRead>>,
 }
@@ -83,13 +85,15 @@ impl<B> fmt::Debug for RequestBody<B> {
 }
 
 impl<B> RequestBody<B> {
-    /// `body`, and where what it is (a discovery request, its id) will be told once it ended.
-    pub(super) fn new(body: B) -> (Self, Arc<OnceLock<RequestRead>>) {
+    /// `body`, and where what it is (a discovery request, and its id when `wants_id`: only a
+    /// response the layer frames needs it) will be told once it ended.
+    pub(super) fn new(body: B, wants_id: bool) -> (Self, Arc<OnceLock<RequestRead>>) {
         let probe = Arc::new(OnceLock::new());
         let body = Self {
             body: Box::pin(body),
             seen: Vec::new(),
             seen_len: 0,
+            wants_id,
             probe: probe.clone(),
         };
         (body, probe)
@@ -122,8 +126,10 @@ impl<B> RequestBody<B> {
                 .freeze(),
         };
         // The request's id, which its final response must answer (one `id` member, a string or
-        // a number: anything else is not a request a response answers).
-        let id = std::str::from_utf8(&whole).ok().and_then(|text| {
+        // a number: anything else is not a request a response answers). Read only when wanted:
+        // finding it scans the whole request.
+        let text = self.wants_id.then(|| std::str::from_utf8(&whole).ok());
+        let id = text.flatten().and_then(|text| {
             let members = crate::jsonrpc::top_level(text)?;
             let range = members.id.filter(|_| members.ids == 1)?;
             let id: serde_json::Value = serde_json::from_str(&text[range]).ok()?;
@@ -153,7 +159,7 @@ impl<B> RequestBody<B> {
 pub(super) struct RequestRead {
     /// The discovery request it is, if one.
     pub(super) discovery: Option<DiscoverySource>,
-    /// Its JSON-RPC id, if it is one request with an id.
+    /// Its JSON-RPC id, if it is one request with an id (and the id was wanted).
     pub(super) id: Option<serde_json::Value>,
 }
 

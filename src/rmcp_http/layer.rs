@@ -513,7 +513,9 @@ where
         let unsolicited = (config.all_responses && request.method() == http::Method::POST)
             .then(|| accepts_event_stream(request.headers()));
         let (parts, body) = request.into_parts();
-        let (body, read) = RequestBody::new(body);
+        // Only a response the layer frames needs the id its final response must answer.
+        let wants_id = opt_in.is_some() || unsolicited.is_some();
+        let (body, read) = RequestBody::new(body, wants_id);
         let future = self.inner.call(Request::from_parts(parts, body));
         let contract = self.contract.clone();
         Box::pin(async move {
