@@ -424,6 +424,59 @@ async fn a_flood_of_calls_is_bounded_and_the_excess_is_told_to_come_back() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn answers_of_a_known_length_passed_through_leave_their_upstream_connection_for_the_next_call()
+ {
+    // A JSON answer and an SSE answer with `Content-Length`, not framed: hyper ends the client's
+    // response at the last byte the length promised, without asking the body for its end, and
+    // the connection must still go back to the pool.
+    let (upstream, seen) = scripted_upstream(|seen| {
+        let id = request_id(&seen.body);
+        let message = json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}).to_string();
+        let (content_type, body) = if seen.head.contains("x-answer: sse") {
+            (
+                "text/event-stream",
+                format!("event: message\ndata: {message}\n\n"),
+            )
+        } else {
+            ("application/json", message)
+        };
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        vec![Step::Write(Bytes::from(head + &body))]
+    })
+    .await;
+    let proxy = Proxy::start(
+        &format!("http://{upstream}/mcp"),
+        &["--dedupe", "off", "--workers", "1"],
+    );
+    let client = reqwest::Client::new();
+    for id in 1..=6 {
+        let answer = if id % 2 == 0 { "sse" } else { "json" };
+        let response = client
+            .post(proxy.url("/mcp"))
+            .header("x-answer", answer)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(tools_call(id, "t", json!({})))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "call {id}");
+        let body = response.text().await.unwrap();
+        assert!(body.contains(&format!("\"id\":{id}")), "{body}");
+        assert_eq!(
+            body.starts_with("event: message"),
+            answer == "sse",
+            "{body}"
+        );
+    }
+    let connections: Vec<usize> = seen.lock().unwrap().iter().map(|s| s.connection).collect();
+    assert_eq!(connections, [0; 6], "the calls' upstream connections");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_that_closes_each_connection_after_its_answer_gets_each_call_on_a_new_one() {
     let (upstream, seen) = scripted_upstream(|seen| {
         let mut steps = answer(seen);

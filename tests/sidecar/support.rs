@@ -178,11 +178,13 @@ pub(crate) enum Step {
     Hang,
 }
 
-/// A request a scripted upstream received: its head and body.
+/// A request a scripted upstream received: its head and body, and the connection it came on
+/// (numbered in the order they were accepted, from 0).
 #[derive(Clone, Debug)]
 pub(crate) struct Seen {
     pub(crate) head: String,
     pub(crate) body: Bytes,
+    pub(crate) connection: usize,
 }
 
 /// An upstream on loopback that answers each request with the steps `script` gives for it.
@@ -197,7 +199,7 @@ where
     let log = seen.clone();
     let script = Arc::new(script);
     tokio::spawn(async move {
-        loop {
+        for connection in 0.. {
             let Ok((mut stream, _)) = listener.accept().await else {
                 return;
             };
@@ -205,7 +207,7 @@ where
             let log = log.clone();
             tokio::spawn(async move {
                 loop {
-                    let Some(request) = read_request(&mut stream).await else {
+                    let Some(request) = read_request(&mut stream, connection).await else {
                         return;
                     };
                     log.lock().unwrap().push(request.clone());
@@ -232,8 +234,9 @@ where
     (addr, seen)
 }
 
-/// Reads one HTTP/1.1 request (a `Content-Length` body or chunked).
-async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<Seen> {
+/// Reads one HTTP/1.1 request (a `Content-Length` body or chunked) on connection number
+/// `connection`.
+async fn read_request(stream: &mut tokio::net::TcpStream, connection: usize) -> Option<Seen> {
     let mut buf = Vec::new();
     let mut byte = [0u8; 4096];
     let head_end = loop {
@@ -274,6 +277,7 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<Seen> {
     Some(Seen {
         head,
         body: Bytes::from(body),
+        connection,
     })
 }
 

@@ -511,6 +511,26 @@ struct IdleBody {
     done: bool,
 }
 
+impl Drop for IdleBody {
+    /// Dropped once the upstream's body was read to its end, the connection goes back to the
+    /// pool: hyper drops a body at the last byte of a known length without polling it for its
+    /// end, so the poll that sees the end is not the only way here.
+    fn drop(&mut self) {
+        if self.body.is_end_stream() {
+            self.give_back();
+        }
+    }
+}
+
+impl IdleBody {
+    /// The connection back to the pool, if it can serve another request.
+    fn give_back(&mut self) {
+        if let Some(conn) = self.conn.take().filter(|_| self.open) {
+            self.pool.checkin(conn);
+        }
+    }
+}
+
 impl Body for IdleBody {
     type Data = Bytes;
     type Error = UpstreamBodyError;
@@ -536,13 +556,13 @@ impl Body for IdleBody {
             }
             Poll::Ready(Some(Err(err))) => {
                 this.done = true;
+                // Never back in the pool.
+                this.conn = None;
                 Poll::Ready(Some(Err(UpstreamBodyError::Failed(err))))
             }
             Poll::Ready(None) => {
                 this.done = true;
-                if let Some(conn) = this.conn.take().filter(|_| this.open) {
-                    this.pool.checkin(conn);
-                }
+                this.give_back();
                 Poll::Ready(None)
             }
             Poll::Pending => {
