@@ -451,18 +451,11 @@ async fn answers_of_a_known_length_passed_through_leave_their_upstream_connectio
         &format!("http://{upstream}/mcp"),
         &["--dedupe", "off", "--workers", "1"],
     );
-    let client = reqwest::Client::new();
     for id in 1..=6 {
         let answer = if id % 2 == 0 { "sse" } else { "json" };
-        let response = client
-            .post(proxy.url("/mcp"))
-            .header("x-answer", answer)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(tools_call(id, "t", json!({})))
-            .send()
-            .await
-            .unwrap();
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("x-answer", answer.parse().unwrap());
+        let response = post_call(&proxy, headers, id).await;
         assert_eq!(response.status(), 200, "call {id}");
         let body = response.text().await.unwrap();
         assert!(body.contains(&format!("\"id\":{id}")), "{body}");
@@ -491,21 +484,17 @@ async fn an_upstream_that_closes_each_connection_after_its_answer_gets_each_call
         &format!("http://{upstream}/mcp"),
         &["--dedupe", "off", "--workers", "1"],
     );
-    // One client connection, calls in sequence: a connection the upstream closed is never
-    // used again.
-    let client = reqwest::Client::new();
+    // Calls in sequence: a connection the upstream closed is never used again.
     for id in 1..=6 {
-        let response = client
-            .post(proxy.url("/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(tools_call(id, "t", json!({})))
-            .send()
-            .await
-            .unwrap();
+        let response = post_call(&proxy, reqwest::header::HeaderMap::new(), id).await;
         assert_eq!(response.status(), 200, "call {id}");
         let body = response.text().await.unwrap();
         assert!(body.contains(&format!("\"id\":{id}")), "{body}");
     }
-    assert_eq!(seen.lock().unwrap().len(), 6);
+    let connections: Vec<usize> = seen.lock().unwrap().iter().map(|s| s.connection).collect();
+    assert_eq!(
+        connections,
+        [0, 1, 2, 3, 4, 5],
+        "the calls' upstream connections"
+    );
 }
