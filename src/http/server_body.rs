@@ -9,10 +9,10 @@ use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 
 use crate::encoder::StreamEncoder;
-use crate::event::{Abort, AbortCode};
+use crate::event::AbortCode;
 use crate::mapping::Mapping;
 use crate::mapping::compat::CompatEncodeError;
-use crate::mapping::encoder::{MappingEncoder, fit_reason};
+use crate::mapping::encoder::MappingEncoder;
 use crate::outgoing::Outgoing;
 
 /// The frames a [`FramedBody`] gathers from several ready items before it hands them out.
@@ -298,38 +298,5 @@ where
         } else {
             Poll::Ready(Some(Ok(this.out.split().freeze())))
         }
-    }
-}
-
-/// An [`Abort`] for a server-side failure, with a reason cut to the frame's limit.
-#[must_use]
-pub(crate) fn abort_for(reason: &str) -> Abort {
-    Abort::new(AbortCode::UpstreamFailed, fit_reason(reason))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::abort_for;
-    use crate::frame::MAX_ABORT_REASON_LEN;
-    use crate::{AbortCode, DecodeError, StreamDecoder, StreamEncoder, StreamHead};
-
-    #[test]
-    fn a_server_failure_aborts_as_upstream_failed_with_its_reason() {
-        let abort = abort_for("upstream timed out");
-        assert_eq!(abort.code, AbortCode::UpstreamFailed);
-        assert_eq!(abort.reason, "upstream timed out");
-    }
-
-    #[test]
-    fn a_reason_longer_than_the_frame_holds_is_cut_at_a_character_boundary_and_still_decodes() {
-        let long = "é".repeat(MAX_ABORT_REASON_LEN); // two bytes each
-        let abort = abort_for(&long);
-        assert_eq!(abort.reason.len(), MAX_ABORT_REASON_LEN);
-        assert!(long.starts_with(abort.reason.as_str()));
-        let mut wire = bytes::BytesMut::new();
-        let mut encoder = StreamEncoder::new(StreamHead::for_request(None));
-        encoder.abort_with(&abort, &mut wire).unwrap();
-        let err = StreamDecoder::new().decode_all(&wire).unwrap_err();
-        assert_eq!(err, DecodeError::PeerAbort(abort));
     }
 }

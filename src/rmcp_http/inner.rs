@@ -9,6 +9,9 @@ use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
 
+use crate::event::{Abort, AbortCode};
+use crate::mapping::encoder::fit_reason;
+
 /// An inner response body the layer can frame.
 pub(super) trait InnerBody:
     Body<Data = Bytes, Error: fmt::Display + Send + 'static> + Send + 'static
@@ -57,4 +60,37 @@ pub(super) fn drain_rest<B: InnerBody>(mut body: Pin<Box<B>>) {
         };
         let _ = tokio::time::timeout(DRAIN_WAIT, rest).await;
     });
+}
+
+/// An [`Abort`] for a server-side failure, with a reason cut to the frame's limit.
+#[must_use]
+pub(super) fn abort_for(reason: &str) -> Abort {
+    Abort::new(AbortCode::UpstreamFailed, fit_reason(reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::abort_for;
+    use crate::frame::MAX_ABORT_REASON_LEN;
+    use crate::{AbortCode, DecodeError, StreamDecoder, StreamEncoder, StreamHead};
+
+    #[test]
+    fn a_server_failure_aborts_as_upstream_failed_with_its_reason() {
+        let abort = abort_for("upstream timed out");
+        assert_eq!(abort.code, AbortCode::UpstreamFailed);
+        assert_eq!(abort.reason, "upstream timed out");
+    }
+
+    #[test]
+    fn a_reason_longer_than_the_frame_holds_is_cut_at_a_character_boundary_and_still_decodes() {
+        let long = "é".repeat(MAX_ABORT_REASON_LEN); // two bytes each
+        let abort = abort_for(&long);
+        assert_eq!(abort.reason.len(), MAX_ABORT_REASON_LEN);
+        assert!(long.starts_with(abort.reason.as_str()));
+        let mut wire = bytes::BytesMut::new();
+        let mut encoder = StreamEncoder::new(StreamHead::for_request(None));
+        encoder.abort_with(&abort, &mut wire).unwrap();
+        let err = StreamDecoder::new().decode_all(&wire).unwrap_err();
+        assert_eq!(err, DecodeError::PeerAbort(abort));
+    }
 }

@@ -21,7 +21,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use super::compat_body::SsePassthrough;
 use super::declare::{Declaration, RequestBody, unframeable};
-use super::inner::{InnerBody, drain_rest};
+use super::inner::{InnerBody, abort_for, drain_rest};
 use super::streamed::Streamed;
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
@@ -32,7 +32,7 @@ use crate::limits::MIN_MAX_FRAME_PAYLOAD;
 use crate::mapping::encoder::{MappingEncoder, too_large};
 use crate::outgoing::Outgoing;
 use crate::{
-    http::{FramedBody, OptIn, response_headers, server_body::abort_for},
+    http::{FramedBody, OptIn, response_headers},
     mapping::Mapping,
 };
 use crate::{
