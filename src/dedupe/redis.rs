@@ -906,3 +906,6 @@ impl DedupeStore for RedisStore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
