@@ -193,19 +193,16 @@ pub mod internals {
         };
     }
     /// The request reading (the fuzz targets'), and the deduplication engine driven call by call
-    /// (`Deduplicator::begin`, its decisions and guards) with the store's claim protocol (the
-    /// benches' and the Redis tests'), beside the public [`dedupe`](crate::dedupe) module.
+    /// with a claim of the store's (the benches'), beside the public [`dedupe`](crate::dedupe)
+    /// module. The rest of the claim protocol (what a claim finds, completions, guards) is the
+    /// crate's: its tests drive it as unit tests.
     #[cfg(feature = "dedupe")]
     pub mod dedupe {
-        pub use crate::dedupe::deduplicator::{
-            CompleteError, Decision, ExecutionGuard, KeyedCall, KeyedCallError, Recorded,
-        };
+        pub use crate::dedupe::deduplicator::{Decision, KeyedCall, KeyedCallError};
         pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
         pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
-        pub use crate::dedupe::scope::{Scope, StoreKey};
-        pub use crate::dedupe::store::{
-            ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoredResponse,
-        };
+        pub use crate::dedupe::scope::Scope;
+        pub use crate::dedupe::store::{ClaimRequest, FencingToken};
     }
     /// The client side of the contract (discovery parsing, the client policy) and its wire
     /// constants, beside the public [`contract`](crate::contract) module.
