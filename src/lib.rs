@@ -185,11 +185,12 @@ pub use outgoing::Outgoing;
 #[cfg(feature = "internals")]
 #[doc(hidden)] // the CLI's, fuzz targets' and tests' view of the internals; not a public API
 pub mod internals {
-    /// The frame layer (SPEC.md §4-§8): headers, kinds, payloads, the magic and the lengths.
+    /// The frame layer (SPEC.md §4-§8): headers, payloads, the magic and the lengths (the kinds
+    /// are public: [`FrameKind`](crate::FrameKind)).
     pub mod frame {
         pub use crate::frame::{
-            FrameHeader, FrameKind, HEADER_LEN, MAGIC, MAX_ABORT_REASON_LEN, MessageEnd,
-            PayloadError, StreamEnd, VERSION,
+            FrameHeader, HEADER_LEN, MAGIC, MAX_ABORT_REASON_LEN, MessageEnd, PayloadError,
+            StreamEnd, VERSION,
         };
     }
     /// The request reading (the fuzz targets'), and the deduplication engine driven call by call
