@@ -442,26 +442,6 @@ impl RedisStore {
         }
     }
 
-    /// Connects to `url` with the builder's defaults.
-    ///
-    /// # Errors
-    ///
-    /// As [`RedisStoreBuilder::connect`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn run() -> Result<(), mcp_framing::dedupe::StoreError> {
-    /// let store = mcp_framing::dedupe::RedisStore::connect("redis://127.0.0.1:6379/").await?;
-    /// # let _ = store; Ok(()) }
-    /// # let _ = run;
-    /// ```
-    // Hidden: the same as `RedisStore::builder(url).connect()`, the one documented way; the tests use it.
-    #[doc(hidden)]
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        Self::builder(url).connect().await
-    }
-
     /// A store over a connection manager configured by the caller (one server).
     ///
     /// # Examples
