@@ -185,27 +185,25 @@ pub use outgoing::Outgoing;
 #[cfg(feature = "internals")]
 #[doc(hidden)] // the CLI's, fuzz targets' and tests' view of the internals; not a public API
 pub mod internals {
-    /// The frame layer (SPEC.md §4-§8): headers, kinds, payloads, the magic and the lengths.
+    /// The frame layer (SPEC.md §4-§8): headers, payloads, the magic and the lengths (the kinds
+    /// are public: [`FrameKind`](crate::FrameKind)).
     pub mod frame {
         pub use crate::frame::{
-            FrameHeader, FrameKind, HEADER_LEN, MAGIC, MAX_ABORT_REASON_LEN, MessageEnd,
-            PayloadError, StreamEnd, VERSION,
+            FrameHeader, HEADER_LEN, MAGIC, MAX_ABORT_REASON_LEN, MessageEnd, PayloadError,
+            StreamEnd, VERSION,
         };
     }
     /// The request reading (the fuzz targets'), and the deduplication engine driven call by call
-    /// (`Deduplicator::begin`, its decisions and guards) with the store's claim protocol (the
-    /// benches' and the Redis tests'), beside the public [`dedupe`](crate::dedupe) module.
+    /// with a claim of the store's (the benches'), beside the public [`dedupe`](crate::dedupe)
+    /// module. The rest of the claim protocol (what a claim finds, completions, guards) is the
+    /// crate's: its tests drive it as unit tests.
     #[cfg(feature = "dedupe")]
     pub mod dedupe {
-        pub use crate::dedupe::deduplicator::{
-            CompleteError, Decision, ExecutionGuard, KeyedCall, KeyedCallError, Recorded,
-        };
+        pub use crate::dedupe::deduplicator::{Decision, KeyedCall, KeyedCallError};
         pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
         pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
-        pub use crate::dedupe::scope::{Scope, StoreKey};
-        pub use crate::dedupe::store::{
-            ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoredResponse,
-        };
+        pub use crate::dedupe::scope::Scope;
+        pub use crate::dedupe::store::{ClaimRequest, FencingToken};
     }
     /// The client side of the contract (discovery parsing, the client policy) and its wire
     /// constants, beside the public [`contract`](crate::contract) module.

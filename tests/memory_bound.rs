@@ -9,7 +9,8 @@ use std::alloc::System;
 
 use bytes::{BufMut, BytesMut};
 use cap::Cap;
-use mcp_framing::internals::frame::{FrameHeader, FrameKind, HEADER_LEN};
+use mcp_framing::FrameKind;
+use mcp_framing::internals::frame::{FrameHeader, HEADER_LEN};
 use mcp_framing::{
     Event, StreamDecoder, StreamEncoder, StreamHead, internals::limits::DEFAULT_MAX_FRAME_PAYLOAD,
 };

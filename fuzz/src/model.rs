@@ -6,7 +6,7 @@
 //! `tests/wire/jsonrpc.rs`); where that rule applies, and what it decides at the end of input, is
 //! the model's own.
 
-use mcp_framing::internals::frame::FrameKind;
+use mcp_framing::FrameKind;
 use mcp_framing::{
     Abort, AttemptId, DecodeError, Event, RequestKey, StreamHead, StreamSummary, Truncation,
 };

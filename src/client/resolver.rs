@@ -79,16 +79,9 @@ pub struct ResolveError {
 }
 
 impl ResolveError {
-    /// An error with this reason.
-    ///
-    /// # Examples
-    ///
-    /// See [`ResolveError`].
-    // Hidden: a resolver's error (the resolution protocol, `internals::client`); callers read
-    // it in `CallError::Resolve`.
-    #[doc(hidden)]
+    /// An error with this reason (callers read it in `CallError::Resolve`).
     #[must_use]
-    pub fn new(reason: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: impl Into<String>) -> Self {
         Self {
             reason: reason.into(),
         }

@@ -8,7 +8,7 @@ use super::negotiation::Negotiated;
 use crate::decoder::StreamDecoder;
 use crate::ids::RequestKey;
 use crate::limits::Limits;
-use crate::outcome::{DiscoveryMode, Outcome, Regime};
+use crate::outcome::{DiscoveryMode, Regime};
 
 /// Builds a [`ClientPolicy`] with the client's own versions, limits, transports and whether it
 /// accepts ambiguity.
@@ -147,7 +147,7 @@ impl PolicyBuilder {
 /// A framed policy (Regime A and B) builds the decoder for each request
 /// ([`decoder`](Self::decoder)) and checks every later resolution ([`recheck`](Self::recheck)).
 /// An accept-ambiguity policy (Regime C, only by explicit opt-in) frames nothing, and every close
-/// is ambiguous ([`unframed_close`](Self::unframed_close)).
+/// is ambiguous ([`Outcome::unframed_close`](crate::outcome::Outcome::unframed_close)).
 ///
 /// # Examples
 ///
@@ -222,20 +222,11 @@ impl ClientPolicy {
         self.framing.as_ref()
     }
 
-    /// The discovery mode the policy was built under.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, outcome::DiscoveryMode};
-    /// let result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
-    /// let discovery = ServerDiscovery::from_initialize(&result)?;
-    /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
-    /// assert_eq!(policy.discovery_mode(), DiscoveryMode::Sticky);
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
-    /// ```
+    /// The discovery mode the policy was built under (the client names it in the outcome of an
+    /// unframed body, `Outcome::unframed_close`).
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
     #[must_use]
-    pub fn discovery_mode(&self) -> DiscoveryMode {
+    pub(crate) fn discovery_mode(&self) -> DiscoveryMode {
         self.mode
     }
 
@@ -294,28 +285,6 @@ impl ClientPolicy {
                 .max_message_size(n.max_message_size),
             None => self.limits,
         }
-    }
-
-    /// The outcome of an unframed response body that closed after `bytes_received` bytes:
-    /// always [`Verdict::Ambiguous`](crate::outcome::Verdict::Ambiguous) (Regime C), naming this policy's
-    /// discovery mode. Under a framed policy, pass every body through [`decoder`](Self::decoder)
-    /// instead: an unframed body then is a contract violation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{internals::contract::{ClientPolicy, ServerDiscovery}, outcome::Verdict};
-    /// let result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-    ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
-    /// let discovery = ServerDiscovery::from_discover(&result)?;
-    /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
-    /// let Verdict::Ambiguous(err) = policy.unframed_close(42).verdict else { panic!() };
-    /// assert!(err.to_string().contains("stateless per-request discovery"));
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
-    /// ```
-    #[must_use]
-    pub fn unframed_close(&self, bytes_received: u64) -> Outcome {
-        Outcome::unframed_close(self.mode, bytes_received)
     }
 
     /// Checks a later resolution of the same server against this policy (SPEC.md §11.5). Call it

@@ -5,7 +5,7 @@ use super::{
     FramingContract, ServerDiscovery,
 };
 use crate::RequestKey;
-use crate::outcome::{DiscoveryMode, Regime, Verdict};
+use crate::outcome::{DiscoveryMode, Outcome, Regime, Verdict};
 
 /// Reads a discovery fixture from `tests/fixtures/discovery/`.
 fn fixture(name: &str) -> serde_json::Value {
@@ -198,7 +198,7 @@ fn accept_ambiguity_policy_frames_nothing_and_every_close_is_ambiguous() {
         assert!(policy.decoder(RequestKey::random()).is_none());
         assert_eq!(policy.framing_header_value(), None);
         for bytes in [0, 1, 4096] {
-            let outcome = policy.unframed_close(bytes);
+            let outcome = Outcome::unframed_close(policy.discovery_mode(), bytes);
             let Verdict::Ambiguous(err) = &outcome.verdict else {
                 panic!("{name}: {:?}", outcome.verdict)
             };

@@ -265,7 +265,7 @@ impl KeyedCall {
 /// // A retry of the same call (another JSON-RPC id) is answered from the record:
 /// let Decision::Replay(stored) = dedup.begin(&call).await else { panic!("a retry") };
 /// assert_eq!(stored.to_response(&2.into()), r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#);
-/// # Ok::<(), CompleteError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
 #[derive(Debug)]
@@ -274,7 +274,7 @@ impl KeyedCall {
 // allocation per call to save a copy of ~250 bytes.
 #[allow(clippy::large_enum_variant)]
 pub enum Decision {
-    /// Execute the call, then [`complete`](ExecutionGuard::complete) the guard with its final
+    /// Execute the call, then complete the guard (`ExecutionGuard::complete`) with its final
     /// response.
     Execute(ExecutionGuard),
     /// The call completed earlier: answer with this stored member under the attempt's own id;
@@ -791,8 +791,8 @@ impl Deduplicator {
     /// # Examples
     ///
     /// See [`Decision`].
-    // Hidden: the HTTP layer's entry (a user mounts `http::DedupeLayer`), called by the tests and
-    // the benches through `internals::dedupe`'s `Decision`.
+    // Hidden: the HTTP layer's entry (a user mounts `http::DedupeLayer`), called by the crate's
+    // tests and by the benches through `internals::dedupe`'s `Decision`.
     #[doc(hidden)]
     pub async fn begin(&self, call: &KeyedCall) -> Decision {
         let key = call.store_key();
@@ -930,13 +930,6 @@ fn ended(stored: &StoredResponse) -> Ended {
 }
 
 /// What [`ExecutionGuard::complete`] recorded.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::dedupe::Recorded;
-/// assert_ne!(Recorded::Stored { bytes: 2 }, Recorded::NotStored { size: 2 });
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Recorded {
@@ -953,14 +946,6 @@ pub enum Recorded {
 }
 
 /// Why a result could not be recorded.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::dedupe::CompleteError;
-/// assert_eq!(CompleteError::LeaseLost.to_string(),
-///            "the lease was taken over by another attempt before the result was recorded");
-/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompleteError {
@@ -1181,23 +1166,6 @@ impl ExecutionGuard {
     /// # Errors
     ///
     /// As [`complete`](Self::complete), except `NotAFinalResponse`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
-    /// # tokio_test::block_on(async {
-    /// let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(4);
-    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
-    ///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
-    /// let recorded = guard.complete_with(StoredResponse::Result("[1,2,3]".into())).await?;
-    /// assert_eq!(recorded, Recorded::NotStored { size: 7 });
-    /// let Decision::Refused(refusal) = dedup.begin(&call).await else { panic!() };
-    /// assert_eq!(refusal.reason(), "result_not_stored");
-    /// # Ok::<(), CompleteError>(())
-    /// # }).unwrap();
-    /// ```
     pub async fn complete_with(self, stored: StoredResponse) -> Result<Recorded, CompleteError> {
         let (completed, recorded) = if stored.len() > self.config.max_result_bytes {
             let size = stored.len() as u64;
@@ -1274,20 +1242,6 @@ impl ExecutionGuard {
     /// # Errors
     ///
     /// As [`complete_with`](Self::complete_with).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
-    /// # tokio_test::block_on(async {
-    /// let dedup = Deduplicator::new(MemoryStore::new());
-    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
-    ///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
-    /// assert_eq!(guard.complete_not_stored(1 << 30).await?, Recorded::NotStored { size: 1 << 30 });
-    /// # Ok::<(), CompleteError>(())
-    /// # }).unwrap();
-    /// ```
     pub async fn complete_not_stored(self, size: u64) -> Result<Recorded, CompleteError> {
         self.record(Completed::NotStored { size }, Recorded::NotStored { size })
             .await
@@ -1312,7 +1266,7 @@ impl ExecutionGuard {
     /// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
     /// guard.release().await?;
     /// assert!(matches!(dedup.begin(&call).await, Decision::Execute(_)));
-    /// # Ok::<(), CompleteError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # }).unwrap();
     /// ```
     pub async fn release(mut self) -> Result<(), CompleteError> {
@@ -1342,5 +1296,62 @@ fn retry_completion(err: &StoreError) -> bool {
         #[cfg(feature = "redis")]
         StoreError::Redis(_) => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CompleteError, Decision, Deduplicator, KeyedCall, Recorded};
+    use crate::dedupe::fingerprint::Fingerprint;
+    use crate::dedupe::scope::Scope;
+    use crate::dedupe::store::StoredResponse;
+    use crate::dedupe::{MemoryStore, Principal};
+    use crate::ids::RequestKey;
+
+    fn new_call() -> KeyedCall {
+        let scope = Scope::new(Principal::anonymous(), "tools/call", Some("t"));
+        KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    }
+
+    #[tokio::test]
+    async fn a_member_over_the_bound_is_recorded_completed_without_its_result() {
+        let dedup = Deduplicator::new(MemoryStore::new()).max_result_bytes(4);
+        let call = new_call();
+        let Decision::Execute(guard) = dedup.begin(&call).await else {
+            panic!("a new key executes")
+        };
+        let recorded = guard
+            .complete_with(StoredResponse::Result("[1,2,3]".into()))
+            .await
+            .unwrap();
+        assert_eq!(recorded, Recorded::NotStored { size: 7 });
+        let Decision::Refused(refusal) = dedup.begin(&call).await else {
+            panic!("a retry is refused")
+        };
+        assert_eq!(refusal.reason(), "result_not_stored");
+    }
+
+    #[tokio::test]
+    async fn a_call_completed_not_stored_says_the_size_it_did_not_keep() {
+        let dedup = Deduplicator::new(MemoryStore::new());
+        let Decision::Execute(guard) = dedup.begin(&new_call()).await else {
+            panic!("a new key executes")
+        };
+        assert_eq!(
+            guard.complete_not_stored(1 << 30).await.unwrap(),
+            Recorded::NotStored { size: 1 << 30 }
+        );
+        assert_ne!(
+            Recorded::Stored { bytes: 2 },
+            Recorded::NotStored { size: 2 }
+        );
+    }
+
+    #[test]
+    fn a_lost_lease_says_the_result_was_not_recorded() {
+        assert_eq!(
+            CompleteError::LeaseLost.to_string(),
+            "the lease was taken over by another attempt before the result was recorded"
+        );
     }
 }

@@ -442,26 +442,6 @@ impl RedisStore {
         }
     }
 
-    /// Connects to `url` with the builder's defaults.
-    ///
-    /// # Errors
-    ///
-    /// As [`RedisStoreBuilder::connect`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn run() -> Result<(), mcp_framing::dedupe::StoreError> {
-    /// let store = mcp_framing::dedupe::RedisStore::connect("redis://127.0.0.1:6379/").await?;
-    /// # let _ = store; Ok(()) }
-    /// # let _ = run;
-    /// ```
-    // Hidden: the same as `RedisStore::builder(url).connect()`, the one documented way; the tests use it.
-    #[doc(hidden)]
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        Self::builder(url).connect().await
-    }
-
     /// A store over a connection manager configured by the caller (one server).
     ///
     /// # Examples
@@ -549,36 +529,15 @@ impl RedisStore {
     }
 
     /// Whether the store talks to a Redis Cluster.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn run(store: mcp_framing::dedupe::RedisStore) {
-    /// println!("cluster: {}", store.is_cluster());
-    /// # }
-    /// # let _ = run;
-    /// ```
-    // Hidden: the tests check what `RedisStoreBuilder::cluster` chose.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn is_cluster(&self) -> bool {
+    // The tests check what `RedisStoreBuilder::cluster` chose.
+    #[cfg(test)]
+    pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.connection, Connection::Cluster(_))
     }
 
     /// The Redis key of a record.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn run(store: mcp_framing::dedupe::RedisStore, key: mcp_framing::internals::dedupe::StoreKey) {
-    /// assert!(store.redis_key(&key).starts_with("mcp-framing:dedupe:"));
-    /// # }
-    /// # let _ = run;
-    /// ```
-    // Hidden: where a record lives, for the Redis tests that inspect it.
-    #[doc(hidden)]
     #[must_use]
-    pub fn redis_key(&self, key: &StoreKey) -> String {
+    pub(crate) fn redis_key(&self, key: &StoreKey) -> String {
         format!("{}{key}", self.prefix)
     }
 
@@ -906,3 +865,6 @@ impl DedupeStore for RedisStore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

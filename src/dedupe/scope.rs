@@ -340,35 +340,11 @@ impl Scope {
 
 /// The key of one record in a [`DedupeStore`](super::DedupeStore): the digest of a [`Scope`]
 /// and a request key ([`Scope::store_key`]). Shown as 64 lowercase hex digits.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::dedupe::StoreKey;
-///
-/// // A store names its records after the key (64 lowercase hex digits).
-/// fn record_name(key: &StoreKey) -> String {
-///     format!("dedupe:{key}")
-/// }
-/// # let _ = record_name;
-/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StoreKey([u8; 32]);
 
 impl StoreKey {
     /// The 32 digest bytes.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::dedupe::StoreKey;
-    ///
-    /// // A sharded store picks the shard from the key's first byte.
-    /// fn shard(key: &StoreKey, shards: u8) -> u8 {
-    ///     key.as_bytes()[0] % shards
-    /// }
-    /// # let _ = shard;
-    /// ```
     #[must_use]
     pub const fn as_bytes(&self) -> &[u8; 32] {
         &self.0

@@ -12,7 +12,7 @@ use super::scope::{StoreKey, hex};
 
 /// A boxed, `Send` future: what [`DedupeStore`] methods return, so that a store is usable as
 /// `Arc<dyn DedupeStore>`.
-pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The identity of one claim on a key: the current holder's token is kept in the record, and
 /// renewal, completion and release are accepted only with it (compare-and-set), so a holder
@@ -25,8 +25,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// use mcp_framing::internals::dedupe::FencingToken;
 /// let token = FencingToken::random();
 /// assert_ne!(token, FencingToken::random());
-/// assert_eq!(token.to_string().parse::<u128>().ok(), None); // shown as 32 hex digits
-/// assert_eq!(FencingToken::from_u128(token.as_u128()), token);
+/// assert_eq!(token.to_string().len(), 32); // shown as 32 hex digits
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FencingToken(u128);
@@ -41,7 +40,7 @@ impl FencingToken {
     /// # Examples
     ///
     /// See [`FencingToken`].
-    // Hidden: the engine mints a token per claim; a store only compares and keeps them (`from_u128`, `as_u128`).
+    // Hidden: the engine mints a token per claim; a store only compares and keeps them.
     #[doc(hidden)]
     #[must_use]
     pub fn random() -> Self {
@@ -50,24 +49,10 @@ impl FencingToken {
         Self(u128::from_be_bytes(bytes))
     }
 
-    /// Wraps a token read back from a store.
-    ///
-    /// # Examples
-    ///
-    /// See [`FencingToken`].
-    #[must_use]
-    pub const fn from_u128(token: u128) -> Self {
+    /// Wraps a token a test reads back from a store.
+    #[cfg(test)]
+    pub(crate) const fn from_u128(token: u128) -> Self {
         Self(token)
-    }
-
-    /// The token as an integer.
-    ///
-    /// # Examples
-    ///
-    /// See [`FencingToken`].
-    #[must_use]
-    pub const fn as_u128(&self) -> u128 {
-        self.0
     }
 }
 
@@ -139,16 +124,6 @@ pub struct ClaimRequest {
 
 /// A final result as stored: the `result` or `error` member of the final JSON-RPC response, as
 /// JSON text, without the `jsonrpc` and `id` members (a replay answers under the retry's id).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::dedupe::StoredResponse;
-/// let stored = StoredResponse::Result(r#"{"content":[]}"#.into());
-/// assert_eq!(stored.to_response(&serde_json::json!(9)),
-///            r#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#);
-/// assert_eq!(stored.len(), 14);
-/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoredResponse {
     /// The `result` member (success).
@@ -159,13 +134,6 @@ pub enum StoredResponse {
 
 impl StoredResponse {
     /// The JSON text of the member.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::dedupe::StoredResponse;
-    /// assert_eq!(&StoredResponse::Error("{}".into()).json()[..], b"{}");
-    /// ```
     #[must_use]
     pub fn json(&self) -> &Bytes {
         match self {
@@ -174,36 +142,18 @@ impl StoredResponse {
     }
 
     /// Length of the member's JSON text in bytes.
-    ///
-    /// # Examples
-    ///
-    /// See [`StoredResponse`].
     #[must_use]
     pub fn len(&self) -> usize {
         self.json().len()
     }
 
     /// Whether the member's text is empty (never, for a member read from a response).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::dedupe::StoredResponse;
-    /// assert!(!StoredResponse::Result("1".into()).is_empty());
-    /// ```
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.json().is_empty()
     }
 
     /// Whether this is an `error` member.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::dedupe::StoredResponse;
-    /// assert!(StoredResponse::Error("{}".into()).is_error());
-    /// ```
     #[must_use]
     pub fn is_error(&self) -> bool {
         matches!(self, Self::Error(_))
@@ -211,10 +161,6 @@ impl StoredResponse {
 
     /// The whole JSON-RPC response under `id` (the retry's own id, SPEC.md §17.6), built from
     /// the stored text without re-parsing it.
-    ///
-    /// # Examples
-    ///
-    /// See [`StoredResponse`].
     // Hidden: the layer answers a replay with it; a store keeps the bytes (`json`).
     #[doc(hidden)]
     #[must_use]
@@ -238,15 +184,6 @@ impl fmt::Debug for StoredResponse {
 }
 
 /// What a completed record holds (SPEC.md §17.7).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::dedupe::{Completed, StoredResponse};
-/// let done = Completed::Stored(StoredResponse::Result("{}".into()));
-/// assert_eq!(Completed::NotStored { size: 10_000_000 }.stored_bytes(), 0);
-/// assert_eq!(done.stored_bytes(), 2);
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Completed {
     /// The final response's member, replayed to every retry.
@@ -262,10 +199,6 @@ pub enum Completed {
 
 impl Completed {
     /// Bytes of stored response text.
-    ///
-    /// # Examples
-    ///
-    /// See [`Completed`].
     #[must_use]
     pub fn stored_bytes(&self) -> usize {
         match self {
@@ -276,14 +209,6 @@ impl Completed {
 }
 
 /// What a [`DedupeStore::claim`] found (SPEC.md §17.4).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::dedupe::ClaimOutcome;
-/// let outcome = ClaimOutcome::Claimed { generation: 1 };
-/// assert!(matches!(outcome, ClaimOutcome::Claimed { .. }));
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ClaimOutcome {
@@ -404,9 +329,7 @@ impl StoreError {
 /// A user picks one of the two stores and passes it to
 /// [`Deduplicator::new`](super::Deduplicator::new); the methods and the types they exchange
 /// (claims, fencing tokens, stored responses) are the engine's claim protocol, which changes with
-/// the engine: they are below the public API (feature `internals`, `internals::dedupe`, outside
-/// the stability promise), for the tests' failing stores and for a store of another kind written
-/// against this crate's version.
+/// the engine: they are the crate's own, hidden, and only the crate's stores implement them.
 ///
 /// Contract for an implementation:
 /// - `claim`: if no record exists (or it expired), create an in-flight record with the request's
@@ -434,7 +357,7 @@ impl StoreError {
 /// ```
 pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
     /// Claims `key` for one attempt, or reports what holds it.
-    #[doc(hidden)] // the claim protocol: `internals::dedupe` (see the trait docs)
+    #[doc(hidden)] // the claim protocol (see the trait docs)
     fn claim<'a>(
         &'a self,
         key: &'a StoreKey,
@@ -442,7 +365,7 @@ pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<ClaimOutcome, StoreError>>;
 
     /// Extends the lease of the claim held with `token` to `lease` from now.
-    #[doc(hidden)] // the claim protocol: `internals::dedupe` (see the trait docs)
+    #[doc(hidden)] // the claim protocol (see the trait docs)
     fn renew<'a>(
         &'a self,
         key: &'a StoreKey,
@@ -451,7 +374,7 @@ pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<bool, StoreError>>;
 
     /// Records the outcome of the claim held with `token`, kept for `retention` from now.
-    #[doc(hidden)] // the claim protocol: `internals::dedupe` (see the trait docs)
+    #[doc(hidden)] // the claim protocol (see the trait docs)
     fn complete<'a>(
         &'a self,
         key: &'a StoreKey,
@@ -461,10 +384,44 @@ pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
     ) -> StoreFuture<'a, Result<bool, StoreError>>;
 
     /// Deletes the claim held with `token` (nothing was executed).
-    #[doc(hidden)] // the claim protocol: `internals::dedupe` (see the trait docs)
+    #[doc(hidden)] // the claim protocol (see the trait docs)
     fn release<'a>(
         &'a self,
         key: &'a StoreKey,
         token: FencingToken,
     ) -> StoreFuture<'a, Result<bool, StoreError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ClaimOutcome, Completed, StoredResponse};
+
+    #[test]
+    fn a_stored_member_answers_under_the_retrys_id_without_being_parsed_again() {
+        let stored = StoredResponse::Result(r#"{"content":[]}"#.into());
+        assert_eq!(
+            stored.to_response(&serde_json::json!(9)),
+            r#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#
+        );
+        assert_eq!((stored.len(), stored.is_empty(), stored.is_error()), (14, false, false));
+        let error = StoredResponse::Error("{}".into());
+        assert_eq!(&error.json()[..], b"{}");
+        assert!(error.is_error());
+        assert_eq!(
+            error.to_response(&serde_json::json!("r-2")),
+            r#"{"jsonrpc":"2.0","id":"r-2","error":{}}"#
+        );
+        assert_eq!(format!("{error:?}"), "Error(2 bytes)");
+    }
+
+    #[test]
+    fn a_completion_not_stored_holds_no_bytes_of_response() {
+        let done = Completed::Stored(StoredResponse::Result("{}".into()));
+        assert_eq!(done.stored_bytes(), 2);
+        assert_eq!(Completed::NotStored { size: 10_000_000 }.stored_bytes(), 0);
+        assert_ne!(
+            ClaimOutcome::Completed(done),
+            ClaimOutcome::Claimed { generation: 1 }
+        );
+    }
 }

@@ -106,42 +106,4 @@ pub(crate) fn operation(method: &str, decision: &'static str, elapsed: Duration,
 }
 
 #[cfg(test)]
-mod tests {
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-
-    use super::DECISIONS;
-    use crate::RequestKey;
-    use crate::dedupe::deduplicator::Decision;
-    use crate::dedupe::fingerprint::Fingerprint;
-    use crate::dedupe::scope::Scope;
-    use crate::dedupe::{Deduplicator, KeyedCall, MemoryStore, Principal};
-
-    #[test]
-    fn an_executed_call_is_counted_under_its_decision() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
-        metrics::with_local_recorder(&recorder, || {
-            tokio_test::block_on(async {
-                let dedup = Deduplicator::new(MemoryStore::new());
-                let call = KeyedCall::new(
-                    Scope::new(Principal::anonymous(), "tools/call", Some("t")),
-                    RequestKey::random(),
-                    Fingerprint::from_bytes([1; 32]),
-                );
-                let Decision::Execute(guard) = dedup.begin(&call).await else {
-                    panic!("a new key executes")
-                };
-                guard
-                    .complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
-                    .await
-                    .unwrap();
-            })
-        });
-        let executed = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
-            key.key().name() == DECISIONS
-                && key.key().labels().any(|l| l.key() == "decision" && l.value() == "execute")
-                && value == DebugValue::Counter(1)
-        });
-        assert!(executed);
-    }
-}
+mod tests;

@@ -1,6 +1,6 @@
 //! The record-format vectors of `tests/vectors/store/` (SPEC.md §17.12.1) that need no Redis:
 //! store keys against the scope's derivation, canonical JSON and fingerprints, and the request
-//! reading's refusals. `tests/dedupe/store_vectors.rs` runs the rest against a real Redis.
+//! reading's refusals. `redis/tests/vectors.rs` runs the rest against a real Redis.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

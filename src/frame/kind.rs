@@ -54,7 +54,7 @@ impl FrameKind {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::frame::FrameKind;
+    /// use mcp_framing::FrameKind;
     /// assert_eq!(FrameKind::from_byte(0x04), Some(FrameKind::StreamEnd));
     /// assert_eq!(FrameKind::from_byte(0x00), None);
     /// ```
@@ -126,7 +126,7 @@ impl FrameKind {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::frame::FrameKind;
+    /// use mcp_framing::FrameKind;
     /// assert!(FrameKind::Head.allows_len(32));
     /// assert!(!FrameKind::Data.allows_len(0)); // empty DATA frames are an error
     /// assert!(FrameKind::KeepAlive.allows_len(0));
@@ -163,7 +163,8 @@ impl fmt::Display for FrameKind {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::frame::{FrameKind, PayloadError, StreamEnd};
+/// use mcp_framing::FrameKind;
+/// use mcp_framing::internals::frame::{PayloadError, StreamEnd};
 /// assert_eq!(
 ///     StreamEnd::load(&[1, 2, 3]),
 ///     Err(PayloadError::InvalidLength { kind: FrameKind::StreamEnd, len: 3 })

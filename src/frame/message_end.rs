@@ -15,9 +15,10 @@ use super::layout::MESSAGE_END_PAYLOAD_LEN;
 ///
 /// ```
 /// use mcp_framing::internals::frame::MessageEnd;
+/// use sha2::Digest;
 ///
-/// let end = MessageEnd::for_message(br#"{"ok":true}"#);
-/// assert_eq!(end.len, 11);
+/// // The MESSAGE_END of `{"ok":true}`: its length and SHA-256.
+/// let end = MessageEnd { len: 11, sha256: sha2::Sha256::digest(br#"{"ok":true}"#).into() };
 /// let mut frame = bytes::BytesMut::new();
 /// end.encode(0xA1A2A3A6, &mut frame);
 /// assert_eq!(frame.len(), 20 + 8 + 32); // the header, the length, the SHA-256
@@ -32,20 +33,6 @@ pub struct MessageEnd {
 }
 
 impl MessageEnd {
-    /// The MESSAGE_END of `message`: its length and SHA-256.
-    ///
-    /// # Examples
-    ///
-    /// See [`MessageEnd`].
-    #[must_use]
-    pub fn for_message(message: &[u8]) -> Self {
-        use sha2::{Digest, Sha256};
-        Self {
-            len: message.len() as u64,
-            sha256: Sha256::digest(message).into(),
-        }
-    }
-
     /// Reads a MESSAGE_END payload.
     ///
     /// # Errors

@@ -22,7 +22,8 @@
 //! command) use this module directly.
 //!
 //! ```
-//! use mcp_framing::internals::frame::{FrameHeader, FrameKind, HEADER_LEN, StreamEnd};
+//! use mcp_framing::FrameKind;
+//! use mcp_framing::internals::frame::{FrameHeader, HEADER_LEN, StreamEnd};
 //!
 //! let mut frame = bytes::BytesMut::new();
 //! StreamEnd { messages: 2 }.encode(41, &mut frame);

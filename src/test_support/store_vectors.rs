@@ -1,8 +1,8 @@
-//! Reading the record-format vectors of `tests/vectors/store/` (SPEC.md §17.12.1): the crate's
-//! unit tests of the derivations (store keys, canonical JSON, fingerprints, request reading) and
-//! the test binary that runs them against Redis (`tests/dedupe/store_vectors.rs`, through
-//! `tests/support/mod.rs`) compile this one file.
-#![allow(dead_code)] // each test crate uses a subset
+//! Reading the record-format vectors of `tests/vectors/store/` (SPEC.md §17.12.1), for the unit
+//! tests of the derivations (store keys, canonical JSON, fingerprints, request reading:
+//! `dedupe/vectors.rs`) and of the scripts and `RedisStore` against Redis
+//! (`dedupe/redis/tests/vectors.rs`).
+#![allow(dead_code)] // the tests without Redis use a subset
 
 use std::path::PathBuf;
 

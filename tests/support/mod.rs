@@ -17,10 +17,7 @@ pub(crate) mod common;
 pub(crate) mod metrics_support;
 #[path = "../../src/test_support/outcome_support.rs"]
 pub(crate) mod outcome_support;
-#[cfg(feature = "dedupe")]
-#[path = "../../src/test_support/store_vectors.rs"]
-pub(crate) mod store_vectors;
-// Real `redis-server` processes and the engine scenarios run against every store.
+// Real `redis-server` processes (one copy, in src/test_support/) and keyed calls.
 #[cfg(all(feature = "dedupe", feature = "internals"))]
 pub(crate) mod dedupe_support;
 // A response whose body ends normally after a number of bytes.

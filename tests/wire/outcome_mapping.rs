@@ -5,7 +5,7 @@ use crate::support::outcome_support;
 use bytes::BytesMut;
 #[cfg(feature = "codec")]
 use futures::TryStreamExt;
-use mcp_framing::internals::frame::FrameKind;
+use mcp_framing::FrameKind;
 use mcp_framing::{
     Abort, AbortCode, DecodeError, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
     Truncation,

@@ -3,7 +3,8 @@
 use crate::support::common;
 
 use bytes::BytesMut;
-use mcp_framing::internals::frame::{FrameKind, HEADER_LEN};
+use mcp_framing::FrameKind;
+use mcp_framing::internals::frame::HEADER_LEN;
 use mcp_framing::{
     Abort, AbortCode, AttemptId, DecodeError, Event, StreamDecoder, StreamEncoder, StreamState,
 };

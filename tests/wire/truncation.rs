@@ -7,7 +7,8 @@ use crate::support::common;
 
 use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, TryStreamExt};
-use mcp_framing::internals::frame::{FrameKind, HEADER_LEN};
+use mcp_framing::FrameKind;
+use mcp_framing::internals::frame::HEADER_LEN;
 use mcp_framing::{DecodeError, Event, StreamDecoder, Truncation};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 

@@ -4,11 +4,11 @@
 use bytes::BytesMut;
 use clap::Args;
 use mcp_framing::internals::frame::{
-    FrameHeader, FrameKind, HEADER_LEN, MAGIC, MessageEnd, PayloadError, StreamEnd, VERSION,
+    FrameHeader, HEADER_LEN, MAGIC, MessageEnd, PayloadError, StreamEnd, VERSION,
 };
 use mcp_framing::{
-    Abort, AbortCode, BodyError, DecodeError, StreamHead, internals::body::MappingDecoder,
-    mapping::Mapping,
+    Abort, AbortCode, BodyError, DecodeError, FrameKind, StreamHead,
+    internals::body::MappingDecoder, mapping::Mapping,
 };
 use serde_json::{Value, json};
 

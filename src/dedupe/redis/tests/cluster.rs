@@ -3,16 +3,16 @@
 //! create`), a primary stopped mid-run and its replica promoted (SPEC.md §17.12). A missing
 //! `redis-server` or `redis-cli` fails the tests; they never skip.
 
-use crate::support::dedupe_support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dedupe_support::{self as s, Persistence, RedisCluster};
-use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{DedupeStore, Deduplicator, RedisStore};
-use mcp_framing::internals::dedupe::{CompleteError, Decision, KeyedCall};
 use serde_json::json;
+
+use crate::RequestKey;
+use crate::dedupe::deduplicator::CompleteError;
+use crate::dedupe::{DedupeStore, Decision, Deduplicator, KeyedCall, RedisStore};
+use crate::test_support::redis_servers::{Persistence, RedisCluster};
+use crate::test_support::store_scenarios as s;
 
 const PREFIX: &str = "cluster:";
 

@@ -1,17 +1,28 @@
-//! The deduplication engine over `RedisStore` against a real `redis-server` that each test
-//! starts on a free loopback port (SPEC.md §17). The server binary must be installed
-//! (`scripts/test` does it): a missing one fails the tests, it never skips them.
+//! `RedisStore` against a real `redis-server` that each test starts on a free loopback port
+//! (SPEC.md §17): the deduplication engine's scenarios (`memory/tests.rs` runs them over the
+//! embedded store), the records' keys and lifetimes, an outage, and the claim protocol with
+//! replicas (SPEC.md §17.12.1), round trip by round trip through a relay. The server binary must
+//! be installed (`scripts/test` does it): a missing one fails the tests, it never skips them.
+//! Over a cluster, after restarts, and against the record-format vectors: the modules below.
 
-use crate::support::dedupe_support;
+mod cluster;
+#[cfg(feature = "http")]
+mod durability;
+mod vectors;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dedupe_support::{self as s, Command, RedisRelay, RedisServer, Upstream};
-use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{DedupeStore, Deduplicator, RedisStore, StoreError};
-use mcp_framing::internals::dedupe::Decision;
 use serde_json::json;
+
+use super::RedisStore;
+use crate::RequestKey;
+use crate::dedupe::deduplicator::CompleteError;
+use crate::dedupe::store::{ClaimRequest, FencingToken};
+use crate::dedupe::{DedupeStore, Decision, Deduplicator, LeaseExpiry, StoreError};
+use crate::test_support::redis_relay::{Command, RedisRelay, Upstream};
+use crate::test_support::redis_servers::RedisServer;
+use crate::test_support::store_scenarios as s;
 
 /// The prefix of these tests' records.
 const PREFIX: &str = "test:dedupe:";
@@ -189,7 +200,7 @@ async fn redis_stopped_mid_run_refuses_keyed_calls_and_nothing_executes_twice() 
     let started = Instant::now();
     assert!(matches!(
         guard.complete(&s::response(1, "during the outage")).await,
-        Err(mcp_framing::internals::dedupe::CompleteError::Store(_))
+        Err(CompleteError::Store(_))
     ));
     assert!(
         started.elapsed() < Duration::from_secs(20),
@@ -346,12 +357,12 @@ async fn a_claim_gone_before_its_replicas_acknowledged_it_is_refused() {
     assert!(started.elapsed() < wait / 2, "{:?}", started.elapsed());
     assert_eq!(claiming.stats().snapshot().executed, 0);
     // The store's own error names what happened.
-    let claim = mcp_framing::internals::dedupe::ClaimRequest {
+    let claim = ClaimRequest {
         fingerprint: call.fingerprint(),
-        token: mcp_framing::internals::dedupe::FencingToken::random(),
+        token: FencingToken::random(),
         lease: Duration::from_secs(30),
         retention: Duration::from_secs(60),
-        on_expired_lease: mcp_framing::dedupe::LeaseExpiry::Reexecute,
+        on_expired_lease: LeaseExpiry::Reexecute,
     };
     let err = store.claim(&call.store_key(), &claim).await.unwrap_err();
     assert!(matches!(err, StoreError::ClaimLost), "{err}");

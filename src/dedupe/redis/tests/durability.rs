@@ -5,8 +5,6 @@
 //! waited for by replicas guarantees when the store's connection is replaced between its round
 //! trips.
 
-use crate::support::dedupe_support;
-
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -16,15 +14,18 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use dedupe_support::{self as s, Persistence, RedisRelay, RedisServer, Upstream};
 use http_body_util::{BodyExt, Full};
-use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{Deduplicator, RedisStore};
-use mcp_framing::http::DedupeLayer;
-use mcp_framing::internals::http::DEDUPE_HEADER;
 use serde_json::{Value, json};
 use tower_layer::Layer;
 use tower_service::Service;
+
+use crate::RequestKey;
+use crate::dedupe::{Deduplicator, RedisStore};
+use crate::http::DedupeLayer;
+use crate::http::dedupe::DEDUPE_HEADER;
+use crate::test_support::redis_relay::{RedisRelay, Upstream};
+use crate::test_support::redis_servers::{Persistence, RedisServer};
+use crate::test_support::store_scenarios as s;
 
 /// A tool that counts its executions (where no deduplication can hide them).
 #[derive(Clone, Default)]
@@ -70,13 +71,13 @@ async fn call<S>(service: &mut S, key: RequestKey, id: u64) -> (String, Value)
 where
     S: Service<
             http::Request<Full<Bytes>>,
-            Response = http::Response<mcp_framing::http::DedupeBody>,
+            Response = http::Response<crate::http::DedupeBody>,
         >,
     S::Error: std::fmt::Debug,
 {
     let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "charge", "arguments": {"account": "a", "amount": 1}}});
-    mcp_framing::request::set_request_key(&mut request, key).unwrap();
+    crate::request::set_request_key(&mut request, key).unwrap();
     let request = http::Request::post("/mcp")
         .body(Full::new(Bytes::from(request.to_string())))
         .unwrap();
@@ -174,12 +175,13 @@ async fn a_claim_whose_connection_is_replaced_before_its_wait_executes_only_once
     let mut service = DedupeLayer::new(dedup).layer(executions.clone());
 
     let (decision, response) = call(&mut service, RequestKey::random(), 1).await;
-    eprintln!(
-        "DEBUG {decision} {response} {:?} {:?}",
+    assert_eq!(
+        decision,
+        "store_unavailable",
+        "{response}; round trips {:?}; replica {:?}",
         relay.batches(),
         primary.info_field("replication", "slave0")
     );
-    assert_eq!(decision, "store_unavailable", "{response}");
     assert_eq!(executions.0.load(Ordering::SeqCst), 0, "the tool ran");
     let records: Vec<String> = primary.command(&["KEYS", "durability:*"]);
     assert!(

@@ -1,16 +1,55 @@
-//! The deduplication engine over the embedded `MemoryStore` (SPEC.md §17), through the public
-//! API; `tests/dedupe/dedupe_redis.rs` runs the same scenarios against a real Redis.
-
-use crate::support::dedupe_support;
+//! `MemoryStore`: its bounds, and the deduplication engine's scenarios over it (SPEC.md §17),
+//! under a paused clock; `redis/tests.rs` runs the same scenarios against a real Redis.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use dedupe_support as s;
-use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{DedupeStore, Deduplicator, LeaseExpiry, MemoryStore, StoreFailure};
-use mcp_framing::internals::dedupe::{ClaimOutcome, ClaimRequest, Decision, FencingToken};
 use serde_json::json;
+
+use super::{MemoryStore, RECORD_OVERHEAD};
+use crate::dedupe::deduplicator::{Decision, KeyedCall};
+use crate::dedupe::fingerprint::Fingerprint;
+use crate::dedupe::scope::Scope;
+use crate::dedupe::{DedupeStore, Deduplicator, LeaseExpiry, Principal, StoreFailure};
+use crate::ids::RequestKey;
+use crate::test_support::store_scenarios as s;
+
+/// A keyed call with a key of its own.
+fn new_call() -> KeyedCall {
+    let scope = Scope::new(Principal::from_id("load"), "tools/call", Some("t"));
+    KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+}
+
+/// Executes `call` and records `result` (a JSON string of `len` characters) as its answer.
+async fn execute(dedup: &Deduplicator, call: &KeyedCall, len: usize) {
+    let Decision::Execute(guard) = dedup.begin(call).await else {
+        panic!("a new key executes")
+    };
+    let response = format!(r#"{{"jsonrpc":"2.0","id":1,"result":"{}"}}"#, "r".repeat(len));
+    guard.complete(response.as_bytes()).await.expect("recorded");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_byte_bound_counts_each_records_overhead_and_evicts_completed_records() {
+    let bound = 20 * (RECORD_OVERHEAD + 1000);
+    let store = Arc::new(MemoryStore::new().max_bytes(bound));
+    let dedup = Deduplicator::with_shared_store(store.clone());
+    for _ in 0..200 {
+        execute(&dedup, &new_call(), 1000).await;
+        assert!(store.bytes() <= bound, "{} bytes", store.bytes());
+    }
+    assert!(store.evicted() >= 180, "{} evicted", store.evicted());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_store_records_completed_not_stored_rather_than_losing_the_call() {
+    // Room for the claim but not for its result: the call still never runs twice.
+    let dedup = Deduplicator::new(MemoryStore::new().max_bytes(RECORD_OVERHEAD + 10));
+    let call = new_call();
+    execute(&dedup, &call, 30).await;
+    assert_eq!(dedup.begin(&call).await.name(), "result_not_stored");
+}
+
 
 fn memory() -> Arc<dyn DedupeStore> {
     Arc::new(MemoryStore::new())
@@ -143,58 +182,9 @@ async fn memory_store_never_evicts_claims_in_flight() {
     assert_eq!(store.len(), 3);
 }
 
-#[derive(Debug)]
-struct DownStore;
-
-impl DedupeStore for DownStore {
-    fn claim<'a>(
-        &'a self,
-        _: &'a mcp_framing::internals::dedupe::StoreKey,
-        _: &'a ClaimRequest,
-    ) -> mcp_framing::internals::dedupe::StoreFuture<
-        'a,
-        Result<ClaimOutcome, mcp_framing::dedupe::StoreError>,
-    > {
-        Box::pin(std::future::pending())
-    }
-    fn renew<'a>(
-        &'a self,
-        _: &'a mcp_framing::internals::dedupe::StoreKey,
-        _: FencingToken,
-        _: Duration,
-    ) -> mcp_framing::internals::dedupe::StoreFuture<
-        'a,
-        Result<bool, mcp_framing::dedupe::StoreError>,
-    > {
-        Box::pin(std::future::pending())
-    }
-    fn complete<'a>(
-        &'a self,
-        _: &'a mcp_framing::internals::dedupe::StoreKey,
-        _: FencingToken,
-        _: &'a mcp_framing::internals::dedupe::Completed,
-        _: Duration,
-    ) -> mcp_framing::internals::dedupe::StoreFuture<
-        'a,
-        Result<bool, mcp_framing::dedupe::StoreError>,
-    > {
-        Box::pin(std::future::pending())
-    }
-    fn release<'a>(
-        &'a self,
-        _: &'a mcp_framing::internals::dedupe::StoreKey,
-        _: FencingToken,
-    ) -> mcp_framing::internals::dedupe::StoreFuture<
-        'a,
-        Result<bool, mcp_framing::dedupe::StoreError>,
-    > {
-        Box::pin(std::future::pending())
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn an_unreachable_store_refuses_keyed_calls_by_default() {
-    let dedup = Deduplicator::new(DownStore).store_timeout(Duration::from_millis(100));
+    let dedup = Deduplicator::new(s::Silent).store_timeout(Duration::from_millis(100));
     let decision = dedup
         .begin(&s::call("alice", RequestKey::random(), json!({})))
         .await;
@@ -210,7 +200,7 @@ async fn an_unreachable_store_refuses_keyed_calls_by_default() {
 
 #[tokio::test(start_paused = true)]
 async fn fail_open_executes_unprotected_when_configured() {
-    let dedup = Deduplicator::new(DownStore)
+    let dedup = Deduplicator::new(s::Silent)
         .store_timeout(Duration::from_millis(50))
         .on_store_failure(StoreFailure::ExecuteUnprotected);
     let decision = dedup
@@ -227,9 +217,9 @@ async fn progress_token_and_key_do_not_change_the_fingerprint() {
     let mut request = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
         "params": {"_meta": {"progressToken": "other", "traceparent": "00-ab-cd-01"},
                    "arguments": {"x": [1, {"a": 1, "b": 2}]}, "name": "send_email"}});
-    mcp_framing::request::set_request_key(&mut request, key).unwrap();
-    let b = mcp_framing::internals::dedupe::KeyedCall::from_request(
-        mcp_framing::dedupe::Principal::from_id("alice"),
+    crate::request::set_request_key(&mut request, key).unwrap();
+    let b = KeyedCall::from_request(
+        Principal::from_id("alice"),
         None,
         &request,
         &Default::default(),

@@ -1,25 +1,27 @@
 //! The Redis record format every implementation shares (SPEC.md §17.12.1), checked against the
 //! vectors in `tests/vectors/store/` (the derivations that need no Redis, store keys and
-//! fingerprints, are the crate's unit tests in `src/dedupe/vectors.rs`): every script operation, run both as the script files themselves (`EVALSHA`, as another
-//! language's implementation sends them) and through `RedisStore`, against a real `redis-server`
-//! on a free loopback port, down to the fields it leaves in Redis (`HGETALL`) and their TTLs.
-//! The server binary must be installed (`scripts/test` does it): a missing one fails the tests.
+//! fingerprints, are checked in `dedupe/vectors.rs`): every script operation, run both as the
+//! script files themselves (`EVALSHA`, as another language's implementation sends them) and
+//! through `RedisStore`, against a real `redis-server` on a free loopback port, down to the fields
+//! it leaves in Redis (`HGETALL`) and their TTLs. The server binary must be installed
+//! (`scripts/test` does it): a missing one fails the tests.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::support::dedupe_support::RedisServer;
-use crate::support::store_vectors::{hex_bytes, principal, text, vectors};
-use mcp_framing::dedupe::{
-    DedupeStore, Deduplicator, FingerprintRules, LeaseExpiry, Principal, RedisStore,
-};
-use mcp_framing::internals::dedupe::{
-    ClaimOutcome, ClaimRequest, Completed, Decision, FencingToken, Fingerprint, KeyedCall, Scope,
-    StoreKey, StoredResponse, parse_request_json,
-};
 use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};
+
+use crate::dedupe::fingerprint::Fingerprint;
+use crate::dedupe::scope::{Scope, StoreKey};
+use crate::dedupe::store::{ClaimOutcome, ClaimRequest, Completed, FencingToken, StoredResponse};
+use crate::dedupe::{
+    DedupeStore, Decision, Deduplicator, FingerprintRules, KeyedCall, LeaseExpiry, Principal,
+    RedisStore, parse_request_json,
+};
+use crate::test_support::redis_servers::RedisServer;
+use crate::test_support::store_vectors::{hex_bytes, principal, text, vectors};
 
 // ---------------------------------------------------------------------------------------------
 // Against a real redis-server.
@@ -308,7 +310,6 @@ async fn through_store(
                 ClaimOutcome::Completed(Completed::NotStored { size }) => {
                     vec![tag("done"), tag("n"), tag(&size.to_string())]
                 }
-                other => panic!("unknown outcome {other:?}"),
             }
         }
         "renew" => flag(store.renew(key, token(0), millis(1)).await.expect("renew")),

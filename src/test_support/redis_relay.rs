@@ -12,7 +12,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::RedisServer;
+use super::redis_servers::RedisServer;
 
 /// One command as the client sent it: its arguments, the command's name first.
 pub type Command = Vec<Vec<u8>>;

@@ -3,104 +3,52 @@
 //! store latency and `mcp.server.operation.duration`. Paused clock: nothing here depends on
 //! how fast the machine runs.
 
-use crate::support::dedupe_support;
-use crate::support::metrics_support;
-
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use dedupe_support as s;
-use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{DedupeStore, Deduplicator, MemoryStore, StoreError, StoreFailure};
-use mcp_framing::internals::dedupe::{
-    ClaimOutcome, ClaimRequest, Completed, FencingToken, StoreFuture, StoreKey,
-};
-use metrics_support::Recorded;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::json;
 
-/// A store whose renewals fail (unreachable) until `healed`, then pass through.
-#[derive(Debug)]
-struct RenewalsFailUntilHealed {
-    inner: Arc<dyn DedupeStore>,
-    healed: AtomicBool,
+use super::DECISIONS;
+use crate::RequestKey;
+use crate::dedupe::deduplicator::Decision;
+use crate::dedupe::fingerprint::Fingerprint;
+use crate::dedupe::scope::Scope;
+use crate::dedupe::{
+    DedupeStore, Deduplicator, KeyedCall, MemoryStore, Principal, StoreFailure,
+};
+use crate::test_support::metrics_support::Recorded;
+use crate::test_support::store_scenarios as s;
+
+#[test]
+fn an_executed_call_is_counted_under_its_decision() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        tokio_test::block_on(async {
+            let dedup = Deduplicator::new(MemoryStore::new());
+            let call = KeyedCall::new(
+                Scope::new(Principal::anonymous(), "tools/call", Some("t")),
+                RequestKey::random(),
+                Fingerprint::from_bytes([1; 32]),
+            );
+            let Decision::Execute(guard) = dedup.begin(&call).await else {
+                panic!("a new key executes")
+            };
+            guard
+                .complete(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
+                .await
+                .unwrap();
+        })
+    });
+    let executed = snapshotter.snapshot().into_vec().into_iter().any(|(key, _, _, value)| {
+        key.key().name() == DECISIONS
+            && key.key().labels().any(|l| l.key() == "decision" && l.value() == "execute")
+            && value == DebugValue::Counter(1)
+    });
+    assert!(executed);
 }
 
-impl DedupeStore for RenewalsFailUntilHealed {
-    fn claim<'a>(
-        &'a self,
-        key: &'a StoreKey,
-        request: &'a ClaimRequest,
-    ) -> StoreFuture<'a, Result<ClaimOutcome, StoreError>> {
-        self.inner.claim(key, request)
-    }
-    fn renew<'a>(
-        &'a self,
-        key: &'a StoreKey,
-        token: FencingToken,
-        lease: Duration,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
-        if self.healed.load(Ordering::SeqCst) {
-            self.inner.renew(key, token, lease)
-        } else {
-            Box::pin(async move { Err(StoreError::Timeout { after: lease }) })
-        }
-    }
-    fn complete<'a>(
-        &'a self,
-        key: &'a StoreKey,
-        token: FencingToken,
-        outcome: &'a Completed,
-        retention: Duration,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
-        self.inner.complete(key, token, outcome, retention)
-    }
-    fn release<'a>(
-        &'a self,
-        key: &'a StoreKey,
-        token: FencingToken,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
-        self.inner.release(key, token)
-    }
-}
-
-/// A store that never answers.
-#[derive(Debug)]
-struct Silent;
-
-impl DedupeStore for Silent {
-    fn claim<'a>(
-        &'a self,
-        _: &'a StoreKey,
-        _: &'a ClaimRequest,
-    ) -> StoreFuture<'a, Result<ClaimOutcome, StoreError>> {
-        Box::pin(std::future::pending())
-    }
-    fn renew<'a>(
-        &'a self,
-        _: &'a StoreKey,
-        _: FencingToken,
-        _: Duration,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
-        Box::pin(std::future::pending())
-    }
-    fn complete<'a>(
-        &'a self,
-        _: &'a StoreKey,
-        _: FencingToken,
-        _: &'a Completed,
-        _: Duration,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
-        Box::pin(std::future::pending())
-    }
-    fn release<'a>(
-        &'a self,
-        _: &'a StoreKey,
-        _: FencingToken,
-    ) -> StoreFuture<'a, Result<bool, StoreError>> {
-        Box::pin(std::future::pending())
-    }
-}
 
 fn decisions(metrics: &Recorded, decision: &str, reason: &str) -> u64 {
     metrics.counter(
@@ -172,7 +120,7 @@ async fn every_decision_completion_and_store_operation_is_counted_and_timed() {
             .await,
     ));
     // A store that does not answer: refused, or executed unprotected when configured so.
-    let silent = Deduplicator::new(Silent).store_timeout(Duration::from_millis(100));
+    let silent = Deduplicator::new(s::Silent).store_timeout(Duration::from_millis(100));
     s::expect_reason(
         &silent
             .begin(&s::call("alice", RequestKey::random(), json!({})))
@@ -277,16 +225,13 @@ async fn leases_lost_and_evictions_are_counted() {
 
     // A holder cut off from the store outlives its lease; another attempt takes over; the
     // holder's heartbeat then finds the lease gone, and its completion is rejected.
-    let flaky = Arc::new(RenewalsFailUntilHealed {
-        inner: memory.clone(),
-        healed: AtomicBool::new(false),
-    });
+    let flaky = Arc::new(s::NoRenewals::new(memory.clone()));
     let stalled = s::engine(flaky.clone()).lease(s::SHORT_LEASE);
     let call = s::call("alice", RequestKey::random(), json!({}));
     let stale = s::expect_execute(stalled.begin(&call).await);
     tokio::time::sleep(s::PAST_SHORT_LEASE).await;
     let current = s::expect_execute(s::engine(memory.clone()).begin(&call).await);
-    flaky.healed.store(true, Ordering::SeqCst);
+    flaky.heal();
     tokio::time::sleep(s::SHORT_LEASE).await; // the next renewal is refused
     assert!(stale.lease_lost());
     assert!(stale.complete(&s::response(1, "stale")).await.is_err());
