@@ -196,6 +196,27 @@ describe('the contract', () => {
     }
   });
 
+  test('an initialize whose method name is spelled with JSON escapes still gets the contract, and a call that only mentions the name does not', async () => {
+    // The wrapper skips parsing a request body that holds neither method name and no backslash:
+    // an escape must still lead to the parse, and the name inside an argument to no declaration.
+    const handler = v2Handler();
+    const framed = await serve(framingHandler(handler.fetch, { logger: quiet }));
+    try {
+      const escaped = JSON.stringify(INITIALIZE).replace('"method":"initialize"', '"method":"\\u0069nit\\u0069alize"');
+      assert.notEqual(escaped, JSON.stringify(INITIALIZE));
+      const response = await fetch(framed.url, { method: 'POST', headers: postHeaders(), body: escaped });
+      const declared = await jsonRpc(response);
+      assert.equal(declared.result.protocolVersion, '2025-06-18', 'the handler answered the initialize');
+      assert.deepEqual(declared.result.capabilities.experimental[EXTENSION_KEY]?.versions, [1]);
+      const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'initialize server/discover' } } };
+      const echoed = await jsonRpc(await post(framed.url, call));
+      assert.deepEqual(echoed.result.content, [{ type: 'text', text: 'initialize server/discover' }]);
+      assert.equal(JSON.stringify(echoed).includes(EXTENSION_KEY), false);
+    } finally {
+      await framed.close();
+    }
+  });
+
   test('a server/discover result carries it under extensions, with deduplication and alwaysFramed as configured', async () => {
     const handler = v2Handler();
     const framed = await serve(framingHandler(handler.fetch, { logger: quiet, frameAllResponses: 'compat', frameSize: 4096 }));
