@@ -177,16 +177,17 @@ describe('the contract', () => {
     }
   });
 
-  test('an initialize whose Mcp-Method header names another method still gets the contract: the wrapper reads the method from the body', async () => {
+  test('an initialize whose Mcp-Method header names another method, and that carries an Mcp-Session-Id, still gets the contract: the wrapper reads the method from the body', async () => {
     // Both SDK lines serve such a request (neither checks the header against a legacy
-    // initialize), so a wrapper that trusted the header would pass the result undeclared.
+    // initialize, nor the session header of an initialize), so a wrapper that trusted either
+    // header would pass the result undeclared.
     for (const [name, handler] of /** @type {const} */ ([
       ['sdk 1.32.2', v1Fetch()],
       ['server 2.4.0', v2Handler().fetch],
     ])) {
       const framed = await serve(framingHandler(handler, { logger: quiet }));
       try {
-        const response = await post(framed.url, INITIALIZE, null, { 'mcp-method': 'tools/call', 'mcp-name': 'big' });
+        const response = await post(framed.url, INITIALIZE, null, { 'mcp-method': 'tools/call', 'mcp-name': 'big', 'mcp-session-id': crypto.randomUUID() });
         const declared = await jsonRpc(response);
         assert.equal(declared.result.protocolVersion, '2025-06-18', `${name}: the handler answered the initialize`);
         assert.deepEqual(declared.result.capabilities.experimental[EXTENSION_KEY]?.versions, [1], name);
