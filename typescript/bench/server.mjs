@@ -282,6 +282,18 @@ console.log(`pieces of a framed call on their own, median of ${calls}: CPU time`
 for (const [name] of pieces) {
   console.log(`  ${name.padEnd(46)} cpu ${median(pieceCpu[name] ?? []).toFixed(3)} ms`);
 }
+// What a framed call cannot do without, whatever the code around it: hashing the result, checking
+// that the final response is one JSON text (SPEC.md §7.1), reading the request before the handler
+// to find a discovery request (the handler then reads a Request built again), and one more
+// stream and Response for the framed body. Their sum over the unframed call's CPU time on
+// loopback is the least ratio a wrapper doing them reaches on this machine.
+const pieceMedian = (/** @type {string} */ name) => median(pieceCpu[name] ?? []);
+const unavoidable =
+  pieceMedian('SHA-256 + CRC-32 of the result') +
+  pieceMedian('JSON.parse of the result') +
+  pieceMedian('the request read and built again') +
+  Math.max(0, pieceMedian('read through a ReadableStream and a Response') - pieceMedian('a response body read as it is'));
+console.log(`  those a framed call cannot do without, together  cpu ${unavoidable.toFixed(3)} ms: ${((unframedCpu + unavoidable) / unframedCpu).toFixed(2)}x the unframed call's CPU time on loopback at the least`);
 // The two measures of the 64 KiB goal side by side.
 for (const mapping of ['compat', 'binary']) {
   const loopback = median(latency[mapping] ?? []) / unframed;

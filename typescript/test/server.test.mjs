@@ -177,22 +177,44 @@ describe('the contract', () => {
     }
   });
 
-  test('an initialize whose Mcp-Method header names another method still gets the contract: the wrapper reads the method from the body', async () => {
+  test('an initialize whose Mcp-Method header names another method, and that carries an Mcp-Session-Id, still gets the contract: the wrapper reads the method from the body', async () => {
     // Both SDK lines serve such a request (neither checks the header against a legacy
-    // initialize), so a wrapper that trusted the header would pass the result undeclared.
+    // initialize, nor the session header of an initialize), so a wrapper that trusted either
+    // header would pass the result undeclared.
     for (const [name, handler] of /** @type {const} */ ([
       ['sdk 1.32.2', v1Fetch()],
       ['server 2.4.0', v2Handler().fetch],
     ])) {
       const framed = await serve(framingHandler(handler, { logger: quiet }));
       try {
-        const response = await post(framed.url, INITIALIZE, null, { 'mcp-method': 'tools/call', 'mcp-name': 'big' });
+        const response = await post(framed.url, INITIALIZE, null, { 'mcp-method': 'tools/call', 'mcp-name': 'big', 'mcp-session-id': crypto.randomUUID() });
         const declared = await jsonRpc(response);
         assert.equal(declared.result.protocolVersion, '2025-06-18', `${name}: the handler answered the initialize`);
         assert.deepEqual(declared.result.capabilities.experimental[EXTENSION_KEY]?.versions, [1], name);
       } finally {
         await framed.close();
       }
+    }
+  });
+
+  test('an initialize whose method name is spelled with JSON escapes still gets the contract, and a call that only mentions the name does not', async () => {
+    // The wrapper skips parsing a request body that holds neither method name and no backslash:
+    // an escape must still lead to the parse, and the name inside an argument to no declaration.
+    const handler = v2Handler();
+    const framed = await serve(framingHandler(handler.fetch, { logger: quiet }));
+    try {
+      const escaped = JSON.stringify(INITIALIZE).replace('"method":"initialize"', '"method":"\\u0069nit\\u0069alize"');
+      assert.notEqual(escaped, JSON.stringify(INITIALIZE));
+      const response = await fetch(framed.url, { method: 'POST', headers: postHeaders(), body: escaped });
+      const declared = await jsonRpc(response);
+      assert.equal(declared.result.protocolVersion, '2025-06-18', 'the handler answered the initialize');
+      assert.deepEqual(declared.result.capabilities.experimental[EXTENSION_KEY]?.versions, [1]);
+      const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'initialize server/discover' } } };
+      const echoed = await jsonRpc(await post(framed.url, call));
+      assert.deepEqual(echoed.result.content, [{ type: 'text', text: 'initialize server/discover' }]);
+      assert.equal(JSON.stringify(echoed).includes(EXTENSION_KEY), false);
+    } finally {
+      await framed.close();
     }
   });
 

@@ -15,10 +15,19 @@ import type { Logger } from '../telemetry.js';
 export const MAX_DISCOVERY_REQUEST = 64 * 1024;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const BACKSLASH = 0x5c;
+const INITIALIZE = Buffer.from('initialize');
+const DISCOVER = Buffer.from('server/discover');
 
 /** The discovery request `body` is (`initialize` or `server/discover`), or `null`. */
 export function discoverySource(body: Uint8Array): DiscoverySource | null {
   if (body.length > MAX_DISCOVERY_REQUEST) {
+    return null;
+  }
+  // A JSON string holds a method's name as its bytes unless an escape spells it: a body with
+  // neither name and no backslash names another method, and is not parsed (most calls).
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (bytes.indexOf(BACKSLASH) === -1 && bytes.indexOf(INITIALIZE) === -1 && bytes.indexOf(DISCOVER) === -1) {
     return null;
   }
   let request: unknown;
