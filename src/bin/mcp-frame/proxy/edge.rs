@@ -5,8 +5,8 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -26,8 +26,7 @@ use tower_service::Service;
 use super::config::host_allowed;
 use super::health::Health;
 use super::upstream::{
-    BoxError, OutgoingBody, Oversize, ResponseBody, Upstream, WholeRequest, error_response,
-    remove_hop_by_hop,
+    BoxError, EdgeRequest, OutgoingBody, ResponseBody, Upstream, error_response, remove_hop_by_hop,
 };
 
 /// The request body bytes read before the upstream call starts, so that an error answer can
@@ -215,15 +214,14 @@ impl Edge {
         if let Some(authority) = &self.rewrite_host {
             parts.headers.insert(header::HOST, authority.clone());
         }
-        let oversize = Oversize::default();
-        let body = Capped {
+        let mut body = Capped {
             body: Some(body),
             exceeded: false,
             left: self.max_request_bytes,
             max: self.max_request_bytes,
-            oversize: oversize.0.clone(),
+            oversize: None,
         };
-        let body = if parts.method == Method::POST {
+        let (body, edge) = if parts.method == Method::POST {
             let peek = tokio::time::timeout(self.idle_timeout, peek(body)).await;
             match peek {
                 Err(_) => {
@@ -233,8 +231,12 @@ impl Edge {
                         &format!("no request body byte for {:?}", self.idle_timeout),
                     );
                 }
-                Ok(Err(err)) if oversize.0.load(Ordering::Acquire) => {
-                    return reject(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &err);
+                Ok(Err(err)) if err.is::<TooLarge>() => {
+                    return reject(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "request_too_large",
+                        &err.to_string(),
+                    );
                 }
                 Ok(Err(err)) => {
                     return reject(
@@ -244,25 +246,34 @@ impl Edge {
                     );
                 }
                 Ok(Ok(Peeked::Whole(bytes))) => {
-                    parts.extensions.insert(WholeRequest(bytes.clone()));
-                    Full::new(bytes)
+                    // Read to its end within the bound: it cannot pass it any more.
+                    let edge = EdgeRequest {
+                        whole: Some(bytes.clone()),
+                        oversize: None,
+                    };
+                    let body = Full::new(bytes)
                         .map_err(|never: Infallible| match never {})
-                        .boxed_unsync()
+                        .boxed_unsync();
+                    (body, edge)
                 }
-                Ok(Ok(Peeked::Started(read, rest))) => {
+                Ok(Ok(Peeked::Started(read, mut rest))) => {
+                    let edge = rest.watched();
                     let read = futures_util::stream::once(std::future::ready(Ok::<_, BoxError>(
                         Frame::data(read),
                     )));
-                    StreamBody::new(read.chain(http_body_util::BodyStream::new(rest)))
-                        .boxed_unsync()
+                    let body = StreamBody::new(read.chain(http_body_util::BodyStream::new(rest)))
+                        .boxed_unsync();
+                    (body, edge)
                 }
             }
         } else {
-            body.boxed_unsync()
+            let edge = body.watched();
+            (body.boxed_unsync(), edge)
         };
-        parts.extensions.insert(oversize.clone());
+        let oversize = edge.oversize.clone();
+        parts.extensions.insert(edge);
         let response = self.stack.call(Request::from_parts(parts, body)).await;
-        if oversize.0.load(Ordering::Acquire) {
+        if oversize.is_some_and(|flag| flag.load(Ordering::Acquire)) {
             // The body passed the bound while it was read (by the deduplication or the upstream
             // call): whatever answer that made, the client's is a 413.
             return reject(
@@ -341,6 +352,9 @@ pub(crate) struct Peer {
     ip: HeaderValue,
     /// The IP address as a `Forwarded` node (RFC 7239: an IPv6 address quoted, in brackets).
     node: String,
+    /// The last `Host` this connection's requests named and the `Forwarded` element made for it:
+    /// the requests of a connection nearly always name one host.
+    last: Mutex<Option<(HeaderValue, HeaderValue)>>,
 }
 
 impl Peer {
@@ -353,51 +367,89 @@ impl Peer {
         Self {
             ip: HeaderValue::from_str(&ip.to_string()).expect("an IP address is a header value"),
             node,
+            last: Mutex::new(None),
         }
+    }
+
+    /// This client's `Forwarded` element for a request to `host`:
+    /// `for=NODE;proto=http[;host="HOST"]`.
+    fn forwarded(&self, host: Option<&HeaderValue>) -> Option<HeaderValue> {
+        let mut last = self.last.try_lock().ok();
+        if let (Some(Some((named, element))), Some(host)) = (last.as_deref(), host) {
+            if named == host {
+                return Some(element.clone());
+            }
+        }
+        let mut forwarded = String::with_capacity(64);
+        forwarded.push_str("for=");
+        forwarded.push_str(&self.node);
+        forwarded.push_str(";proto=http");
+        let text = host.and_then(|v| v.to_str().ok());
+        if let Some(text) = text.filter(|h| h.bytes().all(|b| b.is_ascii_graphic() && b != b'"')) {
+            forwarded.push_str(";host=\"");
+            forwarded.push_str(text);
+            forwarded.push('"');
+        }
+        let element = HeaderValue::from_str(&forwarded).ok()?;
+        if let (Some(last), Some(host)) = (last.as_deref_mut(), host) {
+            *last = Some((host.clone(), element.clone()));
+        }
+        Some(element)
     }
 }
 
 /// Appends the client to `X-Forwarded-For` and `Forwarded` (RFC 7239), and sets
 /// `X-Forwarded-Proto` and `X-Forwarded-Host` when the client did not.
 fn forwarded_headers(headers: &mut http::HeaderMap, peer: &Peer) {
+    use http::header::Entry;
     // A Host that is not visible ASCII is not repeated.
     let host = headers
         .get(header::HOST)
         .filter(|v| v.to_str().is_ok())
         .cloned();
-    let before = headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok());
-    let xff = match before.filter(|b| !b.trim().is_empty()) {
-        Some(before) => HeaderValue::from_str(&[before, ", ", ip_text(peer)].concat()).ok(),
-        None => Some(peer.ip.clone()),
-    };
-    if let Some(value) = xff {
-        headers.insert(X_FORWARDED_FOR, value);
-    }
-    if !headers.contains_key(&X_FORWARDED_PROTO) {
-        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static("http"));
-    }
-    if let Some(host) = &host {
-        if !headers.contains_key(&X_FORWARDED_HOST) {
-            headers.insert(X_FORWARDED_HOST, host.clone());
+    match headers.entry(X_FORWARDED_FOR) {
+        Entry::Occupied(mut before) => {
+            let listed = before.get().to_str().ok().map(str::trim);
+            let value = match listed.filter(|b| !b.is_empty()) {
+                Some(listed) => HeaderValue::from_str(&[listed, ", ", ip_text(peer)].concat()).ok(),
+                None => Some(peer.ip.clone()),
+            };
+            if let Some(value) = value {
+                before.insert(value);
+            }
+        }
+        Entry::Vacant(none) => {
+            none.insert(peer.ip.clone());
         }
     }
-    let mut forwarded = String::with_capacity(64);
-    let before = headers.get(header::FORWARDED).and_then(|v| v.to_str().ok());
-    if let Some(before) = before.filter(|b| !b.trim().is_empty()) {
-        forwarded.push_str(before);
-        forwarded.push_str(", ");
+    headers
+        .entry(X_FORWARDED_PROTO)
+        .or_insert(HeaderValue::from_static("http"));
+    if let Some(host) = &host {
+        if let Entry::Vacant(none) = headers.entry(X_FORWARDED_HOST) {
+            none.insert(host.clone());
+        }
     }
-    forwarded.push_str("for=");
-    forwarded.push_str(&peer.node);
-    forwarded.push_str(";proto=http");
-    let host = host.as_ref().and_then(|v| v.to_str().ok());
-    if let Some(host) = host.filter(|h| h.bytes().all(|b| b.is_ascii_graphic() && b != b'"')) {
-        forwarded.push_str(";host=\"");
-        forwarded.push_str(host);
-        forwarded.push('"');
-    }
-    if let Ok(value) = HeaderValue::from_str(&forwarded) {
-        headers.insert(header::FORWARDED, value);
+    let Some(element) = peer.forwarded(host.as_ref()) else {
+        return;
+    };
+    match headers.entry(header::FORWARDED) {
+        Entry::Occupied(mut before) => {
+            let listed = before.get().to_str().ok().map(str::trim);
+            let value = match listed.filter(|b| !b.is_empty()) {
+                Some(listed) => {
+                    let element = element.to_str().unwrap_or_default();
+                    HeaderValue::from_str(&[listed, ", ", element].concat()).ok()
+                }
+                None => Some(element),
+            };
+            if let Some(value) = value {
+                before.insert(value);
+            }
+        }
+        Entry::Vacant(none) => {
+            none.insert(element);
+        }
     }
 }
 
@@ -414,10 +466,9 @@ enum Peeked<B> {
     Started(Bytes, B),
 }
 
-async fn peek<B>(mut body: B) -> Result<Peeked<B>, String>
+async fn peek<B>(mut body: B) -> Result<Peeked<B>, B::Error>
 where
     B: Body<Data = Bytes> + Unpin,
-    B::Error: std::fmt::Display,
 {
     // Most bodies come in one frame: that frame is then the body, no copy.
     let mut first = None;
@@ -442,7 +493,7 @@ where
                     read.extend_from_slice(&data);
                 }
             }
-            Some(Err(err)) => return Err(err.to_string()),
+            Some(Err(err)) => return Err(err),
         }
     }
     Ok(Peeked::Started(
@@ -480,8 +531,8 @@ fn drain_later(mut body: hyper::body::Incoming) {
     });
 }
 
-/// The client's request body, failing once it passes `max` bytes; dropped after that, its rest
-/// is drained ([`drain_later`]).
+/// The client's request body, failing with [`TooLarge`] once it passes `max` bytes; dropped
+/// after that, its rest is drained ([`drain_later`]).
 struct Capped {
     /// `None` once handed to [`drain_later`].
     body: Option<hyper::body::Incoming>,
@@ -489,7 +540,27 @@ struct Capped {
     exceeded: bool,
     left: usize,
     max: usize,
-    oversize: Arc<AtomicBool>,
+    /// Set when it passes `max`, for whoever watches it ([`Capped::watched`]).
+    oversize: Option<Arc<AtomicBool>>,
+}
+
+impl Capped {
+    /// The upstream call's view of this body, which it reads as it sends it: told when it passes
+    /// the bound.
+    fn watched(&mut self) -> EdgeRequest {
+        let flag = self.oversize.get_or_insert_default().clone();
+        EdgeRequest {
+            whole: None,
+            oversize: Some(flag),
+        }
+    }
+}
+
+/// A request body over the bound.
+#[derive(Debug, thiserror::Error)]
+#[error("request body too large: over {max} bytes")]
+struct TooLarge {
+    max: usize,
 }
 
 impl Drop for Capped {
@@ -512,7 +583,7 @@ impl Body for Capped {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
         // Past the bound it fails again however often it is polled: never an end.
-        let too_large = |max: usize| format!("request body too large: over {max} bytes").into();
+        let too_large = |max: usize| Box::new(TooLarge { max }) as BoxError;
         let Some(body) = this.body.as_mut().filter(|_| !this.exceeded) else {
             return Poll::Ready(Some(Err(too_large(this.max))));
         };
@@ -521,7 +592,9 @@ impl Body for Capped {
                 let len = frame.data_ref().map_or(0, Bytes::len);
                 if len > this.left {
                     this.exceeded = true;
-                    this.oversize.store(true, Ordering::Release);
+                    if let Some(flag) = &this.oversize {
+                        flag.store(true, Ordering::Release);
+                    }
                     return Poll::Ready(Some(Err(too_large(this.max))));
                 }
                 this.left -= len;

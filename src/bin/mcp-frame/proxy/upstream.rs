@@ -39,30 +39,40 @@ pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 /// The response body of [`Upstream`].
 pub(crate) type UpstreamBody = UnsyncBoxBody<Bytes, UpstreamBodyError>;
 
-/// The request body, when the edge read it whole (a request extension): error bodies echo its
-/// JSON-RPC id, read from it only then (most calls need no error body).
-#[derive(Clone, Debug)]
-pub(crate) struct WholeRequest(pub(crate) Bytes);
+/// What the edge knows of a request that the upstream call needs (one request extension).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EdgeRequest {
+    /// The request body, when the edge read it whole: error bodies echo its JSON-RPC id, read
+    /// from it only then (most calls need no error body).
+    pub(crate) whole: Option<Bytes>,
+    /// For a body still being read (not `whole`): set when it passes the size limit while it is
+    /// sent, and the upstream call's failure is then the client's, a 413.
+    pub(crate) oversize: Option<Arc<AtomicBool>>,
+}
 
-impl WholeRequest {
-    /// The `id` of the JSON-RPC request (`null` if it is not one JSON-RPC object with an id).
+impl EdgeRequest {
+    /// The `id` of the JSON-RPC request (`null` if the body was not read whole, or is not one
+    /// JSON-RPC object with an id).
     pub(crate) fn id(&self) -> Value {
         #[derive(serde::Deserialize)]
         struct Head {
             id: Option<Value>,
         }
-        serde_json::from_slice::<Head>(&self.0)
-            .ok()
+        self.whole
+            .as_ref()
+            .and_then(|whole| serde_json::from_slice::<Head>(whole).ok())
             .and_then(|head| head.id)
             .filter(|id| matches!(id, Value::String(_) | Value::Number(_)))
             .unwrap_or(Value::Null)
     }
-}
 
-/// Set when the client's request body passed the size limit while it was being sent (a
-/// request extension): the upstream call's failure is then the client's, a 413.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Oversize(pub(crate) Arc<AtomicBool>);
+    /// The body passed the size limit.
+    pub(crate) fn oversize(&self) -> bool {
+        self.oversize
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Acquire))
+    }
+}
 
 /// How an upstream response body failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,16 +100,18 @@ const IDLE_KEPT: Duration = Duration::from_secs(90);
 const IDLE_MAX: usize = 256;
 
 /// An upstream connection: what sends requests on it, and the connection itself, driven by
-/// whoever waits on it.
+/// whoever waits on it. The connection (its buffers and state, most of a kilobyte) is boxed: a
+/// call moves its `Conn` from the pool to the call, into the response body and back, each move
+/// a pointer's.
 struct Conn {
     sender: http1::SendRequest<OutgoingBody>,
-    connection: http1::Connection<TokioIo<tokio::net::TcpStream>, OutgoingBody>,
+    connection: Box<http1::Connection<TokioIo<tokio::net::TcpStream>, OutgoingBody>>,
 }
 
 impl Conn {
     /// Drives the connection (reads, writes); `true` while it can serve further requests.
     fn drive(&mut self, cx: &mut Context<'_>) -> bool {
-        Pin::new(&mut self.connection).poll(cx).is_pending()
+        Pin::new(&mut *self.connection).poll(cx).is_pending()
     }
 }
 
@@ -221,7 +233,10 @@ impl Upstream {
             .handshake(TokioIo::new(stream))
             .await
             .map_err(CallError::Http)?;
-        Ok(Conn { sender, connection })
+        Ok(Conn {
+            sender,
+            connection: Box::new(connection),
+        })
     }
 
     /// Sends `request` on a pooled connection (on a new one when the pooled one closed before
@@ -239,7 +254,7 @@ impl Upstream {
             let mut open = true;
             let outcome = std::future::poll_fn(|cx| {
                 if open {
-                    open = Pin::new(&mut conn.connection).poll(cx).is_pending();
+                    open = Pin::new(&mut *conn.connection).poll(cx).is_pending();
                 }
                 sent.as_mut().poll(cx)
             })
@@ -257,10 +272,9 @@ impl Upstream {
 
     async fn forward(self, request: Request<OutgoingBody>) -> Response<UpstreamBody> {
         let (mut parts, body) = request.into_parts();
-        let whole = parts.extensions.remove::<WholeRequest>();
+        let edge = parts.extensions.remove::<EdgeRequest>().unwrap_or_default();
         // The id an error body echoes, read only for an error body.
-        let id = || whole.as_ref().map_or(Value::Null, WholeRequest::id);
-        let oversize = parts.extensions.get::<Oversize>().cloned();
+        let id = || edge.id();
         // Origin form on the connection to the upstream (the edge sent the client's `Host`, or
         // the upstream's with --rewrite-host).
         parts.uri = parts
@@ -281,7 +295,7 @@ impl Upstream {
         let (response, conn) = match tokio::time::timeout(self.config.head_timeout, call).await {
             Ok(Ok(answered)) => answered,
             Ok(Err(err)) => {
-                if oversize.is_some_and(|flag| flag.0.load(Ordering::Acquire)) {
+                if edge.oversize() {
                     return too_large(id());
                 }
                 let (failure, detail) = match &err {
