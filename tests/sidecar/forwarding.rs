@@ -545,6 +545,69 @@ async fn a_connection_that_sends_nothing_is_closed_at_the_idle_bound() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_kept_alive_connection_is_closed_at_the_idle_bound_after_its_answer_not_during_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // An answer that streams for longer than the bound (each silence shorter than it).
+    let (upstream, _) = scripted_upstream(|_| {
+        let event = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n";
+        vec![
+            Step::Write(chunked_head("text/event-stream")),
+            Step::Write(chunk(event)),
+            Step::Pause(Duration::from_millis(700)),
+            Step::Write(chunk(event)),
+            Step::Pause(Duration::from_millis(700)),
+            Step::Write(chunk(
+                b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+            )),
+            Step::Write(bytes::Bytes::from_static(LAST_CHUNK)),
+        ]
+    })
+    .await;
+    let proxy = Proxy::start(
+        &format!("http://{upstream}/mcp"),
+        &["--dedupe", "off", "--idle-timeout", "1s"],
+    );
+    let body = tools_call(1, "t", json!({}));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        proxy.addr,
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    // The whole answer (its last chunk), on a connection kept alive.
+    while !answer.ends_with(b"0\r\n\r\n") {
+        let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buf))
+            .await
+            .expect("the answer comes")
+            .unwrap();
+        assert!(
+            read > 0,
+            "closed during the answer: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&buf[..read]);
+    }
+    let answered = std::time::Instant::now();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.contains("\"result\":{}"), "{answer}");
+    // Then idle: closed once the bound passed.
+    let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buf))
+        .await
+        .expect("the sidecar closes the connection");
+    assert!(matches!(read, Ok(0)), "{read:?}");
+    assert!(
+        answered.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        answered.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn get_streams_and_deletes_are_forwarded_with_their_headers() {
     let (upstream, seen) = scripted_upstream(|request| {
         if request.head.starts_with("GET") {

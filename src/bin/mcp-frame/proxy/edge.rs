@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -20,6 +20,7 @@ use mcp_framing::http::DedupeService;
 use mcp_framing::rmcp_http::{DedupingFramingLayer, FramingLayer, FramingService};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -106,12 +107,13 @@ pub(crate) struct Edge {
 }
 
 impl Edge {
-    /// Answers one client request.
+    /// Answers one client request of `peer`'s connection.
     pub(crate) async fn handle(
         self: Arc<Self>,
         peer: Arc<Peer>,
         mut request: Request<hyper::body::Incoming>,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Answer> {
+        let busy = Busy::new(peer);
         let method = request.method().clone();
         // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host`.
         if !request.headers().contains_key(header::HOST) {
@@ -121,22 +123,29 @@ impl Edge {
                 }
             }
         }
-        if request.uri().path() == self.health_path && method == Method::GET {
-            return self.health.respond().await;
-        }
-        let response = match self.admit(&request) {
-            Err(refusal) => {
-                // Refused before a byte of its body was read: read what the client still sends
-                // (bounded), so that it reads the refusal instead of a reset connection.
-                drain_later(request.into_body());
-                *refusal
-            }
-            Ok(permit) => self.forward(peer, request, permit).await,
-        };
+        let (response, in_flight) =
+            if request.uri().path() == self.health_path && method == Method::GET {
+                (self.health.respond().await, None)
+            } else {
+                match self.admit(&request) {
+                    Err(refusal) => {
+                        // Refused before a byte of its body was read: read what the client still
+                        // sends (bounded), so that it reads the refusal instead of a reset
+                        // connection.
+                        drain_later(request.into_body());
+                        (*refusal, None)
+                    }
+                    Ok(permit) => self.forward(&busy.0, request, permit).await,
+                }
+            };
         metrics::counter!(REQUESTS, "method" => method_label(&method),
             "status" => status_label(response.status()))
         .increment(1);
-        response
+        response.map(|body| Answer {
+            body,
+            _in_flight: in_flight,
+            _busy: busy,
+        })
     }
 
     /// The sidecar's own checks: Host, Origin, declared size, the concurrency bound.
@@ -201,16 +210,17 @@ impl Edge {
         }
     }
 
+    /// Forwards `request`; with the place in the concurrency bound its response body holds.
     async fn forward(
         &self,
-        peer: Arc<Peer>,
+        peer: &Peer,
         request: Request<hyper::body::Incoming>,
         permit: OwnedSemaphorePermit,
-    ) -> Response<ResponseBody> {
+    ) -> (Response<ResponseBody>, Option<InFlight>) {
         let in_flight = InFlight::new(permit);
         let (mut parts, body) = request.into_parts();
         remove_hop_by_hop(&mut parts.headers);
-        forwarded_headers(&mut parts.headers, &peer);
+        forwarded_headers(&mut parts.headers, peer);
         if let Some(authority) = &self.rewrite_host {
             parts.headers.insert(header::HOST, authority.clone());
         }
@@ -225,25 +235,24 @@ impl Edge {
             let peek = tokio::time::timeout(self.idle_timeout, peek(body)).await;
             match peek {
                 Err(_) => {
-                    return reject(
+                    let message = format!("no request body byte for {:?}", self.idle_timeout);
+                    let refusal = reject(
                         StatusCode::REQUEST_TIMEOUT,
                         "request_body_timeout",
-                        &format!("no request body byte for {:?}", self.idle_timeout),
+                        &message,
                     );
+                    return (refusal, None);
                 }
                 Ok(Err(err)) if err.is::<TooLarge>() => {
-                    return reject(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "request_too_large",
-                        &err.to_string(),
-                    );
+                    let message = err.to_string();
+                    let refusal =
+                        reject(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &message);
+                    return (refusal, None);
                 }
                 Ok(Err(err)) => {
-                    return reject(
-                        StatusCode::BAD_REQUEST,
-                        "request_body_failed",
-                        &format!("request body: {err}"),
-                    );
+                    let message = format!("request body: {err}");
+                    let refusal = reject(StatusCode::BAD_REQUEST, "request_body_failed", &message);
+                    return (refusal, None);
                 }
                 Ok(Ok(Peeked::Whole(bytes))) => {
                     // Read to its end within the bound: it cannot pass it any more.
@@ -276,14 +285,12 @@ impl Edge {
         if oversize.is_some_and(|flag| flag.load(Ordering::Acquire)) {
             // The body passed the bound while it was read (by the deduplication or the upstream
             // call): whatever answer that made, the client's is a 413.
-            return reject(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "request_too_large",
-                &format!(
-                    "request body too large: over {} bytes",
-                    self.max_request_bytes
-                ),
+            let message = format!(
+                "request body too large: over {} bytes",
+                self.max_request_bytes
             );
+            let refusal = reject(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &message);
+            return (refusal, None);
         }
         let (mut parts, body) = response.into_parts();
         let streamed = parts
@@ -301,11 +308,7 @@ impl Edge {
                 .headers
                 .insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
         }
-        let body = Tracked {
-            body,
-            _in_flight: in_flight,
-        };
-        Response::from_parts(parts, body.boxed_unsync())
+        (Response::from_parts(parts, body), Some(in_flight))
     }
 }
 
@@ -355,6 +358,12 @@ pub(crate) struct Peer {
     /// The last `Host` this connection's requests named and the `Forwarded` element made for it:
     /// the requests of a connection nearly always name one host.
     last: Mutex<Option<(HeaderValue, HeaderValue)>>,
+    /// When the connection was accepted.
+    opened: Instant,
+    /// Its requests not answered to their body's end.
+    busy: AtomicUsize,
+    /// When the last of them ended (or the connection opened), in nanoseconds after `opened`.
+    ended: AtomicU64,
 }
 
 impl Peer {
@@ -368,6 +377,31 @@ impl Peer {
             ip: HeaderValue::from_str(&ip.to_string()).expect("an IP address is a header value"),
             node,
             last: Mutex::new(None),
+            opened: Instant::now(),
+            busy: AtomicUsize::new(0),
+            ended: AtomicU64::new(0),
+        }
+    }
+
+    /// Returns once the connection was idle (no request in flight, no response being sent) for
+    /// `bound`: HTTP/1.1's wait for the next request head (or the rest of a slow one) and
+    /// HTTP/2's for the next stream. One timer a connection, set again only when it fires.
+    pub(crate) async fn idle(&self, bound: Duration) {
+        let timer = tokio::time::sleep(bound);
+        tokio::pin!(timer);
+        loop {
+            timer.as_mut().await;
+            let now = Instant::now();
+            if self.busy.load(Ordering::Acquire) > 0 {
+                timer.as_mut().reset(now + bound);
+                continue;
+            }
+            let ended = Duration::from_nanos(self.ended.load(Ordering::Acquire));
+            let deadline = self.opened + ended + bound;
+            if deadline <= now {
+                return;
+            }
+            timer.as_mut().reset(deadline);
         }
     }
 
@@ -615,6 +649,27 @@ impl Body for Capped {
     }
 }
 
+/// A request of a connection, from its head to its response body's end (or its drop): the
+/// connection is not idle meanwhile ([`Peer::idle`]).
+struct Busy(Arc<Peer>);
+
+impl Busy {
+    fn new(peer: Arc<Peer>) -> Self {
+        peer.busy.fetch_add(1, Ordering::AcqRel);
+        Self(peer)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let peer = &self.0;
+        let since = Instant::now().saturating_duration_since(peer.opened);
+        let nanos = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX);
+        peer.ended.fetch_max(nanos, Ordering::AcqRel);
+        peer.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// A request in flight: its place in the concurrency bound, and the gauge.
 struct InFlight {
     _permit: OwnedSemaphorePermit,
@@ -633,13 +688,15 @@ impl Drop for InFlight {
     }
 }
 
-/// A response body that holds its request's place in the concurrency bound until it ends.
-struct Tracked {
+/// A response body as the client's connection sends it: it holds its request's place in the
+/// concurrency bound (a forwarded request's) and keeps the connection busy until it ends.
+pub(crate) struct Answer {
     body: ResponseBody,
-    _in_flight: InFlight,
+    _in_flight: Option<InFlight>,
+    _busy: Busy,
 }
 
-impl Body for Tracked {
+impl Body for Answer {
     type Data = Bytes;
     type Error = BoxError;
 

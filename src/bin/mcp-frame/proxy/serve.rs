@@ -12,7 +12,7 @@ use std::time::Duration;
 use http::HeaderValue;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{self, GracefulShutdown};
 use mcp_framing::dedupe::{Deduplicator, MemoryStore, RedisStore};
@@ -207,7 +207,7 @@ async fn serve(
     mut stopped: tokio::sync::watch::Receiver<bool>,
 ) -> bool {
     let edge = Arc::new(edge);
-    let servers = Arc::new(Servers::new(settings.idle_timeout));
+    let servers = Arc::new(Servers::new());
     let graceful = GracefulShutdown::new();
     // What the connections still waiting for their first bytes watch.
     let stopping = stopped.clone();
@@ -257,17 +257,13 @@ struct Servers {
 }
 
 impl Servers {
-    /// An idle connection waits at most `idle_timeout` for its next request head.
-    fn new(idle_timeout: Duration) -> Self {
-        let mut http1 = http1::Builder::new();
-        http1
-            .timer(TokioTimer::new())
-            .header_read_timeout(idle_timeout);
-        let mut any = auto::Builder::new(TokioExecutor::new());
-        any.http1()
-            .timer(TokioTimer::new())
-            .header_read_timeout(idle_timeout);
-        Self { http1, any }
+    /// Without hyper's own bound on the wait for a request head (a timer made, registered and
+    /// dropped for every request): [`Peer::idle`] bounds a connection's idle time.
+    fn new() -> Self {
+        Self {
+            http1: http1::Builder::new(),
+            any: auto::Builder::new(TokioExecutor::new()),
+        }
     }
 }
 
@@ -320,23 +316,34 @@ impl Connection {
             }
         };
         let client = Arc::new(Peer::new(peer));
+        let idle = client.clone();
         let service = service_fn(move |request| {
             let (edge, client) = (edge.clone(), client.clone());
             async move { Ok::<_, Infallible>(edge.handle(client, request).await) }
         });
         let io = TokioIo::new(stream);
-        let served = if first[..read] == H2_PREFACE[..read] {
-            watcher
-                .watch(servers.any.serve_connection(io, service))
-                .await
-        } else {
-            watcher
-                .watch(servers.http1.serve_connection(io, service))
-                .await
-                .map_err(Into::into)
+        let served = async {
+            if first[..read] == H2_PREFACE[..read] {
+                watcher
+                    .watch(servers.any.serve_connection(io, service))
+                    .await
+            } else {
+                watcher
+                    .watch(servers.http1.serve_connection(io, service))
+                    .await
+                    .map_err(Into::into)
+            }
         };
-        if let Err(err) = served {
-            tracing::debug!(%peer, "connection: {err}");
+        tokio::select! {
+            served = served => {
+                if let Err(err) = served {
+                    tracing::debug!(%peer, "connection: {err}");
+                }
+            }
+            // Closed (dropped) at the bound: nothing is in flight on it.
+            () = idle.idle(idle_timeout) => {
+                tracing::debug!(%peer, "connection: idle for {idle_timeout:?}, closed");
+            }
         }
     }
 }
