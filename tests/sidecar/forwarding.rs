@@ -523,25 +523,27 @@ async fn a_request_whose_first_bytes_come_one_at_a_time_is_served() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_connection_that_sends_nothing_is_closed_at_the_idle_bound() {
-    use tokio::io::AsyncReadExt;
     let (upstream, _) = one_event_upstream().await;
     let proxy = Proxy::start(
         &format!("http://{upstream}/mcp"),
         &["--dedupe", "off", "--idle-timeout", "1s"],
     );
     let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
-    let start = std::time::Instant::now();
+    closed_by_the_sidecar(&mut stream, std::time::Instant::now()).await;
+}
+
+/// Waits for the sidecar to close `stream` (a sidecar with `--idle-timeout 1s`), and checks
+/// that it did not before the bound had passed after `since`.
+async fn closed_by_the_sidecar(stream: &mut tokio::net::TcpStream, since: std::time::Instant) {
+    use tokio::io::AsyncReadExt;
     let mut byte = [0u8; 1];
     // Generous bound for a loaded machine; the close ends the wait.
     let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut byte))
         .await
         .expect("the sidecar closes the connection");
     assert!(matches!(read, Ok(0)), "{read:?}");
-    assert!(
-        start.elapsed() >= Duration::from_millis(900),
-        "{:?}",
-        start.elapsed()
-    );
+    let elapsed = since.elapsed();
+    assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -596,15 +598,7 @@ async fn a_kept_alive_connection_is_closed_at_the_idle_bound_after_its_answer_no
     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
     assert!(answer.contains("\"result\":{}"), "{answer}");
     // Then idle: closed once the bound passed.
-    let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buf))
-        .await
-        .expect("the sidecar closes the connection");
-    assert!(matches!(read, Ok(0)), "{read:?}");
-    assert!(
-        answered.elapsed() >= Duration::from_millis(900),
-        "{:?}",
-        answered.elapsed()
-    );
+    closed_by_the_sidecar(&mut stream, answered).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
