@@ -16,7 +16,7 @@ use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode, heade
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
-use mcp_framing::http::DedupeService;
+use mcp_framing::http::{DedupeBodyError, DedupeService};
 use mcp_framing::rmcp_http::{DedupingFramingLayer, FramingLayer, FramingService};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
@@ -27,7 +27,8 @@ use tower_service::Service;
 use super::config::host_allowed;
 use super::health::Health;
 use super::upstream::{
-    BoxError, EdgeRequest, OutgoingBody, ResponseBody, Upstream, error_response, remove_hop_by_hop,
+    BoxError, EdgeRequest, OutgoingBody, ResponseBody, Upstream, UpstreamBodyError, error_response,
+    remove_hop_by_hop,
 };
 
 /// The request body bytes read before the upstream call starts, so that an error answer can
@@ -52,21 +53,64 @@ pub(crate) enum Stack {
 }
 
 impl Stack {
-    async fn call(&self, request: Request<OutgoingBody>) -> Response<ResponseBody> {
-        fn boxed<E: std::error::Error + Send + Sync + 'static>(
-            response: Response<UnsyncBoxBody<Bytes, E>>,
-        ) -> Response<ResponseBody> {
-            response.map(|body| body.map_err(|err| Box::new(err) as BoxError).boxed_unsync())
-        }
+    async fn call(&self, request: Request<OutgoingBody>) -> Response<StackBody> {
         match self.clone() {
             Self::Plain(mut service) => match service.call(request).await {
-                Ok(response) => boxed(response),
+                Ok(response) => response.map(StackBody::Plain),
                 Err(never) => match never {},
             },
             Self::Deduped(mut service) => match service.call(request).await {
-                Ok(response) => boxed(response),
+                Ok(response) => response.map(StackBody::Deduped),
                 Err(never) => match never {},
             },
+        }
+    }
+}
+
+/// A response body: the framing stack's (each stack's as it is, not boxed again) or the
+/// sidecar's own.
+pub(crate) enum StackBody {
+    /// From [`Stack::Plain`].
+    Plain(UnsyncBoxBody<Bytes, UpstreamBodyError>),
+    /// From [`Stack::Deduped`].
+    Deduped(UnsyncBoxBody<Bytes, DedupeBodyError>),
+    /// The sidecar's own answer (a refusal, the health report).
+    Own(ResponseBody),
+}
+
+impl Body for StackBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        fn boxed<E: std::error::Error + Send + Sync + 'static>(
+            polled: Poll<Option<Result<Frame<Bytes>, E>>>,
+        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            polled.map(|frame| frame.map(|frame| frame.map_err(|err| Box::new(err) as BoxError)))
+        }
+        match self.get_mut() {
+            Self::Plain(body) => boxed(Pin::new(body).poll_frame(cx)),
+            Self::Deduped(body) => boxed(Pin::new(body).poll_frame(cx)),
+            Self::Own(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Plain(body) => body.is_end_stream(),
+            Self::Deduped(body) => body.is_end_stream(),
+            Self::Own(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Plain(body) => body.size_hint(),
+            Self::Deduped(body) => body.size_hint(),
+            Self::Own(body) => body.size_hint(),
         }
     }
 }
@@ -104,6 +148,9 @@ pub(crate) struct Edge {
     pub(crate) allowed_origins: Vec<String>,
     /// `Some(upstream authority)` with `--rewrite-host`.
     pub(crate) rewrite_host: Option<HeaderValue>,
+    /// Metrics are exported (`--metrics`): without a recorder, a metric's key would be made for
+    /// nothing.
+    pub(crate) metrics: bool,
 }
 
 impl Edge {
@@ -125,7 +172,7 @@ impl Edge {
         }
         let (response, in_flight) =
             if request.uri().path() == self.health_path && method == Method::GET {
-                (self.health.respond().await, None)
+                (self.health.respond().await.map(StackBody::Own), None)
             } else {
                 match self.admit(&request) {
                     Err(refusal) => {
@@ -133,14 +180,16 @@ impl Edge {
                         // sends (bounded), so that it reads the refusal instead of a reset
                         // connection.
                         drain_later(request.into_body());
-                        (*refusal, None)
+                        (refusal.map(StackBody::Own), None)
                     }
                     Ok(permit) => self.forward(&busy.0, request, permit).await,
                 }
             };
-        metrics::counter!(REQUESTS, "method" => method_label(&method),
-            "status" => status_label(response.status()))
-        .increment(1);
+        if self.metrics {
+            metrics::counter!(REQUESTS, "method" => method_label(&method),
+                "status" => status_label(response.status()))
+            .increment(1);
+        }
         response.map(|body| Answer {
             body,
             _in_flight: in_flight,
@@ -216,8 +265,8 @@ impl Edge {
         peer: &Peer,
         request: Request<hyper::body::Incoming>,
         permit: OwnedSemaphorePermit,
-    ) -> (Response<ResponseBody>, Option<InFlight>) {
-        let in_flight = InFlight::new(permit);
+    ) -> (Response<StackBody>, Option<InFlight>) {
+        let in_flight = InFlight::new(permit, self.metrics);
         let (mut parts, body) = request.into_parts();
         remove_hop_by_hop(&mut parts.headers);
         forwarded_headers(&mut parts.headers, peer);
@@ -241,18 +290,18 @@ impl Edge {
                         "request_body_timeout",
                         &message,
                     );
-                    return (refusal, None);
+                    return (refusal.map(StackBody::Own), None);
                 }
                 Ok(Err(err)) if err.is::<TooLarge>() => {
                     let message = err.to_string();
                     let refusal =
                         reject(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &message);
-                    return (refusal, None);
+                    return (refusal.map(StackBody::Own), None);
                 }
                 Ok(Err(err)) => {
                     let message = format!("request body: {err}");
                     let refusal = reject(StatusCode::BAD_REQUEST, "request_body_failed", &message);
-                    return (refusal, None);
+                    return (refusal.map(StackBody::Own), None);
                 }
                 Ok(Ok(Peeked::Whole(bytes))) => {
                     // Read to its end within the bound: it cannot pass it any more.
@@ -290,7 +339,7 @@ impl Edge {
                 self.max_request_bytes
             );
             let refusal = reject(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &message);
-            return (refusal, None);
+            return (refusal.map(StackBody::Own), None);
         }
         let (mut parts, body) = response.into_parts();
         let streamed = parts
@@ -670,28 +719,37 @@ impl Drop for Busy {
     }
 }
 
-/// A request in flight: its place in the concurrency bound, and the gauge.
+/// A request in flight: its place in the concurrency bound, and the gauge (when metrics are
+/// exported).
 struct InFlight {
     _permit: OwnedSemaphorePermit,
+    metrics: bool,
 }
 
 impl InFlight {
-    fn new(permit: OwnedSemaphorePermit) -> Self {
-        metrics::gauge!(IN_FLIGHT).increment(1.0);
-        Self { _permit: permit }
+    fn new(permit: OwnedSemaphorePermit, metrics: bool) -> Self {
+        if metrics {
+            metrics::gauge!(IN_FLIGHT).increment(1.0);
+        }
+        Self {
+            _permit: permit,
+            metrics,
+        }
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        metrics::gauge!(IN_FLIGHT).decrement(1.0);
+        if self.metrics {
+            metrics::gauge!(IN_FLIGHT).decrement(1.0);
+        }
     }
 }
 
 /// A response body as the client's connection sends it: it holds its request's place in the
 /// concurrency bound (a forwarded request's) and keeps the connection busy until it ends.
 pub(crate) struct Answer {
-    body: ResponseBody,
+    body: StackBody,
     _in_flight: Option<InFlight>,
     _busy: Busy,
 }

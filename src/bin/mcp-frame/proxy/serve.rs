@@ -107,6 +107,7 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),
         rewrite_host,
+        metrics: args.metrics.is_some(),
     };
     let listener = TcpListener::bind(args.listen)
         .await
