@@ -4,21 +4,19 @@
 //! health endpoint says `draining`, and in-flight requests get the shutdown bound to finish.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use http::HeaderValue;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{self, GracefulShutdown};
+use hyper_util::server::graceful::GracefulShutdown;
 use mcp_framing::dedupe::{Deduplicator, MemoryStore, RedisStore};
 use mcp_framing::http::DedupeLayer;
 use mcp_framing::rmcp_http::FramingLayer;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 use super::config::{FrameAll, ProxyArgs, Switch, UpstreamUrl};
 use super::edge::{Edge, Layers, Peer};
@@ -208,10 +206,12 @@ async fn serve(
     mut stopped: tokio::sync::watch::Receiver<bool>,
 ) -> bool {
     let edge = Arc::new(edge);
-    let servers = Arc::new(Servers::new());
+    // HTTP/1.1, and HTTP/2 without TLS, told apart by a connection's first bytes. Without
+    // hyper's own bound on the wait for a request head (a timer made, registered and dropped
+    // for every request): `Peer::idle` bounds a connection's idle time, the wait for its first
+    // bytes included.
+    let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
-    // What the connections still waiting for their first bytes watch.
-    let stopping = stopped.clone();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -225,14 +225,31 @@ async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let connection = Connection {
-                    stream,
-                    peer,
-                    edge: edge.clone(),
-                    servers: servers.clone(),
-                    idle_timeout: settings.idle_timeout,
-                };
-                tokio::spawn(connection.serve(graceful.watcher(), stopping.clone()));
+                let edge = edge.clone();
+                let client = Arc::new(Peer::new(peer));
+                let idle = client.clone();
+                let service = service_fn(move |request| {
+                    let (edge, client) = (edge.clone(), client.clone());
+                    async move { Ok::<_, Infallible>(edge.handle(client, request).await) }
+                });
+                let connection = builder
+                    .serve_connection(TokioIo::new(stream), service)
+                    .into_owned();
+                let connection = graceful.watch(connection);
+                let bound = settings.idle_timeout;
+                tokio::spawn(async move {
+                    tokio::select! {
+                        served = connection => {
+                            if let Err(err) = served {
+                                tracing::debug!(%peer, "connection: {err}");
+                            }
+                        }
+                        // Closed (dropped) at the bound: nothing is in flight on it.
+                        () = idle.idle(bound) => {
+                            tracing::debug!(%peer, "connection: idle for {bound:?}, closed");
+                        }
+                    }
+                });
             }
             // A closed channel (worker 0 gone) stops as well.
             _ = stopped.wait_for(|stop| *stop) => break,
@@ -242,110 +259,6 @@ async fn serve(
     tokio::select! {
         () = graceful.shutdown() => true,
         () = tokio::time::sleep(settings.shutdown_timeout) => false,
-    }
-}
-
-/// HTTP/2's connection preface (RFC 9113 §3.4): what a client speaking HTTP/2 without TLS
-/// (prior knowledge) sends first.
-const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// The HTTP servers a worker's connections are served with: HTTP/1.1 alone for a connection
-/// whose first bytes are not HTTP/2's preface, and hyper-util's detecting server (HTTP/1.1 or
-/// HTTP/2) for one whose first bytes could still be.
-struct Servers {
-    http1: http1::Builder,
-    any: auto::Builder<TokioExecutor>,
-}
-
-impl Servers {
-    /// Without hyper's own bound on the wait for a request head (a timer made, registered and
-    /// dropped for every request): [`Peer::idle`] bounds a connection's idle time.
-    fn new() -> Self {
-        Self {
-            http1: http1::Builder::new(),
-            any: auto::Builder::new(TokioExecutor::new()),
-        }
-    }
-}
-
-/// An accepted client connection.
-struct Connection {
-    stream: TcpStream,
-    peer: SocketAddr,
-    edge: Arc<Edge>,
-    servers: Arc<Servers>,
-    idle_timeout: Duration,
-}
-
-impl Connection {
-    /// Serves the connection until it closes (or, once `stopped`, its requests in flight end).
-    ///
-    /// Its first bytes are peeked at (left in the socket): when they already differ from
-    /// HTTP/2's preface, as an HTTP/1.1 request's do, the connection goes to the HTTP/1.1 server
-    /// as it is; otherwise to the detecting server, which reads and replays them. The detecting
-    /// server wraps the connection for its whole life (a check at every read), so HTTP/1.1
-    /// clients, nearly all of them, do not pay for HTTP/2's support. A connection that sends
-    /// nothing within the idle bound is closed.
-    async fn serve(
-        self,
-        watcher: graceful::Watcher,
-        mut stopped: tokio::sync::watch::Receiver<bool>,
-    ) {
-        let Self {
-            stream,
-            peer,
-            edge,
-            servers,
-            idle_timeout,
-        } = self;
-        let mut first = [0u8; H2_PREFACE.len()];
-        let peeked = tokio::select! {
-            peeked = tokio::time::timeout(idle_timeout, stream.peek(&mut first)) => peeked,
-            // Nothing to finish on a connection without a request: closed now.
-            _ = stopped.wait_for(|stop| *stop) => return,
-        };
-        let read = match peeked {
-            Ok(Ok(read)) if read > 0 => read,
-            Ok(Ok(_)) => return,
-            Ok(Err(err)) => {
-                tracing::debug!(%peer, "connection: {err}");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(%peer, "connection: no request within {idle_timeout:?}");
-                return;
-            }
-        };
-        let client = Arc::new(Peer::new(peer));
-        let idle = client.clone();
-        let service = service_fn(move |request| {
-            let (edge, client) = (edge.clone(), client.clone());
-            async move { Ok::<_, Infallible>(edge.handle(client, request).await) }
-        });
-        let io = TokioIo::new(stream);
-        let served = async {
-            if first[..read] == H2_PREFACE[..read] {
-                watcher
-                    .watch(servers.any.serve_connection(io, service))
-                    .await
-            } else {
-                watcher
-                    .watch(servers.http1.serve_connection(io, service))
-                    .await
-                    .map_err(Into::into)
-            }
-        };
-        tokio::select! {
-            served = served => {
-                if let Err(err) = served {
-                    tracing::debug!(%peer, "connection: {err}");
-                }
-            }
-            // Closed (dropped) at the bound: nothing is in flight on it.
-            () = idle.idle(idle_timeout) => {
-                tracing::debug!(%peer, "connection: idle for {idle_timeout:?}, closed");
-            }
-        }
     }
 }
 
