@@ -236,16 +236,22 @@ async fn serve(
                     .serve_connection(TokioIo::new(stream), service)
                     .into_owned();
                 let connection = graceful.watch(connection);
+                let served = tokio::spawn(async move {
+                    if let Err(err) = connection.await {
+                        tracing::debug!(%peer, "connection: {err}");
+                    }
+                });
+                // The idle bound watches beside the connection: its timer is not polled at each
+                // of the connection's wake-ups.
                 let bound = settings.idle_timeout;
                 tokio::spawn(async move {
+                    let abort = served.abort_handle();
                     tokio::select! {
-                        served = connection => {
-                            if let Err(err) = served {
-                                tracing::debug!(%peer, "connection: {err}");
-                            }
-                        }
+                        biased;
+                        _ = served => {}
                         // Closed (dropped) at the bound: nothing is in flight on it.
                         () = idle.idle(bound) => {
+                            abort.abort();
                             tracing::debug!(%peer, "connection: idle for {bound:?}, closed");
                         }
                     }
