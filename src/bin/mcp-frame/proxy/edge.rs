@@ -162,9 +162,10 @@ impl Edge {
     ) -> Response<Answer> {
         let busy = Busy::new(peer);
         let method = request.method().clone();
-        // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host`.
-        if !request.headers().contains_key(header::HOST) {
-            if let Some(authority) = request.uri().authority() {
+        // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host` (its URI has
+        // an authority only in the rare absolute form).
+        if let Some(authority) = request.uri().authority() {
+            if !request.headers().contains_key(header::HOST) {
                 if let Ok(value) = HeaderValue::from_str(authority.as_str()) {
                     request.headers_mut().insert(header::HOST, value);
                 }
@@ -353,9 +354,18 @@ impl Edge {
             });
         if streamed {
             // Streamed bodies are not to be buffered by a proxy in front (nginx honours it).
-            parts
-                .headers
-                .insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+            // Servers that follow the MCP specification send it already.
+            let no = HeaderValue::from_static("no");
+            match parts.headers.entry(X_ACCEL_BUFFERING) {
+                http::header::Entry::Occupied(mut said) => {
+                    if !said.iter().all(|value| value == "no") {
+                        said.insert(no);
+                    }
+                }
+                http::header::Entry::Vacant(none) => {
+                    none.insert(no);
+                }
+            }
         }
         (Response::from_parts(parts, body), Some(in_flight))
     }
