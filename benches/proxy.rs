@@ -322,9 +322,10 @@ fn main() {
     runtime.block_on(run(options));
 }
 
-/// `--drive URL MODE SIZE CALLS`: only makes `CALLS` calls of `MODE` (`direct`, `nginx`,
-/// `pass-through`, `compat`, `binary`) with results of `SIZE` bytes through `URL`, 32 in flight,
-/// after 64 calls of warm-up, and prints a line `start` on stdout before them and `end` after
+/// `--drive URL MODE SIZE CALLS [IN_FLIGHT]`: only makes `CALLS` calls of `MODE` (`direct`,
+/// `nginx`, `pass-through`, `compat`, `binary`) with results of `SIZE` bytes through `URL`,
+/// `IN_FLIGHT` at a time (32 unless given; 1: in sequence, as the latency is measured), after 64
+/// calls of warm-up, and prints a line `start` on stdout before them and `end` after
 /// them (`scripts/bench-proxy-cpu` counts a proxy's CPU between the two).
 fn drive() {
     // `cargo bench` adds `--bench`.
@@ -332,8 +333,13 @@ fn drive() {
         .skip(2)
         .filter(|a| a != "--bench")
         .collect();
-    let [url, mode, size, calls] = args.as_slice() else {
-        panic!("--drive URL MODE SIZE CALLS");
+    let (url, mode, size, calls, tasks) = match args.as_slice() {
+        [url, mode, size, calls] => (url, mode, size, calls, 32),
+        [url, mode, size, calls, tasks] => {
+            let tasks = tasks.parse().expect("a number of calls in flight");
+            (url, mode, size, calls, tasks)
+        }
+        _ => panic!("--drive URL MODE SIZE CALLS [IN_FLIGHT]"),
     };
     let mode = *Mode::ALL
         .iter()
@@ -364,8 +370,8 @@ fn drive() {
             std::io::stdin().read_line(&mut ack).expect("stdin");
         };
         signal("start");
-        let per_task = calls.div_ceil(32);
-        in_flight(32, per_task, &client, url, move |_, _| (mode, size)).await;
+        let per_task = calls.div_ceil(tasks);
+        in_flight(tasks, per_task, &client, url, move |_, _| (mode, size)).await;
         signal("end");
     });
 }

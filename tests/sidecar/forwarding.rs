@@ -364,7 +364,8 @@ async fn end_to_end_headers_pass_hop_by_hop_ones_do_not_and_the_client_is_named(
             Step::Write(bytes::Bytes::from_static(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s-1\r\n\
                   connection: keep-alive, x-hop\r\nx-hop: dropped\r\nkeep-alive: timeout=5\r\n\
-                  x-end-to-end: kept\r\ntransfer-encoding: chunked\r\n\r\n",
+                  x-end-to-end: kept\r\nx-accel-buffering: yes\r\n\
+                  transfer-encoding: chunked\r\n\r\n",
             )),
             Step::Write(chunk(
                 b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
@@ -392,7 +393,13 @@ async fn end_to_end_headers_pass_hop_by_hop_ones_do_not_and_the_client_is_named(
         .unwrap();
     assert_eq!(response.headers()["mcp-session-id"], "s-1");
     assert_eq!(response.headers()["x-end-to-end"], "kept");
-    assert_eq!(response.headers()["x-accel-buffering"], "no");
+    // The upstream's own `yes` replaced: a streamed answer is never to be buffered.
+    let buffering: Vec<_> = response
+        .headers()
+        .get_all("x-accel-buffering")
+        .iter()
+        .collect();
+    assert_eq!(buffering, ["no"]);
     assert!(response.headers().get("x-hop").is_none());
     assert!(response.headers().get("keep-alive").is_none());
     let _ = response.bytes().await;
@@ -419,6 +426,186 @@ async fn end_to_end_headers_pass_hop_by_hop_ones_do_not_and_the_client_is_named(
         );
     }
     assert!(!head.contains("x-client-hop"), "{head}");
+}
+
+/// An upstream answering every request with one SSE event for id 1.
+async fn one_event_upstream() -> (SocketAddr, Arc<std::sync::Mutex<Vec<crate::support::Seen>>>) {
+    scripted_upstream(|_| {
+        vec![
+            Step::Write(chunked_head("text/event-stream")),
+            Step::Write(chunk(
+                b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+            )),
+            Step::Write(bytes::Bytes::from_static(LAST_CHUNK)),
+        ]
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_speaking_http2_without_tls_is_served_and_its_authority_is_the_host() {
+    use http_body_util::BodyExt;
+    let (upstream, seen) = one_event_upstream().await;
+    let proxy = Proxy::start(&format!("http://{upstream}/mcp"), &["--dedupe", "off"]);
+    let stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("an HTTP/2 connection (prior knowledge)");
+    tokio::spawn(connection);
+    for id in 0..2 {
+        let request = http::Request::post(proxy.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(http_body_util::Full::new(bytes::Bytes::from(tools_call(
+                id,
+                "t",
+                json!({}),
+            ))))
+            .unwrap();
+        let response = sender.send_request(request).await.expect("answered");
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            &body[..],
+            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+        );
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    for request in &seen {
+        let head = request.head.to_ascii_lowercase();
+        assert!(head.starts_with("post /mcp http/1.1\r\n"), "{head}");
+        assert!(
+            head.contains(&format!("\r\nhost: {}\r\n", proxy.addr)),
+            "{head}"
+        );
+        assert!(
+            head.contains("\r\nmcp-protocol-version: 2025-11-25\r\n"),
+            "{head}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_whose_first_bytes_come_one_at_a_time_is_served() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (upstream, _) = one_event_upstream().await;
+    let proxy = Proxy::start(&format!("http://{upstream}/mcp"), &["--dedupe", "off"]);
+    // "P" and "PR" could begin HTTP/2's preface: the sidecar waits for the bytes that decide.
+    for request_line in ["POST /mcp HTTP/1.1", "PRI /mcp HTTP/1.1"] {
+        let body = tools_call(1, "t", json!({}));
+        let request = format!(
+            "{request_line}\r\nhost: {}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            proxy.addr,
+            body.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let (first, rest) = request.as_bytes().split_at(8);
+        for byte in first {
+            stream.write_all(&[*byte]).await.unwrap();
+            stream.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        stream.write_all(rest).await.unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        if request_line.starts_with("POST") {
+            assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+            assert!(answer.contains("\"result\":{}"), "{answer}");
+        } else {
+            // Not a method the upstream knows, but HTTP/1.1 all the same: forwarded.
+            assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_that_sends_nothing_is_closed_at_the_idle_bound() {
+    let (upstream, _) = one_event_upstream().await;
+    let proxy = Proxy::start(
+        &format!("http://{upstream}/mcp"),
+        &["--dedupe", "off", "--idle-timeout", "1s"],
+    );
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    closed_by_the_sidecar(&mut stream, std::time::Instant::now()).await;
+}
+
+/// Waits for the sidecar to close `stream` (a sidecar with `--idle-timeout 1s`), and checks
+/// that it did not before the bound had passed after `since`.
+async fn closed_by_the_sidecar(stream: &mut tokio::net::TcpStream, since: std::time::Instant) {
+    use tokio::io::AsyncReadExt;
+    let mut byte = [0u8; 1];
+    // Generous bound for a loaded machine; the close ends the wait.
+    let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut byte))
+        .await
+        .expect("the sidecar closes the connection");
+    assert!(matches!(read, Ok(0)), "{read:?}");
+    let elapsed = since.elapsed();
+    assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kept_alive_connection_is_closed_at_the_idle_bound_after_its_answer_not_during_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // An answer that streams for longer than the bound (each silence shorter than it).
+    let (upstream, _) = scripted_upstream(|_| {
+        let event = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n";
+        vec![
+            Step::Write(chunked_head("text/event-stream")),
+            Step::Write(chunk(event)),
+            Step::Pause(Duration::from_millis(700)),
+            Step::Write(chunk(event)),
+            Step::Pause(Duration::from_millis(700)),
+            Step::Write(chunk(
+                b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+            )),
+            Step::Write(bytes::Bytes::from_static(LAST_CHUNK)),
+        ]
+    })
+    .await;
+    let proxy = Proxy::start(
+        &format!("http://{upstream}/mcp"),
+        &["--dedupe", "off", "--idle-timeout", "1s"],
+    );
+    let body = tools_call(1, "t", json!({}));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        proxy.addr,
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    // The whole answer (its last chunk), on a connection kept alive.
+    while !answer.ends_with(b"0\r\n\r\n") {
+        let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buf))
+            .await
+            .expect("the answer comes")
+            .unwrap();
+        assert!(
+            read > 0,
+            "closed during the answer: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&buf[..read]);
+    }
+    let answered = std::time::Instant::now();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.contains("\"result\":{}"), "{answer}");
+    // Then idle: closed once the bound passed.
+    closed_by_the_sidecar(&mut stream, answered).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -176,6 +176,8 @@ pub(crate) enum Step {
     Close,
     /// Keeps the connection open and writes nothing more, until the peer goes.
     Hang,
+    /// Writes nothing for this long, then goes on.
+    Pause(Duration),
 }
 
 /// A request a scripted upstream received: its head and body, and the connection it came on
@@ -220,6 +222,7 @@ where
                                 let _ = stream.flush().await;
                             }
                             Step::Close => return,
+                            Step::Pause(pause) => tokio::time::sleep(pause).await,
                             Step::Hang => {
                                 let mut sink = [0u8; 1024];
                                 while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}

@@ -29,7 +29,8 @@ pub(crate) struct ProxyArgs {
     #[arg(long, env = "MCP_FRAME_UPSTREAM", value_name = "URL")]
     pub(crate) upstream: String,
 
-    /// Where the sidecar accepts clients (HTTP/1.1 and HTTP/2 without TLS).
+    /// Where the sidecar accepts clients: HTTP/1.1, and HTTP/2 without TLS (prior knowledge), told
+    /// apart by a connection's first bytes.
     #[arg(
         long,
         env = "MCP_FRAME_LISTEN",

@@ -5,8 +5,8 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -16,17 +16,18 @@ use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode, heade
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
-use mcp_framing::http::DedupeService;
+use mcp_framing::http::{DedupeBodyError, DedupeService};
 use mcp_framing::rmcp_http::{DedupingFramingLayer, FramingLayer, FramingService};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::config::host_allowed;
 use super::health::Health;
 use super::upstream::{
-    BoxError, OutgoingBody, Oversize, ResponseBody, Upstream, WholeRequest, error_response,
+    BoxError, EdgeRequest, OutgoingBody, ResponseBody, Upstream, UpstreamBodyError, error_response,
     remove_hop_by_hop,
 };
 
@@ -52,21 +53,64 @@ pub(crate) enum Stack {
 }
 
 impl Stack {
-    async fn call(&self, request: Request<OutgoingBody>) -> Response<ResponseBody> {
-        fn boxed<E: std::error::Error + Send + Sync + 'static>(
-            response: Response<UnsyncBoxBody<Bytes, E>>,
-        ) -> Response<ResponseBody> {
-            response.map(|body| body.map_err(|err| Box::new(err) as BoxError).boxed_unsync())
-        }
+    async fn call(&self, request: Request<OutgoingBody>) -> Response<StackBody> {
         match self.clone() {
             Self::Plain(mut service) => match service.call(request).await {
-                Ok(response) => boxed(response),
+                Ok(response) => response.map(StackBody::Plain),
                 Err(never) => match never {},
             },
             Self::Deduped(mut service) => match service.call(request).await {
-                Ok(response) => boxed(response),
+                Ok(response) => response.map(StackBody::Deduped),
                 Err(never) => match never {},
             },
+        }
+    }
+}
+
+/// A response body: the framing stack's (each stack's as it is, not boxed again) or the
+/// sidecar's own.
+pub(crate) enum StackBody {
+    /// From [`Stack::Plain`].
+    Plain(UnsyncBoxBody<Bytes, UpstreamBodyError>),
+    /// From [`Stack::Deduped`].
+    Deduped(UnsyncBoxBody<Bytes, DedupeBodyError>),
+    /// The sidecar's own answer (a refusal, the health report).
+    Own(ResponseBody),
+}
+
+impl Body for StackBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        fn boxed<E: std::error::Error + Send + Sync + 'static>(
+            polled: Poll<Option<Result<Frame<Bytes>, E>>>,
+        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            polled.map(|frame| frame.map(|frame| frame.map_err(|err| Box::new(err) as BoxError)))
+        }
+        match self.get_mut() {
+            Self::Plain(body) => boxed(Pin::new(body).poll_frame(cx)),
+            Self::Deduped(body) => boxed(Pin::new(body).poll_frame(cx)),
+            Self::Own(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Plain(body) => body.is_end_stream(),
+            Self::Deduped(body) => body.is_end_stream(),
+            Self::Own(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Plain(body) => body.size_hint(),
+            Self::Deduped(body) => body.size_hint(),
+            Self::Own(body) => body.size_hint(),
         }
     }
 }
@@ -104,40 +148,54 @@ pub(crate) struct Edge {
     pub(crate) allowed_origins: Vec<String>,
     /// `Some(upstream authority)` with `--rewrite-host`.
     pub(crate) rewrite_host: Option<HeaderValue>,
+    /// Metrics are exported (`--metrics`): without a recorder, a metric's key would be made for
+    /// nothing.
+    pub(crate) metrics: bool,
 }
 
 impl Edge {
-    /// Answers one client request.
+    /// Answers one client request of `peer`'s connection.
     pub(crate) async fn handle(
         self: Arc<Self>,
         peer: Arc<Peer>,
         mut request: Request<hyper::body::Incoming>,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Answer> {
+        let busy = Busy::new(peer);
         let method = request.method().clone();
-        // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host`.
-        if !request.headers().contains_key(header::HOST) {
-            if let Some(authority) = request.uri().authority() {
+        // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host` (its URI has
+        // an authority only in the rare absolute form).
+        if let Some(authority) = request.uri().authority() {
+            if !request.headers().contains_key(header::HOST) {
                 if let Ok(value) = HeaderValue::from_str(authority.as_str()) {
                     request.headers_mut().insert(header::HOST, value);
                 }
             }
         }
-        if request.uri().path() == self.health_path && method == Method::GET {
-            return self.health.respond().await;
+        let (response, in_flight) =
+            if request.uri().path() == self.health_path && method == Method::GET {
+                (self.health.respond().await.map(StackBody::Own), None)
+            } else {
+                match self.admit(&request) {
+                    Err(refusal) => {
+                        // Refused before a byte of its body was read: read what the client still
+                        // sends (bounded), so that it reads the refusal instead of a reset
+                        // connection.
+                        drain_later(request.into_body());
+                        (refusal.map(StackBody::Own), None)
+                    }
+                    Ok(permit) => self.forward(&busy.0, request, permit).await,
+                }
+            };
+        if self.metrics {
+            metrics::counter!(REQUESTS, "method" => method_label(&method),
+                "status" => status_label(response.status()))
+            .increment(1);
         }
-        let response = match self.admit(&request) {
-            Err(refusal) => {
-                // Refused before a byte of its body was read: read what the client still sends
-                // (bounded), so that it reads the refusal instead of a reset connection.
-                drain_later(request.into_body());
-                *refusal
-            }
-            Ok(permit) => self.forward(peer, request, permit).await,
-        };
-        metrics::counter!(REQUESTS, "method" => method_label(&method),
-            "status" => status_label(response.status()))
-        .increment(1);
-        response
+        response.map(|body| Answer {
+            body,
+            _in_flight: in_flight,
+            _busy: busy,
+        })
     }
 
     /// The sidecar's own checks: Host, Origin, declared size, the concurrency bound.
@@ -202,77 +260,87 @@ impl Edge {
         }
     }
 
+    /// Forwards `request`; with the place in the concurrency bound its response body holds.
     async fn forward(
         &self,
-        peer: Arc<Peer>,
+        peer: &Peer,
         request: Request<hyper::body::Incoming>,
         permit: OwnedSemaphorePermit,
-    ) -> Response<ResponseBody> {
-        let in_flight = InFlight::new(permit);
+    ) -> (Response<StackBody>, Option<InFlight>) {
+        let in_flight = InFlight::new(permit, self.metrics);
         let (mut parts, body) = request.into_parts();
         remove_hop_by_hop(&mut parts.headers);
-        forwarded_headers(&mut parts.headers, &peer);
+        forwarded_headers(&mut parts.headers, peer);
         if let Some(authority) = &self.rewrite_host {
             parts.headers.insert(header::HOST, authority.clone());
         }
-        let oversize = Oversize::default();
-        let body = Capped {
+        let mut body = Capped {
             body: Some(body),
             exceeded: false,
             left: self.max_request_bytes,
             max: self.max_request_bytes,
-            oversize: oversize.0.clone(),
+            oversize: None,
         };
-        let body = if parts.method == Method::POST {
+        let (body, edge) = if parts.method == Method::POST {
             let peek = tokio::time::timeout(self.idle_timeout, peek(body)).await;
             match peek {
                 Err(_) => {
-                    return reject(
+                    let message = format!("no request body byte for {:?}", self.idle_timeout);
+                    let refusal = reject(
                         StatusCode::REQUEST_TIMEOUT,
                         "request_body_timeout",
-                        &format!("no request body byte for {:?}", self.idle_timeout),
+                        &message,
                     );
+                    return (refusal.map(StackBody::Own), None);
                 }
-                Ok(Err(err)) if oversize.0.load(Ordering::Acquire) => {
-                    return reject(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &err);
+                Ok(Err(err)) if err.is::<TooLarge>() => {
+                    let message = err.to_string();
+                    let refusal =
+                        reject(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &message);
+                    return (refusal.map(StackBody::Own), None);
                 }
                 Ok(Err(err)) => {
-                    return reject(
-                        StatusCode::BAD_REQUEST,
-                        "request_body_failed",
-                        &format!("request body: {err}"),
-                    );
+                    let message = format!("request body: {err}");
+                    let refusal = reject(StatusCode::BAD_REQUEST, "request_body_failed", &message);
+                    return (refusal.map(StackBody::Own), None);
                 }
                 Ok(Ok(Peeked::Whole(bytes))) => {
-                    parts.extensions.insert(WholeRequest(bytes.clone()));
-                    Full::new(bytes)
+                    // Read to its end within the bound: it cannot pass it any more.
+                    let edge = EdgeRequest {
+                        whole: Some(bytes.clone()),
+                        oversize: None,
+                    };
+                    let body = Full::new(bytes)
                         .map_err(|never: Infallible| match never {})
-                        .boxed_unsync()
+                        .boxed_unsync();
+                    (body, edge)
                 }
-                Ok(Ok(Peeked::Started(read, rest))) => {
+                Ok(Ok(Peeked::Started(read, mut rest))) => {
+                    let edge = rest.watched();
                     let read = futures_util::stream::once(std::future::ready(Ok::<_, BoxError>(
                         Frame::data(read),
                     )));
-                    StreamBody::new(read.chain(http_body_util::BodyStream::new(rest)))
-                        .boxed_unsync()
+                    let body = StreamBody::new(read.chain(http_body_util::BodyStream::new(rest)))
+                        .boxed_unsync();
+                    (body, edge)
                 }
             }
         } else {
-            body.boxed_unsync()
+            let edge = body.watched();
+            (body.boxed_unsync(), edge)
         };
-        parts.extensions.insert(oversize.clone());
+        let oversize = edge.oversize.clone();
+        parts.extensions.insert(edge);
         let response = self.stack.call(Request::from_parts(parts, body)).await;
-        if oversize.0.load(Ordering::Acquire) {
+        if oversize.is_some_and(|flag| flag.load(Ordering::Acquire)) {
             // The body passed the bound while it was read (by the deduplication or the upstream
             // call): whatever answer that made, the client's is a 413.
-            return reject(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "request_too_large",
-                &format!(
-                    "request body too large: over {} bytes",
-                    self.max_request_bytes
-                ),
+            let message = format!(
+                "request body too large: over {} bytes",
+                self.max_request_bytes
             );
+            let refusal = reject(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &message);
+            return (refusal.map(StackBody::Own), None);
         }
         let (mut parts, body) = response.into_parts();
         let streamed = parts
@@ -286,15 +354,20 @@ impl Edge {
             });
         if streamed {
             // Streamed bodies are not to be buffered by a proxy in front (nginx honours it).
-            parts
-                .headers
-                .insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+            // Servers that follow the MCP specification send it already.
+            let no = HeaderValue::from_static("no");
+            match parts.headers.entry(X_ACCEL_BUFFERING) {
+                http::header::Entry::Occupied(mut said) => {
+                    if !said.iter().all(|value| value == "no") {
+                        said.insert(no);
+                    }
+                }
+                http::header::Entry::Vacant(none) => {
+                    none.insert(no);
+                }
+            }
         }
-        let body = Tracked {
-            body,
-            _in_flight: in_flight,
-        };
-        Response::from_parts(parts, body.boxed_unsync())
+        (Response::from_parts(parts, body), Some(in_flight))
     }
 }
 
@@ -341,6 +414,15 @@ pub(crate) struct Peer {
     ip: HeaderValue,
     /// The IP address as a `Forwarded` node (RFC 7239: an IPv6 address quoted, in brackets).
     node: String,
+    /// The last `Host` this connection's requests named and the `Forwarded` element made for it:
+    /// the requests of a connection nearly always name one host.
+    last: Mutex<Option<(HeaderValue, HeaderValue)>>,
+    /// When the connection was accepted.
+    opened: Instant,
+    /// Its requests not answered to their body's end.
+    busy: AtomicUsize,
+    /// When the last of them ended (or the connection opened), in nanoseconds after `opened`.
+    ended: AtomicU64,
 }
 
 impl Peer {
@@ -353,51 +435,114 @@ impl Peer {
         Self {
             ip: HeaderValue::from_str(&ip.to_string()).expect("an IP address is a header value"),
             node,
+            last: Mutex::new(None),
+            opened: Instant::now(),
+            busy: AtomicUsize::new(0),
+            ended: AtomicU64::new(0),
         }
+    }
+
+    /// Returns once the connection was idle (no request in flight, no response being sent) for
+    /// `bound`: HTTP/1.1's wait for the next request head (or the rest of a slow one) and
+    /// HTTP/2's for the next stream. One timer a connection, set again only when it fires.
+    pub(crate) async fn idle(&self, bound: Duration) {
+        let timer = tokio::time::sleep(bound);
+        tokio::pin!(timer);
+        loop {
+            timer.as_mut().await;
+            let now = Instant::now();
+            if self.busy.load(Ordering::Acquire) > 0 {
+                timer.as_mut().reset(now + bound);
+                continue;
+            }
+            let ended = Duration::from_nanos(self.ended.load(Ordering::Acquire));
+            let deadline = self.opened + ended + bound;
+            if deadline <= now {
+                return;
+            }
+            timer.as_mut().reset(deadline);
+        }
+    }
+
+    /// This client's `Forwarded` element for a request to `host`:
+    /// `for=NODE;proto=http[;host="HOST"]`.
+    fn forwarded(&self, host: Option<&HeaderValue>) -> Option<HeaderValue> {
+        let mut last = self.last.try_lock().ok();
+        if let (Some(Some((named, element))), Some(host)) = (last.as_deref(), host) {
+            if named == host {
+                return Some(element.clone());
+            }
+        }
+        let mut forwarded = String::with_capacity(64);
+        forwarded.push_str("for=");
+        forwarded.push_str(&self.node);
+        forwarded.push_str(";proto=http");
+        let text = host.and_then(|v| v.to_str().ok());
+        if let Some(text) = text.filter(|h| h.bytes().all(|b| b.is_ascii_graphic() && b != b'"')) {
+            forwarded.push_str(";host=\"");
+            forwarded.push_str(text);
+            forwarded.push('"');
+        }
+        let element = HeaderValue::from_str(&forwarded).ok()?;
+        if let (Some(last), Some(host)) = (last.as_deref_mut(), host) {
+            *last = Some((host.clone(), element.clone()));
+        }
+        Some(element)
     }
 }
 
 /// Appends the client to `X-Forwarded-For` and `Forwarded` (RFC 7239), and sets
 /// `X-Forwarded-Proto` and `X-Forwarded-Host` when the client did not.
 fn forwarded_headers(headers: &mut http::HeaderMap, peer: &Peer) {
+    use http::header::Entry;
     // A Host that is not visible ASCII is not repeated.
     let host = headers
         .get(header::HOST)
         .filter(|v| v.to_str().is_ok())
         .cloned();
-    let before = headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok());
-    let xff = match before.filter(|b| !b.trim().is_empty()) {
-        Some(before) => HeaderValue::from_str(&[before, ", ", ip_text(peer)].concat()).ok(),
-        None => Some(peer.ip.clone()),
-    };
-    if let Some(value) = xff {
-        headers.insert(X_FORWARDED_FOR, value);
-    }
-    if !headers.contains_key(&X_FORWARDED_PROTO) {
-        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static("http"));
-    }
-    if let Some(host) = &host {
-        if !headers.contains_key(&X_FORWARDED_HOST) {
-            headers.insert(X_FORWARDED_HOST, host.clone());
+    match headers.entry(X_FORWARDED_FOR) {
+        Entry::Occupied(mut before) => {
+            let listed = before.get().to_str().ok().map(str::trim);
+            let value = match listed.filter(|b| !b.is_empty()) {
+                Some(listed) => HeaderValue::from_str(&[listed, ", ", ip_text(peer)].concat()).ok(),
+                None => Some(peer.ip.clone()),
+            };
+            if let Some(value) = value {
+                before.insert(value);
+            }
+        }
+        Entry::Vacant(none) => {
+            none.insert(peer.ip.clone());
         }
     }
-    let mut forwarded = String::with_capacity(64);
-    let before = headers.get(header::FORWARDED).and_then(|v| v.to_str().ok());
-    if let Some(before) = before.filter(|b| !b.trim().is_empty()) {
-        forwarded.push_str(before);
-        forwarded.push_str(", ");
+    headers
+        .entry(X_FORWARDED_PROTO)
+        .or_insert(HeaderValue::from_static("http"));
+    if let Some(host) = &host {
+        if let Entry::Vacant(none) = headers.entry(X_FORWARDED_HOST) {
+            none.insert(host.clone());
+        }
     }
-    forwarded.push_str("for=");
-    forwarded.push_str(&peer.node);
-    forwarded.push_str(";proto=http");
-    let host = host.as_ref().and_then(|v| v.to_str().ok());
-    if let Some(host) = host.filter(|h| h.bytes().all(|b| b.is_ascii_graphic() && b != b'"')) {
-        forwarded.push_str(";host=\"");
-        forwarded.push_str(host);
-        forwarded.push('"');
-    }
-    if let Ok(value) = HeaderValue::from_str(&forwarded) {
-        headers.insert(header::FORWARDED, value);
+    let Some(element) = peer.forwarded(host.as_ref()) else {
+        return;
+    };
+    match headers.entry(header::FORWARDED) {
+        Entry::Occupied(mut before) => {
+            let listed = before.get().to_str().ok().map(str::trim);
+            let value = match listed.filter(|b| !b.is_empty()) {
+                Some(listed) => {
+                    let element = element.to_str().unwrap_or_default();
+                    HeaderValue::from_str(&[listed, ", ", element].concat()).ok()
+                }
+                None => Some(element),
+            };
+            if let Some(value) = value {
+                before.insert(value);
+            }
+        }
+        Entry::Vacant(none) => {
+            none.insert(element);
+        }
     }
 }
 
@@ -414,10 +559,9 @@ enum Peeked<B> {
     Started(Bytes, B),
 }
 
-async fn peek<B>(mut body: B) -> Result<Peeked<B>, String>
+async fn peek<B>(mut body: B) -> Result<Peeked<B>, B::Error>
 where
     B: Body<Data = Bytes> + Unpin,
-    B::Error: std::fmt::Display,
 {
     // Most bodies come in one frame: that frame is then the body, no copy.
     let mut first = None;
@@ -442,7 +586,7 @@ where
                     read.extend_from_slice(&data);
                 }
             }
-            Some(Err(err)) => return Err(err.to_string()),
+            Some(Err(err)) => return Err(err),
         }
     }
     Ok(Peeked::Started(
@@ -480,8 +624,8 @@ fn drain_later(mut body: hyper::body::Incoming) {
     });
 }
 
-/// The client's request body, failing once it passes `max` bytes; dropped after that, its rest
-/// is drained ([`drain_later`]).
+/// The client's request body, failing with [`TooLarge`] once it passes `max` bytes; dropped
+/// after that, its rest is drained ([`drain_later`]).
 struct Capped {
     /// `None` once handed to [`drain_later`].
     body: Option<hyper::body::Incoming>,
@@ -489,7 +633,27 @@ struct Capped {
     exceeded: bool,
     left: usize,
     max: usize,
-    oversize: Arc<AtomicBool>,
+    /// Set when it passes `max`, for whoever watches it ([`Capped::watched`]).
+    oversize: Option<Arc<AtomicBool>>,
+}
+
+impl Capped {
+    /// The upstream call's view of this body, which it reads as it sends it: told when it passes
+    /// the bound.
+    fn watched(&mut self) -> EdgeRequest {
+        let flag = self.oversize.get_or_insert_default().clone();
+        EdgeRequest {
+            whole: None,
+            oversize: Some(flag),
+        }
+    }
+}
+
+/// A request body over the bound.
+#[derive(Debug, thiserror::Error)]
+#[error("request body too large: over {max} bytes")]
+struct TooLarge {
+    max: usize,
 }
 
 impl Drop for Capped {
@@ -512,7 +676,7 @@ impl Body for Capped {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
         // Past the bound it fails again however often it is polled: never an end.
-        let too_large = |max: usize| format!("request body too large: over {max} bytes").into();
+        let too_large = |max: usize| Box::new(TooLarge { max }) as BoxError;
         let Some(body) = this.body.as_mut().filter(|_| !this.exceeded) else {
             return Poll::Ready(Some(Err(too_large(this.max))));
         };
@@ -521,7 +685,9 @@ impl Body for Capped {
                 let len = frame.data_ref().map_or(0, Bytes::len);
                 if len > this.left {
                     this.exceeded = true;
-                    this.oversize.store(true, Ordering::Release);
+                    if let Some(flag) = &this.oversize {
+                        flag.store(true, Ordering::Release);
+                    }
                     return Poll::Ready(Some(Err(too_large(this.max))));
                 }
                 this.left -= len;
@@ -542,31 +708,63 @@ impl Body for Capped {
     }
 }
 
-/// A request in flight: its place in the concurrency bound, and the gauge.
+/// A request of a connection, from its head to its response body's end (or its drop): the
+/// connection is not idle meanwhile ([`Peer::idle`]).
+struct Busy(Arc<Peer>);
+
+impl Busy {
+    fn new(peer: Arc<Peer>) -> Self {
+        peer.busy.fetch_add(1, Ordering::AcqRel);
+        Self(peer)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let peer = &self.0;
+        let since = Instant::now().saturating_duration_since(peer.opened);
+        let nanos = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX);
+        peer.ended.fetch_max(nanos, Ordering::AcqRel);
+        peer.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A request in flight: its place in the concurrency bound, and the gauge (when metrics are
+/// exported).
 struct InFlight {
     _permit: OwnedSemaphorePermit,
+    metrics: bool,
 }
 
 impl InFlight {
-    fn new(permit: OwnedSemaphorePermit) -> Self {
-        metrics::gauge!(IN_FLIGHT).increment(1.0);
-        Self { _permit: permit }
+    fn new(permit: OwnedSemaphorePermit, metrics: bool) -> Self {
+        if metrics {
+            metrics::gauge!(IN_FLIGHT).increment(1.0);
+        }
+        Self {
+            _permit: permit,
+            metrics,
+        }
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        metrics::gauge!(IN_FLIGHT).decrement(1.0);
+        if self.metrics {
+            metrics::gauge!(IN_FLIGHT).decrement(1.0);
+        }
     }
 }
 
-/// A response body that holds its request's place in the concurrency bound until it ends.
-struct Tracked {
-    body: ResponseBody,
-    _in_flight: InFlight,
+/// A response body as the client's connection sends it: it holds its request's place in the
+/// concurrency bound (a forwarded request's) and keeps the connection busy until it ends.
+pub(crate) struct Answer {
+    body: StackBody,
+    _in_flight: Option<InFlight>,
+    _busy: Busy,
 }
 
-impl Body for Tracked {
+impl Body for Answer {
     type Data = Bytes;
     type Error = BoxError;
 

@@ -1,7 +1,7 @@
-//! The listener: connections served with hyper (HTTP/1.1 and h2c) by worker threads, each an
-//! event loop of its own (a current-thread runtime) with its own upstream connections, each
-//! request through the [`Edge`]; on SIGTERM or SIGINT the listener closes, the health endpoint
-//! says `draining`, and in-flight requests get the shutdown bound to finish.
+//! The listener: connections served with hyper (HTTP/1.1, and HTTP/2 without TLS) by worker
+//! threads, each an event loop of its own (a current-thread runtime) with its own upstream
+//! connections, each request through the [`Edge`]; on SIGTERM or SIGINT the listener closes, the
+//! health endpoint says `draining`, and in-flight requests get the shutdown bound to finish.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use http::HeaderValue;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_framing::dedupe::{Deduplicator, MemoryStore, RedisStore};
@@ -105,6 +105,7 @@ pub(super) async fn run(args: &ProxyArgs) -> Result<u8, CliError> {
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),
         rewrite_host,
+        metrics: args.metrics.is_some(),
     };
     let listener = TcpListener::bind(args.listen)
         .await
@@ -205,11 +206,11 @@ async fn serve(
     mut stopped: tokio::sync::watch::Receiver<bool>,
 ) -> bool {
     let edge = Arc::new(edge);
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(settings.idle_timeout);
+    // HTTP/1.1, and HTTP/2 without TLS, told apart by a connection's first bytes. Without
+    // hyper's own bound on the wait for a request head (a timer made, registered and dropped
+    // for every request): `Peer::idle` bounds a connection's idle time, the wait for its first
+    // bytes included.
+    let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     loop {
         tokio::select! {
@@ -226,6 +227,7 @@ async fn serve(
                 let _ = stream.set_nodelay(true);
                 let edge = edge.clone();
                 let client = Arc::new(Peer::new(peer));
+                let idle = client.clone();
                 let service = service_fn(move |request| {
                     let (edge, client) = (edge.clone(), client.clone());
                     async move { Ok::<_, Infallible>(edge.handle(client, request).await) }
@@ -234,9 +236,24 @@ async fn serve(
                     .serve_connection(TokioIo::new(stream), service)
                     .into_owned();
                 let connection = graceful.watch(connection);
-                tokio::spawn(async move {
+                let served = tokio::spawn(async move {
                     if let Err(err) = connection.await {
                         tracing::debug!(%peer, "connection: {err}");
+                    }
+                });
+                // The idle bound watches beside the connection: its timer is not polled at each
+                // of the connection's wake-ups.
+                let bound = settings.idle_timeout;
+                tokio::spawn(async move {
+                    let abort = served.abort_handle();
+                    tokio::select! {
+                        biased;
+                        _ = served => {}
+                        // Closed (dropped) at the bound: nothing is in flight on it.
+                        () = idle.idle(bound) => {
+                            abort.abort();
+                            tracing::debug!(%peer, "connection: idle for {bound:?}, closed");
+                        }
                     }
                 });
             }

@@ -39,30 +39,40 @@ pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 /// The response body of [`Upstream`].
 pub(crate) type UpstreamBody = UnsyncBoxBody<Bytes, UpstreamBodyError>;
 
-/// The request body, when the edge read it whole (a request extension): error bodies echo its
-/// JSON-RPC id, read from it only then (most calls need no error body).
-#[derive(Clone, Debug)]
-pub(crate) struct WholeRequest(pub(crate) Bytes);
+/// What the edge knows of a request that the upstream call needs (one request extension).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EdgeRequest {
+    /// The request body, when the edge read it whole: error bodies echo its JSON-RPC id, read
+    /// from it only then (most calls need no error body).
+    pub(crate) whole: Option<Bytes>,
+    /// For a body still being read (not `whole`): set when it passes the size limit while it is
+    /// sent, and the upstream call's failure is then the client's, a 413.
+    pub(crate) oversize: Option<Arc<AtomicBool>>,
+}
 
-impl WholeRequest {
-    /// The `id` of the JSON-RPC request (`null` if it is not one JSON-RPC object with an id).
+impl EdgeRequest {
+    /// The `id` of the JSON-RPC request (`null` if the body was not read whole, or is not one
+    /// JSON-RPC object with an id).
     pub(crate) fn id(&self) -> Value {
         #[derive(serde::Deserialize)]
         struct Head {
             id: Option<Value>,
         }
-        serde_json::from_slice::<Head>(&self.0)
-            .ok()
+        self.whole
+            .as_ref()
+            .and_then(|whole| serde_json::from_slice::<Head>(whole).ok())
             .and_then(|head| head.id)
             .filter(|id| matches!(id, Value::String(_) | Value::Number(_)))
             .unwrap_or(Value::Null)
     }
-}
 
-/// Set when the client's request body passed the size limit while it was being sent (a
-/// request extension): the upstream call's failure is then the client's, a 413.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Oversize(pub(crate) Arc<AtomicBool>);
+    /// The body passed the size limit.
+    pub(crate) fn oversize(&self) -> bool {
+        self.oversize
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Acquire))
+    }
+}
 
 /// How an upstream response body failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,16 +100,38 @@ const IDLE_KEPT: Duration = Duration::from_secs(90);
 const IDLE_MAX: usize = 256;
 
 /// An upstream connection: what sends requests on it, and the connection itself, driven by
-/// whoever waits on it.
+/// whoever waits on it. The connection (its buffers and state, most of a kilobyte) is boxed: a
+/// call moves its `Conn` from the pool to the call, into the response body and back, each move
+/// a pointer's.
 struct Conn {
     sender: http1::SendRequest<OutgoingBody>,
-    connection: http1::Connection<TokioIo<tokio::net::TcpStream>, OutgoingBody>,
+    connection: Box<http1::Connection<TokioIo<tokio::net::TcpStream>, OutgoingBody>>,
+    /// The connection's one timer, for every bound of its calls (the response head's, then
+    /// the body's idle one): see [`Conn::poll_due`].
+    timer: Pin<Box<Sleep>>,
 }
 
 impl Conn {
     /// Drives the connection (reads, writes); `true` while it can serve further requests.
     fn drive(&mut self, cx: &mut Context<'_>) -> bool {
-        Pin::new(&mut self.connection).poll(cx).is_pending()
+        Pin::new(&mut *self.connection).poll(cx).is_pending()
+    }
+
+    /// Ready once `due` passed. The timer is moved only when it would fire after `due`, or
+    /// when it fired before it: a call's bounds lie after the last call's, so the timer set
+    /// for an earlier bound stays (a timer-wheel update saved a call), and when it fires it is
+    /// set again to the bound of the call then in progress.
+    fn poll_due(&mut self, due: Instant, cx: &mut Context<'_>) -> Poll<()> {
+        if self.timer.deadline() > due {
+            self.timer.as_mut().reset(due);
+        }
+        loop {
+            match self.timer.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(()) if self.timer.deadline() >= due => return Poll::Ready(()),
+                Poll::Ready(()) => self.timer.as_mut().reset(due),
+            }
+        }
     }
 }
 
@@ -167,6 +199,8 @@ enum CallError {
     ConnectTimeout,
     /// The connection failed or the upstream did not answer HTTP.
     Http(hyper::Error),
+    /// No response head by its bound.
+    HeadTimeout,
 }
 
 /// The forwarding service. Cheap to clone: the connection pool is shared (by one worker).
@@ -206,8 +240,8 @@ impl Upstream {
         }
     }
 
-    /// A new connection to the upstream.
-    async fn connect(&self) -> Result<Conn, CallError> {
+    /// A new connection to the upstream, its timer set to `due`.
+    async fn connect(&self, due: Instant) -> Result<Conn, CallError> {
         let address = self.config.target.host_port();
         let stream = tokio::time::timeout(
             self.config.connect_timeout,
@@ -221,29 +255,44 @@ impl Upstream {
             .handshake(TokioIo::new(stream))
             .await
             .map_err(CallError::Http)?;
-        Ok(Conn { sender, connection })
+        Ok(Conn {
+            sender,
+            connection: Box::new(connection),
+            timer: Box::pin(tokio::time::sleep_until(due)),
+        })
     }
 
     /// Sends `request` on a pooled connection (on a new one when the pooled one closed before
-    /// the request was sent) and waits for the response head, driving the connection.
+    /// the request was sent) and waits for the response head until `due`, driving the
+    /// connection.
     async fn call(
         &self,
         mut request: Request<OutgoingBody>,
+        due: Instant,
     ) -> Result<(Response<hyper::body::Incoming>, Conn), CallError> {
         loop {
             let (mut conn, pooled) = match self.pool.checkout().await {
                 Some(conn) => (conn, true),
-                None => (self.connect().await?, false),
+                None => match tokio::time::timeout_at(due, self.connect(due)).await {
+                    Ok(conn) => (conn?, false),
+                    Err(_) => return Err(CallError::HeadTimeout),
+                },
             };
             let mut sent = std::pin::pin!(conn.sender.try_send_request(request));
             let mut open = true;
             let outcome = std::future::poll_fn(|cx| {
                 if open {
-                    open = Pin::new(&mut conn.connection).poll(cx).is_pending();
+                    open = Pin::new(&mut *conn.connection).poll(cx).is_pending();
                 }
-                sent.as_mut().poll(cx)
+                match sent.as_mut().poll(cx) {
+                    Poll::Ready(outcome) => Poll::Ready(Some(outcome)),
+                    Poll::Pending => conn.poll_due(due, cx).map(|()| None),
+                }
             })
             .await;
+            let Some(outcome) = outcome else {
+                return Err(CallError::HeadTimeout);
+            };
             match outcome {
                 Ok(response) => return Ok((response, conn)),
                 // Closed before a byte of the request was sent: on a new connection.
@@ -257,10 +306,9 @@ impl Upstream {
 
     async fn forward(self, request: Request<OutgoingBody>) -> Response<UpstreamBody> {
         let (mut parts, body) = request.into_parts();
-        let whole = parts.extensions.remove::<WholeRequest>();
+        let edge = parts.extensions.remove::<EdgeRequest>().unwrap_or_default();
         // The id an error body echoes, read only for an error body.
-        let id = || whole.as_ref().map_or(Value::Null, WholeRequest::id);
-        let oversize = parts.extensions.get::<Oversize>().cloned();
+        let id = || edge.id();
         // Origin form on the connection to the upstream (the edge sent the client's `Host`, or
         // the upstream's with --rewrite-host).
         parts.uri = parts
@@ -277,29 +325,32 @@ impl Upstream {
         parts.version = Version::HTTP_11;
         // The edge removed the client's hop-by-hop headers before adding its own.
         let method = parts.method.clone();
-        let call = self.call(Request::from_parts(parts, body));
-        let (response, conn) = match tokio::time::timeout(self.config.head_timeout, call).await {
-            Ok(Ok(answered)) => answered,
-            Ok(Err(err)) => {
-                if oversize.is_some_and(|flag| flag.0.load(Ordering::Acquire)) {
+        let due = Instant::now() + self.config.head_timeout;
+        let (response, conn) = match self.call(Request::from_parts(parts, body), due).await {
+            Ok(answered) => answered,
+            Err(err) => {
+                if edge.oversize() {
                     return too_large(id());
                 }
                 let (failure, detail) = match &err {
                     CallError::Connect(io) => (Failure::Connect, chain(io)),
                     CallError::ConnectTimeout => (Failure::ConnectTimeout, String::new()),
                     CallError::Http(http) => (Failure::Protocol, chain(http)),
+                    CallError::HeadTimeout => {
+                        let bound = self.config.head_timeout;
+                        let detail = format!("no response head from the upstream within {bound:?}");
+                        (Failure::HeadTimeout(bound), detail)
+                    }
                 };
                 metrics::counter!(UPSTREAM_FAILURES, "cause" => failure.cause()).increment(1);
                 tracing::warn!(upstream = %self.config.target.url, %method,
                     cause = failure.cause(), "{detail}");
-                return failure.response(&self.config.target, id(), &detail);
-            }
-            Err(_) => {
-                let failure = Failure::HeadTimeout(self.config.head_timeout);
-                metrics::counter!(UPSTREAM_FAILURES, "cause" => failure.cause()).increment(1);
-                tracing::warn!(upstream = %self.config.target.url, %method,
-                    "no response head from the upstream within {:?}", self.config.head_timeout);
-                return failure.response(&self.config.target, id(), "");
+                let detail = if matches!(failure, Failure::HeadTimeout(_)) {
+                    ""
+                } else {
+                    detail.as_str()
+                };
+                return failure.response(&self.config.target, id(), detail);
             }
         };
         let (mut parts, body) = response.into_parts();
@@ -310,7 +361,6 @@ impl Upstream {
             open: true,
             pool: self.pool.clone(),
             idle: self.config.idle_timeout,
-            timer: None,
             last: Instant::now(),
             done: false,
         };
@@ -494,8 +544,9 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
 /// end, and fails when no byte comes for the idle bound: a body that never ends holds nothing
 /// past it. Dropped before its end, it closes the connection.
 ///
-/// The timer is not moved at each frame (a timer-wheel update a frame): a frame only notes the
-/// time, and the timer, when it fires, is set again from the last frame if one came since.
+/// The timer (the connection's, [`Conn::poll_due`]) is not moved at each frame (a timer-wheel
+/// update a frame): a frame only notes the time, and the timer, when it fires, is set again from
+/// the last frame if one came since.
 struct IdleBody {
     body: hyper::body::Incoming,
     /// The connection it comes on; `None` once back in the pool.
@@ -504,8 +555,6 @@ struct IdleBody {
     open: bool,
     pool: Arc<Pool>,
     idle: Duration,
-    /// Created at the first wait for a frame.
-    timer: Option<Pin<Box<Sleep>>>,
     /// When the last frame came (or the body started).
     last: Instant,
     done: bool,
@@ -566,23 +615,17 @@ impl Body for IdleBody {
                 Poll::Ready(None)
             }
             Poll::Pending => {
-                let (last, idle) = (this.last, this.idle);
-                let timer = this
-                    .timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(last + idle)));
-                loop {
-                    match timer.as_mut().poll(cx) {
-                        Poll::Pending => break Poll::Pending,
-                        // Frames came since it was set: it waits for the last one's bound.
-                        Poll::Ready(()) if timer.deadline() < last + idle => {
-                            timer.as_mut().reset(last + idle);
-                        }
-                        Poll::Ready(()) => {
-                            this.done = true;
-                            break Poll::Ready(Some(Err(UpstreamBodyError::Idle(idle))));
-                        }
-                    }
+                // The connection is given back or dropped only at the body's end.
+                let passed = match &mut this.conn {
+                    Some(conn) => conn.poll_due(this.last + this.idle, cx).is_ready(),
+                    None => true,
+                };
+                if passed {
+                    this.done = true;
+                    this.conn = None;
+                    return Poll::Ready(Some(Err(UpstreamBodyError::Idle(this.idle))));
                 }
+                Poll::Pending
             }
         }
     }
