@@ -290,7 +290,9 @@ impl<B: Body> SsePassthrough<B> {
                 Some(Piece::Line { start, end }) => {
                     self.line(data.slice(start..end), data.slice(end..=end));
                 }
-                Some(Piece::Joined { content, end }) => self.line(content, data.slice(end..=end)),
+                Some(Piece::Joined { content, end }) => {
+                    self.line(content.into_bytes(), data.slice(end..=end));
+                }
                 Some(Piece::CrLf { at }) => {
                     // The LF of a CRLF: it goes where its line went (a comment's, into its
                     // record).
@@ -306,7 +308,10 @@ impl<B: Body> SsePassthrough<B> {
                     if self.over_held(pending) {
                         if self.framing.is_none() {
                             // Unframed, the kept start of the line goes out with what is held.
-                            self.send(lines.take_pending());
+                            lines
+                                .take_pending()
+                                .into_buffers()
+                                .for_each(|b| self.send(b));
                         }
                     } else {
                         self.data_arriving(lines.pending_line());
@@ -462,7 +467,9 @@ impl<B: Body> SsePassthrough<B> {
         // The record's bytes are the data's first bytes (the text is the data itself).
         let mut record = record.filter(|_| seen);
         if self.framing.is_some() {
-            if let Some(reason) = unframeable(&carried, &data, self.request_id.as_ref()) {
+            if let Some(reason) =
+                unframeable(&carried, |id| data[id].to_vec(), self.request_id.as_ref())
+            {
                 // Never framed as a verified message: dropped, the stream ends with ABORT code 1.
                 self.give_up(Failure::Internal(reason));
                 return;
@@ -520,7 +527,7 @@ impl<B: Body> SsePassthrough<B> {
         let held = std::mem::take(&mut self.block);
         held.into_iter().for_each(|(piece, _)| self.send(piece));
         let pending = self.lines.take_pending();
-        self.send(pending);
+        pending.into_buffers().for_each(|piece| self.send(piece));
         self.done = true;
     }
 }
