@@ -634,7 +634,7 @@ async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
         let failure = match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => {
-                    json.push_shared(data);
+                    json.push_shared(data, max);
                     if json.len() <= max {
                         continue;
                     }
@@ -1053,7 +1053,7 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                                     len as u64, max,
                                 )))));
                             }
-                            this.json.push_shared(data.clone());
+                            this.json.push_shared(data.clone(), this.max_message);
                             if let Some(chunk) = this.streamed.next(&this.json, 0, &data) {
                                 this.queue.push_back(Outgoing::Chunk(chunk));
                             }

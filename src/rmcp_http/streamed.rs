@@ -70,9 +70,7 @@ impl Streamed {
     /// those of `latest`, the inner body's last chunk, which the result slices (no copy) where
     /// it can.
     pub(super) fn next(&mut self, so_far: &Parts, at: usize, latest: &Bytes) -> Option<Bytes> {
-        for piece in so_far.pieces_from(at + self.seen) {
-            self.feed(piece);
-        }
+        self.arrived(so_far, at);
         if self.valid < STREAM_FROM || self.valid == self.sent {
             return None;
         }
@@ -90,12 +88,12 @@ impl Streamed {
         })
     }
 
-    /// Checks as UTF-8 and reads (JSON-RPC) the bytes of `message` (the message from its first
-    /// byte, as far as it arrived) not seen yet; returns how many of its bytes are known to be
-    /// UTF-8 (whole characters: they are read, the rest waits), none more once one is not.
-    pub(super) fn arrived(&mut self, message: &[u8]) -> usize {
-        if let Some(new) = message.get(self.seen..) {
-            self.feed(new);
+    /// Checks as UTF-8 and reads (JSON-RPC) the bytes of the message not seen yet: `so_far`
+    /// holds it from `at` on, as far as it arrived. Returns how many of its bytes are known to
+    /// be UTF-8 (whole characters: they are read, the rest waits), none more once one is not.
+    pub(super) fn arrived(&mut self, so_far: &Parts, at: usize) -> usize {
+        for piece in so_far.pieces_from(at + self.seen) {
+            self.feed(piece);
         }
         if self.broken { 0 } else { self.valid }
     }
@@ -180,12 +178,6 @@ impl Streamed {
         (Parts::from(text), carried, false)
     }
 
-    /// [`read_whole`](Self::read_whole) of a message in one buffer.
-    pub(super) fn read(&mut self, data: Bytes) -> (Bytes, Carried, bool) {
-        let (text, carried, seen) = self.read_whole(Parts::from(data));
-        (text.into_bytes(), carried, seen)
-    }
-
     /// Bytes of the message sent on: what is left to send of the whole message once it has
     /// arrived (as an SSE client reads it, [`read_whole`](Self::read_whole)) follows them.
     pub(super) fn sent(&self) -> usize {
@@ -208,7 +200,7 @@ mod tests {
             let mut sent = Vec::new();
             for at in (0..bytes.len()).step_by(read) {
                 let latest = bytes.slice(at..(at + read).min(bytes.len()));
-                parts.push_shared(latest.clone());
+                parts.push_shared(latest.clone(), usize::MAX);
                 if let Some(chunk) = streamed.next(&parts, 0, &latest) {
                     sent.extend_from_slice(&chunk);
                 }

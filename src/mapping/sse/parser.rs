@@ -238,7 +238,7 @@ pub(crate) struct LineSplitter {
     after_cr: bool,
 }
 
-/// One piece of input from [`LineSplitter::next`].
+/// One piece of input from [`LineSplitter::next_shared`] (or the parser's own reading).
 #[derive(Debug)]
 // Where a line's terminator lies matters to the layer's pass-through (feature `rmcp-server`), which
 // sends every byte on; the parser needs the content alone.
@@ -256,20 +256,22 @@ pub(crate) enum Piece {
 }
 
 impl LineSplitter {
-    /// The next piece of `input` from `*at`, which moves past it; `None` once the rest of the
-    /// input is kept as the start of a line (copied). A line's content may hold at most `max`
-    /// bytes.
+    /// [`next_in`](Self::next_in) of a shared buffer: the start of a line is kept as parts of
+    /// it.
     #[cfg(feature = "rmcp-server")]
-    pub(crate) fn next(
+    pub(crate) fn next_shared(
         &mut self,
-        input: &[u8],
+        input: &Bytes,
         at: &mut usize,
         max: usize,
     ) -> Result<Option<Piece>, LineTooLong> {
-        self.next_in(input, None, at, max)
+        self.next_in(input, Some(input), at, max)
     }
 
-    /// [`next`](Self::next); `shared` is `input` as a shared buffer, if the caller has one.
+    /// The next piece of `input` from `*at`, which moves past it; `None` once the rest of the
+    /// input is kept as the start of a line. A line's content may hold at most `max` bytes.
+    /// `shared` is `input` as a shared buffer, if the caller has one: the start of a line is
+    /// then kept as parts of it, else copied.
     fn next_in(
         &mut self,
         input: &[u8],
@@ -316,7 +318,7 @@ impl LineSplitter {
     /// shared buffer if there is one, else a copy.
     fn keep(&mut self, input: &[u8], shared: Option<&Bytes>, range: Range<usize>, max: usize) {
         match shared {
-            Some(shared) => self.partial.push_shared(shared.slice(range)),
+            Some(shared) => self.partial.push_shared(shared.slice(range), max),
             None => self.partial.push_copy(&input[range], max),
         }
     }
@@ -327,8 +329,8 @@ impl LineSplitter {
         self.partial.len()
     }
 
-    /// The start of a line whose end has not arrived (empty if none), when it was copied
-    /// ([`next`](Self::next)).
+    /// The start of a line whose end has not arrived (empty if none), when it was copied (the
+    /// input was not a shared buffer).
     pub(crate) fn pending_line(&self) -> &[u8] {
         debug_assert!(self.partial.is_copied(), "a line kept as parts");
         self.partial.copied()

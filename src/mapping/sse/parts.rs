@@ -45,13 +45,13 @@ impl Parts {
     }
 
     /// Appends `part` of a shared buffer: kept as it is if long or first (a body of one chunk
-    /// is that chunk), copied if short.
-    pub(crate) fn push_shared(&mut self, part: Bytes) {
+    /// is that chunk), copied if short ([`push_copy`](Self::push_copy), within `max` bytes).
+    pub(crate) fn push_shared(&mut self, part: Bytes, max: usize) {
         if part.is_empty() {
             return;
         }
         if part.len() < SHARE_FROM && !self.is_empty() {
-            self.tail.extend_from_slice(&part);
+            self.push_copy(&part, max);
             return;
         }
         if !self.tail.is_empty() {
@@ -163,6 +163,17 @@ impl Parts {
         rest
     }
 
+    /// The bytes of `buffers`, in order, as they are.
+    #[cfg(any(test, feature = "rmcp-server"))]
+    pub(crate) fn from_buffers(buffers: impl IntoIterator<Item = Bytes>) -> Self {
+        let mut parts = Parts::default();
+        for buffer in buffers.into_iter().filter(|buffer| !buffer.is_empty()) {
+            parts.shared_len += buffer.len();
+            parts.shared.push(buffer);
+        }
+        parts
+    }
+
     /// The shared parts, the copied bytes last (each part as one buffer).
     #[cfg(any(test, feature = "rmcp-server"))]
     pub(crate) fn into_buffers(mut self) -> impl Iterator<Item = Bytes> {
@@ -221,11 +232,11 @@ mod tests {
             if mixed && index % 2 == 1 {
                 parts.push_copy(&bytes[at..end], usize::MAX);
             } else {
-                parts.push_shared(shared.slice(at..end));
+                parts.push_shared(shared.slice(at..end), usize::MAX);
             }
             at = end;
         }
-        parts.push_shared(shared.slice(at..));
+        parts.push_shared(shared.slice(at..), usize::MAX);
         parts
     }
 
@@ -263,9 +274,9 @@ mod tests {
     fn a_long_part_of_a_shared_buffer_is_kept_as_it_came_and_a_short_one_is_copied() {
         let read = Bytes::from(vec![7u8; SHARE_FROM]);
         let mut parts = Parts::default();
-        parts.push_shared(read.slice(..10));
-        parts.push_shared(read.clone());
-        parts.push_shared(read.slice(..10));
+        parts.push_shared(read.slice(..10), usize::MAX);
+        parts.push_shared(read.clone(), usize::MAX);
+        parts.push_shared(read.slice(..10), usize::MAX);
         assert!(!parts.is_copied());
         let buffers: Vec<Bytes> = parts.into_buffers().collect();
         assert_eq!(buffers.len(), 3);
@@ -273,11 +284,11 @@ mod tests {
         let one = Parts::from(read.clone());
         assert_eq!(one.into_bytes().as_ptr(), read.as_ptr(), "one part is not copied");
         let mut short = Parts::default();
-        short.push_shared(read.slice(..10));
+        short.push_shared(read.slice(..10), usize::MAX);
         assert_eq!(short.into_bytes().as_ptr(), read.as_ptr(), "nor a short first one");
         let mut several = Parts::default();
         for piece in [&b"ab"[..], b"", b"cde", b"f", b"ghij"] {
-            several.push_shared(Bytes::copy_from_slice(piece));
+            several.push_shared(Bytes::copy_from_slice(piece), usize::MAX);
         }
         assert_eq!(several.into_bytes(), Bytes::from_static(b"abcdefghij"));
     }
