@@ -385,14 +385,12 @@ impl<B: Body> SsePassthrough<B> {
     /// read in one buffer ([`line`](Self::line)).
     fn joined_line(&mut self, content: Parts, end: Bytes) {
         let head = content.prefix(b"data: ".len());
-        if self.at_start
-            || content.is_copied()
-            || !head.starts_with(b"data:")
-            || content.len() <= head.len()
-        {
+        if content.is_copied() || !head.starts_with(b"data:") || content.len() <= head.len() {
             self.line(content.into_bytes(), end);
             return;
         }
+        // A line that starts with `data:` starts with no BOM, even the body's first.
+        self.at_start = false;
         self.comment_cr = false;
         let at = 5 + usize::from(head[5] == b' ');
         let pieces: Vec<Bytes> = content.into_buffers().collect();

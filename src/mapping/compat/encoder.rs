@@ -608,3 +608,48 @@ fn write_message_event(message: &[u8], dst: &mut BytesMut) {
     }
     dst.put_u8(b'\n');
 }
+
+#[cfg(all(test, feature = "rmcp-server"))]
+mod tests {
+    use bytes::Bytes;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::frame::StreamHead;
+
+    proptest! {
+        #[test]
+        fn a_record_begun_from_the_parts_a_message_came_in_is_the_record_of_the_message_whole(
+            len in 1usize..50_000,
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+            frame in prop::sample::select(vec![1024usize, 4096, 16 * 1024]),
+            begun in any::<prop::sample::Index>(),
+        ) {
+            let message: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let head = StreamHead::for_request(None);
+            let encoder = StreamEncoder::builder().frame_size(frame).build(head);
+            let mut expected = BytesMut::new();
+            CompatEncoder::new(encoder.clone())
+                .text_message_record(&message, true, &mut expected)
+                .unwrap();
+            // The message as the parts of the reads it came in, cut at `cuts`; its first
+            // `begun` bytes (whole frames) hashed as they arrived, the rest at its end.
+            let mut cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(len + 1)).collect();
+            cuts.sort_unstable();
+            let shared = Bytes::from(message);
+            let ends = cuts.iter().copied().chain(Some(len));
+            let starts = Some(0).into_iter().chain(cuts.iter().copied());
+            let parts = Parts::from_buffers(starts.zip(ends).map(|(a, b)| shared.slice(a..b)));
+            let begun = begun.index(len + 1) / frame * frame;
+            let mut pieces = CompatEncoder::new(encoder);
+            let mut open = pieces.open_record();
+            open.push_pieces(parts.pieces(), begun).unwrap();
+            prop_assert_eq!(open.len(), begun);
+            let mut written = BytesMut::new();
+            pieces
+                .close_record(open, &parts.split_off(begun), true, &mut written)
+                .unwrap();
+            prop_assert_eq!(written, expected);
+        }
+    }
+}

@@ -731,9 +731,10 @@ impl SseParser {
         }
         let head = content.prefix(b"data: ".len());
         let carries_data = content.len() > b"data: ".len();
-        if S::RAW && self.data_unchecked && !self.at_start && head.starts_with(b"data:") && carries_data
-        {
+        // A line that starts with `data:` starts with no BOM, even the body's first.
+        if S::RAW && self.data_unchecked && head.starts_with(b"data:") && carries_data {
             let value_at = 5 + usize::from(head.get(5) == Some(&b' '));
+            self.at_start = false;
             self.quiet_lines = 0;
             self.raw_data.push_parts(self.has_data, content.split_off(value_at));
             self.has_data = true;
