@@ -12,11 +12,12 @@
 //! With `--whole` the clock runs over the whole call instead, from the inner body's first chunk
 //! to the framed body's end: the work the layer does on every byte as the message passes (its
 //! SSE line reading, UTF-8 check, JSON-RPC reading, copies, CRC-32 and SHA-256). `--only binary`
-//! or `--only compat` runs one mapping. For counts independent of the machine's load, run it
+//! or `--only compat` runs one mapping; `--chunk N` cuts the event in chunks of `N` bytes instead
+//! of 64 KiB (an HTTP client's reads are often smaller: hyper's start at 8 KiB). For counts independent of the machine's load, run it
 //! under callgrind and count only the calls (`--toggle-collect`), for example:
 //!
 //! ```text
-//! cargo bench --features rmcp-server --bench layer_tail [-- --reps N] [--whole] [--only binary|compat]
+//! cargo bench --features rmcp-server --bench layer_tail [-- --reps N] [--whole] [--only binary|compat] [--chunk N]
 //! valgrind --tool=callgrind --toggle-collect='*layer_tail::call*' target/release/deps/layer_tail-HASH --reps 4 --only binary
 //! ```
 //!
@@ -160,10 +161,15 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .map(String::as_str);
+    let chunk = args
+        .iter()
+        .position(|a| a == "--chunk")
+        .and_then(|i| args.get(i + 1))
+        .map_or(64 * 1024, |n| n.parse().expect("a number"));
     let event = event();
     let chunks: Vec<Bytes> = (0..event.len())
-        .step_by(64 * 1024)
-        .map(|at| event.slice(at..(at + 64 * 1024).min(event.len())))
+        .step_by(chunk)
+        .map(|at| event.slice(at..(at + chunk).min(event.len())))
         .collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -384,6 +384,46 @@ impl StreamEncoder {
         self.push_frames(chunk, dst, false)
     }
 
+    /// [`push_detached`](Self::push_detached) of one frame whose payload lies in several
+    /// `pieces` (at most the frame size in all: a frame of a message kept as the parts it
+    /// arrived in, cut where a part ends), hashed piece by piece, not joined first.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn push_detached_frame(
+        &mut self,
+        pieces: &[&[u8]],
+        dst: &mut BytesMut,
+    ) -> Result<(), EncodeError> {
+        let payload: usize = pieces.iter().map(|piece| piece.len()).sum();
+        debug_assert!(payload <= self.frame_size);
+        if payload == 0 {
+            return self.check_not_finished();
+        }
+        let len = self.message_len + payload as u64;
+        if len > self.max_message_size {
+            self.check_not_finished()?;
+            return Err(EncodeError::MessageTooLarge {
+                len,
+                max: self.max_message_size,
+            });
+        }
+        self.prepare(1, HEADER_LEN, dst)?;
+        let mut crc = crc32fast::Hasher::new();
+        for piece in pieces {
+            crc.update(piece);
+            self.hasher.update(piece);
+        }
+        let header = crate::frame::FrameHeader {
+            kind: FrameKind::Data.to_byte(),
+            sequence: self.take_sequence(),
+            len: u32::try_from(payload).expect("a frame's payload fits its length field"),
+            payload_crc: crc.finalize(),
+        };
+        dst.extend_from_slice(&header.to_bytes());
+        self.message_len = len;
+        self.state = State::InMessage;
+        Ok(())
+    }
+
     /// [`push`](Self::push), writing the DATA frames' payloads only if `payloads` (otherwise
     /// their headers alone: the compatible SSE mapping carries the bytes in an event, SPEC.md §18).
     fn push_frames(

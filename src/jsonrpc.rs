@@ -92,6 +92,11 @@ impl Carried {
         matches!(self, Self::Response(_))
     }
 
+    /// What a message whose top level the scan read whole carries (its [`Scan::finish`]).
+    pub(crate) fn scanned(members: TopLevel) -> Self {
+        Self::of(Some(members), &[])
+    }
+
     fn of(members: Option<TopLevel>, text: &[u8]) -> Self {
         match members {
             Some(members) if members.is_response() => Self::Response(members),
@@ -127,17 +132,14 @@ pub(crate) fn message_text(data: Bytes) -> (Bytes, Carried) {
     }
 }
 
-/// [`message_text`] of data its caller checked as UTF-8 already (a message validated as it
-/// arrived), whose first bytes `scan` read as they arrived: the rest of the scan alone, without
-/// a second UTF-8 pass (for a message read whole as it arrived, only its last bytes are left to
-/// read after them); the same answer.
+/// What the text of a message carries when the scan did not read it (serde_json reads it; it
+/// may be a batch): the reading [`message_text`] falls back to, for text known to be UTF-8.
 #[cfg(feature = "rmcp-server")]
-pub(crate) fn utf8_message_text(data: Bytes, scan: Scan<false>) -> (Bytes, Carried) {
-    let members = scan
-        .finish(&data)
-        .or_else(|| simdutf8::basic::from_utf8(&data).ok().and_then(top_level_by_serde));
-    let carried = Carried::of(members, &data);
-    (data, carried)
+pub(crate) fn carried_by_serde(text: &[u8]) -> Carried {
+    let members = simdutf8::basic::from_utf8(text)
+        .ok()
+        .and_then(top_level_by_serde);
+    Carried::of(members, text)
 }
 
 /// The definition of [`is_response`]: serde_json reads the top-level keys and skips the values.
@@ -174,9 +176,15 @@ fn has_special(text: &[u8], high: bool) -> bool {
 /// [`finish`](Self::finish)): the text is then read by [`by_serde`], so that only a text this
 /// reading accepts whole is decided here. With `UTF8`, the bytes of strings are validated as
 /// UTF-8 too (every other byte it accepts is ASCII).
+///
+/// The text it reads need not be kept whole: [`rebase`](Self::rebase) moves its start past the
+/// bytes read (to at most [`needed`](Self::needed)), and the next feeds hold the message from
+/// there on; the spans it finds are the message's offsets whatever the start.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Scan<const UTF8: bool> {
-    /// Bytes of the message read.
+    /// Where the text fed starts in the message (see [`rebase`](Self::rebase)).
+    origin: usize,
+    /// Bytes of the text read.
     at: usize,
     step: Step,
     /// The containers open inside the top-level object, one bit a level (set: an object).
@@ -184,7 +192,8 @@ pub(crate) struct Scan<const UTF8: bool> {
     depth: u32,
     /// What the top level holds so far.
     members: TopLevel,
-    /// The top-level member whose value is being read, and where that value starts.
+    /// The top-level member whose value is being read, and where that value starts (an offset
+    /// of the message).
     field: Field,
     value_start: usize,
 }
@@ -214,7 +223,8 @@ enum Step {
     /// After a nested value: `,` or the end of its container.
     AfterValue,
     /// Inside a string whose content starts at `start`; its bytes before `checked` were checked
-    /// for control characters (and, with `UTF8`, validated).
+    /// for control characters (and, with `UTF8`, validated). Only a top-level key's content is
+    /// read (`start` is kept for it alone, see [`Scan::needed`]).
     String {
         kind: Str,
         start: usize,
@@ -301,6 +311,46 @@ impl<const UTF8: bool> Scan<UTF8> {
                     return;
                 }
             }
+        }
+    }
+
+    /// How far into the text fed the bytes go that the scan still reads: those of a top-level
+    /// key being read, a character cut at the end of the text, an escape cut there, and what
+    /// was not read; the bytes before may be dropped ([`rebase`](Self::rebase)).
+    #[cfg(any(test, feature = "rmcp-server"))]
+    pub(crate) fn needed(&self) -> usize {
+        match self.step {
+            Step::String {
+                kind: Str::TopKey,
+                start,
+                ..
+            } => start,
+            Step::String { checked, .. } => checked,
+            _ => self.at,
+        }
+    }
+
+    /// The text fed from now on starts `by` bytes later in the message (at most
+    /// [`needed`](Self::needed)): the next feeds hold the message from there on.
+    #[cfg(any(test, feature = "rmcp-server"))]
+    pub(crate) fn rebase(&mut self, by: usize) {
+        debug_assert!(by <= self.needed());
+        self.origin += by;
+        self.at -= by;
+        if let Step::String {
+            kind,
+            start,
+            checked,
+        } = &mut self.step
+        {
+            *checked -= by;
+            // Only a top-level key's content is read (`needed` keeps it); another's start is
+            // not.
+            *start = if *kind == Str::TopKey {
+                *start - by
+            } else {
+                start.saturating_sub(by)
+            };
         }
     }
 
@@ -401,7 +451,7 @@ impl<const UTF8: bool> Scan<UTF8> {
     /// The first byte `b` of a value, at `self.at`.
     fn value(&mut self, b: u8) -> Flow {
         if self.depth == 0 {
-            self.value_start = self.at;
+            self.value_start = self.origin + self.at;
         }
         self.step = match b {
             b'"' => Step::String {
@@ -447,7 +497,7 @@ impl<const UTF8: bool> Scan<UTF8> {
             self.step = Step::AfterValue;
             return;
         }
-        let span = self.value_start..self.at;
+        let span = self.value_start..self.origin + self.at;
         match std::mem::take(&mut self.field) {
             Field::Id => {
                 self.members.ids += 1;
@@ -1320,21 +1370,40 @@ mod resume_tests {
         scan.finish(text)
     }
 
+    /// The scan of `text` in pieces ending at `cuts` (ascending), then whole, keeping of the
+    /// text only the bytes it still needs: after each piece its start moves to
+    /// [`Scan::needed`], and the next piece holds the text from there on.
+    fn in_windows<const UTF8: bool>(text: &[u8], cuts: &[usize]) -> Option<TopLevel> {
+        let mut scan = Scan::<UTF8>::default();
+        let mut start = 0;
+        for &cut in cuts {
+            scan.feed(&text[start..cut]);
+            let needed = scan.needed();
+            scan.rebase(needed);
+            start += needed;
+        }
+        scan.finish(&text[start..])
+    }
+
     /// Cut in two at every point, and a byte at a time: the same reading as the whole text's,
-    /// validating (any cut, characters too) and on text (cuts between characters).
+    /// validating (any cut, characters too) and on text (cuts between characters), with the
+    /// text kept whole and with only the bytes the scan still needs kept.
     pub(super) fn assert_resumes(text: &[u8]) {
         let whole = scanned::<true>(text);
         let as_text = std::str::from_utf8(text).ok().map(|_| scanned::<false>(text));
         for cut in 0..=text.len() {
             assert_eq!(in_pieces::<true>(text, &[cut]), whole, "{text:?} cut at {cut}");
+            assert_eq!(in_windows::<true>(text, &[cut]), whole, "{text:?} cut at {cut}");
             if let Some(as_text) = &as_text {
                 if std::str::from_utf8(&text[..cut]).is_ok() {
                     assert_eq!(&in_pieces::<false>(text, &[cut]), as_text, "{text:?} at {cut}");
+                    assert_eq!(&in_windows::<false>(text, &[cut]), as_text, "{text:?} at {cut}");
                 }
             }
         }
         let every: Vec<usize> = (0..=text.len()).collect();
         assert_eq!(in_pieces::<true>(text, &every), whole, "{text:?} a byte at a time");
+        assert_eq!(in_windows::<true>(text, &every), whole, "{text:?} a byte at a time");
     }
 
     #[test]

@@ -195,6 +195,15 @@ impl<S> FramedBody<S> {
 
     fn encode(&mut self, item: Outgoing) {
         self.started = true;
+        if let Outgoing::Chunk(bytes) = &item {
+            // A message sent on as it arrives: the chunk of frames is made in a buffer sized
+            // once for a whole chunk, not grown item by item (each growth a copy of what it
+            // holds: ~0.28 M instructions a 1 MiB message through the sidecar).
+            let room = CHUNK_TARGET + CHUNK_TARGET / 2;
+            if self.out.capacity() < room && bytes.len() < room {
+                self.out.reserve(room - self.out.len());
+            }
+        }
         if let Outgoing::Message(bytes) = &item {
             if self.in_pieces(bytes.len(), 0) {
                 // Written by `poll_next`, a piece at a time, once the whole message is checked.

@@ -19,6 +19,8 @@ use crate::mapping::compat::{CompatEncodeError, CompatEncoder};
 #[cfg(feature = "rmcp-server")]
 use crate::mapping::compat::OpenRecord;
 use crate::mapping::sse::SseFrameEncoder;
+#[cfg(feature = "rmcp-server")]
+use crate::mapping::sse::Parts;
 
 /// Writes one framed response body in a [`Mapping`] (server side): the frames of a
 /// [`StreamEncoder`] as the body itself (binary, SPEC.md §16), as base64 `mcp-frame` events
@@ -595,7 +597,7 @@ impl MappingEncoder {
     pub(crate) fn passed_open_record(
         &mut self,
         open: OpenRecord,
-        rest: &[u8],
+        rest: &Parts,
         end: bool,
         dst: &mut BytesMut,
     ) -> Result<(), CompatEncodeError> {

@@ -19,7 +19,9 @@ use crate::event::AbortCode;
 use crate::mapping::Mapping;
 use crate::mapping::compat::OpenRecord;
 use crate::mapping::encoder::MappingEncoder;
-use crate::mapping::sse::{LineSplitter, Piece, SseEvent, SseParser, data_value, is_message_event};
+use crate::mapping::sse::{
+    LineSplitter, Parts, Piece, SseEvent, SseParser, data_value, is_message_event,
+};
 
 /// Inner lines at least this long go out as they came (slices of the inner chunk, no copy);
 /// shorter ones are copied into the piece being built, with the record before them, so that a
@@ -73,8 +75,8 @@ pub(super) struct SsePassthrough<B: Body> {
     block: Vec<(Bytes, bool)>,
     /// Bytes in `block`.
     block_len: usize,
-    /// The values of the event's `data` lines (slices of its lines).
-    values: Vec<Bytes>,
+    /// The values of the event's `data` lines (slices of its lines, as they were kept).
+    values: Vec<Parts>,
     /// Length of the event's data: its values joined with LF.
     data_len: usize,
     /// The next line is the body's first (the only one a BOM may start).
@@ -283,14 +285,16 @@ impl<B: Body> SsePassthrough<B> {
                 break;
             }
             // The bound on what is held is `check_held`'s, for a line and its event together.
-            let Ok(piece) = lines.next(&data, &mut at, usize::MAX) else {
+            let Ok(piece) = lines.next_shared(&data, &mut at, usize::MAX) else {
                 unreachable!("no line is longer than usize::MAX bytes")
             };
             match piece {
                 Some(Piece::Line { start, end }) => {
                     self.line(data.slice(start..end), data.slice(end..=end));
                 }
-                Some(Piece::Joined { content, end }) => self.line(content, data.slice(end..=end)),
+                Some(Piece::Joined { content, end }) => {
+                    self.joined_line(content, data.slice(end..=end));
+                }
                 Some(Piece::CrLf { at }) => {
                     // The LF of a CRLF: it goes where its line went (a comment's, into its
                     // record).
@@ -306,10 +310,13 @@ impl<B: Body> SsePassthrough<B> {
                     if self.over_held(pending) {
                         if self.framing.is_none() {
                             // Unframed, the kept start of the line goes out with what is held.
-                            self.send(lines.take_pending());
+                            lines
+                                .take_pending()
+                                .into_buffers()
+                                .for_each(|b| self.send(b));
                         }
                     } else {
-                        self.data_arriving(lines.pending_line());
+                        self.data_arriving(lines.pending_parts());
                     }
                     break;
                 }
@@ -322,7 +329,7 @@ impl<B: Body> SsePassthrough<B> {
     /// far as it came; compatible mapping, an event that is a message so far): checked as
     /// UTF-8 and read as JSON-RPC ([`Streamed`]), and once past [`STREAM_FROM`] its whole frames
     /// go into the event's record ([`OpenRecord`]). Nothing goes out before the event's end.
-    fn data_arriving(&mut self, line: &[u8]) {
+    fn data_arriving(&mut self, line: &Parts) {
         let Some(encoder) = &self.framing else {
             return;
         };
@@ -333,18 +340,22 @@ impl<B: Body> SsePassthrough<B> {
         {
             return;
         }
-        // The value as far as it came (the colon is the line's fifth byte: found at once).
-        let Some(value) = data_value(line) else {
+        // The value as far as it came: after `data:` and one space, if there is one
+        // (`data_value`), once the line's first bytes tell.
+        let head = line.prefix(b"data: ".len());
+        if head.len() < b"data: ".len() || !head.starts_with(b"data:") {
             return;
-        };
-        let valid = self.streamed.arrived(value);
+        }
+        let at = 5 + usize::from(head[5] == b' ');
+        let valid = self.streamed.arrived(line, at);
         if valid < STREAM_FROM {
             return;
         }
         let record = self.record.get_or_insert_with(|| encoder.open_record());
         let frame = encoder.frame_size();
         let whole = record.len() + (valid - record.len()) / frame * frame;
-        if whole > record.len() && record.push(&value[record.len()..whole]).is_err() {
+        let pieces = line.pieces_from(at + record.len());
+        if whole > record.len() && record.push_pieces(pieces, whole - record.len()).is_err() {
             // Refused (over the limit, ...): the record of the whole message says why, at its
             // end; none is begun again for this event.
             self.record = None;
@@ -369,6 +380,50 @@ impl<B: Body> SsePassthrough<B> {
         true
     }
 
+    /// A line begun in an earlier chunk: a `data` line kept as the parts of the chunks it came
+    /// in is held as those parts, and its value is those parts (not copied); any other line is
+    /// read in one buffer ([`line`](Self::line)).
+    fn joined_line(&mut self, content: Parts, end: Bytes) {
+        let head = content.prefix(b"data: ".len());
+        if content.is_copied() || !head.starts_with(b"data:") || content.len() <= head.len() {
+            self.line(content.into_bytes(), end);
+            return;
+        }
+        // A line that starts with `data:` starts with no BOM, even the body's first.
+        self.at_start = false;
+        self.comment_cr = false;
+        let at = 5 + usize::from(head[5] == b' ');
+        let pieces: Vec<Bytes> = content.into_buffers().collect();
+        let value = Parts::from_buffers(pieces.iter().cloned()).split_off(at);
+        let added = self.add_data(value);
+        for piece in pieces {
+            self.hold(piece, true);
+        }
+        self.hold(end, true);
+        match added {
+            // Unframed, the line goes on with what is held (framed, all is dropped).
+            Err(failure) => self.give_up(failure),
+            Ok(()) => {
+                self.over_held(0);
+            }
+        }
+    }
+
+    /// Adds the value of a `data` line to the event's data, within the message limit; the
+    /// parser sees an empty `data` field in its place.
+    fn add_data(&mut self, value: Parts) -> Result<(), Failure> {
+        self.data_len += value.len() + usize::from(!self.values.is_empty());
+        self.values.push(value);
+        if self.data_len > self.max_message {
+            let (len, max) = (self.data_len as u64, self.max_message as u64);
+            return Err(Failure::TooLarge { len, max });
+        }
+        self.parser
+            .line(b"data:", None, &mut self.events)
+            .map(drop)
+            .map_err(|err| Failure::Internal(format!("the response stream: {err}")))
+    }
+
     /// One complete line: its content and its terminator (LF or CR).
     fn line(&mut self, mut content: Bytes, end: Bytes) {
         self.comment_cr = false;
@@ -378,30 +433,21 @@ impl<B: Body> SsePassthrough<B> {
             self.send(bom);
         }
         let value = data_value(&content).map(|value| content.slice_ref(value));
-        let parsed = match &value {
-            Some(value) => {
-                // The value stays in the line; the parser sees an empty `data` field in its place.
-                self.data_len += value.len() + usize::from(!self.values.is_empty());
-                self.values.push(value.clone());
-                if self.data_len > self.max_message {
-                    let (len, max) = (self.data_len as u64, self.max_message as u64);
-                    // Unframed, the line goes on with what is held (framed, all is dropped).
-                    self.hold(content, true);
-                    self.hold(end, true);
-                    self.give_up(Failure::TooLarge { len, max });
-                    return;
-                }
-                self.parser.line(b"data:", None, &mut self.events)
-            }
-            None => self.parser.line(&content, None, &mut self.events),
+        let data = value.is_some();
+        let parsed = match value {
+            // The value stays in the line; the parser sees an empty `data` field in its place.
+            Some(value) => self.add_data(Parts::from(value)),
+            None => self
+                .parser
+                .line(&content, None, &mut self.events)
+                .map(drop)
+                .map_err(|err| Failure::Internal(format!("the response stream: {err}"))),
         };
-        if let Err(err) = parsed {
-            // Lines that carry nothing, too many in a row (SPEC.md §15).
-            let reason = format!("the response stream: {err}");
+        if let Err(failure) = parsed {
             // Unframed, the line goes on with what is held (framed, all is dropped).
-            self.hold(content, false);
-            self.hold(end, false);
-            self.give_up(Failure::Internal(reason));
+            self.hold(content, data);
+            self.hold(end, data);
+            self.give_up(failure);
             return;
         }
         let blank = content.is_empty();
@@ -421,7 +467,6 @@ impl<B: Body> SsePassthrough<B> {
             }
             return;
         }
-        let data = value.is_some();
         self.hold(content, data);
         self.hold(end, data);
         if !blank {
@@ -440,7 +485,7 @@ impl<B: Body> SsePassthrough<B> {
         self.record_refused = false;
         match event {
             Some(event) if data_len > 0 && is_message_event(event.event.as_deref()) => {
-                self.message_event(block, &values, data_len, streamed, record);
+                self.message_event(block, values, data_len, streamed, record);
             }
             // A priming event (`id` only), an event of another type: unchanged, unframed.
             _ => block.into_iter().for_each(|(piece, _)| self.send(piece)),
@@ -453,28 +498,34 @@ impl<B: Body> SsePassthrough<B> {
     fn message_event(
         &mut self,
         mut block: Vec<(Bytes, bool)>,
-        values: &[Bytes],
+        values: Vec<Parts>,
         data_len: usize,
         mut streamed: Streamed,
         record: Option<OpenRecord>,
     ) {
-        let (mut data, carried, seen) = streamed.read(event_data(values, data_len));
+        let (mut data, carried, seen) = streamed.read_whole(event_data(values, data_len));
         // The record's bytes are the data's first bytes (the text is the data itself).
         let mut record = record.filter(|_| seen);
         if self.framing.is_some() {
-            if let Some(reason) = unframeable(&carried, &data, self.request_id.as_ref()) {
+            if let Some(reason) =
+                unframeable(&carried, |id| data.copy_range(id), self.request_id.as_ref())
+            {
                 // Never framed as a verified message: dropped, the stream ends with ABORT code 1.
                 self.give_up(Failure::Internal(reason));
                 return;
             }
         }
         let last = carried.is_final();
-        if last {
-            if let Some(declared) = self.declare.take().and_then(|d| d.apply_bytes(&data)) {
-                block = with_data(block, &declared);
-                data = Bytes::from(declared);
-                record = None;
-            }
+        if let Some(declare) = self.declare.take().filter(|_| last) {
+            let text = data.into_bytes();
+            data = match declare.apply_bytes(&text) {
+                Some(declared) => {
+                    block = with_data(block, &declared);
+                    record = None;
+                    Parts::from(Bytes::from(declared))
+                }
+                None => Parts::from(text),
+            };
         }
         match &mut self.framing {
             Some(encoder) => {
@@ -482,10 +533,10 @@ impl<B: Body> SsePassthrough<B> {
                 let written = match record {
                     // Begun as the data arrived: the rest of it is left to hash.
                     Some(record) => {
-                        let rest = &data[record.len()..];
-                        encoder.passed_open_record(record, rest, last, dst)
+                        let rest = data.split_off(record.len());
+                        encoder.passed_open_record(record, &rest, last, dst)
                     }
-                    None => encoder.passed_message_record(&data, last, dst),
+                    None => encoder.passed_message_record(&data.into_bytes(), last, dst),
                 };
                 match written {
                     Ok(()) => {
@@ -520,7 +571,7 @@ impl<B: Body> SsePassthrough<B> {
         let held = std::mem::take(&mut self.block);
         held.into_iter().for_each(|(piece, _)| self.send(piece));
         let pending = self.lines.take_pending();
-        self.send(pending);
+        pending.into_buffers().for_each(|piece| self.send(piece));
         self.done = true;
     }
 }
@@ -547,20 +598,23 @@ fn with_data(block: Vec<(Bytes, bool)>, data: &str) -> Vec<(Bytes, bool)> {
 }
 
 /// The event's data as it came: its values joined with LF (`len` bytes), for
-/// [`message_text`](crate::jsonrpc::message_text) to read as an SSE parser dispatches it. The value itself when there is one,
-/// the usual case (a JSON-RPC message on one line).
-fn event_data(values: &[Bytes], len: usize) -> Bytes {
-    if let [value] = values {
-        return value.clone();
+/// [`message_text`](crate::jsonrpc::message_text) to read as an SSE parser dispatches it. The
+/// value itself, as it was kept, when there is one: the usual case (a JSON-RPC message on one
+/// line).
+fn event_data(mut values: Vec<Parts>, len: usize) -> Parts {
+    if values.len() == 1 {
+        return values.pop().unwrap_or_default();
     }
     let mut data = BytesMut::with_capacity(len);
     for (index, value) in values.iter().enumerate() {
         if index > 0 {
             data.extend_from_slice(b"\n");
         }
-        data.extend_from_slice(value);
+        value
+            .pieces()
+            .for_each(|piece| data.extend_from_slice(piece));
     }
-    data.freeze()
+    Parts::from(data.freeze())
 }
 
 impl<B: InnerBody> Stream for SsePassthrough<B> {

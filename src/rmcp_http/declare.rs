@@ -2,6 +2,7 @@
 //! request bodies passing through it, and writes its framing contract into their results.
 
 use std::fmt;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::task::{Context, Poll};
@@ -165,11 +166,12 @@ pub(super) struct RequestRead {
 
 /// Why an inner server's message cannot be framed on the response stream of the request whose
 /// id is `request_id` (an invalid inner response, ABORT code 1, SPEC.md §3.1): it is no JSON-RPC
-/// message, or it is a final response for another request. `text` is the message as
-/// [`message_text`](crate::jsonrpc::message_text) read it, with what it `carried`.
+/// message, or it is a final response for another request. `id_text` gives the bytes of a range
+/// of the message as [`message_text`](crate::jsonrpc::message_text) read it (its id's), with
+/// what it `carried`.
 pub(super) fn unframeable(
     carried: &Carried,
-    text: &[u8],
+    id_text: impl FnOnce(Range<usize>) -> Vec<u8>,
     request_id: Option<&serde_json::Value>,
 ) -> Option<String> {
     match carried {
@@ -179,13 +181,13 @@ pub(super) fn unframeable(
         Carried::Message => None,
         Carried::Response(members) => {
             let expected = request_id?;
-            let range = members.id.clone()?;
-            let answered: serde_json::Value = serde_json::from_slice(&text[range.clone()]).ok()?;
+            let id = id_text(members.id.clone()?);
+            let answered: serde_json::Value = serde_json::from_slice(&id).ok()?;
             (&answered != expected).then(|| {
                 let short = |text: &str| text.chars().take(64).collect::<String>();
                 format!(
                     "the upstream's final response answers id {}, not the request's {}",
-                    short(&String::from_utf8_lossy(&text[range])),
+                    short(&String::from_utf8_lossy(&id)),
                     short(&expected.to_string())
                 )
             })

@@ -37,7 +37,7 @@ use crate::{
 };
 use crate::{
     mapping::SseError,
-    mapping::sse::{RawItem, SseParser, data_value, is_message_event},
+    mapping::sse::{Parts, RawItem, SseParser, is_message_event},
 };
 use serde_json::Value;
 
@@ -628,12 +628,13 @@ enum JsonFailure {
 /// Reads a JSON body whole, within `max` bytes (the response head waits for it).
 async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
     let mut body = Box::pin(body);
-    let mut json = Gathered::default();
+    // A body of one chunk is that chunk; one of several is joined once, at its end.
+    let mut json = Parts::default();
     while let Some(frame) = body.frame().await {
         let failure = match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => {
-                    json.push(data);
+                    json.push_shared(data, max);
                     if json.len() <= max {
                         continue;
                     }
@@ -644,93 +645,12 @@ async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
             Err(err) => JsonFailure::Failed(err.to_string()),
         };
         return Json::Unread {
-            read: json.take(),
+            read: json.into_bytes(),
             rest: body,
             failure,
         };
     }
-    Json::Whole(json.take())
-}
-
-/// The chunks of a body read whole, kept as they came: a body of one chunk is that chunk (no
-/// copy), one of several is joined once, into a buffer of its size (no growth by doubling), when
-/// it is taken whole or asked for as one slice (a JSON body read as it arrives); the chunks
-/// after that are appended to it.
-#[derive(Default)]
-struct Gathered {
-    /// The bytes joined so far: the first chunk as it came, until another is joined to it.
-    joined: Joined,
-    /// The chunks after those, not joined yet.
-    rest: Vec<Bytes>,
-    len: usize,
-}
-
-/// The bytes a [`Gathered`] joined.
-enum Joined {
-    One(Bytes),
-    Many(BytesMut),
-}
-
-impl Default for Joined {
-    fn default() -> Self {
-        Self::One(Bytes::new())
-    }
-}
-
-impl Gathered {
-    fn push(&mut self, chunk: Bytes) {
-        self.len += chunk.len();
-        if self.len == chunk.len() {
-            self.joined = Joined::One(chunk);
-        } else {
-            self.rest.push(chunk);
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Joins the chunks not joined yet.
-    fn join(&mut self) {
-        if self.rest.is_empty() {
-            return;
-        }
-        let mut joined = match std::mem::take(&mut self.joined) {
-            Joined::One(first) => {
-                let mut joined = BytesMut::with_capacity(self.len);
-                joined.extend_from_slice(&first);
-                joined
-            }
-            Joined::Many(mut joined) => {
-                joined.reserve(self.len - joined.len());
-                joined
-            }
-        };
-        self.rest
-            .drain(..)
-            .for_each(|c| joined.extend_from_slice(&c));
-        self.joined = Joined::Many(joined);
-    }
-
-    /// The bytes gathered, as one slice.
-    fn as_slice(&mut self) -> &[u8] {
-        self.join();
-        match &self.joined {
-            Joined::One(bytes) => bytes,
-            Joined::Many(bytes) => bytes,
-        }
-    }
-
-    /// The bytes gathered, leaving this empty.
-    fn take(&mut self) -> Bytes {
-        self.join();
-        self.len = 0;
-        match std::mem::take(&mut self.joined) {
-            Joined::One(bytes) => bytes,
-            Joined::Many(bytes) => bytes.freeze(),
-        }
-    }
+    Json::Whole(json.into_bytes())
 }
 
 /// A body of `read` and then what `rest` still holds: a body passed on as it was.
@@ -809,13 +729,14 @@ async fn compat_response<B: InnerBody>(
         let (written, original) = match read_json(body, max_message).await {
             Json::Whole(json) => {
                 let carried = message_text(json.clone()).1;
-                let written = match unframeable(&carried, &json, request_id.as_ref()) {
-                    Some(reason) => Err(Refusal::Invalid(reason)),
-                    None => compat
-                        .message(&json, &mut out)
-                        .and_then(|()| compat.end(&mut out))
-                        .map_err(Refusal::Encode),
-                };
+                let written =
+                    match unframeable(&carried, |id| json[id].to_vec(), request_id.as_ref()) {
+                        Some(reason) => Err(Refusal::Invalid(reason)),
+                        None => compat
+                            .message(&json, &mut out)
+                            .and_then(|()| compat.end(&mut out))
+                            .map_err(Refusal::Encode),
+                    };
                 (written, fixed_body(json))
             }
             Json::Unread {
@@ -937,7 +858,7 @@ async fn frame_response<B: InnerBody>(
         body: Some(Box::pin(body)),
         parser: sse.then(|| SseParser::with_max_event_data(max_message).data_unchecked()),
         max_message,
-        json: Gathered::default(),
+        json: Parts::default(),
         streamed: Streamed::default(),
         queue: VecDeque::new(),
         final_seen: false,
@@ -965,8 +886,8 @@ struct InnerMessages<B> {
     body: Option<Pin<Box<B>>>,
     parser: Option<SseParser>,
     max_message: usize,
-    /// A JSON body as far as it arrived.
-    json: Gathered,
+    /// A JSON body as far as it arrived, as the chunks it came in.
+    json: Parts,
     /// The message arriving (the open event's data, the JSON body): what of it went out.
     streamed: Streamed,
     queue: VecDeque<Outgoing>,
@@ -983,14 +904,22 @@ impl<B> InnerMessages<B> {
     /// left of it after the part that went out: then its end, or the ABORT of code 1 that keeps
     /// a message that is not JSON-RPC, or that answers another request, from being verified.
     /// `false` when the stream ends there.
-    fn message(&mut self, data: Bytes) -> bool {
+    fn message(&mut self, data: Parts) -> bool {
         let mut streamed = std::mem::take(&mut self.streamed);
         // Checked and read as it arrived: only its last bytes are left to read.
-        let (text, carried, _) = streamed.read(data);
-        if let Some(rest) = streamed.rest(&text).filter(|rest| !rest.is_empty()) {
-            self.queue.push_back(Outgoing::Chunk(rest));
-        }
-        if let Some(reason) = unframeable(&carried, &text, self.request_id.as_ref()) {
+        let (text, carried, _) = streamed.read_whole(data);
+        let refusal = unframeable(&carried, |id| text.copy_range(id), self.request_id.as_ref());
+        let whole = if streamed.started() {
+            // The parts that came after those sent, as they came.
+            let rest = text.split_off(streamed.sent());
+            for piece in rest.into_buffers().filter(|piece| !piece.is_empty()) {
+                self.queue.push_back(Outgoing::Chunk(piece));
+            }
+            None
+        } else {
+            Some(text.into_bytes())
+        };
+        if let Some(reason) = refusal {
             // Never framed as a verified message: the stream ends with ABORT code 1 after the
             // messages before (inside this one if it was being sent).
             self.done = true;
@@ -999,11 +928,8 @@ impl<B> InnerMessages<B> {
             return false;
         }
         self.final_seen |= carried.is_final();
-        self.queue.push_back(if streamed.started() {
-            Outgoing::FinishMessage
-        } else {
-            Outgoing::Message(text)
-        });
+        self.queue
+            .push_back(whole.map_or(Outgoing::FinishMessage, Outgoing::Message));
         true
     }
 
@@ -1013,15 +939,17 @@ impl<B> InnerMessages<B> {
         let Some(parser) = &self.parser else {
             return;
         };
-        let line = parser.pending_line();
         if self.final_seen || parser.event_has_data() || !parser.open_event_is_message() {
             return;
         }
-        let Some(value) = data_value(line) else {
+        // The line as it was kept: a `data` line whose value starts after `data:` and one
+        // space, if there is one (`data_value`), once its first bytes tell.
+        let line = parser.pending_parts();
+        let head = line.prefix(b"data: ".len());
+        if head.len() < b"data: ".len() || !head.starts_with(b"data:") {
             return;
-        };
-        // Where the value starts in the line.
-        let at = line.len() - value.len();
+        }
+        let at = 5 + usize::from(head[5] == b' ');
         if let Some(chunk) = self.streamed.next(line, at, latest) {
             self.queue.push_back(Outgoing::Chunk(chunk));
         }
@@ -1125,9 +1053,8 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                                     len as u64, max,
                                 )))));
                             }
-                            this.json.push(data.clone());
-                            let so_far = this.json.as_slice();
-                            if let Some(chunk) = this.streamed.next(so_far, 0, &data) {
+                            this.json.push_shared(data.clone(), this.max_message);
+                            if let Some(chunk) = this.streamed.next(&this.json, 0, &data) {
                                 this.queue.push_back(Outgoing::Chunk(chunk));
                             }
                         }
@@ -1137,7 +1064,7 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                     this.done = true;
                     if this.parser.is_none() {
                         // A JSON body is one message, the final response.
-                        let message = this.json.take();
+                        let message = std::mem::take(&mut this.json);
                         if this.message(message) {
                             this.final_seen = true;
                         }
@@ -1151,37 +1078,5 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod gathered_tests {
-    use super::*;
-
-    #[test]
-    fn a_body_of_one_chunk_is_that_chunk_and_one_of_several_is_joined_in_order() {
-        let chunk = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
-        let mut one = Gathered::default();
-        one.push(chunk.clone());
-        assert_eq!(one.as_slice().as_ptr(), chunk.as_ptr());
-        assert_eq!(one.take().as_ptr(), chunk.as_ptr());
-        assert_eq!(one.len(), 0);
-
-        let mut many = Gathered::default();
-        let mut so_far = Vec::new();
-        for piece in [&b"ab"[..], b"", b"cde", b"f", b"ghij"] {
-            many.push(Bytes::copy_from_slice(piece));
-            so_far.extend_from_slice(piece);
-            assert_eq!(many.len(), so_far.len());
-            // Asked for as one slice after every chunk, as a JSON body read as it arrives.
-            assert_eq!(many.as_slice(), &so_far[..]);
-        }
-        assert_eq!(many.take(), Bytes::from(so_far));
-        // Taken whole without being asked for a slice before (a body read whole).
-        let mut whole = Gathered::default();
-        for piece in [&b"ab"[..], b"cd"] {
-            whole.push(Bytes::copy_from_slice(piece));
-        }
-        assert_eq!(whole.take(), Bytes::from_static(b"abcd"));
     }
 }

@@ -21,14 +21,25 @@
 
 use bytes::Bytes;
 
-use crate::jsonrpc::{Carried, Scan, message_text, utf8_message_text};
+use crate::jsonrpc::{Carried, Scan, carried_by_serde, message_text};
+use crate::mapping::sse::Parts;
 
 /// The bytes of a message after which it is sent on as it arrives (one DATA frame of the
 /// encoder's default size): a smaller message is framed whole, in one write with its end.
 pub(super) const STREAM_FROM: usize = 16 * 1024;
 
+/// The bytes of the next read joined at a time to those kept of the last one (a character,
+/// an escape or a key cut by the read), so that the reading goes on in place soon after the
+/// read's start.
+const JOIN: usize = 64;
+
 /// How much of the message arriving has gone out, how much of it is known to be UTF-8, and its
 /// JSON-RPC reading as far as that.
+///
+/// The message's bytes are read as the reads they came in (parts of the inner chunks), never
+/// as one buffer: the UTF-8 check and the JSON-RPC scan go on from where the last read ended,
+/// and of the bytes before only those they still need are kept (a character, an escape or a
+/// top-level key cut by a read: a few bytes, joined to the next read's first bytes).
 #[derive(Debug, Default)]
 pub(super) struct Streamed {
     /// Bytes of the message sent on.
@@ -37,8 +48,15 @@ pub(super) struct Streamed {
     valid: usize,
     /// A byte that is not UTF-8 was found at `valid`: nothing more goes out before the end.
     broken: bool,
-    /// The JSON-RPC reading of the message's first `valid` bytes (text, as the scan needs).
+    /// Bytes of the message seen (read as they arrived).
+    seen: usize,
+    /// The JSON-RPC reading of the message's first `valid` bytes (text, as the scan needs); its
+    /// text starts at `kept_from`.
     scan: Scan<false>,
+    /// The message's bytes from `kept_from` to `seen`: those the UTF-8 check or the scan still
+    /// needs.
+    kept: Vec<u8>,
+    kept_from: usize,
 }
 
 impl Streamed {
@@ -48,10 +66,11 @@ impl Streamed {
     }
 
     /// The bytes of the message that can go out now. `so_far` holds the message from `at` on,
-    /// as far as it arrived (an SSE data line's value, a JSON body); its last bytes are those of
-    /// `latest`, the inner body's last chunk, which the result slices (no copy) where it can.
-    pub(super) fn next(&mut self, so_far: &[u8], at: usize, latest: &Bytes) -> Option<Bytes> {
-        self.arrived(&so_far[at..]);
+    /// as far as it arrived (an SSE data line as it was kept, a JSON body); its last bytes are
+    /// those of `latest`, the inner body's last chunk, which the result slices (no copy) where
+    /// it can.
+    pub(super) fn next(&mut self, so_far: &Parts, at: usize, latest: &Bytes) -> Option<Bytes> {
+        self.arrived(so_far, at);
         if self.valid < STREAM_FROM || self.valid == self.sent {
             return None;
         }
@@ -65,54 +84,136 @@ impl Streamed {
             let from_end = |i: usize| latest.len() - (so_far.len() - i);
             latest.slice(from_end(start)..from_end(end))
         } else {
-            Bytes::copy_from_slice(&so_far[start..end])
+            Bytes::from(so_far.copy_range(start..end))
         })
     }
 
-    /// Checks as UTF-8 and reads (JSON-RPC) the bytes of `message` (the message from its first
-    /// byte, as far as it arrived) not seen yet; returns how many of its bytes are known to be
-    /// UTF-8 (whole characters: they are read, the rest waits), none more once one is not.
-    pub(super) fn arrived(&mut self, message: &[u8]) -> usize {
-        if !self.broken && message.len() > self.valid {
-            match simdutf8::compat::from_utf8(&message[self.valid..]) {
-                Ok(_) => self.valid = message.len(),
-                Err(err) => {
-                    self.valid += err.valid_up_to();
-                    // `None`: a character cut at the end, which the next bytes complete.
-                    self.broken = err.error_len().is_some();
-                }
-            }
-            if !self.broken {
-                self.scan.feed(&message[..self.valid]);
-            }
+    /// Checks as UTF-8 and reads (JSON-RPC) the bytes of the message not seen yet: `so_far`
+    /// holds it from `at` on, as far as it arrived. Returns how many of its bytes are known to
+    /// be UTF-8 (whole characters: they are read, the rest waits), none more once one is not.
+    pub(super) fn arrived(&mut self, so_far: &Parts, at: usize) -> usize {
+        for piece in so_far.pieces_from(at + self.seen) {
+            self.feed(piece);
         }
         if self.broken { 0 } else { self.valid }
     }
 
-    /// The whole message `data` (its first bytes those seen as it arrived) as an SSE client
-    /// reads it, and what it carries ([`message_text`]): for a message read as it arrived, only
-    /// the bytes that came after are checked as UTF-8 and scanned. The flag: the message was
-    /// read as it arrived and is UTF-8, so the text is `data` itself and its first bytes are
-    /// those seen.
-    pub(super) fn read(&mut self, data: Bytes) -> (Bytes, Carried, bool) {
-        let seen = self.valid > 0 && !self.broken;
-        if seen
-            && data
-                .get(self.valid..)
-                .is_some_and(|rest| simdutf8::basic::from_utf8(rest).is_ok())
-        {
-            let (text, carried) = utf8_message_text(data, std::mem::take(&mut self.scan));
-            (text, carried, true)
-        } else {
-            let (text, carried) = message_text(data);
-            (text, carried, false)
+    /// Reads `piece`, the message's next bytes: joined to the bytes kept (a few) until the
+    /// reading needs none of them, then in place.
+    fn feed(&mut self, mut piece: &[u8]) {
+        if self.broken {
+            self.seen += piece.len();
+            return;
+        }
+        while !self.kept.is_empty() && !piece.is_empty() {
+            // Linear in the bytes kept, however many (a long top-level key).
+            let take = piece.len().min(JOIN.max(self.kept.len()));
+            let mut kept = std::mem::take(&mut self.kept);
+            kept.extend_from_slice(&piece[..take]);
+            piece = &piece[take..];
+            self.seen += take;
+            let needed = self.read_window(&kept);
+            kept.drain(..needed);
+            self.kept = kept;
+            if self.broken {
+                self.seen += piece.len();
+                return;
+            }
+        }
+        if !piece.is_empty() {
+            self.seen += piece.len();
+            let needed = self.read_window(piece);
+            self.kept = piece[needed..].to_vec();
         }
     }
 
-    /// What is left to send of the whole message `text` (as an SSE client reads it: the bytes
-    /// sent are its first bytes), once it has arrived; `None` if nothing went out before.
-    pub(super) fn rest(&self, text: &Bytes) -> Option<Bytes> {
-        self.started()
-            .then(|| text.slice(self.sent.min(text.len())..))
+    /// Checks and scans `window`, the message's bytes from `kept_from` to `seen`, from where
+    /// the last reading stopped; returns how many of its first bytes are no longer needed (and
+    /// moves `kept_from` past them).
+    fn read_window(&mut self, window: &[u8]) -> usize {
+        let checked = self.valid - self.kept_from;
+        match simdutf8::compat::from_utf8(&window[checked..]) {
+            Ok(_) => self.valid = self.seen,
+            Err(err) => {
+                self.valid += err.valid_up_to();
+                // `None`: a character cut at the end, which the next bytes complete.
+                self.broken = err.error_len().is_some();
+            }
+        }
+        if self.broken {
+            return 0;
+        }
+        let valid = self.valid - self.kept_from;
+        self.scan.feed(&window[..valid]);
+        let needed = self.scan.needed().min(valid);
+        self.scan.rebase(needed);
+        self.kept_from += needed;
+        needed
+    }
+
+    /// The whole message `data` (its first bytes those seen as it arrived) as an SSE client
+    /// reads it, and what it carries ([`message_text`]): for a message read as it arrived, only
+    /// the bytes that came after are checked as UTF-8 and scanned, and the text is `data`
+    /// itself, as it came (the flag says so: its first bytes are those seen). Otherwise it is
+    /// read whole, in one buffer.
+    pub(super) fn read_whole(&mut self, data: Parts) -> (Parts, Carried, bool) {
+        if self.valid > 0 && !self.broken && data.len() >= self.seen {
+            for piece in data.pieces_from(self.seen) {
+                self.feed(piece);
+            }
+            if !self.broken && self.valid == data.len() {
+                let kept = std::mem::take(&mut self.kept);
+                let carried = match std::mem::take(&mut self.scan).finish(&kept) {
+                    Some(members) => Carried::scanned(members),
+                    None => {
+                        let text = data.into_bytes();
+                        let carried = carried_by_serde(&text);
+                        return (Parts::from(text), carried, true);
+                    }
+                };
+                return (data, carried, true);
+            }
+        }
+        let (text, carried) = message_text(data.into_bytes());
+        (Parts::from(text), carried, false)
+    }
+
+    /// Bytes of the message sent on: what is left to send of the whole message once it has
+    /// arrived (as an SSE client reads it, [`read_whole`](Self::read_whole)) follows them.
+    pub(super) fn sent(&self) -> usize {
+        self.sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_read_in_parts_kept_as_they_came_is_decided_as_in_one_buffer() {
+        let text = "a \\\"quoted\\\" line, café ✓ \\u00e9\\n ".repeat(2000);
+        let message = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"text":"{text}"}}}}"#);
+        let bytes = Bytes::from(message);
+        for read in [1, 2, 3, 5, 7, 64, 4095, 4096, 5000, 16 * 1024, 65_536] {
+            let mut streamed = Streamed::default();
+            let mut parts = Parts::default();
+            let mut sent = Vec::new();
+            for at in (0..bytes.len()).step_by(read) {
+                let latest = bytes.slice(at..(at + read).min(bytes.len()));
+                parts.push_shared(latest.clone(), usize::MAX);
+                if let Some(chunk) = streamed.next(&parts, 0, &latest) {
+                    sent.extend_from_slice(&chunk);
+                }
+            }
+            assert!(streamed.started(), "reads of {read}");
+            let (text, carried, seen) = streamed.read_whole(parts);
+            assert!(seen);
+            let Carried::Response(members) = &carried else {
+                panic!("reads of {read}: {carried:?}");
+            };
+            assert_eq!(text.copy_range(members.id.clone().unwrap()), b"7");
+            sent.extend(text.split_off(streamed.sent()).pieces().flatten());
+            assert_eq!(sent, bytes, "reads of {read}");
+        }
     }
 }

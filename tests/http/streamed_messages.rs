@@ -292,6 +292,17 @@ fn large_bodies() -> Vec<(&'static str, Vec<u8>, String)> {
             [b"data: ", &not_utf8[..], b"\n\n"].concat(),
             read_as_sse.clone(),
         ),
+        // The body's first line (as rmcp writes a final response) and after a BOM.
+        (
+            sse,
+            format!("data: {message}\n\n").into_bytes(),
+            message.clone(),
+        ),
+        (
+            sse,
+            format!("\u{feff}data: {message}\n\n").into_bytes(),
+            message.clone(),
+        ),
         ("application/json", message.clone().into_bytes(), message),
         ("application/json", not_utf8, read_as_sse),
     ]

@@ -420,6 +420,8 @@ impl CompatDecoder {
             result = match item {
                 RawItem::Comment(text) => self.comment(text, frames),
                 RawItem::Event { name, data, whole } => {
+                    // Fed from a buffer of its own: the data is in one buffer, not copied here.
+                    let data = data.into_bytes();
                     // What was hashed of it belongs to this event alone.
                     let hashing = self.hashing.take().filter(|_| whole);
                     if data.is_empty() {

@@ -8,6 +8,8 @@ use crate::error::EncodeError;
 use crate::event::MessageSummary;
 use crate::frame::AbortCode;
 use crate::mapping::sse::put_base64;
+#[cfg(feature = "rmcp-server")]
+use crate::mapping::sse::Parts;
 
 use super::record::{RECORD_OVERHEAD, RECORD_PREFIX};
 
@@ -102,6 +104,58 @@ impl OpenRecord {
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), CompatEncodeError> {
         self.encoder.push_detached(bytes, &mut self.frames)?;
         self.len += bytes.len();
+        Ok(())
+    }
+
+    /// The next bytes of the message as the `pieces` they lie in (the parts of the reads they
+    /// came in): frames of the encoder's frame size, as [`push`](Self::push) of the bytes
+    /// joined would write, a frame cut where a piece ends hashed from both pieces (the bytes
+    /// are not joined). `len` bytes are taken from the pieces.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn push_pieces<'a>(
+        &mut self,
+        pieces: impl Iterator<Item = &'a [u8]>,
+        len: usize,
+    ) -> Result<(), CompatEncodeError> {
+        let frame = self.encoder.frame_size();
+        let mut left = len;
+        // A frame begun at the end of a piece: its pieces so far and their length.
+        let mut open: Vec<&[u8]> = Vec::new();
+        let mut open_len = 0;
+        for piece in pieces {
+            let mut piece = &piece[..piece.len().min(left)];
+            left -= piece.len();
+            if open_len > 0 {
+                let (first, rest) = piece.split_at(piece.len().min(frame - open_len));
+                open.push(first);
+                open_len += first.len();
+                piece = rest;
+                if open_len == frame || left == 0 && piece.is_empty() {
+                    self.encoder.push_detached_frame(&open, &mut self.frames)?;
+                    self.len += open_len;
+                    open.clear();
+                    open_len = 0;
+                }
+            }
+            // The whole frames in the piece, in place; the rest begins a frame.
+            let whole = if left == 0 {
+                piece.len()
+            } else {
+                piece.len() / frame * frame
+            };
+            self.push(&piece[..whole])?;
+            if whole < piece.len() {
+                open.push(&piece[whole..]);
+                open_len += piece.len() - whole;
+            }
+            if left == 0 {
+                break;
+            }
+        }
+        if open_len > 0 {
+            self.encoder.push_detached_frame(&open, &mut self.frames)?;
+            self.len += open_len;
+        }
         Ok(())
     }
 
@@ -401,17 +455,17 @@ impl CompatEncoder {
     pub(crate) fn close_record(
         &mut self,
         mut open: OpenRecord,
-        rest: &[u8],
+        rest: &Parts,
         end: bool,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
         if self.in_message() {
             return Err(EncodeError::MessageOpen.into());
         }
-        if open.len == 0 {
-            check_not_empty(rest)?;
+        if open.len == 0 && rest.is_empty() {
+            return Err(CompatEncodeError::EmptyMessage);
         }
-        open.push(rest)?;
+        open.push_pieces(rest.pieces(), rest.len())?;
         let summary = open.encoder.finish_message(&mut open.frames)?;
         if end {
             open.encoder.end(&mut open.frames)?;
@@ -553,4 +607,49 @@ fn write_message_event(message: &[u8], dst: &mut BytesMut) {
         start = end + 1;
     }
     dst.put_u8(b'\n');
+}
+
+#[cfg(all(test, feature = "rmcp-server"))]
+mod tests {
+    use bytes::Bytes;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::frame::StreamHead;
+
+    proptest! {
+        #[test]
+        fn a_record_begun_from_the_parts_a_message_came_in_is_the_record_of_the_message_whole(
+            len in 1usize..50_000,
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+            frame in prop::sample::select(vec![1024usize, 4096, 16 * 1024]),
+            begun in any::<prop::sample::Index>(),
+        ) {
+            let message: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let head = StreamHead::for_request(None);
+            let encoder = StreamEncoder::builder().frame_size(frame).build(head);
+            let mut expected = BytesMut::new();
+            CompatEncoder::new(encoder.clone())
+                .text_message_record(&message, true, &mut expected)
+                .unwrap();
+            // The message as the parts of the reads it came in, cut at `cuts`; its first
+            // `begun` bytes (whole frames) hashed as they arrived, the rest at its end.
+            let mut cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(len + 1)).collect();
+            cuts.sort_unstable();
+            let shared = Bytes::from(message);
+            let ends = cuts.iter().copied().chain(Some(len));
+            let starts = Some(0).into_iter().chain(cuts.iter().copied());
+            let parts = Parts::from_buffers(starts.zip(ends).map(|(a, b)| shared.slice(a..b)));
+            let begun = begun.index(len + 1) / frame * frame;
+            let mut pieces = CompatEncoder::new(encoder);
+            let mut open = pieces.open_record();
+            open.push_pieces(parts.pieces(), begun).unwrap();
+            prop_assert_eq!(open.len(), begun);
+            let mut written = BytesMut::new();
+            pieces
+                .close_record(open, &parts.split_off(begun), true, &mut written)
+                .unwrap();
+            prop_assert_eq!(written, expected);
+        }
+    }
 }

@@ -26,12 +26,15 @@ mod base64;
 mod decoder;
 mod encoder;
 mod parser;
+mod parts;
 
 pub(crate) use base64::{put_base64, put_base64_decoded};
 pub(crate) use decoder::FirstError;
 pub use decoder::SseFrameDecoder;
 pub use encoder::SseFrameEncoder;
 pub(crate) use parser::RawItem;
+#[cfg(feature = "rmcp-server")]
+pub(crate) use parts::Parts;
 // The layer splits rmcp's lines with the parser's own splitter, and reads a data line's value
 // as the parser does.
 #[cfg(feature = "rmcp-server")]

@@ -1,7 +1,11 @@
 //! The SSE event parser under both mappings (the WHATWG event-stream rules: any chunking,
 //! `\n`, `\r\n` or `\r` line endings, `:` comments), usable for unframed SSE bodies too.
 
+use std::ops::Range;
+
 use bytes::{BufMut, Bytes, BytesMut};
+
+use super::parts::Parts;
 
 use crate::limits::DEFAULT_MAX_EVENT_DATA;
 use crate::limits::DEFAULT_MAX_SSE_COMMENTS_IN_A_ROW;
@@ -60,7 +64,7 @@ pub(crate) enum RawItem {
     /// [`SseParser::pending_line`] showed while the line arrived.
     Event {
         name: Option<String>,
-        data: Bytes,
+        data: Parts,
         whole: bool,
     },
     /// A comment line: the bytes after its leading `:`, line ending excluded.
@@ -74,7 +78,7 @@ pub(crate) trait SseSink {
     /// bytes) rather than [`event`](Self::event).
     const RAW: bool = false;
     fn event(&mut self, event: SseEvent);
-    fn raw_event(&mut self, _name: Option<String>, _data: Bytes, _whole: bool) {}
+    fn raw_event(&mut self, _name: Option<String>, _data: Parts, _whole: bool) {}
     fn comment(&mut self, text: &[u8]);
 }
 
@@ -97,9 +101,10 @@ impl SseSink for Vec<SseItem> {
 impl SseSink for Vec<RawItem> {
     const RAW: bool = true;
     fn event(&mut self, event: SseEvent) {
-        self.raw_event(event.event, Bytes::from(event.data.into_bytes()), false);
+        let data = Parts::from(Bytes::from(event.data.into_bytes()));
+        self.raw_event(event.event, data, false);
     }
-    fn raw_event(&mut self, name: Option<String>, data: Bytes, whole: bool) {
+    fn raw_event(&mut self, name: Option<String>, data: Parts, whole: bool) {
         self.push(RawItem::Event { name, data, whole });
     }
     fn comment(&mut self, text: &[u8]) {
@@ -110,42 +115,74 @@ impl SseSink for Vec<RawItem> {
 /// The data of the open event for a sink that takes it as bytes ([`SseSink::RAW`]).
 #[derive(Debug, Default)]
 struct RawData {
-    /// One data line that arrived in several reads: a slice of that line, not a copy.
-    line: Option<Bytes>,
+    /// One data line that arrived in several reads: that line's value as it was kept (parts of
+    /// the reads, or a slice of the line's buffer), not a copy.
+    line: Parts,
     /// Otherwise: the data lines joined with LF (or one line read in place from the input).
     joined: BytesMut,
 }
 
 impl RawData {
     fn len(&self) -> usize {
-        self.line.as_ref().map_or(self.joined.len(), Bytes::len)
+        self.line.len().max(self.joined.len())
     }
 
     /// Adds a data line's value (after an LF if `separate`). `buffered` is the buffered line
     /// that `value` is part of, if there is one: a first value is then kept as a slice of it.
     fn push(&mut self, separate: bool, value: &[u8], buffered: Option<&Bytes>) {
-        if let Some(first) = self.line.take() {
-            self.joined.reserve(first.len() + 1 + value.len());
-            self.joined.extend_from_slice(&first);
-        } else if !separate && self.joined.is_empty() && !value.is_empty() {
-            // The event's first value: kept as a slice of its buffered line, if it has one.
-            if let Some(line) = buffered {
-                self.line = Some(line.slice_ref(value));
+        if let (false, Some(line)) = (separate, buffered) {
+            if self.is_empty() && !value.is_empty() {
+                // The event's first value: kept as a slice of its buffered line.
+                self.line = Parts::from(line.slice_ref(value));
                 return;
             }
         }
+        self.join_line(value.len());
         if separate {
             self.joined.put_u8(b'\n');
         }
         self.joined.extend_from_slice(value);
     }
 
-    /// The data, leaving this empty; the only handle on its buffer once the line it may be a
-    /// slice of is dropped. `true` with a slice of the one data line (its value as it came).
-    fn take(&mut self) -> (Bytes, bool) {
-        match self.line.take() {
-            Some(line) => (line, true),
-            None => (std::mem::take(&mut self.joined).freeze(), false),
+    /// [`push`](Self::push) of a value kept as parts: a first value stays as it is.
+    fn push_parts(&mut self, separate: bool, value: Parts) {
+        if !separate && self.is_empty() {
+            self.line = value;
+            return;
+        }
+        self.join_line(value.len());
+        if separate {
+            self.joined.put_u8(b'\n');
+        }
+        for piece in value.pieces() {
+            self.joined.extend_from_slice(piece);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.line.is_empty() && self.joined.is_empty()
+    }
+
+    /// A second value comes: the first, kept as it came, is copied into `joined` (with room for
+    /// `more` bytes after it).
+    fn join_line(&mut self, more: usize) {
+        if self.line.is_empty() {
+            return;
+        }
+        let first = std::mem::take(&mut self.line);
+        self.joined.reserve(first.len() + 1 + more);
+        for piece in first.pieces() {
+            self.joined.extend_from_slice(piece);
+        }
+    }
+
+    /// The data, leaving this empty; the only handle on the buffers copied. `true` with the one
+    /// data line's value as it was kept (as it came).
+    fn take(&mut self) -> (Parts, bool) {
+        if self.line.is_empty() {
+            (Parts::from(std::mem::take(&mut self.joined).freeze()), false)
+        } else {
+            (std::mem::take(&mut self.line), true)
         }
     }
 }
@@ -191,16 +228,17 @@ pub(crate) struct LineTooLong;
 /// CRLF), whatever the reads: the one line splitter of the crate, under [`SseParser`] and the
 /// layer's compatible pass-through. Each byte of input is looked at once; a line that lies whole
 /// in one input is handed out in place, only the start of a line whose end has not arrived is
-/// kept (bounded).
+/// kept (bounded): as the parts of the reads it came in when the input is a shared buffer
+/// ([`next_shared`](Self::next_shared), not copied), else copied.
 #[derive(Debug, Default)]
 pub(crate) struct LineSplitter {
     /// The start of a line whose end has not arrived.
-    partial: BytesMut,
+    partial: Parts,
     /// The last line ended with CR: an LF first in the next input completes a CRLF.
     after_cr: bool,
 }
 
-/// One piece of input from [`LineSplitter::next`].
+/// One piece of input from [`LineSplitter::next_shared`] (or the parser's own reading).
 #[derive(Debug)]
 // Where a line's terminator lies matters to the layer's pass-through (feature `rmcp-server`), which
 // sends every byte on; the parser needs the content alone.
@@ -210,19 +248,34 @@ pub(crate) enum Piece {
     /// `input[end]` its terminator (CR or LF).
     Line { start: usize, end: usize },
     /// A complete line begun in earlier input: its content (the bytes kept and this input's
-    /// part, terminator excluded; the only handle on its buffer) and `input[end]`, its
+    /// part, terminator excluded; the only handle on the buffers copied) and `input[end]`, its
     /// terminator.
-    Joined { content: Bytes, end: usize },
+    Joined { content: Parts, end: usize },
     /// The LF at `input[at]` completing a CRLF: it ends no line of its own.
     CrLf { at: usize },
 }
 
 impl LineSplitter {
+    /// [`next_in`](Self::next_in) of a shared buffer: the start of a line is kept as parts of
+    /// it.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn next_shared(
+        &mut self,
+        input: &Bytes,
+        at: &mut usize,
+        max: usize,
+    ) -> Result<Option<Piece>, LineTooLong> {
+        self.next_in(input, Some(input), at, max)
+    }
+
     /// The next piece of `input` from `*at`, which moves past it; `None` once the rest of the
     /// input is kept as the start of a line. A line's content may hold at most `max` bytes.
-    pub(crate) fn next(
+    /// `shared` is `input` as a shared buffer, if the caller has one: the start of a line is
+    /// then kept as parts of it, else copied.
+    fn next_in(
         &mut self,
         input: &[u8],
+        shared: Option<&Bytes>,
         at: &mut usize,
         max: usize,
     ) -> Result<Option<Piece>, LineTooLong> {
@@ -239,7 +292,7 @@ impl LineSplitter {
             if self.partial.len() + rest.len() > max {
                 return Err(LineTooLong);
             }
-            self.keep(rest, max);
+            self.keep(input, shared, *at..input.len(), max);
             *at = input.len();
             return Ok(None);
         };
@@ -251,9 +304,9 @@ impl LineSplitter {
         let piece = if self.partial.is_empty() {
             Piece::Line { start: *at, end }
         } else {
-            self.keep(&input[*at..end], max);
+            self.keep(input, shared, *at..end, max);
             Piece::Joined {
-                content: std::mem::take(&mut self.partial).freeze(),
+                content: std::mem::take(&mut self.partial),
                 end,
             }
         };
@@ -261,17 +314,13 @@ impl LineSplitter {
         Ok(Some(piece))
     }
 
-    /// Keeps `bytes` after the start of a line kept, within `max` bytes. A line that outgrows
-    /// its room gets four times what it holds (at most `max`): a long line (a 1 MiB result in
-    /// 64 KiB reads) is moved to a larger buffer less often than by doubling, each move a copy
-    /// of all it holds.
-    fn keep(&mut self, bytes: &[u8], max: usize) {
-        let len = self.partial.len();
-        if len + bytes.len() > self.partial.capacity() {
-            let room = len.saturating_mul(4).min(max).max(len + bytes.len());
-            self.partial.reserve(room - len);
+    /// Keeps `input[range]` after the start of a line kept, within `max` bytes: a part of the
+    /// shared buffer if there is one, else a copy.
+    fn keep(&mut self, input: &[u8], shared: Option<&Bytes>, range: Range<usize>, max: usize) {
+        match shared {
+            Some(shared) => self.partial.push_shared(shared.slice(range), max),
+            None => self.partial.push_copy(&input[range], max),
         }
-        self.partial.extend_from_slice(bytes);
     }
 
     /// Bytes kept of a line whose end has not arrived.
@@ -280,15 +329,23 @@ impl LineSplitter {
         self.partial.len()
     }
 
-    /// The start of a line whose end has not arrived (empty if none).
+    /// The start of a line whose end has not arrived (empty if none), when it was copied (the
+    /// input was not a shared buffer).
     pub(crate) fn pending_line(&self) -> &[u8] {
+        debug_assert!(self.partial.is_copied(), "a line kept as parts");
+        self.partial.copied()
+    }
+
+    /// The start of a line whose end has not arrived, as it was kept.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn pending_parts(&self) -> &Parts {
         &self.partial
     }
 
     /// Takes the start of a line kept (for a caller that passes every byte on).
     #[cfg(feature = "rmcp-server")]
-    pub(crate) fn take_pending(&mut self) -> Bytes {
-        std::mem::take(&mut self.partial).freeze()
+    pub(crate) fn take_pending(&mut self) -> Parts {
+        std::mem::take(&mut self.partial)
     }
 
     /// Whether the last line ended with a CR whose LF, if one comes, has not been read yet.
@@ -535,7 +592,10 @@ impl SseParser {
             max: max_event_data,
         };
         let mut at = 0;
-        while let Some(piece) = self.lines.next(input, &mut at, max).map_err(too_large)? {
+        while let Some(piece) = (self.lines)
+            .next_in(input, shared, &mut at, max)
+            .map_err(too_large)?
+        {
             let dispatched = match piece {
                 // The whole line is in this input: read in place, without a copy.
                 Piece::Line { start, end } => {
@@ -548,7 +608,7 @@ impl SseParser {
                 Piece::Joined { content, .. } => {
                     let checked = std::mem::take(&mut self.pending_utf8);
                     let valid = if checked.invalid { 0 } else { checked.valid };
-                    self.line_checked(&content, Some(&content), valid, events)?
+                    self.joined_line(content, valid, events)?
                 }
                 Piece::CrLf { .. } => false,
             };
@@ -623,6 +683,13 @@ impl SseParser {
         self.lines.pending_line()
     }
 
+    /// The start of a line whose end has not arrived, as it was kept (parts of the shared inputs
+    /// of [`feed_raw_shared`](Self::feed_raw_shared)).
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn pending_parts(&self) -> &Parts {
+        self.lines.pending_parts()
+    }
+
     /// Whether the open event has a data line already.
     pub(crate) fn event_has_data(&self) -> bool {
         self.has_data
@@ -646,6 +713,36 @@ impl SseParser {
         events: &mut S,
     ) -> Result<bool, SseError> {
         self.line_checked(line, buffered, 0, events)
+    }
+
+    /// A line begun in earlier input ([`Piece::Joined`]), whose first `valid` bytes are known to
+    /// be UTF-8. A data line kept as the parts of the reads it came in (a shared input) gives
+    /// its value as those parts to a sink that takes the data unchecked (the layer): the line is
+    /// not copied; any other line is read in one buffer.
+    fn joined_line<S: SseSink>(
+        &mut self,
+        content: Parts,
+        valid: usize,
+        events: &mut S,
+    ) -> Result<bool, SseError> {
+        if content.is_copied() {
+            let content = content.into_bytes();
+            return self.line_checked(&content, Some(&content), valid, events);
+        }
+        let head = content.prefix(b"data: ".len());
+        let carries_data = content.len() > b"data: ".len();
+        // A line that starts with `data:` starts with no BOM, even the body's first.
+        if S::RAW && self.data_unchecked && head.starts_with(b"data:") && carries_data {
+            let value_at = 5 + usize::from(head.get(5) == Some(&b' '));
+            self.at_start = false;
+            self.quiet_lines = 0;
+            self.raw_data.push_parts(self.has_data, content.split_off(value_at));
+            self.has_data = true;
+            self.check_data_len(self.raw_data.len())?;
+            return Ok(false);
+        }
+        let content = content.into_bytes();
+        self.line_checked(&content, Some(&content), valid, events)
     }
 
     /// [`line`](Self::line) of a line whose first `valid` bytes are known to be UTF-8 ending on

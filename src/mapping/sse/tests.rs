@@ -180,3 +180,42 @@ fn a_message_event_has_no_event_type_an_empty_one_or_message() {
     assert!(!is_message_event(Some("mcp-frame")));
     assert!(!is_message_event(Some("Message"))); // event types are case-sensitive
 }
+
+/// What the layer reads of its inner server (feature `rmcp-server`): a long data line that
+/// arrives in large reads of a shared buffer is handed on as parts of those reads, not copied
+/// into one buffer, whatever comes before it and however its lines end.
+#[cfg(feature = "rmcp-server")]
+#[test]
+fn a_long_data_line_in_large_reads_is_handed_on_as_the_reads_own_bytes() {
+    use bytes::Bytes;
+
+    use super::{RawItem, SseParser};
+
+    let value = "x".repeat(50_000);
+    for before in ["", "event: message\r\n", ": keep-alive\r", "id: 7\n"] {
+        for end in ["\n\n", "\r\n\r\n", "\r\r"] {
+            let body = Bytes::from(format!("{before}data: {value}{end}"));
+            let mut parser = SseParser::new().data_unchecked();
+            let mut items = Vec::new();
+            for at in (0..body.len()).step_by(10_000) {
+                let read = body.slice(at..(at + 10_000).min(body.len()));
+                parser.feed_raw_shared(&read, &mut items).unwrap();
+            }
+            let data = items.into_iter().find_map(|item| match item {
+                RawItem::Event { data, .. } => Some(data),
+                RawItem::Comment(_) => None,
+            });
+            let buffers: Vec<Bytes> = data.unwrap().into_buffers().collect();
+            assert_eq!(buffers.concat(), value.as_bytes(), "{before:?} {end:?}");
+            assert!(buffers.len() > 1, "{before:?} {end:?}: one buffer");
+            // Only a read's short part (under 4 KiB, at the line's end here) is copied.
+            let body_at = body.as_ptr() as usize..body.as_ptr() as usize + body.len();
+            let copied: usize = buffers
+                .iter()
+                .filter(|buffer| !body_at.contains(&(buffer.as_ptr() as usize)))
+                .map(Bytes::len)
+                .sum();
+            assert!(copied < 4096, "{before:?} {end:?}: {copied} bytes copied");
+        }
+    }
+}
