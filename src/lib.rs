@@ -256,15 +256,13 @@ pub mod internals {
     /// The base64 SSE mapping (SPEC.md §15): its parser, decoder and encoder.
     #[cfg(feature = "sse")]
     pub mod sse {
-        pub use crate::mapping::sse::{
-            SseEvent, SseFrameDecoder, SseFrameEncoder, SseItem, SseParser,
-        };
+        pub use crate::mapping::sse::{SseEvent, SseFrameDecoder, SseFrameEncoder, SseParser};
     }
     /// The compatible SSE mapping (SPEC.md §18): its decoder and encoder.
     #[cfg(feature = "sse")]
     pub mod sse_compat {
         pub use crate::mapping::compat::{
-            CompatDecoder, CompatEncodeError, CompatEncoder, RECORD_OVERHEAD, RECORD_PREFIX,
+            CompatDecoder, CompatEncodeError, CompatEncoder, RECORD_PREFIX,
         };
     }
 }

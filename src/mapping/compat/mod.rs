@@ -71,4 +71,4 @@ pub use decoder::CompatDecoder;
 pub use encoder::{CompatEncodeError, CompatEncoder};
 #[cfg(feature = "rmcp-server")]
 pub(crate) use encoder::OpenRecord;
-pub use record::{RECORD_OVERHEAD, RECORD_PREFIX};
+pub use record::RECORD_PREFIX;

@@ -40,7 +40,7 @@ pub(crate) use parts::Parts;
 #[cfg(feature = "rmcp-server")]
 pub(crate) use parser::{LineSplitter, Piece, data_value};
 pub(crate) use parser::is_message_event;
-pub use parser::{SseEvent, SseItem, SseParser};
+pub use parser::{SseEvent, SseParser};
 
 #[cfg(test)]
 mod tests;

@@ -33,26 +33,6 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
-/// One item of an SSE body, in body order: a dispatched event or a comment line (see
-/// [`SseParser::feed_items`]).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::sse::{SseItem, SseParser};
-/// let mut items = Vec::new();
-/// SseParser::new().feed_items(b": keep-alive\ndata: {}\n\n", &mut items).unwrap();
-/// assert!(matches!(&items[0], SseItem::Comment(text) if &text[..] == b" keep-alive"));
-/// assert!(matches!(&items[1], SseItem::Event(event) if event.data == "{}"));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SseItem {
-    /// A dispatched event (as [`SseParser::feed`] returns it).
-    Event(SseEvent),
-    /// A comment line: the bytes after its leading `:`, line ending excluded.
-    Comment(Bytes),
-}
-
 /// One item of an SSE body whose events carry their data as bytes (UTF-8, lines joined with
 /// LF; as they came from a parser made with [`SseParser::data_unchecked`]): what [`SseParser::feed_raw_items`] returns to the compatible mapping, which hands the
 /// data on as frame payload and needs no `String` (SPEC.md §18.5).
@@ -87,15 +67,6 @@ impl SseSink for Vec<SseEvent> {
         self.push(event);
     }
     fn comment(&mut self, _text: &[u8]) {}
-}
-
-impl SseSink for Vec<SseItem> {
-    fn event(&mut self, event: SseEvent) {
-        self.push(SseItem::Event(event));
-    }
-    fn comment(&mut self, text: &[u8]) {
-        self.push(SseItem::Comment(Bytes::copy_from_slice(text)));
-    }
 }
 
 impl SseSink for Vec<RawItem> {
@@ -532,22 +503,9 @@ impl SseParser {
         self.feed_into(input, events)
     }
 
-    /// Like [`feed`](Self::feed), but also returns every comment line, in body order with the
-    /// events (a comment inside an event's lines comes before that event, which is dispatched at
-    /// its blank line). For mappings that carry information in comments (SPEC.md §18).
-    ///
-    /// # Errors
-    ///
-    /// As [`feed`](Self::feed); the items completed before the failing line are appended.
-    ///
-    /// # Examples
-    ///
-    /// See [`SseItem`].
-    pub fn feed_items(&mut self, input: &[u8], items: &mut Vec<SseItem>) -> Result<(), SseError> {
-        self.feed_into(input, items)
-    }
-
-    /// Like [`feed_items`](Self::feed_items), with the events' data as bytes: an event whose
+    /// Like [`feed`](Self::feed), with the events' data as bytes and every comment line too, in
+    /// body order with the events (a comment inside an event's lines comes before that event,
+    /// which is dispatched at its blank line; SPEC.md §18 carries records in comments): an event whose
     /// one data line arrived in several reads carries a slice of that line, not a copy (the
     /// only handle on that buffer once the parser moved on, so the receiver may take it over
     /// with `Bytes::try_into_mut`), and no `String` is built. A parser is fed either this way

@@ -6,7 +6,7 @@ use bytes::BytesMut;
 use proptest::prelude::*;
 
 use super::encoder::EVENT_OVERHEAD;
-use super::{SseFrameDecoder, SseFrameEncoder, is_message_event};
+use super::{RawItem, SseFrameDecoder, SseFrameEncoder, SseParser, is_message_event};
 use crate::mapping::SseError;
 use crate::{DecodeError, StreamDecoder, StreamEncoder, StreamHead};
 
@@ -218,4 +218,23 @@ fn a_long_data_line_in_large_reads_is_handed_on_as_the_reads_own_bytes() {
             assert!(copied < 4096, "{before:?} {end:?}: {copied} bytes copied");
         }
     }
+}
+
+#[test]
+fn comments_come_in_body_order_with_the_events() {
+    let mut items = Vec::new();
+    let mut parser = SseParser::new();
+    parser
+        .feed_raw_items(b"data: a\n:inside\n\n:after\n", &mut items)
+        .unwrap();
+    let items: Vec<String> = items
+        .iter()
+        .map(|item| match item {
+            RawItem::Comment(text) => format!("comment {}", String::from_utf8_lossy(text)),
+            RawItem::Event { name, data, .. } => {
+                format!("event {name:?} {}", String::from_utf8_lossy(&data.copy_range(0..data.len())))
+            }
+        })
+        .collect();
+    assert_eq!(items, ["comment inside", "event None a", "comment after"]);
 }
