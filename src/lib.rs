@@ -228,7 +228,7 @@ pub mod internals {
         pub use crate::limits::{
             DEFAULT_FRAME_SIZE, DEFAULT_MAX_COMPAT_EVENT_DATA, DEFAULT_MAX_EVENT_DATA,
             DEFAULT_MAX_FRAME_PAYLOAD, DEFAULT_MAX_MESSAGE_SIZE, MAX_ABORT_REASON_LEN,
-            MIN_MAX_FRAME_PAYLOAD, compat_event_data_limit, event_data_limit,
+            MIN_MAX_FRAME_PAYLOAD,
         };
     }
     /// The table of verdict kinds, beside the public [`outcome`](crate::outcome) module.

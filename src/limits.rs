@@ -113,17 +113,8 @@ pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
 /// less than [`DEFAULT_MAX_EVENT_DATA`]. Deriving it from the frame limit in force means that a
 /// receiver configured for larger frames accepts the events that carry them, and that the bound
 /// stays within about 4/3 of the frame limit (plus the default) of memory.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::limits::{DEFAULT_MAX_EVENT_DATA, event_data_limit};
-/// assert_eq!(event_data_limit(mcp_framing::internals::limits::DEFAULT_MAX_FRAME_PAYLOAD), DEFAULT_MAX_EVENT_DATA);
-/// // A frame of 1 MiB is 1,398,128 bytes of base64 (20 header bytes included).
-/// assert_eq!(event_data_limit(1 << 20), 1_398_128);
-/// ```
 #[must_use]
-pub fn event_data_limit(max_frame_payload: u32) -> usize {
+pub(crate) fn event_data_limit(max_frame_payload: u32) -> usize {
     let frame = HEADER_LEN as u64 + u64::from(max_frame_payload);
     let base64 = frame.div_ceil(3) * 4;
     usize::try_from(base64)
@@ -149,19 +140,8 @@ pub const DEFAULT_MAX_COMPAT_EVENT_DATA: usize =
 /// limit is `max_message_size` (SPEC.md §18.7): one message plus 64 KiB. Deriving it from the
 /// limit in force means that a receiver configured for larger messages accepts the events that
 /// carry them.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::limits::{DEFAULT_MAX_COMPAT_EVENT_DATA, compat_event_data_limit};
-/// assert_eq!(
-///     compat_event_data_limit(mcp_framing::internals::limits::DEFAULT_MAX_MESSAGE_SIZE),
-///     DEFAULT_MAX_COMPAT_EVENT_DATA
-/// );
-/// assert_eq!(compat_event_data_limit(1 << 20), (1 << 20) + 65_536);
-/// ```
 #[must_use]
-pub fn compat_event_data_limit(max_message_size: u64) -> usize {
+pub(crate) fn compat_event_data_limit(max_message_size: u64) -> usize {
     usize::try_from(max_message_size)
         .unwrap_or(usize::MAX)
         .saturating_add(COMPAT_EVENT_SLACK)
@@ -411,6 +391,27 @@ pub(crate) use limit_setters;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_sse_event_holds_one_whole_frame_in_base64_and_never_less_than_the_default() {
+        assert_eq!(
+            event_data_limit(DEFAULT_MAX_FRAME_PAYLOAD),
+            DEFAULT_MAX_EVENT_DATA
+        );
+        // A frame of 1 MiB is 1,398,128 bytes of base64 (20 header bytes included).
+        assert_eq!(event_data_limit(1 << 20), 1_398_128);
+        assert_eq!(event_data_limit(1026), DEFAULT_MAX_EVENT_DATA);
+    }
+
+    #[test]
+    fn a_compatible_event_holds_one_message_and_64_kib() {
+        assert_eq!(
+            compat_event_data_limit(DEFAULT_MAX_MESSAGE_SIZE),
+            DEFAULT_MAX_COMPAT_EVENT_DATA
+        );
+        assert_eq!(compat_event_data_limit(1 << 20), (1 << 20) + 65_536);
+        assert_eq!(compat_event_data_limit(u64::MAX), usize::MAX);
+    }
 
     #[test]
     fn the_minimum_frame_limit_is_the_longest_control_frame() {

@@ -370,11 +370,9 @@ impl<S> fmt::Debug for VerifiedResponse<S> {
 impl<S> VerifiedResponse<S> {
     /// Verifies `body`, carried in `mapping`, with `decoder` (configure its limits and the
     /// expected request key with [`StreamDecoder::builder`]). In the SSE mapping, the bound on
-    /// one event's data follows the decoder's frame limit
-    /// ([`event_data_limit`](crate::limits::event_data_limit), SPEC.md §15); in the compatible
-    /// SSE mapping, its message limit
-    /// ([`compat_event_data_limit`](crate::limits::compat_event_data_limit), SPEC.md §18.7). The
-    /// body is read through a [`BodyDecoder`].
+    /// one event's data follows the decoder's frame limit (the base64 of one whole frame, at
+    /// least 256 KiB; SPEC.md §15); in the compatible SSE mapping, its message limit (one
+    /// message plus 64 KiB; SPEC.md §18.7). The body is read through a [`BodyDecoder`].
     ///
     /// # Examples
     ///

@@ -139,8 +139,8 @@ pub enum MappingDecoder {
 impl MappingDecoder {
     /// The decoder of `mapping`, its bounds from a receiver's `limits`: the bound on one event's
     /// data is `max_event_data`, or with `None` the one that follows the limits in force (one
-    /// frame of the frame limit in the SSE mapping, [`event_data_limit`], SPEC.md §15; one
-    /// message in the compatible mapping, [`compat_event_data_limit`], §18.7); the bound on
+    /// frame of the frame limit in base64, at least 256 KiB, in the SSE mapping, SPEC.md §15;
+    /// one message plus 64 KiB in the compatible mapping, §18.7); the bound on
     /// lines without data is [`Limits::max_sse_comments_in_a_row`].
     ///
     /// # Examples
@@ -333,8 +333,9 @@ impl fmt::Debug for BodyDecoder {
 impl BodyDecoder {
     /// Decodes a body carried in `mapping` with `decoder` (its limits and expected request key).
     /// The bound on one event's data follows the decoder's frame limit in the SSE mapping
-    /// ([`event_data_limit`], SPEC.md §15) and its message limit in the compatible one
-    /// ([`compat_event_data_limit`], SPEC.md §18.7); in both, the bound on lines without data
+    /// (the base64 of one whole frame, at least 256 KiB; SPEC.md §15) and its message limit in
+    /// the compatible one (one message plus 64 KiB; SPEC.md §18.7); in both, the bound on lines
+    /// without data
     /// is the decoder's [`Limits::max_sse_comments_in_a_row`].
     ///
     /// # Examples

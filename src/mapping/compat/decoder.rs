@@ -218,7 +218,7 @@ impl CompatDecoder {
     }
 
     /// A decoder whose events (their data, and every line) may hold at most `max` bytes; set it
-    /// to [`compat_event_data_limit`](crate::limits::compat_event_data_limit) of the frame decoder's max message size.
+    /// to the frame decoder's max message size plus 64 KiB (SPEC.md §18.7).
     ///
     /// # Examples
     ///
