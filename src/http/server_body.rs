@@ -83,6 +83,8 @@ pub struct FramedBody<S> {
     pieces: Option<(Bytes, usize)>,
     /// A piece of a message was handed out: the task yields before the next one.
     yield_next: bool,
+    /// The encoder refused an item: the body ended with the ABORT it calls for.
+    refused: bool,
     done: bool,
 }
 
@@ -136,6 +138,7 @@ impl<S> FramedBody<S> {
             started: false,
             pieces: None,
             yield_next: false,
+            refused: false,
             done: false,
         }
     }
@@ -234,9 +237,17 @@ impl<S> FramedBody<S> {
             Ok(()) => self.done = self.encoder.is_finished(),
             Err(err) => {
                 self.encoder.fail(&err, &mut self.out);
+                self.refused = true;
                 self.done = true;
             }
         }
+    }
+
+    /// Whether the encoder refused an item (e.g. a message an SSE event cannot carry unchanged
+    /// in the compatible mapping): the body ended with the ABORT in its place.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn refused(&self) -> bool {
+        self.refused
     }
 }
 
