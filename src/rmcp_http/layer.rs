@@ -715,12 +715,10 @@ async fn compat_response<B: InnerBody>(
     let max_message = buffer_limit(encoder.max_message_size());
     let (mut parts, body) = response.into_parts();
     let framed = if sse {
-        let mut passthrough = SsePassthrough::compat(body, encoder, max_message, None, request_id);
+        let passthrough = SsePassthrough::compat(body, encoder, max_message, request_id);
         // As for the other mappings, the head waits a little for the first message's record and
-        // event (see `FramingLayer::head_wait`).
-        let first = head_start(&mut passthrough, config.head_wait).await;
-        let pieces = futures_util::stream::iter(first).chain(passthrough);
-        http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data))).boxed_unsync()
+        // event.
+        head_waiting(passthrough, config.head_wait).await
     } else {
         // The whole JSON body, within the message limit, before the response head is sent: one
         // message, or the ABORT that takes its place.
@@ -805,17 +803,24 @@ fn fixed_body<E: 'static>(bytes: impl Into<Bytes>) -> FramingBody<E> {
         .boxed_unsync()
 }
 
-/// The first piece of a framed body if it is ready within `wait` (none if `wait` is zero): the
-/// response head then leaves with it (see [`FramingLayer::head_wait`]).
-async fn head_start<P, T>(body: &mut P, wait: Duration) -> Option<T>
+/// A framed body whose first piece is awaited for up to `wait` (not at all if `wait` is zero):
+/// the response head then leaves with it (see [`FramingLayer::head_wait`]).
+async fn head_waiting<P, E>(mut framed: P, wait: Duration) -> FramingBody<E>
 where
-    P: Stream<Item = T> + Unpin,
+    P: Stream<Item = Result<Bytes, Infallible>> + Unpin + Send + 'static,
 {
-    if wait.is_zero() {
+    let first = if wait.is_zero() {
         None
     } else {
-        tokio::time::timeout(wait, body.next()).await.ok().flatten()
-    }
+        tokio::time::timeout(wait, framed.next())
+            .await
+            .ok()
+            .flatten()
+    };
+    let pieces = futures_util::stream::iter(first).chain(framed);
+    http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data)))
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
 }
 
 async fn frame_response<B: InnerBody>(
@@ -846,16 +851,12 @@ async fn frame_response<B: InnerBody>(
         comments: 0,
         request_id,
     };
-    let mut framed = FramedBody::new(messages, encoder, mapping);
+    let framed = FramedBody::new(messages, encoder, mapping);
     // The head waits (a little) for the first chunk, which holds the HEAD frame and the first
-    // message, so that they leave together (see `FramingLayer::head_wait`).
-    let first = head_start(&mut framed, config.head_wait).await;
+    // message, so that they leave together.
+    let body = head_waiting(framed, config.head_wait).await;
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(mapping));
-    let pieces = futures_util::stream::iter(first).chain(framed);
-    let body = http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data)))
-        .map_err(|never: Infallible| match never {})
-        .boxed_unsync();
     Response::from_parts(parts, body)
 }
 
