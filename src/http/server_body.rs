@@ -1,5 +1,6 @@
 //! The server body: a framed response built from a stream of [`Outgoing`] items.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::fmt;
 use std::pin::Pin;
@@ -11,8 +12,12 @@ use futures_core::Stream;
 use crate::encoder::StreamEncoder;
 use crate::event::AbortCode;
 use crate::mapping::Mapping;
+#[cfg(feature = "rmcp-server")]
+use crate::mapping::compat::OpenRecord;
 use crate::mapping::compat::CompatEncodeError;
 use crate::mapping::encoder::MappingEncoder;
+#[cfg(feature = "rmcp-server")]
+use crate::mapping::sse::Parts;
 use crate::outgoing::Outgoing;
 
 /// The frames a [`FramedBody`] gathers from several ready items before it hands them out.
@@ -24,6 +29,47 @@ const CHUNK_TARGET: usize = 64 * 1024;
 /// in 5 writes rather than 16 (each write wakes the client, and its loopback delivery is charged
 /// to the server).
 const PIECE_TARGET: usize = 256 * 1024;
+
+/// Bytes passed on unchanged at least this long go out as they came (no copy); shorter ones are
+/// copied into the chunk being built, so that a small event leaves as one piece.
+const PASS_AS_IS: usize = 4096;
+
+/// What a [`FramedBody`] writes: an [`Outgoing`] item, or what a layer passing an upstream SSE
+/// body through in the compatible mapping hands on (SPEC.md §18.4).
+pub(crate) enum Item {
+    Out(Outgoing),
+    /// Upstream bytes passed on unchanged.
+    #[cfg(feature = "rmcp-server")]
+    Passed(Bytes),
+    /// An upstream `message` event passed on, after its record.
+    #[cfg(feature = "rmcp-server")]
+    Event(Box<PassedEvent>),
+}
+
+/// An upstream `message` event passed on: its record (begun as its data arrived, `record`, or
+/// written from `data`, the event's data as an SSE parser dispatches it), with the STREAM_END
+/// sentinel if `last`, then its `lines` unchanged. A record refused (a message over the limit,
+/// ...) ends the body with the ABORT it calls for, without the event.
+#[cfg(feature = "rmcp-server")]
+pub(crate) struct PassedEvent {
+    pub(crate) record: Option<OpenRecord>,
+    pub(crate) data: Parts,
+    pub(crate) last: bool,
+    pub(crate) lines: Vec<Bytes>,
+}
+
+/// Hands `piece` on after `out` and `ready`: a short piece copied into `out`, a long one as it
+/// is, after what `out` held.
+pub(crate) fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes) {
+    if piece.len() < PASS_AS_IS {
+        out.extend_from_slice(&piece);
+    } else {
+        if !out.is_empty() {
+            ready.push_back(out.split().freeze());
+        }
+        ready.push_back(piece);
+    }
+}
 
 /// A framed response body built from a stream of [`Outgoing`] items (server side).
 ///
@@ -47,6 +93,10 @@ const PIECE_TARGET: usize = 256 * 1024;
 /// message's size is made (issue 21). The message is checked whole first (size, sequence space),
 /// so that a refusal still comes before any of its frames; the frames are those
 /// [`MappingEncoder::message`] writes.
+///
+/// The layer that passes an upstream SSE body through in the compatible mapping writes through
+/// it too (its items: the upstream's bytes passed on unchanged, an event's record then its
+/// lines, begun from the encoder's state as its data arrives).
 ///
 /// In the compatible SSE mapping (SPEC.md §18.4) each message is written whole, a record then a
 /// `message` event, once its last byte is known; a finished message is held until the next item
@@ -77,12 +127,16 @@ pub struct FramedBody<S> {
     encoder: MappingEncoder,
     /// Body bytes written and not handed out yet (the HEAD waits here for the first item).
     out: BytesMut,
+    /// Pieces handed out before `out`: long upstream bytes passed on as they came.
+    ready: VecDeque<Bytes>,
     /// An item was encoded: from now on a pending source flushes what is ready.
     started: bool,
     /// A whole message written in pieces: its bytes and how many were written.
     pieces: Option<(Bytes, usize)>,
     /// A piece of a message was handed out: the task yields before the next one.
     yield_next: bool,
+    /// The encoder refused an item: the body ended with the ABORT it calls for.
+    refused: bool,
     done: bool,
 }
 
@@ -133,9 +187,11 @@ impl<S> FramedBody<S> {
             source,
             encoder: MappingEncoder::new(mapping, encoder),
             out: BytesMut::new(),
+            ready: VecDeque::new(),
             started: false,
             pieces: None,
             yield_next: false,
+            refused: false,
             done: false,
         }
     }
@@ -193,6 +249,47 @@ impl<S> FramedBody<S> {
         self.settle(result);
     }
 
+    fn write(&mut self, item: Item) {
+        match item {
+            Item::Out(item) => self.encode(item),
+            #[cfg(feature = "rmcp-server")]
+            Item::Passed(piece) => {
+                self.started = true;
+                pass(&mut self.out, &mut self.ready, piece);
+            }
+            #[cfg(feature = "rmcp-server")]
+            Item::Event(event) => {
+                let PassedEvent {
+                    record,
+                    data,
+                    last,
+                    lines,
+                } = *event;
+                self.started = true;
+                let (encoder, dst) = (&mut self.encoder, &mut self.out);
+                let written = match record {
+                    // Begun as the data arrived: the rest of it is left to hash.
+                    Some(record) => {
+                        let rest = data.split_off(record.len());
+                        encoder.passed_open_record(record, &rest, last, dst)
+                    }
+                    None => encoder.passed_message_record(&data.into_bytes(), last, dst),
+                };
+                match written {
+                    // The body ends with the source (which may still pass the LF of the final
+                    // event's CRLF).
+                    Ok(()) => {
+                        for line in lines {
+                            pass(&mut self.out, &mut self.ready, line);
+                        }
+                    }
+                    // The event is dropped: no message without its record.
+                    Err(err) => self.settle(Err(err)),
+                }
+            }
+        }
+    }
+
     fn encode(&mut self, item: Outgoing) {
         self.started = true;
         if let Outgoing::Chunk(bytes) = &item {
@@ -234,9 +331,17 @@ impl<S> FramedBody<S> {
             Ok(()) => self.done = self.encoder.is_finished(),
             Err(err) => {
                 self.encoder.fail(&err, &mut self.out);
+                self.refused = true;
                 self.done = true;
             }
         }
+    }
+
+    /// Whether the encoder refused an item (e.g. a message an SSE event cannot carry unchanged
+    /// in the compatible mapping): the body ended with the ABORT in its place.
+    #[cfg(feature = "rmcp-server")]
+    pub(crate) fn refused(&self) -> bool {
+        self.refused
     }
 }
 
@@ -248,7 +353,30 @@ where
     type Item = Result<Bytes, Infallible>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
+        self.poll_framed(cx, |source, cx, _| {
+            Pin::new(source)
+                .poll_next(cx)
+                .map(|item| item.map(|item| item.map(Item::Out)))
+        })
+    }
+}
+
+impl<S> FramedBody<S> {
+    /// The next chunk of the body, the items coming from `poll_source` (given the source and
+    /// the encoder, whose state a source may need to begin a message's record).
+    pub(crate) fn poll_framed<E: fmt::Display>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut poll_source: impl FnMut(
+            &mut S,
+            &mut Context<'_>,
+            &MappingEncoder,
+        ) -> Poll<Option<Result<Item, E>>>,
+    ) -> Poll<Option<Result<Bytes, Infallible>>> {
+        let this = self;
+        if let Some(piece) = this.ready.pop_front() {
+            return Poll::Ready(Some(Ok(piece)));
+        }
         if std::mem::take(&mut this.yield_next) {
             // The piece handed out last goes to the socket before the next is hashed.
             cx.waker().wake_by_ref();
@@ -279,7 +407,11 @@ where
                 }
                 extra_look = false;
             }
-            match Pin::new(&mut this.source).poll_next(cx) {
+            if !this.ready.is_empty() {
+                // Upstream bytes passed on as they came: handed out before the source is read on.
+                break;
+            }
+            match poll_source(&mut this.source, cx, &this.encoder) {
                 Poll::Pending => {
                     // Nothing more is ready: a held message goes out now, without the sentinel.
                     this.release();
@@ -288,10 +420,12 @@ where
                     }
                     break;
                 }
-                Poll::Ready(Some(Ok(item))) => this.encode(item),
+                Poll::Ready(Some(Ok(item))) => this.write(item),
                 Poll::Ready(Some(Err(err))) => {
                     this.abort(AbortCode::InternalError, &err.to_string());
                 }
+                // A source that passed its final event on: its record carried the sentinel.
+                Poll::Ready(None) if this.encoder.is_finished() => this.done = true,
                 Poll::Ready(None) if this.encoder.in_message() => this.abort(
                     AbortCode::InternalError,
                     "the producer ended inside a message",
@@ -302,7 +436,9 @@ where
                 }
             }
         }
-        if this.out.is_empty() {
+        if let Some(piece) = this.ready.pop_front() {
+            Poll::Ready(Some(Ok(piece)))
+        } else if this.out.is_empty() {
             Poll::Ready(None)
         } else {
             Poll::Ready(Some(Ok(this.out.split().freeze())))

@@ -3,8 +3,8 @@
 //!
 //! [`MappingEncoder`] is the one place that decides how a mapping writes a message, turns a
 //! message over the limit into an ABORT of code 5 (§3.1) and cuts an ABORT reason to what its
-//! frame holds: [`FramedBody`](crate::http::FramedBody), the rmcp layer and its compatible
-//! pass-through, and `mcp-frame encode` all write through it.
+//! frame holds: [`FramedBody`](crate::http::FramedBody) (every framing route of the rmcp layer,
+//! its compatible pass-through included) and `mcp-frame encode` write through it.
 
 use std::fmt;
 

@@ -1,10 +1,12 @@
 //! The layer's SSE pass-through: the inner server's SSE bytes go on unchanged, with a framing
-//! record written before each `message` event in the compatible mapping (SPEC.md §18), and with
-//! the framing contract written into the final response to a discovery request (§11.2).
+//! record written before each `message` event in the compatible mapping (SPEC.md §18; the items
+//! of a [`FramedBody`], which writes the records), and with the framing contract written into the
+//! final response to a discovery request (§11.2).
 
 use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
@@ -14,25 +16,23 @@ use super::declare::{Declaration, unframeable};
 use super::inner::{InnerBody, drain_rest};
 use super::streamed::{STREAM_FROM, Streamed};
 use crate::encoder::StreamEncoder;
-use crate::error::EncodeError;
-use crate::event::AbortCode;
+use crate::event::{Abort, AbortCode};
+use crate::http::FramedBody;
+use crate::http::server_body::{Item, PassedEvent, pass};
 use crate::mapping::Mapping;
 use crate::mapping::compat::OpenRecord;
-use crate::mapping::encoder::MappingEncoder;
+use crate::mapping::encoder::{MappingEncoder, too_large};
 use crate::mapping::sse::{
     LineSplitter, Parts, Piece, SseEvent, SseParser, data_value, is_message_event,
 };
-
-/// Inner lines at least this long go out as they came (slices of the inner chunk, no copy);
-/// shorter ones are copied into the piece being built, with the record before them, so that a
-/// small event leaves as one piece.
-const PASS_AS_IS: usize = 4096;
+use crate::outgoing::Outgoing;
 
 /// The byte order mark an SSE body may start with (WHATWG event-stream: skipped there only).
 const BOM: &[u8] = "\u{feff}".as_bytes();
 
 /// Passes an inner SSE response body on, event by event: re-framed in the compatible mapping
-/// ([`compat`](Self::compat)), or unframed with the contract declared ([`plain`](Self::plain)).
+/// ([`compat`](Self::compat): the source of a [`FramedBody`], which writes each record and the
+/// bytes passed on), or unframed with the contract declared ([`plain`](Self::plain)).
 ///
 /// The inner bytes are cut into lines once ([`LineSplitter`]), and each line is interpreted as SSE
 /// does ([`SseParser::line`]). The lines of an event are held until its blank line, then go out
@@ -60,8 +60,11 @@ pub(super) struct SsePassthrough<B: Body> {
     /// The inner body; in the compatible mapping handed to [`drain_rest`] after the final
     /// response.
     body: Option<Pin<Box<B>>>,
-    /// Writes the records (the compatible mapping); `None`: unframed.
-    framing: Option<MappingEncoder>,
+    /// The compatible mapping: what goes out are items of a [`FramedBody`], which writes the
+    /// records; otherwise unframed.
+    compat: bool,
+    /// What goes out in the compatible mapping, in order.
+    items: VecDeque<Item>,
     /// Writes the framing contract into the final response (a discovery request).
     declare: Option<Declaration>,
     /// Cuts the inner bytes into lines.
@@ -88,7 +91,8 @@ pub(super) struct SsePassthrough<B: Body> {
     max_held: usize,
     /// Unframed: the rest of the inner body passes on unread.
     transparent: bool,
-    /// What goes out, in order: the pieces in `ready`, then `building`.
+    /// What goes out unframed, in order: the pieces in `ready`, then `building` (see
+    /// [`pass`]).
     ready: VecDeque<Bytes>,
     building: BytesMut,
     /// Unframed: the inner body's error, handed on after the bytes before it.
@@ -132,36 +136,30 @@ enum Failure {
 
 impl<B: Body> SsePassthrough<B> {
     /// Re-frames `body` in the compatible mapping with `encoder`, each event's data within
-    /// `max_message` bytes; with `declare`, the final response declares the contract.
-    /// `request_id` is the id the final response must answer, when the request had one.
+    /// `max_message` bytes. `request_id` is the id the final response must answer, when the
+    /// request had one.
     pub(super) fn compat(
         body: B,
         encoder: StreamEncoder,
         max_message: usize,
-        declare: Option<Declaration>,
         request_id: Option<serde_json::Value>,
-    ) -> Self {
-        let framing = MappingEncoder::new(Mapping::Compat, encoder);
-        let mut passthrough = Self::new(body, Some(framing), max_message, declare);
+    ) -> FramedBody<Self> {
+        let mut passthrough = Self::new(body, true, max_message, None);
         passthrough.request_id = request_id;
-        passthrough
+        FramedBody::new(passthrough, encoder, Mapping::Compat)
     }
 
     /// Passes `body` on unframed, the final response declaring the contract (read within
     /// `max_message` bytes an event).
-    pub(super) fn plain(body: B, max_message: usize, declare: Declaration) -> Self {
-        Self::new(body, None, max_message, Some(declare))
+    pub(super) fn plain(body: B, max_message: usize, declare: Declaration) -> Plain<B> {
+        Plain(Self::new(body, false, max_message, Some(declare)))
     }
 
-    fn new(
-        body: B,
-        framing: Option<MappingEncoder>,
-        max_message: usize,
-        declare: Option<Declaration>,
-    ) -> Self {
+    fn new(body: B, compat: bool, max_message: usize, declare: Option<Declaration>) -> Self {
         Self {
             body: Some(Box::pin(body)),
-            framing,
+            compat,
+            items: VecDeque::new(),
             declare,
             lines: LineSplitter::default(),
             // The pass-through sends a BOM on first and tells the parser nothing of it.
@@ -200,50 +198,35 @@ impl<B: Body> SsePassthrough<B> {
         self.streamed = Streamed::default();
         self.record = None;
         self.record_refused = false;
-        match &mut self.framing {
-            Some(encoder) => {
-                let dst = &mut self.building;
-                // Fails only if the stream already ended: then there is nothing more to write.
-                let _ = match failure {
-                    Failure::TooLarge { len, max } => {
-                        encoder.fail(&EncodeError::MessageTooLarge { len, max }.into(), dst)
-                    }
-                    Failure::Upstream(reason) => encoder
-                        .abort(AbortCode::UpstreamFailed, &reason, dst)
-                        .ok()
-                        .map(|()| AbortCode::UpstreamFailed),
-                    Failure::Internal(reason) => encoder
-                        .abort(AbortCode::InternalError, &reason, dst)
-                        .ok()
-                        .map(|()| AbortCode::InternalError),
-                };
-                self.done = true;
-            }
-            None => {
-                let reason = match failure {
-                    Failure::TooLarge { len, max } => {
-                        format!("an event holds at least {len} bytes, over {max}")
-                    }
-                    Failure::Upstream(reason) | Failure::Internal(reason) => reason,
-                };
-                if let Some(declaration) = self.declare.take() {
-                    declaration.not_declared(&reason);
+        if self.compat {
+            let abort = match failure {
+                Failure::TooLarge { len, max } => too_large(len, max),
+                Failure::Upstream(reason) => Abort::new(AbortCode::UpstreamFailed, reason),
+                Failure::Internal(reason) => Abort::new(AbortCode::InternalError, reason),
+            };
+            self.items.push_back(Item::Out(Outgoing::Abort(abort)));
+            self.done = true;
+        } else {
+            let reason = match failure {
+                Failure::TooLarge { len, max } => {
+                    format!("an event holds at least {len} bytes, over {max}")
                 }
-                held.into_iter().for_each(|(piece, _)| self.send(piece));
-                self.transparent = true;
+                Failure::Upstream(reason) | Failure::Internal(reason) => reason,
+            };
+            if let Some(declaration) = self.declare.take() {
+                declaration.not_declared(&reason);
             }
+            held.into_iter().for_each(|(piece, _)| self.send(piece));
+            self.transparent = true;
         }
     }
 
     /// Sends `piece` after what was sent so far.
     fn send(&mut self, piece: Bytes) {
-        if piece.len() < PASS_AS_IS {
-            self.building.extend_from_slice(&piece);
+        if self.compat {
+            self.items.push_back(Item::Passed(piece));
         } else {
-            if !self.building.is_empty() {
-                self.ready.push_back(self.building.split().freeze());
-            }
-            self.ready.push_back(piece);
+            pass(&mut self.building, &mut self.ready, piece);
         }
     }
 
@@ -254,7 +237,7 @@ impl<B: Body> SsePassthrough<B> {
     }
 
     /// Handles the complete lines of `data`, writing what may go out.
-    fn lines(&mut self, data: Bytes) {
+    fn lines(&mut self, data: Bytes, encoder: Option<&MappingEncoder>) {
         if self.transparent {
             self.send(data);
             return;
@@ -308,7 +291,7 @@ impl<B: Body> SsePassthrough<B> {
                 None => {
                     let pending = lines.pending();
                     if self.over_held(pending) {
-                        if self.framing.is_none() {
+                        if !self.compat {
                             // Unframed, the kept start of the line goes out with what is held.
                             lines
                                 .take_pending()
@@ -316,7 +299,7 @@ impl<B: Body> SsePassthrough<B> {
                                 .for_each(|b| self.send(b));
                         }
                     } else {
-                        self.data_arriving(lines.pending_parts());
+                        self.data_arriving(lines.pending_parts(), encoder);
                     }
                     break;
                 }
@@ -329,10 +312,17 @@ impl<B: Body> SsePassthrough<B> {
     /// far as it came; compatible mapping, an event that is a message so far): checked as
     /// UTF-8 and read as JSON-RPC ([`Streamed`]), and once past [`STREAM_FROM`] its whole frames
     /// go into the event's record ([`OpenRecord`]). Nothing goes out before the event's end.
-    fn data_arriving(&mut self, line: &Parts) {
-        let Some(encoder) = &self.framing else {
+    fn data_arriving(&mut self, line: &Parts, encoder: Option<&MappingEncoder>) {
+        let Some(encoder) = encoder else {
             return;
         };
+        // The record begins from the encoder's state: not before the body has written the
+        // frames of what went before it (a keep-alive, an event's record); the bytes that
+        // arrived meanwhile go into it with the next read, or at the event's end.
+        let written = |item: &Item| matches!(item, Item::Passed(_));
+        if !self.items.iter().all(written) {
+            return;
+        }
         if self.done
             || self.record_refused
             || !self.values.is_empty()
@@ -452,18 +442,13 @@ impl<B: Body> SsePassthrough<B> {
         }
         let blank = content.is_empty();
         if self.block.is_empty() && content.first() == Some(&b':') {
-            match &mut self.framing {
+            if self.compat {
                 // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §18.4).
-                Some(encoder) => {
-                    if let Err(err) = encoder.keep_alive(&mut self.building) {
-                        self.give_up(Failure::Internal(err.to_string()));
-                    }
-                    self.comment_cr = end.as_ref() == b"\r";
-                }
-                None => {
-                    self.send(content);
-                    self.send(end);
-                }
+                self.items.push_back(Item::Out(Outgoing::KeepAlive));
+                self.comment_cr = end.as_ref() == b"\r";
+            } else {
+                self.send(content);
+                self.send(end);
             }
             return;
         }
@@ -506,7 +491,7 @@ impl<B: Body> SsePassthrough<B> {
         let (mut data, carried, seen) = streamed.read_whole(event_data(values, data_len));
         // The record's bytes are the data's first bytes (the text is the data itself).
         let mut record = record.filter(|_| seen);
-        if self.framing.is_some() {
+        if self.compat {
             if let Some(reason) =
                 unframeable(&carried, |id| data.copy_range(id), self.request_id.as_ref())
             {
@@ -527,41 +512,27 @@ impl<B: Body> SsePassthrough<B> {
                 None => Parts::from(text),
             };
         }
-        match &mut self.framing {
-            Some(encoder) => {
-                let dst = &mut self.building;
-                let written = match record {
-                    // Begun as the data arrived: the rest of it is left to hash.
-                    Some(record) => {
-                        let rest = data.split_off(record.len());
-                        encoder.passed_open_record(record, &rest, last, dst)
-                    }
-                    None => encoder.passed_message_record(&data.into_bytes(), last, dst),
-                };
-                match written {
-                    Ok(()) => {
-                        block.into_iter().for_each(|(piece, _)| self.send(piece));
-                        self.finished = last;
-                    }
-                    Err(err) => {
-                        // The event is dropped: no message without its record.
-                        encoder.fail(&err, &mut self.building);
-                        self.done = true;
-                    }
-                }
-            }
-            None => {
-                block.into_iter().for_each(|(piece, _)| self.send(piece));
-                // After the final response the body has nothing more to declare.
-                self.transparent = last;
-            }
+        if self.compat {
+            // Its record, then its lines; a record refused drops the event.
+            let lines = block.into_iter().map(|(piece, _)| piece).collect();
+            self.items.push_back(Item::Event(Box::new(PassedEvent {
+                record,
+                data,
+                last,
+                lines,
+            })));
+            self.finished = last;
+        } else {
+            block.into_iter().for_each(|(piece, _)| self.send(piece));
+            // After the final response the body has nothing more to declare.
+            self.transparent = last;
         }
     }
 
     /// The inner body ended: in the compatible mapping before its final response (an ABORT);
     /// unframed, what is held goes out as it came.
     fn body_ended(&mut self) {
-        if self.framing.is_some() {
+        if self.compat {
             self.give_up(Failure::Upstream(
                 "the upstream response stream ended before its final response".to_owned(),
             ));
@@ -617,11 +588,87 @@ fn event_data(mut values: Vec<Parts>, len: usize) -> Parts {
     Parts::from(data.freeze())
 }
 
-impl<B: InnerBody> Stream for SsePassthrough<B> {
+impl<B: InnerBody> SsePassthrough<B> {
+    /// Reads the next inner chunk and handles it (`encoder`: the compatible mapping's, whose
+    /// state a message's record begins from); `None` once the body ends.
+    fn read(&mut self, cx: &mut Context<'_>, encoder: Option<&MappingEncoder>) -> Poll<Option<()>> {
+        if self.done {
+            if self.finished && !self.lf_to_come {
+                // The final response went out whole: the end of the inner body is read apart
+                // (this body ends now).
+                if let Some(body) = self.body.take() {
+                    drain_rest(body);
+                }
+            }
+            return Poll::Ready(None);
+        }
+        let Some(body) = self.body.as_mut() else {
+            return Poll::Ready(None);
+        };
+        if self.lf_to_come {
+            // Only the LF of the final event's CRLF may still come, first in the next chunk.
+            match body.as_mut().poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => return Poll::Ready(Some(())),
+                    Ok(data) if data[0] == b'\n' => self.send(data.slice(..1)),
+                    _ => {}
+                },
+                // The final response went out whole: the end of the body ends the stream.
+                Poll::Ready(Some(Err(_)) | None) => {}
+            }
+            self.lf_to_come = false;
+            self.done = true;
+            return Poll::Ready(Some(()));
+        }
+        match body.as_mut().poll_frame(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    self.lines(data, encoder);
+                }
+            }
+            Poll::Ready(Some(Err(err))) if self.compat => {
+                self.give_up(Failure::Upstream(format!("upstream body failed: {err}")))
+            }
+            Poll::Ready(Some(Err(err))) => {
+                self.body_ended();
+                self.failed = Some(err);
+            }
+            Poll::Ready(None) => self.body_ended(),
+        }
+        Poll::Ready(Some(()))
+    }
+}
+
+/// The compatible mapping: the pass-through's items, written by the one body that writes every
+/// framed response.
+impl<B: InnerBody> Stream for FramedBody<SsePassthrough<B>> {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.poll_framed(cx, |this, cx, encoder| {
+            loop {
+                // Everything one inner chunk produced goes out before the next chunk is read.
+                if let Some(item) = this.items.pop_front() {
+                    return Poll::Ready(Some(Ok::<_, Infallible>(item)));
+                }
+                if ready!(this.read(cx, Some(encoder))).is_none() {
+                    return Poll::Ready(None);
+                }
+            }
+        })
+    }
+}
+
+/// The pass-through of an unframed body ([`SsePassthrough::plain`]).
+pub(super) struct Plain<B: Body>(SsePassthrough<B>);
+
+impl<B: InnerBody> Stream for Plain<B> {
     type Item = Result<Bytes, B::Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
+        let this = &mut self.0;
         loop {
             // Everything one inner chunk produced goes out before the next chunk is read.
             if let Some(piece) = this.ready.pop_front() {
@@ -633,50 +680,8 @@ impl<B: InnerBody> Stream for SsePassthrough<B> {
             if let Some(err) = this.failed.take() {
                 return Poll::Ready(Some(Err(err)));
             }
-            if this.done {
-                if this.finished && !this.lf_to_come {
-                    // The final response went out whole: the end of the inner body is read
-                    // apart (this body ends now).
-                    if let Some(body) = this.body.take() {
-                        drain_rest(body);
-                    }
-                }
+            if ready!(this.read(cx, None)).is_none() {
                 return Poll::Ready(None);
-            }
-            let Some(body) = this.body.as_mut() else {
-                return Poll::Ready(None);
-            };
-            if this.lf_to_come {
-                // Only the LF of the final event's CRLF may still come, first in the next chunk.
-                match body.as_mut().poll_frame(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                        Ok(data) if data.is_empty() => continue,
-                        Ok(data) if data[0] == b'\n' => this.send(data.slice(..1)),
-                        _ => {}
-                    },
-                    // The final response went out whole: the end of the body ends the stream.
-                    Poll::Ready(Some(Err(_)) | None) => {}
-                }
-                this.lf_to_come = false;
-                this.done = true;
-                continue;
-            }
-            match body.as_mut().poll_frame(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(frame))) => {
-                    if let Ok(data) = frame.into_data() {
-                        this.lines(data);
-                    }
-                }
-                Poll::Ready(Some(Err(err))) if this.framing.is_some() => {
-                    this.give_up(Failure::Upstream(format!("upstream body failed: {err}")))
-                }
-                Poll::Ready(Some(Err(err))) => {
-                    this.body_ended();
-                    this.failed = Some(err);
-                }
-                Poll::Ready(None) => this.body_ended(),
             }
         }
     }

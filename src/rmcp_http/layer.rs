@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::StreamExt;
 use http::{Request, Response, StatusCode};
@@ -25,11 +25,10 @@ use super::inner::{InnerBody, abort_for, drain_rest};
 use super::streamed::Streamed;
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
-use crate::error::EncodeError;
 use crate::event::{Abort, AbortCode};
 use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
-use crate::mapping::encoder::{MappingEncoder, too_large};
+use crate::mapping::encoder::too_large;
 use crate::outgoing::Outgoing;
 use crate::{
     http::{FramedBody, OptIn, response_headers},
@@ -716,85 +715,64 @@ async fn compat_response<B: InnerBody>(
     let max_message = buffer_limit(encoder.max_message_size());
     let (mut parts, body) = response.into_parts();
     let framed = if sse {
-        let mut passthrough = SsePassthrough::compat(body, encoder, max_message, None, request_id);
+        let passthrough = SsePassthrough::compat(body, encoder, max_message, request_id);
         // As for the other mappings, the head waits a little for the first message's record and
-        // event (see `FramingLayer::head_wait`).
-        let first = head_start(&mut passthrough, config.head_wait).await;
-        let pieces = futures_util::stream::iter(first).chain(passthrough);
-        http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data))).boxed_unsync()
+        // event.
+        head_waiting(passthrough, config.head_wait).await
     } else {
-        // The whole JSON body, within the message limit, before the response head is sent.
-        let mut compat = MappingEncoder::new(Mapping::Compat, encoder);
-        let mut out = BytesMut::new();
-        let (written, original) = match read_json(body, max_message).await {
+        // The whole JSON body, within the message limit, before the response head is sent: one
+        // message, or the ABORT that takes its place.
+        let (item, original) = match read_json(body, max_message).await {
             Json::Whole(json) => {
                 let carried = message_text(json.clone()).1;
-                let written =
-                    match unframeable(&carried, |id| json[id].to_vec(), request_id.as_ref()) {
-                        Some(reason) => Err(Refusal::Invalid(reason)),
-                        None => compat
-                            .message(&json, &mut out)
-                            .and_then(|()| compat.end(&mut out))
-                            .map_err(Refusal::Encode),
-                    };
-                (written, fixed_body(json))
+                let item = match unframeable(&carried, |id| json[id].to_vec(), request_id.as_ref())
+                {
+                    // Code 1, an invalid inner response (SPEC.md §3.1).
+                    Some(reason) => Outgoing::Abort(Abort::new(AbortCode::InternalError, reason)),
+                    None => Outgoing::Message(json.clone()),
+                };
+                (item, fixed_body(json))
             }
             Json::Unread {
                 read,
                 rest,
                 failure,
             } => {
-                let refusal = match failure {
-                    JsonFailure::TooLarge(len) => {
-                        let max = compat.max_message_size();
-                        Refusal::Encode(EncodeError::MessageTooLarge { len, max }.into())
+                let abort = match failure {
+                    // Code 5: the same request gets the same answer.
+                    JsonFailure::TooLarge(len) => too_large(len, encoder.max_message_size()),
+                    // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
+                    JsonFailure::Failed(reason) => {
+                        abort_for(&format!("upstream body failed: {reason}"))
                     }
-                    JsonFailure::Failed(reason) => Refusal::Upstream(reason),
                 };
-                (Err(refusal), unread(read, rest))
+                (Outgoing::Abort(abort), unread(read, rest))
             }
         };
-        match written {
-            Ok(()) => fixed_body(out.freeze()),
-            // Not opted in: the client gets the body as it was (an event cannot carry it, or
-            // it could not be read whole), the bytes read so far and then the rest.
-            Err(_) if unsolicited != Unsolicited::No => {
-                return Response::from_parts(parts, original);
-            }
-            Err(refusal) => {
-                out.clear();
-                // The ABORT its refusal calls for (code 5 for a message over the limit).
-                match refusal {
-                    Refusal::Encode(err) => {
-                        compat.fail(&err, &mut out);
-                    }
-                    Refusal::Invalid(reason) => {
-                        // Code 1, an invalid inner response (SPEC.md §3.1).
-                        let _ = compat.abort(AbortCode::InternalError, &reason, &mut out);
-                    }
-                    Refusal::Upstream(reason) => {
-                        let reason = format!("upstream body failed: {reason}");
-                        // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
-                        let _ = compat.abort(AbortCode::UpstreamFailed, &reason, &mut out);
-                    }
-                }
-                fixed_body(out.freeze())
-            }
+        // Not opted in: the client gets the body as it was when an event cannot carry it, or it
+        // could not be read whole (the bytes read so far and then the rest).
+        let plain = unsolicited != Unsolicited::No;
+        if plain && matches!(item, Outgoing::Abort(_)) {
+            return Response::from_parts(parts, original);
+        }
+        // Every item is ready: the body is written at once, and sent with its length.
+        let source = futures_util::stream::iter([Ok::<_, Infallible>(item)]);
+        let mut framed = FramedBody::new(source, encoder, Mapping::Compat);
+        let mut chunks = Vec::new();
+        while let Some(Ok(chunk)) = framed.next().await {
+            chunks.push(chunk);
+        }
+        if plain && framed.refused() {
+            return Response::from_parts(parts, original);
+        }
+        match <[Bytes; 1]>::try_from(chunks) {
+            Ok([chunk]) => fixed_body(chunk),
+            Err(chunks) => fixed_body(chunks.concat()),
         }
     };
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(Mapping::Compat));
     Response::from_parts(parts, framed)
-}
-
-/// Why a JSON answer was not written in the compatible mapping.
-enum Refusal {
-    /// The encoder refused it (over the limit, or an event cannot carry it unchanged).
-    Encode(crate::mapping::compat::CompatEncodeError),
-    /// The inner body failed.
-    Upstream(String),
-    /// It is no JSON-RPC message, or answers another request.
-    Invalid(String),
 }
 
 /// Whether the layer frames an inner response, from its status and `Content-Type`: `Some(true)`
@@ -825,17 +803,24 @@ fn fixed_body<E: 'static>(bytes: impl Into<Bytes>) -> FramingBody<E> {
         .boxed_unsync()
 }
 
-/// The first piece of a framed body if it is ready within `wait` (none if `wait` is zero): the
-/// response head then leaves with it (see [`FramingLayer::head_wait`]).
-async fn head_start<P, T>(body: &mut P, wait: Duration) -> Option<T>
+/// A framed body whose first piece is awaited for up to `wait` (not at all if `wait` is zero):
+/// the response head then leaves with it (see [`FramingLayer::head_wait`]).
+async fn head_waiting<P, E>(mut framed: P, wait: Duration) -> FramingBody<E>
 where
-    P: Stream<Item = T> + Unpin,
+    P: Stream<Item = Result<Bytes, Infallible>> + Unpin + Send + 'static,
 {
-    if wait.is_zero() {
+    let first = if wait.is_zero() {
         None
     } else {
-        tokio::time::timeout(wait, body.next()).await.ok().flatten()
-    }
+        tokio::time::timeout(wait, framed.next())
+            .await
+            .ok()
+            .flatten()
+    };
+    let pieces = futures_util::stream::iter(first).chain(framed);
+    http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data)))
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
 }
 
 async fn frame_response<B: InnerBody>(
@@ -866,16 +851,12 @@ async fn frame_response<B: InnerBody>(
         comments: 0,
         request_id,
     };
-    let mut framed = FramedBody::new(messages, encoder, mapping);
+    let framed = FramedBody::new(messages, encoder, mapping);
     // The head waits (a little) for the first chunk, which holds the HEAD frame and the first
-    // message, so that they leave together (see `FramingLayer::head_wait`).
-    let first = head_start(&mut framed, config.head_wait).await;
+    // message, so that they leave together.
+    let body = head_waiting(framed, config.head_wait).await;
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(response_headers(mapping));
-    let pieces = futures_util::stream::iter(first).chain(framed);
-    let body = http_body_util::StreamBody::new(pieces.map(|piece| piece.map(Frame::data)))
-        .map_err(|never: Infallible| match never {})
-        .boxed_unsync();
     Response::from_parts(parts, body)
 }
 
