@@ -27,8 +27,7 @@
 // frame files import nothing from this file, so the numbers sit on top of the frames, not in a
 // circle with them.
 use crate::frame::{
-    HEAD_PAYLOAD_LEN, HEADER_LEN, MAX_ABORT_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN,
-    STREAM_END_PAYLOAD_LEN,
+    HEAD_PAYLOAD_LEN, MAX_ABORT_PAYLOAD_LEN, MESSAGE_END_PAYLOAD_LEN, STREAM_END_PAYLOAD_LEN,
 };
 pub use crate::frame::MAX_ABORT_REASON_LEN;
 
@@ -113,9 +112,10 @@ pub const DEFAULT_MAX_EVENT_DATA: usize = 256 * 1024;
 /// less than [`DEFAULT_MAX_EVENT_DATA`]. Deriving it from the frame limit in force means that a
 /// receiver configured for larger frames accepts the events that carry them, and that the bound
 /// stays within about 4/3 of the frame limit (plus the default) of memory.
+#[cfg(feature = "sse")]
 #[must_use]
 pub(crate) fn event_data_limit(max_frame_payload: u32) -> usize {
-    let frame = HEADER_LEN as u64 + u64::from(max_frame_payload);
+    let frame = crate::frame::HEADER_LEN as u64 + u64::from(max_frame_payload);
     let base64 = frame.div_ceil(3) * 4;
     usize::try_from(base64)
         .unwrap_or(usize::MAX)
@@ -140,6 +140,7 @@ pub const DEFAULT_MAX_COMPAT_EVENT_DATA: usize =
 /// limit is `max_message_size` (SPEC.md §18.7): one message plus 64 KiB. Deriving it from the
 /// limit in force means that a receiver configured for larger messages accepts the events that
 /// carry them.
+#[cfg(feature = "sse")]
 #[must_use]
 pub(crate) fn compat_event_data_limit(max_message_size: u64) -> usize {
     usize::try_from(max_message_size)
@@ -392,6 +393,7 @@ pub(crate) use limit_setters;
 mod tests {
     use super::*;
 
+    #[cfg(feature = "sse")]
     #[test]
     fn an_sse_event_holds_one_whole_frame_in_base64_and_never_less_than_the_default() {
         assert_eq!(
@@ -403,6 +405,7 @@ mod tests {
         assert_eq!(event_data_limit(1026), DEFAULT_MAX_EVENT_DATA);
     }
 
+    #[cfg(feature = "sse")]
     #[test]
     fn a_compatible_event_holds_one_message_and_64_kib() {
         assert_eq!(

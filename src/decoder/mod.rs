@@ -326,8 +326,8 @@ impl StreamDecoder {
     }
 
     /// The largest frame payload this decoder accepts ([`Limits::max_frame_payload`]). Bounds
-    /// that derive from it, such as the SSE event bound
-    /// ([`event_data_limit`](crate::limits::event_data_limit)), read it here.
+    /// that derive from it, such as the SSE event bound (the base64 of one whole frame), read it
+    /// here.
     ///
     /// # Examples
     ///

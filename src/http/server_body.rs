@@ -32,6 +32,7 @@ const PIECE_TARGET: usize = 256 * 1024;
 
 /// Bytes passed on unchanged at least this long go out as they came (no copy); shorter ones are
 /// copied into the chunk being built, so that a small event leaves as one piece.
+#[cfg(feature = "rmcp-server")]
 const PASS_AS_IS: usize = 4096;
 
 /// What a [`FramedBody`] writes: an [`Outgoing`] item, or what a layer passing an upstream SSE
@@ -60,6 +61,7 @@ pub(crate) struct PassedEvent {
 
 /// Hands `piece` on after `out` and `ready`: a short piece copied into `out`, a long one as it
 /// is, after what `out` held.
+#[cfg(feature = "rmcp-server")]
 pub(crate) fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes) {
     if piece.len() < PASS_AS_IS {
         out.extend_from_slice(&piece);
