@@ -330,13 +330,10 @@ impl<B: Body> SsePassthrough<B> {
         {
             return;
         }
-        // The value as far as it came: after `data:` and one space, if there is one
-        // (`data_value`), once the line's first bytes tell.
-        let head = line.prefix(b"data: ".len());
-        if head.len() < b"data: ".len() || !head.starts_with(b"data:") {
+        // The value as far as it came, once the line's first bytes tell where it starts.
+        let Some(at) = line.data_value_start() else {
             return;
-        }
-        let at = 5 + usize::from(head[5] == b' ');
+        };
         let valid = self.streamed.arrived(line, at);
         if valid < STREAM_FROM {
             return;
@@ -374,15 +371,16 @@ impl<B: Body> SsePassthrough<B> {
     /// in is held as those parts, and its value is those parts (not copied); any other line is
     /// read in one buffer ([`line`](Self::line)).
     fn joined_line(&mut self, content: Parts, end: Bytes) {
-        let head = content.prefix(b"data: ".len());
-        if content.is_copied() || !head.starts_with(b"data:") || content.len() <= head.len() {
-            self.line(content.into_bytes(), end);
-            return;
-        }
+        let at = match content.data_value_start() {
+            Some(at) if !content.is_copied() && content.len() > b"data: ".len() => at,
+            _ => {
+                self.line(content.into_bytes(), end);
+                return;
+            }
+        };
         // A line that starts with `data:` starts with no BOM, even the body's first.
         self.at_start = false;
         self.comment_cr = false;
-        let at = 5 + usize::from(head[5] == b' ');
         let pieces: Vec<Bytes> = content.into_buffers().collect();
         let value = Parts::from_buffers(pieces.iter().cloned()).split_off(at);
         let added = self.add_data(value);

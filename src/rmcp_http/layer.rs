@@ -923,14 +923,12 @@ impl<B> InnerMessages<B> {
         if self.final_seen || parser.event_has_data() || !parser.open_event_is_message() {
             return;
         }
-        // The line as it was kept: a `data` line whose value starts after `data:` and one
-        // space, if there is one (`data_value`), once its first bytes tell.
+        // The line as it was kept: a `data` line, once its first bytes tell where its value
+        // starts.
         let line = parser.pending_parts();
-        let head = line.prefix(b"data: ".len());
-        if head.len() < b"data: ".len() || !head.starts_with(b"data:") {
+        let Some(at) = line.data_value_start() else {
             return;
-        }
-        let at = 5 + usize::from(head[5] == b' ');
+        };
         if let Some(chunk) = self.streamed.next(line, at, latest) {
             self.queue.push_back(Outgoing::Chunk(chunk));
         }

@@ -687,11 +687,10 @@ impl SseParser {
             let content = content.into_bytes();
             return self.line_checked(&content, Some(&content), valid, events);
         }
-        let head = content.prefix(b"data: ".len());
         let carries_data = content.len() > b"data: ".len();
         // A line that starts with `data:` starts with no BOM, even the body's first.
-        if S::RAW && self.data_unchecked && head.starts_with(b"data:") && carries_data {
-            let value_at = 5 + usize::from(head.get(5) == Some(&b' '));
+        let value_at = content.data_value_start().filter(|_| carries_data);
+        if let Some(value_at) = value_at.filter(|_| S::RAW && self.data_unchecked) {
             self.at_start = false;
             self.quiet_lines = 0;
             self.raw_data.push_parts(self.has_data, content.split_off(value_at));

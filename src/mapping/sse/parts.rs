@@ -123,6 +123,16 @@ impl Parts {
         prefix
     }
 
+    /// Where the value of the SSE `data` line these bytes hold starts: after `data:` and one
+    /// space, if there is one (as [`data_value`](super::data_value) reads a line), once the
+    /// line's first six bytes are here; `None` for any other line, or before they are.
+    pub(crate) fn data_value_start(&self) -> Option<usize> {
+        const DATA: &[u8] = b"data: ";
+        let head = self.prefix(DATA.len());
+        (head.len() == DATA.len() && head.starts_with(b"data:"))
+            .then(|| DATA.len() - usize::from(head[5] != b' '))
+    }
+
     /// The bytes of `range`, copied (a short range: a JSON-RPC id).
     #[cfg(any(test, feature = "rmcp-server"))]
     pub(crate) fn copy_range(&self, range: std::ops::Range<usize>) -> Vec<u8> {
