@@ -398,14 +398,7 @@ impl StreamEncoder {
         if payload == 0 {
             return self.check_not_finished();
         }
-        let len = self.message_len + payload as u64;
-        if len > self.max_message_size {
-            self.check_not_finished()?;
-            return Err(EncodeError::MessageTooLarge {
-                len,
-                max: self.max_message_size,
-            });
-        }
+        let len = self.message_len_with(payload)?;
         self.prepare(1, HEADER_LEN, dst)?;
         let mut crc = crc32fast::Hasher::new();
         for piece in pieces {
@@ -436,14 +429,7 @@ impl StreamEncoder {
             return self.check_not_finished();
         }
         let frames = chunk.len().div_ceil(self.frame_size);
-        let len = self.message_len + chunk.len() as u64;
-        if len > self.max_message_size {
-            self.check_not_finished()?;
-            return Err(EncodeError::MessageTooLarge {
-                len,
-                max: self.max_message_size,
-            });
-        }
+        let len = self.message_len_with(chunk.len())?;
         let inline = if payloads { chunk.len() } else { 0 };
         self.prepare(frames as u64, inline + frames * HEADER_LEN, dst)?;
         if frames == 1 {
@@ -461,6 +447,21 @@ impl StreamEncoder {
         self.message_len = len;
         self.state = State::InMessage;
         Ok(())
+    }
+
+    /// The open message's length with `added` more bytes, within the message limit (a finished
+    /// stream is refused first).
+    #[inline(always)]
+    fn message_len_with(&self, added: usize) -> Result<u64, EncodeError> {
+        let len = self.message_len + added as u64;
+        if len > self.max_message_size {
+            self.check_not_finished()?;
+            return Err(EncodeError::MessageTooLarge {
+                len,
+                max: self.max_message_size,
+            });
+        }
+        Ok(len)
     }
 
     /// Writes one DATA frame carrying `piece` (its header alone without `payloads`).
