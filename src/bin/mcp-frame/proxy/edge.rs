@@ -500,21 +500,7 @@ fn forwarded_headers(headers: &mut http::HeaderMap, peer: &Peer) {
         .get(header::HOST)
         .filter(|v| v.to_str().is_ok())
         .cloned();
-    match headers.entry(X_FORWARDED_FOR) {
-        Entry::Occupied(mut before) => {
-            let listed = before.get().to_str().ok().map(str::trim);
-            let value = match listed.filter(|b| !b.is_empty()) {
-                Some(listed) => HeaderValue::from_str(&[listed, ", ", ip_text(peer)].concat()).ok(),
-                None => Some(peer.ip.clone()),
-            };
-            if let Some(value) = value {
-                before.insert(value);
-            }
-        }
-        Entry::Vacant(none) => {
-            none.insert(peer.ip.clone());
-        }
-    }
+    append_listed(headers, X_FORWARDED_FOR, peer.ip.clone());
     headers
         .entry(X_FORWARDED_PROTO)
         .or_insert(HeaderValue::from_static("http"));
@@ -526,29 +512,30 @@ fn forwarded_headers(headers: &mut http::HeaderMap, peer: &Peer) {
     let Some(element) = peer.forwarded(host.as_ref()) else {
         return;
     };
-    match headers.entry(header::FORWARDED) {
-        Entry::Occupied(mut before) => {
+    append_listed(headers, header::FORWARDED, element);
+}
+
+/// Adds `value` to the list header `name` (`X-Forwarded-For`, `Forwarded`): after what the
+/// proxies before listed, or alone (also in place of a list that is not visible ASCII).
+fn append_listed(headers: &mut http::HeaderMap, name: http::HeaderName, value: HeaderValue) {
+    match headers.entry(name) {
+        http::header::Entry::Occupied(mut before) => {
             let listed = before.get().to_str().ok().map(str::trim);
             let value = match listed.filter(|b| !b.is_empty()) {
                 Some(listed) => {
-                    let element = element.to_str().unwrap_or_default();
-                    HeaderValue::from_str(&[listed, ", ", element].concat()).ok()
+                    let text = value.to_str().unwrap_or_default();
+                    HeaderValue::from_str(&[listed, ", ", text].concat()).ok()
                 }
-                None => Some(element),
+                None => Some(value),
             };
             if let Some(value) = value {
                 before.insert(value);
             }
         }
-        Entry::Vacant(none) => {
-            none.insert(element);
+        http::header::Entry::Vacant(none) => {
+            none.insert(value);
         }
     }
-}
-
-/// The peer's IP address as text.
-fn ip_text(peer: &Peer) -> &str {
-    peer.ip.to_str().unwrap_or_default()
 }
 
 /// A request body read up to [`PEEK`] bytes.
