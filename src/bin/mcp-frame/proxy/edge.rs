@@ -17,6 +17,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use mcp_framing::http::{DedupeBodyError, DedupeService};
+use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::{DedupingFramingLayer, FramingLayer, FramingService};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
@@ -343,15 +344,9 @@ impl Edge {
             return (refusal.map(StackBody::Own), None);
         }
         let (mut parts, body) = response.into_parts();
-        let streamed = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| {
-                let essence = ct.split(';').next().unwrap_or_default().trim();
-                essence.eq_ignore_ascii_case("text/event-stream")
-                    || essence.eq_ignore_ascii_case("application/vnd.mcp-framing")
-            });
+        let content_type = parts.headers.get(header::CONTENT_TYPE);
+        let streamed =
+            Mapping::from_content_type(content_type.and_then(|v| v.to_str().ok())).is_some();
         if streamed {
             // Streamed bodies are not to be buffered by a proxy in front (nginx honours it).
             // Servers that follow the MCP specification send it already.
