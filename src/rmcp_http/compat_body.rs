@@ -13,7 +13,7 @@ use futures_core::Stream;
 use http_body::Body;
 
 use super::declare::{Declaration, unframeable};
-use super::inner::{InnerBody, drain_rest};
+use super::inner::{InnerBody, abort_for, drain_rest};
 use super::streamed::{STREAM_FROM, Streamed};
 use crate::encoder::StreamEncoder;
 use crate::event::{Abort, AbortCode};
@@ -201,7 +201,7 @@ impl<B: Body> SsePassthrough<B> {
         if self.compat {
             let abort = match failure {
                 Failure::TooLarge { len, max } => too_large(len, max),
-                Failure::Upstream(reason) => Abort::new(AbortCode::UpstreamFailed, reason),
+                Failure::Upstream(reason) => abort_for(&reason),
                 Failure::Internal(reason) => Abort::new(AbortCode::InternalError, reason),
             };
             self.items.push_back(Item::Out(Outgoing::Abort(abort)));
