@@ -14,12 +14,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
 use futures_util::StreamExt;
-use mcp_framing::client::{
-    CallError, DiscoveringResolver, EndpointResolver, RetrySchedule, RetryingClient,
-};
-use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
-use mcp_framing::internals::client::{Resolution, ResolveFuture};
-use mcp_framing::internals::contract::ServerDiscovery;
+use mcp_framing::client::{CallError, DiscoveringResolver, RetrySchedule, RetryingClient};
+use mcp_framing::contract::{Deduplication, FramingContract};
 use mcp_framing::mapping::Mapping;
 use mcp_framing::{
     client::OUTCOME_DATA_KEY,
@@ -43,46 +39,17 @@ use scripted::{
 };
 
 // ---------------------------------------------------------------------------------------------
-// Resolvers.
-
-/// What a resolution of the scripted server says: `contract` in a `server/discover` result.
-fn discovery(contract: &FramingContract) -> ServerDiscovery {
-    let mut result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {}});
-    contract
-        .declare_in(&mut result, DiscoverySource::Discover)
-        .unwrap();
-    ServerDiscovery::from_discover(&result).unwrap()
-}
+// Fleet set-up.
 
 /// The contract with `tools/call` deduplicated: keyed tool calls are retried.
 fn deduplicating() -> FramingContract {
     FramingContract::v1().with_deduplication(Deduplication::new(Duration::from_secs(3600)))
 }
 
-/// Endpoints taken in turn, every resolution declaring `contract`.
-#[derive(Debug)]
-struct RoundRobin {
-    endpoints: Vec<String>,
-    contract: FramingContract,
-    next: AtomicUsize,
-}
-
-impl RoundRobin {
-    fn new(endpoints: impl IntoIterator<Item = String>, contract: FramingContract) -> Self {
-        Self {
-            endpoints: endpoints.into_iter().collect(),
-            contract,
-            next: AtomicUsize::new(0),
-        }
-    }
-}
-
-impl EndpointResolver for RoundRobin {
-    fn resolve(&self) -> ResolveFuture<'_> {
-        let i = self.next.fetch_add(1, Ordering::SeqCst) % self.endpoints.len();
-        let resolution = Resolution::new(self.endpoints[i].clone(), discovery(&self.contract));
-        Box::pin(async move { Ok(resolution) })
-    }
+/// A resolver over `endpoints`, taken in turn, discovering each before every attempt (the
+/// scripted server declares its contract in its `server/discover` result).
+fn discovering(endpoints: impl IntoIterator<Item = String>) -> DiscoveringResolver {
+    DiscoveringResolver::new(reqwest::Client::new(), endpoints)
 }
 
 fn url(addr: SocketAddr) -> String {
@@ -140,10 +107,13 @@ fn cut_then(
 
 #[tokio::test]
 async fn retrying_client_refuses_a_verified_response_that_is_not_utf8_instead_of_altering_it() {
-    let (addr, _) = Scripted::new(not_utf8_result()).start().await;
+    let (addr, _) = Scripted::new(not_utf8_result())
+        .declaring(|_| Some(deduplicating()))
+        .start()
+        .await;
     // The compatible mapping cannot carry it (the server aborts): the two that can.
     for mapping in [Mapping::Sse, Mapping::Binary] {
-        let resolver = RoundRobin::new([url(addr)], deduplicating());
+        let resolver = discovering([url(addr)]);
         let client = RetryingClient::new(reqwest::Client::new(), resolver).mapping(mapping);
         let err = client.call(tool_call(1)).await.unwrap_err();
         let CallError::InvalidUtf8 {
@@ -167,7 +137,7 @@ async fn retrying_client_delivers_the_final_response_byte_for_byte() {
     let (addr, _) = Scripted::new(cut_then(0, 0, unusual_response))
         .start()
         .await;
-    let resolver = RoundRobin::new([url(addr)], FramingContract::v1());
+    let resolver = discovering([url(addr)]);
     let client = RetryingClient::new(reqwest::Client::new(), resolver);
     let call = client.call(tool_call(7)).await.expect("a clean call");
     assert_eq!(call.attempts, 1);
@@ -183,9 +153,10 @@ async fn retrying_client_delivers_the_final_response_byte_for_byte() {
 async fn a_retried_response_gets_the_callers_id_back_by_an_edit_of_the_id_member_alone() {
     for id in [json!(7), json!("call-7"), json!({"a": [1, "b"]})] {
         let (addr, log) = Scripted::new(cut_then(2, 30, unusual_response))
+            .declaring(|_| Some(deduplicating()))
             .start()
             .await;
-        let resolver = RoundRobin::new([url(addr)], deduplicating());
+        let resolver = discovering([url(addr)]);
         let client = RetryingClient::new(reqwest::Client::new(), resolver).schedule(schedule(3));
         let mut request = tool_call(0);
         request["id"] = id.clone();
@@ -218,7 +189,7 @@ async fn a_stream_that_goes_on_after_its_final_response_answers_nothing() {
     }))
     .start()
     .await;
-    let resolver = RoundRobin::new([url(addr)], FramingContract::v1());
+    let resolver = discovering([url(addr)]);
     let err = RetryingClient::new(reqwest::Client::new(), resolver)
         .call(tool_call(1))
         .await
@@ -287,8 +258,9 @@ async fn session_backend() -> Backend {
 async fn auto_retry_completes_the_handshake_with_rmcps_default_server_and_keeps_each_session_on_its_endpoint()
  {
     let (a, b) = (session_backend().await, session_backend().await);
-    // Every resolution after the first names the other backend, which knows no session.
-    let resolver = RoundRobin::new([url(a.addr), url(b.addr)], FramingContract::v1());
+    // Every resolution after the first would discover (and name) the other backend, which knows
+    // no session.
+    let resolver = discovering([url(a.addr), url(b.addr)]);
     let client = FramingHttpClient::new(reqwest::Client::new()).auto_retry(resolver, schedule(3));
     let retries = client.retry_stats().unwrap();
     let transport = StreamableHttpClientTransport::with_client(
@@ -317,7 +289,7 @@ async fn auto_retry_completes_the_handshake_with_rmcps_default_server_and_keeps_
     assert_eq!(
         b.counters.requests.load(Ordering::SeqCst),
         0,
-        "nothing of the session went to the other backend"
+        "nothing of the session went to the other backend, not even a discovery"
     );
 }
 
@@ -326,7 +298,7 @@ async fn auto_retry_completes_the_handshake_with_rmcps_default_server_and_keeps_
 
 #[tokio::test]
 async fn the_mapping_the_idle_timeout_and_rmcps_limits_reach_every_attempt_in_any_builder_order() {
-    type Build = fn(FramingHttpClient, RoundRobin) -> FramingHttpClient;
+    type Build = fn(FramingHttpClient, DiscoveringResolver) -> FramingHttpClient;
     let orders: [(&str, Build); 2] = [
         ("options after auto_retry", |client, resolver| {
             client
@@ -352,9 +324,10 @@ async fn the_mapping_the_idle_timeout_and_rmcps_limits_reach_every_attempt_in_an
                 framed(headers, vec![tool_result(&id, "answered")])
             }
         }))
+        .declaring(|_| Some(deduplicating()))
         .start()
         .await;
-        let resolver = RoundRobin::new([url(addr)], deduplicating());
+        let resolver = discovering([url(addr)]);
         let client = build(FramingHttpClient::new(reqwest::Client::new()), resolver);
         let retries = client.retry_stats().unwrap();
         // rmcp's per-call limits: 32 KiB events, hence §15 frames of at most
@@ -389,29 +362,35 @@ async fn every_request_asks_for_the_compatible_mapping_when_compat_follows_auto_
     let (addr, log) = Scripted::new(cut_then(1, 30, |id| {
         String::from_utf8(tool_result(id, "ok").to_vec()).unwrap()
     }))
+    .declaring(|_| Some(deduplicating()))
     .start()
     .await;
-    let resolver = RoundRobin::new([url(addr)], deduplicating());
+    let resolver = discovering([url(addr)]);
     let client = FramingHttpClient::new(reqwest::Client::new())
         .mapping(Mapping::Sse)
         .auto_retry(resolver, schedule(2))
         .compat(true);
     call_tool(addr, client).await.expect("the retry completes");
     let requests = log.lock().unwrap().clone();
-    let asked: Vec<(&str, bool)> = requests
+    // Each request is resolved first: the resolver's own `server/discover` does not opt in.
+    let asked: Vec<(&str, Option<&[u8]>)> = requests
         .iter()
         .filter(|r| r.method != "notifications/initialized")
         .map(|r| {
-            let compat = r.headers.get("mcp-framing-mapping").map(|v| v.as_bytes());
-            (r.method.as_str(), compat == Some(b"compat".as_slice()))
+            let mapping = r.headers.get("mcp-framing-mapping").map(|v| v.as_bytes());
+            (r.method.as_str(), mapping)
         })
         .collect();
+    let compat = Some(b"compat".as_slice());
     assert_eq!(
         asked,
         [
-            ("initialize", true),
-            ("tools/call", true),
-            ("tools/call", true)
+            ("server/discover", None),
+            ("initialize", compat),
+            ("server/discover", None),
+            ("tools/call", compat),
+            ("server/discover", None),
+            ("tools/call", compat)
         ]
     );
 }
@@ -569,7 +548,7 @@ async fn both_clients_ask_for_the_compatible_mapping_by_default() {
     call_tool(addr, FramingHttpClient::new(reqwest::Client::new()))
         .await
         .expect("a clean call");
-    let resolver = RoundRobin::new([url(addr)], FramingContract::v1());
+    let resolver = discovering([url(addr)]);
     RetryingClient::new(reqwest::Client::new(), resolver)
         .call(tool_call(1))
         .await
@@ -603,10 +582,10 @@ async fn every_client_hands_its_caller_the_same_outcome_report() {
     // No deduplication declared: the keyed tool call is surfaced after one attempt, by each.
     let single =
         outcome_data(&call_tool(addr, FramingHttpClient::new(reqwest::Client::new())).await);
-    let resolver = RoundRobin::new([url(addr)], FramingContract::v1());
+    let resolver = discovering([url(addr)]);
     let retrying = FramingHttpClient::new(reqwest::Client::new()).auto_retry(resolver, schedule(4));
     let retried = outcome_data(&call_tool(addr, retrying).await);
-    let resolver = RoundRobin::new([url(addr)], FramingContract::v1());
+    let resolver = discovering([url(addr)]);
     let err = RetryingClient::new(reqwest::Client::new(), resolver)
         .call(tool_call(1))
         .await
@@ -659,24 +638,57 @@ async fn every_client_hands_its_caller_the_same_outcome_report() {
 async fn the_discovering_resolver_reads_the_contract_from_rmcps_own_server_discover_answer() {
     // rmcp answers `server/discover` itself (from `get_info`), on an event stream, and checks
     // the request's `MCP-Protocol-Version` header against its `_meta`; the layer declares its
-    // contract in that answer.
-    let service = FramingLayer::new().layer(rmcp_support::unframed_service());
-    let app = Router::new().nest_service("/mcp", service);
+    // contract in that answer: here with limits below the client's own, so that the limits the
+    // call is sent with (the smaller of both, SPEC.md §11.3) show the contract was read.
+    let layer = FramingLayer::new()
+        .frame_size(4096)
+        .max_message_size(1 << 20);
+    assert_eq!(
+        layer.contract(),
+        FramingContract::v1().with_limits(4096, 1 << 20)
+    );
+    let opted_in: Arc<std::sync::Mutex<Vec<http::HeaderMap>>> = Arc::default();
+    let record = opted_in.clone();
+    let app = Router::new()
+        .nest_service("/mcp", layer.layer(rmcp_support::unframed_service()))
+        .layer(axum::middleware::from_fn(
+            move |request: Request, next: axum::middleware::Next| {
+                if request.headers().contains_key("mcp-framing") {
+                    record.lock().unwrap().push(request.headers().clone());
+                }
+                next.run(request)
+            },
+        ));
     let addr = serve(app).await;
     let http = reqwest::Client::new();
-    let resolver = DiscoveringResolver::new(http.clone(), [url(addr)]);
-    let resolution = resolver.resolve().await.expect("a discovery result");
-    // The contract the layer writes into the result rmcp answered (SPEC.md §11.2).
-    assert_eq!(
-        resolution.discovery.contract,
-        Some(FramingLayer::new().contract())
-    );
-    let call = RetryingClient::new(http, resolver)
+    let call = RetryingClient::new(http.clone(), DiscoveringResolver::new(http, [url(addr)]))
         .call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
         .await
         .expect("tools/list");
     let response: Value = call.deserialize().unwrap();
     assert_eq!(response["result"]["tools"][0]["name"], "render_report");
+    let opted_in = opted_in.lock().unwrap().clone();
+    assert_eq!(
+        opted_in.len(),
+        1,
+        "the call alone opts in, not its discovery"
+    );
+    assert_eq!(
+        opted_in[0]["mcp-framing-limits"],
+        "frame=4096, message=1048576"
+    );
+
+    // Without the layer, rmcp's answer declares no contract: the call is refused before it is
+    // sent (SPEC.md §11.5).
+    let app = Router::new().nest_service("/mcp", rmcp_support::unframed_service());
+    let addr = serve(app).await;
+    let http = reqwest::Client::new();
+    let err = RetryingClient::new(http.clone(), DiscoveringResolver::new(http, [url(addr)]))
+        .call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.classification(), "configuration_error", "{err}");
+    assert_eq!(err.kind(), "NoContract", "{err}");
 }
 
 // ---------------------------------------------------------------------------------------------

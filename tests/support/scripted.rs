@@ -1,6 +1,6 @@
 //! A hand-scripted MCP server for `FramingHttpClient` and `RetryingClient` tests: it answers
 //! `initialize` and `server/discover` with a framed result declaring the framing contract (or the
-//! one a test chooses, or none), notifications with `202`, a GET with `405` (or a scripted SSE
+//! one a test chooses, or none; `server/discover` unframed when the request does not opt in), notifications with `202`, a GET with `405` (or a scripted SSE
 //! body), and hands every `tools/call` to a test's closure, which answers with whatever response
 //! (framed, unframed, stalled) the test needs. It logs every POST's method and headers.
 // Each includer uses a part of it.
@@ -112,7 +112,15 @@ async fn handle(
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {
                 "resultType": "complete", "supportedVersions": ["2026-07-28"],
                 "capabilities": capabilities, "ttlMs": 0, "cacheScope": "private"}});
-            framed(&headers, vec![Bytes::from(result.to_string())])
+            // Framed for a client that opts in; plain JSON for one that does not (a
+            // `DiscoveringResolver` discovering the endpoint before each attempt), as a framing
+            // server answers it.
+            match OptIn::from_headers(&headers).expect("a valid opt-in") {
+                Some(_) => framed(&headers, vec![Bytes::from(result.to_string())]),
+                None => {
+                    ([("content-type", "application/json")], result.to_string()).into_response()
+                }
+            }
         }
         Some("tools/call") => (script.answer)(id, &headers),
         _ => framed(
