@@ -18,15 +18,10 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use dedupe_support::RedisServer;
 use futures::TryStreamExt;
-use mcp_framing::client::{EndpointResolver, RetrySchedule};
+use mcp_framing::client::{DiscoveringResolver, RetrySchedule};
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
-use mcp_framing::internals::client::{Resolution, ResolveFuture};
-use mcp_framing::internals::contract::ServerDiscovery;
 use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
-use mcp_framing::{
-    RequestKey, StreamDecoder,
-    contract::{Deduplication, DiscoverySource, FramingContract},
-};
+use mcp_framing::{RequestKey, StreamDecoder};
 use mcp_framing::{
     http::{Delivery, VerifiedResponse, opt_in_headers},
     internals::http::DEDUPE_HEADER,
@@ -237,29 +232,11 @@ fn backend(redis_url: &str, proxy: Arc<Proxy>, ledger: Ledger, lease: Duration) 
     }
 }
 
-/// What every backend's discovery says: the framing contract with deduplication.
-fn discovery() -> ServerDiscovery {
-    let mut result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {}});
-    FramingContract::v1()
-        .with_deduplication(Deduplication::new(Duration::from_secs(24 * 3600)))
-        .declare_in(&mut result, DiscoverySource::Discover)
-        .unwrap();
-    ServerDiscovery::from_discover(&result).unwrap()
-}
-
-/// Round robin over the backends, every resolution with its discovery (per-request discovery).
-#[derive(Debug)]
-struct RoundRobin {
-    endpoints: Vec<String>,
-    next: AtomicUsize,
-}
-
-impl EndpointResolver for RoundRobin {
-    fn resolve(&self) -> ResolveFuture<'_> {
-        let i = self.next.fetch_add(1, Ordering::SeqCst);
-        let endpoint = self.endpoints[i % self.endpoints.len()].clone();
-        Box::pin(async move { Ok(Resolution::new(endpoint, discovery())) })
-    }
+/// Round robin over the backends, each discovered before every attempt (per-request discovery):
+/// `FramingLayer::dedupe` declares the deduplication of `tools/call` in rmcp's `server/discover`
+/// answer (the cutting proxy cuts tool calls only).
+fn round_robin(backends: [&Backend; 2]) -> DiscoveringResolver {
+    DiscoveringResolver::new(reqwest::Client::new(), backends.map(Backend::url))
 }
 
 fn charge(account: &str, amount: u64) -> CallToolRequestParams {
@@ -359,10 +336,7 @@ fn every_cut_call_executes_exactly_once_across_two_backends_and_is_verified() {
     let metrics = metrics_support::Recorded::new();
     let _recording = metrics.install_local();
     runtime.block_on(async {
-        let resolver = RoundRobin {
-            endpoints: vec![a.url(), b.url()],
-            next: AtomicUsize::new(0),
-        };
+        let resolver = round_robin([&a, &b]);
         // The SSE mapping of SPEC.md §15, whose HEAD event leaves before the tool finishes (the
         // offsets below are chosen for it).
         let client = FramingHttpClient::new(reqwest::Client::new())
@@ -619,10 +593,7 @@ fn redis_stopped_mid_run_refuses_keyed_calls_and_nothing_executes_twice() {
             );
         }
         // Through the retrying rmcp client: the refusal is retryable, retried, then returned.
-        let resolver = RoundRobin {
-            endpoints: vec![a.url(), b.url()],
-            next: AtomicUsize::new(0),
-        };
+        let resolver = round_robin([&a, &b]);
         let client = FramingHttpClient::new(reqwest::Client::new()).auto_retry(
             resolver,
             RetrySchedule::default()
