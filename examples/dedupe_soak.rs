@@ -39,12 +39,10 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use dedupe_support::{Persistence, RedisCluster, RedisServer};
 use futures_util::StreamExt;
-use mcp_framing::client::{EndpointResolver, RetrySchedule, RetryingClient};
-use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
+use mcp_framing::RequestKey;
+use mcp_framing::client::{CallError, DiscoveringResolver, RetrySchedule, RetryingClient};
 use mcp_framing::dedupe::{Deduplicator, RedisStore};
 use mcp_framing::http::DedupeLayer;
-use mcp_framing::internals::client::{Resolution, ResolveFuture};
-use mcp_framing::internals::contract::ServerDiscovery;
 use mcp_framing::rmcp_http::FramingLayer;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -328,24 +326,6 @@ fn measure(response: Response, proxy: Arc<Proxy>) -> Response {
     Response::from_parts(parts, Body::from_stream(stream))
 }
 
-/// Every resolution: the proxy, declaring deduplication of `tools/call` (what each backend's
-/// discovery says).
-#[derive(Debug)]
-struct Through(String);
-
-impl EndpointResolver for Through {
-    fn resolve(&self) -> ResolveFuture<'_> {
-        let mut result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {}});
-        FramingContract::v1()
-            .with_deduplication(Deduplication::new(Duration::from_secs(24 * 3600)))
-            .declare_in(&mut result, DiscoverySource::Discover)
-            .expect("a discovery result");
-        let discovery = ServerDiscovery::from_discover(&result).expect("a discovery");
-        let endpoint = self.0.clone();
-        Box::pin(async move { Ok(Resolution::new(endpoint, discovery)) })
-    }
-}
-
 /// The store a run uses.
 enum Store {
     Single(RedisServer),
@@ -469,20 +449,30 @@ async fn run_one(mut store: Store, settings: &Settings) -> bool {
     let proxy_url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let client = RetryingClient::new(reqwest::Client::new(), Through(proxy_url)).schedule(
+    // Every attempt is resolved through the proxy: a backend's `server/discover` answer declares
+    // the deduplication of `tools/call` (`FramingLayer::dedupe`); the proxy cuts tool calls only.
+    let http = reqwest::Client::new();
+    let resolver = DiscoveringResolver::new(http.clone(), [proxy_url]);
+    let client = RetryingClient::new(http, resolver).schedule(
         RetrySchedule::default()
             .max_attempts(60)
             .initial_backoff(Duration::from_millis(20))
             .max_backoff(Duration::from_secs(1)),
     );
     let next = Arc::new(AtomicU64::new(0));
+    let rediscovered = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
     let finished = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
     let mut callers = Vec::new();
     for _ in 0..settings.callers {
-        let (client, next, done, finished) =
-            (client.clone(), next.clone(), done.clone(), finished.clone());
+        let (client, next, done, finished, rediscovered) = (
+            client.clone(),
+            next.clone(),
+            done.clone(),
+            finished.clone(),
+            rediscovered.clone(),
+        );
         let calls = settings.calls;
         let stop_at = started + settings.deadline;
         callers.push(tokio::spawn(async move {
@@ -494,10 +484,26 @@ async fn run_one(mut store: Store, settings: &Settings) -> bool {
                 if call >= calls {
                     return;
                 }
-                let request = json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",
+                let mut request = json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",
                     "params": {"name": "work", "arguments": {"call": call, "ms": call % 20}}});
+                mcp_framing::request::set_request_key(&mut request, RequestKey::random())
+                    .expect("a tools/call takes a key");
                 let sent = Instant::now();
-                let outcome = tokio::time::timeout(CALL_TIMEOUT, client.call(request)).await;
+                // A discovery that fails (its backend killed under it) ends the call before its
+                // next attempt is sent: the caller makes the call again under the same key, which
+                // the fleet executes at most once.
+                let keyed = async {
+                    loop {
+                        match client.call(request.clone()).await {
+                            Err(CallError::Resolve(_)) => {
+                                rediscovered.fetch_add(1, Ordering::Relaxed);
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                            outcome => return outcome,
+                        }
+                    }
+                };
+                let outcome = tokio::time::timeout(CALL_TIMEOUT, keyed).await;
                 let expected = format!("call {call} line 00: done");
                 let (attempts, error) = match outcome {
                     Err(_) => (
@@ -711,10 +717,12 @@ async fn run_one(mut store: Store, settings: &Settings) -> bool {
         latencies.last().copied().unwrap_or_default()
     );
     println!(
-        "attempts {attempts} ({} retries); tool-call responses through the proxy {}, cut {}",
+        "attempts {attempts} ({} retries); tool-call responses through the proxy {}, cut {}; \
+         calls made again under their key after a failed discovery {}",
         attempts.saturating_sub(settings.calls),
         proxy.tool_calls.load(Ordering::Relaxed),
-        proxy.cuts.load(Ordering::Relaxed)
+        proxy.cuts.load(Ordering::Relaxed),
+        rediscovered.load(Ordering::Relaxed)
     );
     let show = |map: &BTreeMap<usize, u64>| {
         map.iter()
