@@ -16,18 +16,18 @@
 //! The Python and TypeScript clients resolve every attempt with `server/discover` (MCP
 //! 2026-07-28), except on the TypeScript SDK's v1 server, which does not answer it ("Unsupported
 //! protocol version"): there they resolve every attempt with the contract the sidecar declared in
-//! the SDK's own `initialize` result, as Rust's client does on all four.
+//! the SDK's own `initialize` result. Rust's client resolves every attempt with `server/discover`
+//! at a front of the test's own that answers it with that contract, on all four.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcp_framing::client::{EndpointResolver, RetrySchedule};
-use mcp_framing::internals::client::{Resolution, ResolveFuture};
+use mcp_framing::client::{DiscoveringResolver, RetrySchedule};
+use mcp_framing::contract::{DiscoverySource, FramingContract};
 use mcp_framing::internals::contract::ServerDiscovery;
 use mcp_framing::mapping::Mapping;
-use mcp_framing::outcome::DiscoveryMode;
 use mcp_framing::rmcp_http::FramingHttpClient;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -124,30 +124,36 @@ pub(crate) fn handshake(sdk: Sdk) -> &'static str {
     }
 }
 
-/// The first attempt of the next call to endpoint A (when armed), every other attempt to B; each
-/// resolution with the contract the sidecars declared in their `initialize` result, read as a
-/// stateless fleet's (retries may land on another instance). Notes when each resolution (each
-/// attempt) began in `starts`.
-#[derive(Debug)]
-struct FirstToA {
-    a: String,
-    b: String,
-    discovery: ServerDiscovery,
+/// A front (`cut::serve_front`) in front of endpoints A and B for a `DiscoveringResolver`: it
+/// answers every `server/discover` with the contract the sidecars declared in their `initialize`
+/// result (the TypeScript SDK's v1 server does not answer `server/discover`), noting when each
+/// resolution (each attempt) began in `starts`; it forwards the first attempt of the next call
+/// (a keyed request, when armed) to A, every other request to B, as a stateless fleet's balancer
+/// may (retries land on another instance). Its URL.
+fn first_to_a(
+    a: &str,
+    b: &str,
+    contract: &FramingContract,
     armed: Arc<AtomicBool>,
     starts: Arc<Mutex<Vec<Instant>>>,
-}
-
-impl EndpointResolver for FirstToA {
-    fn resolve(&self) -> ResolveFuture<'_> {
-        self.starts.lock().unwrap().push(Instant::now());
-        let endpoint = if self.armed.swap(false, Ordering::SeqCst) {
-            &self.a
+) -> String {
+    let mut discovery = json!({"supportedVersions": ["2026-07-28"], "capabilities": {}});
+    contract
+        .declare_in(&mut discovery, DiscoverySource::Discover)
+        .expect("a discovery result");
+    let on_discover: cut::OnDiscover = Arc::new(move || {
+        starts.lock().unwrap().push(Instant::now());
+        Box::pin(async {})
+    });
+    let (a, b) = (a.to_owned(), b.to_owned());
+    cut::serve_front(runtime(), discovery, on_discover, move |headers| {
+        let attempt = headers.contains_key("mcp-framing-request-key");
+        if attempt && armed.swap(false, Ordering::SeqCst) {
+            a.clone()
         } else {
-            &self.b
-        };
-        let resolution = Resolution::new(endpoint.clone(), self.discovery.clone());
-        Box::pin(async move { Ok(resolution) })
-    }
+            b.clone()
+        }
+    })
 }
 
 fn count(key: &str) -> CallToolRequestParams {
@@ -174,9 +180,7 @@ async fn rust_client_on(fleet: &Fleet) {
     let peer = ().serve(transport).await.expect("initialize through A");
     let info = serde_json::to_value(&*peer.peer_info().expect("an initialize result")).unwrap();
     let _ = peer.cancel().await;
-    let discovery = ServerDiscovery::from_initialize(&info)
-        .expect("a discovery result")
-        .with_mode(DiscoveryMode::Stateless);
+    let discovery = ServerDiscovery::from_initialize(&info).expect("a discovery result");
     let contract = discovery.contract.as_ref().expect("a contract declared");
     assert!(
         contract.deduplication.is_some(),
@@ -185,14 +189,10 @@ async fn rust_client_on(fleet: &Fleet) {
 
     let armed = Arc::new(AtomicBool::new(false));
     let starts = Arc::new(Mutex::new(Vec::new()));
-    let resolver = FirstToA {
-        a: a.clone(),
-        b: b.clone(),
-        discovery,
-        armed: armed.clone(),
-        starts: starts.clone(),
-    };
-    let client = FramingHttpClient::new(reqwest::Client::new())
+    let front = first_to_a(a, b, contract, armed.clone(), starts.clone());
+    let http = reqwest::Client::new();
+    let resolver = DiscoveringResolver::new(http.clone(), [front.clone()]);
+    let client = FramingHttpClient::new(http)
         .mapping(Mapping::Sse)
         .auto_retry(
             resolver,
@@ -203,7 +203,7 @@ async fn rust_client_on(fleet: &Fleet) {
     let retries = client.retry_stats().expect("retrying");
     let transport = StreamableHttpClientTransport::with_client(
         client,
-        StreamableHttpClientTransportConfig::with_uri(b.as_str()),
+        StreamableHttpClientTransportConfig::with_uri(front.as_str()),
     );
     let peer = ().serve(transport).await.expect("initialize");
 

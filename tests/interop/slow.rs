@@ -11,11 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use mcp_framing::client::{EndpointResolver, RetrySchedule};
+use mcp_framing::client::{DiscoveringResolver, RetrySchedule};
 use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
-use mcp_framing::internals::client::{Resolution, ResolveFuture};
-use mcp_framing::internals::contract::ServerDiscovery;
-use mcp_framing::outcome::DiscoveryMode;
 use mcp_framing::rmcp_http::FramingHttpClient;
 use serde_json::{Value, json};
 
@@ -30,43 +27,39 @@ use crate::{call_tool, raw_post, shared_servers, slow, wait_for_execution};
 /// How long the tool sleeps.
 const SLOW_MS: u64 = 1_500;
 
-/// Resolves every attempt to one endpoint; once the tool call's first response was cut, only
-/// after `counter` shows the tool's completion (so that the retry finds the result recorded, not
-/// still running).
-#[derive(Debug)]
-struct RetryAfterCompletion {
-    endpoint: String,
-    /// The bytes forwarded of each tool-call response (the cutting proxy's record).
+/// A front (`cut::serve_front`) in front of `endpoint` for a `DiscoveringResolver`: it answers
+/// every `server/discover` with the contract the sidecar declares (deduplication of
+/// `tools/call`); once the tool call's first response was cut (`forwarded`, the cutting proxy's
+/// record), only after `counter` shows the tool's completion (so that the retry finds the result
+/// recorded, not still running). Its URL.
+fn retry_after_completion(
+    endpoint: &str,
     forwarded: Arc<Mutex<Vec<usize>>>,
     counter: Arc<Counter>,
-    key: String,
-    label: String,
-}
-
-impl EndpointResolver for RetryAfterCompletion {
-    fn resolve(&self) -> ResolveFuture<'_> {
-        let retry = !self.forwarded.lock().unwrap().is_empty();
+    key: &str,
+    label: &str,
+) -> String {
+    let mut discovery = json!({"supportedVersions": ["2026-07-28"], "capabilities": {}});
+    FramingContract::v1()
+        .with_deduplication(Deduplication::new(Duration::from_secs(600)))
+        .declare_in(&mut discovery, DiscoverySource::Discover)
+        .unwrap();
+    let (key, label) = (key.to_owned(), label.to_owned());
+    let on_discover: cut::OnDiscover = Arc::new(move || {
+        let retry = !forwarded.lock().unwrap().is_empty();
+        let (counter, key, label) = (counter.clone(), key.clone(), label.clone());
         Box::pin(async move {
             if retry {
-                let (counter, key, label) =
-                    (self.counter.clone(), self.key.clone(), self.label.clone());
                 tokio::task::spawn_blocking(move || {
                     wait_for_execution(&counter, "slow", &key, &label)
                 })
                 .await
                 .unwrap();
             }
-            let mut result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {}});
-            FramingContract::v1()
-                .with_deduplication(Deduplication::new(Duration::from_secs(600)))
-                .declare_in(&mut result, DiscoverySource::Discover)
-                .unwrap();
-            let discovery = ServerDiscovery::from_discover(&result)
-                .unwrap()
-                .with_mode(DiscoveryMode::Stateless);
-            Ok(Resolution::new(self.endpoint.clone(), discovery))
         })
-    }
+    });
+    let endpoint = endpoint.to_owned();
+    cut::serve_front(runtime(), discovery, on_discover, move |_| endpoint.clone())
 }
 
 /// A raw `tools/call slow {key, ms}` to `url` (the 2025-11-25 revision, as the stock clients
@@ -204,20 +197,22 @@ fn a_slow_tool_whose_client_went_away_is_completed_recorded_and_replayed_on_ever
                 // The client goes away before the first byte of the tool call's response.
                 let (url, cut) = cut_first_call(&sidecar);
                 let key = format!("slow-{:?}", server.sdk);
-                let resolver = RetryAfterCompletion {
-                    endpoint: url.clone(),
-                    forwarded: cut.forwarded.clone(),
-                    counter: counter.clone(),
-                    key: key.clone(),
-                    label: label.clone(),
-                };
-                let client = FramingHttpClient::new(reqwest::Client::new()).auto_retry(
+                let front = retry_after_completion(
+                    &url,
+                    cut.forwarded.clone(),
+                    counter.clone(),
+                    &key,
+                    &label,
+                );
+                let http = reqwest::Client::new();
+                let resolver = DiscoveringResolver::new(http.clone(), [front.clone()]);
+                let client = FramingHttpClient::new(http).auto_retry(
                     resolver,
                     RetrySchedule::default()
                         .max_attempts(3)
                         .initial_backoff(Duration::from_millis(20)),
                 );
-                let (result, _) = call_tool(client, &url, slow(&key, SLOW_MS));
+                let (result, _) = call_tool(client, &front, slow(&key, SLOW_MS));
                 let text = result.unwrap_or_else(|e| panic!("{label}: {e:?}"));
                 assert_eq!(
                     text,

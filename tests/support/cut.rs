@@ -1,6 +1,7 @@
 //! A test proxy in front of an MCP server: cuts response bodies after a number of bytes (as a
 //! proxy idle timeout or a load balancer does, with a normal HTTP ending), or strips SSE comment
-//! lines (as a gateway that normalizes event streams might).
+//! lines (as a gateway that normalizes event streams might). The same forwarding serves a front
+//! that answers `server/discover` itself and routes the other requests ([`serve_front`]).
 // Each includer uses a part of it.
 #![allow(dead_code)]
 
@@ -10,8 +11,11 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
 
 /// What the proxy does to the next responses.
 pub(crate) struct Cut {
@@ -160,36 +164,116 @@ pub(crate) fn serve_proxy(
     upstream: &str,
     cut: Arc<Cut>,
 ) -> String {
-    let state = Arc::new((upstream.to_owned(), reqwest::Client::new()));
+    let upstream = upstream.to_owned();
+    let forwarding = Forwarding::new(move |_| upstream.clone());
     let app = axum::Router::new()
         .fallback(forward)
-        .with_state(state)
+        .with_state(Arc::new(forwarding))
         .layer(axum::middleware::from_fn_with_state(cut, cutting_proxy));
-    let listener = runtime.block_on(async {
-        tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind")
+    serve(runtime, app)
+}
+
+/// What a [`serve_front`] does before it answers a `server/discover` request (a test notes the
+/// time, or holds a retry back until the tool it repeats has finished).
+pub(crate) type OnDiscover = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// A front on loopback, served on `runtime` (its URL), for a `DiscoveringResolver` in front of
+/// servers that do not answer `server/discover` themselves (the TypeScript SDK's v1 server), or
+/// whose discovery a test scripts: it answers each `server/discover` request itself with
+/// `discovery` as its result (once `on_discover` is done), and forwards every other request to
+/// the upstream `route` picks from its headers, both bodies streamed, never buffered.
+pub(crate) fn serve_front(
+    runtime: &tokio::runtime::Runtime,
+    discovery: Value,
+    on_discover: OnDiscover,
+    route: impl Fn(&HeaderMap) -> String + Send + Sync + 'static,
+) -> String {
+    let front = Arc::new(Front {
+        discovery,
+        on_discover,
+        forwarding: Forwarding::new(route),
     });
+    let app = axum::Router::new()
+        .fallback(answer_or_forward)
+        .with_state(front);
+    serve(runtime, app)
+}
+
+/// Serves `app` on a loopback port on `runtime`: its `/mcp` URL. Bound here, without blocking on
+/// `runtime` (a test may call it from a task of its own).
+fn serve(runtime: &tokio::runtime::Runtime, app: axum::Router) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("a non-blocking listener");
     let addr = listener.local_addr().expect("addr");
-    runtime.spawn(async move { axum::serve(listener, app).await });
+    runtime.spawn(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+        axum::serve(listener, app).await
+    });
     format!("http://{addr}/mcp")
 }
 
-async fn forward(
-    State(upstream): State<Arc<(String, reqwest::Client)>>,
-    request: Request,
-) -> Response {
-    let (url, http) = &*upstream;
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, 64 << 20)
+/// Where requests are forwarded: the upstream URL of each, from its headers.
+struct Forwarding {
+    route: Box<dyn Fn(&HeaderMap) -> String + Send + Sync>,
+    http: reqwest::Client,
+}
+
+impl Forwarding {
+    fn new(route: impl Fn(&HeaderMap) -> String + Send + Sync + 'static) -> Self {
+        Self {
+            route: Box::new(route),
+            http: reqwest::Client::new(),
+        }
+    }
+}
+
+struct Front {
+    discovery: Value,
+    on_discover: OnDiscover,
+    forwarding: Forwarding,
+}
+
+/// The most bytes of a `server/discover` request the front reads (it answers it itself).
+const MAX_DISCOVER_REQUEST: usize = 64 * 1024;
+
+async fn answer_or_forward(State(front): State<Arc<Front>>, request: Request) -> Response {
+    // A 2026-07-28 request names its method in a header too (`DiscoveringResolver` sends it).
+    let discover = request
+        .headers()
+        .get("mcp-method")
+        .is_some_and(|method| method == "server/discover");
+    if !discover {
+        return forward_with(&front.forwarding, request).await;
+    }
+    let body = axum::body::to_bytes(request.into_body(), MAX_DISCOVER_REQUEST)
         .await
-        .expect("request body");
-    let mut sent = http.request(parts.method, url);
+        .expect("a server/discover request");
+    let request: Value = serde_json::from_slice(&body).expect("a JSON-RPC request");
+    (front.on_discover)().await;
+    let response = serde_json::json!({"jsonrpc": "2.0", "id": request["id"],
+        "result": front.discovery});
+    (
+        [(http::header::CONTENT_TYPE, "application/json")],
+        response.to_string(),
+    )
+        .into_response()
+}
+
+async fn forward(State(forwarding): State<Arc<Forwarding>>, request: Request) -> Response {
+    forward_with(&forwarding, request).await
+}
+
+/// Forwards `request` to the upstream its route picks, both bodies streamed.
+async fn forward_with(forwarding: &Forwarding, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let url = (forwarding.route)(&parts.headers);
+    let mut sent = forwarding.http.request(parts.method, url);
     for (name, value) in &parts.headers {
         if !matches!(name.as_str(), "host" | "content-length" | "connection") {
             sent = sent.header(name, value);
         }
     }
+    let body = reqwest::Body::wrap_stream(body.into_data_stream());
     let answer = sent.body(body).send().await.expect("upstream");
     let mut response = Response::builder().status(answer.status());
     for (name, value) in answer.headers() {
