@@ -14,7 +14,7 @@ use crate::contract::ServerDiscovery;
 use crate::mapping::Mapping;
 use crate::mapping::sse::SseParser;
 
-/// A boxed `Send` future, as [`EndpointResolver::resolve`] returns.
+/// A boxed `Send` future, as `Resolve::resolve` returns.
 pub type ResolveFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Resolution, ResolveError>> + Send + 'a>>;
 
@@ -92,11 +92,11 @@ impl ResolveError {
 /// included: under stateless per-request discovery a retry may land elsewhere, and its contract
 /// is re-checked there (a downgrade fails closed, SPEC.md §11.5).
 ///
-/// [`DiscoveringResolver`] is the implementation to use: it runs `server/discover` on each
+/// [`DiscoveringResolver`] is its one implementation: it runs `server/discover` on each
 /// candidate as 2026-07-28 requires, which is what makes a resolution's contract trustworthy.
-/// The method and the types it returns (a resolution carries the parsed discovery result) are
-/// below the public API (feature `internals`, `internals::client`, outside the stability
-/// promise): the tests script fleets with them.
+/// The trait is sealed: a resolver that handed the client a contract nobody discovered would
+/// turn off the checks that make retries safe. A fleet behind one address (a load balancer, a
+/// gateway) is one endpoint to it, discovered before every attempt like a list of instances.
 ///
 /// # Examples
 ///
@@ -111,9 +111,24 @@ impl ResolveError {
 /// let client = client_over(fleet);
 /// # let _ = client;
 /// ```
-pub trait EndpointResolver: std::fmt::Debug + Send + Sync + 'static {
+///
+/// Sealed: another implementation does not compile.
+///
+/// ```compile_fail,E0277
+/// #[derive(Debug)]
+/// struct Fixed;
+/// impl mcp_framing::client::EndpointResolver for Fixed {}
+/// ```
+#[expect(
+    private_bounds,
+    reason = "sealed: the resolution protocol is the crate's own, DiscoveringResolver its one implementation"
+)]
+pub trait EndpointResolver: Resolve + std::fmt::Debug + Send + Sync + 'static {}
+
+/// The resolution protocol behind [`EndpointResolver`], crate-private so that the trait is
+/// sealed.
+pub(crate) trait Resolve {
     /// The endpoint for the next attempt, with its discovery metadata.
-    #[doc(hidden)] // the resolution protocol: `internals::client` (see the trait docs)
     fn resolve(&self) -> ResolveFuture<'_>;
 }
 
@@ -200,7 +215,9 @@ impl DiscoveringResolver {
 /// result is small, and the peer does not decide how much the client buffers.
 const MAX_DISCOVERY_BYTES: usize = 1 << 20;
 
-impl EndpointResolver for DiscoveringResolver {
+impl EndpointResolver for DiscoveringResolver {}
+
+impl Resolve for DiscoveringResolver {
     fn resolve(&self) -> ResolveFuture<'_> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
         let endpoint = self.endpoints[i].clone();

@@ -203,7 +203,9 @@ pub(crate) fn serve_front(
 /// `runtime` (a test may call it from a task of its own).
 fn serve(runtime: &tokio::runtime::Runtime, app: axum::Router) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.set_nonblocking(true).expect("a non-blocking listener");
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
     let addr = listener.local_addr().expect("addr");
     runtime.spawn(async move {
         let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
