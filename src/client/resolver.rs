@@ -321,3 +321,30 @@ pub(crate) async fn error_text(
     // its control characters escaped (SPEC.md §3.1).
     crate::frame::abort::Escaped(&String::from_utf8_lossy(&prefix)).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::discover_event;
+
+    #[test]
+    fn a_discovery_on_an_event_stream_is_its_first_response_event_after_a_priming_event_and_a_notification()
+     {
+        let response = r#"{"jsonrpc":"2.0","id":"discover","result":{"capabilities":{}}}"#;
+        let notification =
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"x"}}"#;
+        let body = format!(
+            "id: 0\r\ndata: \r\n\r\n: keep-alive\r\nevent: message\r\ndata: {notification}\r\n\r\n\
+             data: {response}\r\n\r\n"
+        );
+        assert_eq!(discover_event(body.as_bytes()).unwrap(), response.as_bytes());
+    }
+
+    #[test]
+    fn an_event_stream_without_a_response_is_no_discovery() {
+        let body = b"id: 0\ndata: \n\n: keep-alive\n\nevent: other\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+        assert_eq!(
+            discover_event(body).unwrap_err(),
+            "no JSON-RPC response in the event stream"
+        );
+    }
+}
