@@ -235,11 +235,6 @@ pub mod internals {
     pub mod outcome {
         pub use crate::outcome::verdict::VerdictKind;
     }
-    /// The endpoint resolution a test or an example resolver returns.
-    #[cfg(feature = "client")]
-    pub mod client {
-        pub use crate::client::resolver::{Resolution, ResolveFuture};
-    }
     /// JSON-RPC message rules shared by the decoders and the layers.
     pub mod jsonrpc {
         pub use crate::jsonrpc::is_response;

@@ -15,44 +15,17 @@ use crate::mapping::Mapping;
 use crate::mapping::sse::SseParser;
 
 /// A boxed `Send` future, as `Resolve::resolve` returns.
-pub type ResolveFuture<'a> =
+pub(crate) type ResolveFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Resolution, ResolveError>> + Send + 'a>>;
 
 /// One resolution: the endpoint to send the next attempt to, and what its discovery said (the
 /// framing contract, re-checked against the client's policy before every attempt).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::contract::ServerDiscovery;
-/// use mcp_framing::internals::client::Resolution;
-/// let discovery = ServerDiscovery::from_discover(&serde_json::json!({"capabilities": {}}))?;
-/// let resolution = Resolution::new("http://127.0.0.1:8080/mcp", discovery);
-/// assert_eq!(resolution.endpoint, "http://127.0.0.1:8080/mcp");
-/// # Ok::<(), mcp_framing::contract::ContractError>(())
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Resolution {
+pub(crate) struct Resolution {
     /// The endpoint URL.
-    pub endpoint: String,
+    pub(crate) endpoint: String,
     /// Its discovery metadata.
-    pub discovery: ServerDiscovery,
-}
-
-impl Resolution {
-    /// A resolution of `endpoint` with `discovery`.
-    ///
-    /// # Examples
-    ///
-    /// See [`Resolution`].
-    #[must_use]
-    pub fn new(endpoint: impl Into<String>, discovery: ServerDiscovery) -> Self {
-        Self {
-            endpoint: endpoint.into(),
-            discovery,
-        }
-    }
+    pub(crate) discovery: ServerDiscovery,
 }
 
 /// Why an endpoint could not be resolved.
@@ -267,7 +240,10 @@ impl Resolve for DiscoveringResolver {
                 serde_json::from_slice(&message).map_err(|e| fail("response", &e))?;
             let discovery =
                 ServerDiscovery::from_discover(&response).map_err(|e| fail("result", &e))?;
-            Ok(Resolution::new(endpoint.clone(), discovery))
+            Ok(Resolution {
+                endpoint: endpoint.clone(),
+                discovery,
+            })
         })
     }
 }
