@@ -19,6 +19,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+mod stops;
+
 /// Whether `message` is a JSON-RPC response: one JSON object with an `id` member and a `result`
 /// or an `error` member (JSON-RPC 2.0 §5), whatever their values (`"id": null` included).
 ///
@@ -45,10 +47,10 @@ pub fn is_response(message: &str) -> bool {
 /// [`is_response`] of text its caller already knows to be UTF-8 (an SSE parser's data, which it
 /// validated): the bytes are not validated again.
 ///
-/// A scan of its own decides the usual message alone, in one pass that skips long strings a
-/// vector at a time with `memchr` (serde_json's skipping of a 1 MiB result took a quarter of its
-/// SHA-256's time); whatever it does not read the way serde_json does (an escaped top-level key, nesting
-/// deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to serde_json's reading
+/// A scan of its own decides the usual message alone, in one pass that reads long strings a
+/// block of bytes at a time (serde_json's skipping of a 1 MiB result took a quarter of its
+/// SHA-256's time); whatever it does not read the way serde_json does (an escaped top-level key,
+/// nesting deeper than [`MAX_SCAN_DEPTH`], anything that is not valid JSON) goes to serde_json's reading
 /// ([`top_level`]), which is the definition.
 pub(crate) fn is_response_text(text: &[u8]) -> bool {
     scanned::<false>(text).map(|m| m.is_response())
@@ -152,19 +154,21 @@ fn scanned<const UTF8: bool>(text: &[u8]) -> Option<TopLevel> {
     Scan::<UTF8>::default().finish(text)
 }
 
+/// The length of the escape that starts with a backslash and this byte (RFC 8259 §7): 2, 6 for
+/// `\u` (with four hex digits), 0 for a byte that starts no escape.
+const ESCAPE_LEN: [u8; 256] = {
+    let mut len = [0; 256];
+    let mut simple: &[u8] = b"\"\\/bfnrt";
+    while let [b, rest @ ..] = simple {
+        len[*b as usize] = 2;
+        simple = rest;
+    }
+    len[b'u' as usize] = 6;
+    len
+};
+
 /// Containers nested deeper than this are left to serde_json.
 const MAX_SCAN_DEPTH: u32 = 64;
-
-/// Whether `text` holds a byte below 0x20 (a control character, which JSON forbids in strings)
-/// or, if `high`, a byte above ASCII: its least and greatest bytes, which the compiler finds with
-/// vector instructions (no branch a byte).
-#[inline(always)]
-fn has_special(text: &[u8], high: bool) -> bool {
-    let (least, greatest) = text
-        .iter()
-        .fold((u8::MAX, 0), |(lo, hi), &b| (lo.min(b), hi.max(b)));
-    least < 0x20 || (high && greatest >= 0x80)
-}
 
 /// A one-pass reading of a JSON-RPC message's top-level keys with the grammar serde_json reads
 /// and skips values by (RFC 8259: its white space, numbers, literals, strings and escapes),
@@ -512,41 +516,72 @@ impl<const UTF8: bool> Scan<UTF8> {
 
     /// As much of a string as has arrived, from `self.at`.
     ///
-    /// The next quote or backslash is found by `memchr` (a block of bytes at a time, whatever
-    /// the escapes' density: a result full of `\n` escapes has one every line); once the closing
-    /// quote is found (or the bytes arrived end), the string's bytes not checked yet are checked
-    /// for control characters (and, with `UTF8`, validated) in one pass, as a whole: the bytes
-    /// of a valid escape are printable ASCII, so they change neither answer. No byte outside the
-    /// escapes is looked at alone.
+    /// The string is read a block of 16 bytes at a time: the block's stops (quotes, backslashes,
+    /// control characters: [`stops::mask`]) are found together, and then taken one after the
+    /// other, a bit each, whatever their density (a result full of `\n` escapes has one every
+    /// line). A control character refuses the string where it is found; once the closing quote
+    /// is found (or the bytes arrived end), with `UTF8` the string's bytes not validated yet are
+    /// validated in one pass, as a whole (the bytes of a valid escape are ASCII: they change
+    /// nothing). No byte outside the escapes is looked at alone.
     fn string(&mut self, text: &[u8], kind: Str, start: usize, checked: usize) -> Flow {
-        let stops = StringStops::new();
-        loop {
-            let rest = &text[self.at..];
-            let Some(stop) = stops.find(rest) else {
-                self.at = text.len();
-                return self.string_waits(text, kind, start, checked);
-            };
-            let found = self.at + stop;
-            if rest[stop] == b'"' {
-                if check_prefix::<UTF8>(&text[checked..found]) != Some(found - checked) {
-                    return Flow::Refuse;
+        // The block read starts at `base`; its bits are its bytes' stops not taken yet.
+        let mut base = self.at;
+        let mut last = [b' '; stops::BLOCK];
+        'blocks: loop {
+            let (block, len) = match text.get(base..base + stops::BLOCK) {
+                Some(block) => (block.try_into().expect("a block"), stops::BLOCK),
+                None => {
+                    // The last bytes arrived, with bytes that are not stops after them.
+                    let rest = &text[base..];
+                    last[..rest.len()].copy_from_slice(rest);
+                    (&last, rest.len())
                 }
-                self.at = found + 1;
-                return self.string_ended(&text[start..found], kind);
-            }
-            // An escape: read whole, or again once its bytes arrived.
-            self.at = found;
-            let escape_len = match text.get(found + 1) {
-                None => return self.string_waits(text, kind, start, checked),
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
-                Some(b'u') => match text.get(found + 2..found + 6) {
-                    None => return self.string_waits(text, kind, start, checked),
-                    Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => 6,
-                    Some(_) => return Flow::Refuse,
-                },
-                Some(_) => return Flow::Refuse,
             };
-            self.at = found + escape_len;
+            let mut stops = stops::mask(block);
+            while stops != 0 {
+                let at = stops.trailing_zeros() as usize;
+                let found = base + at;
+                let escape_len = match block[at] {
+                    b'"' => {
+                        if check_prefix::<UTF8>(&text[checked..found]) != Some(found - checked) {
+                            return Flow::Refuse;
+                        }
+                        self.at = found + 1;
+                        return self.string_ended(&text[start..found], kind);
+                    }
+                    // An escape: read whole, or again once its bytes arrived.
+                    b'\\' => match text.get(found + 1).map(|&b| ESCAPE_LEN[usize::from(b)]) {
+                        Some(2) => 2,
+                        Some(6) => match text.get(found + 2..found + 6) {
+                            Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => 6,
+                            Some(_) => return Flow::Refuse,
+                            None => {
+                                self.at = found;
+                                return self.string_waits(text, kind, start, checked);
+                            }
+                        },
+                        Some(_) => return Flow::Refuse,
+                        None => {
+                            self.at = found;
+                            return self.string_waits(text, kind, start, checked);
+                        }
+                    },
+                    // A control character.
+                    _ => return Flow::Refuse,
+                };
+                // The stops inside the escape (an escaped quote or backslash) are not stops.
+                let after = at + escape_len;
+                if after >= stops::BLOCK {
+                    base += after;
+                    continue 'blocks;
+                }
+                stops &= u64::MAX << after;
+            }
+            base += len;
+            if len < stops::BLOCK {
+                self.at = base;
+                return self.string_waits(text, kind, start, checked);
+            }
         }
     }
 
@@ -624,47 +659,14 @@ impl<const UTF8: bool> Scan<UTF8> {
     }
 }
 
-/// Finds the next `"` or `\` of a string, where [`Scan`] stops: `memchr`'s searcher for the two
-/// bytes, made once a string for the machine's vector instructions, where `memchr::memchr2` makes
-/// it again on every call (a result with escapes on every line stops the scan every dozen
-/// bytes: the making was a third of each stop's cost).
-enum StringStops {
-    #[cfg(target_arch = "x86_64")]
-    Avx2(memchr::arch::x86_64::avx2::memchr::Two),
-    Any,
-}
-
-impl StringStops {
-    #[inline(always)]
-    fn new() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        if let Some(two) = memchr::arch::x86_64::avx2::memchr::Two::new(b'"', b'\\') {
-            return Self::Avx2(two);
-        }
-        Self::Any
-    }
-
-    /// The first stop in `haystack`.
-    #[inline(always)]
-    fn find(&self, haystack: &[u8]) -> Option<usize> {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Self::Avx2(two) => two.find(haystack),
-            Self::Any => memchr::memchr2(b'"', b'\\', haystack),
-        }
-    }
-}
-
-/// How many of the string bytes `bytes` are checked: they hold no control character (JSON
-/// forbids them in strings) and, with `UTF8`, are UTF-8 but for a character cut at their end
-/// (which the bytes to come complete: not counted). `None`: a control character, or bytes that
+/// How many of the string bytes `bytes` (which hold no control character: the scan stopped at
+/// every one) are checked: with `UTF8`, they are UTF-8 but for a character cut at their end
+/// (which the bytes to come complete: not counted); without, all of them. `None`: bytes that
 /// are not UTF-8.
 fn check_prefix<const UTF8: bool>(bytes: &[u8]) -> Option<usize> {
-    if !has_special(bytes, UTF8) {
+    // Their greatest byte (the compiler finds it with vector instructions): all ASCII?
+    if !UTF8 || bytes.iter().fold(0, |high, &b| high | b) < 0x80 {
         return Some(bytes.len());
-    }
-    if bytes.iter().any(|&b| b < 0x20) {
-        return None;
     }
     // Bytes above ASCII: whole characters if they are UTF-8 at all (the bytes around a string
     // are ASCII).
@@ -1156,8 +1158,8 @@ mod members_tests {
 
 /// The string scan against the definition, on strings made of the pieces that stop it (escapes,
 /// quotes, control characters, bytes above ASCII, invalid UTF-8) between plain runs of lengths
-/// up to 70 (past `memchr`'s 32-byte vectors), so that each stop byte falls at every position of
-/// a vector.
+/// up to 140 (past two of the scan's 64-byte blocks), so that each stop byte falls at every
+/// position of a block.
 #[cfg(test)]
 mod string_scan_tests {
     use super::*;
@@ -1165,10 +1167,10 @@ mod string_scan_tests {
 
     /// What a string of a message may hold, in bytes: plain runs and the bytes that end them,
     /// valid or not.
-    fn piece() -> impl Strategy<Value = Vec<u8>> {
+    pub(super) fn piece() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             8 => valid_piece(),
-            1 => (0..70usize).prop_map(|len| vec![b' '; len]),
+            1 => (0..140usize).prop_map(|len| vec![b' '; len]),
             1 => Just(br"\u12".to_vec()),
             1 => Just(br"\x".to_vec()),
             1 => Just(b"\\".to_vec()),
@@ -1182,11 +1184,11 @@ mod string_scan_tests {
         ]
     }
 
-    /// What a valid string may hold: plain runs of every length up to 70 (past `memchr`'s 32-byte
-    /// vectors, so that each stop falls at every place of them), every escape, characters.
-    fn valid_piece() -> impl Strategy<Value = Vec<u8>> {
+    /// What a valid string may hold: plain runs of every length up to 140 (past two of the scan's
+    /// 64-byte blocks, so that each stop falls at every place of them), every escape, characters.
+    pub(super) fn valid_piece() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
-            (0..70usize).prop_map(|len| b"abcdefgh".repeat(len / 8 + 1)[..len].to_vec()),
+            (0..140usize).prop_map(|len| b"abcdefgh".repeat(len / 8 + 1)[..len].to_vec()),
             Just(br"\n".to_vec()),
             Just(br#"\""#.to_vec()),
             Just(br"\\".to_vec()),
@@ -1445,7 +1447,49 @@ mod resume_tests {
         }
     }
 
+    /// A message whose strings (values, nested keys, the id) are made of `strings`.
+    fn with_strings(strings: &[Vec<u8>; 4]) -> Vec<u8> {
+        let [id, key, value, inner] = strings.each_ref().map(|s| s.as_slice());
+        [
+            &br#"{"jsonrpc":"2.0","id":""#[..],
+            id,
+            br#"","result":{""#,
+            key,
+            br#"":[""#,
+            value,
+            br#"",{"k":""#,
+            inner,
+            br#""}]}}"#,
+        ]
+        .concat()
+    }
+
     proptest! {
+        #[test]
+        fn strings_whose_escapes_fall_anywhere_in_a_block_are_read_alike_wherever_the_reads_end(
+            strings in prop::array::uniform4(
+                prop::collection::vec(super::string_scan_tests::valid_piece(), 0..6)
+                    .prop_map(|pieces| pieces.concat()),
+            ),
+        ) {
+            let message = with_strings(&strings);
+            let text = std::str::from_utf8(&message).expect("valid pieces");
+            // Decided by the scan, as serde_json reads it, and alike for every cut.
+            prop_assert_eq!(scanned::<false>(&message), top_level_by_serde(text));
+            prop_assert!(scanned::<false>(&message).is_some());
+            assert_resumes(&message);
+        }
+
+        #[test]
+        fn strings_with_any_stop_anywhere_in_a_block_are_read_alike_wherever_the_reads_end(
+            strings in prop::array::uniform4(
+                prop::collection::vec(super::string_scan_tests::piece(), 0..4)
+                    .prop_map(|pieces| pieces.concat()),
+            ),
+        ) {
+            assert_resumes(&with_strings(&strings));
+        }
+
         #[test]
         fn a_generated_message_cut_anywhere_is_read_as_the_whole_message_is(
             message in super::tests::message(),
