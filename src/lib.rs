@@ -193,17 +193,14 @@ pub mod internals {
             StreamEnd, VERSION,
         };
     }
-    /// The request reading (the fuzz targets'), and the deduplication engine driven call by call
-    /// with a claim of the store's (the benches'), beside the public [`dedupe`](crate::dedupe)
-    /// module. The rest of the claim protocol (what a claim finds, completions, guards) is the
-    /// crate's: its tests drive it as unit tests.
+    /// The request reading (the fuzz targets'), beside the public [`dedupe`](crate::dedupe)
+    /// module. The engine driven call by call and its claim protocol are the crate's: its tests
+    /// drive them as unit tests.
     #[cfg(feature = "dedupe")]
     pub mod dedupe {
-        pub use crate::dedupe::deduplicator::{Decision, KeyedCall, KeyedCallError};
-        pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
+        pub use crate::dedupe::deduplicator::{KeyedCall, KeyedCallError};
+        pub use crate::dedupe::fingerprint::canonical_json;
         pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
-        pub use crate::dedupe::scope::Scope;
-        pub use crate::dedupe::store::{ClaimRequest, FencingToken};
     }
     /// The client side of the contract (discovery parsing, the client policy) and its wire
     /// constants, beside the public [`contract`](crate::contract) module.
