@@ -209,14 +209,14 @@ pub mod internals {
         pub use crate::contract::discovery::ServerDiscovery;
         pub use crate::contract::policy::ClientPolicy;
     }
-    /// The HTTP mapping's other header names, the per-message delivery of a verified response and
-    /// hand-written opt-in headers, beside the public [`http`](crate::http) module.
+    /// The HTTP mapping's other header names and opt-in headers announcing a decoder's limits,
+    /// beside the public [`http`](crate::http) module.
     #[cfg(feature = "http")]
     pub mod http {
         #[cfg(feature = "dedupe")]
         pub use crate::http::dedupe::DEDUPE_HEADER;
         pub use crate::http::headers::LIMITS_HEADER;
-        pub use crate::http::opt_in::{opt_in_headers_for, opt_in_headers_with};
+        pub use crate::http::opt_in::opt_in_headers_for;
     }
     /// The defaults of the frame, message and SSE event sizes, the SSE event bounds derived from
     /// them and the frame-level bounds ([`Limits`](crate::Limits) is public, and its fields hold
