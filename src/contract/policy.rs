@@ -327,26 +327,9 @@ impl ClientPolicy {
 
     /// Whether the server declared request-key deduplication for `method` (SPEC.md §17.11):
     /// what makes a keyed retry of a non-idempotent request safe
-    /// (`RetryPolicy::for_method`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use mcp_framing::internals::contract::{ClientPolicy, ServerDiscovery};
-    /// use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
-    ///
-    /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
-    /// FramingContract::v1()
-    ///     .with_deduplication(Deduplication::new(Duration::from_secs(86400)))
-    ///     .declare_in(&mut result, DiscoverySource::Initialize)?;
-    /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
-    /// assert!(policy.deduplicates("tools/call"));
-    /// assert!(!policy.deduplicates("resources/read"));
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
-    /// ```
+    /// (`RetryPolicy::for_method`; the contract's unit tests show it).
     #[must_use]
-    pub fn deduplicates(&self, method: &str) -> bool {
+    pub(crate) fn deduplicates(&self, method: &str) -> bool {
         self.framing
             .as_ref()
             .and_then(|n| n.deduplication.as_ref())

@@ -285,20 +285,7 @@ impl CompatEncoder {
     /// # Errors
     ///
     /// As [`finish_message`](Self::finish_message).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)?;
-    /// enc.finish_final_message(&mut body)?;
-    /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn finish_final_message(
+    pub(crate) fn finish_final_message(
         &mut self,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
@@ -616,6 +603,15 @@ mod tests {
 
     use super::*;
     use crate::frame::StreamHead;
+
+    #[test]
+    fn a_pushed_message_finished_as_the_final_one_finishes_the_stream() {
+        let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+        let mut body = BytesMut::new();
+        enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
+        enc.finish_final_message(&mut body).unwrap();
+        assert!(enc.is_finished());
+    }
 
     proptest! {
         #[test]
