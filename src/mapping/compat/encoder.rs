@@ -384,21 +384,7 @@ impl CompatEncoder {
     /// # Errors
     ///
     /// As [`message`](Self::message).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let upstream_event = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 0\n\n";
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// enc.message_record(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, true, &mut body)?;
-    /// body.extend_from_slice(upstream_event); // passed through byte for byte
-    /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn message_record(
+    pub(crate) fn message_record(
         &mut self,
         data: &[u8],
         end: bool,
@@ -603,6 +589,35 @@ mod tests {
 
     use super::*;
     use crate::frame::StreamHead;
+
+    #[test]
+    fn an_upstream_event_passed_through_after_its_record_decodes_clean() {
+        // rmcp writes `data: ...` then `id: ...`; a layer passes those bytes through unchanged.
+        let data = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
+        let key = crate::RequestKey::random();
+        let head = StreamHead::for_request(Some(key));
+        let mut enc = CompatEncoder::new(StreamEncoder::builder().frame_size(8).build(head));
+        let mut body = BytesMut::new();
+        body.extend_from_slice(b"data: \nid: 0\nretry: 3000\n\n"); // a priming event
+        enc.message_record(data, true, &mut body).unwrap();
+        assert!(enc.is_finished());
+        body.extend_from_slice(b"data: ");
+        body.extend_from_slice(data);
+        body.extend_from_slice(b"\nid: 1\n\n");
+        body.extend_from_slice(b":\n\n"); // rmcp's keep-alive
+        let mut frames = BytesMut::new();
+        let mut decoder = super::super::CompatDecoder::new();
+        decoder.feed(&body, &mut frames).unwrap();
+        decoder.finish();
+        let decoded = crate::StreamDecoder::builder()
+            .expect_request_key(key)
+            .build()
+            .decode_all(&frames)
+            .unwrap();
+        assert!(decoded.summary.sentinel_seen);
+        let messages: Vec<&[u8]> = decoded.messages.iter().map(|m| &m.bytes()[..]).collect();
+        assert_eq!(messages, [&data[..]]);
+    }
 
     #[test]
     fn a_pushed_message_finished_as_the_final_one_finishes_the_stream() {
