@@ -294,16 +294,8 @@ impl CompatDecoder {
     }
 
     /// Comment lines that are not records (keep-alives) skipped so far.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut dec = mcp_framing::internals::sse_compat::CompatDecoder::new();
-    /// dec.feed(b":\n\n: keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
-    /// assert_eq!(dec.keep_alives(), 2);
-    /// ```
     #[must_use]
-    pub fn keep_alives(&self) -> u64 {
+    pub(crate) fn keep_alives(&self) -> u64 {
         self.keep_alives
     }
 
@@ -652,6 +644,14 @@ mod tests {
             .feed(b": a\n: b\n: c\n", &mut BytesMut::new())
             .unwrap_err();
         assert_eq!(err, CompatError::Sse(SseError::TooManyComments { max: 2 }));
+    }
+
+    #[test]
+    fn comment_lines_that_are_not_records_are_counted_as_keep_alives() {
+        let mut dec = CompatDecoder::new();
+        dec.feed(b":\n\n: keep-alive\n\n", &mut BytesMut::new())
+            .unwrap();
+        assert_eq!(dec.keep_alives(), 2);
     }
 
     #[test]

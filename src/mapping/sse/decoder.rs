@@ -94,16 +94,8 @@ impl SseFrameDecoder {
     }
 
     /// Comment lines skipped so far (keep-alives).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut dec = mcp_framing::internals::sse::SseFrameDecoder::new();
-    /// dec.feed(b": ping\r\n\r\n", &mut bytes::BytesMut::new()).unwrap();
-    /// assert_eq!(dec.comments(), 1);
-    /// ```
     #[must_use]
-    pub fn comments(&self) -> u64 {
+    pub(crate) fn comments(&self) -> u64 {
         self.parser.comments()
     }
 
