@@ -207,12 +207,8 @@ impl CompatEncoder {
 
     /// Whether a message given in pieces is open ([`push`](Self::push) without
     /// [`finish_message`](Self::finish_message)).
-    ///
-    /// # Examples
-    ///
-    /// See [`push`](Self::push).
     #[must_use]
-    pub fn in_message(&self) -> bool {
+    pub(crate) fn in_message(&self) -> bool {
         !self.message.is_empty()
     }
 
@@ -225,23 +221,7 @@ impl CompatEncoder {
     ///
     /// [`CompatEncodeError::Encode`] with [`EncodeError::MessageTooLarge`] past the limit (abort
     /// the stream then), or [`EncodeError::StreamFinished`]. Nothing is buffered on error.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// for token in ["{\"jsonrpc\":\"2.0\",", "\"id\":1,\"result\":{}}"] {
-    ///     enc.push(token.as_bytes())?; // as a producer streams them
-    /// }
-    /// assert!(enc.in_message() && body.is_empty());
-    /// enc.finish_message(&mut body)?;
-    /// assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
         self.check_push(chunk.len())?;
         self.message.extend_from_slice(chunk);
         Ok(())
@@ -268,11 +248,7 @@ impl CompatEncoder {
     ///
     /// As [`message`](Self::message); [`CompatEncodeError::EmptyMessage`] if nothing was pushed.
     /// The pushed bytes are dropped on error.
-    ///
-    /// # Examples
-    ///
-    /// See [`push`](Self::push).
-    pub fn finish_message(
+    pub(crate) fn finish_message(
         &mut self,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
@@ -617,6 +593,18 @@ mod tests {
         assert!(decoded.summary.sentinel_seen);
         let messages: Vec<&[u8]> = decoded.messages.iter().map(|m| &m.bytes()[..]).collect();
         assert_eq!(messages, [&data[..]]);
+    }
+
+    #[test]
+    fn a_message_pushed_in_pieces_is_written_whole_when_finished() {
+        let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+        let mut body = BytesMut::new();
+        for token in ["{\"jsonrpc\":\"2.0\",", "\"id\":1,\"result\":{}}"] {
+            enc.push(token.as_bytes()).unwrap(); // as a producer streams them
+        }
+        assert!(enc.in_message() && body.is_empty());
+        enc.finish_message(&mut body).unwrap();
+        assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
     }
 
     #[test]
