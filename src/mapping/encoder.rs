@@ -278,7 +278,19 @@ impl MappingEncoder {
     ///
     /// # Examples
     ///
-    /// See [`in_message`](Self::in_message).
+    /// ```
+    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
+    /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.push(b"{}", &mut body)?;
+    /// assert!(body.is_empty()); // an event carries a whole message
+    /// enc.finish_message(&mut body)?;
+    /// assert!(body.is_empty()); // held: the sentinel may join its record
+    /// enc.flush(&mut body)?;
+    /// assert!(body.ends_with(b"data: {}\n\n"));
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
+    /// ```
     pub fn push(&mut self, chunk: &[u8], dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if let Writer::Compat { .. } = self.writer {
             self.release(dst)?;
@@ -300,7 +312,7 @@ impl MappingEncoder {
     ///
     /// # Examples
     ///
-    /// See [`in_message`](Self::in_message).
+    /// See [`push`](Self::push).
     pub fn finish_message(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if let Writer::Compat { .. } = self.writer {
             self.release(dst)?;
@@ -399,7 +411,7 @@ impl MappingEncoder {
     ///
     /// # Examples
     ///
-    /// See [`in_message`](Self::in_message).
+    /// See [`push`](Self::push).
     pub fn flush(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         self.release(dst)
     }
