@@ -181,17 +181,8 @@ impl CompatEncoder {
     }
 
     /// The frame encoder underneath (head, messages written, whether finished).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let head = StreamHead::for_request(None);
-    /// assert_eq!(CompatEncoder::new(StreamEncoder::new(head)).encoder().head(), head);
-    /// ```
     #[must_use]
-    pub fn encoder(&self) -> &StreamEncoder {
+    pub(crate) fn encoder(&self) -> &StreamEncoder {
         &self.encoder
     }
 
@@ -581,9 +572,14 @@ mod tests {
         body.extend_from_slice(data);
         body.extend_from_slice(b"\nid: 1\n\n");
         body.extend_from_slice(b":\n\n"); // rmcp's keep-alive
+        assert_eq!(decode_clean(&body, key), [&data[..]]);
+    }
+
+    /// The messages of `body`, a compatible body for `key` that must end clean (its sentinel).
+    fn decode_clean(body: &[u8], key: crate::RequestKey) -> Vec<Bytes> {
         let mut frames = BytesMut::new();
         let mut decoder = super::super::CompatDecoder::new();
-        decoder.feed(&body, &mut frames).unwrap();
+        decoder.feed(body, &mut frames).unwrap();
         decoder.finish();
         let decoded = crate::StreamDecoder::builder()
             .expect_request_key(key)
@@ -591,8 +587,36 @@ mod tests {
             .decode_all(&frames)
             .unwrap();
         assert!(decoded.summary.sentinel_seen);
-        let messages: Vec<&[u8]> = decoded.messages.iter().map(|m| &m.bytes()[..]).collect();
-        assert_eq!(messages, [&data[..]]);
+        decoded.messages.iter().map(|m| m.bytes().clone()).collect()
+    }
+
+    #[test]
+    fn messages_an_event_cannot_carry_unchanged_are_refused_and_nothing_is_written() {
+        let key = crate::RequestKey::random();
+        let head = StreamHead::for_request(Some(key));
+        let mut enc = CompatEncoder::new(StreamEncoder::builder().frame_size(16).build(head));
+        assert_eq!(enc.encoder().head(), head);
+        let mut body = BytesMut::new();
+        assert!(matches!(
+            enc.message(b"{\"a\":\"\xff\"}", &mut body),
+            Err(CompatEncodeError::NotUtf8 { valid_up_to: 6 })
+        ));
+        assert!(matches!(
+            enc.message(b"{\r\n}", &mut body),
+            Err(CompatEncodeError::CarriageReturn { at: 1 })
+        ));
+        assert!(matches!(
+            enc.message(b"", &mut body),
+            Err(CompatEncodeError::EmptyMessage)
+        ));
+        assert!(body.is_empty());
+        assert_eq!(enc.encoder().messages(), 0);
+        enc.final_message(b"{}", &mut body).unwrap();
+        assert!(matches!(
+            enc.message(b"{}", &mut body),
+            Err(CompatEncodeError::Encode(EncodeError::StreamFinished))
+        ));
+        assert_eq!(decode_clean(&body, key), [&b"{}"[..]]);
     }
 
     #[test]
