@@ -1,18 +1,19 @@
-//! What request-key deduplication costs per tool call (issues 10 and 20), measured in one run
-//! against one baseline: a bare Redis `PING` round trip over a `ConnectionManager`, taken in the
-//! same run, on the same runtime, the same way.
+//! What request-key deduplication costs per tool call, measured in one run against one
+//! baseline: a bare Redis `PING` round trip over a `ConnectionManager`, taken in the same run, on
+//! the same runtime, the same way. Everything below the unit goes through the public API, as a
+//! server mounts it: a `Deduplicator` over a store behind `DedupeLayer`.
 //!
 //! - `redis/ping`: one `PING` round trip (the unit);
-//! - `redis/claim`: `DedupeStore::claim` of a fresh key on a `RedisStore` (one script, one round
-//!   trip);
-//! - `engine/{memory,redis}`: `Deduplicator::begin` + `ExecutionGuard::complete` of a fresh key,
-//!   no HTTP (the claim and the completion: two round trips on Redis);
 //! - `http-call/*`: a keyed `tools/call` over loopback HTTP (reqwest client, axum server with a
 //!   trivial tool) with a fresh key per call (the first-attempt path): `baseline` without
 //!   deduplication, `memory` behind `DedupeLayer` over a `MemoryStore`, `redis` over a
 //!   `RedisStore` on a `redis-server` the bench starts on a loopback port, `redis-wait` the same
 //!   with a replica and `wait_for_replicas(1)`, `redis-cluster` over a three-primary cluster;
 //! - `http-replay/*`: the same call retried with a key already completed (the replay path).
+//!
+//! The pieces are differences of these rows: the layer's own work is `http-call/memory` less
+//! `http-call/baseline`; the store's share of a first attempt (its claim: the completion is
+//! recorded after the answer is sent) is `http-call/redis` less `http-call/memory`.
 //!
 //! Every measurement runs its iterations in one task on the runtime's workers (where a server's
 //! handler runs), so no measurement pays for a hop from the bench's thread that another does not.
@@ -35,13 +36,8 @@ use axum::Router;
 use axum::routing::post;
 use criterion::Criterion;
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{
-    DedupeStore, Deduplicator, LeaseExpiry, MemoryStore, Principal, RedisStore,
-};
+use mcp_framing::dedupe::{DedupeStore, Deduplicator, MemoryStore, RedisStore};
 use mcp_framing::http::DedupeLayer;
-use mcp_framing::internals::dedupe::{
-    ClaimRequest, Decision, FencingToken, Fingerprint, KeyedCall, Scope,
-};
 use serde_json::{Value, json};
 
 const RESULT: &str =
@@ -237,48 +233,6 @@ fn main() {
         })
     });
     ops.push(("redis/ping", ping_op));
-    let store = redis.clone();
-    ops.push((
-        "redis/claim",
-        Arc::new(move || {
-            let store = store.clone();
-            Box::pin(async move {
-                // The store operation alone: a fresh key, a fixed fingerprint (no JSON work).
-                let scope = Scope::new(Principal::anonymous(), "tools/call", Some("charge"));
-                let call = KeyedCall::new(
-                    scope,
-                    RequestKey::random(),
-                    Fingerprint::from_bytes([7; 32]),
-                );
-                let claim = ClaimRequest {
-                    fingerprint: call.fingerprint(),
-                    token: FencingToken::random(),
-                    lease: Duration::from_secs(30),
-                    retention: Duration::from_secs(3600),
-                    on_expired_lease: LeaseExpiry::Reexecute,
-                };
-                black_box(store.claim(&call.store_key(), &claim).await.unwrap());
-            })
-        }),
-    ));
-    let response: Arc<str> = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{RESULT}}}"#).into();
-    for (name, store) in [("engine/memory", &memory), ("engine/redis", &redis)] {
-        let dedup = Deduplicator::with_shared_store(store.clone());
-        let response = response.clone();
-        ops.push((
-            name,
-            Arc::new(move || {
-                let (dedup, response) = (dedup.clone(), response.clone());
-                Box::pin(async move {
-                    let call = dedupe_support::call("bench", RequestKey::random(), json!({}));
-                    let Decision::Execute(guard) = dedup.begin(&call).await else {
-                        panic!("fresh key")
-                    };
-                    guard.complete(response.as_bytes()).await.expect("recorded");
-                })
-            }),
-        ));
-    }
     let http = reqwest::Client::new();
     let urls: Vec<(&str, String)> = runtime.block_on(async {
         let mut urls = vec![("baseline", serve(None).await)];

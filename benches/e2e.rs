@@ -52,6 +52,11 @@
 //! (default `target/e2e/latest.json`). Set `E2E_SERVER_WRAPPER` (e.g.
 //! `valgrind --tool=callgrind`) to run the server under a profiler.
 
+// The opt-in headers of each mapping, as the tests write them.
+#[path = "../tests/support/http_support.rs"]
+#[allow(dead_code)] // the bench writes its own requests: only the headers are shared
+mod http_support;
+
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::pin::Pin;
@@ -67,11 +72,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::StreamExt;
+use http_support::opt_in_headers_asking;
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{Outgoing, RequestKey, StreamDecoder, StreamEncoder, StreamHead};
 use mcp_framing::{
     http::{Delivery, FramedBody, OptIn, VerifiedResponse, response_headers},
-    internals::http::opt_in_headers_with,
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;
@@ -608,7 +613,7 @@ async fn call(
     let framed = match config.framing.mapping() {
         Some(mapping) => {
             mcp_framing::request::set_request_key(&mut request, key)?;
-            builder = builder.headers(opt_in_headers_with(key, mapping, &StreamDecoder::new()));
+            builder = builder.headers(opt_in_headers_asking(key, mapping));
             true
         }
         None => {

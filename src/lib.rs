@@ -193,17 +193,14 @@ pub mod internals {
             StreamEnd, VERSION,
         };
     }
-    /// The request reading (the fuzz targets'), and the deduplication engine driven call by call
-    /// with a claim of the store's (the benches'), beside the public [`dedupe`](crate::dedupe)
-    /// module. The rest of the claim protocol (what a claim finds, completions, guards) is the
-    /// crate's: its tests drive it as unit tests.
+    /// The request reading (the fuzz targets'), beside the public [`dedupe`](crate::dedupe)
+    /// module. The engine driven call by call and its claim protocol are the crate's: its tests
+    /// drive them as unit tests.
     #[cfg(feature = "dedupe")]
     pub mod dedupe {
-        pub use crate::dedupe::deduplicator::{Decision, KeyedCall, KeyedCallError};
-        pub use crate::dedupe::fingerprint::{Fingerprint, canonical_json};
+        pub use crate::dedupe::deduplicator::{KeyedCall, KeyedCallError};
+        pub use crate::dedupe::fingerprint::canonical_json;
         pub use crate::dedupe::request_json::{RequestJsonError, parse_request_json};
-        pub use crate::dedupe::scope::Scope;
-        pub use crate::dedupe::store::{ClaimRequest, FencingToken};
     }
     /// The client side of the contract (discovery parsing, the client policy) and its wire
     /// constants, beside the public [`contract`](crate::contract) module.
@@ -212,14 +209,14 @@ pub mod internals {
         pub use crate::contract::discovery::ServerDiscovery;
         pub use crate::contract::policy::ClientPolicy;
     }
-    /// The HTTP mapping's other header names, the per-message delivery of a verified response and
-    /// hand-written opt-in headers, beside the public [`http`](crate::http) module.
+    /// The HTTP mapping's other header names and opt-in headers announcing a decoder's limits,
+    /// beside the public [`http`](crate::http) module.
     #[cfg(feature = "http")]
     pub mod http {
         #[cfg(feature = "dedupe")]
         pub use crate::http::dedupe::DEDUPE_HEADER;
         pub use crate::http::headers::LIMITS_HEADER;
-        pub use crate::http::opt_in::{opt_in_headers_for, opt_in_headers_with};
+        pub use crate::http::opt_in::opt_in_headers_for;
     }
     /// The defaults of the frame, message and SSE event sizes, the SSE event bounds derived from
     /// them and the frame-level bounds ([`Limits`](crate::Limits) is public, and its fields hold

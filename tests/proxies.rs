@@ -32,7 +32,6 @@ use mcp_framing::rmcp_http::{FramingHttpClient, FramingLayer};
 use mcp_framing::{RequestKey, StreamDecoder};
 use mcp_framing::{
     http::{Delivery, VerifiedResponse},
-    internals::http::opt_in_headers_with,
     mapping::Mapping,
 };
 use rmcp::handler::server::wrapper::Parameters;
@@ -52,6 +51,7 @@ use tower_layer::Layer;
 #[path = "support/mod.rs"]
 mod support;
 use crate::support::example_support;
+use crate::support::http_support::opt_in_headers_asking;
 use crate::support::stock_support;
 use example_support::{Example, repo, rmcp_server, runtime};
 use stock_support::{
@@ -624,7 +624,7 @@ fn tails(server: &Example) -> Vec<(Mapping, usize)> {
             let key = RequestKey::random();
             let body = http
                 .post(&server.url)
-                .headers(opt_in_headers_with(key, mapping, &StreamDecoder::new()))
+                .headers(opt_in_headers_asking(key, mapping))
                 .header("content-type", "application/json")
                 .body(generate_text_request())
                 .send()
@@ -687,7 +687,7 @@ fn deliverable(end: Option<&Downstream>) -> bool {
 /// The request headers of a framing client asking for `mapping`, as `(name, value)`, with
 /// `Accept-Encoding: gzip` as reqwest sends it.
 fn framing_headers(mapping: Mapping) -> Vec<(String, String)> {
-    let headers = opt_in_headers_with(RequestKey::random(), mapping, &StreamDecoder::new());
+    let headers = opt_in_headers_asking(RequestKey::random(), mapping);
     let mut lines: Vec<(String, String)> = headers
         .iter()
         .map(|(name, value)| {

@@ -246,7 +246,7 @@ impl RetryingClient {
     /// # use mcp_framing::contract::{DiscoverySource, FramingContract};
     /// let mut result = serde_json::json!({"capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Discover)?;
-    /// let policy = ClientPolicy::new(&ServerDiscovery::from_discover(&result)?)?;
+    /// let policy = ClientPolicy::builder().build(&ServerDiscovery::from_discover(&result)?)?;
     /// let client = RetryingClient::new(reqwest::Client::new(),
     ///     DiscoveringResolver::new(reqwest::Client::new(), ["http://127.0.0.1:1/mcp"])).policy(policy);
     /// # let _ = client;

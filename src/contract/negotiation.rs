@@ -17,7 +17,7 @@ use crate::limits::{Limits, MIN_MAX_FRAME_PAYLOAD};
 ///
 /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
 /// FramingContract::v1().with_limits(16384, 1 << 30).declare_in(&mut result, DiscoverySource::Initialize)?;
-/// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
+/// let policy = ClientPolicy::builder().build(&ServerDiscovery::from_initialize(&result)?)?;
 /// let n = policy.negotiated().unwrap();
 /// assert_eq!((n.version, n.max_frame_payload, n.max_message_size), (1, 16384, 16 << 20));
 /// # Ok::<(), mcp_framing::contract::ContractError>(())

@@ -21,7 +21,7 @@ use crate::outcome::{DiscoveryMode, Regime};
 ///
 /// let no_contract = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
 /// let discovery = ServerDiscovery::from_initialize(&no_contract)?;
-/// assert!(matches!(ClientPolicy::new(&discovery), Err(ContractError::NoContract { .. })));
+/// assert!(matches!(ClientPolicy::builder().build(&discovery), Err(ContractError::NoContract { .. })));
 ///
 /// // Only an explicit opt-in runs in Regime C, where every close is ambiguous:
 /// let policy = ClientPolicy::builder().accept_ambiguity(true).build(&discovery)?;
@@ -157,7 +157,7 @@ impl PolicyBuilder {
 /// let mut result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
 ///     "capabilities": {}, "ttlMs": 0, "cacheScope": "private"});
 /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Discover)?;
-/// let policy = ClientPolicy::new(&ServerDiscovery::from_discover(&result)?)?;
+/// let policy = ClientPolicy::builder().build(&ServerDiscovery::from_discover(&result)?)?;
 /// assert_eq!(policy.regime(), Regime::A);
 /// assert_eq!(policy.framing_header_value().as_deref(), Some("1"));
 /// # Ok::<(), mcp_framing::contract::ContractError>(())
@@ -172,22 +172,8 @@ pub struct ClientPolicy {
 }
 
 impl ClientPolicy {
-    /// A policy with the client defaults (those of [`ClientPolicy::builder`]), failing on
-    /// Regime C.
-    ///
-    /// # Errors
-    ///
-    /// [`ContractError::NoContract`] / [`ContractError::SentinelNotRequired`] for Regime C; the
-    /// others when the server's contract and the client defaults have no common ground.
-    ///
-    /// # Examples
-    ///
-    /// See [`ClientPolicy`].
-    pub fn new(discovery: &ServerDiscovery) -> Result<Self, ContractError> {
-        Self::builder().build(discovery)
-    }
-
-    /// A builder for non-default client versions, limits, transports or accepting ambiguity.
+    /// The builder of a policy: `ClientPolicy::builder().build(&discovery)` has the client
+    /// defaults; its setters choose other versions, limits, transports, or accepting ambiguity.
     ///
     /// # Examples
     ///
@@ -252,7 +238,7 @@ impl ClientPolicy {
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
-    /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
+    /// let policy = ClientPolicy::builder().build(&ServerDiscovery::from_initialize(&result)?)?;
     ///
     /// // The server answered another request's stream:
     /// let mut enc = StreamEncoder::new(StreamHead::for_request(Some(RequestKey::random())));
@@ -305,7 +291,7 @@ impl ClientPolicy {
     ///
     /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
     /// FramingContract::v1().declare_in(&mut result, DiscoverySource::Initialize)?;
-    /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
+    /// let policy = ClientPolicy::builder().build(&ServerDiscovery::from_initialize(&result)?)?;
     ///
     /// // An old instance behind the autoscaler, without framing:
     /// let old = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
@@ -327,26 +313,9 @@ impl ClientPolicy {
 
     /// Whether the server declared request-key deduplication for `method` (SPEC.md §17.11):
     /// what makes a keyed retry of a non-idempotent request safe
-    /// (`RetryPolicy::for_method`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use mcp_framing::internals::contract::{ClientPolicy, ServerDiscovery};
-    /// use mcp_framing::contract::{Deduplication, DiscoverySource, FramingContract};
-    ///
-    /// let mut result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
-    /// FramingContract::v1()
-    ///     .with_deduplication(Deduplication::new(Duration::from_secs(86400)))
-    ///     .declare_in(&mut result, DiscoverySource::Initialize)?;
-    /// let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result)?)?;
-    /// assert!(policy.deduplicates("tools/call"));
-    /// assert!(!policy.deduplicates("resources/read"));
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
-    /// ```
+    /// (`RetryPolicy::for_method`; the contract's unit tests show it).
     #[must_use]
-    pub fn deduplicates(&self, method: &str) -> bool {
+    pub(crate) fn deduplicates(&self, method: &str) -> bool {
         self.framing
             .as_ref()
             .and_then(|n| n.deduplication.as_ref())

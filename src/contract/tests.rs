@@ -149,7 +149,7 @@ fn missing_limits_default_to_the_spec_defaults() {
 #[test]
 fn server_without_a_contract_is_a_configuration_error() {
     for name in ["initialize_no_contract.json", "discover_no_contract.json"] {
-        let err = ClientPolicy::new(&discovery(name)).unwrap_err();
+        let err = ClientPolicy::builder().build(&discovery(name)).unwrap_err();
         assert!(
             matches!(err, ContractError::NoContract { .. }),
             "{name}: {err}"
@@ -169,7 +169,7 @@ fn contract_not_mandating_the_sentinel_is_a_configuration_error() {
         "initialize_sentinel_not_required.json",
         "discover_sentinel_not_required.json",
     ] {
-        let err = ClientPolicy::new(&discovery(name)).unwrap_err();
+        let err = ClientPolicy::builder().build(&discovery(name)).unwrap_err();
         assert!(
             matches!(err, ContractError::SentinelNotRequired { .. }),
             "{name}: {err}"
@@ -224,7 +224,7 @@ fn negotiation_fails_with_a_clear_version_mismatch() {
         "initialize_version_mismatch.json",
         "discover_version_mismatch.json",
     ] {
-        let err = ClientPolicy::new(&discovery(name)).unwrap_err();
+        let err = ClientPolicy::builder().build(&discovery(name)).unwrap_err();
         assert_eq!(
             err,
             ContractError::VersionMismatch {
@@ -250,7 +250,12 @@ fn negotiation_picks_the_highest_common_version_this_crate_implements() {
 #[test]
 fn negotiation_takes_the_smaller_limits_of_client_and_server() {
     let d = discovery("discover_framed_small_limits.json"); // 16 KiB frames, 1 MiB messages
-    let n = ClientPolicy::new(&d).unwrap().negotiated().unwrap().clone();
+    let n = ClientPolicy::builder()
+        .build(&d)
+        .unwrap()
+        .negotiated()
+        .unwrap()
+        .clone();
     assert_eq!((n.max_frame_payload, n.max_message_size), (16384, 1 << 20));
     let strict = ClientPolicy::builder()
         .max_frame_payload(4096)
@@ -265,7 +270,8 @@ fn negotiation_takes_the_smaller_limits_of_client_and_server() {
 fn negotiation_keeps_the_common_transports_in_client_order() {
     let d = discovery("discover_framed_small_limits.json"); // server: ["sse"]
     assert_eq!(
-        ClientPolicy::new(&d)
+        ClientPolicy::builder()
+            .build(&d)
             .unwrap()
             .negotiated()
             .unwrap()
@@ -284,7 +290,9 @@ fn negotiation_keeps_the_common_transports_in_client_order() {
 
 #[test]
 fn negotiation_rejects_another_digest() {
-    let err = ClientPolicy::new(&discovery("discover_digest_md5.json")).unwrap_err();
+    let err = ClientPolicy::builder()
+        .build(&discovery("discover_digest_md5.json"))
+        .unwrap_err();
     assert_eq!(
         err,
         ContractError::UnsupportedDigest {
@@ -300,7 +308,9 @@ fn negotiation_rejects_a_frame_limit_below_the_control_frames() {
         .with_limits(512, 1 << 20)
         .declare_in(&mut result, DiscoverySource::Discover)
         .unwrap();
-    let err = ClientPolicy::new(&ServerDiscovery::from_discover(&result).unwrap()).unwrap_err();
+    let err = ClientPolicy::builder()
+        .build(&ServerDiscovery::from_discover(&result).unwrap())
+        .unwrap_err();
     assert_eq!(
         err,
         ContractError::InvalidLimit {
@@ -311,7 +321,9 @@ fn negotiation_rejects_a_frame_limit_below_the_control_frames() {
 
 #[test]
 fn policy_decoder_enforces_the_negotiated_limits_and_the_request_key() {
-    let policy = ClientPolicy::new(&discovery("discover_framed_small_limits.json")).unwrap();
+    let policy = ClientPolicy::builder()
+        .build(&discovery("discover_framed_small_limits.json"))
+        .unwrap();
     let key = RequestKey::random();
     let mut enc = crate::StreamEncoder::builder()
         .frame_size(16384)
@@ -330,7 +342,9 @@ fn policy_decoder_enforces_the_negotiated_limits_and_the_request_key() {
 }
 
 fn established() -> ClientPolicy {
-    ClientPolicy::new(&discovery("discover_framed.json")).unwrap()
+    ClientPolicy::builder()
+        .build(&discovery("discover_framed.json"))
+        .unwrap()
 }
 
 #[test]
@@ -520,10 +534,11 @@ fn deduplication_is_negotiated_and_weakening_it_is_a_downgrade() {
     use crate::retry::RetryPolicy;
     use std::time::Duration;
     let day = Deduplication::new(Duration::from_secs(86400));
-    let policy = ClientPolicy::new(&discovery_with(
-        FramingContract::v1().with_deduplication(day.clone()),
-    ))
-    .unwrap();
+    let policy = ClientPolicy::builder()
+        .build(&discovery_with(
+            FramingContract::v1().with_deduplication(day.clone()),
+        ))
+        .unwrap();
     assert!(policy.deduplicates("tools/call"));
     assert!(!policy.deduplicates("resources/read"));
     assert_eq!(
@@ -564,7 +579,9 @@ fn deduplication_is_negotiated_and_weakening_it_is_a_downgrade() {
         );
     }
     // A policy built without deduplication does not retry keyed tool calls.
-    let plain = ClientPolicy::new(&discovery_with(FramingContract::v1())).unwrap();
+    let plain = ClientPolicy::builder()
+        .build(&discovery_with(FramingContract::v1()))
+        .unwrap();
     assert!(!plain.deduplicates("tools/call"));
     plain
         .recheck(&discovery_with(FramingContract::v1()))

@@ -69,14 +69,14 @@ pub enum StoreFailure {
     /// Refuse the call (the refusal `store_unavailable`, retryable): fail closed. The default.
     #[default]
     Refuse,
-    /// Execute it without protection ([`Decision::Unprotected`]). **Unsafe**: while the store is
+    /// Execute it without protection (the call runs as if no layer deduplicated it). **Unsafe**: while the store is
     /// down, every retry executes again, on every backend; choose it only for tools whose
     /// duplicates are harmless, where availability matters more.
     ExecuteUnprotected,
 }
 
-/// One keyed call, identified for deduplication: its [`Scope`], its request key and the
-/// [`Fingerprint`] of its parameters.
+/// One keyed call, identified for deduplication: its scope (principal, method, tool), its request
+/// key and the fingerprint of its parameters.
 ///
 /// # Examples
 ///
@@ -130,19 +130,9 @@ pub enum KeyedCallError {
 
 impl KeyedCall {
     /// A call from its parts.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::RequestKey;
-    /// use mcp_framing::internals::dedupe::{Fingerprint, KeyedCall, Scope};
-    /// use mcp_framing::dedupe::Principal;
-    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
-    ///                           RequestKey::random(), Fingerprint::from_bytes([0; 32]));
-    /// assert_eq!(call.scope().method(), "tools/call");
-    /// ```
+    #[cfg(test)]
     #[must_use]
-    pub fn new(scope: Scope, request_key: RequestKey, fingerprint: Fingerprint) -> Self {
+    pub(crate) fn new(scope: Scope, request_key: RequestKey, fingerprint: Fingerprint) -> Self {
         Self {
             scope,
             request_key,
@@ -214,15 +204,20 @@ impl KeyedCall {
         self.request_key
     }
 
-    /// The fingerprint.
+    /// The fingerprint (of `params` under the rules the call was identified with).
     ///
     /// # Examples
     ///
     /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
-    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "m", None), RequestKey::random(),
-    ///                           Fingerprint::from_bytes([3; 32]));
-    /// assert_eq!(call.fingerprint(), Fingerprint::from_bytes([3; 32]));
+    /// use mcp_framing::dedupe::{FingerprintRules, Principal};
+    /// use mcp_framing::internals::dedupe::KeyedCall;
+    /// let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"a": 1}});
+    /// let rules = FingerprintRules::default();
+    /// let key = mcp_framing::RequestKey::random();
+    /// let call = KeyedCall::from_request(Principal::anonymous(), Some(key), &request, &rules)?
+    ///     .expect("keyed by the header");
+    /// assert_eq!(call.fingerprint(), rules.fingerprint(&request["params"]));
+    /// # Ok::<(), mcp_framing::internals::dedupe::KeyedCallError>(())
     /// ```
     #[must_use]
     pub fn fingerprint(&self) -> Fingerprint {
@@ -230,50 +225,20 @@ impl KeyedCall {
     }
 
     /// The record's key in the store ([`Scope::store_key`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
-    /// let scope = Scope::new(Principal::anonymous(), "m", None);
-    /// let key = RequestKey::random();
-    /// let call = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([3; 32]));
-    /// assert_eq!(call.store_key(), scope.store_key(key));
-    /// ```
     #[must_use]
-    pub fn store_key(&self) -> StoreKey {
+    pub(crate) fn store_key(&self) -> StoreKey {
         self.scope.store_key(self.request_key)
     }
 }
 
-/// What to do with a keyed call ([`Deduplicator::begin`]).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::RequestKey;
-/// use mcp_framing::{dedupe::*, internals::dedupe::*};
-///
-/// # tokio_test::block_on(async {
-/// let dedup = Deduplicator::new(MemoryStore::new());
-/// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
-///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
-/// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!("first attempt") };
-/// // ... run the tool, then record its final JSON-RPC response:
-/// guard.complete(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#).await?;
-///
-/// // A retry of the same call (another JSON-RPC id) is answered from the record:
-/// let Decision::Replay(stored) = dedup.begin(&call).await else { panic!("a retry") };
-/// assert_eq!(stored.to_response(&2.into()), r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # }).unwrap();
-/// ```
+/// What to do with a keyed call ([`Deduplicator::begin`]): the HTTP layers' (the unit tests
+/// below show one call's decisions).
 #[derive(Debug)]
 #[must_use]
 // `Execute` is the common decision and is moved once or twice: boxing the guard would cost an
 // allocation per call to save a copy of ~250 bytes.
 #[allow(clippy::large_enum_variant)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Execute the call, then complete the guard (`ExecutionGuard::complete`) with its final
     /// response.
     Execute(ExecutionGuard),
@@ -282,37 +247,21 @@ pub enum Decision {
     Replay(StoredResponse),
     /// Execute nothing; answer with the refusal's JSON-RPC error.
     Refused(Refusal),
-    /// The store could not be reached and [`StoreFailure::ExecuteUnprotected`] is configured:
-    /// execute without deduplication.
-    Unprotected(StoreError),
+    /// The store could not be reached (logged when it is decided) and
+    /// [`StoreFailure::ExecuteUnprotected`] is configured: execute without deduplication.
+    Unprotected,
 }
 
 impl Decision {
     /// A stable snake_case name for telemetry: `execute`, `replay`, `unprotected`, or the
     /// refusal's wire reason (`in_progress`, `result_not_stored`, `store_unavailable`, ...).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
-    /// # tokio_test::block_on(async {
-    /// let dedup = Deduplicator::new(MemoryStore::new());
-    /// let scope = Scope::new(Principal::anonymous(), "tools/call", Some("t"));
-    /// let key = RequestKey::random();
-    /// let first = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([1; 32]));
-    /// let Decision::Execute(_guard) = dedup.begin(&first).await else { panic!("first attempt") };
-    /// // The same key with other parameters (another fingerprint):
-    /// let other = KeyedCall::new(scope, key, Fingerprint::from_bytes([2; 32]));
-    /// assert_eq!(dedup.begin(&other).await.name(), "key_conflict");
-    /// # });
-    /// ```
     #[must_use]
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Self::Execute(_) => "execute",
             Self::Replay(_) => "replay",
             Self::Refused(refusal) => refusal.reason(),
-            Self::Unprotected(_) => "unprotected",
+            Self::Unprotected => "unprotected",
         }
     }
 
@@ -424,7 +373,7 @@ impl DedupeStats {
         let counter = match decision {
             Decision::Execute(_) => &self.executed,
             Decision::Replay(_) => &self.replayed,
-            Decision::Unprotected(_) => &self.unprotected,
+            Decision::Unprotected => &self.unprotected,
             Decision::Refused(Refusal::Conflict) => &self.conflicts,
             Decision::Refused(Refusal::InProgress { .. }) => &self.in_progress,
             Decision::Refused(Refusal::ResultNotStored { .. }) => &self.not_stored,
@@ -788,13 +737,8 @@ impl Deduplicator {
     ///
     /// Needs a tokio runtime (the wait sleeps, and the guard's heartbeat is a task).
     ///
-    /// # Examples
-    ///
-    /// See [`Decision`].
-    // Hidden: the HTTP layer's entry (a user mounts `http::DedupeLayer`), called by the crate's
-    // tests and by the benches through `internals::dedupe`'s `Decision`.
-    #[doc(hidden)]
-    pub async fn begin(&self, call: &KeyedCall) -> Decision {
+    // The HTTP layers' entry (a user mounts `http::DedupeLayer`); the unit tests drive it too.
+    pub(crate) async fn begin(&self, call: &KeyedCall) -> Decision {
         let key = call.store_key();
         let request = ClaimRequest {
             fingerprint: call.fingerprint,
@@ -874,7 +818,7 @@ impl Deduplicator {
                 elapsed,
                 Ended::JsonRpcError(refusal.code()),
             ),
-            Decision::Execute(_) | Decision::Unprotected(_) => {}
+            Decision::Execute(_) | Decision::Unprotected => {}
         }
         tracing::event!(
             target: "mcp_framing::dedupe",
@@ -898,7 +842,7 @@ impl Deduplicator {
             "deduplication store unavailable"
         );
         match self.config.on_store_failure {
-            StoreFailure::ExecuteUnprotected => Decision::Unprotected(err),
+            StoreFailure::ExecuteUnprotected => Decision::Unprotected,
             _ => Decision::Refused(Refusal::StoreUnavailable(err)),
         }
     }
@@ -932,7 +876,7 @@ fn ended(stored: &StoredResponse) -> Ended {
 /// What [`ExecutionGuard::complete`] recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Recorded {
+pub(crate) enum Recorded {
     /// The result is stored and will be replayed.
     Stored {
         /// Bytes of JSON text stored.
@@ -948,7 +892,7 @@ pub enum Recorded {
 /// Why a result could not be recorded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CompleteError {
+pub(crate) enum CompleteError {
     /// The bytes are not a final JSON-RPC response (no `result` or `error` member). The claim
     /// stays until its lease expires, as for a holder that stopped.
     #[error("not a final JSON-RPC response (no result or error member)")]
@@ -968,11 +912,7 @@ pub enum CompleteError {
 /// [`release`](Self::release) it if nothing was executed. **Dropping it** (a crash, a cancelled
 /// handler, a response that never came) stops the heartbeat and leaves the claim to expire: the
 /// key is free again only after the lease (SPEC.md §17.5).
-///
-/// # Examples
-///
-/// See [`Decision`].
-pub struct ExecutionGuard {
+pub(crate) struct ExecutionGuard {
     store: Arc<dyn DedupeStore>,
     stats: Arc<DedupeStats>,
     key: StoreKey,
@@ -987,6 +927,9 @@ pub struct ExecutionGuard {
     /// Milliseconds after `claimed` of the last renewal the store accepted: the lease holds
     /// until then plus the lease.
     renewed_ms: Arc<AtomicU64>,
+    // What the heartbeat found, read by the tests (`lease_lost`); outside them the completion
+    // finds a lost lease itself (the store refuses the token) and it is counted in telemetry.
+    #[cfg_attr(not(test), allow(dead_code))]
     lease_lost: Arc<AtomicBool>,
     heartbeat: Option<tokio::task::JoinHandle<()>>,
     /// Whether the guard was completed or released (else dropping it ends the operation
@@ -1090,42 +1033,29 @@ impl ExecutionGuard {
 
     /// Which claim on the record this is: 1 for the first, 2 or more after expired leases
     /// were taken over (a re-execution after a holder stopped).
-    ///
-    /// # Examples
-    ///
-    /// See [`Decision`].
+    #[cfg(test)]
     #[must_use]
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 
     /// The fencing token of this claim.
-    ///
-    /// # Examples
-    ///
-    /// See [`Decision`].
+    #[cfg(test)]
     #[must_use]
-    pub fn token(&self) -> FencingToken {
+    pub(crate) fn token(&self) -> FencingToken {
         self.token
     }
 
     /// The record's store key.
-    ///
-    /// # Examples
-    ///
-    /// See [`Decision`].
     #[must_use]
-    pub fn store_key(&self) -> StoreKey {
+    pub(crate) fn store_key(&self) -> StoreKey {
         self.key
     }
 
     /// Whether the heartbeat found the lease taken over by another attempt.
-    ///
-    /// # Examples
-    ///
-    /// See [`Decision`].
+    #[cfg(test)]
     #[must_use]
-    pub fn lease_lost(&self) -> bool {
+    pub(crate) fn lease_lost(&self) -> bool {
         self.lease_lost.load(Ordering::Relaxed)
     }
 
@@ -1138,11 +1068,7 @@ impl ExecutionGuard {
     /// [`CompleteError::NotAFinalResponse`] if the bytes are not a JSON object with a `result`
     /// or `error` member; [`CompleteError::LeaseLost`] if another attempt took the key over;
     /// [`CompleteError::Store`] if the store failed. In every case the claim is left to expire.
-    ///
-    /// # Examples
-    ///
-    /// See [`Decision`].
-    pub async fn complete(self, response: &[u8]) -> Result<Recorded, CompleteError> {
+    pub(crate) async fn complete(self, response: &[u8]) -> Result<Recorded, CompleteError> {
         #[derive(serde::Deserialize)]
         struct Final<'a> {
             #[serde(borrow)]
@@ -1166,7 +1092,7 @@ impl ExecutionGuard {
     /// # Errors
     ///
     /// As [`complete`](Self::complete), except `NotAFinalResponse`.
-    pub async fn complete_with(self, stored: StoredResponse) -> Result<Recorded, CompleteError> {
+    pub(crate) async fn complete_with(self, stored: StoredResponse) -> Result<Recorded, CompleteError> {
         let (completed, recorded) = if stored.len() > self.config.max_result_bytes {
             let size = stored.len() as u64;
             (Completed::NotStored { size }, Recorded::NotStored { size })
@@ -1242,7 +1168,7 @@ impl ExecutionGuard {
     /// # Errors
     ///
     /// As [`complete_with`](Self::complete_with).
-    pub async fn complete_not_stored(self, size: u64) -> Result<Recorded, CompleteError> {
+    pub(crate) async fn complete_not_stored(self, size: u64) -> Result<Recorded, CompleteError> {
         self.record(Completed::NotStored { size }, Recorded::NotStored { size })
             .await
     }
@@ -1254,22 +1180,7 @@ impl ExecutionGuard {
     ///
     /// [`CompleteError::LeaseLost`] if the claim is no longer this guard's;
     /// [`CompleteError::Store`] if the store failed (the claim then expires with its lease).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use mcp_framing::{RequestKey, dedupe::*, internals::dedupe::*};
-    /// # tokio_test::block_on(async {
-    /// let dedup = Deduplicator::new(MemoryStore::new());
-    /// let call = KeyedCall::new(Scope::new(Principal::anonymous(), "tools/call", Some("t")),
-    ///                           RequestKey::random(), Fingerprint::from_bytes([1; 32]));
-    /// let Decision::Execute(guard) = dedup.begin(&call).await else { panic!() };
-    /// guard.release().await?;
-    /// assert!(matches!(dedup.begin(&call).await, Decision::Execute(_)));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
-    /// ```
-    pub async fn release(mut self) -> Result<(), CompleteError> {
+    pub(crate) async fn release(mut self) -> Result<(), CompleteError> {
         self.finished = true;
         telemetry::operation(
             &self.method,
@@ -1311,6 +1222,62 @@ mod tests {
     fn new_call() -> KeyedCall {
         let scope = Scope::new(Principal::anonymous(), "tools/call", Some("t"));
         KeyedCall::new(scope, RequestKey::random(), Fingerprint::from_bytes([1; 32]))
+    }
+
+    /// An engine over a memory store, a new call, and the guard of its first attempt.
+    async fn first_attempt() -> (Deduplicator, KeyedCall, super::ExecutionGuard) {
+        let dedup = Deduplicator::new(MemoryStore::new());
+        let call = new_call();
+        let Decision::Execute(guard) = dedup.begin(&call).await else {
+            panic!("a new key executes")
+        };
+        (dedup, call, guard)
+    }
+
+    #[test]
+    fn a_call_from_its_parts_keeps_them_and_its_store_key_is_its_scopes() {
+        let scope = Scope::new(Principal::anonymous(), "tools/call", Some("t"));
+        let key = RequestKey::random();
+        let call = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([3; 32]));
+        assert_eq!(call.scope().method(), "tools/call");
+        assert_eq!(call.fingerprint(), Fingerprint::from_bytes([3; 32]));
+        assert_eq!(call.store_key(), scope.store_key(key));
+    }
+
+    #[tokio::test]
+    async fn a_completed_call_is_replayed_to_a_retry_under_the_retrys_own_id() {
+        let (dedup, call, guard) = first_attempt().await;
+        guard
+            .complete(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#)
+            .await
+            .unwrap();
+        let Decision::Replay(stored) = dedup.begin(&call).await else {
+            panic!("a retry")
+        };
+        assert_eq!(
+            stored.to_response(&2.into()),
+            r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn the_same_key_with_other_parameters_is_named_a_key_conflict() {
+        let dedup = Deduplicator::new(MemoryStore::new());
+        let scope = Scope::new(Principal::anonymous(), "tools/call", Some("t"));
+        let key = RequestKey::random();
+        let first = KeyedCall::new(scope.clone(), key, Fingerprint::from_bytes([1; 32]));
+        let Decision::Execute(_guard) = dedup.begin(&first).await else {
+            panic!("first attempt")
+        };
+        let other = KeyedCall::new(scope, key, Fingerprint::from_bytes([2; 32]));
+        assert_eq!(dedup.begin(&other).await.name(), "key_conflict");
+    }
+
+    #[tokio::test]
+    async fn a_released_key_executes_again_at_once() {
+        let (dedup, call, guard) = first_attempt().await;
+        guard.release().await.unwrap();
+        assert!(matches!(dedup.begin(&call).await, Decision::Execute(_)));
     }
 
     #[tokio::test]

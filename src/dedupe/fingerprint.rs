@@ -30,26 +30,17 @@ use super::scope::hex;
 pub struct Fingerprint([u8; 32]);
 
 impl Fingerprint {
-    /// Wraps 32 digest bytes (a store reading a record back).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::dedupe::Fingerprint;
-    /// assert_eq!(Fingerprint::from_bytes([7; 32]).as_bytes(), &[7; 32]);
-    /// ```
+    /// Wraps 32 digest bytes (a store reading a record back: `RedisStore`'s).
+    #[cfg(any(test, feature = "redis"))]
     #[must_use]
-    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+    pub(crate) const fn from_bytes(bytes: [u8; 32]) -> Self {
         Self(bytes)
     }
 
     /// The 32 digest bytes.
-    ///
-    /// # Examples
-    ///
-    /// See [`Fingerprint::from_bytes`].
+    #[cfg(test)]
     #[must_use]
-    pub const fn as_bytes(&self) -> &[u8; 32] {
+    pub(crate) const fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
 }
@@ -301,5 +292,15 @@ impl Write for HashWriter {
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fingerprint;
+
+    #[test]
+    fn a_fingerprint_read_back_from_a_store_keeps_its_32_digest_bytes() {
+        assert_eq!(Fingerprint::from_bytes([7; 32]).as_bytes(), &[7; 32]);
     }
 }

@@ -41,9 +41,10 @@
 //! # }
 //! ```
 
-// What only the HTTP layer, the crate's tests, the benches and the fuzz targets use lives in these
-// modules (the last two reach it through `internals::dedupe`, feature `internals`): a user mounts
-// `http::DedupeLayer` (or `FramingLayer::dedupe`) rather than driving the engine call by call.
+// What only the HTTP layers, the crate's tests and the fuzz targets use lives in these modules (the
+// fuzz targets reach the request reading through `internals::dedupe`, feature `internals`): a user
+// mounts `http::DedupeLayer` (or `FramingLayer::dedupe`) rather than driving the engine call by
+// call.
 below_the_api! {
     pub(crate) mod deduplicator;
     pub(crate) mod fingerprint;

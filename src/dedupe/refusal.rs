@@ -42,7 +42,7 @@ pub(crate) const CODE_LEASE_LOST: i64 = -32085;
 /// The unit tests below check the table and the error objects.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// The key was used before with other parameters (another fingerprint): nothing executed.
     #[error("the request key was already used with different parameters")]
     Conflict,
@@ -75,6 +75,9 @@ pub enum Refusal {
     /// could record its result (it ran longer than its lease without renewals reaching the
     /// store): the call may have executed twice. For a server that prefers telling its caller
     /// over answering with the result.
+    // SPEC.md §17.9's refusal for such a server: this crate's layers answer with the result and
+    // count the lost lease (`mcp_framing.dedupe.completions`), so nothing here refuses with it.
+    #[allow(dead_code)]
     #[error("the execution's lease was taken over before its result was recorded")]
     LeaseLost,
 }
@@ -82,7 +85,7 @@ pub enum Refusal {
 impl Refusal {
     /// The JSON-RPC error code (see the table on [`Refusal`]).
     #[must_use]
-    pub fn code(&self) -> i64 {
+    pub(crate) fn code(&self) -> i64 {
         match self {
             Self::Conflict => CODE_CONFLICT,
             Self::InProgress { .. } => CODE_IN_PROGRESS,
@@ -95,7 +98,7 @@ impl Refusal {
 
     /// The machine-readable reason (see the table on [`Refusal`]).
     #[must_use]
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::Conflict => "key_conflict",
             Self::InProgress { .. } => "in_progress",
@@ -108,13 +111,13 @@ impl Refusal {
 
     /// Whether a retry with the same key may succeed.
     #[must_use]
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         matches!(self, Self::InProgress { .. } | Self::StoreUnavailable(_))
     }
 
     /// The JSON-RPC error object: `{"code", "message", "data": {DEDUPE_DATA_KEY: {...}}}`.
     #[must_use]
-    pub fn to_error(&self, key: RequestKey) -> Value {
+    pub(crate) fn to_error(&self, key: RequestKey) -> Value {
         let mut data = json!({
             "reason": self.reason(),
             "retryable": self.is_retryable(),
@@ -135,7 +138,7 @@ impl Refusal {
 
     /// The whole JSON-RPC error response under `id` (the id of the attempt being answered).
     #[must_use]
-    pub fn to_response(&self, id: &Value, key: RequestKey) -> String {
+    pub(crate) fn to_response(&self, id: &Value, key: RequestKey) -> String {
         json!({"jsonrpc": "2.0", "id": id, "error": self.to_error(key)}).to_string()
     }
 }

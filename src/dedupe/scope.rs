@@ -223,21 +223,6 @@ impl PrincipalExtractor for AuthorizationPrincipal {
 
 /// What a request key is scoped to (SPEC.md §17.2): the principal, the JSON-RPC method and, for
 /// `tools/call`, the tool name. The same key under another scope is another record.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::RequestKey;
-/// use mcp_framing::internals::dedupe::Scope;
-/// use mcp_framing::dedupe::Principal;
-///
-/// let key = RequestKey::random();
-/// let alice = Scope::new(Principal::from_id("alice"), "tools/call", Some("send_email"));
-/// let bob = Scope::new(Principal::from_id("bob"), "tools/call", Some("send_email"));
-/// assert_ne!(alice.store_key(key), bob.store_key(key));
-/// assert_ne!(alice.store_key(key),
-///            Scope::new(Principal::from_id("alice"), "tools/call", Some("open_ticket")).store_key(key));
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Scope {
     principal: Principal,
@@ -247,12 +232,8 @@ pub struct Scope {
 
 impl Scope {
     /// The scope of `method` (and `tool`, the `params.name` of a `tools/call`) for `principal`.
-    ///
-    /// # Examples
-    ///
-    /// See [`Scope`].
     #[must_use]
-    pub fn new(principal: Principal, method: impl Into<String>, tool: Option<&str>) -> Self {
+    pub(crate) fn new(principal: Principal, method: impl Into<String>, tool: Option<&str>) -> Self {
         Self {
             principal,
             method: method.into(),
@@ -260,28 +241,18 @@ impl Scope {
         }
     }
 
-    /// The principal.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::dedupe::Scope;
-    /// use mcp_framing::dedupe::Principal;
-    /// assert!(Scope::new(Principal::anonymous(), "tools/call", None).principal().is_anonymous());
-    /// ```
-    #[must_use]
-    pub fn principal(&self) -> &Principal {
-        &self.principal
-    }
-
     /// The JSON-RPC method.
     ///
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::dedupe::Scope;
-    /// use mcp_framing::dedupe::Principal;
-    /// assert_eq!(Scope::new(Principal::anonymous(), "tools/call", None).method(), "tools/call");
+    /// use mcp_framing::dedupe::{FingerprintRules, Principal};
+    /// use mcp_framing::internals::dedupe::KeyedCall;
+    /// let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"});
+    /// let call = KeyedCall::from_request(Principal::anonymous(), Some(mcp_framing::RequestKey::random()),
+    ///                                    &request, &FingerprintRules::default())?.expect("keyed");
+    /// assert_eq!(call.scope().method(), "tools/call");
+    /// # Ok::<(), mcp_framing::internals::dedupe::KeyedCallError>(())
     /// ```
     #[must_use]
     pub fn method(&self) -> &str {
@@ -293,9 +264,14 @@ impl Scope {
     /// # Examples
     ///
     /// ```
-    /// use mcp_framing::internals::dedupe::Scope;
-    /// use mcp_framing::dedupe::Principal;
-    /// assert_eq!(Scope::new(Principal::anonymous(), "tools/call", Some("t")).tool(), Some("t"));
+    /// use mcp_framing::dedupe::{FingerprintRules, Principal};
+    /// use mcp_framing::internals::dedupe::KeyedCall;
+    /// let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+    ///                                  "params": {"name": "t", "arguments": {}}});
+    /// let call = KeyedCall::from_request(Principal::anonymous(), Some(mcp_framing::RequestKey::random()),
+    ///                                    &request, &FingerprintRules::default())?.expect("keyed");
+    /// assert_eq!(call.scope().tool(), Some("t"));
+    /// # Ok::<(), mcp_framing::internals::dedupe::KeyedCallError>(())
     /// ```
     #[must_use]
     pub fn tool(&self) -> Option<&str> {
@@ -305,12 +281,8 @@ impl Scope {
     /// The store key of `key` in this scope (SPEC.md §17.2): the SHA-256 of a domain tag, the
     /// principal, the method, the tool name and the request key, each length-delimited so that
     /// no two scopes encode alike. A store sees only this digest: no credential, no tool name.
-    ///
-    /// # Examples
-    ///
-    /// See [`Scope`].
     #[must_use]
-    pub fn store_key(&self, key: RequestKey) -> StoreKey {
+    pub(crate) fn store_key(&self, key: RequestKey) -> StoreKey {
         let mut hasher = Sha256::new();
         hasher.update(b"mcp-framing/dedupe/v1\0");
         match &self.principal.0 {
@@ -371,4 +343,21 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         out.push(DIGITS[usize::from(b & 0x0f)] as char);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Principal, Scope};
+    use crate::ids::RequestKey;
+
+    #[test]
+    fn the_same_key_of_another_principal_or_tool_has_another_store_key() {
+        let key = RequestKey::random();
+        let alice = Scope::new(Principal::from_id("alice"), "tools/call", Some("send_email"));
+        let bob = Scope::new(Principal::from_id("bob"), "tools/call", Some("send_email"));
+        assert_ne!(alice.store_key(key), bob.store_key(key));
+        let other_tool = Scope::new(Principal::from_id("alice"), "tools/call", Some("open_ticket"));
+        assert_ne!(alice.store_key(key), other_tool.store_key(key));
+        assert_eq!(alice.store_key(key), alice.clone().store_key(key));
+    }
 }

@@ -18,15 +18,6 @@ pub(crate) type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>
 /// renewal, completion and release are accepted only with it (compare-and-set), so a holder
 /// whose lease expired and was taken over can no longer write (SPEC.md §17.5). 128 random bits
 /// per claim, so tokens never repeat, even across records that expired and were claimed again.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::dedupe::FencingToken;
-/// let token = FencingToken::random();
-/// assert_ne!(token, FencingToken::random());
-/// assert_eq!(token.to_string().len(), 32); // shown as 32 hex digits
-/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FencingToken(u128);
 
@@ -36,14 +27,9 @@ impl FencingToken {
     /// # Panics
     ///
     /// If the operating system has no random source, which no supported platform does.
-    ///
-    /// # Examples
-    ///
-    /// See [`FencingToken`].
-    // Hidden: the engine mints a token per claim; a store only compares and keeps them.
-    #[doc(hidden)]
+    // The engine mints a token per claim; a store only compares and keeps them.
     #[must_use]
-    pub fn random() -> Self {
+    pub(crate) fn random() -> Self {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).expect("the operating system has no random source");
         Self(u128::from_be_bytes(bytes))
@@ -92,22 +78,6 @@ pub enum LeaseExpiry {
 }
 
 /// What a [`DedupeStore::claim`] is asked to do.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use mcp_framing::internals::dedupe::{ClaimRequest, FencingToken, Fingerprint};
-/// use mcp_framing::dedupe::LeaseExpiry;
-/// let claim = ClaimRequest {
-///     fingerprint: Fingerprint::from_bytes([1; 32]),
-///     token: FencingToken::random(),
-///     lease: Duration::from_secs(30),
-///     retention: Duration::from_secs(24 * 3600),
-///     on_expired_lease: LeaseExpiry::Reexecute,
-/// };
-/// # let _ = claim;
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClaimRequest {
     /// The fingerprint of this attempt's parameters.
@@ -394,7 +364,14 @@ pub trait DedupeStore: fmt::Debug + Send + Sync + 'static {
 
 #[cfg(test)]
 mod tests {
-    use super::{ClaimOutcome, Completed, StoredResponse};
+    use super::{ClaimOutcome, Completed, FencingToken, StoredResponse};
+
+    #[test]
+    fn fencing_tokens_never_repeat_and_show_as_32_hex_digits() {
+        let token = FencingToken::random();
+        assert_ne!(token, FencingToken::random());
+        assert_eq!(token.to_string().len(), 32);
+    }
 
     #[test]
     fn a_stored_member_answers_under_the_retrys_id_without_being_parsed_again() {

@@ -25,8 +25,9 @@
 //! for with `MAPPING_HEADER` and which a server may use for every response.
 
 // What only the clients, the layers, the tests and the fuzz targets use (the other header names,
-// the per-message delivery, the capability declaration in `_meta`, hand-written opt-in headers)
-// lives in these modules, reached through `internals::http`.
+// the per-message delivery, the capability declaration in `_meta`, the opt-in headers of a
+// mapping or of a decoder's limits) lives in these modules; the fuzz targets reach theirs through
+// `internals::http`.
 below_the_api! {
     pub(crate) mod client_body;
     #[cfg(feature = "dedupe")]

@@ -341,20 +341,10 @@ pub fn opt_in_headers_for(key: RequestKey, binary: bool, decoder: &StreamDecoder
 /// [`Mapping::Binary`] the binary media type first in `Accept`, for [`Mapping::Compat`]
 /// `Mcp-Framing-Mapping: compat`. The client then takes whichever mapping the response declares
 /// ([`Mapping::from_response_headers`]): a server that does not know the compatible mapping
-/// answers in the §15 one.
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::{RequestKey, StreamDecoder};
-/// use mcp_framing::{internals::http::opt_in_headers_with, mapping::Mapping};
-/// let headers = opt_in_headers_with(RequestKey::from_bytes([0xab; 16]), Mapping::Compat, &StreamDecoder::new());
-/// assert_eq!(headers["mcp-framing"], "1");
-/// assert_eq!(headers["mcp-framing-mapping"], "compat");
-/// assert_eq!(headers["accept"], "application/json, text/event-stream");
-/// ```
+/// answers in the §15 one. The clients' (their configured mapping); a user writes the public
+/// [`opt_in_headers`] and, for the compatible mapping, adds `Mcp-Framing-Mapping: compat`.
 #[must_use]
-pub fn opt_in_headers_with(
+pub(crate) fn opt_in_headers_with(
     key: RequestKey,
     mapping: Mapping,
     decoder: &StreamDecoder,
@@ -459,4 +449,18 @@ fn parse_limits(value: &str) -> Result<(Option<u32>, Option<u64>), OptInError> {
         }
     }
     Ok((frame, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opt_in_headers_asking_for_the_compatible_mapping_name_it_and_keep_mcps_accept() {
+        let key = RequestKey::from_bytes([0xab; 16]);
+        let headers = opt_in_headers_with(key, Mapping::Compat, &StreamDecoder::new());
+        assert_eq!(headers["mcp-framing"], "1");
+        assert_eq!(headers["mcp-framing-mapping"], "compat");
+        assert_eq!(headers["accept"], "application/json, text/event-stream");
+    }
 }

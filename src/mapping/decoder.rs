@@ -177,16 +177,8 @@ impl MappingDecoder {
     }
 
     /// The mapping decoded.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{Limits, internals::body::MappingDecoder, mapping::Mapping};
-    /// let unwrap = MappingDecoder::new(Mapping::Compat, &Limits::default(), None);
-    /// assert_eq!(unwrap.mapping(), Mapping::Compat);
-    /// ```
     #[must_use]
-    pub fn mapping(&self) -> Mapping {
+    pub(crate) fn mapping(&self) -> Mapping {
         match self {
             Self::Binary => Mapping::Binary,
             Self::Sse(_) => Mapping::Sse,
@@ -235,17 +227,8 @@ impl MappingDecoder {
 
     /// `:` comment lines (keep-alives) skipped so far; in the compatible mapping, those that are
     /// not framing records. Zero in the binary mapping.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{Limits, internals::body::MappingDecoder, mapping::Mapping};
-    /// let mut unwrap = MappingDecoder::new(Mapping::Sse, &Limits::default(), None);
-    /// unwrap.feed(b": keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
-    /// assert_eq!(unwrap.comments(), 1);
-    /// ```
     #[must_use]
-    pub fn comments(&self) -> u64 {
+    pub(crate) fn comments(&self) -> u64 {
         match self {
             Self::Binary => 0,
             Self::Sse(sse) => sse.comments(),
@@ -606,5 +589,22 @@ impl BodyDecoder {
     #[must_use]
     pub fn sse_comments(&self) -> u64 {
         self.mapping.comments()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+
+    use super::MappingDecoder;
+    use crate::{Limits, mapping::Mapping};
+
+    #[test]
+    fn a_mapping_decoder_reports_its_mapping_and_the_comments_it_skipped() {
+        let compat = MappingDecoder::new(Mapping::Compat, &Limits::default(), None);
+        assert_eq!(compat.mapping(), Mapping::Compat);
+        let mut sse = MappingDecoder::new(Mapping::Sse, &Limits::default(), None);
+        sse.feed(b": keep-alive\n\n", &mut BytesMut::new()).unwrap();
+        assert_eq!(sse.comments(), 1);
     }
 }

@@ -12,7 +12,9 @@ use bytes::{Bytes, BytesMut};
 
 use crate::encoder::StreamEncoder;
 use crate::error::EncodeError;
-use crate::frame::{Abort, AbortCode, StreamHead};
+#[cfg(feature = "http")]
+use crate::frame::Abort;
+use crate::frame::{AbortCode, StreamHead};
 use crate::limits::MAX_ABORT_REASON_LEN;
 use crate::mapping::Mapping;
 use crate::mapping::compat::{CompatEncodeError, CompatEncoder};
@@ -143,17 +145,8 @@ impl MappingEncoder {
     }
 
     /// The mapping written.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
-    /// use mcp_framing::internals::body::MappingEncoder;
-    /// let enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
-    /// assert_eq!(enc.mapping(), Mapping::Compat);
-    /// ```
     #[must_use]
-    pub fn mapping(&self) -> Mapping {
+    pub(crate) fn mapping(&self) -> Mapping {
         match self.writer {
             Writer::Binary(_) => Mapping::Binary,
             Writer::Sse(_) => Mapping::Sse,
@@ -169,33 +162,9 @@ impl MappingEncoder {
     }
 
     /// The stream's head (request key and attempt id).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
-    /// use mcp_framing::internals::body::MappingEncoder;
-    /// let head = StreamHead::for_request(None);
-    /// assert_eq!(MappingEncoder::new(Mapping::Sse, StreamEncoder::new(head)).head(), head);
-    /// ```
     #[must_use]
-    pub fn head(&self) -> StreamHead {
+    pub(crate) fn head(&self) -> StreamHead {
         self.frame_encoder().head()
-    }
-
-    /// The largest message written ([`StreamEncoder::max_message_size`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
-    /// use mcp_framing::internals::body::MappingEncoder;
-    /// let encoder = StreamEncoder::builder().max_message_size(1024).build(StreamHead::for_request(None));
-    /// assert_eq!(MappingEncoder::new(Mapping::Binary, encoder).max_message_size(), 1024);
-    /// ```
-    #[must_use]
-    pub fn max_message_size(&self) -> u64 {
-        self.frame_encoder().max_message_size()
     }
 
     /// Whether a whole message of `len` bytes would be written now ([`StreamEncoder::check_message`]):
@@ -216,36 +185,16 @@ impl MappingEncoder {
     }
 
     /// Whether the stream was ended or aborted.
-    ///
-    /// # Examples
-    ///
-    /// See [`fail`](Self::fail).
     #[must_use]
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.frame_encoder().is_finished()
     }
 
     /// Whether a message given in pieces is open ([`push`](Self::push) without
     /// [`finish_message`](Self::finish_message)); a finished message held in the compatible
     /// mapping is not open.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
-    /// use mcp_framing::internals::body::MappingEncoder;
-    /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// enc.push(b"{}", &mut body)?;
-    /// assert!(enc.in_message() && body.is_empty()); // an event carries a whole message
-    /// enc.finish_message(&mut body)?;
-    /// assert!(!enc.in_message() && body.is_empty()); // held: the sentinel may join its record
-    /// enc.flush(&mut body)?;
-    /// assert!(body.ends_with(b"data: {}\n\n"));
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
     #[must_use]
-    pub fn in_message(&self) -> bool {
+    pub(crate) fn in_message(&self) -> bool {
         match &self.writer {
             Writer::Binary(encoder) | Writer::Sse(encoder) => encoder.in_message(),
             Writer::Compat { encoder, held } => {
@@ -329,7 +278,19 @@ impl MappingEncoder {
     ///
     /// # Examples
     ///
-    /// See [`in_message`](Self::in_message).
+    /// ```
+    /// use mcp_framing::{mapping::Mapping, StreamEncoder, StreamHead};
+    /// use mcp_framing::internals::body::MappingEncoder;
+    /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
+    /// let mut body = bytes::BytesMut::new();
+    /// enc.push(b"{}", &mut body)?;
+    /// assert!(body.is_empty()); // an event carries a whole message
+    /// enc.finish_message(&mut body)?;
+    /// assert!(body.is_empty()); // held: the sentinel may join its record
+    /// enc.flush(&mut body)?;
+    /// assert!(body.ends_with(b"data: {}\n\n"));
+    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
+    /// ```
     pub fn push(&mut self, chunk: &[u8], dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if let Writer::Compat { .. } = self.writer {
             self.release(dst)?;
@@ -351,7 +312,7 @@ impl MappingEncoder {
     ///
     /// # Examples
     ///
-    /// See [`in_message`](Self::in_message).
+    /// See [`push`](Self::push).
     pub fn finish_message(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         if let Writer::Compat { .. } = self.writer {
             self.release(dst)?;
@@ -450,7 +411,7 @@ impl MappingEncoder {
     ///
     /// # Examples
     ///
-    /// See [`in_message`](Self::in_message).
+    /// See [`push`](Self::push).
     pub fn flush(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         self.release(dst)
     }
@@ -515,18 +476,8 @@ impl MappingEncoder {
     /// # Errors
     ///
     /// As [`abort`](Self::abort).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{Abort, AbortCode, mapping::Mapping, StreamEncoder, StreamHead};
-    /// use mcp_framing::internals::body::MappingEncoder;
-    /// let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(StreamHead::for_request(None)));
-    /// enc.abort_with(&Abort::new(AbortCode::Cancelled, ""), &mut bytes::BytesMut::new())?;
-    /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn abort_with(
+    #[cfg(feature = "http")]
+    pub(crate) fn abort_with(
         &mut self,
         abort: &Abort,
         dst: &mut BytesMut,

@@ -302,7 +302,9 @@ fn a_contract_without_deduplication_gives_the_default_policy_for_tool_calls() {
     FramingContract::v1()
         .declare_in(&mut result, DiscoverySource::Initialize)
         .unwrap();
-    let policy = ClientPolicy::new(&ServerDiscovery::from_initialize(&result).unwrap()).unwrap();
+    let policy = ClientPolicy::builder()
+        .build(&ServerDiscovery::from_initialize(&result).unwrap())
+        .unwrap();
     // No `deduplication` member: keyed tool calls are not retried.
     assert_eq!(
         RetryPolicy::for_method(&policy, "tools/call"),

@@ -1,15 +1,9 @@
-//! Keyed `tools/call` requests and responses for the deduplication tests: the crate's unit tests
-//! (`test_support::store_scenarios`) and the dedupe bench (through
-//! `tests/support/dedupe_support/mod.rs`) compile this one file. The module that includes it
-//! names `KeyedCall` (`crate::dedupe::KeyedCall` in the crate, `internals::dedupe::KeyedCall`
-//! outside it).
-#![allow(dead_code)] // each includer uses a subset
+//! Keyed `tools/call` requests and responses for the deduplication unit tests
+//! (`test_support::store_scenarios` and the stores' tests).
 
 use mcp_framing::RequestKey;
-use mcp_framing::dedupe::{FingerprintRules, Principal};
+use mcp_framing::dedupe::{FingerprintRules, KeyedCall, Principal};
 use serde_json::{Value, json};
-
-use super::KeyedCall;
 
 /// A keyed `tools/call` of `send_email` with `args`, by `principal` (anonymous if empty).
 pub(crate) fn call(principal: &str, key: RequestKey, args: Value) -> KeyedCall {

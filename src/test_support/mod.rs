@@ -3,10 +3,6 @@
 //! `mcp_framing`, as the tests outside it do (`extern crate self` in lib.rs, tests only); the
 //! deduplication scenarios, which drive the engine below the public API, are the crate's alone.
 
-// What `keyed_calls.rs` builds (named by its includer: here, and in tests/support).
-#[cfg(feature = "dedupe")]
-use crate::dedupe::KeyedCall;
-
 #[cfg(feature = "dedupe")]
 pub(crate) mod keyed_calls;
 pub(crate) mod metrics_support;

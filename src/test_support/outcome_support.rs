@@ -80,5 +80,7 @@ pub(crate) fn discovery(name: &str) -> ServerDiscovery {
 #[cfg(feature = "internals")]
 /// A framed policy from `discover_framed.json`.
 pub(crate) fn framed_policy() -> ClientPolicy {
-    ClientPolicy::new(&discovery("discover_framed.json")).unwrap()
+    ClientPolicy::builder()
+        .build(&discovery("discover_framed.json"))
+        .unwrap()
 }

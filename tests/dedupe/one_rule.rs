@@ -28,6 +28,8 @@ use mcp_framing::{
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::support::http_support::opt_in_headers_asking;
+
 /// An inner server answering every request with `body` as `content_type`, counting its calls.
 #[derive(Clone)]
 struct Inner {
@@ -77,8 +79,7 @@ const EMPTY_EVENT_FIELDS: [&str; 2] = [
 /// the error that ended the response.
 async fn framed_messages(inner: Inner, mapping: Mapping) -> Result<Vec<Bytes>, String> {
     let key = RequestKey::random();
-    let headers =
-        mcp_framing::internals::http::opt_in_headers_with(key, mapping, &StreamDecoder::new());
+    let headers = opt_in_headers_asking(key, mapping);
     let mut request = Request::post("/mcp");
     for (name, value) in &headers {
         request = request.header(name, value);

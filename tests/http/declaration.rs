@@ -39,6 +39,7 @@ use serde_json::{Value, json};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::support::http_support::opt_in_headers_asking;
 use crate::support::rmcp_support;
 use rmcp_support::Reports;
 
@@ -272,11 +273,7 @@ async fn the_result_of_initialize_and_server_discover_is_the_handlers_but_for_th
                         );
                         let headers = match mapping {
                             None => http::HeaderMap::new(),
-                            Some(mapping) => mcp_framing::internals::http::opt_in_headers_with(
-                                RequestKey::random(),
-                                mapping,
-                                &StreamDecoder::new(),
-                            ),
+                            Some(mapping) => opt_in_headers_asking(RequestKey::random(), mapping),
                         };
                         let got = exchange(addr, request, headers).await;
                         assert_eq!(got.len(), 1, "{what}: {got:?}");

@@ -28,6 +28,7 @@ use rmcp::{ServiceError, ServiceExt};
 use tower_layer::Layer;
 
 use crate::support::cut;
+use crate::support::http_support::opt_in_headers_asking;
 use crate::support::rmcp_support;
 use cut::{Cut, cutting_proxy};
 use rmcp_support::{Reports, render_report_call};
@@ -333,10 +334,9 @@ async fn a_request_that_opts_in_for_compat_gets_it_with_its_request_key() {
                 "clientInfo": {"name": "framing", "version": "1"}}});
         let response = reqwest::Client::new()
             .post(format!("http://{addr}/mcp"))
-            .headers(mcp_framing::internals::http::opt_in_headers_with(
+            .headers(opt_in_headers_asking(
                 key,
                 mcp_framing::mapping::Mapping::Compat,
-                &StreamDecoder::new(),
             ))
             .header("content-type", "application/json")
             .body(initialize.to_string())

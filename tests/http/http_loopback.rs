@@ -347,8 +347,9 @@ async fn detects_a_discovery_downgrade_between_two_requests() {
         discovery_backend(true).await,
         discovery_backend(false).await,
     ];
-    let policy =
-        mcp_framing::internals::contract::ClientPolicy::new(&discover(endpoints[0]).await).unwrap();
+    let policy = mcp_framing::internals::contract::ClientPolicy::builder()
+        .build(&discover(endpoints[0]).await)
+        .unwrap();
     assert_eq!(policy.regime(), mcp_framing::outcome::Regime::A);
     policy.recheck(&discover(endpoints[0]).await).unwrap();
     let err = policy.recheck(&discover(endpoints[1]).await).unwrap_err();
@@ -363,7 +364,8 @@ async fn detects_a_discovery_downgrade_between_two_requests() {
         "{err}"
     );
     // And a client that starts on the rolled-back backend refuses to start (Regime C).
-    let err = mcp_framing::internals::contract::ClientPolicy::new(&discover(endpoints[1]).await)
+    let err = mcp_framing::internals::contract::ClientPolicy::builder()
+        .build(&discover(endpoints[1]).await)
         .unwrap_err();
     assert!(
         matches!(err, mcp_framing::contract::ContractError::NoContract { .. }),

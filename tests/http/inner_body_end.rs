@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::support::http_support::opt_in_headers_asking;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
-use mcp_framing::internals::http::opt_in_headers_with;
 use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::FramingLayer;
 use mcp_framing::{BodyDecoder, Event, RequestKey, StreamDecoder};
@@ -116,7 +116,7 @@ async fn call(
     let mut request = Request::post("/mcp");
     let layer = match asked {
         Asked::OptIn(mapping) => {
-            for (name, value) in &opt_in_headers_with(key, mapping, &StreamDecoder::new()) {
+            for (name, value) in &opt_in_headers_asking(key, mapping) {
                 request = request.header(name, value);
             }
             FramingLayer::new()

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::support::http_support::opt_in_headers_asking;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::channel::mpsc;
@@ -18,7 +19,6 @@ use http::{Request, Response};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use http_body_util::combinators::BoxBody;
-use mcp_framing::internals::http::opt_in_headers_with;
 use mcp_framing::mapping::Mapping;
 use mcp_framing::rmcp_http::{FramingBody, FramingLayer};
 use mcp_framing::{
@@ -93,7 +93,7 @@ async fn call<'a>(
     };
     let key = RequestKey::random();
     let mut request = Request::post("/mcp");
-    for (name, value) in &opt_in_headers_with(key, mapping, &StreamDecoder::new()) {
+    for (name, value) in &opt_in_headers_asking(key, mapping) {
         request = request.header(name, value);
     }
     let response = crate::tool_call_through(layer, inner, request).await;

@@ -7,7 +7,6 @@ use bytes::{Bytes, BytesMut};
 use mcp_framing::internals::sse::SseParser;
 use mcp_framing::{AbortCode, DecodeError, Event, StreamDecoder, StreamEncoder};
 use mcp_framing::{
-    internals::body::CompatEncodeError,
     internals::sse_compat::{CompatDecoder, CompatEncoder},
     mapping::CompatError,
 };
@@ -531,51 +530,6 @@ fn the_record_of_a_one_frame_message_costs_230_bytes_with_head_and_sentinel() {
         let unframed = 6 + len + 2;
         assert_eq!(body.len() - unframed, 230, "len {len}");
     }
-}
-
-#[test]
-fn an_upstream_event_passed_through_after_its_record_decodes_clean() {
-    // rmcp writes `data: ...` then `id: ...`; a layer passes those bytes through unchanged.
-    let data = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
-    let mut enc = CompatEncoder::new(encoder(ATTEMPT, 8));
-    let mut body = BytesMut::new();
-    body.extend_from_slice(b"data: \nid: 0\nretry: 3000\n\n"); // a priming event
-    enc.message_record(data, true, &mut body).unwrap();
-    body.extend_from_slice(b"data: ");
-    body.extend_from_slice(data);
-    body.extend_from_slice(b"\nid: 1\n\n");
-    body.extend_from_slice(b":\n\n"); // rmcp's keep-alive
-    let decoded = decode(&body);
-    assert_eq!(decoded.end, End::Clean);
-    assert_eq!(decoded.messages, [Bytes::from_static(data)]);
-}
-
-#[test]
-fn messages_an_event_cannot_carry_unchanged_are_refused_and_nothing_is_written() {
-    let mut enc = CompatEncoder::new(encoder(ATTEMPT, 16));
-    let mut body = BytesMut::new();
-    assert!(matches!(
-        enc.message(b"{\"a\":\"\xff\"}", &mut body),
-        Err(CompatEncodeError::NotUtf8 { valid_up_to: 6 })
-    ));
-    assert!(matches!(
-        enc.message(b"{\r\n}", &mut body),
-        Err(CompatEncodeError::CarriageReturn { at: 1 })
-    ));
-    assert!(matches!(
-        enc.message(b"", &mut body),
-        Err(CompatEncodeError::EmptyMessage)
-    ));
-    assert!(body.is_empty());
-    assert_eq!(enc.encoder().messages(), 0);
-    enc.final_message(b"{}", &mut body).unwrap();
-    assert!(matches!(
-        enc.message(b"{}", &mut body),
-        Err(CompatEncodeError::Encode(
-            mcp_framing::EncodeError::StreamFinished
-        ))
-    ));
-    assert_eq!(decode(&body).end, End::Clean);
 }
 
 #[test]

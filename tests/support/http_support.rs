@@ -1,10 +1,26 @@
-//! The client half of the HTTP tests: an opted-in POST whose response is verified as a framing
-//! client does (headers first, then the body, with the request's key expected).
+//! The client half of the HTTP tests: the opt-in headers of each mapping, and an opted-in POST
+//! whose response is verified as a framing client does (headers first, then the body, with the
+//! request's key expected).
 
 use bytes::Bytes;
 use futures_util::Stream;
 use mcp_framing::http::{ReceiveError, VerifiedResponse, opt_in_headers};
+use mcp_framing::mapping::Mapping;
 use mcp_framing::{RequestKey, StreamDecoder};
+
+/// The headers a framing client sends to ask for `mapping`, as a user writes them: the public
+/// [`opt_in_headers`] (the binary media type listed in `Accept` for [`Mapping::Binary`]), and
+/// `Mcp-Framing-Mapping: compat` for [`Mapping::Compat`] (SPEC.md §18.8).
+pub(crate) fn opt_in_headers_asking(key: RequestKey, mapping: Mapping) -> http::HeaderMap {
+    let mut headers = opt_in_headers(key, mapping == Mapping::Binary);
+    if mapping == Mapping::Compat {
+        headers.insert(
+            "mcp-framing-mapping",
+            http::HeaderValue::from_static("compat"),
+        );
+    }
+    headers
+}
 
 /// POSTs `request` to `url`, opted in (a fresh request key in the headers and `params._meta`;
 /// the binary mapping if `binary`), and returns the response being verified.

@@ -298,10 +298,11 @@ fn bytes_after_the_sentinel_are_corrupt_not_clean() {
 #[test]
 fn frame_over_the_negotiated_limit_is_a_contract_violation() {
     let key = RequestKey::random();
-    let policy = mcp_framing::internals::contract::ClientPolicy::new(&outcome_support::discovery(
-        "discover_framed_small_limits.json",
-    ))
-    .unwrap();
+    let policy = mcp_framing::internals::contract::ClientPolicy::builder()
+        .build(&outcome_support::discovery(
+            "discover_framed_small_limits.json",
+        ))
+        .unwrap();
     let mut enc = StreamEncoder::builder()
         .frame_size(20_000)
         .build(StreamHead::for_request(Some(key)));

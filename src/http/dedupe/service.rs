@@ -166,7 +166,7 @@ where
                     json(refusal.to_response(&id, call.request_key())),
                     refusal.reason(),
                 )),
-                Decision::Unprotected(_) => {
+                Decision::Unprotected => {
                     let response = inner.call(request).await?;
                     Ok(tag(response.map(box_body), "unprotected"))
                 }

@@ -267,18 +267,8 @@ impl CompatDecoder {
     /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
     /// data (see [`SseParser::max_comments_in_a_row`]): keep-alive comments and records alike,
     /// since a record without a message event after it carries no message. Default 4,096.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::mapping::SseError;
-    /// use mcp_framing::{internals::sse_compat::CompatDecoder, mapping::CompatError};
-    /// let mut dec = CompatDecoder::new().max_comments_in_a_row(2);
-    /// let err = dec.feed(b": a\n: b\n: c\n", &mut bytes::BytesMut::new()).unwrap_err();
-    /// assert_eq!(err, CompatError::Sse(SseError::TooManyComments { max: 2 }));
-    /// ```
     #[must_use]
-    pub fn max_comments_in_a_row(mut self, max: u32) -> Self {
+    pub(crate) fn max_comments_in_a_row(mut self, max: u32) -> Self {
         self.parser = self.parser.max_comments_in_a_row(max);
         self
     }
@@ -304,39 +294,9 @@ impl CompatDecoder {
     }
 
     /// Comment lines that are not records (keep-alives) skipped so far.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut dec = mcp_framing::internals::sse_compat::CompatDecoder::new();
-    /// dec.feed(b":\n\n: keep-alive\n\n", &mut bytes::BytesMut::new()).unwrap();
-    /// assert_eq!(dec.keep_alives(), 2);
-    /// ```
     #[must_use]
-    pub fn keep_alives(&self) -> u64 {
+    pub(crate) fn keep_alives(&self) -> u64 {
         self.keep_alives
-    }
-
-    /// Whether a DATA frame waits for its message event (its header was handed over, its
-    /// payload not yet): a body that ends now is truncated inside that frame's payload.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::{CompatDecoder, CompatEncoder};
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let mut body = bytes::BytesMut::new();
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// enc.final_message(b"{}", &mut body)?;
-    /// let record_end = body.iter().position(|&b| b == b'\n').unwrap() + 1;
-    /// let mut dec = CompatDecoder::new();
-    /// dec.feed(&body[..record_end], &mut bytes::BytesMut::new()).unwrap();
-    /// assert!(dec.awaits_event());
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    #[must_use]
-    pub fn awaits_event(&self) -> bool {
-        self.waiting.is_some()
     }
 
     /// Parses `input` and appends the binary frame bytes it completes to `frames`.
@@ -674,7 +634,36 @@ mod tests {
     use super::*;
     use crate::encoder::StreamEncoder;
     use crate::frame::{FrameHeader, StreamHead};
+    use crate::mapping::SseError;
     use crate::mapping::compat::CompatEncoder;
+
+    #[test]
+    fn more_comment_lines_in_a_row_than_the_bound_fail_as_too_many_comments() {
+        let mut dec = CompatDecoder::new().max_comments_in_a_row(2);
+        let err = dec
+            .feed(b": a\n: b\n: c\n", &mut BytesMut::new())
+            .unwrap_err();
+        assert_eq!(err, CompatError::Sse(SseError::TooManyComments { max: 2 }));
+    }
+
+    #[test]
+    fn comment_lines_that_are_not_records_are_counted_as_keep_alives() {
+        let mut dec = CompatDecoder::new();
+        dec.feed(b":\n\n: keep-alive\n\n", &mut BytesMut::new())
+            .unwrap();
+        assert_eq!(dec.keep_alives(), 2);
+    }
+
+    #[test]
+    fn after_a_record_alone_the_decoder_waits_for_its_message_event() {
+        let mut body = BytesMut::new();
+        let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+        enc.final_message(b"{}", &mut body).unwrap();
+        let record_end = body.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let mut dec = CompatDecoder::new();
+        dec.feed(&body[..record_end], &mut BytesMut::new()).unwrap();
+        assert!(dec.waiting.is_some());
+    }
 
     /// A body of two messages (one over several DATA frames) with a notification before them.
     fn body() -> (BytesMut, Vec<Vec<u8>>) {

@@ -181,17 +181,8 @@ impl CompatEncoder {
     }
 
     /// The frame encoder underneath (head, messages written, whether finished).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let head = StreamHead::for_request(None);
-    /// assert_eq!(CompatEncoder::new(StreamEncoder::new(head)).encoder().head(), head);
-    /// ```
     #[must_use]
-    pub fn encoder(&self) -> &StreamEncoder {
+    pub(crate) fn encoder(&self) -> &StreamEncoder {
         &self.encoder
     }
 
@@ -207,12 +198,8 @@ impl CompatEncoder {
 
     /// Whether a message given in pieces is open ([`push`](Self::push) without
     /// [`finish_message`](Self::finish_message)).
-    ///
-    /// # Examples
-    ///
-    /// See [`push`](Self::push).
     #[must_use]
-    pub fn in_message(&self) -> bool {
+    pub(crate) fn in_message(&self) -> bool {
         !self.message.is_empty()
     }
 
@@ -225,23 +212,7 @@ impl CompatEncoder {
     ///
     /// [`CompatEncodeError::Encode`] with [`EncodeError::MessageTooLarge`] past the limit (abort
     /// the stream then), or [`EncodeError::StreamFinished`]. Nothing is buffered on error.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// for token in ["{\"jsonrpc\":\"2.0\",", "\"id\":1,\"result\":{}}"] {
-    ///     enc.push(token.as_bytes())?; // as a producer streams them
-    /// }
-    /// assert!(enc.in_message() && body.is_empty());
-    /// enc.finish_message(&mut body)?;
-    /// assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<(), CompatEncodeError> {
         self.check_push(chunk.len())?;
         self.message.extend_from_slice(chunk);
         Ok(())
@@ -268,11 +239,7 @@ impl CompatEncoder {
     ///
     /// As [`message`](Self::message); [`CompatEncodeError::EmptyMessage`] if nothing was pushed.
     /// The pushed bytes are dropped on error.
-    ///
-    /// # Examples
-    ///
-    /// See [`push`](Self::push).
-    pub fn finish_message(
+    pub(crate) fn finish_message(
         &mut self,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
@@ -285,20 +252,7 @@ impl CompatEncoder {
     /// # Errors
     ///
     /// As [`finish_message`](Self::finish_message).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)?;
-    /// enc.finish_final_message(&mut body)?;
-    /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn finish_final_message(
+    pub(crate) fn finish_final_message(
         &mut self,
         dst: &mut BytesMut,
     ) -> Result<MessageSummary, CompatEncodeError> {
@@ -397,21 +351,7 @@ impl CompatEncoder {
     /// # Errors
     ///
     /// As [`message`](Self::message).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let upstream_event = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 0\n\n";
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// enc.message_record(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, true, &mut body)?;
-    /// body.extend_from_slice(upstream_event); // passed through byte for byte
-    /// assert!(enc.is_finished());
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn message_record(
+    pub(crate) fn message_record(
         &mut self,
         data: &[u8],
         end: bool,
@@ -616,6 +556,89 @@ mod tests {
 
     use super::*;
     use crate::frame::StreamHead;
+
+    #[test]
+    fn an_upstream_event_passed_through_after_its_record_decodes_clean() {
+        // rmcp writes `data: ...` then `id: ...`; a layer passes those bytes through unchanged.
+        let data = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
+        let key = crate::RequestKey::random();
+        let head = StreamHead::for_request(Some(key));
+        let mut enc = CompatEncoder::new(StreamEncoder::builder().frame_size(8).build(head));
+        let mut body = BytesMut::new();
+        body.extend_from_slice(b"data: \nid: 0\nretry: 3000\n\n"); // a priming event
+        enc.message_record(data, true, &mut body).unwrap();
+        assert!(enc.is_finished());
+        body.extend_from_slice(b"data: ");
+        body.extend_from_slice(data);
+        body.extend_from_slice(b"\nid: 1\n\n");
+        body.extend_from_slice(b":\n\n"); // rmcp's keep-alive
+        assert_eq!(decode_clean(&body, key), [&data[..]]);
+    }
+
+    /// The messages of `body`, a compatible body for `key` that must end clean (its sentinel).
+    fn decode_clean(body: &[u8], key: crate::RequestKey) -> Vec<Bytes> {
+        let mut frames = BytesMut::new();
+        let mut decoder = super::super::CompatDecoder::new();
+        decoder.feed(body, &mut frames).unwrap();
+        decoder.finish();
+        let decoded = crate::StreamDecoder::builder()
+            .expect_request_key(key)
+            .build()
+            .decode_all(&frames)
+            .unwrap();
+        assert!(decoded.summary.sentinel_seen);
+        decoded.messages.iter().map(|m| m.bytes().clone()).collect()
+    }
+
+    #[test]
+    fn messages_an_event_cannot_carry_unchanged_are_refused_and_nothing_is_written() {
+        let key = crate::RequestKey::random();
+        let head = StreamHead::for_request(Some(key));
+        let mut enc = CompatEncoder::new(StreamEncoder::builder().frame_size(16).build(head));
+        assert_eq!(enc.encoder().head(), head);
+        let mut body = BytesMut::new();
+        assert!(matches!(
+            enc.message(b"{\"a\":\"\xff\"}", &mut body),
+            Err(CompatEncodeError::NotUtf8 { valid_up_to: 6 })
+        ));
+        assert!(matches!(
+            enc.message(b"{\r\n}", &mut body),
+            Err(CompatEncodeError::CarriageReturn { at: 1 })
+        ));
+        assert!(matches!(
+            enc.message(b"", &mut body),
+            Err(CompatEncodeError::EmptyMessage)
+        ));
+        assert!(body.is_empty());
+        assert_eq!(enc.encoder().messages(), 0);
+        enc.final_message(b"{}", &mut body).unwrap();
+        assert!(matches!(
+            enc.message(b"{}", &mut body),
+            Err(CompatEncodeError::Encode(EncodeError::StreamFinished))
+        ));
+        assert_eq!(decode_clean(&body, key), [&b"{}"[..]]);
+    }
+
+    #[test]
+    fn a_message_pushed_in_pieces_is_written_whole_when_finished() {
+        let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+        let mut body = BytesMut::new();
+        for token in ["{\"jsonrpc\":\"2.0\",", "\"id\":1,\"result\":{}}"] {
+            enc.push(token.as_bytes()).unwrap(); // as a producer streams them
+        }
+        assert!(enc.in_message() && body.is_empty());
+        enc.finish_message(&mut body).unwrap();
+        assert!(body.ends_with(b"\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"));
+    }
+
+    #[test]
+    fn a_pushed_message_finished_as_the_final_one_finishes_the_stream() {
+        let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+        let mut body = BytesMut::new();
+        enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
+        enc.finish_final_message(&mut body).unwrap();
+        assert!(enc.is_finished());
+    }
 
     proptest! {
         #[test]

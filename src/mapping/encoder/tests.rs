@@ -13,6 +13,36 @@ use crate::{
 };
 use proptest::prelude::*;
 
+#[test]
+fn an_encoder_reports_its_mapping_and_head() {
+    let head = StreamHead::for_request(None);
+    let enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(head));
+    assert_eq!((enc.mapping(), enc.head()), (Mapping::Compat, head));
+}
+
+#[test]
+fn a_compatible_message_given_in_pieces_is_open_until_finished_then_held_for_the_sentinel() {
+    let head = StreamHead::for_request(None);
+    let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(head));
+    let mut body = BytesMut::new();
+    enc.push(b"{}", &mut body).unwrap();
+    assert!(enc.in_message() && body.is_empty()); // an event carries a whole message
+    enc.finish_message(&mut body).unwrap();
+    assert!(!enc.in_message() && body.is_empty()); // held: the sentinel may join its record
+    enc.flush(&mut body).unwrap();
+    assert!(body.ends_with(b"data: {}\n\n"));
+}
+
+#[test]
+fn an_abort_given_as_a_value_finishes_the_stream() {
+    let head = StreamHead::for_request(None);
+    let mut enc = MappingEncoder::new(Mapping::Compat, StreamEncoder::new(head));
+    assert!(!enc.is_finished());
+    enc.abort_with(&Abort::new(AbortCode::Cancelled, ""), &mut BytesMut::new())
+        .unwrap();
+    assert!(enc.is_finished());
+}
+
 /// Decodes `body` in `mapping`: the messages, then the end (`Ok` for a clean one).
 fn decode(mapping: Mapping, body: &[u8]) -> (Vec<Bytes>, Result<(), BodyError>) {
     let mut decoder = BodyDecoder::new(mapping, StreamDecoder::new());

@@ -77,17 +77,8 @@ impl SseFrameDecoder {
     }
 
     /// Bounds the lines in a row that carry no data (see [`SseParser::max_comments_in_a_row`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{internals::sse::SseFrameDecoder, mapping::SseError};
-    /// let mut dec = SseFrameDecoder::new().max_comments_in_a_row(1);
-    /// let err = dec.feed(b": ping\n: ping\n", &mut bytes::BytesMut::new()).unwrap_err();
-    /// assert_eq!(err, SseError::TooManyComments { max: 1 });
-    /// ```
     #[must_use]
-    pub fn max_comments_in_a_row(mut self, max: u32) -> Self {
+    pub(crate) fn max_comments_in_a_row(mut self, max: u32) -> Self {
         self.parser = self.parser.max_comments_in_a_row(max);
         self
     }
@@ -103,16 +94,8 @@ impl SseFrameDecoder {
     }
 
     /// Comment lines skipped so far (keep-alives).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut dec = mcp_framing::internals::sse::SseFrameDecoder::new();
-    /// dec.feed(b": ping\r\n\r\n", &mut bytes::BytesMut::new()).unwrap();
-    /// assert_eq!(dec.comments(), 1);
-    /// ```
     #[must_use]
-    pub fn comments(&self) -> u64 {
+    pub(crate) fn comments(&self) -> u64 {
         self.parser.comments()
     }
 

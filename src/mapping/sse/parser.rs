@@ -17,7 +17,7 @@ use crate::mapping::SseError;
 ///
 /// ```
 /// use mcp_framing::internals::sse::SseParser;
-/// let mut parser = SseParser::new();
+/// let mut parser = SseParser::default();
 /// let mut events = Vec::new();
 /// parser.feed(b"event: ping\r\ndata: a\r\ndata: b\r\n\r\n", &mut events).unwrap();
 /// assert_eq!(events[0].event.as_deref(), Some("ping"));
@@ -344,7 +344,7 @@ impl LineSplitter {
 /// ```
 /// use mcp_framing::internals::sse::SseParser;
 /// let body = b": keep-alive\n\nevent: message\ndata: {}\n\n";
-/// let mut parser = SseParser::new();
+/// let mut parser = SseParser::default();
 /// let mut events = Vec::new();
 /// for byte in body.chunks(1) {
 ///     parser.feed(byte, &mut events).unwrap(); // a proxy re-chunked into 1-byte pieces
@@ -396,15 +396,15 @@ impl Default for SseParser {
 }
 
 impl SseParser {
-    /// A parser with the default data limit ([`DEFAULT_MAX_EVENT_DATA`]).
+    /// A parser with the default data limit ([`DEFAULT_MAX_EVENT_DATA`]): what `Default` makes.
     ///
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(mcp_framing::internals::sse::SseParser::new().comments(), 0);
+    /// assert_eq!(mcp_framing::internals::sse::SseParser::default().comments(), 0);
     /// ```
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_max_event_data(DEFAULT_MAX_EVENT_DATA)
     }
 
@@ -462,18 +462,9 @@ impl SseParser {
 
     /// Fails with [`SseError::TooManyComments`] once more than `max` lines in a row carry no
     /// data: `:` comments (keep-alives), blank lines, and the other fields of events without
-    /// data. Default 4,096.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{internals::sse::SseParser, mapping::SseError};
-    /// let mut parser = SseParser::new().max_comments_in_a_row(2);
-    /// let err = parser.feed(b": a\n: b\n: c\n", &mut Vec::new()).unwrap_err();
-    /// assert_eq!(err, SseError::TooManyComments { max: 2 });
-    /// ```
+    /// data. Default 4,096 (the decoders set it from `Limits`).
     #[must_use]
-    pub fn max_comments_in_a_row(mut self, max: u32) -> Self {
+    pub(crate) fn max_comments_in_a_row(mut self, max: u32) -> Self {
         self.max_quiet_lines = max;
         self
     }
@@ -611,7 +602,7 @@ impl SseParser {
     ///
     /// ```
     /// use mcp_framing::internals::sse::SseParser;
-    /// let mut parser = SseParser::new();
+    /// let mut parser = SseParser::default();
     /// let mut events = Vec::new();
     /// parser.feed(b"data: {\"cut\":", &mut events).unwrap();
     /// assert!(events.is_empty());

@@ -10,6 +10,25 @@ use super::{RawItem, SseFrameDecoder, SseFrameEncoder, SseParser, is_message_eve
 use crate::mapping::SseError;
 use crate::{DecodeError, StreamDecoder, StreamEncoder, StreamHead};
 
+#[test]
+fn more_lines_without_data_in_a_row_than_the_bound_fail_as_too_many_comments() {
+    let mut parser = SseParser::new().max_comments_in_a_row(2);
+    let err = parser.feed(b": a\n: b\n: c\n", &mut Vec::new()).unwrap_err();
+    assert_eq!(err, SseError::TooManyComments { max: 2 });
+    let mut dec = SseFrameDecoder::new().max_comments_in_a_row(1);
+    let err = dec
+        .feed(b": ping\n: ping\n", &mut BytesMut::new())
+        .unwrap_err();
+    assert_eq!(err, SseError::TooManyComments { max: 1 });
+}
+
+#[test]
+fn a_keep_alive_comment_is_counted_whatever_its_line_ending() {
+    let mut dec = SseFrameDecoder::new();
+    dec.feed(b": ping\r\n\r\n", &mut BytesMut::new()).unwrap();
+    assert_eq!(dec.comments(), 1);
+}
+
 /// The binary stream of `messages` in frames of at most `frame_size` bytes, then the sentinel.
 fn binary(messages: &[Vec<u8>], frame_size: usize) -> BytesMut {
     let head = StreamHead::for_request(None);
