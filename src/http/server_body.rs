@@ -62,7 +62,7 @@ pub(crate) struct PassedEvent {
 /// Hands `piece` on after `out` and `ready`: a short piece copied into `out`, a long one as it
 /// is, after what `out` held.
 #[cfg(feature = "rmcp-server")]
-pub(crate) fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes) {
+fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes) {
     if piece.len() < PASS_AS_IS {
         out.extend_from_slice(&piece);
     } else {
@@ -71,6 +71,24 @@ pub(crate) fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes
         }
         ready.push_back(piece);
     }
+}
+
+/// `first` and the bytes passed on queued after it, handed on as [`pass`] does: a long piece as
+/// it is, short ones joined up to the next long one.
+#[cfg(feature = "rmcp-server")]
+pub(crate) fn gather(first: Bytes, queue: &mut VecDeque<Item>) -> Bytes {
+    if first.len() >= PASS_AS_IS {
+        return first;
+    }
+    let mut out = BytesMut::from(first.as_ref());
+    while let Some(Item::Passed(next)) = queue.front() {
+        if next.len() >= PASS_AS_IS {
+            break;
+        }
+        out.extend_from_slice(next);
+        queue.pop_front();
+    }
+    out.freeze()
 }
 
 /// A framed response body built from a stream of [`Outgoing`] items (server side).

@@ -18,7 +18,7 @@ use super::streamed::{STREAM_FROM, Streamed};
 use crate::encoder::StreamEncoder;
 use crate::event::{Abort, AbortCode};
 use crate::http::FramedBody;
-use crate::http::server_body::{Item, PassedEvent, pass};
+use crate::http::server_body::{Item, PassedEvent, gather};
 use crate::mapping::Mapping;
 use crate::mapping::compat::OpenRecord;
 use crate::mapping::encoder::{MappingEncoder, too_large};
@@ -63,7 +63,7 @@ pub(super) struct SsePassthrough<B: Body> {
     /// The compatible mapping: what goes out are items of a [`FramedBody`], which writes the
     /// records; otherwise unframed.
     compat: bool,
-    /// What goes out in the compatible mapping, in order.
+    /// What goes out, in order (unframed: only bytes passed on).
     items: VecDeque<Item>,
     /// Writes the framing contract into the final response (a discovery request).
     declare: Option<Declaration>,
@@ -91,16 +91,10 @@ pub(super) struct SsePassthrough<B: Body> {
     max_held: usize,
     /// Unframed: the rest of the inner body passes on unread.
     transparent: bool,
-    /// What goes out unframed, in order: the pieces in `ready`, then `building` (see
-    /// [`pass`]).
-    ready: VecDeque<Bytes>,
-    building: BytesMut,
     /// Unframed: the inner body's error, handed on after the bytes before it.
     failed: Option<B::Error>,
-    /// The final event's blank line ended with a CR at the end of an inner chunk: the LF of a
-    /// CRLF may still come, first in the next chunk, and goes out before the body ends.
-    lf_to_come: bool,
-    /// The compatible mapping's final event went out (the body ends once its line end is).
+    /// The compatible mapping's final event went out (the body ends once its line end is: the
+    /// LF of a CRLF may still come, first in the next chunk).
     finished: bool,
     /// A keep-alive comment that ended with CR went out as a record (which ends with its own
     /// LF): the LF of its CRLF, if it comes next, goes with the comment.
@@ -173,10 +167,7 @@ impl<B: Body> SsePassthrough<B> {
             max_message,
             max_held: crate::limits::compat_event_data_limit(max_message as u64),
             transparent: false,
-            ready: VecDeque::new(),
-            building: BytesMut::new(),
             failed: None,
-            lf_to_come: false,
             finished: false,
             comment_cr: false,
             request_id: None,
@@ -223,11 +214,7 @@ impl<B: Body> SsePassthrough<B> {
 
     /// Sends `piece` after what was sent so far.
     fn send(&mut self, piece: Bytes) {
-        if self.compat {
-            self.items.push_back(Item::Passed(piece));
-        } else {
-            pass(&mut self.building, &mut self.ready, piece);
-        }
+        self.items.push_back(Item::Passed(piece));
     }
 
     /// Holds a piece of the event being read (`data`: of a `data` line).
@@ -253,10 +240,8 @@ impl<B: Body> SsePassthrough<B> {
                     match data.get(at) {
                         Some(b'\n') => self.send(data.slice(at..=at)),
                         Some(_) => {}
-                        None => {
-                            self.lf_to_come = true;
-                            break;
-                        }
+                        // It may come first in the next chunk.
+                        None => break,
                     }
                 }
                 self.done = true;
@@ -587,55 +572,50 @@ fn event_data(mut values: Vec<Parts>, len: usize) -> Parts {
 }
 
 impl<B: InnerBody> SsePassthrough<B> {
-    /// Reads the next inner chunk and handles it (`encoder`: the compatible mapping's, whose
-    /// state a message's record begins from); `None` once the body ends.
-    fn read(&mut self, cx: &mut Context<'_>, encoder: Option<&MappingEncoder>) -> Poll<Option<()>> {
-        if self.done {
-            if self.finished && !self.lf_to_come {
+    /// The next item (`encoder`: the compatible mapping's, whose state a message's record
+    /// begins from): everything one inner chunk produced goes out before the next is read; an
+    /// inner failure (unframed) after the bytes before it.
+    fn poll_item(
+        &mut self,
+        cx: &mut Context<'_>,
+        encoder: Option<&MappingEncoder>,
+    ) -> Poll<Option<Result<Item, B::Error>>> {
+        loop {
+            if let Some(item) = self.items.pop_front() {
+                return Poll::Ready(Some(Ok(item)));
+            }
+            if let Some(err) = self.failed.take() {
+                return Poll::Ready(Some(Err(err)));
+            }
+            if self.done {
                 // The final response went out whole: the end of the inner body is read apart
                 // (this body ends now).
-                if let Some(body) = self.body.take() {
+                if let Some(body) = self.body.take().filter(|_| self.finished) {
                     drain_rest(body);
                 }
+                return Poll::Ready(None);
             }
-            return Poll::Ready(None);
-        }
-        let Some(body) = self.body.as_mut() else {
-            return Poll::Ready(None);
-        };
-        if self.lf_to_come {
-            // Only the LF of the final event's CRLF may still come, first in the next chunk.
-            match body.as_mut().poll_frame(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) if data.is_empty() => return Poll::Ready(Some(())),
-                    Ok(data) if data[0] == b'\n' => self.send(data.slice(..1)),
-                    _ => {}
-                },
-                // The final response went out whole: the end of the body ends the stream.
-                Poll::Ready(Some(Err(_)) | None) => {}
-            }
-            self.lf_to_come = false;
-            self.done = true;
-            return Poll::Ready(Some(()));
-        }
-        match body.as_mut().poll_frame(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Ok(data) = frame.into_data() {
-                    self.lines(data, encoder);
+            let Some(body) = self.body.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match ready!(body.as_mut().poll_frame(cx)) {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.lines(data, encoder);
+                    }
                 }
+                // The final response went out (only the LF of its CRLF could still come).
+                Some(Err(_)) | None if self.finished => self.done = true,
+                Some(Err(err)) if self.compat => {
+                    self.give_up(Failure::Upstream(format!("upstream body failed: {err}")))
+                }
+                Some(Err(err)) => {
+                    self.body_ended();
+                    self.failed = Some(err);
+                }
+                None => self.body_ended(),
             }
-            Poll::Ready(Some(Err(err))) if self.compat => {
-                self.give_up(Failure::Upstream(format!("upstream body failed: {err}")))
-            }
-            Poll::Ready(Some(Err(err))) => {
-                self.body_ended();
-                self.failed = Some(err);
-            }
-            Poll::Ready(None) => self.body_ended(),
         }
-        Poll::Ready(Some(()))
     }
 }
 
@@ -645,17 +625,7 @@ impl<B: InnerBody> Stream for FramedBody<SsePassthrough<B>> {
     type Item = Result<Bytes, Infallible>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.poll_framed(cx, |this, cx, encoder| {
-            loop {
-                // Everything one inner chunk produced goes out before the next chunk is read.
-                if let Some(item) = this.items.pop_front() {
-                    return Poll::Ready(Some(Ok::<_, Infallible>(item)));
-                }
-                if ready!(this.read(cx, Some(encoder))).is_none() {
-                    return Poll::Ready(None);
-                }
-            }
-        })
+        self.poll_framed(cx, |this, cx, encoder| this.poll_item(cx, Some(encoder)))
     }
 }
 
@@ -667,20 +637,12 @@ impl<B: InnerBody> Stream for Plain<B> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut self.0;
-        loop {
-            // Everything one inner chunk produced goes out before the next chunk is read.
-            if let Some(piece) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(piece)));
-            }
-            if !this.building.is_empty() {
-                return Poll::Ready(Some(Ok(this.building.split().freeze())));
-            }
-            if let Some(err) = this.failed.take() {
-                return Poll::Ready(Some(Err(err)));
-            }
-            if ready!(this.read(cx, None)).is_none() {
-                return Poll::Ready(None);
-            }
-        }
+        let item = ready!(this.poll_item(cx, None));
+        Poll::Ready(item.map(|item| match item {
+            Ok(Item::Passed(piece)) => Ok(gather(piece, &mut this.items)),
+            // Unframed, every item is bytes passed on.
+            Ok(_) => Ok(Bytes::new()),
+            Err(err) => Err(err),
+        }))
     }
 }
