@@ -13,15 +13,14 @@ use futures_core::Stream;
 use http_body::Body;
 
 use super::declare::{Declaration, unframeable};
-use super::inner::{InnerBody, abort_for, drain_rest};
+use super::inner::{Failure, InnerBody, drain_rest};
 use super::streamed::{STREAM_FROM, Streamed};
 use crate::encoder::StreamEncoder;
-use crate::event::{Abort, AbortCode};
 use crate::http::FramedBody;
 use crate::http::server_body::{Item, PassedEvent, gather};
 use crate::mapping::Mapping;
 use crate::mapping::compat::OpenRecord;
-use crate::mapping::encoder::{MappingEncoder, too_large};
+use crate::mapping::encoder::MappingEncoder;
 use crate::mapping::sse::{
     LineSplitter, Parts, Piece, SseEvent, SseParser, data_value, is_message_event,
 };
@@ -117,17 +116,6 @@ pub(super) struct SsePassthrough<B: Body> {
 // No field is pinned but the inner body, which is boxed.
 impl<B: Body> Unpin for SsePassthrough<B> {}
 
-/// Why the pass-through cannot go on reading events.
-enum Failure {
-    /// A message (or what is held for an event) over the limit.
-    TooLarge { len: u64, max: u64 },
-    /// The inner body failed, or ended before its final response (code 4, upstream failed,
-    /// SPEC.md §3.1: the same request may succeed when sent again).
-    Upstream(String),
-    /// Anything else: its description.
-    Internal(String),
-}
-
 impl<B: Body> SsePassthrough<B> {
     /// Re-frames `body` in the compatible mapping with `encoder`, each event's data within
     /// `max_message` bytes. `request_id` is the id the final response must answer, when the
@@ -190,11 +178,7 @@ impl<B: Body> SsePassthrough<B> {
         self.record = None;
         self.record_refused = false;
         if self.compat {
-            let abort = match failure {
-                Failure::TooLarge { len, max } => too_large(len, max),
-                Failure::Upstream(reason) => abort_for(&reason),
-                Failure::Internal(reason) => Abort::new(AbortCode::InternalError, reason),
-            };
+            let abort = failure.abort();
             self.items.push_back(Item::Out(Outgoing::Abort(abort)));
             self.done = true;
         } else {
@@ -516,9 +500,7 @@ impl<B: Body> SsePassthrough<B> {
     /// unframed, what is held goes out as it came.
     fn body_ended(&mut self) {
         if self.compat {
-            self.give_up(Failure::Upstream(
-                "the upstream response stream ended before its final response".to_owned(),
-            ));
+            self.give_up(Failure::ended());
             return;
         }
         // An event left open, a line without its end: the client's, as they came.
@@ -606,9 +588,7 @@ impl<B: InnerBody> SsePassthrough<B> {
                 }
                 // The final response went out (only the LF of its CRLF could still come).
                 Some(Err(_)) | None if self.finished => self.done = true,
-                Some(Err(err)) if self.compat => {
-                    self.give_up(Failure::Upstream(format!("upstream body failed: {err}")))
-                }
+                Some(Err(err)) if self.compat => self.give_up(Failure::failed(err)),
                 Some(Err(err)) => {
                     self.body_ended();
                     self.failed = Some(err);

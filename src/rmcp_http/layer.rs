@@ -21,14 +21,12 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use super::compat_body::SsePassthrough;
 use super::declare::{Declaration, RequestBody, unframeable};
-use super::inner::{InnerBody, abort_for, drain_rest};
+use super::inner::{Failure, InnerBody, drain_rest};
 use super::streamed::Streamed;
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
-use crate::event::{Abort, AbortCode};
 use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
-use crate::mapping::encoder::too_large;
 use crate::outgoing::Outgoing;
 use crate::{
     http::{FramedBody, OptIn, response_headers},
@@ -589,8 +587,7 @@ async fn declare<B: InnerBody>(
                     rest,
                     failure,
                 } => {
-                    if let JsonFailure::TooLarge(len) = failure {
-                        let max = max_message;
+                    if let Failure::TooLarge { len, max } = failure {
                         declaration.not_declared(&format!(
                             "the response holds more than {max} bytes (at least {len})"
                         ));
@@ -612,16 +609,8 @@ enum Json<B> {
     Unread {
         read: Bytes,
         rest: Pin<Box<B>>,
-        failure: JsonFailure,
+        failure: Failure,
     },
-}
-
-/// Why a JSON body was not read whole.
-enum JsonFailure {
-    /// Over the limit: the bytes read so far.
-    TooLarge(u64),
-    /// The body failed.
-    Failed(String),
 }
 
 /// Reads a JSON body whole, within `max` bytes (the response head waits for it).
@@ -637,11 +626,12 @@ async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
                     if json.len() <= max {
                         continue;
                     }
-                    JsonFailure::TooLarge(json.len() as u64)
+                    let (len, max) = (json.len() as u64, max as u64);
+                    Failure::TooLarge { len, max }
                 }
                 Err(_) => continue,
             },
-            Err(err) => JsonFailure::Failed(err.to_string()),
+            Err(err) => Failure::failed(err),
         };
         return Json::Unread {
             read: json.into_bytes(),
@@ -728,7 +718,7 @@ async fn compat_response<B: InnerBody>(
                 let item = match unframeable(&carried, |id| json[id].to_vec(), request_id.as_ref())
                 {
                     // Code 1, an invalid inner response (SPEC.md §3.1).
-                    Some(reason) => Outgoing::Abort(Abort::new(AbortCode::InternalError, reason)),
+                    Some(reason) => Outgoing::Abort(Failure::Internal(reason).abort()),
                     None => Outgoing::Message(json.clone()),
                 };
                 (item, fixed_body(json))
@@ -737,17 +727,7 @@ async fn compat_response<B: InnerBody>(
                 read,
                 rest,
                 failure,
-            } => {
-                let abort = match failure {
-                    // Code 5: the same request gets the same answer.
-                    JsonFailure::TooLarge(len) => too_large(len, encoder.max_message_size()),
-                    // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
-                    JsonFailure::Failed(reason) => {
-                        abort_for(&format!("upstream body failed: {reason}"))
-                    }
-                };
-                (Outgoing::Abort(abort), unread(read, rest))
-            }
+            } => (Outgoing::Abort(failure.abort()), unread(read, rest)),
         };
         // Not opted in: the client gets the body as it was when an event cannot carry it, or it
         // could not be read whole (the bytes read so far and then the rest).
@@ -903,15 +883,19 @@ impl<B> InnerMessages<B> {
         if let Some(reason) = refusal {
             // Never framed as a verified message: the stream ends with ABORT code 1 after the
             // messages before (inside this one if it was being sent).
-            self.done = true;
-            let abort = Abort::new(AbortCode::InternalError, reason);
-            self.queue.push_back(Outgoing::Abort(abort));
+            self.end(Failure::Internal(reason));
             return false;
         }
         self.final_seen |= carried.is_final();
         self.queue
             .push_back(whole.map_or(Outgoing::FinishMessage, Outgoing::Message));
         true
+    }
+
+    /// Ends the stream with the ABORT `failure` calls for, after what is queued.
+    fn end(&mut self, failure: Failure) {
+        self.done = true;
+        self.queue.push_back(Outgoing::Abort(failure.abort()));
     }
 
     /// Sends on what can go of the event data line still arriving (the event's first data line,
@@ -958,12 +942,7 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
             };
             match body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Err(err))) => {
-                    // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
-                    this.done = true;
-                    let reason = format!("upstream body failed: {err}");
-                    return Poll::Ready(Some(Ok(Outgoing::Abort(abort_for(&reason)))));
-                }
+                Poll::Ready(Some(Err(err))) => this.end(Failure::failed(err)),
                 Poll::Ready(Some(Ok(frame))) => {
                     let Ok(data) = frame.into_data() else {
                         continue;
@@ -974,18 +953,15 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                             // copied on its way to the encoder.
                             let mut items = Vec::new();
                             if let Err(err) = parser.feed_raw_shared(&data, &mut items) {
-                                this.done = true;
                                 let max = this.max_message as u64;
-                                return Poll::Ready(Some(Ok(match err {
+                                this.end(match err {
                                     // An event (one JSON-RPC message) over the message limit.
                                     SseError::EventTooLarge { .. } => {
-                                        Outgoing::Abort(too_large(max + 1, max))
+                                        Failure::TooLarge { len: max + 1, max }
                                     }
-                                    other => Outgoing::Abort(Abort::new(
-                                        AbortCode::InternalError,
-                                        other.to_string(),
-                                    )),
-                                })));
+                                    other => Failure::Internal(other.to_string()),
+                                });
+                                continue;
                             }
                             // rmcp's `:` keep-alive comments become KEEPALIVE frames, so that
                             // intermediaries keep seeing traffic during a long tool call.
@@ -1002,13 +978,10 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                                 if this.streamed.started() && !message {
                                     // Its data went out as a message's before its `event` field
                                     // named another type: it cannot be verified (code 1).
-                                    this.done = true;
-                                    let reason = format!(
+                                    this.end(Failure::Internal(format!(
                                         "the upstream named an event {:?} after its data",
                                         name.unwrap_or_default()
-                                    );
-                                    let abort = Abort::new(AbortCode::InternalError, reason);
-                                    this.queue.push_back(Outgoing::Abort(abort));
+                                    )));
                                     break;
                                 }
                                 if message && !data.is_empty() {
@@ -1026,11 +999,9 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                         None => {
                             let len = this.json.len() + data.len();
                             if len > this.max_message {
-                                this.done = true;
-                                let max = this.max_message as u64;
-                                return Poll::Ready(Some(Ok(Outgoing::Abort(too_large(
-                                    len as u64, max,
-                                )))));
+                                let (len, max) = (len as u64, this.max_message as u64);
+                                this.end(Failure::TooLarge { len, max });
+                                continue;
                             }
                             this.json.push_shared(data.clone(), this.max_message);
                             if let Some(chunk) = this.streamed.next(&this.json, 0, &data) {
@@ -1051,9 +1022,7 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                     }
                     // Cleanly or not, an end before the final response is the upstream's failure
                     // (code 4, SPEC.md §3.1), never a clean end.
-                    return Poll::Ready(Some(Ok(Outgoing::Abort(abort_for(
-                        "the upstream response stream ended before its final response",
-                    )))));
+                    this.end(Failure::ended());
                 }
             }
         }
