@@ -107,16 +107,12 @@ pub(crate) fn gather(first: Bytes, queue: &mut VecDeque<Item>) -> Bytes {
 /// response behind a delayed ACK.
 ///
 /// A whole message larger than that (binary and SSE mappings) is written in pieces, about 64 KiB
-/// first and about 256 KiB each after it, each piece handed out as soon as its frames are hashed, and the body lets its task yield once
-/// before the next piece, so that the HTTP server writes the piece to the socket first: the
-/// client receives and verifies the message while the rest of it is hashed, and no buffer of the
-/// message's size is made (issue 21). The message is checked whole first (size, sequence space),
-/// so that a refusal still comes before any of its frames; the frames are those
-/// [`MappingEncoder::message`] writes.
-///
-/// The layer that passes an upstream SSE body through in the compatible mapping writes through
-/// it too (its items: the upstream's bytes passed on unchanged, an event's record then its
-/// lines, begun from the encoder's state as its data arrives).
+/// first and about 256 KiB each after it, each handed out as soon as its frames are hashed, and
+/// the body lets its task yield once before the next piece, so that the HTTP server writes the
+/// piece to the socket first: the client receives and verifies the message while the rest of it
+/// is hashed, and no buffer of the message's size is made. The message is checked whole first
+/// (size, sequence space), so that a refusal still comes before any of its frames; the frames
+/// are those [`MappingEncoder::message`] writes.
 ///
 /// In the compatible SSE mapping (SPEC.md §18.4) each message is written whole, a record then a
 /// `message` event, once its last byte is known; a finished message is held until the next item

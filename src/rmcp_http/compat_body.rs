@@ -50,17 +50,13 @@ const BOM: &[u8] = "\u{feff}".as_bytes();
 /// bounds, the rest passes on unread, and an inner failure comes after the bytes before it.
 ///
 /// The event's lines are held as slices of the inner chunks and its data as slices of its `data`
-/// lines: a message is neither copied nor validated as UTF-8 more than once on its way through
-/// (issue 13 §5: a 1 MiB result was copied four times, into fresh buffers). In the compatible
-/// mapping the first `data` line of a message event is read as it arrives (UTF-8, JSON-RPC) and,
-/// once past 16 KiB, its frames' CRC-32 and the message's SHA-256 computed, so that after its
-/// last byte only its last bytes are read before the record and the event go out.
+/// lines: a message is neither copied nor validated as UTF-8 more than once on its way through;
+/// in the compatible mapping it is read and hashed as it arrives (`data_arriving`).
 pub(super) struct SsePassthrough<B: Body> {
     /// The inner body; in the compatible mapping handed to [`drain_rest`] after the final
     /// response.
     body: Option<Pin<Box<B>>>,
-    /// The compatible mapping: what goes out are items of a [`FramedBody`], which writes the
-    /// records; otherwise unframed.
+    /// The compatible mapping (otherwise unframed).
     compat: bool,
     /// What goes out, in order (unframed: only bytes passed on).
     items: VecDeque<Item>,
