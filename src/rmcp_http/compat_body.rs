@@ -68,15 +68,8 @@ pub(super) struct SsePassthrough<B: Body> {
     /// decides as SSE does what the event's type is and when it is dispatched.
     parser: SseParser,
     events: Vec<SseEvent>,
-    /// The lines of the event being read, as they came (held until its blank line), each marked
-    /// when it is part of a `data` line.
-    block: Vec<(Bytes, bool)>,
-    /// Bytes in `block`.
-    block_len: usize,
-    /// The values of the event's `data` lines (slices of its lines, as they were kept).
-    values: Vec<Parts>,
-    /// Length of the event's data: its values joined with LF.
-    data_len: usize,
+    /// The event being read.
+    open: OpenEvent,
     /// The next line is the body's first (the only one a BOM may start).
     at_start: bool,
     /// The message limit: bound on an event's data.
@@ -96,17 +89,30 @@ pub(super) struct SsePassthrough<B: Body> {
     comment_cr: bool,
     /// The id the final response must answer (compatible mapping).
     request_id: Option<serde_json::Value>,
-    /// The open event's first data line, while it arrives: how much of its value is UTF-8, and
-    /// its JSON-RPC reading so far.
-    streamed: Streamed,
-    /// The record of the open event's message, begun with its first bytes once they pass
-    /// [`STREAM_FROM`] (compatible mapping): its frames' CRC-32 and the message's SHA-256
-    /// computed as the bytes arrive, so that after the last byte only the record and the
-    /// event are left to write (the record goes first, SPEC.md §18.4).
-    record: Option<OpenRecord>,
-    /// The open event's record was refused as its bytes arrived: it is not begun again.
-    record_refused: bool,
     done: bool,
+}
+
+/// The event being read, held until its blank line.
+#[derive(Default)]
+struct OpenEvent {
+    /// Its lines, as they came, each marked when it is part of a `data` line.
+    block: Vec<(Bytes, bool)>,
+    /// Bytes in `block`.
+    block_len: usize,
+    /// The values of its `data` lines (slices of its lines, as they were kept).
+    values: Vec<Parts>,
+    /// Length of its data: its values joined with LF.
+    data_len: usize,
+    /// Its first data line, while it arrives: how much of its value is UTF-8, and its JSON-RPC
+    /// reading so far.
+    streamed: Streamed,
+    /// The record of its message, begun with its first bytes once they pass [`STREAM_FROM`]
+    /// (compatible mapping): its frames' CRC-32 and the message's SHA-256 computed as the bytes
+    /// arrive, so that after the last byte only the record and the event are left to write (the
+    /// record goes first, SPEC.md §18.4).
+    record: Option<OpenRecord>,
+    /// Its record was refused as its bytes arrived: it is not begun again.
+    record_refused: bool,
 }
 
 // No field is pinned but the inner body, which is boxed.
@@ -143,10 +149,7 @@ impl<B: Body> SsePassthrough<B> {
             // The pass-through sends a BOM on first and tells the parser nothing of it.
             parser: SseParser::with_max_event_data(max_message).past_start(),
             events: Vec::new(),
-            block: Vec::new(),
-            block_len: 0,
-            values: Vec::new(),
-            data_len: 0,
+            open: OpenEvent::default(),
             at_start: true,
             max_message,
             max_held: crate::limits::compat_event_data_limit(max_message as u64),
@@ -155,9 +158,6 @@ impl<B: Body> SsePassthrough<B> {
             finished: false,
             comment_cr: false,
             request_id: None,
-            streamed: Streamed::default(),
-            record: None,
-            record_refused: false,
             done: false,
         }
     }
@@ -166,13 +166,7 @@ impl<B: Body> SsePassthrough<B> {
     /// calls for and what is held is dropped; unframed, what is held goes out as it came and the
     /// rest passes on unread.
     fn give_up(&mut self, failure: Failure) {
-        let held = std::mem::take(&mut self.block);
-        self.block_len = 0;
-        self.values.clear();
-        self.data_len = 0;
-        self.streamed = Streamed::default();
-        self.record = None;
-        self.record_refused = false;
+        let held = std::mem::take(&mut self.open).block;
         if self.compat {
             let abort = failure.abort();
             self.items.push_back(Item::Out(Outgoing::Abort(abort)));
@@ -199,8 +193,8 @@ impl<B: Body> SsePassthrough<B> {
 
     /// Holds a piece of the event being read (`data`: of a `data` line).
     fn hold(&mut self, piece: Bytes, data: bool) {
-        self.block_len += piece.len();
-        self.block.push((piece, data));
+        self.open.block_len += piece.len();
+        self.open.block.push((piece, data));
     }
 
     /// Handles the complete lines of `data`, writing what may go out.
@@ -247,7 +241,7 @@ impl<B: Body> SsePassthrough<B> {
                     // The LF of a CRLF: it goes where its line went (a comment's, into its
                     // record).
                     let lf = data.slice(at..=at);
-                    match self.block.last() {
+                    match self.open.block.last() {
                         _ if std::mem::take(&mut self.comment_cr) => {}
                         None => self.send(lf),
                         Some(&(_, data)) => self.hold(lf, data),
@@ -289,8 +283,8 @@ impl<B: Body> SsePassthrough<B> {
             return;
         }
         if self.done
-            || self.record_refused
-            || !self.values.is_empty()
+            || self.open.record_refused
+            || !self.open.values.is_empty()
             || !self.parser.open_event_is_message()
         {
             return;
@@ -299,19 +293,22 @@ impl<B: Body> SsePassthrough<B> {
         let Some(at) = line.data_value_start() else {
             return;
         };
-        let valid = self.streamed.arrived(line, at);
+        let valid = self.open.streamed.arrived(line, at);
         if valid < STREAM_FROM {
             return;
         }
-        let record = self.record.get_or_insert_with(|| encoder.open_record());
+        let record = self
+            .open
+            .record
+            .get_or_insert_with(|| encoder.open_record());
         let frame = encoder.frame_size();
         let whole = record.len() + (valid - record.len()) / frame * frame;
         let pieces = line.pieces_from(at + record.len());
         if whole > record.len() && record.push_pieces(pieces, whole - record.len()).is_err() {
             // Refused (over the limit, ...): the record of the whole message says why, at its
             // end; none is begun again for this event.
-            self.record = None;
-            self.record_refused = true;
+            self.open.record = None;
+            self.open.record_refused = true;
         }
     }
 
@@ -321,7 +318,7 @@ impl<B: Body> SsePassthrough<B> {
     /// `pending` is the bytes kept of a line whose end has not arrived. Returns whether it gave
     /// up.
     fn over_held(&mut self, pending: usize) -> bool {
-        let held = pending + self.block_len;
+        let held = pending + self.open.block_len;
         if held <= self.max_held {
             return false;
         }
@@ -365,10 +362,10 @@ impl<B: Body> SsePassthrough<B> {
     /// Adds the value of a `data` line to the event's data, within the message limit; the
     /// parser sees an empty `data` field in its place.
     fn add_data(&mut self, value: Parts) -> Result<(), Failure> {
-        self.data_len += value.len() + usize::from(!self.values.is_empty());
-        self.values.push(value);
-        if self.data_len > self.max_message {
-            let (len, max) = (self.data_len as u64, self.max_message as u64);
+        self.open.data_len += value.len() + usize::from(!self.open.values.is_empty());
+        self.open.values.push(value);
+        if self.open.data_len > self.max_message {
+            let (len, max) = (self.open.data_len as u64, self.max_message as u64);
             return Err(Failure::TooLarge { len, max });
         }
         self.parser
@@ -404,7 +401,7 @@ impl<B: Body> SsePassthrough<B> {
             return;
         }
         let blank = content.is_empty();
-        if self.block.is_empty() && content.first() == Some(&b':') {
+        if self.open.block.is_empty() && content.first() == Some(&b':') {
             if self.compat {
                 // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §18.4).
                 self.items.push_back(Item::Out(Outgoing::KeepAlive));
@@ -424,33 +421,30 @@ impl<B: Body> SsePassthrough<B> {
         // The blank line dispatched the event (if it had any field).
         let event = self.events.pop();
         self.events.clear();
-        let block = std::mem::take(&mut self.block);
-        self.block_len = 0;
-        let values = std::mem::take(&mut self.values);
-        let data_len = std::mem::take(&mut self.data_len);
-        let streamed = std::mem::take(&mut self.streamed);
-        let record = self.record.take();
-        self.record_refused = false;
+        let open = std::mem::take(&mut self.open);
         match event {
-            Some(event) if data_len > 0 && is_message_event(event.event.as_deref()) => {
-                self.message_event(block, values, data_len, streamed, record);
+            Some(event) if open.data_len > 0 && is_message_event(event.event.as_deref()) => {
+                self.message_event(open);
             }
             // A priming event (`id` only), an event of another type: unchanged, unframed.
-            _ => block.into_iter().for_each(|(piece, _)| self.send(piece)),
+            _ => open
+                .block
+                .into_iter()
+                .for_each(|(piece, _)| self.send(piece)),
         }
     }
 
     /// A message event dispatched: its record first (compatible mapping), then its lines, with
-    /// the contract declared in the final response to a discovery request. `streamed` and
-    /// `record` hold what was read of its data as it arrived.
-    fn message_event(
-        &mut self,
-        mut block: Vec<(Bytes, bool)>,
-        values: Vec<Parts>,
-        data_len: usize,
-        mut streamed: Streamed,
-        record: Option<OpenRecord>,
-    ) {
+    /// the contract declared in the final response to a discovery request.
+    fn message_event(&mut self, open: OpenEvent) {
+        let OpenEvent {
+            mut block,
+            values,
+            data_len,
+            mut streamed,
+            record,
+            ..
+        } = open;
         let (mut data, carried, seen) = streamed.read_whole(event_data(values, data_len));
         // The record's bytes are the data's first bytes (the text is the data itself).
         let mut record = record.filter(|_| seen);
@@ -500,7 +494,7 @@ impl<B: Body> SsePassthrough<B> {
             return;
         }
         // An event left open, a line without its end: the client's, as they came.
-        let held = std::mem::take(&mut self.block);
+        let held = std::mem::take(&mut self.open.block);
         held.into_iter().for_each(|(piece, _)| self.send(piece));
         let pending = self.lines.take_pending();
         pending.into_buffers().for_each(|piece| self.send(piece));
