@@ -368,8 +368,13 @@ impl<B: Body> SsePassthrough<B> {
             let (len, max) = (self.open.data_len as u64, self.max_message as u64);
             return Err(Failure::TooLarge { len, max });
         }
+        self.parse(b"data:")
+    }
+
+    /// Hands a line to the parser (the event's type, and when it is dispatched).
+    fn parse(&mut self, line: &[u8]) -> Result<(), Failure> {
         self.parser
-            .line(b"data:", None, &mut self.events)
+            .line(line, None, &mut self.events)
             .map(drop)
             .map_err(|err| Failure::Internal(format!("the response stream: {err}")))
     }
@@ -387,11 +392,7 @@ impl<B: Body> SsePassthrough<B> {
         let parsed = match value {
             // The value stays in the line; the parser sees an empty `data` field in its place.
             Some(value) => self.add_data(Parts::from(value)),
-            None => self
-                .parser
-                .line(&content, None, &mut self.events)
-                .map(drop)
-                .map_err(|err| Failure::Internal(format!("the response stream: {err}"))),
+            None => self.parse(&content),
         };
         if let Err(failure) = parsed {
             // Unframed, the line goes on with what is held (framed, all is dropped).
