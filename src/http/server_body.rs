@@ -461,3 +461,36 @@ impl<S> FramedBody<S> {
         }
     }
 }
+
+#[cfg(all(test, feature = "rmcp-server"))]
+mod tests {
+    use std::collections::VecDeque;
+
+    use bytes::{Bytes, BytesMut};
+
+    use super::{Item, PASS_AS_IS, gather, pass};
+
+    #[test]
+    fn bytes_passed_on_unframed_leave_in_the_chunks_a_framed_body_writes_them_in() {
+        let short = |len| Bytes::from(vec![b's'; len]);
+        let long = || Bytes::from(vec![b'l'; PASS_AS_IS]);
+        for pieces in [
+            vec![short(1)],
+            vec![long()],
+            vec![short(1), short(2), long(), short(3), long(), long(), short(4)],
+            vec![long(), short(1), short(PASS_AS_IS - 1), short(5)],
+        ] {
+            let (mut out, mut written) = (BytesMut::new(), VecDeque::new());
+            for piece in &pieces {
+                pass(&mut out, &mut written, piece.clone());
+            }
+            written.extend((!out.is_empty()).then(|| out.freeze()));
+            let mut queue: VecDeque<Item> = pieces.into_iter().map(Item::Passed).collect();
+            let mut gathered = Vec::new();
+            while let Some(Item::Passed(first)) = queue.pop_front() {
+                gathered.push(gather(first, &mut queue));
+            }
+            assert_eq!(gathered, Vec::from(written));
+        }
+    }
+}
