@@ -62,7 +62,7 @@ pub(crate) struct PassedEvent {
 /// Hands `piece` on after `out` and `ready`: a short piece copied into `out`, a long one as it
 /// is, after what `out` held.
 #[cfg(feature = "rmcp-server")]
-pub(crate) fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes) {
+fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes) {
     if piece.len() < PASS_AS_IS {
         out.extend_from_slice(&piece);
     } else {
@@ -71,6 +71,24 @@ pub(crate) fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes
         }
         ready.push_back(piece);
     }
+}
+
+/// `first` and the bytes passed on queued after it, handed on as [`pass`] does: a long piece as
+/// it is, short ones joined up to the next long one.
+#[cfg(feature = "rmcp-server")]
+pub(crate) fn gather(first: Bytes, queue: &mut VecDeque<Item>) -> Bytes {
+    if first.len() >= PASS_AS_IS {
+        return first;
+    }
+    let mut out = BytesMut::from(first.as_ref());
+    while let Some(Item::Passed(next)) = queue.front() {
+        if next.len() >= PASS_AS_IS {
+            break;
+        }
+        out.extend_from_slice(next);
+        queue.pop_front();
+    }
+    out.freeze()
 }
 
 /// A framed response body built from a stream of [`Outgoing`] items (server side).
@@ -89,16 +107,12 @@ pub(crate) fn pass(out: &mut BytesMut, ready: &mut VecDeque<Bytes>, piece: Bytes
 /// response behind a delayed ACK.
 ///
 /// A whole message larger than that (binary and SSE mappings) is written in pieces, about 64 KiB
-/// first and about 256 KiB each after it, each piece handed out as soon as its frames are hashed, and the body lets its task yield once
-/// before the next piece, so that the HTTP server writes the piece to the socket first: the
-/// client receives and verifies the message while the rest of it is hashed, and no buffer of the
-/// message's size is made (issue 21). The message is checked whole first (size, sequence space),
-/// so that a refusal still comes before any of its frames; the frames are those
-/// [`MappingEncoder::message`] writes.
-///
-/// The layer that passes an upstream SSE body through in the compatible mapping writes through
-/// it too (its items: the upstream's bytes passed on unchanged, an event's record then its
-/// lines, begun from the encoder's state as its data arrives).
+/// first and about 256 KiB each after it, each handed out as soon as its frames are hashed, and
+/// the body lets its task yield once before the next piece, so that the HTTP server writes the
+/// piece to the socket first: the client receives and verifies the message while the rest of it
+/// is hashed, and no buffer of the message's size is made. The message is checked whole first
+/// (size, sequence space), so that a refusal still comes before any of its frames; the frames
+/// are those [`MappingEncoder::message`] writes.
 ///
 /// In the compatible SSE mapping (SPEC.md §18.4) each message is written whole, a record then a
 /// `message` event, once its last byte is known; a finished message is held until the next item
@@ -444,6 +458,39 @@ impl<S> FramedBody<S> {
             Poll::Ready(None)
         } else {
             Poll::Ready(Some(Ok(this.out.split().freeze())))
+        }
+    }
+}
+
+#[cfg(all(test, feature = "rmcp-server"))]
+mod tests {
+    use std::collections::VecDeque;
+
+    use bytes::{Bytes, BytesMut};
+
+    use super::{Item, PASS_AS_IS, gather, pass};
+
+    #[test]
+    fn bytes_passed_on_unframed_leave_in_the_chunks_a_framed_body_writes_them_in() {
+        let short = |len| Bytes::from(vec![b's'; len]);
+        let long = || Bytes::from(vec![b'l'; PASS_AS_IS]);
+        for pieces in [
+            vec![short(1)],
+            vec![long()],
+            vec![short(1), short(2), long(), short(3), long(), long(), short(4)],
+            vec![long(), short(1), short(PASS_AS_IS - 1), short(5)],
+        ] {
+            let (mut out, mut written) = (BytesMut::new(), VecDeque::new());
+            for piece in &pieces {
+                pass(&mut out, &mut written, piece.clone());
+            }
+            written.extend((!out.is_empty()).then(|| out.freeze()));
+            let mut queue: VecDeque<Item> = pieces.into_iter().map(Item::Passed).collect();
+            let mut gathered = Vec::new();
+            while let Some(Item::Passed(first)) = queue.pop_front() {
+                gathered.push(gather(first, &mut queue));
+            }
+            assert_eq!(gathered, Vec::from(written));
         }
     }
 }

@@ -13,15 +13,14 @@ use futures_core::Stream;
 use http_body::Body;
 
 use super::declare::{Declaration, unframeable};
-use super::inner::{InnerBody, abort_for, drain_rest};
+use super::inner::{Failure, InnerBody, drain_rest};
 use super::streamed::{STREAM_FROM, Streamed};
 use crate::encoder::StreamEncoder;
-use crate::event::{Abort, AbortCode};
 use crate::http::FramedBody;
-use crate::http::server_body::{Item, PassedEvent, pass};
+use crate::http::server_body::{Item, PassedEvent, gather};
 use crate::mapping::Mapping;
 use crate::mapping::compat::OpenRecord;
-use crate::mapping::encoder::{MappingEncoder, too_large};
+use crate::mapping::encoder::MappingEncoder;
 use crate::mapping::sse::{
     LineSplitter, Parts, Piece, SseEvent, SseParser, data_value, is_message_event,
 };
@@ -51,19 +50,15 @@ const BOM: &[u8] = "\u{feff}".as_bytes();
 /// bounds, the rest passes on unread, and an inner failure comes after the bytes before it.
 ///
 /// The event's lines are held as slices of the inner chunks and its data as slices of its `data`
-/// lines: a message is neither copied nor validated as UTF-8 more than once on its way through
-/// (issue 13 §5: a 1 MiB result was copied four times, into fresh buffers). In the compatible
-/// mapping the first `data` line of a message event is read as it arrives (UTF-8, JSON-RPC) and,
-/// once past 16 KiB, its frames' CRC-32 and the message's SHA-256 computed, so that after its
-/// last byte only its last bytes are read before the record and the event go out.
+/// lines: a message is neither copied nor validated as UTF-8 more than once on its way through;
+/// in the compatible mapping it is read and hashed as it arrives (`data_arriving`).
 pub(super) struct SsePassthrough<B: Body> {
     /// The inner body; in the compatible mapping handed to [`drain_rest`] after the final
     /// response.
     body: Option<Pin<Box<B>>>,
-    /// The compatible mapping: what goes out are items of a [`FramedBody`], which writes the
-    /// records; otherwise unframed.
+    /// The compatible mapping (otherwise unframed).
     compat: bool,
-    /// What goes out in the compatible mapping, in order.
+    /// What goes out, in order (unframed: only bytes passed on).
     items: VecDeque<Item>,
     /// Writes the framing contract into the final response (a discovery request).
     declare: Option<Declaration>,
@@ -73,15 +68,8 @@ pub(super) struct SsePassthrough<B: Body> {
     /// decides as SSE does what the event's type is and when it is dispatched.
     parser: SseParser,
     events: Vec<SseEvent>,
-    /// The lines of the event being read, as they came (held until its blank line), each marked
-    /// when it is part of a `data` line.
-    block: Vec<(Bytes, bool)>,
-    /// Bytes in `block`.
-    block_len: usize,
-    /// The values of the event's `data` lines (slices of its lines, as they were kept).
-    values: Vec<Parts>,
-    /// Length of the event's data: its values joined with LF.
-    data_len: usize,
+    /// The event being read.
+    open: OpenEvent,
     /// The next line is the body's first (the only one a BOM may start).
     at_start: bool,
     /// The message limit: bound on an event's data.
@@ -91,48 +79,44 @@ pub(super) struct SsePassthrough<B: Body> {
     max_held: usize,
     /// Unframed: the rest of the inner body passes on unread.
     transparent: bool,
-    /// What goes out unframed, in order: the pieces in `ready`, then `building` (see
-    /// [`pass`]).
-    ready: VecDeque<Bytes>,
-    building: BytesMut,
     /// Unframed: the inner body's error, handed on after the bytes before it.
     failed: Option<B::Error>,
-    /// The final event's blank line ended with a CR at the end of an inner chunk: the LF of a
-    /// CRLF may still come, first in the next chunk, and goes out before the body ends.
-    lf_to_come: bool,
-    /// The compatible mapping's final event went out (the body ends once its line end is).
+    /// The compatible mapping's final event went out (the body ends once its line end is: the
+    /// LF of a CRLF may still come, first in the next chunk).
     finished: bool,
     /// A keep-alive comment that ended with CR went out as a record (which ends with its own
     /// LF): the LF of its CRLF, if it comes next, goes with the comment.
     comment_cr: bool,
     /// The id the final response must answer (compatible mapping).
     request_id: Option<serde_json::Value>,
-    /// The open event's first data line, while it arrives: how much of its value is UTF-8, and
-    /// its JSON-RPC reading so far.
-    streamed: Streamed,
-    /// The record of the open event's message, begun with its first bytes once they pass
-    /// [`STREAM_FROM`] (compatible mapping): its frames' CRC-32 and the message's SHA-256
-    /// computed as the bytes arrive, so that after the last byte only the record and the
-    /// event are left to write (the record goes first, SPEC.md §18.4).
-    record: Option<OpenRecord>,
-    /// The open event's record was refused as its bytes arrived: it is not begun again.
-    record_refused: bool,
     done: bool,
+}
+
+/// The event being read, held until its blank line.
+#[derive(Default)]
+struct OpenEvent {
+    /// Its lines, as they came, each marked when it is part of a `data` line.
+    block: Vec<(Bytes, bool)>,
+    /// Bytes in `block`.
+    block_len: usize,
+    /// The values of its `data` lines (slices of its lines, as they were kept).
+    values: Vec<Parts>,
+    /// Length of its data: its values joined with LF.
+    data_len: usize,
+    /// Its first data line, while it arrives: how much of its value is UTF-8, and its JSON-RPC
+    /// reading so far.
+    streamed: Streamed,
+    /// The record of its message, begun with its first bytes once they pass [`STREAM_FROM`]
+    /// (compatible mapping): its frames' CRC-32 and the message's SHA-256 computed as the bytes
+    /// arrive, so that after the last byte only the record and the event are left to write (the
+    /// record goes first, SPEC.md §18.4).
+    record: Option<OpenRecord>,
+    /// Its record was refused as its bytes arrived: it is not begun again.
+    record_refused: bool,
 }
 
 // No field is pinned but the inner body, which is boxed.
 impl<B: Body> Unpin for SsePassthrough<B> {}
-
-/// Why the pass-through cannot go on reading events.
-enum Failure {
-    /// A message (or what is held for an event) over the limit.
-    TooLarge { len: u64, max: u64 },
-    /// The inner body failed, or ended before its final response (code 4, upstream failed,
-    /// SPEC.md §3.1: the same request may succeed when sent again).
-    Upstream(String),
-    /// Anything else: its description.
-    Internal(String),
-}
 
 impl<B: Body> SsePassthrough<B> {
     /// Re-frames `body` in the compatible mapping with `encoder`, each event's data within
@@ -165,24 +149,15 @@ impl<B: Body> SsePassthrough<B> {
             // The pass-through sends a BOM on first and tells the parser nothing of it.
             parser: SseParser::with_max_event_data(max_message).past_start(),
             events: Vec::new(),
-            block: Vec::new(),
-            block_len: 0,
-            values: Vec::new(),
-            data_len: 0,
+            open: OpenEvent::default(),
             at_start: true,
             max_message,
             max_held: crate::limits::compat_event_data_limit(max_message as u64),
             transparent: false,
-            ready: VecDeque::new(),
-            building: BytesMut::new(),
             failed: None,
-            lf_to_come: false,
             finished: false,
             comment_cr: false,
             request_id: None,
-            streamed: Streamed::default(),
-            record: None,
-            record_refused: false,
             done: false,
         }
     }
@@ -191,19 +166,9 @@ impl<B: Body> SsePassthrough<B> {
     /// calls for and what is held is dropped; unframed, what is held goes out as it came and the
     /// rest passes on unread.
     fn give_up(&mut self, failure: Failure) {
-        let held = std::mem::take(&mut self.block);
-        self.block_len = 0;
-        self.values.clear();
-        self.data_len = 0;
-        self.streamed = Streamed::default();
-        self.record = None;
-        self.record_refused = false;
+        let held = std::mem::take(&mut self.open).block;
         if self.compat {
-            let abort = match failure {
-                Failure::TooLarge { len, max } => too_large(len, max),
-                Failure::Upstream(reason) => abort_for(&reason),
-                Failure::Internal(reason) => Abort::new(AbortCode::InternalError, reason),
-            };
+            let abort = failure.abort();
             self.items.push_back(Item::Out(Outgoing::Abort(abort)));
             self.done = true;
         } else {
@@ -223,17 +188,13 @@ impl<B: Body> SsePassthrough<B> {
 
     /// Sends `piece` after what was sent so far.
     fn send(&mut self, piece: Bytes) {
-        if self.compat {
-            self.items.push_back(Item::Passed(piece));
-        } else {
-            pass(&mut self.building, &mut self.ready, piece);
-        }
+        self.items.push_back(Item::Passed(piece));
     }
 
     /// Holds a piece of the event being read (`data`: of a `data` line).
     fn hold(&mut self, piece: Bytes, data: bool) {
-        self.block_len += piece.len();
-        self.block.push((piece, data));
+        self.open.block_len += piece.len();
+        self.open.block.push((piece, data));
     }
 
     /// Handles the complete lines of `data`, writing what may go out.
@@ -253,10 +214,8 @@ impl<B: Body> SsePassthrough<B> {
                     match data.get(at) {
                         Some(b'\n') => self.send(data.slice(at..=at)),
                         Some(_) => {}
-                        None => {
-                            self.lf_to_come = true;
-                            break;
-                        }
+                        // It may come first in the next chunk.
+                        None => break,
                     }
                 }
                 self.done = true;
@@ -282,7 +241,7 @@ impl<B: Body> SsePassthrough<B> {
                     // The LF of a CRLF: it goes where its line went (a comment's, into its
                     // record).
                     let lf = data.slice(at..=at);
-                    match self.block.last() {
+                    match self.open.block.last() {
                         _ if std::mem::take(&mut self.comment_cr) => {}
                         None => self.send(lf),
                         Some(&(_, data)) => self.hold(lf, data),
@@ -324,8 +283,8 @@ impl<B: Body> SsePassthrough<B> {
             return;
         }
         if self.done
-            || self.record_refused
-            || !self.values.is_empty()
+            || self.open.record_refused
+            || !self.open.values.is_empty()
             || !self.parser.open_event_is_message()
         {
             return;
@@ -334,19 +293,22 @@ impl<B: Body> SsePassthrough<B> {
         let Some(at) = line.data_value_start() else {
             return;
         };
-        let valid = self.streamed.arrived(line, at);
+        let valid = self.open.streamed.arrived(line, at);
         if valid < STREAM_FROM {
             return;
         }
-        let record = self.record.get_or_insert_with(|| encoder.open_record());
+        let record = self
+            .open
+            .record
+            .get_or_insert_with(|| encoder.open_record());
         let frame = encoder.frame_size();
         let whole = record.len() + (valid - record.len()) / frame * frame;
         let pieces = line.pieces_from(at + record.len());
         if whole > record.len() && record.push_pieces(pieces, whole - record.len()).is_err() {
             // Refused (over the limit, ...): the record of the whole message says why, at its
             // end; none is begun again for this event.
-            self.record = None;
-            self.record_refused = true;
+            self.open.record = None;
+            self.open.record_refused = true;
         }
     }
 
@@ -356,7 +318,7 @@ impl<B: Body> SsePassthrough<B> {
     /// `pending` is the bytes kept of a line whose end has not arrived. Returns whether it gave
     /// up.
     fn over_held(&mut self, pending: usize) -> bool {
-        let held = pending + self.block_len;
+        let held = pending + self.open.block_len;
         if held <= self.max_held {
             return false;
         }
@@ -400,14 +362,19 @@ impl<B: Body> SsePassthrough<B> {
     /// Adds the value of a `data` line to the event's data, within the message limit; the
     /// parser sees an empty `data` field in its place.
     fn add_data(&mut self, value: Parts) -> Result<(), Failure> {
-        self.data_len += value.len() + usize::from(!self.values.is_empty());
-        self.values.push(value);
-        if self.data_len > self.max_message {
-            let (len, max) = (self.data_len as u64, self.max_message as u64);
+        self.open.data_len += value.len() + usize::from(!self.open.values.is_empty());
+        self.open.values.push(value);
+        if self.open.data_len > self.max_message {
+            let (len, max) = (self.open.data_len as u64, self.max_message as u64);
             return Err(Failure::TooLarge { len, max });
         }
+        self.parse(b"data:")
+    }
+
+    /// Hands a line to the parser (the event's type, and when it is dispatched).
+    fn parse(&mut self, line: &[u8]) -> Result<(), Failure> {
         self.parser
-            .line(b"data:", None, &mut self.events)
+            .line(line, None, &mut self.events)
             .map(drop)
             .map_err(|err| Failure::Internal(format!("the response stream: {err}")))
     }
@@ -425,11 +392,7 @@ impl<B: Body> SsePassthrough<B> {
         let parsed = match value {
             // The value stays in the line; the parser sees an empty `data` field in its place.
             Some(value) => self.add_data(Parts::from(value)),
-            None => self
-                .parser
-                .line(&content, None, &mut self.events)
-                .map(drop)
-                .map_err(|err| Failure::Internal(format!("the response stream: {err}"))),
+            None => self.parse(&content),
         };
         if let Err(failure) = parsed {
             // Unframed, the line goes on with what is held (framed, all is dropped).
@@ -439,7 +402,7 @@ impl<B: Body> SsePassthrough<B> {
             return;
         }
         let blank = content.is_empty();
-        if self.block.is_empty() && content.first() == Some(&b':') {
+        if self.open.block.is_empty() && content.first() == Some(&b':') {
             if self.compat {
                 // A keep-alive between events (rmcp's `:`), as a KEEPALIVE frame (SPEC.md §18.4).
                 self.items.push_back(Item::Out(Outgoing::KeepAlive));
@@ -459,33 +422,30 @@ impl<B: Body> SsePassthrough<B> {
         // The blank line dispatched the event (if it had any field).
         let event = self.events.pop();
         self.events.clear();
-        let block = std::mem::take(&mut self.block);
-        self.block_len = 0;
-        let values = std::mem::take(&mut self.values);
-        let data_len = std::mem::take(&mut self.data_len);
-        let streamed = std::mem::take(&mut self.streamed);
-        let record = self.record.take();
-        self.record_refused = false;
+        let open = std::mem::take(&mut self.open);
         match event {
-            Some(event) if data_len > 0 && is_message_event(event.event.as_deref()) => {
-                self.message_event(block, values, data_len, streamed, record);
+            Some(event) if open.data_len > 0 && is_message_event(event.event.as_deref()) => {
+                self.message_event(open);
             }
             // A priming event (`id` only), an event of another type: unchanged, unframed.
-            _ => block.into_iter().for_each(|(piece, _)| self.send(piece)),
+            _ => open
+                .block
+                .into_iter()
+                .for_each(|(piece, _)| self.send(piece)),
         }
     }
 
     /// A message event dispatched: its record first (compatible mapping), then its lines, with
-    /// the contract declared in the final response to a discovery request. `streamed` and
-    /// `record` hold what was read of its data as it arrived.
-    fn message_event(
-        &mut self,
-        mut block: Vec<(Bytes, bool)>,
-        values: Vec<Parts>,
-        data_len: usize,
-        mut streamed: Streamed,
-        record: Option<OpenRecord>,
-    ) {
+    /// the contract declared in the final response to a discovery request.
+    fn message_event(&mut self, open: OpenEvent) {
+        let OpenEvent {
+            mut block,
+            values,
+            data_len,
+            mut streamed,
+            record,
+            ..
+        } = open;
         let (mut data, carried, seen) = streamed.read_whole(event_data(values, data_len));
         // The record's bytes are the data's first bytes (the text is the data itself).
         let mut record = record.filter(|_| seen);
@@ -531,13 +491,11 @@ impl<B: Body> SsePassthrough<B> {
     /// unframed, what is held goes out as it came.
     fn body_ended(&mut self) {
         if self.compat {
-            self.give_up(Failure::Upstream(
-                "the upstream response stream ended before its final response".to_owned(),
-            ));
+            self.give_up(Failure::ended());
             return;
         }
         // An event left open, a line without its end: the client's, as they came.
-        let held = std::mem::take(&mut self.block);
+        let held = std::mem::take(&mut self.open.block);
         held.into_iter().for_each(|(piece, _)| self.send(piece));
         let pending = self.lines.take_pending();
         pending.into_buffers().for_each(|piece| self.send(piece));
@@ -587,55 +545,48 @@ fn event_data(mut values: Vec<Parts>, len: usize) -> Parts {
 }
 
 impl<B: InnerBody> SsePassthrough<B> {
-    /// Reads the next inner chunk and handles it (`encoder`: the compatible mapping's, whose
-    /// state a message's record begins from); `None` once the body ends.
-    fn read(&mut self, cx: &mut Context<'_>, encoder: Option<&MappingEncoder>) -> Poll<Option<()>> {
-        if self.done {
-            if self.finished && !self.lf_to_come {
+    /// The next item (`encoder`: the compatible mapping's, whose state a message's record
+    /// begins from): everything one inner chunk produced goes out before the next is read; an
+    /// inner failure (unframed) after the bytes before it.
+    fn poll_item(
+        &mut self,
+        cx: &mut Context<'_>,
+        encoder: Option<&MappingEncoder>,
+    ) -> Poll<Option<Result<Item, B::Error>>> {
+        loop {
+            if let Some(item) = self.items.pop_front() {
+                return Poll::Ready(Some(Ok(item)));
+            }
+            if let Some(err) = self.failed.take() {
+                return Poll::Ready(Some(Err(err)));
+            }
+            if self.done {
                 // The final response went out whole: the end of the inner body is read apart
                 // (this body ends now).
-                if let Some(body) = self.body.take() {
+                if let Some(body) = self.body.take().filter(|_| self.finished) {
                     drain_rest(body);
                 }
+                return Poll::Ready(None);
             }
-            return Poll::Ready(None);
-        }
-        let Some(body) = self.body.as_mut() else {
-            return Poll::Ready(None);
-        };
-        if self.lf_to_come {
-            // Only the LF of the final event's CRLF may still come, first in the next chunk.
-            match body.as_mut().poll_frame(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) if data.is_empty() => return Poll::Ready(Some(())),
-                    Ok(data) if data[0] == b'\n' => self.send(data.slice(..1)),
-                    _ => {}
-                },
-                // The final response went out whole: the end of the body ends the stream.
-                Poll::Ready(Some(Err(_)) | None) => {}
-            }
-            self.lf_to_come = false;
-            self.done = true;
-            return Poll::Ready(Some(()));
-        }
-        match body.as_mut().poll_frame(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Ok(data) = frame.into_data() {
-                    self.lines(data, encoder);
+            let Some(body) = self.body.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match ready!(body.as_mut().poll_frame(cx)) {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.lines(data, encoder);
+                    }
                 }
+                // The final response went out (only the LF of its CRLF could still come).
+                Some(Err(_)) | None if self.finished => self.done = true,
+                Some(Err(err)) if self.compat => self.give_up(Failure::failed(err)),
+                Some(Err(err)) => {
+                    self.body_ended();
+                    self.failed = Some(err);
+                }
+                None => self.body_ended(),
             }
-            Poll::Ready(Some(Err(err))) if self.compat => {
-                self.give_up(Failure::Upstream(format!("upstream body failed: {err}")))
-            }
-            Poll::Ready(Some(Err(err))) => {
-                self.body_ended();
-                self.failed = Some(err);
-            }
-            Poll::Ready(None) => self.body_ended(),
         }
-        Poll::Ready(Some(()))
     }
 }
 
@@ -645,17 +596,7 @@ impl<B: InnerBody> Stream for FramedBody<SsePassthrough<B>> {
     type Item = Result<Bytes, Infallible>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.poll_framed(cx, |this, cx, encoder| {
-            loop {
-                // Everything one inner chunk produced goes out before the next chunk is read.
-                if let Some(item) = this.items.pop_front() {
-                    return Poll::Ready(Some(Ok::<_, Infallible>(item)));
-                }
-                if ready!(this.read(cx, Some(encoder))).is_none() {
-                    return Poll::Ready(None);
-                }
-            }
-        })
+        self.poll_framed(cx, |this, cx, encoder| this.poll_item(cx, Some(encoder)))
     }
 }
 
@@ -667,20 +608,12 @@ impl<B: InnerBody> Stream for Plain<B> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut self.0;
-        loop {
-            // Everything one inner chunk produced goes out before the next chunk is read.
-            if let Some(piece) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(piece)));
-            }
-            if !this.building.is_empty() {
-                return Poll::Ready(Some(Ok(this.building.split().freeze())));
-            }
-            if let Some(err) = this.failed.take() {
-                return Poll::Ready(Some(Err(err)));
-            }
-            if ready!(this.read(cx, None)).is_none() {
-                return Poll::Ready(None);
-            }
-        }
+        let item = ready!(this.poll_item(cx, None));
+        Poll::Ready(item.map(|item| match item {
+            Ok(Item::Passed(piece)) => Ok(gather(piece, &mut this.items)),
+            // Unframed, every item is bytes passed on.
+            Ok(_) => Ok(Bytes::new()),
+            Err(err) => Err(err),
+        }))
     }
 }

@@ -10,7 +10,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 
 use crate::event::{Abort, AbortCode};
-use crate::mapping::encoder::fit_reason;
+use crate::mapping::encoder::{fit_reason, too_large};
 
 /// An inner response body the layer can frame.
 pub(super) trait InnerBody:
@@ -62,9 +62,43 @@ pub(super) fn drain_rest<B: InnerBody>(mut body: Pin<Box<B>>) {
     });
 }
 
+/// Why the layer cannot go on framing an inner body: the ABORT the stream ends with in its
+/// place.
+pub(super) enum Failure {
+    /// A message (or what is held for an event) over the limit (code 5, message too large).
+    TooLarge { len: u64, max: u64 },
+    /// The inner body failed, or ended before its final response (code 4, upstream failed,
+    /// SPEC.md §3.1: the same request may succeed when sent again).
+    Upstream(String),
+    /// Anything else (code 1, an invalid inner response): its description.
+    Internal(String),
+}
+
+impl Failure {
+    /// The inner body failed with `err`.
+    pub(super) fn failed(err: impl fmt::Display) -> Self {
+        Self::Upstream(format!("upstream body failed: {err}"))
+    }
+
+    /// The inner body ended, cleanly or not, before its final response.
+    pub(super) fn ended() -> Self {
+        let reason = "the upstream response stream ended before its final response";
+        Self::Upstream(reason.to_owned())
+    }
+
+    /// The ABORT the stream ends with.
+    pub(super) fn abort(self) -> Abort {
+        match self {
+            Self::TooLarge { len, max } => too_large(len, max),
+            Self::Upstream(reason) => abort_for(&reason),
+            Self::Internal(reason) => Abort::new(AbortCode::InternalError, reason),
+        }
+    }
+}
+
 /// An [`Abort`] for a server-side failure, with a reason cut to the frame's limit.
 #[must_use]
-pub(super) fn abort_for(reason: &str) -> Abort {
+fn abort_for(reason: &str) -> Abort {
     Abort::new(AbortCode::UpstreamFailed, fit_reason(reason))
 }
 

@@ -21,14 +21,12 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use super::compat_body::SsePassthrough;
 use super::declare::{Declaration, RequestBody, unframeable};
-use super::inner::{InnerBody, abort_for, drain_rest};
+use super::inner::{Failure, InnerBody, drain_rest};
 use super::streamed::Streamed;
 use crate::contract::{Deduplication, FramingContract};
 use crate::encoder::{EncoderBuilder, StreamEncoder};
-use crate::event::{Abort, AbortCode};
 use crate::jsonrpc::message_text;
 use crate::limits::MIN_MAX_FRAME_PAYLOAD;
-use crate::mapping::encoder::too_large;
 use crate::outgoing::Outgoing;
 use crate::{
     http::{FramedBody, OptIn, response_headers},
@@ -536,9 +534,9 @@ where
     }
 }
 
-/// Frames `response` as the request asked (or, unsolicited, in the compatible mapping), or
-/// passes it on. `request_id` is the id the final response must answer, when the request had
-/// one.
+/// Frames `response` as the request asked (or, `unsolicited`, in the compatible mapping, a
+/// JSON answer only if `Some(true)`: the client's `Accept` lists `text/event-stream`), or passes
+/// it on. `request_id` is the id the final response must answer, when the request had one.
 async fn respond<B: InnerBody>(
     response: Response<B>,
     opt_in: Option<OptIn>,
@@ -546,17 +544,48 @@ async fn respond<B: InnerBody>(
     config: FramingLayer,
     request_id: Option<Value>,
 ) -> Response<FramingBody<B::Error>> {
-    match (opt_in, unsolicited) {
-        (Some(opt_in), _) if opt_in.mapping() == Mapping::Compat => {
-            compat_response(response, Some(opt_in), Unsolicited::No, config, request_id).await
-        }
-        (Some(opt_in), _) => frame_response(response, opt_in, config, request_id).await,
+    // Within the smaller of the layer's limits and the client's, if it said (SPEC.md §11.3, §16).
+    let (mapping, encoder, json) = match (opt_in, unsolicited) {
+        (Some(opt_in), _) => (opt_in.mapping(), opt_in.encoder(config.encoder), true),
         (None, Some(json_to_sse)) => {
-            let unsolicited = Unsolicited::Yes { json_to_sse };
-            compat_response(response, None, unsolicited, config, request_id).await
+            let encoder = config
+                .encoder
+                .build(crate::event::StreamHead::for_request(None));
+            (Mapping::Compat, encoder, json_to_sse)
         }
-        (None, None) => response.map(|body| body.boxed_unsync()),
-    }
+        (None, None) => return response.map(|body| body.boxed_unsync()),
+    };
+    let Some(sse) = framed_kind(&response, json) else {
+        return response.map(|body| body.boxed_unsync());
+    };
+    // Every inner message is read within the message limit, as an SSE event or a JSON body
+    // (SPEC.md §6, §16): the bound the encoder applies, so one byte more is an ABORT of code 5.
+    let max_message = buffer_limit(encoder.max_message_size());
+    let (mut parts, body) = response.into_parts();
+    // The head waits (a little) for the first chunk, which holds the HEAD frame and the first
+    // message (in the compatible mapping its record and event), so that they leave together.
+    let body = match (mapping, sse) {
+        (Mapping::Compat, true) => {
+            let passthrough = SsePassthrough::compat(body, encoder, max_message, request_id);
+            head_waiting(passthrough, config.head_wait).await
+        }
+        (Mapping::Compat, false) => {
+            let plain = opt_in.is_none();
+            match compat_json(body, encoder, max_message, request_id, plain).await {
+                Ok(framed) => framed,
+                // Not opted in: the client gets the body as it was.
+                Err(original) => return Response::from_parts(parts, original),
+            }
+        }
+        (mapping, sse) => {
+            let messages = InnerMessages::new(body, sse, max_message, request_id);
+            let framed = FramedBody::new(messages, encoder, mapping);
+            head_waiting(framed, config.head_wait).await
+        }
+    };
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    parts.headers.extend(response_headers(mapping));
+    Response::from_parts(parts, body)
 }
 
 /// The response to a discovery request with the layer's contract written into its result
@@ -589,8 +618,7 @@ async fn declare<B: InnerBody>(
                     rest,
                     failure,
                 } => {
-                    if let JsonFailure::TooLarge(len) = failure {
-                        let max = max_message;
+                    if let Failure::TooLarge { len, max } = failure {
                         declaration.not_declared(&format!(
                             "the response holds more than {max} bytes (at least {len})"
                         ));
@@ -612,16 +640,8 @@ enum Json<B> {
     Unread {
         read: Bytes,
         rest: Pin<Box<B>>,
-        failure: JsonFailure,
+        failure: Failure,
     },
-}
-
-/// Why a JSON body was not read whole.
-enum JsonFailure {
-    /// Over the limit: the bytes read so far.
-    TooLarge(u64),
-    /// The body failed.
-    Failed(String),
 }
 
 /// Reads a JSON body whole, within `max` bytes (the response head waits for it).
@@ -637,11 +657,12 @@ async fn read_json<B: InnerBody>(body: B, max: usize) -> Json<B> {
                     if json.len() <= max {
                         continue;
                     }
-                    JsonFailure::TooLarge(json.len() as u64)
+                    let (len, max) = (json.len() as u64, max as u64);
+                    Failure::TooLarge { len, max }
                 }
                 Err(_) => continue,
             },
-            Err(err) => JsonFailure::Failed(err.to_string()),
+            Err(err) => Failure::failed(err),
         };
         return Json::Unread {
             read: json.into_bytes(),
@@ -680,99 +701,51 @@ fn buffer_limit(max_message_size: u64) -> usize {
         .min(isize::MAX as usize)
 }
 
-/// Whether a response is framed although its request did not opt in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Unsolicited {
-    /// The request opted in and asked for the compatible mapping.
-    No,
-    /// The layer frames every response; a JSON answer becomes SSE only if `json_to_sse` (the
-    /// client's `Accept` lists `text/event-stream`).
-    Yes { json_to_sse: bool },
-}
-
-/// Frames a response in the compatible SSE mapping (SPEC.md §18): an SSE response passes
-/// through with a record before each message event; a JSON response becomes one event. A JSON
-/// body an event cannot carry unchanged (over the limit, not UTF-8, with a CR) gets an ABORT
-/// record when the request opted in; otherwise it passes through unchanged, as the client expects
-/// it.
-async fn compat_response<B: InnerBody>(
-    response: Response<B>,
-    opt_in: Option<OptIn>,
-    unsolicited: Unsolicited,
-    config: FramingLayer,
+/// A JSON response in the compatible SSE mapping (SPEC.md §18): one event, or the ABORT record
+/// in its place. The whole body is read, within `max_message` bytes, before the response head is
+/// sent. A body an event cannot carry unchanged (over the limit, not UTF-8, with a CR, not read
+/// whole) is an `Err`, passed on as it came (the bytes read so far and then the rest), when the
+/// request did not opt in (`plain`).
+async fn compat_json<B: InnerBody>(
+    body: B,
+    encoder: StreamEncoder,
+    max_message: usize,
     request_id: Option<Value>,
-) -> Response<FramingBody<B::Error>> {
-    let json_to_sse = unsolicited != Unsolicited::Yes { json_to_sse: false };
-    let Some(sse) = framed_kind(&response, json_to_sse) else {
-        return response.map(|body| body.boxed_unsync());
+    plain: bool,
+) -> Result<FramingBody<B::Error>, FramingBody<B::Error>> {
+    let (item, original) = match read_json(body, max_message).await {
+        Json::Whole(json) => {
+            let carried = message_text(json.clone()).1;
+            let item = match unframeable(&carried, |id| json[id].to_vec(), request_id.as_ref()) {
+                // Code 1, an invalid inner response (SPEC.md §3.1).
+                Some(reason) => Outgoing::Abort(Failure::Internal(reason).abort()),
+                None => Outgoing::Message(json.clone()),
+            };
+            (item, fixed_body(json))
+        }
+        Json::Unread {
+            read,
+            rest,
+            failure,
+        } => (Outgoing::Abort(failure.abort()), unread(read, rest)),
     };
-    let builder = config.encoder;
-    // Within the smaller of the layer's limits and the client's, if it said (SPEC.md §11.3, §16).
-    let encoder = match opt_in {
-        Some(opt_in) => opt_in.encoder(builder),
-        None => builder.build(crate::event::StreamHead::for_request(None)),
-    };
-    let max_message = buffer_limit(encoder.max_message_size());
-    let (mut parts, body) = response.into_parts();
-    let framed = if sse {
-        let passthrough = SsePassthrough::compat(body, encoder, max_message, request_id);
-        // As for the other mappings, the head waits a little for the first message's record and
-        // event.
-        head_waiting(passthrough, config.head_wait).await
-    } else {
-        // The whole JSON body, within the message limit, before the response head is sent: one
-        // message, or the ABORT that takes its place.
-        let (item, original) = match read_json(body, max_message).await {
-            Json::Whole(json) => {
-                let carried = message_text(json.clone()).1;
-                let item = match unframeable(&carried, |id| json[id].to_vec(), request_id.as_ref())
-                {
-                    // Code 1, an invalid inner response (SPEC.md §3.1).
-                    Some(reason) => Outgoing::Abort(Abort::new(AbortCode::InternalError, reason)),
-                    None => Outgoing::Message(json.clone()),
-                };
-                (item, fixed_body(json))
-            }
-            Json::Unread {
-                read,
-                rest,
-                failure,
-            } => {
-                let abort = match failure {
-                    // Code 5: the same request gets the same answer.
-                    JsonFailure::TooLarge(len) => too_large(len, encoder.max_message_size()),
-                    // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
-                    JsonFailure::Failed(reason) => {
-                        abort_for(&format!("upstream body failed: {reason}"))
-                    }
-                };
-                (Outgoing::Abort(abort), unread(read, rest))
-            }
-        };
-        // Not opted in: the client gets the body as it was when an event cannot carry it, or it
-        // could not be read whole (the bytes read so far and then the rest).
-        let plain = unsolicited != Unsolicited::No;
-        if plain && matches!(item, Outgoing::Abort(_)) {
-            return Response::from_parts(parts, original);
-        }
-        // Every item is ready: the body is written at once, and sent with its length.
-        let source = futures_util::stream::iter([Ok::<_, Infallible>(item)]);
-        let mut framed = FramedBody::new(source, encoder, Mapping::Compat);
-        let mut chunks = Vec::new();
-        while let Some(Ok(chunk)) = framed.next().await {
-            chunks.push(chunk);
-        }
-        if plain && framed.refused() {
-            return Response::from_parts(parts, original);
-        }
-        match <[Bytes; 1]>::try_from(chunks) {
-            Ok([chunk]) => fixed_body(chunk),
-            Err(chunks) => fixed_body(chunks.concat()),
-        }
-    };
-    parts.headers.remove(http::header::CONTENT_LENGTH);
-    parts.headers.extend(response_headers(Mapping::Compat));
-    Response::from_parts(parts, framed)
+    if plain && matches!(item, Outgoing::Abort(_)) {
+        return Err(original);
+    }
+    // Every item is ready: the body is written at once, and sent with its length.
+    let source = futures_util::stream::iter([Ok::<_, Infallible>(item)]);
+    let mut framed = FramedBody::new(source, encoder, Mapping::Compat);
+    let mut chunks = Vec::new();
+    while let Some(Ok(chunk)) = framed.next().await {
+        chunks.push(chunk);
+    }
+    if plain && framed.refused() {
+        return Err(original);
+    }
+    Ok(match <[Bytes; 1]>::try_from(chunks) {
+        Ok([chunk]) => fixed_body(chunk),
+        Err(chunks) => fixed_body(chunks.concat()),
+    })
 }
 
 /// Whether the layer frames an inner response, from its status and `Content-Type`: `Some(true)`
@@ -823,43 +796,6 @@ where
         .boxed_unsync()
 }
 
-async fn frame_response<B: InnerBody>(
-    response: Response<B>,
-    opt_in: OptIn,
-    config: FramingLayer,
-    request_id: Option<Value>,
-) -> Response<FramingBody<B::Error>> {
-    let Some(sse) = framed_kind(&response, true) else {
-        return response.map(|body| body.boxed_unsync());
-    };
-    let (mut parts, body) = response.into_parts();
-    // Within the smaller of the layer's limits and the client's (SPEC.md §11.3, §16).
-    let mapping = opt_in.mapping();
-    let encoder = opt_in.encoder(config.encoder);
-    // Every inner message is read within the message limit, as an SSE event or a JSON body
-    // (SPEC.md §6, §16): the bound the encoder applies, so one byte more is an ABORT of code 5.
-    let max_message = buffer_limit(encoder.max_message_size());
-    let messages = InnerMessages {
-        body: Some(Box::pin(body)),
-        parser: sse.then(|| SseParser::with_max_event_data(max_message).data_unchecked()),
-        max_message,
-        json: Parts::default(),
-        streamed: Streamed::default(),
-        queue: VecDeque::new(),
-        final_seen: false,
-        done: false,
-        comments: 0,
-        request_id,
-    };
-    let framed = FramedBody::new(messages, encoder, mapping);
-    // The head waits (a little) for the first chunk, which holds the HEAD frame and the first
-    // message, so that they leave together.
-    let body = head_waiting(framed, config.head_wait).await;
-    parts.headers.remove(http::header::CONTENT_LENGTH);
-    parts.headers.extend(response_headers(mapping));
-    Response::from_parts(parts, body)
-}
-
 /// The JSON-RPC messages of an inner (rmcp) response body, as [`Outgoing`] items: a message
 /// whole, or a large one as it arrives ([`Streamed`]: its chunks, then its end or an ABORT).
 struct InnerMessages<B> {
@@ -881,6 +817,23 @@ struct InnerMessages<B> {
 }
 
 impl<B> InnerMessages<B> {
+    /// The messages of `body`, an SSE stream if `sse` (a JSON body otherwise), each within
+    /// `max_message` bytes.
+    fn new(body: B, sse: bool, max_message: usize, request_id: Option<Value>) -> Self {
+        Self {
+            body: Some(Box::pin(body)),
+            parser: sse.then(|| SseParser::with_max_event_data(max_message).data_unchecked()),
+            max_message,
+            json: Parts::default(),
+            streamed: Streamed::default(),
+            queue: VecDeque::new(),
+            final_seen: false,
+            done: false,
+            comments: 0,
+            request_id,
+        }
+    }
+
     /// Queues a whole message as it arrived (`data`, read as an SSE client reads it), or what is
     /// left of it after the part that went out: then its end, or the ABORT of code 1 that keeps
     /// a message that is not JSON-RPC, or that answers another request, from being verified.
@@ -903,15 +856,19 @@ impl<B> InnerMessages<B> {
         if let Some(reason) = refusal {
             // Never framed as a verified message: the stream ends with ABORT code 1 after the
             // messages before (inside this one if it was being sent).
-            self.done = true;
-            let abort = Abort::new(AbortCode::InternalError, reason);
-            self.queue.push_back(Outgoing::Abort(abort));
+            self.end(Failure::Internal(reason));
             return false;
         }
         self.final_seen |= carried.is_final();
         self.queue
             .push_back(whole.map_or(Outgoing::FinishMessage, Outgoing::Message));
         true
+    }
+
+    /// Ends the stream with the ABORT `failure` calls for, after what is queued.
+    fn end(&mut self, failure: Failure) {
+        self.done = true;
+        self.queue.push_back(Outgoing::Abort(failure.abort()));
     }
 
     /// Sends on what can go of the event data line still arriving (the event's first data line,
@@ -958,12 +915,7 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
             };
             match body.as_mut().poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Err(err))) => {
-                    // Code 4, upstream failed (SPEC.md §3.1): sent again, it may succeed.
-                    this.done = true;
-                    let reason = format!("upstream body failed: {err}");
-                    return Poll::Ready(Some(Ok(Outgoing::Abort(abort_for(&reason)))));
-                }
+                Poll::Ready(Some(Err(err))) => this.end(Failure::failed(err)),
                 Poll::Ready(Some(Ok(frame))) => {
                     let Ok(data) = frame.into_data() else {
                         continue;
@@ -974,18 +926,15 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                             // copied on its way to the encoder.
                             let mut items = Vec::new();
                             if let Err(err) = parser.feed_raw_shared(&data, &mut items) {
-                                this.done = true;
                                 let max = this.max_message as u64;
-                                return Poll::Ready(Some(Ok(match err {
+                                this.end(match err {
                                     // An event (one JSON-RPC message) over the message limit.
                                     SseError::EventTooLarge { .. } => {
-                                        Outgoing::Abort(too_large(max + 1, max))
+                                        Failure::TooLarge { len: max + 1, max }
                                     }
-                                    other => Outgoing::Abort(Abort::new(
-                                        AbortCode::InternalError,
-                                        other.to_string(),
-                                    )),
-                                })));
+                                    other => Failure::Internal(other.to_string()),
+                                });
+                                continue;
                             }
                             // rmcp's `:` keep-alive comments become KEEPALIVE frames, so that
                             // intermediaries keep seeing traffic during a long tool call.
@@ -1002,13 +951,10 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                                 if this.streamed.started() && !message {
                                     // Its data went out as a message's before its `event` field
                                     // named another type: it cannot be verified (code 1).
-                                    this.done = true;
-                                    let reason = format!(
+                                    this.end(Failure::Internal(format!(
                                         "the upstream named an event {:?} after its data",
                                         name.unwrap_or_default()
-                                    );
-                                    let abort = Abort::new(AbortCode::InternalError, reason);
-                                    this.queue.push_back(Outgoing::Abort(abort));
+                                    )));
                                     break;
                                 }
                                 if message && !data.is_empty() {
@@ -1026,11 +972,9 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                         None => {
                             let len = this.json.len() + data.len();
                             if len > this.max_message {
-                                this.done = true;
-                                let max = this.max_message as u64;
-                                return Poll::Ready(Some(Ok(Outgoing::Abort(too_large(
-                                    len as u64, max,
-                                )))));
+                                let (len, max) = (len as u64, this.max_message as u64);
+                                this.end(Failure::TooLarge { len, max });
+                                continue;
                             }
                             this.json.push_shared(data.clone(), this.max_message);
                             if let Some(chunk) = this.streamed.next(&this.json, 0, &data) {
@@ -1051,9 +995,7 @@ impl<B: InnerBody> Stream for InnerMessages<B> {
                     }
                     // Cleanly or not, an end before the final response is the upstream's failure
                     // (code 4, SPEC.md §3.1), never a clean end.
-                    return Poll::Ready(Some(Ok(Outgoing::Abort(abort_for(
-                        "the upstream response stream ended before its final response",
-                    )))));
+                    this.end(Failure::ended());
                 }
             }
         }
