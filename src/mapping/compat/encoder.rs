@@ -276,20 +276,7 @@ impl CompatEncoder {
     /// # Errors
     ///
     /// [`CompatEncodeError::Encode`] as [`StreamEncoder::keep_alive`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// enc.keep_alive(&mut body)?; // HEAD (52 bytes) and KEEPALIVE (20)
-    /// assert!(body.starts_with(b":mcp-framing n00BA"));
-    /// assert_eq!(body.len(), 13 + 96 + 1);
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
+    pub(crate) fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         self.record(dst, StreamEncoder::keep_alive)
     }
 
@@ -573,6 +560,15 @@ mod tests {
         body.extend_from_slice(b"\nid: 1\n\n");
         body.extend_from_slice(b":\n\n"); // rmcp's keep-alive
         assert_eq!(decode_clean(&body, key), [&data[..]]);
+    }
+
+    #[test]
+    fn a_keep_alive_first_is_one_comment_record_with_the_head_and_the_keepalive_frame() {
+        let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+        let mut body = BytesMut::new();
+        enc.keep_alive(&mut body).unwrap(); // HEAD (52 bytes) and KEEPALIVE (20)
+        assert!(body.starts_with(b":mcp-framing n00BA"));
+        assert_eq!(body.len(), 13 + 96 + 1);
     }
 
     /// The messages of `body`, a compatible body for `key` that must end clean (its sentinel).
