@@ -67,7 +67,7 @@ pub enum CompatEncodeError {
 /// let mut body = BytesMut::new();
 /// enc.message(br#"{"jsonrpc":"2.0","method":"notifications/message"}"#, &mut body)?;
 /// enc.abort(AbortCode::UpstreamFailed, "tool backend went away", &mut body)?;
-/// assert!(enc.is_finished());
+/// assert!(enc.end(&mut BytesMut::new()).is_err()); // the stream is finished
 /// let lines: Vec<&[u8]> = body[..].split(|&b| b == b'\n').collect();
 /// assert!(lines[0].starts_with(b":mcp-framing ")); // HEAD, DATA header, MESSAGE_END
 /// assert!(lines[1].starts_with(b"data: {"));       // the message event
@@ -184,16 +184,6 @@ impl CompatEncoder {
     #[must_use]
     pub(crate) fn encoder(&self) -> &StreamEncoder {
         &self.encoder
-    }
-
-    /// Whether the stream was ended or aborted.
-    ///
-    /// # Examples
-    ///
-    /// See [`CompatEncoder`].
-    #[must_use]
-    pub fn is_finished(&self) -> bool {
-        self.encoder.is_finished()
     }
 
     /// Whether a message given in pieces is open ([`push`](Self::push) without
@@ -554,7 +544,7 @@ mod tests {
         let mut body = BytesMut::new();
         body.extend_from_slice(b"data: \nid: 0\nretry: 3000\n\n"); // a priming event
         enc.message_record(data, true, &mut body).unwrap();
-        assert!(enc.is_finished());
+        assert!(enc.encoder().is_finished());
         body.extend_from_slice(b"data: ");
         body.extend_from_slice(data);
         body.extend_from_slice(b"\nid: 1\n\n");
@@ -633,7 +623,7 @@ mod tests {
         let mut body = BytesMut::new();
         enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
         enc.finish_final_message(&mut body).unwrap();
-        assert!(enc.is_finished());
+        assert!(enc.encoder().is_finished());
     }
 
     proptest! {
