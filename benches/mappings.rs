@@ -69,9 +69,7 @@ fn binary_encode(message: &[u8]) -> BytesMut {
 
 fn base64_encode(message: &[u8]) -> BytesMut {
     let wire = binary_encode(message);
-    let mut body = BytesMut::new();
-    SseFrameEncoder::new().encode(&wire, &mut body);
-    body
+    BytesMut::from(SseFrameEncoder::new().to_events(&wire))
 }
 
 fn compat_encode(message: &[u8]) -> BytesMut {

@@ -1005,8 +1005,7 @@ fn the_sse_event_bound_follows_the_frame_limit_given() {
     let mut wire = bytes::BytesMut::new();
     enc.message(&vec![b'7'; 1 << 20], &mut wire).unwrap();
     enc.end(&mut wire).unwrap();
-    let mut body = bytes::BytesMut::new();
-    mcp_framing::internals::sse::SseFrameEncoder::new().encode(&wire, &mut body);
+    let body = mcp_framing::internals::sse::SseFrameEncoder::new().to_events(&wire);
     for command in ["verify", "decode", "inspect"] {
         let out = run(
             &[

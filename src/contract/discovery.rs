@@ -14,13 +14,13 @@ use crate::outcome::DiscoveryMode;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::{internals::contract::ServerDiscovery, outcome::DiscoveryMode};
+/// use mcp_framing::{contract::DiscoverySource, internals::contract::ServerDiscovery};
 ///
 /// let result = serde_json::json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
 ///     "capabilities": {"tools": {}}, "ttlMs": 60000, "cacheScope": "public"});
 /// let discovery = ServerDiscovery::from_discover(&result)?;
 /// assert_eq!(discovery.contract, None); // no framing contract: Regime C
-/// assert_eq!(discovery.mode, DiscoveryMode::Stateless);
+/// assert_eq!(discovery.source, DiscoverySource::Discover);
 /// # Ok::<(), mcp_framing::contract::ContractError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,9 +34,8 @@ pub struct ServerDiscovery {
     /// The declared framing contract, if any.
     pub contract: Option<FramingContract>,
     /// Whether retries reach the same instance: [`DiscoveryMode::Sticky`] for an `initialize`
-    /// result (a session), [`DiscoveryMode::Stateless`] for `server/discover`. Override with
-    /// [`with_mode`](Self::with_mode) when the deployment says otherwise.
-    pub mode: DiscoveryMode,
+    /// result (a session), [`DiscoveryMode::Stateless`] for `server/discover`.
+    pub(crate) mode: DiscoveryMode,
 }
 
 impl ServerDiscovery {
@@ -104,23 +103,6 @@ impl ServerDiscovery {
             contract,
             mode: DiscoveryMode::Stateless,
         })
-    }
-
-    /// Overrides the discovery mode.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::{internals::contract::ServerDiscovery, outcome::DiscoveryMode};
-    /// let result = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
-    /// let d = ServerDiscovery::from_initialize(&result)?.with_mode(DiscoveryMode::Stateless);
-    /// assert_eq!(d.mode, DiscoveryMode::Stateless);
-    /// # Ok::<(), mcp_framing::contract::ContractError>(())
-    /// ```
-    #[must_use]
-    pub fn with_mode(mut self, mode: DiscoveryMode) -> Self {
-        self.mode = mode;
-        self
     }
 }
 

@@ -17,12 +17,12 @@ use super::layout::{HEADER_LEN, MAGIC, VERSION};
 /// let header = FrameHeader::for_payload(0x02, 7, payload);
 /// let bytes = header.to_bytes();
 /// assert_eq!(bytes.len(), HEADER_LEN);
-/// assert_eq!(FrameHeader::parse(&bytes), Ok(header));
+/// assert_eq!(FrameHeader::read(&bytes), header);
+/// assert!(FrameHeader::header_crc_ok(&bytes));
 ///
 /// let mut corrupt = bytes;
 /// corrupt[9] ^= 0x01; // flip a bit of the length field
-/// let err = FrameHeader::parse(&corrupt).unwrap_err();
-/// assert!(err.to_string().starts_with("header checksum mismatch"));
+/// assert!(!FrameHeader::header_crc_ok(&corrupt));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameHeader {
@@ -37,17 +37,9 @@ pub struct FrameHeader {
 }
 
 /// Why 20 bytes are not a valid frame header (checked in the order of SPEC.md §2).
-///
-/// # Examples
-///
-/// ```
-/// use mcp_framing::internals::frame::FrameHeader;
-/// let err = FrameHeader::parse(b"{\"jsonrpc\":\"2.0\",\"id").unwrap_err();
-/// assert_eq!(err.to_string(), "bad magic bytes [7b, 22], not an mcp-framing stream");
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum HeaderError {
+pub(crate) enum HeaderError {
     /// The first two bytes are not [`MAGIC`].
     #[error("bad magic bytes {found:02x?}, not an mcp-framing stream")]
     BadMagic {
@@ -100,18 +92,8 @@ impl FrameHeader {
     /// # Errors
     ///
     /// A `HeaderError` names the first check that failed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::frame::FrameHeader;
-    /// let mut bytes = FrameHeader::for_payload(0x02, 0, b"x").to_bytes();
-    /// bytes[2] = 9;
-    /// let err = FrameHeader::parse(&bytes).unwrap_err();
-    /// assert_eq!(err.to_string(), "unsupported format version 9");
-    /// ```
     #[inline]
-    pub fn parse(bytes: &[u8; HEADER_LEN]) -> Result<Self, HeaderError> {
+    pub(crate) fn parse(bytes: &[u8; HEADER_LEN]) -> Result<Self, HeaderError> {
         if bytes[0..2] != MAGIC {
             return Err(HeaderError::BadMagic {
                 found: [bytes[0], bytes[1]],
@@ -130,16 +112,16 @@ impl FrameHeader {
 
     /// Reads the fields of 20 header bytes **without any check** (not the magic, the version or
     /// the header CRC): for tools that list the frames of a damaged capture, or that walk frames
-    /// an encoder just wrote. A decoder uses [`parse`](Self::parse).
+    /// an encoder just wrote. A decoder uses `parse`, which checks them.
     ///
     /// # Examples
     ///
     /// ```
     /// use mcp_framing::internals::frame::FrameHeader;
     /// let mut bytes = FrameHeader::for_payload(0x02, 9, b"abc").to_bytes();
-    /// bytes[16] ^= 0xff; // a corrupt header CRC: `parse` refuses it, `read` does not look
+    /// bytes[16] ^= 0xff; // a corrupt header CRC: a decoder refuses it, `read` does not look
     /// assert_eq!((FrameHeader::read(&bytes).sequence, FrameHeader::read(&bytes).len), (9, 3));
-    /// assert!(FrameHeader::parse(&bytes).is_err());
+    /// assert!(!FrameHeader::header_crc_ok(&bytes));
     /// ```
     #[inline]
     #[must_use]
@@ -224,4 +206,40 @@ pub(crate) fn write_frame(kind: FrameKind, sequence: u32, payload: &[u8], dst: &
 pub(crate) fn write_header(kind: FrameKind, sequence: u32, payload: &[u8], dst: &mut BytesMut) {
     let header = FrameHeader::for_payload(kind.to_byte(), sequence, payload);
     dst.put_slice(&header.to_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameHeader;
+
+    #[test]
+    fn a_header_read_back_is_the_header_written() {
+        let header = FrameHeader::for_payload(0x02, 7, b"{}");
+        assert_eq!(FrameHeader::parse(&header.to_bytes()), Ok(header));
+    }
+
+    #[test]
+    fn a_flipped_bit_of_the_length_fails_the_header_checksum() {
+        let mut bytes = FrameHeader::for_payload(0x02, 7, b"{}").to_bytes();
+        bytes[9] ^= 0x01;
+        let err = FrameHeader::parse(&bytes).unwrap_err();
+        assert!(err.to_string().starts_with("header checksum mismatch"));
+    }
+
+    #[test]
+    fn json_where_a_header_should_be_is_refused_for_its_magic() {
+        let err = FrameHeader::parse(b"{\"jsonrpc\":\"2.0\",\"id").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bad magic bytes [7b, 22], not an mcp-framing stream"
+        );
+    }
+
+    #[test]
+    fn a_version_this_crate_does_not_implement_is_refused() {
+        let mut bytes = FrameHeader::for_payload(0x02, 0, b"x").to_bytes();
+        bytes[2] = 9;
+        let err = FrameHeader::parse(&bytes).unwrap_err();
+        assert_eq!(err.to_string(), "unsupported format version 9");
+    }
 }

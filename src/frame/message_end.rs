@@ -14,15 +14,19 @@ use super::layout::MESSAGE_END_PAYLOAD_LEN;
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::frame::MessageEnd;
+/// use mcp_framing::internals::frame::{FrameHeader, HEADER_LEN, MessageEnd};
+/// use mcp_framing::{FrameKind, StreamEncoder, StreamHead};
 /// use sha2::Digest;
 ///
-/// // The MESSAGE_END of `{"ok":true}`: its length and SHA-256.
+/// let mut wire = bytes::BytesMut::new();
+/// StreamEncoder::new(StreamHead::for_request(None)).message(br#"{"ok":true}"#, &mut wire)?;
+/// // The MESSAGE_END of `{"ok":true}` ends the frames: the header, the length, the SHA-256.
+/// let frame = &wire[wire.len() - (20 + 8 + 32)..];
+/// let header = FrameHeader::read(frame[..HEADER_LEN].try_into().unwrap());
+/// assert_eq!(FrameKind::from_byte(header.kind), Some(FrameKind::MessageEnd));
 /// let end = MessageEnd { len: 11, sha256: sha2::Sha256::digest(br#"{"ok":true}"#).into() };
-/// let mut frame = bytes::BytesMut::new();
-/// end.encode(0xA1A2A3A6, &mut frame);
-/// assert_eq!(frame.len(), 20 + 8 + 32); // the header, the length, the SHA-256
-/// assert_eq!(MessageEnd::load(&frame[20..]), Ok(end));
+/// assert_eq!(MessageEnd::load(&frame[HEADER_LEN..]), Ok(end));
+/// # Ok::<(), mcp_framing::EncodeError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MessageEnd {
@@ -59,12 +63,8 @@ impl MessageEnd {
 
     /// Writes this MESSAGE_END frame (header and payload) into `dst` with sequence number
     /// `sequence`.
-    ///
-    /// # Examples
-    ///
-    /// See [`MessageEnd`].
     #[inline]
-    pub fn encode(&self, sequence: u32, dst: &mut BytesMut) {
+    pub(crate) fn encode(&self, sequence: u32, dst: &mut BytesMut) {
         let mut payload = [0u8; MESSAGE_END_PAYLOAD_LEN as usize];
         payload[..8].copy_from_slice(&self.len.to_be_bytes());
         payload[8..].copy_from_slice(&self.sha256);

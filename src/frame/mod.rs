@@ -22,14 +22,22 @@
 //! command) use this module directly.
 //!
 //! ```
-//! use mcp_framing::FrameKind;
 //! use mcp_framing::internals::frame::{FrameHeader, HEADER_LEN, StreamEnd};
+//! use mcp_framing::{FrameKind, StreamEncoder, StreamHead};
 //!
-//! let mut frame = bytes::BytesMut::new();
-//! StreamEnd { messages: 2 }.encode(41, &mut frame);
-//! let header = FrameHeader::parse(frame[..HEADER_LEN].try_into().unwrap()).unwrap();
+//! let mut wire = bytes::BytesMut::new();
+//! let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+//! enc.message(b"{}", &mut wire)?;
+//! enc.message(b"[]", &mut wire)?;
+//! enc.end(&mut wire)?;
+//! let frame = &wire[wire.len() - (HEADER_LEN + 8)..]; // the last frame: STREAM_END
+//! let header: &[u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().unwrap();
+//! assert!(FrameHeader::header_crc_ok(header));
+//! let header = FrameHeader::read(header);
 //! assert_eq!(FrameKind::from_byte(header.kind), Some(FrameKind::StreamEnd));
+//! assert!(header.payload_crc_ok(&frame[HEADER_LEN..]));
 //! assert_eq!(StreamEnd::load(&frame[HEADER_LEN..]), Ok(StreamEnd { messages: 2 }));
+//! # Ok::<(), mcp_framing::EncodeError>(())
 //! ```
 
 pub(crate) mod abort;

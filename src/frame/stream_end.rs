@@ -11,11 +11,17 @@ use super::kind::{FrameKind, PayloadError};
 ///
 /// ```
 /// use mcp_framing::internals::frame::StreamEnd;
+/// use mcp_framing::{StreamEncoder, StreamHead};
 ///
-/// let mut frame = bytes::BytesMut::new();
-/// StreamEnd { messages: 1 }.encode(0xA1A2A3A7, &mut frame);
-/// assert_eq!(&frame[20..], &[0, 0, 0, 0, 0, 0, 0, 1]);
-/// assert_eq!(StreamEnd::load(&frame[20..]), Ok(StreamEnd { messages: 1 }));
+/// let mut wire = bytes::BytesMut::new();
+/// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
+/// enc.message(b"{}", &mut wire)?;
+/// enc.end(&mut wire)?;
+/// // The sentinel ends the stream: its payload is the message count.
+/// let payload = &wire[wire.len() - 8..];
+/// assert_eq!(payload, &[0, 0, 0, 0, 0, 0, 0, 1]);
+/// assert_eq!(StreamEnd::load(payload), Ok(StreamEnd { messages: 1 }));
+/// # Ok::<(), mcp_framing::EncodeError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StreamEnd {
@@ -48,11 +54,7 @@ impl StreamEnd {
 
     /// Writes this STREAM_END frame (header and payload) into `dst` with sequence number
     /// `sequence`.
-    ///
-    /// # Examples
-    ///
-    /// See [`StreamEnd`].
-    pub fn encode(&self, sequence: u32, dst: &mut BytesMut) {
+    pub(crate) fn encode(&self, sequence: u32, dst: &mut BytesMut) {
         write_frame(
             FrameKind::StreamEnd,
             sequence,

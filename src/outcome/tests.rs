@@ -138,3 +138,20 @@ fn a_cut_framed_stream_is_abandoned_in_regime_b_and_an_unframed_close_ambiguous(
         DiscoveryMode::Sticky
     );
 }
+
+#[test]
+fn every_verdict_kind_has_its_stable_snake_case_name() {
+    use super::verdict::VerdictKind as K;
+    for (kind, name) in [
+        (K::Clean, "clean"),
+        (K::Abandoned, "abandoned"),
+        (K::Aborted, "aborted"),
+        (K::Corrupt, "corrupt"),
+        (K::Spliced, "spliced"),
+        (K::CrossWired, "cross_wired"),
+        (K::ContractViolation, "contract_violation"),
+        (K::Ambiguous, "ambiguous"),
+    ] {
+        assert_eq!(kind.name(), name);
+    }
+}

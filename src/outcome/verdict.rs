@@ -161,10 +161,9 @@ impl Verdict {
 /// # Examples
 ///
 /// ```
-/// use mcp_framing::internals::outcome::VerdictKind;
-/// let names: Vec<&str> = VerdictKind::ALL.iter().map(|kind| kind.name()).collect();
-/// assert_eq!(names, ["clean", "abandoned", "aborted", "corrupt", "spliced", "cross_wired",
-///                    "contract_violation", "ambiguous"]);
+/// use mcp_framing::{internals::outcome::VerdictKind, outcome::Verdict};
+/// assert_eq!(Verdict::Clean.kind(), VerdictKind::Clean);
+/// assert_eq!(VerdictKind::CrossWired.to_string(), "cross_wired");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum VerdictKind {
@@ -187,30 +186,10 @@ pub enum VerdictKind {
 }
 
 impl VerdictKind {
-    /// Every kind, in the order of the counters.
-    ///
-    /// # Examples
-    ///
-    /// See [`VerdictKind`].
-    pub const ALL: [Self; 8] = [
-        Self::Clean,
-        Self::Abandoned,
-        Self::Aborted,
-        Self::Corrupt,
-        Self::Spliced,
-        Self::CrossWired,
-        Self::ContractViolation,
-        Self::Ambiguous,
-    ];
-
     /// The stable snake_case name: `clean`, `abandoned`, `aborted`, `corrupt`, `spliced`,
     /// `cross_wired`, `contract_violation`, `ambiguous`.
-    ///
-    /// # Examples
-    ///
-    /// See [`VerdictKind`].
     #[must_use]
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             Self::Clean => "clean",
             Self::Abandoned => "abandoned",

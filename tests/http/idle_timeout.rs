@@ -107,10 +107,9 @@ async fn sse_comments_and_a_trickled_frame_do_not_reset_the_idle_timer() {
         enc.push(b"{\"jsonrpc\":\"2.0\"", wire).unwrap();
     });
     let head_len = 52;
-    let mut sse_head = BytesMut::new();
-    SseFrameEncoder::new().encode(&wire[..head_len], &mut sse_head);
+    let sse_head = SseFrameEncoder::new().to_events(&wire[..head_len]);
     let ten = Duration::from_secs(10);
-    let comments = std::iter::once((Duration::ZERO, sse_head.freeze()))
+    let comments = std::iter::once((Duration::ZERO, sse_head))
         .chain((0..100).map(|_| (ten, Bytes::from_static(b": ping\n\n"))))
         .collect();
     let trickle = std::iter::once((Duration::ZERO, Bytes::copy_from_slice(&wire[..head_len])))

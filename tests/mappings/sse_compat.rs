@@ -165,7 +165,8 @@ fn encode_both(
                 .unwrap();
         }
     }
-    assert!(compat.is_finished());
+    // Finished: a further end is refused.
+    assert!(compat.end(&mut BytesMut::new()).is_err());
     (body.to_vec(), wire.to_vec())
 }
 

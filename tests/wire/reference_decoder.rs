@@ -1096,10 +1096,10 @@ fn every_external_decoder_agrees_with_the_crate_on_sse_bodies() {
                 .as_bytes(),
             );
             if i % 2 == 0 {
+                use base64::Engine as _;
                 let pair: Vec<u8> = frames[i..(i + 2).min(frames.len())].concat();
-                let mut one = BytesMut::new();
-                SseFrameEncoder::new().encode_event(&pair, &mut one);
-                paired.extend_from_slice(&one);
+                let data = base64::engine::general_purpose::STANDARD.encode(&pair);
+                paired.extend_from_slice(format!("event: mcp-frame\ndata: {data}\n\n").as_bytes());
             }
         }
         cases.push(
@@ -1271,7 +1271,8 @@ fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 #[cfg(feature = "sse")]
 #[test]
 fn every_external_decoder_agrees_with_the_crate_on_compat_bodies() {
-    use mcp_framing::internals::sse_compat::CompatEncoder;
+    use mcp_framing::internals::{body::MappingEncoder, sse_compat::CompatEncoder};
+    use mcp_framing::mapping::Mapping;
 
     let compat = Config {
         mapping: "compat",
@@ -1282,16 +1283,15 @@ fn every_external_decoder_agrees_with_the_crate_on_compat_bodies() {
         ..compat.clone()
     };
     let key = Some(RequestKey::from_bytes(KEY));
-    let encoder = |first: u32, frame_size: usize| {
-        CompatEncoder::new(
-            StreamEncoder::builder()
-                .frame_size(frame_size)
-                .build(StreamHead {
-                    request_key: key,
-                    attempt_id: attempt(first, 0xc3),
-                }),
-        )
+    let frames = |first: u32, frame_size: usize| {
+        StreamEncoder::builder()
+            .frame_size(frame_size)
+            .build(StreamHead {
+                request_key: key,
+                attempt_id: attempt(first, 0xc3),
+            })
     };
+    let encoder = |first: u32, frame_size: usize| CompatEncoder::new(frames(first, frame_size));
     let large = format!("{{\"data\":\"{}\"}}", "y".repeat(5000));
     let mut bodies: Vec<(&str, Vec<u8>)> = Vec::new();
     let mut b = BytesMut::new();
@@ -1321,7 +1321,7 @@ fn every_external_decoder_agrees_with_the_crate_on_compat_bodies() {
     // The final response with STREAM_END in a later record (SPEC.md §18.5): a keyed decoder
     // delivers its cuts between the response's event and that record (§7 row 4).
     let mut b = BytesMut::new();
-    let mut e = encoder(0x0000_0042, 16384);
+    let mut e = MappingEncoder::new(Mapping::Compat, frames(0x0000_0042, 16384));
     e.message(
         br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
         &mut b,

@@ -32,8 +32,8 @@ fn expected_truncation(bytes: &[u8], cut: usize) -> (Truncation, u64, usize) {
                 let header: [u8; HEADER_LEN] = bytes[span.start..span.start + HEADER_LEN]
                     .try_into()
                     .expect("20 bytes");
-                let header =
-                    mcp_framing::internals::frame::FrameHeader::parse(&header).expect("header");
+                // The encoder's own frames: the fields as written.
+                let header = mcp_framing::internals::frame::FrameHeader::read(&header);
                 Truncation::InPayload {
                     kind: FrameKind::from_byte(header.kind).expect("kind"),
                     received: received - HEADER_LEN,

@@ -67,7 +67,7 @@ pub enum CompatEncodeError {
 /// let mut body = BytesMut::new();
 /// enc.message(br#"{"jsonrpc":"2.0","method":"notifications/message"}"#, &mut body)?;
 /// enc.abort(AbortCode::UpstreamFailed, "tool backend went away", &mut body)?;
-/// assert!(enc.is_finished());
+/// assert!(enc.end(&mut BytesMut::new()).is_err()); // the stream is finished
 /// let lines: Vec<&[u8]> = body[..].split(|&b| b == b'\n').collect();
 /// assert!(lines[0].starts_with(b":mcp-framing ")); // HEAD, DATA header, MESSAGE_END
 /// assert!(lines[1].starts_with(b"data: {"));       // the message event
@@ -186,16 +186,6 @@ impl CompatEncoder {
         &self.encoder
     }
 
-    /// Whether the stream was ended or aborted.
-    ///
-    /// # Examples
-    ///
-    /// See [`CompatEncoder`].
-    #[must_use]
-    pub fn is_finished(&self) -> bool {
-        self.encoder.is_finished()
-    }
-
     /// Whether a message given in pieces is open ([`push`](Self::push) without
     /// [`finish_message`](Self::finish_message)).
     #[must_use]
@@ -276,20 +266,7 @@ impl CompatEncoder {
     /// # Errors
     ///
     /// [`CompatEncodeError::Encode`] as [`StreamEncoder::keep_alive`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse_compat::CompatEncoder;
-    /// use mcp_framing::{StreamEncoder, StreamHead};
-    /// let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
-    /// let mut body = bytes::BytesMut::new();
-    /// enc.keep_alive(&mut body)?; // HEAD (52 bytes) and KEEPALIVE (20)
-    /// assert!(body.starts_with(b":mcp-framing n00BA"));
-    /// assert_eq!(body.len(), 13 + 96 + 1);
-    /// # Ok::<(), mcp_framing::internals::sse_compat::CompatEncodeError>(())
-    /// ```
-    pub fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
+    pub(crate) fn keep_alive(&mut self, dst: &mut BytesMut) -> Result<(), CompatEncodeError> {
         self.record(dst, StreamEncoder::keep_alive)
     }
 
@@ -567,12 +544,21 @@ mod tests {
         let mut body = BytesMut::new();
         body.extend_from_slice(b"data: \nid: 0\nretry: 3000\n\n"); // a priming event
         enc.message_record(data, true, &mut body).unwrap();
-        assert!(enc.is_finished());
+        assert!(enc.encoder().is_finished());
         body.extend_from_slice(b"data: ");
         body.extend_from_slice(data);
         body.extend_from_slice(b"\nid: 1\n\n");
         body.extend_from_slice(b":\n\n"); // rmcp's keep-alive
         assert_eq!(decode_clean(&body, key), [&data[..]]);
+    }
+
+    #[test]
+    fn a_keep_alive_first_is_one_comment_record_with_the_head_and_the_keepalive_frame() {
+        let mut enc = CompatEncoder::new(StreamEncoder::new(StreamHead::for_request(None)));
+        let mut body = BytesMut::new();
+        enc.keep_alive(&mut body).unwrap(); // HEAD (52 bytes) and KEEPALIVE (20)
+        assert!(body.starts_with(b":mcp-framing n00BA"));
+        assert_eq!(body.len(), 13 + 96 + 1);
     }
 
     /// The messages of `body`, a compatible body for `key` that must end clean (its sentinel).
@@ -637,7 +623,7 @@ mod tests {
         let mut body = BytesMut::new();
         enc.push(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
         enc.finish_final_message(&mut body).unwrap();
-        assert!(enc.is_finished());
+        assert!(enc.encoder().is_finished());
     }
 
     proptest! {

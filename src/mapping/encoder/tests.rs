@@ -228,3 +228,39 @@ fn a_message_an_event_cannot_carry_is_refused_in_the_compatible_mapping_alone() 
         }
     }
 }
+
+#[test]
+fn a_compatible_body_is_the_compatible_encoders_call_for_call_keep_alives_and_abort_included() {
+    use crate::mapping::compat::CompatEncoder;
+    let frames = || {
+        let head = StreamHead {
+            request_key: None,
+            attempt_id: crate::AttemptId::from_bytes([7; 16]),
+        };
+        StreamEncoder::builder().frame_size(16).build(head)
+    };
+    let notification = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#;
+    let response = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+    for abort in [false, true] {
+        let mut body = BytesMut::new();
+        let mut mapping = MappingEncoder::new(Mapping::Compat, frames());
+        mapping.keep_alive(&mut body).unwrap();
+        mapping.message(notification, &mut body).unwrap();
+        mapping.message(response, &mut body).unwrap();
+        mapping.keep_alive(&mut body).unwrap();
+        let mut expected = BytesMut::new();
+        let mut compat = CompatEncoder::new(frames());
+        compat.keep_alive(&mut expected).unwrap();
+        compat.message(notification, &mut expected).unwrap();
+        compat.message(response, &mut expected).unwrap();
+        compat.keep_alive(&mut expected).unwrap();
+        if abort {
+            mapping.abort(AbortCode::Cancelled, "gone", &mut body).unwrap();
+            compat.abort(AbortCode::Cancelled, "gone", &mut expected).unwrap();
+        } else {
+            mapping.end(&mut body).unwrap();
+            compat.end(&mut expected).unwrap();
+        }
+        assert_eq!(body, expected, "abort: {abort}");
+    }
+}

@@ -25,8 +25,7 @@ use crate::mapping::{FRAME_EVENT, SseError};
 /// let mut enc = StreamEncoder::new(StreamHead::for_request(None));
 /// enc.message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &mut wire)?;
 /// enc.end(&mut wire)?;
-/// let mut body = BytesMut::new();
-/// SseFrameEncoder::new().encode(&wire, &mut body);
+/// let body = SseFrameEncoder::new().to_events(&wire);
 ///
 /// let mut frames = BytesMut::new();
 /// let mut dec = SseFrameDecoder::new();

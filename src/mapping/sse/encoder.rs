@@ -17,8 +17,7 @@ use crate::mapping::FRAME_EVENT;
 ///
 /// let mut wire = BytesMut::new();
 /// StreamEncoder::new(StreamHead::for_request(None)).open(&mut wire)?;
-/// let mut body = BytesMut::new();
-/// SseFrameEncoder::new().encode(&wire, &mut body);
+/// let body = SseFrameEncoder::new().to_events(&wire);
 /// assert!(body.starts_with(b"event: mcp-frame\ndata: n00BA")); // 9f 4d 01 01 ...
 /// assert!(body.ends_with(b"\n\n"));
 /// # Ok::<(), mcp_framing::EncodeError>(())
@@ -45,11 +44,7 @@ impl SseFrameEncoder {
 
     /// Writes the whole frames in `frames` as events into `dst`, one event per frame. A trailing
     /// partial frame (which an encoder never produces) is written as one last event.
-    ///
-    /// # Examples
-    ///
-    /// See [`SseFrameEncoder`].
-    pub fn encode(&self, frames: &[u8], dst: &mut BytesMut) {
+    pub(crate) fn encode(&self, frames: &[u8], dst: &mut BytesMut) {
         // Room for every event at once: `dst` grown once, not by doubling event after event.
         let events: usize = WholeFrames(frames).map(|frame| event_len(frame.len())).sum();
         dst.reserve(events);
@@ -57,16 +52,7 @@ impl SseFrameEncoder {
     }
 
     /// Writes `bytes` (one or more whole frames) as a single event.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcp_framing::internals::sse::SseFrameEncoder;
-    /// let mut body = bytes::BytesMut::new();
-    /// SseFrameEncoder::new().encode_event(&[0u8; 20], &mut body);
-    /// assert_eq!(&body[..], &b"event: mcp-frame\ndata: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n"[..]); // base64 of 20 bytes
-    /// ```
-    pub fn encode_event(&self, bytes: &[u8], dst: &mut BytesMut) {
+    pub(crate) fn encode_event(&self, bytes: &[u8], dst: &mut BytesMut) {
         dst.reserve(event_len(bytes.len()));
         dst.put_slice(b"event: ");
         dst.put_slice(FRAME_EVENT.as_bytes());
@@ -75,7 +61,8 @@ impl SseFrameEncoder {
         dst.put_slice(b"\n\n");
     }
 
-    /// Convenience: [`encode`](Self::encode) into a fresh buffer.
+    /// The events of the whole frames in `frames`, one event per frame (a trailing partial frame,
+    /// which an encoder never produces, as one last event).
     ///
     /// # Examples
     ///

@@ -257,3 +257,14 @@ fn comments_come_in_body_order_with_the_events() {
         .collect();
     assert_eq!(items, ["comment inside", "event None a", "comment after"]);
 }
+
+#[test]
+fn one_event_carries_its_bytes_in_base64_between_the_event_line_and_a_blank_line() {
+    let mut body = BytesMut::new();
+    SseFrameEncoder::new().encode_event(&[0u8; 20], &mut body);
+    // base64 of 20 bytes
+    assert_eq!(
+        &body[..],
+        &b"event: mcp-frame\ndata: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n"[..]
+    );
+}
