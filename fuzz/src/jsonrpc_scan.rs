@@ -54,6 +54,7 @@ use mcp_framing::{
     AttemptId, BodyDecoder, Event, RequestKey, StreamDecoder, StreamEncoder, StreamHead,
 };
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
 /// Runs the oracle on one input; see the module docs.
 ///
@@ -64,11 +65,11 @@ pub fn run(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let message = if mode & 1 == 1 {
-        let Ok(message) = Message::arbitrary_take_rest(Unstructured::new(rest)) else {
+    if mode & 1 == 1 {
+        let Ok(input) = Input::arbitrary_take_rest(Unstructured::new(rest)) else {
             return;
         };
-        let mut text = message.render().into_bytes();
+        let mut text = input.message.render().into_bytes();
         let at = usize::from(mode >> 1);
         match mode >> 6 {
             // Mostly whole.
@@ -79,23 +80,47 @@ pub fn run(data: &[u8]) {
             _ => {
                 if !text.is_empty() {
                     let i = (at * 7919) % text.len();
-                    text[i] = rest.first().copied().unwrap_or(b'"');
+                    text[i] = input.byte;
                 }
             }
         }
-        text
+        check(&pad(&text, input.pad), &input.splits);
     } else {
-        rest.to_vec()
-    };
-    check(&message);
+        let size = u16::from(mode >> 1 & 0x3f) + 1;
+        check(&pad(rest, mode & 0x80 != 0), &[size]);
+    }
 }
 
-/// Checks every road to the scan against [`expected`] for `message`.
+/// `message` after enough white space for `FramingLayer` to send it on as it arrives.
+fn pad(message: &[u8], pad: bool) -> Vec<u8> {
+    let mut padded = if pad {
+        vec![b' '; 16 * 1024]
+    } else {
+        Vec::new()
+    };
+    padded.extend_from_slice(message);
+    padded
+}
+
+/// A structured input.
+#[derive(Arbitrary, Debug)]
+struct Input {
+    /// Piece sizes of the inner body through `FramingLayer` (cycled).
+    splits: Vec<u16>,
+    /// 16 KiB of white space before the message (so the layer streams it).
+    pad: bool,
+    /// The byte a mutation writes.
+    byte: u8,
+    message: Message,
+}
+
+/// Checks every road to the scan against [`expected`] for `message` (and, through
+/// `FramingLayer`, with its inner body in pieces of the sizes `splits`).
 ///
 /// # Panics
 ///
 /// When one disagrees.
-pub fn check(message: &[u8]) {
+pub fn check(message: &[u8], splits: &[u16]) {
     let expected = expected(message);
     if let Ok(text) = std::str::from_utf8(message) {
         assert_eq!(
@@ -115,21 +140,62 @@ pub fn check(message: &[u8]) {
             "a keyed compatible-mapping BodyDecoder's final response against serde_json"
         );
     }
+    #[cfg(feature = "rmcp-server")]
+    if !message.is_empty() {
+        let (found, expected) = (through_layer(message, splits), expected_framing(message));
+        assert_eq!(
+            found.finals, expected.finals,
+            "FramingLayer over the inner body in pieces of {splits:?}: verified messages"
+        );
+        // A message that is not the final response, alone in a JSON body: how the stream ends
+        // is the layer's business, not the scan's.
+        if expected.finals != [false] {
+            assert_eq!(found.clean, expected.clean, "FramingLayer: a clean end");
+        }
+    }
 }
 
 /// Whether `message` is a JSON-RPC response by `serde_json`'s strict reading, but for the
 /// documented exceptions of the module docs.
 pub fn expected(message: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(message) else {
-        return false;
-    };
+    std::str::from_utf8(message).is_ok_and(|text| shape(text).is_response())
+}
+
+/// What a text is, by the reference reading of the module docs.
+#[derive(Debug, PartialEq)]
+pub enum Shape {
+    /// One JSON object: its member names, and the text of its last `id` member's value.
+    Object {
+        /// The member names, in order (duplicates kept).
+        names: Vec<String>,
+        /// The last `id` member's value as written.
+        id: Option<String>,
+    },
+    /// One JSON array.
+    Array,
+    /// Another JSON value.
+    Scalar,
+    /// Not one JSON value.
+    Invalid,
+}
+
+impl Shape {
+    /// JSON-RPC 2.0 §5: an `id` member and a `result` or an `error` member.
+    pub fn is_response(&self) -> bool {
+        matches!(self, Shape::Object { names, .. }
+            if names.iter().any(|n| n == "id")
+                && names.iter().any(|n| n == "result" || n == "error"))
+    }
+}
+
+/// `text` by the reference reading: strictly, but for the exceptions of the module docs.
+pub fn shape(text: &str) -> Shape {
     match serde_json::from_str::<Json>(text) {
-        Ok(Json::Object(names)) => {
-            names.iter().any(|n| n == "id") && names.iter().any(|n| n == "result" || n == "error")
-        }
-        Ok(Json::Other) => false,
-        Err(err) if tolerated(&err) => by_member_names(text),
-        Err(_) => false,
+        Ok(Json::Object) => lenient(text),
+        Ok(Json::Array) => Shape::Array,
+        Ok(Json::Other) => Shape::Scalar,
+        Err(err) if tolerated(&err) => lenient(text),
+        Err(_) => Shape::Invalid,
     }
 }
 
@@ -148,21 +214,13 @@ fn tolerated(err: &serde_json::Error) -> bool {
 }
 
 /// A JSON value read as strictly as `serde_json::Value` (every number converted, every string
-/// decoded, nesting up to the recursion limit), keeping only the top level's member names:
-/// `Value`'s own `Deserialize` is not used, since it reads an object whose member is named
+/// decoded, nesting up to the recursion limit), keeping only its kind: `Value`'s own
+/// `Deserialize` is not used, since it reads an object whose member is named
 /// `$serde_json::private::RawValue` as another value (see the module docs).
 enum Json {
-    Object(Vec<String>),
+    Object,
+    Array,
     Other,
-}
-
-/// Any value, strictly (its parts are dropped).
-struct Strict;
-
-impl<'de> de::Deserialize<'de> for Strict {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(|_| Strict)
-    }
 }
 
 impl<'de> de::Deserialize<'de> for Json {
@@ -198,47 +256,72 @@ impl<'de> Visitor<'de> for StrictVisitor {
         Ok(Json::Other)
     }
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
-        while seq.next_element::<Strict>()?.is_some() {}
-        Ok(Json::Other)
+        while seq.next_element::<Json>()?.is_some() {}
+        Ok(Json::Array)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
-        let mut names = Vec::new();
-        while let Some(name) = map.next_key::<String>()? {
-            map.next_value::<Strict>()?;
-            names.push(name);
+        while map.next_key::<String>()?.is_some() {
+            map.next_value::<Json>()?;
         }
-        Ok(Json::Object(names))
+        Ok(Json::Object)
     }
 }
 
-/// The response rule on the top-level member names, every value skipped.
-fn by_member_names(text: &str) -> bool {
-    member_names(text).is_some_and(|names| {
-        names.iter().any(|n| n == "id") && names.iter().any(|n| n == "result" || n == "error")
-    })
-}
-
-/// The member names of `text` if it is one JSON object (values skipped, not built).
-fn member_names(text: &str) -> Option<Vec<String>> {
-    struct Names;
-    impl<'de> Visitor<'de> for Names {
-        type Value = Vec<String>;
+/// `text` read with every value skipped (`IgnoredAny`, which reads the grammar without
+/// converting numbers or decoding strings), member names decoded.
+fn lenient(text: &str) -> Shape {
+    struct Lenient;
+    impl<'de> Visitor<'de> for Lenient {
+        type Value = Shape;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an object")
+            f.write_str("any JSON value")
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
-            let mut names = Vec::new();
+        fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+            Ok(Shape::Scalar)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+            Ok(Shape::Scalar)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+            Ok(Shape::Scalar)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+            Ok(Shape::Scalar)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+            Ok(Shape::Scalar)
+        }
+        fn visit_unit<E>(self) -> Result<Shape, E> {
+            Ok(Shape::Scalar)
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Shape::Array)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+            let (mut names, mut id) = (Vec::new(), None);
             while let Some(name) = map.next_key::<String>()? {
-                map.next_value::<IgnoredAny>()?;
+                if name == "id" {
+                    let raw: &RawValue = map.next_value()?;
+                    id = Some(raw.get().to_owned());
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
                 names.push(name);
             }
-            Ok(names)
+            Ok(Shape::Object { names, id })
         }
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let names = de::Deserializer::deserialize_map(&mut de, Names).ok()?;
-    de.end().ok()?;
-    Some(names)
+    let Ok(shape) = de::Deserializer::deserialize_any(&mut de, Lenient) else {
+        return Shape::Invalid;
+    };
+    if de.end().is_err() {
+        return Shape::Invalid;
+    }
+    // Numbers are converted even when skipped; the strict reading refused only what the module
+    // docs tolerate, so a scalar here is JSON.
+    shape
 }
 
 const KEY: [u8; 16] = *b"jsonrpc-scan-key";
@@ -310,6 +393,179 @@ fn keyed_compat(message: &[u8]) -> Option<bool> {
     assert_eq!(finals.len(), 2, "final responses: {finals:?}");
     assert!(!finals[0]);
     Some(finals[1])
+}
+
+/// What `FramingLayer` made of an inner server's JSON body: the verified messages (their
+/// final-response flags) and whether the stream ended clean.
+#[cfg(feature = "rmcp-server")]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Framed {
+    /// `is_final_response` of each verified message.
+    pub finals: Vec<bool>,
+    /// The stream's verdict was clean.
+    pub clean: bool,
+}
+
+/// What `FramingLayer` must make of an inner JSON body holding `message` (read as an SSE client
+/// reads it, UTF-8 with replacement) for a request whose id is 1: a response answering id 1 (or
+/// one whose id is no value `serde_json` builds: the layer cannot tell it answers another) is the
+/// verified final response and the stream ends clean; another JSON-RPC message (an object, an
+/// array: a batch) is verified, not as the final response; anything else (not JSON-RPC, or a response to another id) is never verified.
+#[cfg(feature = "rmcp-server")]
+pub fn expected_framing(message: &[u8]) -> Framed {
+    let text = String::from_utf8_lossy(message);
+    match shape(&text) {
+        shape @ Shape::Object { .. } if shape.is_response() => {
+            let Shape::Object { id, .. } = shape else {
+                unreachable!()
+            };
+            let id: Option<serde_json::Value> = id.and_then(|id| serde_json::from_str(&id).ok());
+            if id.is_none_or(|id| id == serde_json::json!(1)) {
+                Framed {
+                    finals: vec![true],
+                    clean: true,
+                }
+            } else {
+                Framed {
+                    finals: vec![],
+                    clean: false,
+                }
+            }
+        }
+        Shape::Object { .. } | Shape::Array => Framed {
+            finals: vec![false],
+            clean: false,
+        },
+        Shape::Scalar | Shape::Invalid => Framed {
+            finals: vec![],
+            clean: false,
+        },
+    }
+}
+
+/// `message` as the JSON body of an inner server, in pieces of the sizes `splits` (cycled; 0
+/// reads as 1) after `pad` bytes of leading white space, through `FramingLayer` (binary mapping,
+/// a keyed request with id 1): what a keyed decoder reads of the framed body. A message longer
+/// than the layer's streaming threshold (16 KiB) is read as it arrives by the resumable scan.
+#[cfg(feature = "rmcp-server")]
+pub fn through_layer(message: &[u8], splits: &[u16]) -> Framed {
+    use http_body_util::BodyExt as _;
+    use tower_layer::Layer as _;
+    use tower_service::Service as _;
+
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    let mut sizes = splits.iter().cycle();
+    while at < message.len() {
+        let size = sizes
+            .next()
+            .map_or(message.len(), |&n| usize::from(n).max(1));
+        let end = message.len().min(at + size);
+        pieces.push(bytes::Bytes::copy_from_slice(&message[at..end]));
+        at = end;
+    }
+    let key = RequestKey::from_bytes(KEY);
+    let mut request = http::Request::post("/mcp");
+    for (name, value) in &mcp_framing::http::opt_in_headers(key, true) {
+        request = request.header(name, value);
+    }
+    let request = request
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#.to_owned())
+        .expect("a request");
+    let mut service = mcp_framing::rmcp_http::FramingLayer::new().layer(JsonBody(pieces));
+    let body = RUNTIME.with(|runtime| {
+        runtime.borrow().block_on(async {
+            let response = service.call(request).await.expect("infallible");
+            response.into_body().collect().await.map(|b| b.to_bytes())
+        })
+    });
+    let body = body.expect("the inner body does not fail");
+    let mut decoder = BodyDecoder::new(Mapping::Binary, decoder());
+    decoder.feed(&body);
+    decoder.finish();
+    let mut framed = Framed {
+        finals: Vec::new(),
+        clean: false,
+    };
+    loop {
+        match decoder.next_event() {
+            Ok(Some(Event::Message(m))) => {
+                assert_eq!(
+                    &m.bytes()[..],
+                    String::from_utf8_lossy(message).as_bytes(),
+                    "the verified message is the inner one as an SSE client reads it"
+                );
+                framed.finals.push(m.is_final_response());
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                framed.clean = true;
+                return framed;
+            }
+            Err(_) => return framed,
+        }
+    }
+}
+
+#[cfg(feature = "rmcp-server")]
+thread_local! {
+    static RUNTIME: std::cell::RefCell<tokio::runtime::Runtime> = std::cell::RefCell::new(
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime"),
+    );
+}
+
+/// An inner server answering with a JSON body in the given pieces (it reads the request first,
+/// as a server does, so that the layer knows the request's id).
+#[cfg(feature = "rmcp-server")]
+#[derive(Clone)]
+struct JsonBody(Vec<bytes::Bytes>);
+
+#[cfg(feature = "rmcp-server")]
+type Pieces = http_body_util::StreamBody<
+    futures::stream::Iter<
+        std::vec::IntoIter<Result<http_body::Frame<bytes::Bytes>, std::convert::Infallible>>,
+    >,
+>;
+
+#[cfg(feature = "rmcp-server")]
+impl<B> tower_service::Service<http::Request<B>> for JsonBody
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+{
+    type Response = http::Response<Pieces>;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        use http_body_util::BodyExt as _;
+        let frames: Vec<_> = self
+            .0
+            .iter()
+            .map(|piece| Ok(http_body::Frame::data(piece.clone())))
+            .collect();
+        Box::pin(async move {
+            let _ = request.into_body().collect().await;
+            Ok(http::Response::builder()
+                .header("content-type", "application/json")
+                .body(http_body_util::StreamBody::new(futures::stream::iter(
+                    frames,
+                )))
+                .expect("a response"))
+        })
+    }
 }
 
 /// A JSON-RPC-ish message: top-level members, then what surrounds them.
@@ -650,7 +906,7 @@ mod tests {
         ];
         for text in yes {
             assert!(expected(text.as_bytes()), "{text}");
-            check(text.as_bytes());
+            check(text.as_bytes(), &[3]);
         }
         let deep = format!(
             r#"{{"id":1,"result":{}1{}}}"#,
@@ -658,7 +914,7 @@ mod tests {
             "]".repeat(200)
         );
         assert!(expected(deep.as_bytes()));
-        check(deep.as_bytes());
+        check(deep.as_bytes(), &[1]);
         let no = [
             r#"{"jsonrpc":"2.0","method":"x","params":{"id":1,"result":2}}"#,
             r#"[{"id":1,"result":{}}]"#,
@@ -670,8 +926,16 @@ mod tests {
         ];
         for text in no {
             assert!(!expected(text.as_bytes()), "{text}");
-            check(text.as_bytes());
+            check(text.as_bytes(), &[3]);
         }
-        check(b"{\"id\":1,\"result\":\"\xff\"}");
+        check(b"{\"id\":1,\"result\":\"\xff\"}", &[5]);
+        let long = format!(r#"{{"id":1,"result":"{}\u00e9\"x"}}"#, "a".repeat(20_000));
+        check(&pad(long.as_bytes(), true), &[1000, 63, 1]);
+        check(&pad(br#"{"id":2,"result":0}"#, true), &[7]);
+    }
+
+    #[test]
+    fn a_text_that_starts_like_an_array_but_is_not_json_is_not_json_rpc() {
+        check(b"[1,", &[1]);
     }
 }
