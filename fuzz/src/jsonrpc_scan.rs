@@ -190,11 +190,10 @@ impl Shape {
 
 /// `text` by the reference reading: strictly, but for the exceptions of the module docs.
 pub fn shape(text: &str) -> Shape {
-    match serde_json::from_str::<Json>(text) {
-        Ok(Json::Object) => lenient(text),
-        Ok(Json::Array) => Shape::Array,
-        Ok(Json::Other) => Shape::Scalar,
-        Err(err) if tolerated(&err) => lenient(text),
+    match read(text, true) {
+        Ok(Shape::Object { .. }) => read(text, false).unwrap_or(Shape::Invalid),
+        Ok(shape) => shape,
+        Err(err) if tolerated(&err) => read(text, false).unwrap_or(Shape::Invalid),
         Err(_) => Shape::Invalid,
     }
 }
@@ -213,115 +212,78 @@ fn tolerated(err: &serde_json::Error) -> bool {
         .any(|what| message.starts_with(what))
 }
 
-/// A JSON value read as strictly as `serde_json::Value` (every number converted, every string
-/// decoded, nesting up to the recursion limit), keeping only its kind: `Value`'s own
+/// `text` read as one JSON value. `strict`: as strictly as `serde_json::Value` reads it (every
+/// number converted, every string decoded, nesting up to the recursion limit; `Value`'s own
 /// `Deserialize` is not used, since it reads an object whose member is named
-/// `$serde_json::private::RawValue` as another value (see the module docs).
-enum Json {
-    Object,
-    Array,
-    Other,
+/// `$serde_json::private::RawValue` as another value, see the module docs), the `id` not kept.
+/// Otherwise with every value skipped (`IgnoredAny`, which reads the grammar without converting
+/// numbers or decoding strings), member names decoded, the last `id` member's text kept.
+fn read(text: &str, strict: bool) -> Result<Shape, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let shape = de::Deserializer::deserialize_any(&mut de, Reader(strict))?;
+    de.end()?;
+    Ok(shape)
 }
 
-impl<'de> de::Deserialize<'de> for Json {
+/// Reads one JSON value (see [`read`]).
+struct Reader(bool);
+
+/// Any value, strictly (its reading dropped).
+struct Strict;
+
+impl<'de> de::Deserialize<'de> for Strict {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor)
+        deserializer.deserialize_any(Reader(true)).map(|_| Strict)
     }
 }
 
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Json;
+impl<'de> Visitor<'de> for Reader {
+    type Value = Shape;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Json, E> {
-        Ok(Json::Other)
+    fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
     }
-    fn visit_i64<E>(self, _: i64) -> Result<Json, E> {
-        Ok(Json::Other)
+    fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
     }
-    fn visit_u64<E>(self, _: u64) -> Result<Json, E> {
-        Ok(Json::Other)
+    fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Json, E> {
-        Ok(Json::Other)
+    fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
     }
-    fn visit_str<E>(self, _: &str) -> Result<Json, E> {
-        Ok(Json::Other)
+    fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
     }
-    fn visit_unit<E>(self) -> Result<Json, E> {
-        Ok(Json::Other)
+    fn visit_unit<E>(self) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
     }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
-        while seq.next_element::<Json>()?.is_some() {}
-        Ok(Json::Array)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
-        while map.next_key::<String>()?.is_some() {
-            map.next_value::<Json>()?;
-        }
-        Ok(Json::Object)
-    }
-}
-
-/// `text` read with every value skipped (`IgnoredAny`, which reads the grammar without
-/// converting numbers or decoding strings), member names decoded.
-fn lenient(text: &str) -> Shape {
-    struct Lenient;
-    impl<'de> Visitor<'de> for Lenient {
-        type Value = Shape;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
-            Ok(Shape::Scalar)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
-            Ok(Shape::Scalar)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
-            Ok(Shape::Scalar)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
-            Ok(Shape::Scalar)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
-            Ok(Shape::Scalar)
-        }
-        fn visit_unit<E>(self) -> Result<Shape, E> {
-            Ok(Shape::Scalar)
-        }
-        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+        if self.0 {
+            while seq.next_element::<Strict>()?.is_some() {}
+        } else {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(Shape::Array)
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
-            let (mut names, mut id) = (Vec::new(), None);
-            while let Some(name) = map.next_key::<String>()? {
-                if name == "id" {
-                    let raw: &RawValue = map.next_value()?;
-                    id = Some(raw.get().to_owned());
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
-                names.push(name);
+        Ok(Shape::Array)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+        let (mut names, mut id) = (Vec::new(), None);
+        while let Some(name) = map.next_key::<String>()? {
+            if self.0 {
+                map.next_value::<Strict>()?;
+            } else if name == "id" {
+                let raw: &RawValue = map.next_value()?;
+                id = Some(raw.get().to_owned());
+            } else {
+                map.next_value::<IgnoredAny>()?;
             }
-            Ok(Shape::Object { names, id })
+            names.push(name);
         }
+        Ok(Shape::Object { names, id })
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let Ok(shape) = de::Deserializer::deserialize_any(&mut de, Lenient) else {
-        return Shape::Invalid;
-    };
-    if de.end().is_err() {
-        return Shape::Invalid;
-    }
-    // Numbers are converted even when skipped; the strict reading refused only what the module
-    // docs tolerate, so a scalar here is JSON.
-    shape
 }
 
 const KEY: [u8; 16] = *b"jsonrpc-scan-key";
