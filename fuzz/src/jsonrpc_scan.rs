@@ -84,10 +84,10 @@ pub fn run(data: &[u8]) {
                 }
             }
         }
-        check(&pad(&text, input.pad), &input.splits);
+        check(&pad(&text, input.pad), &input.splits, input.route);
     } else {
-        let size = u16::from(mode >> 1 & 0x3f) + 1;
-        check(&pad(rest, mode & 0x80 != 0), &[size]);
+        let size = [1, 2, 3, 7, 64, 100, 1000, 4096][usize::from(mode >> 1 & 7)];
+        check(&pad(rest, mode & 0x80 != 0), &[size], mode >> 4);
     }
 }
 
@@ -109,19 +109,22 @@ struct Input {
     splits: Vec<u16>,
     /// 16 KiB of white space before the message (so the layer streams it).
     pad: bool,
+    /// How the message goes through `FramingLayer` (see [`through_layer`]).
+    route: u8,
     /// The byte a mutation writes.
     byte: u8,
     message: Message,
 }
 
 /// Checks every road to the scan against [`expected`] for `message` (and, through
-/// `FramingLayer`, with its inner body in pieces of the sizes `splits`).
+/// `FramingLayer`, with its inner body in pieces of the sizes `splits`, by `route`: see
+/// [`through_layer`]).
 ///
 /// # Panics
 ///
 /// When one disagrees.
-#[cfg_attr(not(feature = "rmcp-server"), allow(unused_variables))] // `splits`: the layer's
-pub fn check(message: &[u8], splits: &[u16]) {
+#[cfg_attr(not(feature = "rmcp-server"), allow(unused_variables))] // the layer's
+pub fn check(message: &[u8], splits: &[u16], route: u8) {
     let expected = expected(message);
     if let Ok(text) = std::str::from_utf8(message) {
         assert_eq!(
@@ -143,10 +146,19 @@ pub fn check(message: &[u8], splits: &[u16]) {
     }
     #[cfg(feature = "rmcp-server")]
     if !message.is_empty() {
-        let (found, expected) = (through_layer(message, splits), expected_framing(message));
+        let (found, expected) = (
+            through_layer(message, splits, route),
+            expected_framing(message, route),
+        );
         assert_eq!(
-            found.finals, expected.finals,
-            "FramingLayer over the inner body in pieces of {splits:?}: verified messages"
+            found.finals,
+            expected.finals,
+            "FramingLayer (route {route:#b}) over the inner body in pieces of {splits:?}: verified messages of {:?}",
+            String::from_utf8_lossy(message)
+                .trim_start()
+                .chars()
+                .take(400)
+                .collect::<String>()
         );
         // A message that is not the final response, alone in a JSON body: how the stream ends
         // is the layer's business, not the scan's.
@@ -374,8 +386,20 @@ pub struct Framed {
 /// one whose id is no value `serde_json` builds: the layer cannot tell it answers another) is the
 /// verified final response and the stream ends clean; another JSON-RPC message (an object, an
 /// array: a batch) is verified, not as the final response; anything else (not JSON-RPC, or a response to another id) is never verified.
+///
+/// In the compatible mapping a JSON body an SSE event cannot carry unchanged (not UTF-8, or
+/// holding a CR, SPEC.md §18.3) is never verified either (the layer sends its ABORT record).
 #[cfg(feature = "rmcp-server")]
-pub fn expected_framing(message: &[u8]) -> Framed {
+pub fn expected_framing(message: &[u8], route: u8) -> Framed {
+    if mapping(route) == Mapping::Compat
+        && !sse_inner(message, route)
+        && (message.contains(&b'\r') || std::str::from_utf8(message).is_err())
+    {
+        return Framed {
+            finals: vec![],
+            clean: false,
+        };
+    }
     let text = String::from_utf8_lossy(message);
     match shape(&text) {
         shape @ Shape::Object { .. } if shape.is_response() => {
@@ -406,36 +430,60 @@ pub fn expected_framing(message: &[u8]) -> Framed {
     }
 }
 
-/// `message` as the JSON body of an inner server, in pieces of the sizes `splits` (cycled; 0
-/// reads as 1) after `pad` bytes of leading white space, through `FramingLayer` (binary mapping,
-/// a keyed request with id 1): what a keyed decoder reads of the framed body. A message longer
-/// than the layer's streaming threshold (16 KiB) is read as it arrives by the resumable scan.
+/// `message` as the body of an inner server, in pieces of the sizes `splits` (cycled; 0 reads
+/// as 1), through `FramingLayer` (a keyed request with id 1): what a keyed decoder reads of the
+/// framed body. `route` bits 0-1: the mapping asked for (binary, SSE, compatible; 3 is binary);
+/// bit 2: the inner body is an SSE event whose data is the message (one `data:` line per line;
+/// a JSON body when the message holds a CR or is empty), otherwise a JSON body. A message longer
+/// than the layer's streaming threshold (16 KiB) is read as it arrives by the resumable scan (in
+/// the binary and SSE mappings; the compatible one writes a message whole, after it is read).
 #[cfg(feature = "rmcp-server")]
-pub fn through_layer(message: &[u8], splits: &[u16]) -> Framed {
+pub fn through_layer(message: &[u8], splits: &[u16], route: u8) -> Framed {
     use http_body_util::BodyExt as _;
     use tower_layer::Layer as _;
     use tower_service::Service as _;
 
+    let mapping = mapping(route);
+    let sse = sse_inner(message, route);
+    let body = if sse {
+        let mut event = b"event: message\n".to_vec();
+        for line in message.split(|&b| b == b'\n') {
+            event.extend_from_slice(b"data: ");
+            event.extend_from_slice(line);
+            event.push(b'\n');
+        }
+        event.push(b'\n');
+        event
+    } else {
+        message.to_vec()
+    };
     let mut pieces = Vec::new();
     let mut at = 0;
     let mut sizes = splits.iter().cycle();
-    while at < message.len() {
-        let size = sizes
-            .next()
-            .map_or(message.len(), |&n| usize::from(n).max(1));
-        let end = message.len().min(at + size);
-        pieces.push(bytes::Bytes::copy_from_slice(&message[at..end]));
+    while at < body.len() {
+        let size = sizes.next().map_or(body.len(), |&n| usize::from(n).max(1));
+        let end = body.len().min(at + size);
+        pieces.push(bytes::Bytes::copy_from_slice(&body[at..end]));
         at = end;
     }
     let key = RequestKey::from_bytes(KEY);
     let mut request = http::Request::post("/mcp");
-    for (name, value) in &mcp_framing::http::opt_in_headers(key, true) {
+    for (name, value) in &mcp_framing::http::opt_in_headers(key, mapping == Mapping::Binary) {
         request = request.header(name, value);
+    }
+    if mapping == Mapping::Compat {
+        request = request.header("mcp-framing-mapping", "compat");
     }
     let request = request
         .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#.to_owned())
         .expect("a request");
-    let mut service = mcp_framing::rmcp_http::FramingLayer::new().layer(JsonBody(pieces));
+    let content_type = if sse {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let mut service =
+        mcp_framing::rmcp_http::FramingLayer::new().layer(Inner(content_type, pieces));
     let body = RUNTIME.with(|runtime| {
         runtime.borrow().block_on(async {
             let response = service.call(request).await.expect("infallible");
@@ -443,7 +491,7 @@ pub fn through_layer(message: &[u8], splits: &[u16]) -> Framed {
         })
     });
     let body = body.expect("the inner body does not fail");
-    let mut decoder = BodyDecoder::new(Mapping::Binary, decoder());
+    let mut decoder = BodyDecoder::new(mapping, decoder());
     decoder.feed(&body);
     decoder.finish();
     let mut framed = Framed {
@@ -470,6 +518,23 @@ pub fn through_layer(message: &[u8], splits: &[u16]) -> Framed {
     }
 }
 
+/// The mapping `route` asks for (see [`through_layer`]).
+#[cfg(feature = "rmcp-server")]
+fn mapping(route: u8) -> Mapping {
+    [
+        Mapping::Binary,
+        Mapping::Sse,
+        Mapping::Compat,
+        Mapping::Binary,
+    ][usize::from(route & 3)]
+}
+
+/// Whether `message` goes through the layer as an SSE event's data (see [`through_layer`]).
+#[cfg(feature = "rmcp-server")]
+fn sse_inner(message: &[u8], route: u8) -> bool {
+    route & 4 != 0 && !message.is_empty() && !message.contains(&b'\r')
+}
+
 #[cfg(feature = "rmcp-server")]
 thread_local! {
     static RUNTIME: std::cell::RefCell<tokio::runtime::Runtime> = std::cell::RefCell::new(
@@ -480,11 +545,11 @@ thread_local! {
     );
 }
 
-/// An inner server answering with a JSON body in the given pieces (it reads the request first,
-/// as a server does, so that the layer knows the request's id).
+/// An inner server answering with a body of a content type in the given pieces (it reads the
+/// request first, as a server does, so that the layer knows the request's id).
 #[cfg(feature = "rmcp-server")]
 #[derive(Clone)]
-struct JsonBody(Vec<bytes::Bytes>);
+struct Inner(&'static str, Vec<bytes::Bytes>);
 
 #[cfg(feature = "rmcp-server")]
 type Pieces = http_body_util::StreamBody<
@@ -494,7 +559,7 @@ type Pieces = http_body_util::StreamBody<
 >;
 
 #[cfg(feature = "rmcp-server")]
-impl<B> tower_service::Service<http::Request<B>> for JsonBody
+impl<B> tower_service::Service<http::Request<B>> for Inner
 where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
@@ -514,15 +579,16 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         use http_body_util::BodyExt as _;
+        let content_type = self.0;
         let frames: Vec<_> = self
-            .0
+            .1
             .iter()
             .map(|piece| Ok(http_body::Frame::data(piece.clone())))
             .collect();
         Box::pin(async move {
             let _ = request.into_body().collect().await;
             Ok(http::Response::builder()
-                .header("content-type", "application/json")
+                .header("content-type", content_type)
                 .body(http_body_util::StreamBody::new(futures::stream::iter(
                     frames,
                 )))
@@ -869,7 +935,9 @@ mod tests {
         ];
         for text in yes {
             assert!(expected(text.as_bytes()), "{text}");
-            check(text.as_bytes(), &[3]);
+            for route in 0..8 {
+                check(text.as_bytes(), &[3], route);
+            }
         }
         let deep = format!(
             r#"{{"id":1,"result":{}1{}}}"#,
@@ -877,7 +945,7 @@ mod tests {
             "]".repeat(200)
         );
         assert!(expected(deep.as_bytes()));
-        check(deep.as_bytes(), &[1]);
+        check(deep.as_bytes(), &[1], 4);
         let no = [
             r#"{"jsonrpc":"2.0","method":"x","params":{"id":1,"result":2}}"#,
             r#"[{"id":1,"result":{}}]"#,
@@ -889,16 +957,22 @@ mod tests {
         ];
         for text in no {
             assert!(!expected(text.as_bytes()), "{text}");
-            check(text.as_bytes(), &[3]);
+            for route in 0..8 {
+                check(text.as_bytes(), &[3], route);
+            }
         }
-        check(b"{\"id\":1,\"result\":\"\xff\"}", &[5]);
+        check(b"{\"id\":1,\"result\":\"\xff\"}", &[5], 5);
         let long = format!(r#"{{"id":1,"result":"{}\u00e9\"x"}}"#, "a".repeat(20_000));
-        check(&pad(long.as_bytes(), true), &[1000, 63, 1]);
-        check(&pad(br#"{"id":2,"result":0}"#, true), &[7]);
+        for route in 0..8 {
+            check(&pad(long.as_bytes(), true), &[1000, 63, 1], route);
+        }
+        check(&pad(br#"{"id":2,"result":0}"#, true), &[7], 6);
     }
 
     #[test]
     fn a_text_that_starts_like_an_array_but_is_not_json_is_not_json_rpc() {
-        check(b"[1,", &[1]);
+        for route in 0..8 {
+            check(b"[1,", &[1], route);
+        }
     }
 }
