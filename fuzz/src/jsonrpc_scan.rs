@@ -7,8 +7,10 @@
 //! message ([`Message`]) rendered as text (escaped and unescaped key spellings, `\u` escapes and
 //! surrogate pairs, lone surrogates, control characters, strings long enough to cross the scan's
 //! 64-byte blocks, deep nesting, numbers of every form, white space, a cut or an extra byte);
-//! otherwise the rest is the message's bytes as they are. Mode bits 1-7: where the rendered
-//! message is cut or gets a byte overwritten (only with bit 0).
+//! with it come the layer's piece sizes and route and whether 16 KiB of white space lead, and
+//! mode bits 6-7 cut the rendered text (2) or overwrite a byte of it (3). Otherwise the rest is
+//! the message's bytes as they are, mode bits 1-3 pick a piece size, bits 4-6 the route through
+//! `FramingLayer` ([`through_layer`]), bit 7 the 16 KiB of leading white space.
 //!
 //! The expected answer ([`expected`]) is `serde_json`'s strict reading: the bytes are UTF-8 and
 //! read as exactly one JSON object, as strictly as `serde_json::from_slice::<Value>` reads them
@@ -41,7 +43,12 @@
 //!   bytes (the scan that validates UTF-8 as it goes: arbitrary, non-UTF-8 bytes reach it), with a
 //!   notification before it and the message repeated after it (only the first response is final);
 //! - a keyed `BodyDecoder` in the compatible SSE mapping (the message is the event's data, already
-//!   UTF-8: the scan without validation), for a message that an SSE event can carry.
+//!   UTF-8: the scan without validation), for a message that an SSE event can carry;
+//! - `FramingLayer` (feature `rmcp-server`) in front of an inner server whose body (JSON, or an
+//!   SSE event) holds the message and arrives in fuzzer-chosen pieces: the layer reads a message
+//!   past 16 KiB with the resumable scan as its bytes arrive, and frames it by what the scan
+//!   found (the final response, whose `id` must be the request's; another message; no JSON-RPC
+//!   message at all, never verified): [`expected_framing`].
 
 use std::fmt::Write as _;
 
