@@ -104,10 +104,18 @@ impl Carried {
             Some(members) if members.is_response() => Self::Response(members),
             Some(_) => Self::Message,
             // A batch: its members are not read here (no final response is found in it).
-            None if text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') => Self::Message,
+            None if is_json_array(text) => Self::Message,
             None => Self::NotJsonRpc,
         }
     }
+}
+
+/// Whether `text` is exactly one JSON array (a JSON-RPC 2.0 batch; its members are skipped, as
+/// serde_json skips values): a text that only starts with `[` is not JSON, so no JSON-RPC message.
+#[cfg(feature = "rmcp-server")]
+fn is_json_array(text: &[u8]) -> bool {
+    text.iter().find(|b| !is_ws(**b)) == Some(&b'[')
+        && serde_json::from_slice::<IgnoredAny>(text).is_ok()
 }
 
 /// An inner server's event data (as it came, its lines joined with LF) as an SSE client reads
@@ -1329,6 +1337,21 @@ mod message_text_tests {
         for garbage in [&b"not json"[..], b"{\"jsonrpc\":\"2.0\",\"id\":1,\"res", b"42", b"\xff\xfe"] {
             let carried = message_text(bytes::Bytes::copy_from_slice(garbage)).1;
             assert!(matches!(carried, Carried::NotJsonRpc), "{garbage:?}");
+        }
+    }
+
+    /// Found by the `jsonrpc_scan` fuzz target (`fuzz/regressions/jsonrpc_scan/`): event data
+    /// that only started with `[` was taken for a batch and framed as a verified message.
+    #[test]
+    fn event_data_that_only_starts_like_an_array_is_no_json_rpc_message() {
+        for garbage in [&b"[1,"[..], b"[", b" [] x", b"[}", b"\x0c[]"] {
+            let carried = message_text(bytes::Bytes::copy_from_slice(garbage)).1;
+            assert!(matches!(carried, Carried::NotJsonRpc), "{garbage:?}");
+            assert!(matches!(carried_by_serde(garbage), Carried::NotJsonRpc), "{garbage:?}");
+        }
+        for batch in [&b"[]"[..], b" [1, {\"id\": 1e400}]\r\n", b"[\"\\ud800\"]"] {
+            let carried = message_text(bytes::Bytes::copy_from_slice(batch)).1;
+            assert!(matches!(carried, Carried::Message), "{batch:?}");
         }
     }
 

@@ -25,6 +25,9 @@
 //!   JSON reader, request identification, canonical JSON, and `DedupeLayer` itself.
 //! - `http_headers`: the limits header parses what it prints; a response's headers never
 //!   read as two mappings.
+//! - [`jsonrpc_scan`]: arbitrary bytes and `arbitrary` JSON-RPC-ish messages; the JSON-RPC scan
+//!   (`is_response`, and a keyed decoder's final response in the binary and compatible mappings)
+//!   answers what `serde_json`'s strict reading does.
 //!
 //! This file is also compiled as a module of the main crate's tests (`#[path]`), so it uses only
 //! dependencies both have and names nothing from libFuzzer.
@@ -39,6 +42,7 @@ pub mod dedupe_request;
 pub mod fixed_checksums;
 #[cfg(all(feature = "http", feature = "dedupe"))]
 pub mod http_headers;
+pub mod jsonrpc_scan;
 pub mod limits;
 pub mod model;
 pub mod reader;

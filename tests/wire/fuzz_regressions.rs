@@ -134,3 +134,9 @@ fn saved_inputs_pass_the_http_headers_oracle() {
     let count = replay("http_headers", oracles::http_headers::run);
     assert!(count >= 10, "only {count} http_headers inputs");
 }
+
+#[test]
+fn saved_inputs_pass_the_jsonrpc_scan_oracle() {
+    let count = replay("jsonrpc_scan", oracles::jsonrpc_scan::run);
+    assert!(count >= 10, "only {count} jsonrpc_scan inputs");
+}
