@@ -69,7 +69,7 @@ use harness::{
 const CUT_TIMEOUT_SECONDS: f64 = 2.0;
 
 /// The request timeout of the stock TypeScript client on the clean path: a loopback call takes
-/// well under a second, and Caddy's empty `200` ([`caddy_empty_response`]) then costs this, not
+/// well under a second, and Caddy's empty `200` ([`caddy_defect_response`]) then costs this, not
 /// the SDK's default of 60 s.
 const CLEAN_TIMEOUT_SECONDS: f64 = 10.0;
 
@@ -344,30 +344,40 @@ fn stock_cell(report: &Report) -> String {
 
 /// Caddy 2.6.2's defect, measured here: now and then (about one TypeScript SDK session in ten to
 /// twenty, a Python SDK session now and then, rmcp's client rarely; never directly against the
-/// server) it answers a POST `200` with an empty SSE body, logging "aborting with incomplete
-/// response" and [`CADDY_DEFECT_LOG`] for the backend connection it read from. The TypeScript SDK
-/// then waits for the response until its request timeout; the Python SDK fails the request at
-/// once with "SSE stream ended without a response", rmcp's client with "Transport closed" (in
-/// `initialize`, `tools/list` or `tools/call`, whichever met the empty body). Whether `report` is
-/// that (and nothing else): that client's error for an empty SSE body, and Caddy logged the
-/// defect.
-fn caddy_empty_response(proxy: &Proxy, report: &Report) -> bool {
+/// server) it closes the backend connection a response is being read from, logging "aborting
+/// with incomplete response" and [`CADDY_DEFECT_LOG`] for it (its `read_timeout` sets a deadline
+/// on a connection already closed). What the client then gets depends on how far the response
+/// had come: a `200` with an empty SSE body (the TypeScript SDK waits for the response until its
+/// request timeout; the Python SDK fails at once with "SSE stream ended without a response",
+/// rmcp's client with "Transport closed"), a JSON body cut short (the stock clients' JSON parse
+/// errors: the failure this crate exists for), or, before the head, a `502` (the Python SDK's
+/// "Server returned an error response"). Whether `report` is one of those (and nothing else):
+/// that client's error for such a response, and Caddy logged the defect.
+fn caddy_defect_response(proxy: &Proxy, report: &Report) -> bool {
     let error = report.error.as_deref().unwrap_or_default();
-    let empty_body = match report.client.as_str() {
-        "typescript" => error.ends_with("Request timed out"),
-        "python" => error == "MCPError: SSE stream ended without a response",
+    let defect_form = match report.client.as_str() {
+        "typescript" => {
+            error.ends_with("Request timed out")
+                || error.starts_with("SyntaxError: Unterminated string in JSON")
+        }
+        "python" => {
+            error == "MCPError: SSE stream ended without a response"
+                || error.starts_with("MCPError: Failed to parse JSON response")
+                || (error == "MCPError: Server returned an error response"
+                    && report.code == Some(-32603))
+        }
         // What rmcp's client says for an SSE body that ends before its response, at once
-        // (tests/stock/stock_clients.rs, the cut at 0 bytes).
-        "rmcp" => error == "Transport closed",
+        // (tests/stock/stock_clients.rs, the cut at 0 bytes), and for a JSON body cut short.
+        "rmcp" => error == "Transport closed" || error.contains("could not parse JSON response"),
         _ => false,
     };
-    report.outcome == "error" && empty_body && !caddy_defect_lines(proxy).is_empty()
+    report.outcome == "error" && defect_form && !caddy_defect_lines(proxy).is_empty()
 }
 
 /// What Caddy 2.6.2 logs when its reverse proxy aborts a response it was relaying.
 const CADDY_DEFECT_LOG: &str = "use of closed network connection";
 
-/// The lines of `proxy`'s logs that show the defect of [`caddy_empty_response`], if `proxy` is
+/// The lines of `proxy`'s logs that show the defect of [`caddy_defect_response`], if `proxy` is
 /// Caddy (none otherwise). The body it then cuts is not always empty: a framing client has also
 /// seen it cut inside a message, which it reports as abandoned, as it must.
 fn caddy_defect_lines(proxy: &Proxy) -> Vec<String> {
@@ -382,13 +392,13 @@ fn caddy_defect_lines(proxy: &Proxy) -> Vec<String> {
         .collect()
 }
 
-/// [`assert_exact`] over the reports that are not [`caddy_empty_response`]; those are marked in
+/// [`assert_exact`] over the reports that are not [`caddy_defect_response`]; those are marked in
 /// their table cells.
 fn assert_exact_but_caddy(proxy: &Proxy, reports: &[Report], labels: &[String]) -> Vec<String> {
     let (mut exact, mut exact_labels, mut cells) = (Vec::new(), Vec::new(), Vec::new());
     for (report, label) in reports.iter().zip(labels) {
-        if caddy_empty_response(proxy, report) {
-            cells.push(format!("**Caddy: empty 200**, {}", stock_cell(report)));
+        if caddy_defect_response(proxy, report) {
+            cells.push(format!("**Caddy: its defect**, {}", stock_cell(report)));
         } else {
             cells.push(stock_cell(report));
             exact.push(report.clone());
@@ -436,7 +446,7 @@ fn every_client_gets_every_result_byte_for_byte_through_every_proxy() {
         let cap = Duration::from_secs(120);
         // The clients one after the other, but for the Python and TypeScript processes beside
         // them: more sessions at once through Caddy 2.6 make its defect (an empty `200`, see
-        // [`caddy_empty_response`]) reach the other clients too.
+        // [`caddy_defect_response`]) reach the other clients too.
         let (python, typescript, rmcp, framing) = std::thread::scope(|scope| {
             let python = scope.spawn(|| run_python(&refs, None, cap));
             let typescript =
@@ -871,7 +881,7 @@ fn a_backend_dying_mid_response_behind_every_proxy_is_abandoned_never_clean_neve
                         // A cut before the last byte leaves no stock client with the result,
                         // and none of them may hand out a partial one as complete.
                         assert_eq!(report.outcome, "error", "{label}: {report:?}");
-                        if !caddy_empty_response(&proxy, report) {
+                        if !caddy_defect_response(&proxy, report) {
                             assert_eq!(report.phase, "tools/call", "{label}: {report:?}");
                         }
                     }
