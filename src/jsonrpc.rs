@@ -524,7 +524,7 @@ impl<const UTF8: bool> Scan<UTF8> {
 
     /// As much of a string as has arrived, from `self.at`.
     ///
-    /// The string is read a block of 16 bytes at a time: the block's stops (quotes, backslashes,
+    /// The string is read a block of 64 bytes at a time: the block's stops (quotes, backslashes,
     /// control characters: [`stops::mask`]) are found together, and then taken one after the
     /// other, a bit each, whatever their density (a result full of `\n` escapes has one every
     /// line). A control character refuses the string where it is found; once the closing quote
